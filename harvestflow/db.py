@@ -55,9 +55,14 @@ def discover_migrations(sql_dir: Path = SQL_DIR) -> list[Migration]:
     return found
 
 
+_ENGINES: dict[str, Engine] = {}
+
+
 @lru_cache(maxsize=8)
 def _engine_for(url: str) -> Engine:
-    return sa.create_engine(url, pool_pre_ping=True, future=True)
+    engine = sa.create_engine(url, pool_pre_ping=True, future=True)
+    _ENGINES[url] = engine
+    return engine
 
 
 def get_engine(url: str | None = None) -> Engine:
@@ -116,6 +121,7 @@ def migrate(engine: Engine | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
                 r.version: r.checksum
                 for r in conn.execute(sa.text("SELECT version, checksum FROM schema_versions"))
             }
+            conn.commit()
             for mig in migrations:
                 if mig.version in done:
                     if done[mig.version] != mig.checksum:
@@ -125,8 +131,10 @@ def migrate(engine: Engine | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
                         )
                     continue
                 log.info("applying migration %s", mig.path.name)
-                with conn.begin():
-                    conn.exec_driver_sql(mig.path.read_text(encoding="utf-8"))
+                try:
+                    # raw cursor, no parameters: SQL files contain '%' (plpgsql RAISE)
+                    with conn.connection.cursor() as cur:
+                        cur.execute(mig.path.read_text(encoding="utf-8"))
                     conn.execute(
                         sa.text(
                             "INSERT INTO schema_versions (version, filename, checksum)"
@@ -134,8 +142,21 @@ def migrate(engine: Engine | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
                         ),
                         {"v": mig.version, "f": mig.path.name, "c": mig.checksum},
                     )
+                    conn.commit()
+                except Exception as exc:
+                    conn.rollback()
+                    raise MigrationError(f"{mig.path.name}: {exc}") from exc
                 applied_now.append(mig.version)
         finally:
+            conn.rollback()
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _ADVISORY_LOCK_KEY})
             conn.commit()
     return applied_now
+
+
+def dispose_engines() -> None:
+    """Close pooled connections (before stopping the server, or after a fork)."""
+    for engine in list(_ENGINES.values()):
+        engine.dispose()
+    _ENGINES.clear()
+    _engine_for.cache_clear()

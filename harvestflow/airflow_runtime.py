@@ -1,0 +1,181 @@
+"""Run Airflow 3 on the platform's PostgreSQL: environment, metadata DB, pools, components.
+
+Why not ``airflow standalone``: it forces its own choices, prints a generated password once and
+mixes four components' output on one terminal. ``harvestflow up`` starts the same four components
+(api-server, scheduler, dag-processor, triggerer) with LocalExecutor, each logging to its own file
+under AIRFLOW_HOME/logs/components, with a login we create and print every time.
+
+This module never imports Airflow: it prepares environment variables and runs the ``airflow``
+command (found beside the running Python, so the virtualenv's bin must hold it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvestflow.settings import PROJECT_ROOT, Settings
+
+log = logging.getLogger(__name__)
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+ADMIN_USER = "admin"
+
+
+def airflow_bin() -> str:
+    candidate = Path(sys.executable).parent / "airflow"
+    return str(candidate) if candidate.exists() else "airflow"
+
+
+def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for every Airflow process (and for dag.test() in this process)."""
+    env = dict(os.environ if base is None else base)
+    home = settings.airflow_home
+    af = settings["airflow"]
+    api_url = f"http://{af['host']}:{af['port']}"
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.airflow_db_url,
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(password_file(settings)),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{api_url}/execution/",
+            "AIRFLOW__API__HOST": str(af["host"]),
+            "AIRFLOW__API__PORT": str(af["port"]),
+            "AIRFLOW__API__BASE_URL": api_url,
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+            "AIRFLOW__CORE__PARALLELISM": "8",
+            # the settings file and data dir travel with every task
+            "HARVESTFLOW_DATA_DIR": str(settings.data_dir),
+            "HARVESTFLOW_CONFIG": str(settings.source),
+        }
+    )
+    return env
+
+
+def password_file(settings: Settings) -> Path:
+    return settings.airflow_home / "simple_auth_manager_passwords.json.generated"
+
+
+def ensure_login(settings: Settings) -> tuple[str, str]:
+    """Create the admin password once (kept across runs) and return the login."""
+    path = password_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    passwords: dict[str, str] = {}
+    if path.exists() and path.read_text().strip():
+        passwords = json.loads(path.read_text())
+    if ADMIN_USER not in passwords:
+        passwords[ADMIN_USER] = secrets.token_urlsafe(12)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(passwords) + "\n")
+        os.chmod(tmp, 0o600)
+        tmp.replace(path)
+    return ADMIN_USER, passwords[ADMIN_USER]
+
+
+def run_airflow(settings: Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [airflow_bin(), *args]
+    log.info("running %s", " ".join(cmd))
+    proc = subprocess.run(cmd, env=airflow_env(settings), capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"`airflow {' '.join(args)}` failed: {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
+def pools(settings: Settings) -> dict[str, int]:
+    af = settings["airflow"]
+    return {
+        af["high_priority_pool"]: int(af["high_priority_slots"]),
+        af["low_priority_pool"]: int(af["low_priority_slots"]),
+    }
+
+
+def prepare(settings: Settings) -> None:
+    """Migrate Airflow's metadata DB and create the crawl pools (idempotent)."""
+    settings.airflow_home.mkdir(parents=True, exist_ok=True)
+    run_airflow(settings, "db", "migrate")
+    for name, slots in pools(settings).items():
+        run_airflow(settings, "pools", "set", name, str(slots), f"harvestflow crawl channel {name}")
+    ensure_login(settings)
+
+
+@dataclass
+class AirflowProcesses:
+    """The four components, each in its own process group, logging to its own file."""
+
+    settings: Settings
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.settings.airflow_home / "logs" / "components"
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        env = airflow_env(self.settings)
+        for name in COMPONENTS:
+            logfile = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+            self.procs[name] = subprocess.Popen(
+                [airflow_bin(), name],
+                env=env,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            logfile.close()
+
+    def dead(self) -> list[str]:
+        return [name for name, p in self.procs.items() if p.poll() is not None]
+
+    def wait_api(self, timeout_s: float = 180) -> bool:
+        import urllib.request
+
+        af = self.settings["airflow"]
+        url = f"http://{af['host']}:{af['port']}/api/v2/version"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if "api-server" in self.dead():
+                return False
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return True
+            except OSError:
+                pass
+            time.sleep(1)
+        return False
+
+    def stop(self, timeout_s: float = 30) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        for proc in self.procs.values():
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                proc.wait(remaining)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

