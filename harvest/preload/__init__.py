@@ -1,0 +1,1 @@
+"""Broad-crawl preload: sources, normalisation, DNS check, redirect discovery, transfer."""
