@@ -109,6 +109,10 @@ class EmbeddedSeaweedFS:
             f"-filer.port.grpc={self.filer_port + 10000}",
             "-s3",
             f"-s3.port={self.s3_port}",
+            f"-s3.port.grpc={self.s3_port + 10000}",
+            # extra gateways on fixed default ports (8181, 9101) would collide: not used
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
             f"-s3.config={self.data_dir / 's3-identities.json'}",
         ]
 
