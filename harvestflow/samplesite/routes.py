@@ -1,0 +1,136 @@
+"""Dynamic routes of the sample website: the awkward cases a crawler must archive faithfully.
+
+Why separate from the server: each route is a small pure function of (host, path, query,
+headers, port) returning a :class:`~harvestflow.samplesite.server.Reply`, easy to read as the
+list of what the site offers:
+
+- ``www.example-a.test``: ``/redirect-301``, ``/redirect-302``, ``/cookies`` (two Set-Cookie),
+  ``/search?q=..&page=..`` (query strings), ``/etag.html`` (ETag/Last-Modified, answers 304),
+  ``/slow?ms=N``; ``/gzip.html`` and ``/chunked.html`` are handled in the server.
+- ``www.example-b.test``: every path redirects (301) to ``example-b.test``;
+  ``example-b.test/moved`` redirects to ``www.example-a.test/about.html``.
+- ``static.example-a.test``: ``/fonts/sample.woff``, ``/big.bin?size=N`` (large body).
+- ``trap.example-c.test``: an endless calendar (``/calendar/YYYY/MM/``), session ids that change
+  on every link (``/shop?sid=...``), repeated path segments (``/loop/loop/...``) and deep paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harvestflow.samplesite.server import Reply
+
+HTML = "text/html; charset=utf-8"
+ETAG = '"sample-etag-v1"'
+LAST_MODIFIED = "Thu, 01 Jan 2026 00:00:00 GMT"
+
+
+def _reply(status: int, body: bytes = b"", headers: list[tuple[str, str]] | None = None) -> Reply:
+    from harvestflow.samplesite.server import Reply
+
+    return Reply(status, body, headers or [])
+
+
+def _page(title: str, body: str) -> bytes:
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"</head>\n<body><h1>{title}</h1>\n{body}\n</body></html>\n"
+    ).encode()
+
+
+def _redirect(status: int, location: str) -> Reply:
+    body = _page("Moved", f'<a href="{location}">{location}</a>')
+    return _reply(status, body, [("Location", location), ("Content-Type", HTML)])
+
+
+def dynamic(
+    host: str, path: str, query: dict[str, list[str]], headers: dict[str, str], port: int
+) -> Reply | None:
+    """The reply of a dynamic route, or None when the path is a static file (or a 404)."""
+    base_a = f"http://www.example-a.test:{port}"
+    if host == "www.example-a.test":
+        if path == "/redirect-301":
+            return _redirect(301, "/about.html")
+        if path == "/redirect-302":
+            return _redirect(302, f"{base_a}/section/")
+        if path == "/cookies":
+            reply = _reply(200, _page("Cookies", "<p>Two cookies were set.</p>"))
+            reply.headers += [
+                ("Content-Type", HTML),
+                ("Set-Cookie", "session=abc123; Path=/"),
+                ("Set-Cookie", "theme=dark; Path=/; Max-Age=3600"),
+            ]
+            return reply
+        if path == "/search":
+            q = query.get("q", [""])[0]
+            page = int(query.get("page", ["1"])[0] or 1)
+            links = f'<a href="/search?q={q}&amp;page={page + 1}">next</a>' if page < 3 else ""
+            body = _page(f"Search {q} page {page}", f"<p>Results for {q}.</p>{links}")
+            return _reply(200, body, [("Content-Type", HTML)])
+        if path == "/etag.html":
+            from harvestflow.samplesite.server import load_static
+
+            found = load_static(host, path, port)
+            assert found is not None
+            cond = [("ETag", ETAG), ("Last-Modified", LAST_MODIFIED)]
+            if headers.get("If-None-Match") == ETAG or (
+                headers.get("If-Modified-Since") == LAST_MODIFIED
+            ):
+                return _reply(304, b"", cond)
+            return _reply(200, found[0], [("Content-Type", found[1]), *cond])
+        if path == "/slow":
+            ms = int(query.get("ms", ["500"])[0])
+            reply = _reply(200, _page("Slow", f"<p>{ms} ms</p>"), [("Content-Type", HTML)])
+            reply.delay_s = ms / 1000.0
+            return reply
+    if host == "www.example-b.test":
+        return _redirect(301, f"http://example-b.test:{port}{path}")
+    if host == "example-b.test" and path == "/moved":
+        return _redirect(301, f"{base_a}/about.html")
+    if host == "static.example-a.test":
+        if path == "/fonts/sample.woff":
+            data = b"wOFF" + hashlib.sha256(b"sample font").digest() * 8
+            return _reply(200, data, [("Content-Type", "font/woff")])
+        if path == "/big.bin":
+            size = int(query.get("size", ["200000"])[0])
+            block = hashlib.sha256(b"big").digest()
+            data = (block * (size // len(block) + 1))[:size]
+            return _reply(200, data, [("Content-Type", "application/octet-stream")])
+    if host == "trap.example-c.test":
+        return _trap(path, query)
+    return None
+
+
+def _trap(path: str, query: dict[str, list[str]]) -> Reply:
+    """Crawler traps: every page links to new URLs without end."""
+    parts = [p for p in path.split("/") if p]
+    if path in ("/", ""):
+        body = (
+            '<a href="/calendar/2026/11/">Calendar</a> <a href="/shop?sid=0001">Shop</a> '
+            '<a href="/loop/">Loop</a> <a href="/deep/1/">Deep</a> <a href="/plain.html">Plain</a>'
+        )
+        return _reply(200, _page("Trap site", body), [("Content-Type", HTML)])
+    if path == "/plain.html":
+        return _reply(200, _page("Plain", "<p>An ordinary page.</p>"), [("Content-Type", HTML)])
+    if len(parts) == 3 and parts[0] == "calendar" and parts[1].isdigit() and parts[2].isdigit():
+        year, month = int(parts[1]), int(parts[2])
+        nxt = (year + (month == 12), month % 12 + 1)
+        prv = (year - (month == 1), (month - 2) % 12 + 1)
+        body = (
+            f'<a href="/calendar/{prv[0]}/{prv[1]:02d}/">previous month</a> '
+            f'<a href="/calendar/{nxt[0]}/{nxt[1]:02d}/">next month</a>'
+        )
+        return _reply(200, _page(f"Calendar {year}-{month:02d}", body), [("Content-Type", HTML)])
+    if path == "/shop":
+        sid = int(query.get("sid", ["0"])[0] or 0)
+        body = f'<a href="/shop?sid={sid + 1:04d}">Products</a>'
+        return _reply(200, _page("Shop", body), [("Content-Type", HTML)])
+    if parts and parts[0] == "loop":
+        body = f'<a href="{path.rstrip("/")}/loop/">Again</a>'
+        return _reply(200, _page("Loop", body), [("Content-Type", HTML)])
+    if parts and parts[0] == "deep":
+        body = f'<a href="{path.rstrip("/")}/{len(parts)}/">Deeper</a>'
+        return _reply(200, _page("Deep", body), [("Content-Type", HTML)])
+    return _reply(404, _page("Not Found", ""), [("Content-Type", HTML)])

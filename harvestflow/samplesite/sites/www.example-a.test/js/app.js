@@ -1,0 +1,2 @@
+// harvestflow sample site script
+document.documentElement.className = "js";
