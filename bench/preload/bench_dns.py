@@ -1,0 +1,212 @@
+"""Benchmark: harvestflow's DNS check against dnsperf on the same queries (issue 5).
+
+Generates N domains (mostly existing, a tenth NXDOMAIN, some CNAME chains, AAAA-only and
+no-address names, a few "slow" ones whose zone only answers over TCP: knot's mod-noudp sends a
+truncated reply over UDP), serves them from Knot DNS on a loopback port, then measures
+
+- dnsperf sending one A query per domain (the server's ceiling on this machine);
+- harvestflow's DNS check (``iter_check``, worker processes) on the same domains,
+
+and prints domains/s of both, their ratio, the share of domains classified correctly and the
+peak RSS of the checker. Run:  .venv/bin/python bench/preload/bench_dns.py [--domains 1000000]
+Needs the Debian packages knot and dnsperf (apt-get install knot dnsperf).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+ZONE = "bench"
+SLOW_ZONE = "slowbench"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.bind(("127.0.0.1", 0))
+        return int(udp.getsockname()[1])
+
+
+def generate(workdir: Path, n: int, seed: int = 5) -> dict[str, str]:
+    """Zone files and the expected class of each queried domain."""
+    rnd = random.Random(seed)
+    expected: dict[str, str] = {}
+    lines = [
+        f"$ORIGIN {ZONE}.",
+        "$TTL 3600",
+        f"@ SOA ns.{ZONE}. admin.{ZONE}. 1 3600 600 86400 60",
+        f"@ NS ns.{ZONE}.",
+        "ns A 127.0.0.1",
+    ]
+    slow_lines = [
+        f"$ORIGIN {SLOW_ZONE}.",
+        "$TTL 3600",
+        f"@ SOA ns.{ZONE}. admin.{ZONE}. 1 3600 600 86400 60",
+        f"@ NS ns.{ZONE}.",
+    ]
+    n_slow = max(5, n // 20000)
+    for i in range(n - n_slow):
+        name = f"d{i:07d}"
+        roll = rnd.random()
+        if roll < 0.10:
+            expected[f"{name}.{ZONE}"] = "failed"  # NXDOMAIN: not in the zone
+        elif roll < 0.12:
+            lines.append(f"{name} TXT \"no address\"")
+            expected[f"{name}.{ZONE}"] = "failed"
+        elif roll < 0.14:
+            lines.append(f"{name} AAAA 2001:db8::{i % 65536:x}")
+            expected[f"{name}.{ZONE}"] = "active"
+        elif roll < 0.17:
+            lines.append(f"{name} CNAME t{name}")
+            lines.append(f"t{name} A 10.{i % 256}.{(i >> 8) % 256}.1")
+            expected[f"{name}.{ZONE}"] = "active"
+        else:
+            lines.append(f"{name} A 10.{i % 256}.{(i >> 8) % 256}.{(i >> 16) % 256}")
+            expected[f"{name}.{ZONE}"] = "active"
+    for i in range(n_slow):
+        slow_lines.append(f"s{i} A 10.255.0.{i % 256}")
+        expected[f"s{i}.{SLOW_ZONE}"] = "active"
+    (workdir / f"{ZONE}.zone").write_text("\n".join(lines) + "\n")
+    (workdir / f"{SLOW_ZONE}.zone").write_text("\n".join(slow_lines) + "\n")
+    names = list(expected)
+    rnd.shuffle(names)
+    (workdir / "domains.txt").write_text("\n".join(names) + "\n")
+    (workdir / "queries.txt").write_text("".join(f"{d} A\n" for d in names))
+    return expected
+
+
+def start_knot(workdir: Path, port: int) -> subprocess.Popen[bytes]:
+    conf = workdir / "knot.conf"
+    conf.write_text(
+        f"""server:
+    listen: 127.0.0.1@{port}
+    rundir: {workdir}
+    udp-workers: 2
+    tcp-workers: 2
+database:
+    storage: {workdir}
+log:
+  - target: stderr
+    any: warning
+template:
+  - id: default
+    storage: {workdir}
+    semantic-checks: off
+    journal-content: none
+    zonefile-sync: -1
+zone:
+  - domain: {ZONE}
+    file: {ZONE}.zone
+  - domain: {SLOW_ZONE}
+    file: {SLOW_ZONE}.zone
+    module: mod-noudp
+"""
+    )
+    proc = subprocess.Popen(["knotd", "-c", str(conf)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    import dns.message
+    import dns.query
+
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("knotd exited: " + proc.stderr.read().decode()[-2000:])  # type: ignore[union-attr]
+        try:
+            q = dns.message.make_query(f"ns.{ZONE}.", "A")
+            r = dns.query.udp(q, "127.0.0.1", port=port, timeout=0.5)
+            if r.answer:
+                return proc
+        except Exception:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("knotd did not load the zone in time")
+
+
+def run_dnsperf(workdir: Path, port: int) -> float:
+    out = subprocess.run(
+        ["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", str(workdir / "queries.txt"),
+         "-n", "1", "-c", "4", "-T", "2", "-q", "2000", "-t", "2"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    match = re.search(r"Queries per second:\s+([\d.]+)", out)
+    if not match:
+        raise RuntimeError("dnsperf output not understood:\n" + out)
+    lost = re.search(r"Queries lost:\s+(\d+)", out)
+    print(f"dnsperf: {match.group(1)} queries/s, lost {lost.group(1) if lost else '?'}")
+    return float(match.group(1))
+
+
+def run_harvestflow(workdir: Path, port: int, expected: dict[str, str], processes: int,
+                    in_flight: int) -> tuple[float, float]:
+    from harvest.preload.dnscheck import iter_check, read_domain_lines
+    from harvest.preload.dnswire import DnsSettings
+
+    settings = DnsSettings(nameservers=(("127.0.0.1", port),), timeout_s=2.0, retries=2,
+                           max_in_flight=in_flight)
+    correct = total = 0
+    started = time.monotonic()
+    wrong: list[tuple[str, str, str]] = []
+    for domain, cls, detail in iter_check(read_domain_lines(workdir / "domains.txt"), settings,
+                                          processes=processes):
+        total += 1
+        if expected.get(domain) == cls:
+            correct += 1
+        elif len(wrong) < 10:
+            wrong.append((domain, cls, detail))
+    elapsed = time.monotonic() - started
+    if wrong:
+        print("misclassified (first 10):", wrong)
+    if total != len(expected):
+        print(f"WARNING: {total} results for {len(expected)} domains")
+    return total / elapsed, correct / len(expected)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--domains", type=int, default=1_000_000)
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--in-flight", type=int, default=2000)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    for tool in ("knotd", "dnsperf"):
+        if not shutil.which(tool):
+            sys.exit(f"{tool} not found: apt-get install knot dnsperf")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-preload-"))
+    port = free_port()
+    print(f"generating {args.domains} domains in {workdir}")
+    expected = generate(workdir, args.domains)
+    knot = start_knot(workdir, port)
+    try:
+        peer = run_dnsperf(workdir, port)
+        ours, share = run_harvestflow(workdir, port, expected, args.processes, args.in_flight)
+    finally:
+        knot.terminate()
+        knot.wait(timeout=30)
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    rss_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"harvestflow: {ours:,.0f} domains/s ({args.processes} processes, "
+          f"{args.in_flight} in flight each)")
+    print(f"dnsperf:     {peer:,.0f} queries/s (one A query per domain)")
+    print(f"ratio harvestflow/dnsperf: {ours / peer:.2f}")
+    print(f"classified correctly: {100 * share:.3f}%")
+    print(f"peak RSS: parent {rss_self:.0f} MiB, largest child {rss_children:.0f} MiB "
+          "(children include knotd and dnsperf)")
+
+
+if __name__ == "__main__":
+    main()

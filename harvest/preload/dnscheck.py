@@ -1,0 +1,298 @@
+"""Running the DNS check at scale: worker processes, files, settings.
+
+Why: one asyncio loop on one core tops out near the speed of Python's datagram handling, so a
+big check runs one :class:`~harvest.preload.dnswire.DnsChecker` per worker process, each fed with
+batches through a queue and keeping its own window of queries full (a slow domain holds one
+slot, never a whole batch). The parent keeps a bounded number of domains outstanding, so memory
+does not grow with the input, and yields results as they come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import multiprocessing as mp
+import os
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harvest.preload.dnswire import (
+    DnsChecker,
+    DnsSettings,
+    Result,
+    new_event_loop,
+    parse_nameserver,
+    read_hosts_file,
+)
+from harvestflow.progress import Progress
+
+log = logging.getLogger(__name__)
+
+_FLUSH_EVERY = 2000
+_FLUSH_INTERVAL_S = 0.2
+
+
+def system_nameservers() -> tuple[tuple[str, int], ...]:
+    """The resolvers of /etc/resolv.conf (production default when none is configured)."""
+    import dns.resolver
+
+    try:
+        resolver = dns.resolver.Resolver()
+    except dns.resolver.NoResolverConfiguration:
+        return ()
+    return tuple((str(ns), int(resolver.port)) for ns in resolver.nameservers)
+
+
+def dns_settings(
+    settings: Any = None,
+    nameservers: Iterable[str] | None = None,
+    hosts_file: str | None = None,
+    **overrides: Any,
+) -> DnsSettings:
+    """DnsSettings from the ``[preload]`` section, explicit arguments winning."""
+    section: dict[str, Any] = {}
+    if settings is not None:
+        section = dict(settings.data.get("preload", {}))
+    names = list(nameservers) if nameservers else list(section.get("nameservers", []))
+    servers = tuple(parse_nameserver(n) for n in names)
+    hosts = hosts_file if hosts_file is not None else section.get("hosts_file", "")
+    static = read_hosts_file(hosts) if hosts else {}
+    static_only = bool(section.get("static_only", False))
+    if not servers and not static_only:
+        servers = system_nameservers()
+    values: dict[str, Any] = {
+        "nameservers": servers,
+        "timeout_s": float(section.get("dns_timeout_s", 2.0)),
+        "retries": int(section.get("dns_retries", 2)),
+        "max_in_flight": int(section.get("dns_max_in_flight", 2000)),
+        "static": static,
+        "static_only": static_only,
+    }
+    values.update(overrides)
+    return DnsSettings(**values)
+
+
+def default_processes(settings: Any = None) -> int:
+    configured = 0
+    if settings is not None:
+        configured = int(settings.get("preload", "dns_processes", 0) or 0)
+    return configured if configured > 0 else (os.cpu_count() or 1)
+
+
+# --- in this process (a loop in a helper thread) -------------------------------------------------
+def _iter_inline(domains: Iterable[str], settings: DnsSettings) -> Iterator[Result]:
+    results: queue.SimpleQueue[Result | None] = queue.SimpleQueue()
+    failure: list[BaseException] = []
+
+    async def feed() -> AsyncIterator[str]:
+        for domain in domains:
+            yield domain
+
+    def run() -> None:
+        loop = new_event_loop()
+        try:
+            checker = DnsChecker(settings, lambda d, c, x: results.put((d, c, x)))
+            loop.run_until_complete(checker.run(feed()))
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            loop.close()
+            results.put(None)
+
+    thread = threading.Thread(target=run, name="dns-check", daemon=True)
+    thread.start()
+    while (item := results.get()) is not None:
+        yield item
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+# --- in worker processes -------------------------------------------------------------------------
+def _worker(settings: DnsSettings, inbox: Any, outbox: Any) -> None:
+    """Process body: check batches from ``inbox`` until None, send result lists to ``outbox``."""
+    buffer: list[Result] = []
+
+    def on_result(domain: str, cls: str, detail: str) -> None:
+        buffer.append((domain, cls, detail))
+        if len(buffer) >= _FLUSH_EVERY:
+            outbox.put(buffer.copy())
+            buffer.clear()
+
+    async def feed() -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await loop.run_in_executor(None, inbox.get)
+            if batch is None:
+                return
+            for domain in batch:
+                yield domain
+
+    async def flusher() -> None:
+        while True:
+            await asyncio.sleep(_FLUSH_INTERVAL_S)
+            if buffer:
+                outbox.put(buffer.copy())
+                buffer.clear()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(flusher())
+        try:
+            await DnsChecker(settings, on_result).run(feed())
+        finally:
+            task.cancel()
+
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    if buffer:
+        outbox.put(buffer)
+    outbox.put(None)
+
+
+def _iter_processes(
+    domains: Iterable[str], settings: DnsSettings, processes: int, batch_size: int
+) -> Iterator[Result]:
+    ctx = mp.get_context("spawn")  # no fork of a threaded parent (Airflow task, DB pools)
+    inbox: Any = ctx.Queue()
+    outbox: Any = ctx.Queue()
+    workers = [
+        ctx.Process(target=_worker, args=(settings, inbox, outbox), daemon=True)
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    source = iter(domains)
+    submitted = received = finished = 0
+    exhausted = False
+    limit = processes * (settings.max_in_flight + batch_size) * 2
+
+    def top_up() -> None:
+        nonlocal submitted, exhausted
+        while not exhausted and submitted - received < limit:
+            batch = list(itertools.islice(source, batch_size))
+            if not batch:
+                exhausted = True
+                for _ in workers:
+                    inbox.put(None)
+                return
+            inbox.put(batch)
+            submitted += len(batch)
+
+    try:
+        top_up()
+        while finished < len(workers):
+            try:
+                message = outbox.get(timeout=5)
+            except queue.Empty:
+                dead = [w for w in workers if w.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(
+                        f"DNS check worker died (exit code {dead[0].exitcode})"
+                    ) from None
+                continue
+            if message is None:
+                finished += 1
+                continue
+            received += len(message)
+            yield from message
+            top_up()
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            worker.join(timeout=5)
+        inbox.close()
+        outbox.close()
+
+
+def iter_check(
+    domains: Iterable[str],
+    settings: DnsSettings,
+    processes: int = 1,
+    batch_size: int = 2000,
+) -> Iterator[Result]:
+    """Check ``domains``; yields (domain, class, detail) in completion order.
+
+    ``processes`` <= 1 runs in this process (a loop in a helper thread), more starts that many
+    worker processes. Closing the generator early stops the workers.
+    """
+    if processes <= 1:
+        return _iter_inline(domains, settings)
+    return _iter_processes(domains, settings, processes, batch_size)
+
+
+# --- files ---------------------------------------------------------------------------------------
+def read_domain_lines(path: Path) -> Iterator[str]:
+    """Names of a one-per-line file; blank lines and # comments skipped."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            name = line.strip()
+            if name and not name.startswith("#"):
+                yield name
+
+
+def _done_in(path: Path) -> set[str]:
+    done: set[str] = set()
+    if path.exists():
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.endswith("\n") and "\t" in line:  # a torn last line is checked again
+                    done.add(line.split("\t", 1)[0])
+    return done
+
+
+def check_dns_file(
+    input_path: Path,
+    output_path: Path,
+    settings: DnsSettings,
+    processes: int = 1,
+    bar: bool = False,
+) -> dict[str, int]:
+    """Check every name of ``input_path`` into ``output_path`` (``domain<TAB>class<TAB>detail``).
+
+    Results go to ``<output>.part`` as they come (flushed often) and the file is renamed when
+    complete; a re-run after a kill reads the part file and checks only the names missing
+    from it, so nothing is lost or repeated.
+    """
+    part = output_path.with_name(output_path.name + ".part")
+    done = _done_in(part)
+    if done:
+        log.info("resuming %s: %d names already checked", part, len(done))
+        _truncate_torn_line(part)
+    total = sum(1 for _ in read_domain_lines(input_path))
+    counts: dict[str, int] = {"names": total, "resumed": len(done)}
+    todo = (n for n in read_domain_lines(input_path) if n not in done)
+    with (
+        part.open("a", encoding="utf-8") as out,
+        Progress("dns check", total, unit="domains", bar=bar) as progress,
+    ):
+        progress.advance(len(done))
+        pending = 0
+        for domain, cls, detail in iter_check(todo, settings, processes=processes):
+            out.write(f"{domain}\t{cls}\t{detail}\n")
+            counts[cls] = counts.get(cls, 0) + 1
+            pending += 1
+            if pending >= 5000:
+                out.flush()
+                progress.advance(pending)
+                pending = 0
+        progress.advance(pending)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(part, output_path)
+    return counts
+
+
+def _truncate_torn_line(path: Path) -> None:
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with path.open("r+b") as handle:
+            handle.truncate(cut)
