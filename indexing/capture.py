@@ -1,0 +1,181 @@
+"""What the indexer extracts from one WARC record, and the header parsing both scanners share.
+
+Why a shared record shape: the fast gzip scanner (:mod:`indexing.warcscan`) and the warcio-based
+scanner (:mod:`indexing.refscan`, used for files the fast one does not handle) must give exactly
+the same CDX lines, so both produce :class:`Capture` and one module turns captures into lines.
+
+The header parsing mimics warcio's ``StatusAndHeadersParser`` (what the reference indexer reads
+with): lines end at LF, each is decoded as UTF-8 or else Latin-1 and right-stripped, the block
+ends at the first blank line, ``name: value`` pairs keep the first occurrence on lookup and
+continuation lines are glued on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
+INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
+HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
+_MIME_SPLIT = re.compile(r"[;\s]")
+_DATE_SPLIT = re.compile(r"[^\d]")
+_PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
+
+
+class IndexingError(Exception):
+    """Base class of indexing failures."""
+
+
+class NotAWarcError(IndexingError):
+    """The file is not a WARC file at all (rejected, nothing indexed)."""
+
+
+class WarcDamage(IndexingError):
+    """A WARC damaged from ``offset`` on; the records before it were indexed."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"damaged at byte offset {offset}: {reason}")
+        self.offset = offset
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class Capture:
+    """The fields of one indexed record (``None`` where the reference writes nothing)."""
+
+    rec_type: str
+    url: str | None
+    date: str | None
+    mime: str | None
+    status: str | None
+    digest: str | None
+    offset: int
+    length: int
+    record_id: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+class Headers:
+    """Parsed status line + headers; lookups are case-insensitive and return the first match."""
+
+    __slots__ = ("headers", "protocol", "statusline")
+
+    def __init__(self, protocol: str, statusline: str, headers: list[tuple[str, str]]) -> None:
+        self.protocol = protocol
+        self.statusline = statusline
+        self.headers = headers
+
+    def get(self, name: str) -> str | None:
+        name = name.lower()
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.statusline or self.headers)
+
+
+def _decode(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("iso-8859-1")
+
+
+class NeedMore(Exception):
+    """The header block runs past the bytes available so far."""
+
+
+def parse_headers(
+    buf: bytes, pos: int, end: int, *, final: bool, statuses: tuple[str, ...] | None
+) -> tuple[Headers | None, int]:
+    """Parse a header block in ``buf[pos:end]``; returns (headers, position after the block).
+
+    ``final`` says that ``end`` is a hard limit (record length or end of data); otherwise running
+    into ``end`` raises :class:`NeedMore`. ``statuses`` are the accepted status-line prefixes
+    (None: split protocol and status at the first space, as warcio does for HTTP). Returns
+    ``None`` headers when the block is empty (end of data).
+    """
+    lines: list[str] = []
+    p = pos
+    while True:
+        if p >= end:
+            if not final:
+                raise NeedMore
+            raw = b""
+        else:
+            nl = buf.find(b"\n", p, end)
+            if nl < 0:
+                if not final:
+                    raise NeedMore
+                raw, p = buf[p:end], end
+            else:
+                raw, p = buf[p : nl + 1], nl + 1
+        text = _decode(raw).rstrip()
+        if not lines and not raw:
+            return None, p
+        lines.append(text)
+        if not text:
+            break
+    first = lines[0]
+    if not first:
+        return Headers("", "", []), p
+    if statuses is not None:
+        upper = first.upper()
+        for prefix in statuses:
+            if upper.startswith(prefix):
+                protocol, rest = upper[: len(prefix)], first[len(prefix) :]
+                break
+        else:
+            raise ValueError(first)
+    else:
+        protocol, _, rest = first.partition(" ")
+    headers: list[tuple[str, str]] = []
+    name: str | None = None
+    value: str | None = None
+    for text in lines[1:-1] if len(lines) > 1 else ():
+        if text.startswith((" ", "\t")) and name is not None:
+            if value is not None:
+                value += text
+            continue
+        if name is not None and value is not None:
+            headers.append((name, value))
+        key, sep, val = text.partition(":")
+        name, value = (key.rstrip(" \t"), val.lstrip()) if sep else (key, None)
+    if name is not None and value is not None:
+        headers.append((name, value))
+    return Headers(protocol, rest.strip(), headers), p
+
+
+def fix_target_uri(uri: str | None) -> str | None:
+    """warcio's repair of WARC-Target-URI: strip <brackets> (wget 1.19), %-encode spaces."""
+    if uri is None:
+        return None
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    if " " in uri:
+        uri = uri.replace(" ", "%20")
+    return uri
+
+
+def mime_of(value: str | None) -> str | None:
+    """The CDX MIME field: the media type without parameters."""
+    if value:
+        return _MIME_SPLIT.split(value, 1)[0].strip()
+    return value
+
+
+def timestamp14(date: str) -> str:
+    """WARC-Date (ISO 8601) as the 14-digit CDX timestamp."""
+    if _PLAIN_DATE.match(date):
+        return date[0:4] + date[5:7] + date[8:10] + date[11:13] + date[14:16] + date[17:19]
+    nums = _DATE_SPLIT.split(date)
+    if nums[-1] == "":
+        nums = nums[:-1]
+    if len(nums) == 7:
+        nums[6] = (nums[6][:6] + "000000")[:6]
+    return datetime(*(int(n) for n in nums)).strftime("%Y%m%d%H%M%S")  # type: ignore[misc]
