@@ -70,11 +70,12 @@ def _to_ascii(host: str) -> str:
         raise RejectedDomain(BAD_IDN, str(exc)) from exc
 
 
-def normalise_host(raw: str) -> Normalised:
+def normalise_host(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> Normalised:
     """Turn one host name (as written in a list) into its registrable domain.
 
     Trim, lowercase, drop one trailing dot, IDN to punycode, reject what cannot be a domain,
-    then cut to the registrable domain via the public-suffix list.
+    then cut to the registrable domain via the public-suffix list. ``extra_suffixes`` are
+    one-label suffixes accepted although not in the list (``test`` for the loopback demo).
     """
     host = raw.strip().lower()
     if host.endswith("."):
@@ -103,15 +104,19 @@ def normalise_host(raw: str) -> Normalised:
         raise RejectedDomain(IP_LITERAL, raw.strip())
     parts = _extractor()(host)
     if not parts.suffix:
+        if labels[-1] in extra_suffixes:
+            if len(labels) < 2:
+                raise RejectedDomain(PUBLIC_SUFFIX, host)
+            return Normalised(domain=".".join(labels[-2:]), host=host)
         raise RejectedDomain(UNKNOWN_SUFFIX, host)
     if not parts.domain:
         raise RejectedDomain(PUBLIC_SUFFIX, host)
     return Normalised(domain=f"{parts.domain}.{parts.suffix}", host=host)
 
 
-def normalise_domain(raw: str) -> str:
+def normalise_domain(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> str:
     """The registrable domain of ``raw`` (a host name); raises :class:`RejectedDomain`."""
-    return normalise_host(raw).domain
+    return normalise_host(raw, extra_suffixes).domain
 
 
 def host_of_url(raw: str) -> str:
@@ -134,6 +139,6 @@ def host_of_url(raw: str) -> str:
     return host
 
 
-def domain_of_url(raw: str) -> Normalised:
+def domain_of_url(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> Normalised:
     """Registrable domain of a URL (raises :class:`RejectedDomain`)."""
-    return normalise_host(host_of_url(raw))
+    return normalise_host(host_of_url(raw), extra_suffixes)
