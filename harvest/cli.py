@@ -1,0 +1,160 @@
+"""``harvestflow`` subcommands of the planning stage: selection import, domain show, jobs list.
+
+Registered by harvestflow/cli.py through :func:`add_cli`. Handlers import lazily so that the
+command line starts fast and a problem here cannot break the other subcommands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``selection``, ``domain``, ``jobs`` and ``harvest`` subcommands."""
+    p = subparsers.add_parser("selection", help="curators' selection records")
+    sub = p.add_subparsers(dest="selection_command", required=True)
+    imp = sub.add_parser("import", help="import a CSV or UKWA JSON crawl feed (re-import updates)")
+    imp.add_argument("file", type=Path)
+    imp.add_argument(
+        "--format", choices=["auto", "csv", "json"], default="auto", help="default: by extension"
+    )
+    imp.add_argument(
+        "--no-url-check", action="store_true", help="skip the online check of new URLs"
+    )
+    imp.add_argument("--user", default=None, help="recorded as creator/modifier")
+    imp.set_defaults(func=cmd_selection_import)
+    tr = sub.add_parser("transfer", help="transfer active records to harvest definitions")
+    tr.add_argument("--frequency", default=None)
+    tr.set_defaults(func=cmd_selection_transfer)
+
+    p = subparsers.add_parser("domain", help="domains of the harvest database")
+    sub = p.add_subparsers(dest="domain_command", required=True)
+    show = sub.add_parser("show", help="configurations, seeds, aliases and harvest history")
+    show.add_argument("name")
+    show.add_argument("--history", type=int, default=20, help="history rows shown (default 20)")
+    show.set_defaults(func=cmd_domain_show)
+
+    p = subparsers.add_parser("jobs", help="crawl jobs")
+    sub = p.add_subparsers(dest="jobs_command", required=True)
+    ls = sub.add_parser("list", help="jobs with status, channel and counts, newest first")
+    ls.add_argument("--harvest", type=int, default=None, help="only this harvest definition id")
+    ls.add_argument("--status", default=None, help="NEW, SUBMITTED, STARTED, DONE, FAILED...")
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    ls.set_defaults(func=cmd_jobs_list)
+    dead = sub.add_parser("resubmit-dead", help="resubmit jobs left by a dead worker")
+    dead.add_argument("--older-than", type=int, default=3600, help="seconds without progress")
+    dead.set_defaults(func=cmd_jobs_resubmit_dead)
+
+
+def _fmt_size(n: int | None) -> str:
+    if n is None or n < 0:
+        return "unlimited"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1000  # type: ignore[assignment]
+    return str(n)
+
+
+def cmd_selection_import(args: argparse.Namespace) -> int:
+    from harvest.selection.importer import import_file
+
+    report = import_file(
+        args.file, fmt=args.format, check_urls=not args.no_url_check, user=args.user
+    )
+    print(report.text())
+    return 0 if not report.errors else 1
+
+
+def cmd_selection_transfer(args: argparse.Namespace) -> int:
+    from harvest.selection.transfer import transfer_selection_records
+
+    result = transfer_selection_records(args.frequency)
+    print(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+def cmd_domain_show(args: argparse.Namespace) -> int:
+    from harvest.inspect import domain_report
+
+    info = domain_report(args.name, history_limit=args.history)
+    if info is None:
+        print(f"domain {args.name!r} is not in the harvest database")
+        return 1
+    print(_domain_text(info))
+    return 0
+
+
+def _domain_text(info: dict[str, Any]) -> str:
+    lines = [f"domain {info['name']} (id {info['domain_id']})"]
+    state = "active" if info["active"] else f"INACTIVE: {info['inactive_reason'] or '?'}"
+    lines.append(f"  state: {state}")
+    if info["alias_of"]:
+        lines.append(f"  alias of {info['alias_of']} (since {info['lastaliasupdate']})")
+    if info["aliases"]:
+        lines.append(f"  aliases: {', '.join(info['aliases'])}")
+    if info["crawlertraps"]:
+        lines.append(f"  crawler traps: {', '.join(info['crawlertraps'])}")
+    lines.append("  configurations:")
+    for cfg in info["configurations"]:
+        default = " (default)" if cfg["default"] else ""
+        lines.append(
+            f"    {cfg['name']}{default}: template {cfg['template']}, max objects "
+            f"{cfg['maxobjects'] if cfg['maxobjects'] >= 0 else 'unlimited'}, max bytes "
+            f"{_fmt_size(cfg['maxbytes'])}, seed lists {', '.join(cfg['seedlists']) or '-'}"
+        )
+    lines.append("  seed lists:")
+    for sl in info["seedlists"]:
+        lines.append(f"    {sl['name']}:")
+        lines.extend(f"      {seed}" for seed in sl["seeds"])
+    lines.append("  harvest history (newest first):")
+    if not info["history"]:
+        lines.append("    never harvested")
+    for h in info["history"]:
+        lines.append(
+            f"    {h['harvest_time']:%Y-%m-%d %H:%M} {h['harvest_name']} job {h['job_id']}"
+            f" config {h['config']}: {h['objectcount']} objects, {_fmt_size(h['bytecount'])},"
+            f" stopped: {h['stop_reason']}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_jobs_list(args: argparse.Namespace) -> int:
+    from harvest.common import STATUS_NAMES
+    from harvest.jobs import list_jobs
+
+    status = None
+    if args.status is not None:
+        by_name = {v: k for k, v in STATUS_NAMES.items()}
+        key = args.status.upper()
+        status = by_name[key] if key in by_name else int(args.status)
+    rows = list_jobs(harvest_id=args.harvest, status=status, limit=args.limit)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row, default=str))
+        return 0
+    header = f"{'job':>7} {'harvest':<24} {'run':>4} {'status':<12} {'channel':<8} "
+    header += f"{'configs':>7} {'objects':>9} {'bytes':>10}  created"
+    print(header)
+    for r in rows:
+        status_text = r["status_name"]
+        if r["resubmitted_as_job"]:
+            status_text += f"->{r['resubmitted_as_job']}"
+        print(
+            f"{r['job_id']:>7} {r['harvest_name'][:24]:<24} {r['harvest_num']:>4} "
+            f"{status_text:<12} {r['channel']:<8} {r['num_configs']:>7} {r['objects']:>9} "
+            f"{_fmt_size(r['bytes']):>10}  {r['creationdate']:%Y-%m-%d %H:%M}"
+        )
+    return 0
+
+
+def cmd_jobs_resubmit_dead(args: argparse.Namespace) -> int:
+    from harvest.recovery import resubmit_dead_jobs
+
+    result = resubmit_dead_jobs(stale_after_s=args.older_than)
+    print(json.dumps(result, indent=1, default=str))
+    return 0

@@ -1,0 +1,134 @@
+"""NetarchiveSuite's default job generator (REFERENCE.md §5, steps 1-3).
+
+Why chunks: configurations arrive as a stream; each chunk of ``domain_config_subset_size`` is
+sorted and split on its own, and the last job of a chunk is closed with it (as NetarchiveSuite's
+``AbstractJobGenerator`` does), so memory is bounded by one chunk whatever the harvest's size.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+from harvest.jobgen.expectation import expected_objects
+from harvest.jobgen.model import (
+    UNLIMITED,
+    ConfigInfo,
+    HarvestLimits,
+    JobGenSettings,
+    JobPlan,
+    compare_inf,
+    min_inf,
+)
+
+log = logging.getLogger(__name__)
+
+_INF_SORT = 1 << 62  # an unlimited byte limit sorts above every real one
+
+
+def chunked(items: Iterable[ConfigInfo], size: int) -> Iterator[list[ConfigInfo]]:
+    chunk: list[ConfigInfo] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def sort_key(config: ConfigInfo, limits: HarvestLimits) -> tuple[str, str, int, int]:
+    """Template, attributes, then byte limit descending, then expected size descending."""
+    byte_limit = min_inf(config.max_bytes, limits.max_bytes)
+    return (
+        config.template,
+        config.attributes,
+        -(_INF_SORT if byte_limit == UNLIMITED else byte_limit),
+        -config.expected,
+    )
+
+
+def new_job(config: ConfigInfo, limits: HarvestLimits) -> JobPlan:
+    """A job started by ``config``: its limits are the harvest's, narrowed by the config's."""
+    job = JobPlan(
+        template=config.template,
+        attributes=config.attributes,
+        max_objects_per_domain=limits.max_objects,
+        max_bytes_per_domain=limits.max_bytes,
+    )
+    if compare_inf(config.max_bytes, job.max_bytes_per_domain) < 0:
+        job.max_bytes_per_domain = config.max_bytes
+        job.config_sets_byte_limit = True
+    if compare_inf(config.max_objects, job.max_objects_per_domain) < 0:
+        job.max_objects_per_domain = config.max_objects
+        job.config_sets_object_limit = True
+    add_to_job(job, config)
+    return job
+
+
+def add_to_job(job: JobPlan, config: ConfigInfo) -> None:
+    if not job.configs:
+        job.min_expected = job.max_expected = config.expected
+    else:
+        job.min_expected = min(job.min_expected, config.expected)
+        job.max_expected = max(job.max_expected, config.expected)
+    job.configs.append(config)
+    job.domains.add(config.domain)
+    job.total_expected += config.expected
+
+
+def can_accept(
+    job: JobPlan, config: ConfigInfo, limits: HarvestLimits, settings: JobGenSettings
+) -> bool:
+    """Whether ``config`` may join ``job`` (each clause is one NetarchiveSuite rule)."""
+    # same template and attributes
+    if config.template != job.template or config.attributes != job.attributes:
+        return False
+    # a domain appears once per job
+    if config.domain in job.domains:
+        return False
+    # snapshot jobs hold at most fixedDomainCountSnapshot domains
+    if limits.snapshot and len(job.configs) >= settings.fixed_domain_count_snapshot:
+        return False
+    # byte limit: not below the job's; equal to it when the job's limit came from a config
+    cmp = compare_inf(config.max_bytes, job.max_bytes_per_domain)
+    if cmp < 0 or (job.config_sets_byte_limit and cmp != 0):
+        return False
+    # total expected objects of the job
+    if job.configs and job.total_expected + config.expected > settings.max_total_size:
+        return False
+    # similar sizes: within the absolute spread, or else within the relative one (integer
+    # ratio as NetarchiveSuite computes it; an empty expectation has no ratio)
+    low = min(job.min_expected, config.expected)
+    high = max(job.max_expected, config.expected)
+    return not (
+        low > 0
+        and high // low > settings.max_relative_size_difference
+        and high - low > settings.min_absolute_size_difference
+    )
+
+
+def split_chunk(
+    chunk: list[ConfigInfo], limits: HarvestLimits, settings: JobGenSettings
+) -> list[JobPlan]:
+    """Sort one chunk and split it into jobs."""
+    for config in chunk:
+        config.expected = expected_objects(config, settings, limits.max_objects, limits.max_bytes)
+    chunk.sort(key=lambda c: sort_key(c, limits))
+    jobs: list[JobPlan] = []
+    current: JobPlan | None = None
+    for config in chunk:
+        if current is not None and can_accept(current, config, limits, settings):
+            add_to_job(current, config)
+            continue
+        current = new_job(config, limits)
+        jobs.append(current)
+    return jobs
+
+
+def generate(
+    configs: Iterable[ConfigInfo], limits: HarvestLimits, settings: JobGenSettings
+) -> Iterator[JobPlan]:
+    """Job plans for a stream of configurations, chunk by chunk."""
+    for chunk in chunked(configs, settings.domain_config_subset_size):
+        yield from split_chunk(chunk, limits, settings)

@@ -1,0 +1,50 @@
+"""NetarchiveSuite's fixed-domain-count job generator.
+
+Why: the simpler generator, used where size estimates are not wanted: configurations are
+grouped by (template, attributes, max objects, max bytes) and each group fills jobs up to
+``fixed_domain_count_snapshot`` (snapshot) or ``fixed_domain_count_focused`` (selective) domains;
+0 means no limit. One open job per group is kept across chunks, so memory is bounded by the
+number of groups times the job size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from harvest.jobgen.model import ConfigInfo, HarvestLimits, JobGenSettings, JobPlan, min_inf
+
+
+def group_key(config: ConfigInfo) -> tuple[str, str, int, int]:
+    return (config.template, config.attributes, config.max_objects, config.max_bytes)
+
+
+def generate(
+    configs: Iterable[ConfigInfo], limits: HarvestLimits, settings: JobGenSettings
+) -> Iterator[JobPlan]:
+    """Job plans for a stream of configurations; a job is yielded as soon as it is full."""
+    capacity = (
+        settings.fixed_domain_count_snapshot
+        if limits.snapshot
+        else settings.fixed_domain_count_focused
+    )
+    open_jobs: dict[tuple[str, str, int, int], JobPlan] = {}
+    for config in configs:
+        key = group_key(config)
+        job = open_jobs.get(key)
+        if job is not None and config.domain in job.domains:
+            # a domain appears once per job: close this one early
+            yield open_jobs.pop(key)
+            job = None
+        if job is None:
+            job = JobPlan(
+                template=config.template,
+                attributes=config.attributes,
+                max_objects_per_domain=min_inf(config.max_objects, limits.max_objects),
+                max_bytes_per_domain=min_inf(config.max_bytes, limits.max_bytes),
+            )
+            open_jobs[key] = job
+        job.configs.append(config)
+        job.domains.add(config.domain)
+        if capacity > 0 and len(job.configs) >= capacity:
+            yield open_jobs.pop(key)
+    yield from open_jobs.values()

@@ -1,0 +1,251 @@
+"""Turning a due harvest definition into jobs rows: ``generate_jobs``.
+
+Why the shape: a DAG task may be retried or a whole run re-run; the run of (definition,
+logical date) gets its number once (``harvest_runs``) and its jobs are written in the same
+transaction as the run's ``job_count``, so a re-run returns the same job ids and a crash in the
+middle leaves nothing half-written. A job freezes its template (with the configurations'
+attribute overrides), its seed list and its crawler traps (global + domains + definition).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from harvest.common import NEW, as_utc, engine_or_default, harvest_settings
+from harvest.definitions import ensure_run
+from harvest.jobgen import default as default_generator
+from harvest.jobgen import fixed as fixed_generator
+from harvest.jobgen.model import HarvestLimits, JobGenSettings, JobPlan
+from harvest.jobgen.source import count_configs, definition_limits, stream_configs
+from harvestflow.progress import Progress
+from harvestflow.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+GENERATORS = {"default": default_generator.generate, "fixed": fixed_generator.generate}
+
+
+def global_crawler_traps(conn: Connection) -> list[str]:
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT DISTINCT e.trap_expression FROM global_crawler_trap_expressions e"
+                " JOIN global_crawler_trap_lists l ON l.id = e.crawler_trap_list_id"
+                " WHERE l.isactive ORDER BY 1"
+            )
+        ).scalars()
+    )
+
+
+def _template_specs(conn: Connection) -> dict[str, dict[str, Any]]:
+    return {r.name: dict(r.spec) for r in conn.execute(sa.text("SELECT name, spec FROM templates"))}
+
+
+def _definition(conn: Connection, harvest_id: int) -> Any:
+    row = conn.execute(
+        sa.text(
+            "SELECT h.harvest_id, h.name, h.kind, h.crawlertraps, h.resolve, c.name AS channel,"
+            " f.maxjobrunningtime FROM harvestdefinitions h"
+            " LEFT JOIN harvestchannel c ON c.id = h.channel_id"
+            " LEFT JOIN fullharvests f USING (harvest_id) WHERE h.harvest_id = :h"
+        ),
+        {"h": harvest_id},
+    ).first()
+    if row is None:
+        raise LookupError(f"harvest definition {harvest_id} does not exist")
+    return row
+
+
+def _existing_jobs(conn: Connection, harvest_id: int, harvest_num: int) -> list[int]:
+    return [
+        int(j)
+        for j in conn.execute(
+            sa.text(
+                "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
+                " ORDER BY job_index"
+            ),
+            {"h": harvest_id, "n": harvest_num},
+        ).scalars()
+    ]
+
+
+def _insert_job(
+    conn: Connection,
+    definition: Any,
+    harvest_num: int,
+    job_index: int,
+    plan: JobPlan,
+    limits: HarvestLimits,
+    templates: dict[str, dict[str, Any]],
+    traps: list[str],
+    logical_date: datetime,
+) -> int:
+    ids = plan.config_ids
+    seeds_rows = conn.execute(
+        sa.text(
+            "SELECT cs.config_id, s.seeds, d.crawlertraps FROM config_seedlists cs"
+            " JOIN seedlists s USING (seedlist_id) JOIN domains d ON d.domain_id = s.domain_id"
+            " WHERE cs.config_id = ANY(CAST(:ids AS integer[]))"
+            " ORDER BY cs.config_id, s.seedlist_id"
+        ),
+        {"ids": ids},
+    ).all()
+    seeds: dict[str, None] = {}
+    job_traps: dict[str, None] = dict.fromkeys(traps)
+    for row in seeds_rows:
+        for line in row.seeds.splitlines():
+            if line.strip():
+                seeds[line.strip()] = None
+        job_traps.update(dict.fromkeys(row.crawlertraps or ()))
+    template = dict(templates[plan.template])
+    template.update(json.loads(plan.attributes))
+    template["name"] = plan.template
+    channel = (
+        definition.channel
+        or (
+            harvest_settings()[
+                "low_priority_channel" if limits.snapshot else "high_priority_channel"
+            ]
+        )
+    )
+    job_id = conn.execute(
+        sa.text(
+            "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, snapshot,"
+            " template_name, template, seedlist, crawlertraps, forcemaxobjects, forcemaxbytes,"
+            " forcemaxrunningtime, num_configs, resolve, logical_date) VALUES (:h, :n, :i, :st,"
+            " :ch, :snap, :tn, CAST(:t AS jsonb), :seeds, CAST(:traps AS text[]), :mo, :mb,"
+            " :mt, :nc,"
+            " CAST(:r AS jsonb), :ld) ON CONFLICT (harvest_id, harvest_num, job_index)"
+            " DO UPDATE SET edition = jobs.edition RETURNING job_id"
+        ),
+        {
+            "h": definition.harvest_id,
+            "n": harvest_num,
+            "i": job_index,
+            "st": NEW,
+            "ch": channel,
+            "snap": limits.snapshot,
+            "tn": plan.template,
+            "t": json.dumps(template, sort_keys=True),
+            "seeds": "\n".join(seeds),
+            "traps": list(job_traps),
+            "mo": limits.max_objects,
+            "mb": limits.max_bytes,
+            "mt": int(definition.maxjobrunningtime or 0),
+            "nc": len(ids),
+            "r": json.dumps(dict(definition.resolve or {}), sort_keys=True),
+            "ld": logical_date,
+        },
+    ).scalar_one()
+    conn.execute(
+        sa.text(
+            "INSERT INTO job_configs (job_id, config_id) SELECT :j, unnest(CAST(:c AS integer[]))"
+            " ON CONFLICT DO NOTHING"
+        ),
+        {"j": job_id, "c": ids},
+    )
+    return int(job_id)
+
+
+def plan_jobs(
+    conn: Connection,
+    harvest_id: int,
+    *,
+    generator: str = "default",
+    settings: JobGenSettings | None = None,
+    progress_interval_s: float | None = None,
+) -> Iterator[JobPlan]:
+    """The job plans of a definition, streamed (nothing is written)."""
+    settings = settings or JobGenSettings.from_settings()
+    _, limits, _ = definition_limits(conn, harvest_id)
+    interval = progress_interval_s or float(get_settings()["airflow"]["progress_interval_s"])
+    total = count_configs(conn, harvest_id)
+    progress = Progress(
+        f"job generation (definition {harvest_id})",
+        total,
+        interval_s=interval,
+        unit="configurations",
+    )
+
+    def counted() -> Iterator[Any]:
+        for config in stream_configs(conn, harvest_id):
+            progress.advance()
+            yield config
+
+    try:
+        yield from GENERATORS[generator](counted(), limits, settings)
+    finally:
+        progress.close()
+
+
+def generate_jobs(
+    harvest_id: int,
+    logical_date: datetime,
+    engine: Engine | None = None,
+    *,
+    generator: str = "default",
+    settings: JobGenSettings | None = None,
+) -> list[int]:
+    """Jobs (status NEW) of the run of ``harvest_id`` at ``logical_date``; idempotent.
+
+    A re-run of the same (definition, logical date) returns the same job ids. ``generator`` is
+    "default" (size expectations) or "fixed" (fixed domain count).
+    """
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown job generator {generator!r}; expected one of {list(GENERATORS)}")
+    engine = engine_or_default(engine)
+    ld = as_utc(logical_date)
+    with engine.begin() as conn:
+        harvest_num, _created = ensure_run(conn, harvest_id, ld)
+        done = conn.execute(
+            sa.text(
+                "SELECT job_count FROM harvest_runs WHERE harvest_id = :h AND logical_date = :d"
+            ),
+            {"h": harvest_id, "d": ld},
+        ).scalar()
+        if done is not None:
+            jobs = _existing_jobs(conn, harvest_id, harvest_num)
+            log.info(
+                "definition %s run %s (%s): %d job(s) already generated",
+                harvest_id,
+                harvest_num,
+                ld,
+                len(jobs),
+            )
+            return jobs
+        definition = _definition(conn, harvest_id)
+        _, limits, _ = definition_limits(conn, harvest_id)
+        templates = _template_specs(conn)
+        traps = sorted(set(global_crawler_traps(conn)) | set(definition.crawlertraps or ()))
+        jobs = []
+        for index, plan in enumerate(
+            plan_jobs(conn, harvest_id, generator=generator, settings=settings)
+        ):
+            jobs.append(
+                _insert_job(
+                    conn, definition, harvest_num, index, plan, limits, templates, traps, ld
+                )
+            )
+        conn.execute(
+            sa.text(
+                "UPDATE harvest_runs SET job_count = :c, generated_at = now()"
+                " WHERE harvest_id = :h AND logical_date = :d"
+            ),
+            {"c": len(jobs), "h": harvest_id, "d": ld},
+        )
+    log.info(
+        "definition %s (%s) run %s at %s: %d job(s) generated",
+        harvest_id,
+        definition.name,
+        harvest_num,
+        ld,
+        len(jobs),
+    )
+    return jobs

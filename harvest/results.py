@@ -1,0 +1,197 @@
+"""Post-processing of a crawled job: harvest history, stored reports, final status.
+
+Why here: ``historyinfo`` is what the job generator estimates from and what curators read as
+the harvest history, so the planning side owns how a crawl's summary becomes history rows. Every
+write is an UPSERT (a retried task rewrites the same rows). A job without a readable summary
+FAILED (its partial output is kept); a domain of the job missing from the summary is recorded
+as DOWNLOAD_UNFINISHED with what is known (nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from harvest.common import (
+    DONE,
+    FAILED,
+    STATUS_NAMES,
+    STOP_UNFINISHED,
+    as_utc,
+    engine_or_default,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+SUMMARY = "summary.json"
+MAX_REPORT_BYTES = 5_000_000  # a frontier report of a big crawl is summarised, not stored whole
+
+
+def _read_summary(job_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    path = job_dir / SUMMARY
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"no {SUMMARY} in {job_dir}: the crawl did not finish"
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"{path}: unreadable summary ({exc})"
+    if not isinstance(data, dict):
+        return None, f"{path}: the summary is not a JSON object"
+    return data, None
+
+
+def _ended(summary: dict[str, Any]) -> datetime:
+    """When the crawl ended (the summary's "ended"), else now."""
+    raw = summary.get("ended")
+    if isinstance(raw, str):
+        try:
+            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
+        except ValueError:
+            log.warning("summary: 'ended' %r is not an ISO date, using now", raw)
+    return utcnow()
+
+
+def _store_reports(conn: Connection, job_id: int, job_dir: Path) -> list[str]:
+    names = []
+    candidates = (
+        sorted((job_dir / "reports").glob("*.txt")) if (job_dir / "reports").is_dir() else []
+    )
+    summary = job_dir / SUMMARY
+    if summary.is_file():
+        candidates.append(summary)
+    for path in candidates:
+        raw = path.read_bytes()
+        if len(raw) > MAX_REPORT_BYTES:
+            raw = raw[:MAX_REPORT_BYTES] + b"\n[... truncated, see the job directory]\n"
+        conn.execute(
+            sa.text(
+                "INSERT INTO job_reports (job_id, name, content) VALUES (:j, :n, :c)"
+                " ON CONFLICT (job_id, name) DO UPDATE SET content = EXCLUDED.content"
+            ),
+            {"j": job_id, "n": path.name, "c": raw.decode("utf-8", errors="replace")},
+        )
+        names.append(path.name)
+    return names
+
+
+def _record_history(
+    conn: Connection, job: Any, summary: dict[str, Any], when: Any
+) -> tuple[int, list[str]]:
+    configs = {
+        r.name: r.config_id
+        for r in conn.execute(
+            sa.text(
+                "SELECT d.name, jc.config_id FROM job_configs jc JOIN configurations c"
+                " USING (config_id) JOIN domains d USING (domain_id) WHERE jc.job_id = :j"
+            ),
+            {"j": job.job_id},
+        )
+    }
+    problems: list[str] = []
+    stats = summary.get("domains") or {}
+    rows = 0
+    for domain, config_id in sorted(configs.items()):
+        entry = stats.get(domain)
+        if isinstance(entry, dict):
+            try:
+                objects = int(entry.get("objects", 0))
+                size = int(entry.get("bytes", 0))
+                reason = int(entry.get("stop_reason", STOP_UNFINISHED))
+                if not 0 <= reason <= 6:
+                    raise ValueError(f"stop reason {reason} not in 0..6")
+            except (TypeError, ValueError) as exc:
+                problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
+                objects, size, reason = 0, 0, STOP_UNFINISHED
+        else:
+            objects, size, reason = 0, 0, STOP_UNFINISHED
+            problems.append(f"domain {domain}: not in the summary, recorded as unfinished")
+        conn.execute(
+            sa.text(
+                "INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
+                " harvest_id, job_id, harvest_time) VALUES (:r, :o, :b, :c, :h, :j, :t)"
+                " ON CONFLICT (config_id, harvest_id, job_id) DO UPDATE SET"
+                " stopreason = EXCLUDED.stopreason, objectcount = EXCLUDED.objectcount,"
+                " bytecount = EXCLUDED.bytecount, harvest_time = EXCLUDED.harvest_time"
+            ),
+            {
+                "r": reason,
+                "o": objects,
+                "b": size,
+                "c": config_id,
+                "h": job.harvest_id,
+                "j": job.job_id,
+                "t": when,
+            },
+        )
+        rows += 1
+    for domain in sorted(set(stats) - set(configs)):
+        problems.append(f"domain {domain}: in the summary but not in the job, ignored")
+    return rows, problems
+
+
+def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, Any]:
+    """Read summary.json and reports of the job's directory into the database.
+
+    Returns {job_id, status, history_rows, reports, urls, bytes, problems}.
+    """
+    engine = engine_or_default(engine)
+    with engine.begin() as conn:
+        job = conn.execute(
+            sa.text("SELECT * FROM jobs WHERE job_id = :j FOR UPDATE"), {"j": job_id}
+        ).first()
+        if job is None:
+            raise LookupError(f"job {job_id} does not exist")
+        if not job.job_dir:
+            raise ValueError(f"job {job_id} was never prepared (no job directory)")
+        job_dir = Path(job.job_dir)
+        summary, error = _read_summary(job_dir)
+        reports = _store_reports(conn, job_id, job_dir) if job_dir.is_dir() else []
+        history_rows, problems = 0, []
+        if summary is not None:
+            history_rows, problems = _record_history(conn, job, summary, _ended(summary))
+            status = DONE
+            details = "; ".join(problems) or None
+            errors = (
+                None
+                if summary.get("status") == "complete"
+                else (f"crawl ended: {summary.get('status')}")
+            )
+        else:
+            status = FAILED
+            errors, details = error, None
+        conn.execute(
+            sa.text(
+                "UPDATE jobs SET status = GREATEST(status, :s), harvest_errors = :e,"
+                " harvest_error_details = :d, enddate = COALESCE(enddate, now()),"
+                " startdate = COALESCE(startdate, submitteddate) WHERE job_id = :j"
+            ),
+            {"s": status, "e": errors, "d": details, "j": job_id},
+        )
+    result = {
+        "job_id": job_id,
+        "status": STATUS_NAMES[status],
+        "history_rows": history_rows,
+        "reports": reports,
+        "urls": int((summary or {}).get("urls", 0) or 0),
+        "bytes": int((summary or {}).get("bytes", 0) or 0),
+        "problems": problems if summary is not None else [error],
+    }
+    if status == FAILED:
+        log.error("job %s FAILED: %s", job_id, error)
+    else:
+        log.info(
+            "job %s DONE: %d history rows, %d reports, %d URLs, %d bytes",
+            job_id,
+            history_rows,
+            len(reports),
+            result["urls"],
+            result["bytes"],
+        )
+    return result
