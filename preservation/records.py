@@ -1,0 +1,224 @@
+"""Preservation rows in the harvest DB: packages, files, events, the manual queue.
+
+Why one module: every state change of an ingest goes through these few statements, so the rules
+(UPSERTs for anything a retried task may repeat; a package is ``preserved`` only when every one of
+its files is ``verified``; the manual queue is packages in status ``manual`` with their reason)
+are written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+PACKAGE_STATUSES = ("staged", "ingesting", "preserved", "manual")
+
+
+@dataclass(frozen=True)
+class FileRow:
+    job_id: int
+    file_name: str
+    role: str
+    size: int
+    sha256: str
+    sha512: str | None
+    ark: str | None
+    s3_key: str
+    status: str
+    attempts: int
+    s3_checksum: str | None
+
+
+def add_event(
+    conn: sa.Connection, job_id: int, kind: str, detail: str = "", file_name: str | None = None
+) -> None:
+    conn.execute(
+        sa.text(
+            "INSERT INTO preservation_events (job_id, file_name, kind, detail)"
+            " VALUES (:j, :f, :k, :d)"
+        ),
+        {"j": job_id, "f": file_name, "k": kind, "d": detail},
+    )
+
+
+def get_package(conn: sa.Connection, job_id: int) -> dict[str, Any] | None:
+    row = (
+        conn.execute(
+            sa.text("SELECT * FROM preservation_packages WHERE job_id = :j"), {"j": job_id}
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row else None
+
+
+def upsert_package(
+    conn: sa.Connection, *, job_id: int, harvest_id: int, ark: str, bag_path: str, s3_prefix: str
+) -> None:
+    conn.execute(
+        sa.text(
+            "INSERT INTO preservation_packages (job_id, harvest_id, ark, bag_path, s3_prefix)"
+            " VALUES (:j, :h, :a, :b, :p)"
+            " ON CONFLICT (job_id) DO UPDATE SET bag_path = EXCLUDED.bag_path,"
+            " s3_prefix = EXCLUDED.s3_prefix, ark = EXCLUDED.ark"
+        ),
+        {"j": job_id, "h": harvest_id, "a": ark, "b": bag_path, "p": s3_prefix},
+    )
+
+
+def upsert_file(
+    conn: sa.Connection,
+    *,
+    job_id: int,
+    file_name: str,
+    role: str,
+    size: int,
+    sha256: str,
+    sha512: str | None,
+    ark: str | None,
+    s3_key: str,
+) -> None:
+    """Insert a file row; a row not yet verified gets the new staging values, a verified one not."""
+    conn.execute(
+        sa.text(
+            "INSERT INTO preservation_files"
+            " (job_id, file_name, role, size, sha256, sha512, ark, s3_key)"
+            " VALUES (:j, :n, :r, :s, :h256, :h512, :a, :k)"
+            " ON CONFLICT (job_id, file_name) DO UPDATE SET role = EXCLUDED.role,"
+            " size = EXCLUDED.size, sha256 = EXCLUDED.sha256, sha512 = EXCLUDED.sha512,"
+            " ark = EXCLUDED.ark, s3_key = EXCLUDED.s3_key, status = 'pending', error = NULL"
+            " WHERE preservation_files.status <> 'verified'"
+        ),
+        {
+            "j": job_id,
+            "n": file_name,
+            "r": role,
+            "s": size,
+            "h256": sha256,
+            "h512": sha512,
+            "a": ark,
+            "k": s3_key,
+        },
+    )
+
+
+_ROLE_ORDER = (
+    "CASE role WHEN 'metadata' THEN 0 WHEN 'data' THEN 1 ELSE 2 END,"
+    " CASE WHEN file_name LIKE 'tagmanifest-%' THEN 1 ELSE 0 END, file_name COLLATE \"C\""
+)
+
+
+def files_of(conn: sa.Connection, job_id: int) -> list[FileRow]:
+    """The package's files in ingest order: metadata, data WARCs, tag files (tagmanifest last)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT job_id, file_name, role, size, sha256, sha512, ark, s3_key, status, attempts,"
+            f" s3_checksum FROM preservation_files WHERE job_id = :j ORDER BY {_ROLE_ORDER}"
+        ),
+        {"j": job_id},
+    ).all()
+    return [FileRow(*r) for r in rows]
+
+
+def set_package_status(
+    conn: sa.Connection, job_id: int, status: str, error: str | None = None
+) -> None:
+    if status not in PACKAGE_STATUSES:
+        raise ValueError(f"unknown package status {status!r}")
+    extra = ""
+    if status == "ingesting":
+        extra = ", started_at = COALESCE(started_at, now()), finished_at = NULL"
+    elif status in ("preserved", "manual"):
+        extra = ", finished_at = now()"
+    elif status == "staged":
+        extra = ", started_at = NULL, finished_at = NULL, staged_at = now()"
+    conn.execute(
+        sa.text(
+            f"UPDATE preservation_packages SET status = :s, error = :e{extra} WHERE job_id = :j"
+        ),
+        {"s": status, "e": error, "j": job_id},
+    )
+
+
+def file_attempt(conn: sa.Connection, job_id: int, name: str) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET attempts = attempts + 1"
+            " WHERE job_id = :j AND file_name = :n"
+        ),
+        {"j": job_id, "n": name},
+    )
+
+
+def file_uploaded(conn: sa.Connection, job_id: int, name: str, s3_checksum: str | None) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET status = 'uploaded', s3_checksum = :c,"
+            " uploaded_at = COALESCE(uploaded_at, now()), error = NULL"
+            " WHERE job_id = :j AND file_name = :n AND status <> 'verified'"
+        ),
+        {"j": job_id, "n": name, "c": s3_checksum},
+    )
+
+
+def file_verified(
+    conn: sa.Connection, job_id: int, name: str, *, reread: bool, seconds: float
+) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET status = 'verified', verified_at = now(),"
+            " reread = :r, upload_seconds = :t, error = NULL"
+            " WHERE job_id = :j AND file_name = :n AND status <> 'verified'"
+        ),
+        {"j": job_id, "n": name, "r": reread, "t": seconds},
+    )
+
+
+def file_error(conn: sa.Connection, job_id: int, name: str, status: str, error: str) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET status = :s, error = :e"
+            " WHERE job_id = :j AND file_name = :n AND status <> 'verified'"
+        ),
+        {"j": job_id, "n": name, "s": status, "e": error},
+    )
+
+
+def file_local_deleted(conn: sa.Connection, job_id: int, name: str) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET local_deleted_at = now()"
+            " WHERE job_id = :j AND file_name = :n"
+        ),
+        {"j": job_id, "n": name},
+    )
+
+
+def all_verified(conn: sa.Connection, job_id: int) -> bool:
+    counts = conn.execute(
+        sa.text(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'verified')"
+            " FROM preservation_files WHERE job_id = :j"
+        ),
+        {"j": job_id},
+    ).one()
+    return bool(counts[0]) and counts[0] == counts[1]
+
+
+def manual_queue(conn: sa.Connection) -> list[dict[str, Any]]:
+    """Packages waiting for a person, oldest first, with the reason."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.ark, p.error,"
+            " p.finished_at AS since, p.bag_path,"
+            " (SELECT string_agg(f.file_name || ': ' || f.error, '; ' ORDER BY f.file_name)"
+            "    FROM preservation_files f WHERE f.job_id = p.job_id AND f.status = 'manual')"
+            "   AS files"
+            " FROM preservation_packages p"
+            " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
+            " WHERE p.status = 'manual' ORDER BY p.finished_at, p.job_id"
+        )
+    ).mappings()
+    return [dict(r) for r in rows]
