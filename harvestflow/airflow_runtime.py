@@ -11,6 +11,7 @@ command (found beside the running Python, so the virtualenv's bin must hold it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -91,10 +92,14 @@ def ensure_login(settings: Settings) -> tuple[str, str]:
     return ADMIN_USER, passwords[ADMIN_USER]
 
 
-def run_airflow(settings: Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_airflow(
+    settings: Settings, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     cmd = [airflow_bin(), *args]
     log.info("running %s", " ".join(cmd))
-    proc = subprocess.run(cmd, env=airflow_env(settings), capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        cmd, env=airflow_env(settings), capture_output=True, text=True, check=False
+    )
     if check and proc.returncode != 0:
         raise RuntimeError(f"`airflow {' '.join(args)}` failed: {proc.stderr.strip()[-2000:]}")
     return proc
@@ -167,10 +172,8 @@ class AirflowProcesses:
     def stop(self, timeout_s: float = 30) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + timeout_s
         for proc in self.procs.values():
             remaining = max(deadline - time.monotonic(), 0.1)

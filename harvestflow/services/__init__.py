@@ -88,18 +88,16 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
     settings = settings or get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     started = []
-    if settings.postgres_embedded:
-        if postgres_for(settings).start():
-            started.append("postgres")
+    if settings.postgres_embedded and postgres_for(settings).start():
+        started.append("postgres")
     db.ensure_database(settings.harvest_db_url)
     db.ensure_database(settings.airflow_db_url)
     if migrate:
         applied = db.migrate(db.get_engine(settings.harvest_db_url))
         if applied:
             log.info("applied migrations %s", ", ".join(applied))
-    if settings.s3_embedded:
-        if seaweedfs_for(settings).start():
-            started.append("seaweedfs")
+    if settings.s3_embedded and seaweedfs_for(settings).start():
+        started.append("seaweedfs")
     ensure_bucket(settings)
     return started
 

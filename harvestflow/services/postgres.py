@@ -127,7 +127,15 @@ class EmbeddedPostgres:
         log.info("initialising PostgreSQL data directory %s", self.pgdata)
         self._run(
             "initdb",
-            ["-D", str(self.pgdata), "--auth=trust", "--encoding=UTF8", "--locale=C", "-U", "postgres"],
+            [
+                "-D",
+                str(self.pgdata),
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "-U",
+                "postgres",
+            ],
         )
         return True
 
@@ -172,12 +180,25 @@ class EmbeddedPostgres:
         log.info("starting PostgreSQL on %s:%s (data %s)", self.host, self.port, self.pgdata)
         self._run(
             "pg_ctl",
-            ["-D", str(self.pgdata), "-w", "-t", "60", "-l", str(self.logfile), "-o", options, "start"],
+            [
+                "-D",
+                str(self.pgdata),
+                "-w",
+                "-t",
+                "60",
+                "-l",
+                str(self.logfile),
+                "-o",
+                options,
+                "start",
+            ],
         )
         deadline = time.monotonic() + 30
         while not port_open(self.host, self.port):
             if time.monotonic() > deadline:
-                raise ServiceError(f"PostgreSQL did not open {self.host}:{self.port}; see {self.logfile}")
+                raise ServiceError(
+                    f"PostgreSQL did not open {self.host}:{self.port}; see {self.logfile}"
+                )
             time.sleep(0.2)
         return True
 

@@ -9,6 +9,7 @@ is detached (own session) so that it outlives the command that started it; its p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -104,6 +105,8 @@ class EmbeddedSeaweedFS:
             f"-volume.port={self.volume_port}",
             f"-volume.port.grpc={self.volume_port + 10000}",
             "-volume.max=100",
+            # no 10 s grace before the volume server stops (nothing load-balances here)
+            "-volume.preStopSeconds=0",
             "-filer",
             f"-filer.port={self.filer_port}",
             f"-filer.port.grpc={self.filer_port + 10000}",
@@ -165,36 +168,32 @@ class EmbeddedSeaweedFS:
                 except OSError:
                     pass
             time.sleep(0.3)
-        raise ServiceError(f"SeaweedFS S3 did not answer on {self.endpoint_url}; see {self.logfile}")
+        raise ServiceError(
+            f"SeaweedFS S3 did not answer on {self.endpoint_url}; see {self.logfile}"
+        )
 
-    def stop(self, timeout_s: float = 20) -> bool:
+    def stop(self, timeout_s: float = 45) -> bool:
         """Stop the server (SIGTERM to its process group, SIGKILL after timeout)."""
         pid = self.pid()
         if pid is None:
             self.pidfile.unlink(missing_ok=True)
             return False
         log.info("stopping SeaweedFS (pid %s)", pid)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
                 os.kill(pid, 0)
                 # reap if it is our child
-                try:
+                with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
             except ProcessLookupError:
                 break
             time.sleep(0.2)
         else:
             log.warning("SeaweedFS did not stop in %ss, killing it", timeout_s)
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.pidfile.unlink(missing_ok=True)
         return True

@@ -34,11 +34,17 @@ def test_migrate_twice_changes_nothing(db_engine) -> None:
 
 def test_job_status_moves_only_forward(db_engine) -> None:
     with db_engine.begin() as conn:
-        conn.execute(sa.text(
-            "INSERT INTO harvestdefinitions (harvest_id, name, kind) VALUES (1, 'h', 'partial')"))
-        conn.execute(sa.text(
-            "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, template_name,"
-            " template, seedlist) VALUES (1, 1, 0, 3, 'CIBLEE', 't', '{}', '')"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO harvestdefinitions (harvest_id, name, kind) VALUES (1, 'h', 'partial')"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, template_name,"
+                " template, seedlist) VALUES (1, 1, 0, 3, 'CIBLEE', 't', '{}', '')"
+            )
+        )
     try:
         with db_engine.begin() as conn:
             conn.execute(sa.text("UPDATE jobs SET status = 1"))

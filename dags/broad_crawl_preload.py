@@ -1,0 +1,127 @@
+"""# Broad-crawl preload (Airflow DAG)
+
+Prepares the annual snapshot (the BnF's NAS_preload): domain lists from several sources, each
+tagged with its origin, are normalised (IDN → punycode, registrable domain through the bundled
+public-suffix list), de-duplicated (rejected lines go to a rejects file with line number and
+reason), DNS-checked in parallel chunks (active / failed / unknown — only "failed" excludes a
+domain), probed for redirects to other registrable domains (which are added and checked in
+turn), then transferred: new domains get the broad default configuration and four seeds,
+domains whose DNS failed are made inactive with the reason. Manual trigger, yearly.
+Re-running resumes: DNS results already stored for the run are not asked again.
+
+## How to check it's working
+1. Trigger with the default params (the small sample list shipped in config/preload/) or give
+   your own `sources`; for loopback demos set `hosts_file` so no real DNS is asked.
+2. The `collect` task log gives per-source lines/valid/unique/new; each `dns_check` task logs
+   its progress and class counts; `report` ends with the transferred/inactivated figures.
+3. `harvestflow domain show <domain>` shows a transferred domain with its seeds.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, Param, get_current_context, task
+
+from hf_common import NETWORK_RETRIES, task_logger
+
+with DAG(
+    dag_id="broad_crawl_preload",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    tags=["preload", "broad-crawl"],
+    params={
+        "run_id": Param(
+            None,
+            type=["null", "string"],
+            pattern="^[A-Za-z0-9._-]+$",
+            description="Preload run name (default: the Airflow run's date); re-use it to resume.",
+        ),
+        "sources": Param(
+            [],
+            type="array",
+            description=(
+                'Sources, e.g. [{"name": "registry", "kind": "domains", "path": "/data/afnic.txt"},'
+                ' {"name": "library", "kind": "urls", "path": "/data/urls.txt"},'
+                ' {"name": "db", "kind": "db"}, {"name": "selection", "kind": "selection"}].'
+                " Empty: the sample list in config/preload/."
+            ),
+        ),
+        "nameservers": Param(
+            [], type="array", items={"type": "string"}, description="host[:port] DNS servers"
+        ),
+        "hosts_file": Param(
+            None, type=["null", "string"], description="hosts file answered without DNS (demo)"
+        ),
+        "connect_to": Param(
+            None,
+            type=["null", "string"],
+            description="host:port every redirect probe goes to (demo)",
+        ),
+    },
+):
+
+    def _run_id(context: Any) -> str:
+        return context["params"].get("run_id") or context["dag_run"].run_after.strftime(
+            "preload-%Y%m%d"
+        )
+
+    @task
+    def collect() -> dict[str, Any]:
+        from harvest.preload.sources import collect_sources, default_sources
+
+        context = get_current_context()
+        sources = context["params"].get("sources") or default_sources()
+        report = collect_sources(_run_id(context), sources)
+        for src in report["sources"]:
+            task_logger().info("source %s", src)
+        return report
+
+    @task
+    def chunks(report: dict[str, Any]) -> list[str]:
+        return list(report["chunks"])
+
+    @task(**NETWORK_RETRIES)
+    def dns_check(chunk_path: str) -> dict[str, Any]:
+        from harvest.preload.dnstask import dns_check_chunk
+
+        context = get_current_context()
+        params = context["params"]
+        return dns_check_chunk(
+            _run_id(context),
+            chunk_path,
+            nameservers=params.get("nameservers") or None,
+            hosts_file=params.get("hosts_file"),
+        )
+
+    @task(trigger_rule="all_success", **NETWORK_RETRIES)
+    def redirects(results: list[dict[str, Any]]) -> dict[str, Any]:
+        from harvest.preload.redirects import probe_redirects
+
+        context = get_current_context()
+        params = context["params"]
+        return probe_redirects(
+            _run_id(context),
+            connect_to=params.get("connect_to"),
+            hosts_file=params.get("hosts_file"),
+            nameservers=params.get("nameservers") or None,
+        )
+
+    @task
+    def transfer(redirect_report: dict[str, Any]) -> dict[str, Any]:
+        from harvest.preload.transfer import transfer as transfer_domains
+
+        return transfer_domains(_run_id(get_current_context()))
+
+    @task
+    def report(transfer_report: dict[str, Any]) -> dict[str, Any]:
+        from harvest.preload.report import preload_report
+
+        final = preload_report(_run_id(get_current_context()))
+        task_logger().info("preload report: %s", final)
+        return final
+
+    collected = collect()
+    report(transfer(redirects(dns_check.expand(chunk_path=chunks(collected)))))

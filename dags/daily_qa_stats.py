@@ -1,0 +1,50 @@
+"""# Daily QA statistics (Airflow DAG)
+
+NAS_qual's daily figures for curators, managers and the ISO/TR 14873 indicators: from the crawl
+logs and the harvest DB of the jobs that ended on the run's day — URLs, bytes, new vs duplicate
+captures, MIME types and families, response codes (with the crawler's negative codes), TLDs, top
+domains, domain size distribution, seed origin, stop reasons, traps and DNS failures — as text
+files, CSV and an HTML page with charts under `var/qa/<date>/`, and in the DB. `@daily`,
+backfillable, idempotent per day (re-running a day rewrites the same files).
+
+## How to check it's working
+1. `harvestflow qa daily --date YYYY-MM-DD` runs the same computation outside Airflow.
+2. The task log ends with a short summary; `var/qa/<date>/index.html` shows the charts.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, Param, get_current_context, task
+
+from hf_common import report_day, task_logger
+
+with DAG(
+    dag_id="daily_qa_stats",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=2,
+    doc_md=__doc__,
+    params={
+        "day": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            title="Day",
+            description="The day to process (default: the day before the run's date).",
+        )
+    },
+    tags=["qa"],
+):
+
+    @task
+    def daily_stats() -> dict[str, Any]:
+        from qa.daily import run_daily, summary_lines
+
+        result = run_daily(report_day(get_current_context()))
+        for line in summary_lines(result):
+            task_logger().info("%s", line)
+        return {k: v for k, v in result.items() if isinstance(v, int | float | str)}
+
+    daily_stats()

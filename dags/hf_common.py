@@ -1,0 +1,52 @@
+"""What the harvestflow DAG files share: Assets, channel names, small task helpers.
+
+Not a DAG file (listed in .airflowignore). Only ``airflow.sdk`` and the standard library are
+imported here; the stage libraries are imported inside the tasks, so parsing stays fast.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Asset
+
+# Stage hand-offs: a finished harvest wakes indexing, indexed files wake preservation.
+HARVEST_DONE = Asset("harvestflow://harvest/jobs-done")
+FILES_INDEXED = Asset("harvestflow://indexing/files-indexed")
+PRESERVED = Asset("harvestflow://preservation/packages-preserved")
+
+# Crawl channels (NetarchiveSuite's high/low priority): pool and queue of the same name. The
+# defaults of config/harvestflow.toml [airflow]; `harvestflow up` creates the pools.
+HIGH_PRIORITY_POOL = "crawl_high"
+LOW_PRIORITY_POOL = "crawl_low"
+
+NETWORK_RETRIES: dict[str, Any] = {
+    "retries": 2,
+    "retry_delay": timedelta(minutes=1),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": timedelta(minutes=15),
+}
+
+
+def run_date(context: Any) -> datetime:
+    """The date a run stands for: its logical date, or (asset-triggered, manual) run_after."""
+    logical = context.get("logical_date")
+    if logical is not None:
+        return logical
+    return context["dag_run"].run_after
+
+
+def report_day(context: Any) -> date:
+    """The day a daily run reports on: the ``day`` param, else the day before the run's date."""
+    chosen = context["params"].get("day")
+    if chosen:
+        return date.fromisoformat(chosen)
+    return (run_date(context) - timedelta(days=1)).date()
+
+
+def task_logger() -> Any:
+    """The logger whose lines land in the Airflow task log."""
+    import logging
+
+    return logging.getLogger("airflow.task")

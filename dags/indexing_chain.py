@@ -1,0 +1,66 @@
+"""# Indexing chain (Airflow DAG)
+
+Makes the WARCs of finished jobs findable by the Wayback Machine and moves them to their final
+location: **ingest** (single: new WARCs of DONE jobs into the manifest, with checksums) → per
+file, as parallel mapped tasks, **index** (CDX + CDXJ lines) → **transfer** (copy to a repository
+location with free space, PATH line) → **backup** (optional, verified) → **delete** (controlled
+removal from the indexing area). Woken by a finished harvest (Asset
+`harvestflow://harvest/jobs-done`) and hourly as a sweep. Each module is restartable: a killed
+run re-run indexes every file exactly once.
+
+## How to check it's working
+1. After a harvest (or `harvestflow demo`), this DAG runs by itself; its `ingest` task log lists
+   the files taken in, each `process_file` log the CDX line count and final path.
+2. `harvestflow index cdx var/repository/loc1/<file>.warc.gz` prints the capture's CDXJ lines.
+3. The `preservation_ingest` DAG starts next (Asset `harvestflow://indexing/files-indexed`).
+"""
+
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
+
+from hf_common import FILES_INDEXED, HARVEST_DONE, task_logger
+
+with DAG(
+    dag_id="indexing_chain",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
+    ),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    tags=["indexing"],
+):
+
+    @task
+    def ingest() -> list[str]:
+        from indexing.chain import ingest as ingest_new
+
+        names = ingest_new()
+        task_logger().info("%d new WARC file(s) taken in", len(names))
+        return names
+
+    @task
+    def pending() -> list[str]:
+        """Files in the chain not yet through it (new ones and ones an earlier run left)."""
+        from indexing.chain import pending_files
+
+        return pending_files()
+
+    @task(retries=2)
+    def process_file(file_name: str) -> dict[str, Any]:
+        from indexing.chain import process_file as run_modules
+
+        return run_modules(file_name)
+
+    @task(trigger_rule="all_done", outlets=[FILES_INDEXED])
+    def chain_done(results: list[dict[str, Any]]) -> dict[str, int]:
+        done = [r for r in results if r]
+        task_logger().info("%d file(s) went through the chain", len(done))
+        return {"files": len(done)}
+
+    files = pending()
+    ingest() >> files
+    chain_done(process_file.expand(file_name=files))

@@ -1,0 +1,58 @@
+"""# Index merge (Airflow DAG)
+
+Daily: the day's CDX and PATH files are merged into sorted daily files (**merge**), then into the
+big sorted CDX and PATH files the Wayback Machine reads (**bigmerge**, single), then job WARCs
+are removed from the crawl area only when indexed, transferred and, if configured, backed up and
+verified (**cleanarcrepository**, single). Byte-order sorting (LC_ALL=C semantics), checked after
+each merge. Backfillable: a past date re-merges that day, idempotently.
+
+## How to check it's working
+1. Trigger it (or wait for midnight UTC); the `merge` task log gives the day's line counts.
+2. `var/index/cdx/` holds the big CDX file; `LC_ALL=C sort -c` on it succeeds.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, Param, get_current_context, task
+
+from hf_common import report_day
+
+with DAG(
+    dag_id="indexing_merge",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    params={
+        "day": Param(
+            None,
+            type=["null", "string"],
+            format="date",
+            title="Day",
+            description="The day to process (default: the day before the run's date).",
+        )
+    },
+    tags=["indexing"],
+):
+
+    @task
+    def merge() -> dict[str, Any]:
+        from indexing.chain import daily_merge
+
+        return daily_merge(report_day(get_current_context()))
+
+    @task
+    def bigmerge() -> dict[str, Any]:
+        from indexing.chain import bigmerge as merge_big
+
+        return merge_big()
+
+    @task
+    def clean_arc_repository() -> dict[str, Any]:
+        from indexing.chain import clean_arc_repository as clean
+
+        return clean()
+
+    merge() >> bigmerge() >> clean_arc_repository()

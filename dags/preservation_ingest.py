@@ -1,0 +1,54 @@
+"""# Preservation ingest (Airflow DAG)
+
+SPAR-like ingest of each indexed job into S3 object storage: a BagIt package per job, the job's
+metadata WARC first, then its data WARCs one by one, each with an ARK identifier, each verified
+(size and SHA-256 checksum, full re-read for a sample) before it is marked preserved. Transient
+S3 errors are retried with back-off; serious ones (checksum mismatch, missing file, invalid bag)
+put the job in the manual queue with the reason. Woken by the indexing chain (Asset
+`harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
+an object twice.
+
+## How to check it's working
+1. After `harvestflow demo`, `harvestflow preservation queue` lists no job in the manual queue.
+2. `harvestflow ark verify <ARK>` on an ARK from the task log says the check character is valid.
+3. The objects are in the bucket under `<harvest_id>/<job_id>/`.
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, get_current_context, task
+
+from hf_common import FILES_INDEXED, PRESERVED, run_date, task_logger
+
+with DAG(
+    dag_id="preservation_ingest",
+    schedule=[FILES_INDEXED],
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    tags=["preservation"],
+):
+
+    @task
+    def ready_jobs() -> list[int]:
+        from preservation.ingest import jobs_ready_for_preservation
+
+        jobs = jobs_ready_for_preservation()
+        task_logger().info("%d job(s) ready for preservation: %s", len(jobs), jobs)
+        return jobs
+
+    @task(retries=3, retry_delay=timedelta(minutes=1), retry_exponential_backoff=True)
+    def ingest_job(job_id: int) -> dict[str, Any]:
+        from preservation.ingest import ingest_job as ingest
+
+        return ingest(job_id)
+
+    @task(trigger_rule="all_done", outlets=[PRESERVED])
+    def report(results: list[dict[str, Any]]) -> dict[str, Any]:
+        from preservation.report import preservation_report
+
+        return preservation_report(run_date(get_current_context()).date())
+
+    report(ingest_job.expand(job_id=ready_jobs()))

@@ -1,0 +1,137 @@
+"""The selective-harvest workflow, shared by the five per-frequency DAG files.
+
+Not a DAG file (listed in .airflowignore): ``selective_harvest_daily.py`` and its siblings call
+:func:`build_selective_harvest` with their frequency and schedule, so that each DAG id is its
+file's stem and each frequency fires on its own schedule.
+
+Run: transfer the due selection records → pick the definitions due at the run's date →
+generate jobs → per job (mapped task group, one failing job never blocks the others): prepare
+the frozen job spec, crawl it on the high-priority channel, record per-domain history → advance
+each definition's schedule → emit HARVEST_DONE, which wakes the indexing chain.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Param, get_current_context, task, task_group
+
+from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date, task_logger
+
+DOC_CHECK = """
+## How to check it's working
+1. `harvestflow demo` (or, with `harvestflow up` running, trigger this DAG with
+   `harvest_id` set to the demo definition's id shown by `harvestflow jobs list`).
+2. The run's `crawl` task log shows a progress line every few seconds (URLs done/queued, rate).
+3. `harvestflow jobs list` shows the job DONE with URL and byte counts; its directory
+   `var/jobs/<harvest_id>/<job_id>/<ts>/` holds warcs/, logs/crawl.log and reports/.
+4. The `indexing_chain` DAG starts by itself (Asset `harvestflow://harvest/jobs-done`).
+"""
+
+
+def build_selective_harvest(
+    dag_id: str, frequency: str, schedule: Any, doc: str, start: datetime
+) -> DAG:
+    with DAG(
+        dag_id=dag_id,
+        schedule=schedule,
+        start_date=start,
+        catchup=False,
+        max_active_runs=1,
+        doc_md=doc + DOC_CHECK,
+        tags=["harvest", "selective", frequency],
+        params={
+            "harvest_id": Param(
+                None,
+                type=["null", "integer"],
+                minimum=1,
+                title="One definition only",
+                description="Harvest only this definition now, whatever its schedule.",
+            ),
+        },
+        default_args={"retries": 0},
+    ) as dag:
+
+        @task
+        def transfer_selection() -> dict[str, Any]:
+            """Curators' due selection records → domains, configurations, definitions."""
+            from harvest.bootstrap import ensure_reference_data
+            from harvest.selection.transfer import transfer_due_records
+
+            ensure_reference_data()
+            return transfer_due_records(frequency, run_date(get_current_context()))
+
+        @task
+        def due_definitions() -> list[int]:
+            from harvest.definitions import due_definitions as due
+
+            context = get_current_context()
+            only = context["params"].get("harvest_id")
+            if only:
+                return [int(only)]
+            return due(frequency, run_date(context))
+
+        @task
+        def generate_jobs(harvest_ids: list[int]) -> list[int]:
+            from harvest.planning import generate_jobs as generate
+
+            when = run_date(get_current_context())
+            job_ids: list[int] = []
+            for harvest_id in harvest_ids:
+                job_ids.extend(generate(harvest_id, when))
+            task_logger().info("%d job(s) to crawl: %s", len(job_ids), job_ids)
+            return job_ids
+
+        @task_group
+        def harvest_job(job_id: int) -> None:
+            @task
+            def prepare(job_id: int) -> str:
+                from harvest.jobs import prepare_job
+                from harvestflow.settings import get_settings
+
+                return prepare_job(job_id, get_settings().data_dir)
+
+            @task(
+                pool=HIGH_PRIORITY_POOL,
+                queue=HIGH_PRIORITY_POOL,
+                execution_timeout=timedelta(hours=24),
+            )
+            def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
+                from pathlib import Path
+
+                from crawler.launch import crawl_in_subprocess
+                from harvest.jobs import mark_started
+                from harvestflow.settings import get_settings
+
+                mark_started(job_id)
+                spec = Path(job_spec)
+                summary = crawl_in_subprocess(
+                    spec,
+                    spec.parent,
+                    logger=task_logger(),
+                    progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
+                )
+                return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+
+            @task(trigger_rule="all_done")
+            def record(job_id: int) -> dict[str, Any]:
+                """Per-domain history and reports back to the DB, even after a failed crawl."""
+                from harvest.results import record_job_results
+
+                return record_job_results(job_id)
+
+            crawl(job_id, prepare(job_id)) >> record(job_id)
+
+        @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+        def advance_schedules(harvest_ids: list[int]) -> dict[str, Any]:
+            from harvest.definitions import advance_schedule
+
+            when = run_date(get_current_context())
+            return {str(h): advance_schedule(h, when) for h in harvest_ids}
+
+        harvest_ids = due_definitions()
+        transfer_selection() >> harvest_ids
+        jobs = generate_jobs(harvest_ids)
+        harvest_job.expand(job_id=jobs) >> advance_schedules(harvest_ids)
+    return dag

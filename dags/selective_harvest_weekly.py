@@ -1,0 +1,19 @@
+"""# Selective harvest — weekly (Airflow DAG)
+
+Harvests the curators' selective harvest definitions of frequency **weekly** that are due at the
+run's date (schedule `@weekly`), on the high-priority crawl channel. Trigger it by hand with the
+`harvest_id` param to harvest one definition now; backfilling a past date harvests what was due
+then, once (jobs are keyed by definition and run).
+"""
+
+from datetime import datetime
+
+from selective_harvest_common import build_selective_harvest
+
+dag = build_selective_harvest(
+    dag_id="selective_harvest_weekly",
+    frequency="weekly",
+    schedule="@weekly",
+    doc=__doc__,
+    start=datetime(2026, 1, 1),
+)
