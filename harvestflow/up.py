@@ -1,0 +1,73 @@
+"""``harvestflow up``: services, Airflow's four components and the sample site, until Ctrl-C.
+
+A second ``up`` reuses everything under the data directory (databases, object store, Airflow's
+metadata and login). Ctrl-C (or SIGTERM) stops what this command started, and only that: a
+service that was already running is left running.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import Any
+
+from harvestflow import airflow_runtime, services
+from harvestflow.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+def run_up(with_sample_site: bool = True) -> int:
+    settings = get_settings()
+    started = services.start_all(settings)
+    procs = airflow_runtime.AirflowProcesses(settings)
+    site: Any = None
+    stopping = False
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        print("preparing Airflow's metadata database and pools …", flush=True)
+        airflow_runtime.prepare(settings)
+        if with_sample_site:
+            from harvest.bootstrap import ensure_reference_data
+            from harvest.demo import create_demo_definition
+            from harvestflow import samplesite
+
+            site = samplesite.start(
+                settings["samplesite"]["host"], int(settings["samplesite"]["port"])
+            )
+            ensure_reference_data()
+            harvest_id = create_demo_definition(site.port)
+            print(f"sample site: {site.url()} — demo definition id {harvest_id}", flush=True)
+        procs.start()
+        if not procs.wait_api():
+            print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
+            return 1
+        user, password = airflow_runtime.ensure_login(settings)
+        af = settings["airflow"]
+        print(
+            f"\nAirflow UI: http://{af['host']}:{af['port']}/  login: {user} / {password}\n"
+            f"component logs: {procs.log_dir}\nCtrl-C stops everything this command started.",
+            flush=True,
+        )
+        while True:
+            dead = procs.dead()
+            if dead:
+                print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
+                return 1
+            time.sleep(2)
+    except KeyboardInterrupt:
+        stopping = True
+        return 0
+    finally:
+        if stopping:
+            print("stopping …", flush=True)
+        procs.stop()
+        if site is not None:
+            site.stop()
+        if started:
+            services.stop_all(settings)
