@@ -34,7 +34,6 @@ PUBLIC_SUFFIX = "public-suffix-only"
 BAD_URL = "bad-url"
 
 _LDH = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
-_ASCII_FAST = re.compile(r"^[a-z0-9.-]+$")
 
 
 class RejectedDomain(ValueError):
@@ -61,8 +60,8 @@ def _extractor() -> tldextract.TLDExtract:
 
 
 def _to_ascii(host: str) -> str:
-    if _ASCII_FAST.match(host) and "xn--" not in host:
-        return host
+    if host.isascii() and "xn--" not in host:
+        return host  # plain ASCII: the LDH check below says what is wrong with it
     try:
         # uts46 maps case/width (Bücher.DE -> xn--bcher-kva.de); IDNA 2008 rejects what it must
         return idna.encode(host, uts46=True, transitional=False).decode("ascii")
