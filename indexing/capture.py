@@ -61,22 +61,20 @@ class Capture:
 class Headers:
     """Parsed status line + headers; lookups are case-insensitive and return the first match."""
 
-    __slots__ = ("headers", "protocol", "statusline")
+    __slots__ = ("by_name", "protocol", "statusline")
 
     def __init__(self, protocol: str, statusline: str, headers: list[tuple[str, str]]) -> None:
         self.protocol = protocol
         self.statusline = statusline
-        self.headers = headers
+        self.by_name: dict[str, str] = {}
+        for name, value in headers:
+            self.by_name.setdefault(name.lower(), value)
 
     def get(self, name: str) -> str | None:
-        name = name.lower()
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return None
+        return self.by_name.get(name.lower())
 
     def __bool__(self) -> bool:
-        return bool(self.statusline or self.headers)
+        return bool(self.statusline or self.by_name)
 
 
 def _decode(line: bytes) -> str:
@@ -90,6 +88,48 @@ class NeedMore(Exception):
     """The header block runs past the bytes available so far."""
 
 
+def _split_status(first: str, statuses: tuple[str, ...] | None) -> tuple[str, str]:
+    if statuses is None:
+        protocol, _, rest = first.partition(" ")
+        return protocol, rest
+    upper = first.upper()
+    for prefix in statuses:
+        if upper.startswith(prefix):
+            return upper[: len(prefix)], first[len(prefix) :]
+    raise ValueError(first)
+
+
+def _parse_crlf_block(
+    buf: bytes, pos: int, end: int, statuses: tuple[str, ...] | None
+) -> tuple[Headers, int] | None:
+    """The common case in one pass: CRLF lines, no blank-looking or continuation lines.
+
+    Returns None whenever the general line-by-line parser is needed.
+    """
+    stop = buf.find(b"\r\n\r\n", pos, end)
+    if stop < 0:
+        return None
+    block = buf[pos:stop]
+    if block.count(b"\n") != block.count(b"\r\n"):
+        return None
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\r\n")
+    first = lines[0].rstrip()
+    if not first:
+        return None
+    headers = []
+    for line in lines[1:]:
+        key, sep, value = line.partition(":")
+        if not sep or not line.strip() or line[0] in " \t" or "\r" in line:
+            return None
+        headers.append((key.rstrip(" \t"), value.strip()))
+    protocol, rest = _split_status(first, statuses)
+    return Headers(protocol, rest.strip(), headers), stop + 4
+
+
 def parse_headers(
     buf: bytes, pos: int, end: int, *, final: bool, statuses: tuple[str, ...] | None
 ) -> tuple[Headers | None, int]:
@@ -100,6 +140,11 @@ def parse_headers(
     (None: split protocol and status at the first space, as warcio does for HTTP). Returns
     ``None`` headers when the block is empty (end of data).
     """
+    fast = _parse_crlf_block(buf, pos, end, statuses)
+    if fast is not None:
+        return fast
+    if not final and buf.find(b"\r\n\r\n", pos, end) < 0 and buf.find(b"\n\n", pos, end) < 0:
+        raise NeedMore
     lines: list[str] = []
     p = pos
     while True:
@@ -124,16 +169,7 @@ def parse_headers(
     first = lines[0]
     if not first:
         return Headers("", "", []), p
-    if statuses is not None:
-        upper = first.upper()
-        for prefix in statuses:
-            if upper.startswith(prefix):
-                protocol, rest = upper[: len(prefix)], first[len(prefix) :]
-                break
-        else:
-            raise ValueError(first)
-    else:
-        protocol, _, rest = first.partition(" ")
+    protocol, rest = _split_status(first, statuses)
     headers: list[tuple[str, str]] = []
     name: str | None = None
     value: str | None = None

@@ -39,6 +39,7 @@ _DECIMAL_IP = re.compile(rb"^([1-9][0-9]*)(\.[0-9]+)?(\.[0-9]+)?(\.[0-9]+)?$")
 _OCTAL_IP = re.compile(rb"^(0[0-7]*)(\.[0-7]+)?(\.[0-7]+)?(\.[0-7]+)?$")
 # Everything printable except '%', '#' and space stays as is when escaping.
 _SAFE = b"!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_NOTHING_TO_ESCAPE = re.compile(rb"[A-Za-z0-9_.\-~!\"$&'()*+,/:;<=>?@\[\\\]^`{|}]*\Z")
 _PATH_SESSION = (
     re.compile(rb"^(.*/)(\((?:[a-z]\([0-9a-z]{24}\))+\)/)([^\?]+\.aspx.*)$", re.I),
     re.compile(rb"^(.*/)(\([0-9a-z]{24}\)/)([^\?]+\.aspx.*)$", re.I),
@@ -55,6 +56,8 @@ _DEFAULT_PORTS = {b"http": 80, b"https": 443}
 
 def _unescape_all(value: bytes) -> bytes:
     """%-decode until stable (double-escaped URLs get the same key as plain ones)."""
+    if b"%" not in value:
+        return value
     while True:
         decoded = unquote_to_bytes(value)
         if decoded == value:
@@ -63,7 +66,9 @@ def _unescape_all(value: bytes) -> bytes:
 
 
 def _escape(value: bytes) -> bytes:
-    return quote_from_bytes(value, safe=_SAFE).encode("ascii") if value else value
+    if not value or _NOTHING_TO_ESCAPE.match(value):
+        return value
+    return quote_from_bytes(value, safe=_SAFE).encode("ascii")
 
 
 def _numeric_host(host: bytes) -> bytes | None:

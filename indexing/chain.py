@@ -1,0 +1,338 @@
+"""The per-file indexing chain: ingest → index → transfer → backup → delete.
+
+Why this shape (the BnF's): each module owns a working directory and treats the files it finds
+there; when it is done with a file it records it in the manifest and moves the file (one rename)
+to the next module's directory. A module killed anywhere leaves the file where it was, with
+whatever it had written under temporary names or under names it will overwrite identically, so
+running it again finishes the job exactly once:
+
+- paths that must not change between attempts (the day of the CDX file, the repository location
+  chosen by free space) are written to the manifest *before* anything is written under them;
+- the manifest is updated *before* the file moves on, so a file found in a directory whose stage
+  is already recorded is simply moved on;
+- a local copy lost in a crash is taken again from the job's original (which cleanarcrepository
+  only deletes once the file is done).
+
+Public entry points (plain arguments, small results, no Airflow): :func:`ingest` (single) and
+:func:`process_file` (runs the per-file modules for one file; several run in parallel).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from harvestflow.db import get_engine
+from harvestflow.progress import Progress
+from harvestflow.settings import Settings, get_settings
+from indexing import manifest
+from indexing.backup import BackupTarget, copy_and_verify
+from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_lines_atomic
+from indexing.crashpoints import crashpoint
+from indexing.dedup import sidecar_lines
+from indexing.files import copy_verified, move, place, sha1_of
+from indexing.layout import Layout, harvest_id_of, is_warc_name
+
+log = logging.getLogger(__name__)
+
+
+class NoSpaceError(RuntimeError):
+    """No configured repository location has room for a file (the task fails and is retried)."""
+
+
+class _Ctx:
+    """Settings, engine, layout and backup target resolved once per call."""
+
+    def __init__(self, settings: Settings | None) -> None:
+        self.settings = settings or get_settings()
+        self.engine: Engine = get_engine(self.settings.harvest_db_url)
+        self.layout = Layout.from_settings(self.settings)
+        self.backup = BackupTarget.from_settings(self.settings)
+
+
+# --------------------------------------------------------------------------------------------
+# ingest
+def _queued(d: Path) -> int:
+    return sum(1 for p in d.iterdir() if is_warc_name(p.name)) if d.is_dir() else 0
+
+
+def ingest(settings: Settings | None = None) -> list[str]:
+    """Take in the WARCs of finished jobs not yet in the manifest; returns their names.
+
+    Each file is checksummed and placed (hard link, else copy) in the queue of the indexing
+    worker with the fewest files queued. ``.open`` files (still being written) are never touched.
+    """
+    ctx = _Ctx(settings)
+    workers = ctx.layout.worker_dirs()
+    for d in workers:
+        d.mkdir(parents=True, exist_ok=True)
+    queued = {d: _queued(d) for d in workers}
+    candidates: list[tuple[int, int, Path]] = []
+    for job_id, harvest_id, job_dir in manifest.finished_jobs(ctx.engine):
+        warcs = Path(job_dir) / "warcs"
+        if not warcs.is_dir():
+            log.warning("job %s: no warcs directory in %s", job_id, job_dir)
+            continue
+        for path in sorted(warcs.iterdir()):
+            if is_warc_name(path.name) and path.is_file():
+                candidates.append((job_id, harvest_id, path))
+    known = manifest.known_names(ctx.engine, [p.name for _, _, p in candidates])
+    taken: list[str] = []
+    todo = [c for c in candidates if c[2].name not in known]
+    with Progress("ingest", len(todo), unit="files") as progress:
+        for job_id, job_harvest, path in todo:
+            name = path.name
+            existing = next((d for d in workers if (d / name).exists()), None)
+            target = existing or min(workers, key=lambda d: (queued[d], d.name))
+            size = path.stat().st_size
+            sha1 = sha1_of(path)
+            place(path, target / name)
+            crashpoint("ingest.placed")
+            harvest_id = harvest_id_of(name) or job_harvest
+            if manifest.insert(
+                ctx.engine,
+                file_name=name,
+                job_id=job_id,
+                harvest_id=harvest_id,
+                source_path=str(path),
+                size=size,
+                sha1=sha1,
+                stage="ingested",
+                worker=target.name,
+                collection=ctx.layout.collection_of(harvest_id),
+            ):
+                taken.append(name)
+                if existing is None:
+                    queued[target] += 1
+            progress.advance()
+    log.info("ingest: %d new files", len(taken))
+    return taken
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by the modules
+def _next_dir_after_transfer(ctx: _Ctx) -> Path:
+    return ctx.layout.module_dir("backup" if ctx.backup else "delete")
+
+
+def _expected_dir(ctx: _Ctx, entry: manifest.Entry) -> Path | None:
+    if entry.stage == "ingested":
+        return ctx.layout.module_dir("index") / (entry.worker or "w1")
+    if entry.stage == "indexed":
+        return ctx.layout.module_dir("transfer")
+    if entry.stage == "transferred":
+        return _next_dir_after_transfer(ctx)
+    if entry.stage == "backedup":
+        return ctx.layout.module_dir("delete")
+    return None
+
+
+def _local_copy(ctx: _Ctx, entry: manifest.Entry) -> Path:
+    """The working copy of ``entry``, moved to the directory its stage says (see module doc)."""
+    want = _expected_dir(ctx, entry)
+    assert want is not None
+    if (want / entry.file_name).exists():
+        return want / entry.file_name
+    dirs = [*ctx.layout.worker_dirs()] + [
+        ctx.layout.module_dir(m) for m in ("transfer", "backup", "delete")
+    ]
+    for d in dirs:
+        if (d / entry.file_name).exists():
+            return move(d / entry.file_name, want)
+    src = Path(entry.source_path)
+    if not src.exists():
+        raise FileNotFoundError(f"{entry.file_name}: no working copy and no source {src}")
+    place(src, want / entry.file_name)
+    return want / entry.file_name
+
+
+def _cdx_base(ctx: _Ctx, entry: manifest.Entry) -> Path:
+    """Per-file index path without suffix, fixed in the manifest before the first write."""
+    if entry.cdx_path:
+        return Path(entry.cdx_path)
+    today = datetime.now(UTC).date()
+    base = ctx.layout.cdx_daily(today, entry.collection) / entry.file_name
+    manifest.update(ctx.engine, entry.file_name, cdx_path=str(base))
+    entry.cdx_path = str(base)
+    return base
+
+
+def _day_of(cdx_base: Path) -> date:
+    return date.fromisoformat(cdx_base.parent.name)
+
+
+def _quarantine(ctx: _Ctx, entry: manifest.Entry, local: Path, error: str, lines: dict) -> None:
+    qdir = ctx.layout.quarantine_dir()
+    for fmt, fmt_lines in lines.items():
+        write_lines_atomic(fmt_lines, qdir / (entry.file_name + SUFFIX[fmt]))
+    reason = {"file": entry.file_name, "source": entry.source_path, "error": error}
+    write_lines_atomic([json.dumps(reason)], qdir / (entry.file_name + ".reason.json"))
+    manifest.update(ctx.engine, entry.file_name, stage="quarantined", quarantined=True, error=error)
+    move(local, qdir)
+    log.error("%s quarantined: %s", entry.file_name, error)
+
+
+# --------------------------------------------------------------------------------------------
+# modules
+def index_module(ctx: _Ctx, entry: manifest.Entry) -> None:
+    """CDX lines of every record, per file and sorted; damaged files go to quarantine."""
+    local = _local_copy(ctx, entry)
+    base = _cdx_base(ctx, entry)
+    try:
+        result = index_warc(local)
+    except NotAWarcError as exc:
+        _quarantine(ctx, entry, local, f"rejected: {exc}", {})
+        return
+    lines = {fmt: sorted_lines(result.lines(fmt, entry.file_name)) for fmt in ctx.layout.formats}
+    if result.damage is not None:
+        error = f"{local.name}: {result.damage} ({len(result.captures)} records before it kept)"
+        _quarantine(ctx, entry, local, error, lines)
+        return
+    for fmt, fmt_lines in lines.items():
+        write_lines_atomic(fmt_lines, base.with_name(base.name + SUFFIX[fmt]))
+        crashpoint(f"index.wrote_{fmt}")
+    if entry.harvest_id is not None:
+        sidecar = ctx.layout.dedup_dir(entry.harvest_id, entry.collection) / (
+            entry.file_name + ".dedup"
+        )
+        write_lines_atomic(sidecar_lines(result.captures, entry.file_name), sidecar)
+    manifest.update(
+        ctx.engine, entry.file_name, stage="indexed", indexed_at=True, records=len(result.captures)
+    )
+    crashpoint("index.recorded")
+    move(local, ctx.layout.module_dir("transfer"))
+    entry.stage = "indexed"
+
+
+def _choose_location(ctx: _Ctx, entry: manifest.Entry) -> Path:
+    if entry.final_path:
+        return Path(entry.final_path)
+    section = ctx.settings["indexing"]
+    min_free = int(section.get("min_free_bytes", 0))
+    size = entry.size or 0
+    for loc in section.get("repository_locations") or []:
+        root = Path(loc) if Path(loc).is_absolute() else ctx.settings.data_dir / loc
+        root.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(root).free
+        if free - size >= min_free:
+            hid = entry.harvest_id if entry.harvest_id is not None else "unknown"
+            final = root / str(hid) / entry.file_name
+            manifest.update(ctx.engine, entry.file_name, final_path=str(final))
+            entry.final_path = str(final)
+            return final
+        log.warning("repository %s: %d bytes free, %d needed + %d kept", root, free, size, min_free)
+    raise NoSpaceError(f"{entry.file_name}: no repository location has {size} bytes free")
+
+
+def transfer_module(ctx: _Ctx, entry: manifest.Entry) -> None:
+    """Verified copy to the final location, then the file's PATH line."""
+    local = _local_copy(ctx, entry)
+    final = _choose_location(ctx, entry)
+    assert entry.sha1 is not None
+    if not (
+        final.is_file() and final.stat().st_size == entry.size and sha1_of(final) == entry.sha1
+    ):
+        copy_verified(local, final, entry.sha1)
+    crashpoint("transfer.copied")
+    base = Path(entry.cdx_path) if entry.cdx_path else _cdx_base(ctx, entry)
+    path_file = ctx.layout.path_daily(_day_of(base), entry.collection) / (entry.file_name + ".path")
+    write_lines_atomic([f"{entry.file_name}\t{final}"], path_file)
+    crashpoint("transfer.path_written")
+    manifest.update(ctx.engine, entry.file_name, stage="transferred", transferred_at=True)
+    crashpoint("transfer.recorded")
+    move(local, _next_dir_after_transfer(ctx))
+    entry.stage = "transferred"
+
+
+def backup_module(ctx: _Ctx, entry: manifest.Entry) -> None:
+    """Verified copy to the backup directory or bucket."""
+    assert ctx.backup is not None and entry.sha1 is not None
+    local = _local_copy(ctx, entry)
+    location = entry.backup_location or ctx.backup.location(entry.harvest_id, entry.file_name)
+    if not entry.backup_location:
+        manifest.update(ctx.engine, entry.file_name, backup_location=location)
+        entry.backup_location = location
+    copy_and_verify(local, location, entry.sha1, entry.size or 0, ctx.settings)
+    crashpoint("backup.copied")
+    manifest.update(ctx.engine, entry.file_name, stage="backedup", backed_up_at=True)
+    move(local, ctx.layout.module_dir("delete"))
+    entry.stage = "backedup"
+
+
+def delete_module(ctx: _Ctx, entry: manifest.Entry) -> None:
+    """Remove the working copy from the indexing machine once its copies are in place."""
+    final = Path(entry.final_path or "")
+    if not (entry.final_path and final.is_file() and final.stat().st_size == entry.size):
+        raise RuntimeError(f"{entry.file_name}: final copy {final} missing, not deleting")
+    if ctx.backup is not None and not entry.backup_location:
+        raise RuntimeError(f"{entry.file_name}: no verified backup recorded, not deleting")
+    local = ctx.layout.module_dir("delete") / entry.file_name
+    if not local.exists():
+        # the copy may still sit in an earlier directory after a crash between two steps
+        for d in [
+            *ctx.layout.worker_dirs(),
+            ctx.layout.module_dir("transfer"),
+            ctx.layout.module_dir("backup"),
+        ]:
+            if (d / entry.file_name).exists():
+                local = d / entry.file_name
+    local.unlink(missing_ok=True)
+    crashpoint("delete.unlinked")
+    manifest.update(ctx.engine, entry.file_name, stage="done", deleted_at=True)
+    entry.stage = "done"
+
+
+def process_file(file_name: str, settings: Settings | None = None) -> dict[str, Any]:
+    """Run the remaining per-file modules for ``file_name``; returns its final stage and records.
+
+    Idempotent and restartable: calling it again after a crash (or for a finished file) finishes
+    what is left and does nothing twice.
+    """
+    ctx = _Ctx(settings)
+    entry = manifest.get(ctx.engine, file_name)
+    if entry is None:
+        raise KeyError(f"{file_name}: not in the index manifest (run ingest first)")
+    steps = {
+        "ingested": index_module,
+        "indexed": transfer_module,
+        "transferred": backup_module if ctx.backup else delete_module,
+        "backedup": delete_module,
+    }
+    while entry.stage in steps:
+        before = entry.stage
+        steps[entry.stage](ctx, entry)
+        entry = manifest.get(ctx.engine, file_name) or entry
+        if entry.stage == before:  # pragma: no cover - a module must move the stage on
+            raise RuntimeError(f"{file_name}: stage {before} did not advance")
+    return {
+        "file": file_name,
+        "stage": entry.stage,
+        "records": entry.records,
+        "quarantined": entry.quarantined,
+        "error": entry.error,
+    }
+
+
+def pending_files(settings: Settings | None = None) -> list[str]:
+    """Files ingested but not at the end of the chain (what the hourly sweep maps over)."""
+    ctx = _Ctx(settings)
+    stages = ("ingested", "indexed", "transferred", "backedup")
+    return [e.file_name for e in manifest.in_stages(ctx.engine, stages)]
+
+
+def run_chain(settings: Settings | None = None) -> dict[str, Any]:
+    """Ingest, then every pending file through the per-file modules (CLI and single-box use)."""
+    taken = ingest(settings)
+    results = [process_file(name, settings) for name in pending_files(settings)]
+    return {
+        "ingested": len(taken),
+        "processed": len(results),
+        "done": sum(1 for r in results if r["stage"] == "done"),
+        "quarantined": [r["file"] for r in results if r["quarantined"]],
+    }

@@ -1,0 +1,138 @@
+"""``harvestflow index ...`` subcommands (registered by the lead's CLI through :func:`add_cli`).
+
+- ``index cdx WARC... [--format cdxj|cdx11]``: index lines on stdout, in record order, exactly
+  what cdxj-indexer (or ``cdxj-indexer -11``) prints for the same files: the code the chain runs.
+- ``index run``: ingest + every pending file through the chain; ``index merge [--day D]``;
+  ``index bigmerge``; ``index clean``; ``index dedup HARVEST_ID OUT [--job J ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from multiprocessing import get_context
+from pathlib import Path
+
+from indexing.cdx import FORMATS, IndexResult, NotAWarcError, index_warc
+
+
+def _index_one(path: str) -> tuple[str, IndexResult | None, str | None]:
+    try:
+        return path, index_warc(path), None
+    except NotAWarcError as exc:
+        return path, None, str(exc)
+    except OSError as exc:
+        return path, None, f"cannot read: {exc}"
+
+
+def iter_results(
+    paths: list[str], processes: int
+) -> Iterator[tuple[str, IndexResult | None, str | None]]:
+    """Index ``paths`` (in parallel when several), yielding results in input order."""
+    if processes <= 1 or len(paths) <= 1:
+        yield from (_index_one(p) for p in paths)
+        return
+    with get_context("spawn").Pool(min(processes, len(paths))) as pool:
+        yield from pool.imap(_index_one, paths)
+
+
+def cmd_cdx(args: argparse.Namespace) -> int:
+    status = 0
+    out = sys.stdout
+    for path, result, error in iter_results(args.warcs, args.processes):
+        if error is not None or result is None:
+            print(f"index cdx: {path}: {error}", file=sys.stderr)
+            status = max(status, 2)
+            continue
+        for line in result.lines(args.format, Path(path).name):
+            out.write(line + "\n")
+        if result.damage is not None:
+            print(
+                f"index cdx: {path}: {result.damage} ({len(result.captures)} records indexed)",
+                file=sys.stderr,
+            )
+            status = max(status, 1)
+    out.flush()
+    return status
+
+
+def _print(obj: object) -> int:
+    print(json.dumps(obj, indent=1, default=str))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from indexing.chain import run_chain
+
+    return _print(run_chain())
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from indexing.merge import daily_merge
+
+    day = args.day or (datetime.now(UTC).date() - timedelta(days=1))
+    return _print(daily_merge(day))
+
+
+def cmd_bigmerge(args: argparse.Namespace) -> int:
+    from indexing.merge import bigmerge
+
+    return _print(bigmerge())
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from indexing.cleanup import clean_arc_repository
+
+    return _print(clean_arc_repository())
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    from indexing.dedup import build_dedup_index
+
+    path = build_dedup_index(args.harvest_id, args.out, job_ids=args.job or None)
+    return _print({"dedup_index": str(path)})
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``index`` and its subcommands; each sets ``func`` returning an exit code."""
+    index = subparsers.add_parser("index", help="CDX indexing chain")
+    sub = index.add_subparsers(dest="index_command", required=True)
+
+    cdx = sub.add_parser("cdx", help="print the CDX/CDXJ lines of WARC files")
+    cdx.add_argument("warcs", nargs="+", metavar="WARC")
+    cdx.add_argument("--format", choices=FORMATS, default="cdxj")
+    cdx.add_argument("--processes", type=int, default=2, help="files indexed in parallel")
+    cdx.set_defaults(func=cmd_cdx)
+
+    sub.add_parser("run", help="ingest and run every pending file through the chain").set_defaults(
+        func=cmd_run
+    )
+    merge = sub.add_parser("merge", help="daily merge (default: yesterday, UTC)")
+    merge.add_argument("--day", type=date.fromisoformat)
+    merge.set_defaults(func=cmd_merge)
+    sub.add_parser("bigmerge", help="merge daily files into the big CDX/PATH").set_defaults(
+        func=cmd_bigmerge
+    )
+    sub.add_parser("clean", help="cleanarcrepository: delete safe job WARCs").set_defaults(
+        func=cmd_clean
+    )
+    dedup = sub.add_parser("dedup", help="write a harvest definition's dedup index")
+    dedup.add_argument("harvest_id", type=int)
+    dedup.add_argument("out", type=Path)
+    dedup.add_argument("--job", type=int, action="append", help="only these jobs' files")
+    dedup.set_defaults(func=cmd_dedup)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m indexing.cli``) until the lead's CLI registers us."""
+    parser = argparse.ArgumentParser(prog="harvestflow")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Safe file moves and verified copies used by every module of the chain.
+
+Why: a module may be killed at any instruction. Files only ever appear under their final name
+complete (temporary name, fsync, rename), copies are checked against the SHA-1 taken at ingest,
+and moving a file between working directories is one atomic rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+BLOCK = 1 << 20
+
+
+class ChecksumMismatch(RuntimeError):
+    """A copy whose content differs from the ingested file (never deleted from the source)."""
+
+
+def sha1_of(path: Path) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        while block := fh.read(BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tmp_name(dest: Path) -> Path:
+    return dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def place(src: Path, dest: Path) -> None:
+    """Make ``dest`` a complete copy of ``src``: a hard link when possible, else a copy."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(dest)
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, dest)
+
+
+def copy_verified(src: Path, dest: Path, sha1: str) -> None:
+    """Copy ``src`` to ``dest`` through a temporary name, hashing on the way; checks ``sha1``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(dest)
+    h = hashlib.sha1()
+    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        while block := fin.read(BLOCK):
+            h.update(block)
+            fout.write(block)
+        fout.flush()
+        os.fsync(fout.fileno())
+    if h.hexdigest() != sha1:
+        tmp.unlink(missing_ok=True)
+        raise ChecksumMismatch(f"{src}: sha1 {h.hexdigest()} differs from ingest's {sha1}")
+    os.replace(tmp, dest)
+    fsync_dir(dest.parent)
+
+
+def move(src: Path, dest_dir: Path) -> Path:
+    """Atomically move ``src`` into ``dest_dir`` (same file system), keeping its name."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / src.name
+    os.replace(src, dest)
+    return dest

@@ -1,0 +1,135 @@
+"""The index manifest (table ``index_manifest``): one row per WARC going through the chain.
+
+Why in the database: ingest must know which files it already took in, cleanup must know which
+files are safely stored elsewhere, and an operator must see where each file stands. Every write is
+an idempotent UPDATE/UPSERT keyed by file name, so a retried module repeats it harmlessly.
+
+Stages: ingested → indexed → transferred → backedup (only with a backup) → done;
+``quarantined`` for damaged or non-WARC files (with ``error`` saying where and why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+STAGES = ("ingested", "indexed", "transferred", "backedup", "done", "quarantined")
+
+
+@dataclass
+class Entry:
+    file_name: str
+    job_id: int | None
+    harvest_id: int | None
+    source_path: str
+    size: int | None
+    sha1: str | None
+    stage: str
+    worker: str | None
+    cdx_path: str | None
+    final_path: str | None
+    backup_location: str | None
+    quarantined: bool
+    error: str | None
+    collection: str
+    records: int | None
+    ingested_at: datetime | None = None
+    source_deleted_at: datetime | None = None
+
+
+_COLUMNS = (
+    "file_name, job_id, harvest_id, source_path, size, sha1, stage, worker, cdx_path, final_path,"
+    " backup_location, quarantined, error, collection, records, ingested_at, source_deleted_at"
+)
+
+
+def get(engine: Engine, file_name: str) -> Entry | None:
+    with engine.connect() as conn:
+        row = (
+            conn.execute(
+                sa.text(f"SELECT {_COLUMNS} FROM index_manifest WHERE file_name = :f"),
+                {"f": file_name},
+            )
+            .mappings()
+            .first()
+        )
+    return Entry(**row) if row else None
+
+
+def known_names(engine: Engine, names: list[str]) -> set[str]:
+    if not names:
+        return set()
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT file_name FROM index_manifest WHERE file_name = ANY(:n)"), {"n": names}
+        )
+        return {r[0] for r in rows}
+
+
+def insert(engine: Engine, **values: Any) -> bool:
+    """Register a newly ingested file; False when it was already there (a repeated ingest)."""
+    cols = ", ".join(values)
+    params = ", ".join(f":{k}" for k in values)
+    with engine.begin() as conn:
+        res = conn.execute(
+            sa.text(
+                f"INSERT INTO index_manifest ({cols}) VALUES ({params})"
+                " ON CONFLICT (file_name) DO NOTHING"
+            ),
+            values,
+        )
+        return bool(res.rowcount)
+
+
+def update(engine: Engine, file_name: str, **values: Any) -> None:
+    """Set columns; ``<col>_at=True`` means now() (the database clock)."""
+    sets = []
+    params: dict[str, Any] = {"f": file_name}
+    for key, value in values.items():
+        if key.endswith("_at") and value is True:
+            sets.append(f"{key} = now()")
+        else:
+            sets.append(f"{key} = :{key}")
+            params[key] = value
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE index_manifest SET {', '.join(sets)} WHERE file_name = :f"), params
+        )
+
+
+def in_stages(engine: Engine, stages: tuple[str, ...]) -> list[Entry]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT {_COLUMNS} FROM index_manifest WHERE stage = ANY(:s) ORDER BY file_name"
+            ),
+            {"s": list(stages)},
+        ).mappings()
+        return [Entry(**r) for r in rows]
+
+
+def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
+    """(job_id, harvest_id, job_dir) of the jobs with status DONE (3) and a job directory."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT job_id, harvest_id, job_dir FROM jobs"
+                " WHERE status = 3 AND job_dir IS NOT NULL ORDER BY job_id"
+            )
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+
+def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:
+    if job_id is None:
+        return False
+    with engine.connect() as conn:
+        status = conn.execute(
+            sa.text("SELECT status FROM preservation_files WHERE job_id = :j AND file_name = :f"),
+            {"j": job_id, "f": file_name},
+        ).scalar()
+    return status == "verified"

@@ -1,0 +1,193 @@
+"""Sorted merges of index files: the daily merge and the big merge.
+
+Why streaming k-way merges: the big CDX grows without bound, so a merge must never hold it in
+memory; each input is read line by line and the smallest line written (``heapq.merge`` over byte
+strings compares bytes, i.e. ``LC_ALL=C`` order whatever the locale). Every merge checks that its
+output is in strictly increasing byte order as it writes it (an unsorted input shows up as a
+descent in the output) and drops exact duplicate lines: a capture has one line, so a duplicate
+can only be the same line merged twice after a crash, and dropping it makes merges idempotent.
+
+Restart: outputs are written under a temporary name and renamed. The big merge records which
+daily files (name, size, mtime) it has included in a small JSON state file written after the
+rename; a crash in between makes the next run merge those files again, which the duplicate
+dropping absorbs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from harvestflow.settings import Settings, get_settings
+from indexing.cdx import SUFFIX
+from indexing.crashpoints import crashpoint
+from indexing.files import tmp_name
+from indexing.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+class UnsortedIndexError(ValueError):
+    """An index file that is not in byte order (named with the line where it breaks)."""
+
+
+@dataclass
+class MergeStats:
+    output: Path
+    inputs: int
+    lines: int
+    duplicates: int
+
+
+def merge_sorted(inputs: list[Path], output: Path) -> MergeStats:
+    """Merge byte-order-sorted ``inputs`` into ``output`` (atomically), checking the order."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(output)
+    lines = dups = 0
+    with ExitStack() as stack, open(tmp, "wb", buffering=1 << 20) as out:
+        files = [stack.enter_context(open(p, "rb", buffering=1 << 20)) for p in inputs]
+        prev = b""
+        write = out.write
+        for line in heapq.merge(*files):
+            if line[-1:] != b"\n":
+                line += b"\n"
+            if line <= prev:
+                if line == prev:
+                    dups += 1
+                    continue
+                tmp.unlink(missing_ok=True)
+                raise UnsortedIndexError(
+                    f"merging into {output}: line {lines + 1} {line[:120]!r} sorts before the line"
+                    f" above it; one of the inputs is not byte-order sorted: {find_unsorted(inputs)}"
+                )
+            write(line)
+            prev = line
+            lines += 1
+        crashpoint("merge.written")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, output)
+    return MergeStats(output, len(inputs), lines, dups)
+
+
+def check_sorted(path: Path) -> int:
+    """Number of lines of ``path``; raises :class:`UnsortedIndexError` at the first descent."""
+    prev = b""
+    n = 0
+    with open(path, "rb", buffering=1 << 20) as fh:
+        for n, line in enumerate(fh, 1):
+            if line < prev:
+                raise UnsortedIndexError(f"{path}: line {n} sorts before line {n - 1}")
+            prev = line
+    return n
+
+
+def find_unsorted(paths: list[Path]) -> str:
+    for p in paths:
+        try:
+            check_sorted(p)
+        except UnsortedIndexError as exc:
+            return str(exc)
+    return "(none found)"
+
+
+def _day_kinds(layout: Layout, day: date, collection: str) -> list[tuple[Path, str, Path]]:
+    """(input dir, suffix, output file) of each index kind for one day."""
+    kinds = [
+        (
+            layout.cdx_daily(day, collection),
+            SUFFIX[fmt],
+            layout.cdx_merged(collection) / (day.isoformat() + SUFFIX[fmt]),
+        )
+        for fmt in layout.formats
+    ]
+    kinds.append(
+        (
+            layout.path_daily(day, collection),
+            ".path",
+            layout.path_merged(collection) / (day.isoformat() + ".path"),
+        )
+    )
+    return kinds
+
+
+def daily_merge(day: date, settings: Settings | None = None) -> dict[str, Any]:
+    """Merge the day's per-file CDX and PATH files into one sorted file per kind.
+
+    Backfillable and repeatable: it is a pure function of the day's per-file files (which stay in
+    place), so running it again for a day, or later for a past day, gives the complete result.
+    """
+    settings = settings or get_settings()
+    layout = Layout.from_settings(settings)
+    result: dict[str, Any] = {"day": day.isoformat(), "files": {}}
+    for collection in layout.all_collections():
+        for in_dir, suffix, out in _day_kinds(layout, day, collection):
+            inputs = sorted(in_dir.glob("*" + suffix)) if in_dir.is_dir() else []
+            if not inputs:
+                continue
+            stats = merge_sorted(inputs, out)
+            check_sorted(out)
+            result["files"][str(out)] = {"inputs": stats.inputs, "lines": stats.lines}
+            log.info(
+                "daily merge %s: %d files, %d lines -> %s", day, stats.inputs, stats.lines, out
+            )
+    return result
+
+
+def _state_path(big: Path) -> Path:
+    return big.with_name(big.name + ".state.json")
+
+
+def _signature(p: Path) -> list[int]:
+    st = p.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _bigmerge_one(big: Path, merged_dir: Path, suffix: str) -> dict[str, Any] | None:
+    state_file = _state_path(big)
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    dailies = sorted(merged_dir.glob("*" + suffix)) if merged_dir.is_dir() else []
+    new = [p for p in dailies if state.get(p.name) != _signature(p)]
+    if not new:
+        return None
+    inputs = ([big] if big.exists() else []) + new
+    stats = merge_sorted(inputs, big)
+    crashpoint("bigmerge.renamed")
+    check_sorted(big)
+    state.update({p.name: _signature(p) for p in new})
+    tmp = tmp_name(state_file)
+    tmp.write_text(json.dumps(state, indent=0, sort_keys=True))
+    os.replace(tmp, state_file)
+    log.info(
+        "bigmerge %s: +%d daily files, %d lines (%d repeated dropped)",
+        big,
+        len(new),
+        stats.lines,
+        stats.duplicates,
+    )
+    return {"added": [p.name for p in new], "lines": stats.lines}
+
+
+def bigmerge(settings: Settings | None = None) -> dict[str, Any]:
+    """Merge the daily merged files not yet included into the big sorted CDX and PATH files."""
+    settings = settings or get_settings()
+    layout = Layout.from_settings(settings)
+    result: dict[str, Any] = {}
+    for collection in layout.all_collections():
+        for fmt in layout.formats:
+            done = _bigmerge_one(
+                layout.big_cdx(fmt, collection), layout.cdx_merged(collection), SUFFIX[fmt]
+            )
+            if done:
+                result[str(layout.big_cdx(fmt, collection))] = done
+        done = _bigmerge_one(layout.big_path(collection), layout.path_merged(collection), ".path")
+        if done:
+            result[str(layout.big_path(collection))] = done
+    return result
