@@ -56,6 +56,21 @@ class Schedule:
     enddate: datetime | None = None
     maxrepeats: int | None = None
 
+    def validate(self) -> None:
+        """Refuse schedules that cannot produce a sensible date (bad data from an import...)."""
+        self.step()
+        if self.maxrepeats is not None and self.maxrepeats <= 0:
+            raise ScheduleError(f"max repeats {self.maxrepeats}: must be positive")
+        if (
+            self.startdate is not None
+            and self.enddate is not None
+            and as_utc(self.enddate) < as_utc(self.startdate)
+        ):
+            raise ScheduleError(
+                f"the schedule ends ({self.enddate:%Y-%m-%d %H:%M}) before it starts"
+                f" ({self.startdate:%Y-%m-%d %H:%M})"
+            )
+
     def step(self) -> relativedelta:
         n = self.numtimeunits
         if n is None or n <= 0:
@@ -129,7 +144,7 @@ def due_in_window(
     """
     end = as_utc(logical_date)
     begin = end - frequency_period(frequency)
-    schedule.step()  # validates the unit
+    schedule.validate()
     if schedule.enddate is not None and as_utc(schedule.enddate) <= begin:
         return False
     if schedule.startdate is None:
@@ -152,6 +167,7 @@ def next_date(
     Unanchored schedules fire at every DAG tick, so the next date is the next tick.
     """
     logical_date = as_utc(logical_date)
+    schedule.validate()
     if schedule.maxrepeats is not None and runs_done >= schedule.maxrepeats:
         return None
     if schedule.startdate is None:

@@ -1,0 +1,131 @@
+"""The selective-harvest pipeline on a real PostgreSQL: due, jobs, spec, results, schedule."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvest import pipeline as p
+from harvest.common import DONE, FAILED, NEW, STARTED, SUBMITTED
+from tests.harvest.conftest import write_summary
+
+pytestmark = pytest.mark.services
+
+LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+
+
+def status_of(engine, job_id):
+    with engine.connect() as c:
+        return c.execute(
+            sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+
+
+def test_demo_definition_is_idempotent(hdb):
+    a = p.create_demo_definition(8099, engine=hdb)
+    b = p.create_demo_definition(8099, engine=hdb)
+    assert a == b
+    with hdb.connect() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM harvestdefinitions")).scalar() == 1
+        assert c.execute(sa.text("SELECT count(*) FROM harvest_configs")).scalar() == 2
+
+
+def test_whole_run_from_due_to_next_date(hdb, tmp_path):
+    hid = p.create_demo_definition(8123, engine=hdb)
+    assert p.due_definitions("daily", LD, engine=hdb) == [hid]
+    assert p.due_definitions("weekly", LD, engine=hdb) == []
+    jobs = p.generate_jobs(hid, LD, engine=hdb)
+    assert len(jobs) == 1 and status_of(hdb, jobs[0]) == NEW
+    path = p.prepare_job(jobs[0], tmp_path, engine=hdb)
+    assert status_of(hdb, jobs[0]) == SUBMITTED
+    assert Path(path).relative_to(tmp_path).parts[:3] == ("jobs", str(hid), str(jobs[0]))
+    spec = json.loads(Path(path).read_text())
+    assert spec["seeds"] == ["http://www.example-a.test:8123/", "http://example-b.test:8123/"]
+    assert spec["template"]["name"] == "demo_loopback"
+    assert spec["template"]["allow_private_addresses"] is True
+    assert spec["resolve"]["www.example-a.test"] == "127.0.0.1"
+    assert spec["channel"] == "CIBLEE" and spec["snapshot"] is False
+    assert spec["warc_prefix"] == f"{jobs[0]}-{hid}"
+    assert {d["domain"] for d in spec["domains"]} == {"example-a.test", "example-b.test"}
+    p.mark_started(jobs[0], engine=hdb)
+    assert status_of(hdb, jobs[0]) == STARTED
+    write_summary(path, {"example-a.test": (40, 12345, 0), "example-b.test": (7, 700, 1)})
+    (Path(path).parent / "reports").mkdir()
+    (Path(path).parent / "reports" / "crawl-report.txt").write_text("Crawl Name: x\n")
+    result = p.record_job_results(jobs[0], engine=hdb)
+    assert result["status"] == "DONE" and result["history_rows"] == 2
+    assert p.record_job_results(jobs[0], engine=hdb)["history_rows"] == 2  # UPSERT
+    with hdb.connect() as c:
+        rows = c.execute(
+            sa.text("SELECT objectcount, bytecount, stopreason FROM historyinfo ORDER BY 1")
+        ).all()
+        assert [tuple(r) for r in rows] == [(7, 700, 1), (40, 12345, 0)]
+        names = c.execute(sa.text("SELECT name FROM job_reports ORDER BY 1")).scalars().all()
+        assert names == ["crawl-report.txt", "summary.json"]
+    assert status_of(hdb, jobs[0]) == DONE
+    adv = p.advance_schedule(hid, LD, engine=hdb)
+    assert adv["next_date"] == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+    with hdb.connect() as c:
+        assert c.execute(sa.text("SELECT numevents FROM harvestdefinitions")).scalar() == 1
+
+
+def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    first = p.generate_jobs(hid, LD, engine=hdb)
+    assert p.generate_jobs(hid, LD, engine=hdb) == first
+    path = p.prepare_job(first[0], tmp_path, engine=hdb)
+    p.mark_started(first[0], engine=hdb)
+    assert p.prepare_job(first[0], tmp_path, engine=hdb) == path  # retried task: same dir
+    p.advance_schedule(hid, LD, engine=hdb)
+    # backfill of an earlier day: a new run (own number), once
+    earlier = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
+    assert p.due_definitions("daily", earlier, engine=hdb) == [hid]
+    back = p.generate_jobs(hid, earlier, engine=hdb)
+    assert back != first and p.generate_jobs(hid, earlier, engine=hdb) == back
+    p.advance_schedule(hid, earlier, engine=hdb)
+    with hdb.connect() as c:
+        runs = c.execute(
+            sa.text("SELECT logical_date, harvest_num FROM harvest_runs ORDER BY harvest_num")
+        ).all()
+        nextdate = c.execute(sa.text("SELECT nextdate FROM partialharvests")).scalar()
+    assert [r.harvest_num for r in runs] == [1, 2]
+    # the backfill did not pull the next date back
+    assert nextdate == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
+
+
+def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    p.prepare_job(job, tmp_path, engine=hdb)
+    result = p.record_job_results(job, engine=hdb)
+    assert result["status"] == "FAILED"
+    assert status_of(hdb, job) == FAILED
+    with hdb.connect() as c:
+        err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
+    assert "summary.json" in err
+
+
+def test_broken_schedule_deactivates_only_that_definition(hdb):
+    from harvest.definitions import ensure_schedule, ensure_selective_definition
+
+    hid = p.create_demo_definition(8099, engine=hdb)
+    with hdb.begin() as c:
+        # bad data from an import: the schedule ends before it starts
+        ensure_schedule(
+            c, "broken", timeunit=2, numtimeunits=1, startdate=LD, enddate=datetime(2026, 1, 1)
+        )
+        bad = ensure_selective_definition(c, "bad", frequency="daily", schedule="broken")
+    assert p.due_definitions("daily", LD, engine=hdb) == [hid]
+    with hdb.connect() as c:
+        row = c.execute(
+            sa.text(
+                "SELECT isactive, inactive_reason FROM harvestdefinitions WHERE harvest_id = :h"
+            ),
+            {"h": bad},
+        ).first()
+    assert not row.isactive
+    assert "scheduling failed" in row.inactive_reason and "before it starts" in row.inactive_reason
