@@ -1,0 +1,170 @@
+"""CDX11 and CDXJ lines equal cdxj-indexer's, for warcio-written and wget-written WARCs; bad
+input is quarantined with an offset or rejected."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from indexing.cdx import CDX11_HEADER, NotAWarcError, index_warc
+from tests.indexing.conftest import reference_lines
+from tests.indexing.warcgen import write_warc
+
+
+@pytest.mark.parametrize("fmt", ["cdxj", "cdx11"])
+@pytest.mark.parametrize("gz", [True, False])
+def test_lines_equal_reference_indexer(oracle: Path, tmp_path: Path, fmt: str, gz: bool):
+    warc = write_warc(tmp_path / ("t.warc.gz" if gz else "t.warc"), n=120, gz=gz)
+    result = index_warc(warc)
+    assert result.damage is None
+    assert result.scanner == ("fast" if gz else "warcio")
+    expected = reference_lines(oracle, warc, fmt)
+    assert len(expected) > 150
+    assert result.lines(fmt) == expected
+
+
+def test_record_without_payload_digest_gets_computed_digest(oracle: Path, tmp_path: Path):
+    warc = write_warc(tmp_path / "d.warc.gz", n=30)
+    raw = gzip.decompress(warc.read_bytes())
+    assert b"nodigest0" in raw
+    result = index_warc(warc)
+    nodigest = [c for c in result.captures if c.url and "nodigest" in c.url]
+    assert nodigest and all(c.digest and c.digest.startswith("sha1:") for c in nodigest)
+    assert result.lines("cdxj") == reference_lines(oracle, warc, "cdxj")
+
+
+class _Site(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def loopback_site(tmp_path: Path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text(
+        '<html><a href="a.html">a</a><img src="img.bin"><a href="missing.html">x</a>'
+        '<a href="dir">d</a></html>'
+    )
+    (root / "a.html").write_text("<html>" + "text " * 3000 + "</html>")
+    (root / "img.bin").write_bytes(bytes(range(256)) * 50)
+    (root / "dir").mkdir()
+    (root / "dir" / "index.html").write_text("<p>dir</p>")
+
+    def handler(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return _Site(*args, directory=str(root), **kwargs)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_wget_warc_lines_equal_reference(oracle: Path, tmp_path: Path, loopback_site: str):
+    wget = shutil.which("wget")
+    assert wget, "wget is needed (apt-get install wget)"
+    work = tmp_path / "wget"
+    work.mkdir()
+    subprocess.run(
+        [wget, "-q", "-r", "-l", "2", "--warc-file=site", "-e", "robots=off", loopback_site],
+        cwd=work,
+        check=False,
+        timeout=60,
+    )
+    warc = work / "site.warc.gz"
+    assert warc.exists()
+    result = index_warc(warc)
+    assert result.damage is None
+    for fmt in ("cdxj", "cdx11"):
+        expected = reference_lines(oracle, warc, fmt)
+        assert result.lines(fmt) == expected
+    statuses = {c.status for c in result.captures}
+    assert {"200", "404"} <= statuses or {"200", "301"} <= statuses
+
+
+def _ref_offsets(oracle: Path, warc: Path) -> list[int]:
+    return [int(line.split()[-2]) for line in reference_lines(oracle, warc, "cdx11")[1:]]
+
+
+def test_truncated_warc_keeps_lines_before_damage(oracle: Path, tmp_path: Path):
+    good = write_warc(tmp_path / "good.warc.gz", n=60)
+    offsets = sorted(set(_ref_offsets(oracle, good)))
+    cut_record = offsets[len(offsets) // 2]
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(good.read_bytes()[: cut_record + 40])
+    result = index_warc(bad)
+    assert result.damage is not None
+    assert result.damage.offset == cut_record
+    assert "truncated" in result.damage.reason
+    assert [c.offset for c in result.captures] == [o for o in offsets if o < cut_record]
+    full = index_warc(good)
+    keep = len(result.captures)
+    assert result.lines("cdxj", "good.warc.gz") == full.lines("cdxj")[:keep]
+
+
+def test_corrupt_member_is_reported_with_offset(oracle: Path, tmp_path: Path):
+    good = write_warc(tmp_path / "good.warc.gz", n=60)
+    offsets = sorted(set(_ref_offsets(oracle, good)))
+    target = offsets[10]
+    data = bytearray(good.read_bytes())
+    for i in range(target + 30, target + 60):
+        data[i] ^= 0x5A
+    bad = tmp_path / "corrupt.warc.gz"
+    bad.write_bytes(bytes(data))
+    result = index_warc(bad)
+    assert result.damage is not None
+    assert result.damage.offset == target
+    assert all(c.offset < target for c in result.captures)
+    assert len(result.captures) == sum(1 for o in offsets if o < target)
+
+
+def test_non_warc_files_are_rejected_with_a_clear_message(tmp_path: Path):
+    text = tmp_path / "notes.warc.gz"
+    text.write_text("this is not a web archive\n")
+    with pytest.raises(NotAWarcError, match="not a WARC file"):
+        index_warc(text)
+    gzipped = tmp_path / "page.warc.gz"
+    gzipped.write_bytes(gzip.compress(b"<html>hello</html>\r\n\r\n"))
+    with pytest.raises(NotAWarcError, match="not a WARC file: first line"):
+        index_warc(gzipped)
+    empty = tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
+    with pytest.raises(NotAWarcError, match="empty"):
+        index_warc(empty)
+
+
+def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Path):
+    a = write_warc(tmp_path / "a.warc.gz", n=20, seed=3)
+    b = write_warc(tmp_path / "b.warc", n=10, gz=False, seed=4)
+    junk = tmp_path / "junk.warc.gz"
+    junk.write_text("junk\n")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "indexing.cli",
+            "index",
+            "cdx",
+            str(a),
+            str(junk),
+            str(b),
+            "--format",
+            "cdx11",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "junk.warc.gz: not a WARC file" in out.stderr
+    expected = reference_lines(oracle, a, "cdx11") + reference_lines(oracle, b, "cdx11")
+    assert out.stdout.splitlines() == expected
+    assert out.stdout.splitlines().count(CDX11_HEADER) == 2
