@@ -84,7 +84,7 @@ def build_dedup_index(
     with ExitStack() as stack, open(tmp, "wb") as out:
         files = [stack.enter_context(open(p, "rb")) for p in inputs]
         last_key = None
-        for line in heapq.merge(*files):
+        for line in heapq.merge(*files, key=lambda s: s.removesuffix(b"\n")):
             url, _, rest = line.partition(b"\t")
             digest = rest.split(b"\t", 1)[0]
             key = (url, digest)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import operator
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from indexing.files import tmp_name
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
+_STRIP_NL = operator.methodcaller("removesuffix", b"\n")
 
 
 class UnsortedIndexError(ValueError):
@@ -52,13 +54,14 @@ def merge_sorted(inputs: list[Path], output: Path) -> MergeStats:
     tmp = tmp_name(output)
     lines = dups = 0
     with ExitStack() as stack, open(tmp, "wb", buffering=1 << 20) as out:
-        files = [stack.enter_context(open(p, "rb", buffering=1 << 20)) for p in inputs]
-        prev = b""
+        # compare lines without their newline, as sort(1) does ("a" < "a\tb" although "\t" < "\n")
+        files = [
+            map(_STRIP_NL, stack.enter_context(open(p, "rb", buffering=1 << 20))) for p in inputs
+        ]
+        prev: bytes | None = None
         write = out.write
         for line in heapq.merge(*files):
-            if line[-1:] != b"\n":
-                line += b"\n"
-            if line <= prev:
+            if prev is not None and line <= prev:
                 if line == prev:
                     dups += 1
                     continue
@@ -67,7 +70,7 @@ def merge_sorted(inputs: list[Path], output: Path) -> MergeStats:
                     f"merging into {output}: line {lines + 1} {line[:120]!r} sorts before the line"
                     f" above it; one of the inputs is not byte-order sorted: {find_unsorted(inputs)}"
                 )
-            write(line)
+            write(line + b"\n")
             prev = line
             lines += 1
         crashpoint("merge.written")
