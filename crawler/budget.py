@@ -1,0 +1,125 @@
+"""Per-domain budgets (objects, bytes) and NetarchiveSuite stop reasons.
+
+Why reservations: with several fetches in flight, counting only finished fetches lets a domain
+overshoot its object limit by the number of connections. A fetch reserves its object before it
+starts and the reservation is released if it fails, so the object limit is exact; the byte
+limit, like Heritrix's, stops new fetches once the bytes already fetched reach it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from crawler.jobspec import JobSpec
+from crawler.urls import registrable_domain
+
+# NetarchiveSuite StopReason
+COMPLETE, OBJECT_LIMIT, SIZE_LIMIT, CONFIG_SIZE_LIMIT = 0, 1, 2, 3
+UNFINISHED, CONFIG_OBJECT_LIMIT, TIME_LIMIT = 4, 5, 6
+QUOTA_OBJECTS = "Q:groupMaxFetchSuccesses"
+QUOTA_BYTES = "Q:groupMaxAllKb"
+
+
+@dataclass
+class DomainState:
+    domain: str
+    config_id: int | None = None
+    objects: int = 0
+    bytes: int = 0
+    inflight: int = 0
+    limits: list[tuple[str, int, int]] = field(default_factory=list)  # (kind, limit, reason)
+    stop_reason: int | None = None
+
+
+class Budgets:
+    def __init__(self, spec: JobSpec, totals: dict[str, tuple[int, int]] | None = None) -> None:
+        self.spec = spec
+        self.job_domains = {d.domain.lower(): d for d in spec.domains}
+        self.domains: dict[str, DomainState] = {}
+        for name in self.job_domains:
+            self._get(name)
+        for name, (objects, nbytes) in (totals or {}).items():
+            if not name:
+                continue
+            st = self._get(name)
+            st.objects, st.bytes = objects, nbytes
+
+    def domain_for(self, host: str) -> str:
+        """The job domain a host belongs to (longest suffix match), else its registrable one."""
+        host = host.lower()
+        best = ""
+        for name in self.job_domains:
+            if (host == name or host.endswith("." + name)) and len(name) > len(best):
+                best = name
+        return best or registrable_domain(host)
+
+    def _get(self, domain: str) -> DomainState:
+        st = self.domains.get(domain)
+        if st is None:
+            st = DomainState(domain)
+            conf = self.job_domains.get(domain)
+            limits: list[tuple[str, int, int]] = []
+            if self.spec.max_objects >= 0:
+                limits.append(("objects", self.spec.max_objects, OBJECT_LIMIT))
+            if self.spec.max_bytes >= 0:
+                limits.append(("bytes", self.spec.max_bytes, SIZE_LIMIT))
+            if conf is not None:
+                st.config_id = conf.config_id
+                if conf.max_objects >= 0:
+                    limits.append(("objects", conf.max_objects, CONFIG_OBJECT_LIMIT))
+                if conf.max_bytes >= 0:
+                    limits.append(("bytes", conf.max_bytes, CONFIG_SIZE_LIMIT))
+            # the tightest limit of each kind decides (and gives the stop reason)
+            limits.sort(key=lambda x: (x[0], x[1]))
+            st.limits = limits
+            self.domains[domain] = st
+        return st
+
+    def _exhausted(self, st: DomainState, reserving: bool) -> tuple[int, str] | None:
+        for kind, limit, reason in st.limits:
+            if kind == "objects":
+                used = st.objects + (st.inflight if reserving else 0)
+                if used >= limit:
+                    return reason, QUOTA_OBJECTS
+            elif st.bytes >= limit:
+                return reason, QUOTA_BYTES
+        return None
+
+    def _stop(self, st: DomainState, reason: int) -> None:
+        """A fetch was refused: the domain stops with this reason (the first one sticks)."""
+        if st.stop_reason is None:
+            st.stop_reason = reason
+
+    def blocked(self, domain: str) -> str | None:
+        """The quota annotation if the domain can take no more fetches (without reserving)."""
+        st = self._get(domain)
+        hit = self._exhausted(st, reserving=True)
+        if hit:
+            self._stop(st, hit[0])
+        return hit[1] if hit else None
+
+    def reserve(self, domain: str) -> str | None:
+        """Reserve one fetch; returns the quota annotation when the budget is spent."""
+        st = self._get(domain)
+        hit = self._exhausted(st, reserving=True)
+        if hit:
+            self._stop(st, hit[0])
+            return hit[1]
+        st.inflight += 1
+        return None
+
+    def release(self, domain: str) -> None:
+        st = self._get(domain)
+        st.inflight = max(0, st.inflight - 1)
+
+    def commit(self, domain: str, nbytes: int, reserved: bool = True) -> None:
+        st = self._get(domain)
+        if reserved:
+            st.inflight = max(0, st.inflight - 1)
+        st.objects += 1
+        st.bytes += nbytes
+
+    def add_bytes(self, domain: str, nbytes: int) -> None:
+        """Bytes of a fetch that does not count as an object (robots.txt)."""
+        st = self._get(domain)
+        st.bytes += nbytes

@@ -1,0 +1,213 @@
+"""Archival capture: the download handler stamp and the downloader middleware writing WARCs.
+
+Why a downloader middleware at priority 950: Scrapy calls ``process_response`` from the
+downloader outwards, so at 950 (after HttpCompressionMiddleware's 590 in that direction) we see
+the body exactly as the server sent it — still gzip when it was gzip — and in
+``process_request`` the request with every header the other middlewares added. The handler
+subclass only notes when the fetch really starts (after the politeness wait), for crawl.log's
+fetch timestamp and the WARC date. Responses cut at the size limit are stopped through Scrapy's
+``bytes_received`` signal (StopDownload), so we keep what arrived and mark it WARC-Truncated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import logging
+import re
+import time
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import StopDownload
+from scrapy.http import Response
+
+from crawler import records
+from crawler.context import Capture, CrawlContext
+from crawler.errors import AddressRefused, QuotaExceeded
+from crawler.urls import canonical_key, host_of
+
+log = logging.getLogger(__name__)
+
+
+class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
+    """HTTP/1.1 handler that notes the real start of each fetch."""
+
+    async def download_request(self, request: Request) -> Response:
+        request.meta["hf_fetch_start"] = time.time()
+        return await super().download_request(request)
+
+
+def _str(value: bytes | str) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else value
+
+
+def header_list(headers: Any) -> list[tuple[str, str]]:
+    """All header lines of a Scrapy Headers object, repeated ones kept."""
+    out: list[tuple[str, str]] = []
+    for key, values in headers.items():
+        for value in values:
+            out.append((_str(key), _str(value)))
+    return out
+
+
+def address_allowed(ip: str) -> bool:
+    """Only global addresses: no loopback, private, link-local (metadata), reserved."""
+    try:
+        addr = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        return True
+    return addr.is_global and not addr.is_multicast
+
+
+class WarcCaptureMiddleware:
+    """Writes request + response (or revisit) records for every fetch."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        t = self.ctx.spec.template
+        self.max_bytes = t.max_response_bytes
+        self.max_time = t.download_timeout_s * 0.9
+        self.dedup_exclude = re.compile(t.dedup_mime_exclude) if t.dedup_mime_exclude else None
+        self.overrides = {h.lower() for h in self.ctx.spec.all_resolve}
+        self.allow_private = t.allow_private_addresses
+        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcCaptureMiddleware:
+        return cls(crawler)
+
+    # --- before the fetch ---------------------------------------------------------------------
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        host = host_of(request.url)
+        if not self.allow_private and host not in self.overrides and not address_allowed(host):
+            raise AddressRefused("err=address-not-allowed")
+        if "hf" in request.meta:
+            domain = self.ctx.budgets.domain_for(host)
+            quota = self.ctx.budgets.reserve(domain)
+            if quota:
+                raise QuotaExceeded(quota)
+            request.meta["hf_reserved"] = domain
+            earlier = self.ctx.dedup.get(request.meta["hf"]["key"])
+            if earlier is not None:
+                if earlier.etag:
+                    request.headers[b"If-None-Match"] = earlier.etag
+                if earlier.last_modified:
+                    request.headers[b"If-Modified-Since"] = earlier.last_modified
+        request.meta["hf_received"] = 0
+
+    def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
+        domain = request.meta.pop("hf_reserved", None)
+        if domain is not None:
+            self.ctx.budgets.release(domain)
+
+    def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
+        received = request.meta.get("hf_received", 0) + len(data)
+        request.meta["hf_received"] = received
+        if received > self.max_bytes:
+            request.meta["hf_truncated"] = "length"
+            raise StopDownload(fail=False)
+        start = request.meta.get("hf_fetch_start")
+        if start and time.time() - start > self.max_time:
+            request.meta["hf_truncated"] = "time"
+            raise StopDownload(fail=False)
+
+    # --- after the fetch ----------------------------------------------------------------------
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        end = time.time()
+        start = request.meta.get("hf_fetch_start", end)
+        fetch_start = dt.datetime.fromtimestamp(start, dt.UTC)
+        date = records.warc_date(fetch_start)
+        truncated = request.meta.get("hf_truncated")
+        body = response.body
+        if truncated == "length":
+            body = body[: self.max_bytes]
+        digest = records.sha1_digest(body)
+        ctype = _str(response.headers.get(b"Content-Type") or b"")
+        mime = ctype.split(";")[0].strip().lower() or "no-type"
+        location = response.headers.get(b"Location")
+        resp_id = records.new_record_id()
+        http = records.response_http_headers(
+            response.status, response.protocol or "HTTP/1.1", header_list(response.headers)
+        )
+        annotations: list[str] = []
+        if truncated:
+            annotations.append("lenTrunc" if truncated == "length" else "timeTrunc")
+        ip = str(response.ip_address) if response.ip_address else None
+        key = request.meta.get("hf", {}).get("key") or canonical_key(request.url)
+        earlier = self.ctx.dedup.get(key)
+        main = None
+        if earlier is not None and response.status == 304:
+            main = records.revisit_record(
+                request.url,
+                http,
+                earlier.digest,
+                date,
+                resp_id,
+                ip,
+                records.PROFILE_NOT_MODIFIED,
+                earlier.url,
+                earlier.date,
+                earlier.record_id,
+            )
+            annotations.append("duplicate:server-not-modified")
+            digest = earlier.digest
+        elif (
+            earlier is not None
+            and response.status == 200
+            and not truncated
+            and earlier.digest == digest
+            and not (self.dedup_exclude and self.dedup_exclude.search(mime))
+        ):
+            main = records.revisit_record(
+                request.url,
+                http,
+                digest,
+                date,
+                resp_id,
+                ip,
+                records.PROFILE_IDENTICAL,
+                earlier.url,
+                earlier.date,
+                earlier.record_id,
+            )
+            annotations.append("duplicate:digest")
+        if main is None:
+            main = records.response_record(request.url, http, body, date, resp_id, ip, truncated)
+        req_headers = [("Host", urlparse_netloc(request.url)), *header_list(request.headers)]
+        req = records.request_record(
+            request.url, request.method, req_headers, request.body or b"", date, resp_id
+        )
+        self.ctx.writer.write(req, main)
+        domain = request.meta.pop("hf_reserved", None)
+        capture = Capture(
+            status=response.status,
+            size=len(body),
+            digest=digest,
+            mime=mime,
+            record_id=resp_id,
+            date=date,
+            fetch_start=fetch_start,
+            duration_ms=int((end - start) * 1000),
+            counted=domain is not None,
+            annotations=annotations,
+            location=_str(location) if location else None,
+            revisit=main.rec_type == "revisit",
+        )
+        request.meta["hf_capture"] = capture
+        if domain is not None:
+            self.ctx.budgets.commit(domain, len(body))
+        else:  # a prerequisite (robots.txt): logged here, it never reaches the spider
+            self.ctx.budgets.add_bytes(self.ctx.budgets.domain_for(host_of(request.url)), len(body))
+            self.ctx.log_capture(request, capture)
+        return response
+
+
+def urlparse_netloc(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).netloc

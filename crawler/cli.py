@@ -1,0 +1,134 @@
+"""``harvestflow crawl``: run a job file, or an ad-hoc crawl of a few seeds.
+
+Why both forms: the harvest DAG runs ``--job JOB.json --out DIR`` (frozen spec from planning);
+a crawl engineer checking a site runs ``--seed URL … --out DIR`` with a named template and a
+few overrides. Both end in the same :func:`crawler.runner.run_spec`, and print the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+TEMPLATES_FILE = Path(__file__).resolve().parent / "templates.json"
+
+
+def builtin_templates() -> dict[str, dict[str, Any]]:
+    return json.loads(TEMPLATES_FILE.read_text(encoding="utf-8"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--job", type=Path, help="job spec (job.json) to run")
+    parser.add_argument("--out", type=Path, required=True, help="job output directory")
+    parser.add_argument("--seed", action="append", default=[], help="seed URL (repeatable)")
+    parser.add_argument(
+        "--template",
+        default="default_selective",
+        help=f"template name ({', '.join(builtin_templates())})",
+    )
+    parser.add_argument("--max-hops", type=int, help="maximum link hops from a seed")
+    parser.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
+    parser.add_argument(
+        "--no-politeness",
+        action="store_true",
+        help="no delay between fetches, several connections per host",
+    )
+    parser.add_argument(
+        "--resolve",
+        action="append",
+        default=[],
+        metavar="HOST:IP",
+        help="map a host name to an address without DNS (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="allow loopback/private addresses reached through DNS",
+    )
+    parser.add_argument("--job-id", type=int, default=0, help="job id of an ad-hoc crawl")
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        default=None,
+        help="seconds between progress lines (default: settings)",
+    )
+
+
+def add_cli(subparsers: Any) -> None:
+    """Register ``crawl`` on the harvestflow CLI's subparsers."""
+    parser = subparsers.add_parser("crawl", help="run one crawl job (or an ad-hoc crawl)")
+    add_arguments(parser)
+    parser.set_defaults(func=run_from_args)
+
+
+def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """A job spec dict for ``--seed`` crawls."""
+    templates = builtin_templates()
+    if args.template not in templates:
+        raise SystemExit(f"unknown template {args.template!r}; known: {', '.join(templates)}")
+    template = dict(templates[args.template], name=args.template)
+    if args.max_hops is not None:
+        template["max_hops"] = args.max_hops
+    if args.ignore_robots:
+        template["obey_robots"] = False
+    if args.no_politeness:
+        template.update(delay_factor=0.0, min_delay_ms=0, max_delay_ms=0, connections_per_host=8)
+    if args.allow_private:
+        template["allow_private_addresses"] = True
+    resolve = {}
+    for item in args.resolve:
+        host, sep, ip = item.rpartition(":")
+        if not sep or not host or not ip:
+            raise SystemExit(f"--resolve {item!r}: expected HOST:IP")
+        resolve[host.lower()] = ip
+    return {
+        "job_id": args.job_id,
+        "harvest_id": 0,
+        "seeds": args.seed,
+        "template": template,
+        "resolve": resolve,
+        "warc_prefix": f"{args.job_id}-0",
+    }
+
+
+def setup_logging() -> None:
+    """Progress lines on stdout (what a parent relays), warnings on stderr."""
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    err = logging.StreamHandler(sys.stderr)
+    err.setLevel(logging.WARNING)
+    err.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(err)
+    out = logging.StreamHandler(sys.stdout)
+    out.setLevel(logging.INFO)
+    out.setFormatter(logging.Formatter("PROGRESS %(message)s"))
+    logging.getLogger("crawler.progress").addHandler(out)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    from crawler import jobspec, runner
+    from harvestflow.settings import get_settings
+
+    setup_logging()
+    interval = args.progress_interval
+    if interval is None:
+        interval = float(get_settings().get("crawler", "progress_interval_s", 10))
+    if args.job:
+        summary = runner.run_job(args.job, args.out, progress_interval_s=interval)
+    else:
+        if not args.seed:
+            raise SystemExit("give --job JOB.json or at least one --seed URL")
+        data = adhoc_spec(args)
+        args.out.mkdir(parents=True, exist_ok=True)
+        job_file = args.out / "job.json"
+        if not job_file.exists():
+            job_file.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        spec = jobspec.load(job_file)
+        summary = runner.run_spec(spec, args.out, progress_interval_s=interval, job_file=job_file)
+    sys.stdout.write("SUMMARY " + json.dumps(summary, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0 if summary["status"] in ("complete", "time_limit") else 3

@@ -1,0 +1,298 @@
+"""The state of one running job shared by the crawl's Scrapy components.
+
+Why one object: the spider, the capture middleware, the robots and budget middlewares and the
+progress extension all need the same job spec, WARC writer, crawl.log, persistent frontier and
+budgets. It is built once by the runner and handed to Scrapy in the ``HARVESTFLOW_CONTEXT``
+setting; each component takes it in ``from_crawler``. The discovery → decision → request and
+fetch → log → persist steps live here so that their order (which matters for resuming after a
+crash) is written down in one place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import scrapy
+
+from crawler import crawllog
+from crawler import state as st
+from crawler.budget import Budgets
+from crawler.crawllog import CrawlLog, LogEntry
+from crawler.dedup import EarlierCapture, load_index
+from crawler.jobspec import JobSpec
+from crawler.records import metadata_record, warc_date
+from crawler.scope import Scope
+from crawler.urls import canonical_key, host_of
+from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+
+log = logging.getLogger(__name__)
+SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
+
+
+@dataclass
+class Capture:
+    """What the capture middleware learnt about one fetch (kept in request.meta)."""
+
+    status: int
+    size: int
+    digest: str
+    mime: str
+    record_id: str
+    date: str
+    fetch_start: dt.datetime
+    duration_ms: int
+    counted: bool
+    annotations: list[str] = field(default_factory=list)
+    location: str | None = None
+    revisit: bool = False
+
+
+class CrawlContext:
+    """Everything one job's crawl shares; see the module docstring."""
+
+    def __init__(self, spec: JobSpec, out_dir: Path, progress_interval_s: float = 10.0) -> None:
+        self.spec = spec
+        self.out = Path(out_dir)
+        self.warc_dir = self.out / "warcs"
+        self.log_dir = self.out / "logs"
+        self.report_dir = self.out / "reports"
+        self.state_dir = self.out / "state"
+        for d in (self.warc_dir, self.log_dir, self.report_dir, self.state_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.progress_interval_s = progress_interval_s
+        self.repaired = [repair_open_file(p)[0].name for p in self.warc_dir.glob("*" + OPEN_SUFFIX)]
+        self.state = st.CrawlState(self.state_dir / "crawl.sqlite")
+        self.crawl_log = CrawlLog(self.log_dir / "crawl.log")
+        self.scope = Scope(spec)
+        self.budgets = Budgets(spec, self.state.domain_totals())
+        for domain, bstate in self.budgets.domains.items():
+            saved = self.state.get_meta(f"stop:{domain}")
+            if saved is not None:
+                bstate.stop_reason = int(saved)
+        for url, _ in self.state.seeds():
+            self.scope.add_seed(url)
+        self.dedup: dict[str, EarlierCapture] = (
+            load_index(Path(spec.dedup_index)) if spec.dedup_index else {}
+        )
+        t = spec.template
+        self.writer = RotatingWarcWriter(
+            self.warc_dir,
+            spec.warc_prefix,
+            t.warc_max_size,
+            {
+                "software": SOFTWARE,
+                "format": "WARC File Format 1.1",
+                "conformsTo": "http://iipc.github.io/warc-specifications/specifications/"
+                "warc-format/warc-1.1/",
+                "operator": spec.operator,
+                "publisher": spec.organisation,
+                "isPartOf": f"job {spec.job_id} of harvest {spec.harvest_id} {spec.harvest_name}",
+                "description": f"template {t.name}, scope {t.scope}, max hops {t.max_hops}",
+                "robots": "obey" if t.obey_robots else "ignore",
+                "http-header-user-agent": spec.user_agent,
+                "http-header-from": spec.from_email,
+            },
+        )
+        self.refused_hosts: dict[str, str] = {}  # host → address refused by the safety rule
+        self.crawl_delays: dict[str, float] = {}  # host → robots.txt Crawl-delay (s)
+        self.started = time.time()
+        self.started_dt = dt.datetime.now(dt.UTC)
+        self.urls_done = 0
+        self.bytes_done = 0
+        self.failures = 0
+        self.end_reason = "unfinished"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
+        """Scrapy deep-copies its settings; the one context of the job must stay shared."""
+        return self
+
+    # --- requests -----------------------------------------------------------------------------
+    def make_request(
+        self, url: str, key: str, hops: str, via: str | None, seed: str | None, context: str | None
+    ) -> scrapy.Request | None:
+        spider_cb = self.spider_callbacks
+        links = hops.count("L")
+        priority = -10 * links + (5 if hops[-1:] in ("E", "R") else 0)
+        meta = {
+            "hf": {"key": key, "hops": hops, "via": via, "seed": seed or url, "context": context},
+            "download_timeout": self.spec.template.download_timeout_s,
+        }
+        try:
+            return scrapy.Request(
+                url,
+                callback=spider_cb[0],
+                errback=spider_cb[1],
+                meta=meta,
+                priority=priority,
+                dont_filter=True,
+            )
+        except ValueError as exc:
+            self.state.finish(key, st.FAILED, crawllog.UNFETCHABLE, 0, False)
+            self.crawl_log.write(
+                LogEntry(
+                    crawllog.UNFETCHABLE,
+                    url,
+                    hops,
+                    via,
+                    seed=seed,
+                    annotations=["err=" + type(exc).__name__],
+                )
+            )
+            return None
+
+    spider_callbacks: tuple[Any, Any] = (None, None)
+
+    def start_requests(self) -> list[scrapy.Request]:
+        """Seeds on a fresh start; the persisted frontier on a resumed one."""
+        if not self.state.resumed or not self.state.seeds():
+            self.state.begin()
+            for seed in self.spec.seeds:
+                self.state.add_seed(seed)
+                key = canonical_key(seed)
+                self.state.add(key, seed, "", None, seed, "seed", self._domain(seed))
+            self.state.commit()
+        else:
+            log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
+        out = []
+        for p in self.state.pending():
+            req = self.make_request(p.url, p.key, p.hops, p.via, p.seed, p.context)
+            if req is not None:
+                out.append(req)
+        return out
+
+    def _domain(self, url: str) -> str:
+        return self.budgets.domain_for(host_of(url))
+
+    # --- discovery ----------------------------------------------------------------------------
+    def consider(
+        self, url: str, hop: str, context: str, parent: dict[str, Any]
+    ) -> scrapy.Request | None:
+        """Decide on a discovered link (inside the caller's transaction)."""
+        try:
+            key = canonical_key(url)
+        except ValueError:
+            key = url
+        if key in self.state.seen:
+            return None
+        hops = parent["hops"] + hop
+        via, seed = parent.get("url"), parent.get("seed")
+        domain = self._domain(url)
+        decision = self.scope.decide(url, hops)
+        if decision.accepted:
+            quota = self.budgets.blocked(domain)
+            if quota:
+                self._save_stop(domain)
+                decision = type(decision)(False, crawllog.BLOCKED_BY_QUOTA, quota)
+        if not decision.accepted:
+            self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
+            self.crawl_log.write(
+                LogEntry(decision.status, url, hops, via, seed=seed, annotations=[decision.reason])
+            )
+            return None
+        self.state.add(key, url, hops, via, seed, context, domain)
+        if hop == "R" and parent["hops"].strip("R") == "" and len(hops) <= 5:
+            # a seed that redirects makes its target a seed (Heritrix: within 5 hops)
+            self.scope.add_seed(url)
+            self.state.add_seed(url, parent.get("url"))
+        return self.make_request(url, key, hops, via, seed, context)
+
+    def _save_stop(self, domain: str) -> None:
+        reason = self.budgets.domains[domain].stop_reason
+        if reason is not None:
+            self.state.set_meta(f"stop:{domain}", str(reason))
+
+    # --- completion ---------------------------------------------------------------------------
+    def finish_capture(
+        self, request: scrapy.Request, cap: Capture, links: list[tuple[str, str, str]]
+    ) -> list[scrapy.Request]:
+        """A fetched URL: metadata record, frontier update + done mark in one transaction,
+        then its crawl.log line."""
+        hf = dict(request.meta["hf"])
+        hf["url"] = request.url
+        fields = [
+            ("via", hf.get("via") or ""),
+            ("hopsFromSeed", hf["hops"]),
+            ("sourceTag", hf.get("seed") or ""),
+            ("fetchTimeMs", str(cap.duration_ms)),
+        ]
+        fields = [(k, v) for k, v in fields if v]
+        fields += [("outlink", f"{u} {h} {c}") for u, h, c in links]
+        self.writer.write(metadata_record(request.url, cap.date, cap.record_id, fields))
+        new: list[scrapy.Request] = []
+        self.state.begin()
+        for url, hop, context in links:
+            req = self.consider(url, hop, context, hf)
+            if req is not None:
+                new.append(req)
+        self.state.finish(hf["key"], st.DONE, cap.status, cap.size, cap.counted)
+        if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
+            self.state.set_meta(f"redirect:{request.url}", cap.location)
+        self.state.commit()
+        self.log_capture(request, cap)
+        return new
+
+    def log_capture(self, request: scrapy.Request, cap: Capture) -> None:
+        hf = request.meta.get("hf", {})
+        tries = request.meta.get("retry_times", 0)
+        annotations = list(cap.annotations)
+        if tries:
+            annotations.insert(0, f"{tries + 1}t")
+        self.crawl_log.write(
+            LogEntry(
+                cap.status,
+                request.url,
+                hf.get("hops", "P"),
+                hf.get("via"),
+                mime=cap.mime,
+                size=cap.size,
+                fetch_start=cap.fetch_start,
+                duration_ms=cap.duration_ms,
+                digest=cap.digest,
+                seed=hf.get("seed"),
+                annotations=annotations,
+            )
+        )
+        self.urls_done += 1
+        self.bytes_done += cap.size
+
+    def finish_failure(
+        self, request: scrapy.Request, status: int, annotations: list[str], final_state: int
+    ) -> None:
+        """A URL that was not fetched (refused before fetching, or failed)."""
+        hf = request.meta.get("hf")
+        if hf is None:
+            return
+        tries = request.meta.get("retry_times", 0)
+        if tries:
+            annotations = [f"{tries + 1}t", *annotations]
+        if status == crawllog.BLOCKED_BY_QUOTA:
+            self._save_stop(self._domain(request.url))
+        self.state.begin()
+        self.state.finish(hf["key"], final_state, status, 0, False)
+        self.state.commit()
+        if final_state == st.FAILED:
+            self.failures += 1
+        self.crawl_log.write(
+            LogEntry(
+                status,
+                request.url,
+                hf["hops"],
+                hf.get("via"),
+                seed=hf.get("seed"),
+                annotations=annotations,
+            )
+        )
+
+    def close(self) -> None:
+        self.writer.close()
+        self.crawl_log.close()
+        self.state.close()
+
+    @staticmethod
+    def now_warc_date() -> str:
+        return warc_date(dt.datetime.now(dt.UTC))

@@ -1,0 +1,40 @@
+"""Exceptions that stop a fetch, carrying the Heritrix status code crawl.log must show.
+
+Why subclasses of Scrapy's IgnoreRequest: Scrapy routes them to the request's errback without
+logging a stack trace, and the errback finds the code and annotation right on the exception.
+"""
+
+from __future__ import annotations
+
+from scrapy.exceptions import IgnoreRequest
+
+from crawler import crawllog
+
+
+class Refused(IgnoreRequest):
+    """A fetch the crawler decided not to make."""
+
+    status = crawllog.BLOCKED_BY_OPERATOR
+
+    def __init__(self, annotation: str, status: int | None = None) -> None:
+        super().__init__(annotation)
+        self.annotation = annotation
+        if status is not None:
+            self.status = status
+
+
+class RobotsExcluded(Refused):
+    status = crawllog.ROBOTS_PRECLUDED
+
+    def __init__(self) -> None:
+        super().__init__("robotExcluded")
+
+
+class QuotaExceeded(Refused):
+    status = crawllog.BLOCKED_BY_QUOTA
+
+
+class AddressRefused(Refused):
+    """The host is (or resolves to) a loopback, private, link-local or metadata address."""
+
+    status = crawllog.BLOCKED_BY_PROCESSOR

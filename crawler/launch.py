@@ -1,0 +1,77 @@
+"""Running a crawl job as a child process and relaying its progress to a logger.
+
+Why a child process: Twisted's reactor cannot be restarted inside one process, and a crawl
+must not take its Airflow worker down with it. The child (``python -m crawler``) prints one
+``PROGRESS …`` line per interval on stdout; we relay each to the task's logger as it comes, keep
+the tail of stderr for the error message, and return the parsed summary.json.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class CrawlFailed(RuntimeError):
+    """The crawl child process failed; its output directory is left in place."""
+
+
+def crawl_in_subprocess(
+    job_path: Path,
+    out_dir: Path,
+    *,
+    logger: logging.Logger | None = None,
+    progress_interval_s: float = 10,
+    python: str | None = None,
+) -> dict:
+    """Run ``python -m crawler --job JOB --out DIR``; returns summary.json as a dict."""
+    logger = logger or log
+    out_dir = Path(out_dir)
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "crawler",
+        "--job",
+        str(job_path),
+        "--out",
+        str(out_dir),
+        "--progress-interval",
+        str(progress_interval_s),
+    ]
+    logger.info("starting crawl: %s", " ".join(cmd))
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+    )
+    tail: collections.deque[str] = collections.deque(maxlen=40)
+
+    def drain() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line.rstrip())
+
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip()
+        if line.startswith("PROGRESS "):
+            logger.info("%s", line[len("PROGRESS ") :])
+        elif line.startswith("SUMMARY "):
+            logger.info("crawl finished: %s", line[len("SUMMARY ") :][:500])
+    code = proc.wait()
+    thread.join(timeout=5)
+    summary_path = out_dir / "summary.json"
+    if code not in (0, 3) or not summary_path.exists():
+        detail = "\n".join(tail) or "(no error output)"
+        raise CrawlFailed(
+            f"crawl of {job_path} failed with exit code {code}; output left in {out_dir}; "
+            f"last error lines:\n{detail}"
+        )
+    return json.loads(summary_path.read_text(encoding="utf-8"))

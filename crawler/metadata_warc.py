@@ -1,0 +1,100 @@
+"""The job's metadata WARC (``<job_id>-metadata-1.warc.gz``) and the CDX of its data WARCs.
+
+Why: NetarchiveSuite keeps, next to the data WARCs, one WARC holding what is needed to
+understand the crawl later — the job spec it ran, its logs and reports, and a CDX index of its
+data WARCs — so that the archive is self-describing even without the database. Records are
+named ``metadata://<organisation>/crawl/{setup,logs,reports,index}/<file>?harvestid=…&jobid=…``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
+from crawler.records import resource_record, warc_date
+from crawler.urls import surt
+from crawler.warcfiles import WARC_VERSION
+
+
+def cdx_lines(warc_path: Path) -> list[str]:
+    """Classic 11-field CDX lines (``N b a m s k r M S V g``) of a WARC's captures."""
+    lines: list[str] = []
+    name = warc_path.name
+    with warc_path.open("rb") as fh:
+        it = ArchiveIterator(fh)
+        for record in it:
+            rtype = record.rec_type
+            if rtype not in ("response", "revisit"):
+                continue
+            url = record.rec_headers.get_header("WARC-Target-URI") or ""
+            date = record.rec_headers.get_header("WARC-Date") or ""
+            digits = "".join(ch for ch in date if ch.isdigit())[:14]
+            http = record.http_headers
+            status = http.get_statuscode() if http else "-"
+            if rtype == "revisit":
+                mime = "warc/revisit"
+            else:
+                ctype = http.get_header("Content-Type") if http else None
+                mime = (ctype or "unk").split(";")[0].strip().lower() or "unk"
+            digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
+            redirect = (http.get_header("Location") if http else None) or "-"
+            it.read_to_end(record)
+            offset, length = it.get_record_offset(), it.get_record_length()
+            lines.append(
+                f"{surt(url)} {digits} {url} {mime} {status or '-'} {digest} {redirect} - "
+                f"{length} {offset} {name}"
+            )
+    return lines
+
+
+def write_metadata_warc(
+    warc_dir: Path,
+    job_id: int,
+    harvest_id: int,
+    organisation: str,
+    files: dict[str, list[Path]],
+    data_warcs: list[Path],
+) -> Path:
+    """Write the metadata WARC; ``files`` maps a section (setup, logs, reports) to files."""
+    name = f"{job_id}-metadata-1.warc.gz"
+    final = warc_dir / name
+    tmp = warc_dir / (name + ".open")
+    date = warc_date(dt.datetime.now(dt.UTC))
+    query = f"harvestid={harvest_id}&jobid={job_id}"
+    with tmp.open("wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version=WARC_VERSION)
+        writer.write_record(
+            writer.create_warcinfo_record(
+                name,
+                {
+                    "software": "harvestflow-crawler/0.1",
+                    "format": "WARC File Format 1.1",
+                    "description": f"metadata of job {job_id}, harvest {harvest_id}",
+                },
+            )
+        )
+        for section, paths in files.items():
+            for path in paths:
+                if not path.exists():
+                    continue
+                ctype = "application/json" if path.suffix == ".json" else "text/plain"
+                uri = f"metadata://{organisation}/crawl/{section}/{path.name}?{query}"
+                writer.write_record(resource_record(uri, date, ctype, path.read_bytes()))
+        cdx = [" CDX N b a m s k r M S V g"]
+        body: list[str] = []
+        for warc in data_warcs:
+            body += cdx_lines(warc)
+        body.sort(key=lambda s: s.encode("utf-8"))  # byte order, as LC_ALL=C sort
+        cdx += body
+        uri = f"metadata://{organisation}/crawl/index/cdx?{query}"
+        writer.write_record(
+            resource_record(uri, date, "application/x-cdx", ("\n".join(cdx) + "\n").encode())
+        )
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    return final

@@ -1,0 +1,112 @@
+"""Politeness: Heritrix's per-host delay rule, robots.txt (protego) with its Crawl-delay.
+
+Why: a national library's crawler must never hammer a site. Heritrix waits, after each fetch
+from a host, ``clamp(delay_factor × fetch duration, min_delay, max_delay)`` before the next one
+to the same host, raised to the host's robots.txt ``Crawl-delay`` when that is below a cap. Scrapy
+already keeps one download slot per host with a delay between request *starts*; we set the
+slot's delay after each fetch and restart its clock at the fetch's *end*, which turns Scrapy's
+rule into Heritrix's.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+
+from crawler.context import CrawlContext
+from crawler.errors import RobotsExcluded
+
+log = logging.getLogger(__name__)
+
+
+def politeness_delay(
+    duration_s: float,
+    factor: float,
+    min_s: float,
+    max_s: float,
+    crawl_delay_s: float | None,
+    crawl_delay_cap_s: float,
+) -> float:
+    """Seconds to wait after a fetch that took ``duration_s`` (Heritrix's rule)."""
+    delay = min(max(factor * duration_s, min_s), max_s)
+    if crawl_delay_s is not None and crawl_delay_s <= crawl_delay_cap_s:
+        delay = max(delay, crawl_delay_s)
+    return delay
+
+
+class Politeness:
+    """Extension adjusting each host's download slot after every fetch."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        t = self.ctx.spec.template
+        self.factor = t.delay_factor
+        self.min_s = t.min_delay_ms / 1000.0
+        self.max_s = t.max_delay_ms / 1000.0
+        self.cap_s = float(t.max_crawl_delay_s)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Politeness:
+        return cls(crawler)
+
+    def robots_parsed(self, robotparser: Any, request: Request, **_: Any) -> None:
+        host = urlparse_cached(request).hostname or ""
+        delay = None
+        parser = getattr(robotparser, "rp", None)
+        if parser is not None and hasattr(parser, "crawl_delay"):
+            delay = parser.crawl_delay(self.ctx.spec.user_agent.split("/")[0])
+        if delay is not None:
+            self.ctx.crawl_delays[host] = float(delay)
+            log.info("robots.txt of %s asks for Crawl-delay %s s", host, delay)
+
+    def response_downloaded(self, response: Response, request: Request, spider: Any) -> None:
+        engine = self.crawler.engine
+        if engine is None:
+            return
+        downloader = engine.downloader
+        key = request.meta.get("download_slot")
+        slot = downloader.slots.get(key) if key is not None else None
+        if slot is None:
+            return
+        start = request.meta.get("hf_fetch_start")
+        duration = max(0.0, time.time() - start) if start else 0.0
+        host = urlparse_cached(request).hostname or ""
+        slot.delay = politeness_delay(
+            duration,
+            self.factor,
+            self.min_s,
+            self.max_s,
+            self.ctx.crawl_delays.get(host),
+            self.cap_s,
+        )
+        # the next fetch waits `delay` after the end of this one, not after its start
+        slot.lastseen = time.monotonic()
+
+
+class ArchivalRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """Scrapy's robots.txt middleware (with protego), refusing with crawl.log's -9998."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        if not ctx.spec.template.obey_robots:
+            raise NotConfigured
+        super().__init__(crawler)
+
+    def process_request_2(self, rp: Any, request: Request) -> None:
+        if rp is None:
+            return
+        agent = self._robotstxt_useragent or self._default_useragent
+        if not rp.allowed(request.url, agent):
+            self._stats.inc_value("robotstxt/forbidden")
+            raise RobotsExcluded()

@@ -1,0 +1,173 @@
+"""Building the WARC records of one fetch: request, response or revisit, metadata.
+
+Why here and not inline in the middleware: these are pure functions of what was sent and
+received, so they can be tested on their own against ``warcio check`` and the WARC 1.1 rules
+(payload digest over the entity as received — content coding kept, chunked framing removed —;
+request line with the real query string; every repeated header kept).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+from http import HTTPStatus
+from io import BytesIO
+from urllib.parse import urlsplit
+
+from warcio.recordbuilder import RecordBuilder
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders
+
+from crawler.warcfiles import WARC_VERSION
+
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+_builder = RecordBuilder(warc_version=WARC_VERSION)
+# Hop-by-hop framing we removed by de-chunking: the header is kept under another name so the
+# record stays truthful and parsers do not try to de-chunk an already de-chunked body.
+RENAMED_HEADERS = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
+
+
+def sha1_digest(data: bytes) -> str:
+    """``sha1:<BASE32>`` as WARC and Heritrix write digests."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def warc_date(when: dt.datetime) -> str:
+    """WARC 1.1 date with microseconds (``2026-11-22T03:15:00.123456Z``)."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_record_id() -> str:
+    return _builder._make_warc_id()
+
+
+def request_line_target(url: str) -> str:
+    """Path and query exactly as put on the request line."""
+    parts = urlsplit(url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return target
+
+
+def request_record(
+    url: str,
+    method: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    date: str,
+    concurrent_to: str,
+) -> ArcWarcRecord:
+    """The request as sent: ``GET /path?q HTTP/1.1``, Host first, then the headers."""
+    http = StatusAndHeaders(
+        f"{method} {request_line_target(url)} HTTP/1.1", headers, is_http_request=True
+    )
+    return _builder.create_warc_record(
+        url,
+        "request",
+        payload=BytesIO(body),
+        length=len(body),
+        http_headers=http,
+        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+    )
+
+
+def response_http_headers(
+    status: int, protocol: str, headers: list[tuple[str, str]]
+) -> StatusAndHeaders:
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    kept = [(RENAMED_HEADERS.get(k.lower(), k), v) for k, v in headers]
+    return StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol=protocol or "HTTP/1.1")
+
+
+def response_record(
+    url: str,
+    http: StatusAndHeaders,
+    body: bytes,
+    date: str,
+    record_id: str,
+    ip: str | None,
+    truncated: str | None,
+) -> ArcWarcRecord:
+    """The response with the body exactly as received (after de-chunking only)."""
+    fields = {"WARC-Date": date, "WARC-Record-ID": record_id}
+    if ip:
+        fields["WARC-IP-Address"] = ip
+    if truncated:
+        fields["WARC-Truncated"] = truncated
+    return _builder.create_warc_record(
+        url,
+        "response",
+        payload=BytesIO(body),
+        length=len(body),
+        http_headers=http,
+        warc_headers_dict=fields,
+    )
+
+
+def revisit_record(
+    url: str,
+    http: StatusAndHeaders,
+    payload_digest: str,
+    date: str,
+    record_id: str,
+    ip: str | None,
+    profile: str,
+    refers_to_uri: str,
+    refers_to_date: str,
+    refers_to_id: str | None,
+) -> ArcWarcRecord:
+    """A revisit: the HTTP headers kept, the payload left out, pointing at the original."""
+    fields = {
+        "WARC-Date": date,
+        "WARC-Record-ID": record_id,
+        "WARC-Profile": profile,
+        "WARC-Refers-To-Target-URI": refers_to_uri,
+        "WARC-Refers-To-Date": refers_to_date,
+        "WARC-Payload-Digest": payload_digest,
+        "WARC-Truncated": "length",
+    }
+    if refers_to_id:
+        fields["WARC-Refers-To"] = refers_to_id
+    if ip:
+        fields["WARC-IP-Address"] = ip
+    return _builder.create_warc_record(
+        url,
+        "revisit",
+        payload=BytesIO(b""),
+        length=0,
+        http_headers=http,
+        warc_headers_dict=fields,
+    )
+
+
+def metadata_record(
+    url: str, date: str, concurrent_to: str, fields: list[tuple[str, str]]
+) -> ArcWarcRecord:
+    """``application/warc-fields``: via, hopsFromSeed, sourceTag, fetchTimeMs, outlinks."""
+    body = "".join(f"{k}: {v}\r\n" for k, v in fields).encode("utf-8")
+    return _builder.create_warc_record(
+        url,
+        "metadata",
+        payload=BytesIO(body),
+        length=len(body),
+        warc_content_type="application/warc-fields",
+        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+    )
+
+
+def resource_record(uri: str, date: str, content_type: str, body: bytes) -> ArcWarcRecord:
+    """A ``metadata`` record holding a file (logs, reports, CDX) of the metadata WARC."""
+    return _builder.create_warc_record(
+        uri,
+        "metadata",
+        payload=BytesIO(body),
+        length=len(body),
+        warc_content_type=content_type,
+        warc_headers_dict={"WARC-Date": date},
+    )

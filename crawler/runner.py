@@ -1,0 +1,238 @@
+"""Running one job in this process: Scrapy settings, the crawl, then reports, metadata WARC
+and summary.json.
+
+Why the order at the end: the data WARCs are closed first (their CDX goes in the metadata WARC),
+then reports are written from crawl.log, then the metadata WARC gathers spec, logs and reports,
+and summary.json — what the harvest DB ingests — is written last, under a temporary name, so its
+presence means the job's output is complete. Twisted's reactor runs once per process: call
+:func:`run_job` once per process (the DAG runs ``python -m crawler`` as a child process).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from crawler import jobspec
+from crawler.budget import COMPLETE, TIME_LIMIT, UNFINISHED
+from crawler.context import CrawlContext
+from crawler.jobspec import JobSpec
+from crawler.metadata_warc import write_metadata_warc
+from crawler.reports import write_reports
+
+log = logging.getLogger(__name__)
+
+STATUS_BY_REASON = {"finished": "complete", "closespider_timeout": "time_limit"}
+CRAWL_STATUS_TEXT = {
+    "complete": "Finished",
+    "time_limit": "Finished - Timelimit hit",
+    "unfinished": "Aborted by operator",
+}
+
+
+def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
+    """Scrapy settings for the job's template."""
+    t = ctx.spec.template
+    polite = t.delay_factor > 0 or t.min_delay_ms > 0
+    return {
+        "HARVESTFLOW_CONTEXT": ctx,
+        "BOT_NAME": "harvestflow",
+        "USER_AGENT": ctx.spec.user_agent,
+        "DEFAULT_REQUEST_HEADERS": {
+            "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            "Accept-Language": "en",
+            **({"From": ctx.spec.from_email} if ctx.spec.from_email else {}),
+        },
+        "ROBOTSTXT_OBEY": t.obey_robots,
+        "ROBOTSTXT_PARSER": "scrapy.robotstxt.ProtegoRobotParser",
+        "ROBOTSTXT_USER_AGENT": ctx.spec.user_agent.split("/")[0],
+        "DOWNLOADER_MIDDLEWARES": {
+            "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+            "crawler.politeness.ArchivalRobotsTxtMiddleware": 100,
+            "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+            "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+            "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+            "crawler.capture.WarcCaptureMiddleware": 950,
+        },
+        "SPIDER_MIDDLEWARES": {
+            "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+            "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+        },
+        "EXTENSIONS": {
+            "scrapy.extensions.telnet.TelnetConsole": None,
+            "scrapy.extensions.logstats.LogStats": None,
+            "crawler.politeness.Politeness": 500,
+            "crawler.statslog.ProgressStatistics": 510,
+        },
+        "DOWNLOAD_HANDLERS": {
+            "http": "crawler.capture.ArchivalHTTPDownloadHandler",
+            "https": "crawler.capture.ArchivalHTTPDownloadHandler",
+        },
+        "TWISTED_DNS_RESOLVER": "crawler.resolver.ArchivalResolver",
+        "DNS_TIMEOUT": 20,
+        "HTTPERROR_ALLOW_ALL": True,
+        "REDIRECT_ENABLED": False,
+        "METAREFRESH_ENABLED": False,
+        "RETRY_ENABLED": t.retries > 0,
+        "RETRY_TIMES": t.retries,
+        "RETRY_HTTP_CODES": [],
+        "DOWNLOAD_TIMEOUT": t.download_timeout_s,
+        # the capture middleware truncates at max_response_bytes; Scrapy's own limit (which
+        # discards the response) only guards decompression bombs
+        "DOWNLOAD_MAXSIZE": max(t.max_response_bytes * 10, 1 << 20),
+        "DOWNLOAD_WARNSIZE": 0,
+        "DOWNLOAD_DELAY": t.min_delay_ms / 1000.0 if polite else 0,
+        "DOWNLOAD_DELAY_JITTER": 0,
+        "CONCURRENT_REQUESTS": t.concurrent_requests,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": t.connections_per_host,
+        "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        "CLOSESPIDER_TIMEOUT": ctx.spec.max_running_time_s,
+        "COOKIES_ENABLED": True,
+        "TELNETCONSOLE_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "LOG_INSTALL_ROOT_HANDLER": False,
+        "HTTPCACHE_ENABLED": False,
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path) -> dict:
+    totals = ctx.state.domain_totals()
+    remaining: dict[str, int] = {}
+    for host, n in ctx.state.queued_by_host().items():
+        domain = ctx.budgets.domain_for(host)
+        remaining[domain] = remaining.get(domain, 0) + n
+    domains: dict[str, Any] = {}
+    for name, b in ctx.budgets.domains.items():
+        if not name:
+            continue
+        objects, nbytes = totals.get(name, (0, 0))
+        reason = b.stop_reason
+        if reason is None:
+            if status == "time_limit" and remaining.get(name):
+                reason = TIME_LIMIT
+            elif status == "unfinished" and remaining.get(name):
+                reason = UNFINISHED
+            else:
+                reason = COMPLETE
+        domains[name] = {
+            "config_id": b.config_id,
+            "objects": objects,
+            "bytes": nbytes,
+            "stop_reason": reason,
+            "in_job": name in ctx.budgets.job_domains,
+        }
+    warcs = sorted(p.name for p in ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
+    return {
+        "job_id": ctx.spec.job_id,
+        "status": status,
+        "started": ctx.started_dt.isoformat(),
+        "ended": ended.isoformat(),
+        "urls": sum(o for o, _ in totals.values()),
+        "bytes": sum(b for _, b in totals.values()),
+        "warcs": warcs,
+        "metadata_warc": meta_warc.name,
+        "domains": domains,
+        "repaired_warcs": ctx.repaired,
+    }
+
+
+def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
+    """Close the WARCs, write reports, the metadata WARC and summary.json."""
+    status = STATUS_BY_REASON.get(ctx.end_reason, "unfinished")
+    ctx.writer.close()
+    ctx.crawl_log.close()
+    ended = dt.datetime.now(dt.UTC)
+    write_reports(
+        ctx.report_dir,
+        ctx.log_dir / "crawl.log",
+        ctx.state,
+        ctx.spec.seeds,
+        f"job-{ctx.spec.job_id}",
+        CRAWL_STATUS_TEXT[status],
+        ctx.started,
+    )
+    data_warcs = sorted(ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
+    meta = write_metadata_warc(
+        ctx.warc_dir,
+        ctx.spec.job_id,
+        ctx.spec.harvest_id,
+        ctx.spec.organisation,
+        {
+            "setup": [p for p in [job_file] if p is not None],
+            "logs": sorted(ctx.log_dir.glob("*.log")),
+            "reports": sorted(ctx.report_dir.glob("*.txt")),
+        },
+        data_warcs,
+    )
+    summary = summarise(ctx, status, ended, meta)
+    ctx.state.close()
+    _write_json(ctx.out / "summary.json", summary)
+    return summary
+
+
+def _offline_public_suffixes() -> None:
+    """Scrapy's cookie middleware builds a TLDExtract that downloads the public suffix list on
+    first use; nothing may be fetched at run time, so point it at tldextract's bundled copy."""
+    import scrapy.downloadermiddlewares.cookies as cookies
+    import tldextract
+
+    cookies._split_domain = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+    )
+
+
+def run_spec(
+    spec: JobSpec, out_dir: Path, *, progress_interval_s: float = 10.0, job_file: Path | None = None
+) -> dict:
+    """Crawl ``spec`` into ``out_dir`` in this process (once per process: Twisted's reactor)."""
+    from scrapy.crawler import CrawlerProcess
+
+    from crawler.spider import ArchiveSpider
+
+    _offline_public_suffixes()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = CrawlContext(spec, out_dir, progress_interval_s=progress_interval_s)
+    handler = logging.FileHandler(ctx.log_dir / "crawler.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        log.info("crawl job %s into %s (%d seeds)", spec.job_id, out_dir, len(spec.seeds))
+        process = CrawlerProcess(scrapy_settings(ctx))
+        process.crawl(ArchiveSpider, ctx=ctx)
+        process.start()
+        return finish(ctx, job_file)
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> dict:
+    """Run the job of ``job_path`` into ``out_dir``; returns the summary (also summary.json).
+
+    The job spec is copied to ``out_dir/job.json`` (the frozen spec the crawler ran). Running
+    it again on the same ``out_dir`` resumes from the persisted frontier.
+    """
+    job_path = Path(job_path)
+    spec = jobspec.load(job_path)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frozen = out_dir / "job.json"
+    if job_path.resolve() != frozen.resolve():
+        tmp = frozen.with_name("job.json.tmp")
+        shutil.copyfile(job_path, tmp)
+        os.replace(tmp, frozen)
+    return run_spec(spec, out_dir, progress_interval_s=progress_interval_s, job_file=frozen)

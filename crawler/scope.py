@@ -1,0 +1,155 @@
+"""Scope and crawler-trap decisions: which discovered URLs are crawled, and why not.
+
+Why one place: every refusal must land in crawl.log with a reason a curator understands
+(Heritrix's negative codes plus an annotation), and the order of the rules matters the way it
+does in Heritrix's decide-rule sequence: traps first, then the hop limit, then the seed scope,
+and transclusion last so that a page's images, CSS and scripts are fetched even past the hop
+limit and on other hosts (within ``max_transclusion_hops`` trailing non-link hops).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from crawler.jobspec import JobSpec
+from crawler.urls import canonical_key, host_of, registrable_domain
+
+# Heritrix fetch status codes used for refusals
+OUT_OF_SCOPE = -5000
+TOO_MANY_LINK_HOPS = -4001
+TRAP = -4000
+UNFETCHABLE = -7
+
+GLOBAL_TRAPS_FILE = Path(__file__).resolve().parent / "global_traps.txt"
+_CALENDAR = re.compile(r"(?<!\d)((?:19|20)\d\d)[-/_.]?(0[1-9]|1[0-2])(?!\d)")
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: bool
+    status: int = 0
+    reason: str = ""
+
+
+ACCEPT = Decision(True)
+
+
+def load_trap_file(path: Path) -> list[str]:
+    """Regexes of a trap list file (one per line, ``#`` comments); bad lines are named."""
+    patterns: list[str] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            re.compile(line)
+        except re.error as exc:
+            raise ValueError(f"{path}:{lineno}: bad crawler-trap regex {line!r}: {exc}") from exc
+        patterns.append(line)
+    return patterns
+
+
+def trailing_non_link(hops: str) -> str:
+    """The hops after the last ``L`` (what transclusion rules count)."""
+    idx = hops.rfind("L")
+    return hops[idx + 1 :]
+
+
+class Scope:
+    """Seed scope + trap rules of one job."""
+
+    def __init__(self, spec: JobSpec, global_traps: list[str] | None = None) -> None:
+        self.spec = spec
+        self.t = spec.template
+        traps = list(
+            global_traps if global_traps is not None else load_trap_file(GLOBAL_TRAPS_FILE)
+        )
+        traps += spec.crawler_traps
+        self.trap_re = re.compile("|".join(f"(?:{p})" for p in traps)) if traps else None
+        self.seed_hosts: set[str] = set()
+        self.seed_domains: set[str] = {d.domain.lower() for d in spec.domains}
+        self.seed_prefixes: list[tuple[str, str]] = []
+        self.calendar_seen: dict[str, set[str]] = defaultdict(set)
+        self.max_year = dt.datetime.now(dt.UTC).year + self.t.max_future_years
+        for seed in spec.seeds:
+            self.add_seed(seed)
+
+    def add_seed(self, url: str) -> None:
+        """Widen the scope with a seed (also used when a seed redirects)."""
+        host = host_of(url)
+        if not host:
+            return
+        self.seed_hosts.add(host)
+        self.seed_domains.add(registrable_domain(host))
+        path = urlsplit(url).path or "/"
+        self.seed_prefixes.append((host, path[: path.rfind("/") + 1]))
+
+    def in_seed_scope(self, url: str) -> bool:
+        host = host_of(url)
+        if self.t.scope == "host":
+            return host in self.seed_hosts
+        if self.t.scope == "path":
+            path = urlsplit(url).path or "/"
+            return any(host == h and path.startswith(p) for h, p in self.seed_prefixes)
+        return registrable_domain(host) in self.seed_domains
+
+    def trap(self, url: str) -> str:
+        """The trap rule a URL falls into, '' if none."""
+        if self.trap_re is not None and self.trap_re.search(url):
+            return "trap:regex"
+        parts = urlsplit(url)
+        segments = [s for s in parts.path.split("/") if s]
+        if len(segments) > self.t.max_path_depth:
+            return "trap:path-depth"
+        limit = self.t.max_repeated_path_segments
+        run = 1
+        for prev, cur in itertools.pairwise(segments):
+            run = run + 1 if cur == prev else 1
+            if run > limit:
+                return "trap:repeated-path-segments"
+        match = _CALENDAR.search(parts.path + "?" + parts.query)
+        if match:
+            if int(match.group(1)) > self.max_year:
+                return "trap:calendar-future"
+            seen = self.calendar_seen[parts.hostname or ""]
+            key = canonical_key(url)
+            if key not in seen:
+                if len(seen) >= self.t.max_calendar_pages:
+                    return "trap:calendar-pages"
+                seen.add(key)
+        return ""
+
+    def decide(self, url: str, hops: str) -> Decision:
+        """Accept or refuse a discovered URL reached by ``hops`` from its seed."""
+        scheme = url.split(":", 1)[0].lower()
+        if scheme not in ("http", "https"):
+            return Decision(False, UNFETCHABLE, "err=unsupported-scheme")
+        if len(url) > self.t.max_url_length:
+            return Decision(False, UNFETCHABLE, "err=url-too-long")
+        try:
+            if not urlsplit(url).hostname:
+                return Decision(False, UNFETCHABLE, "err=no-host")
+        except ValueError:
+            return Decision(False, UNFETCHABLE, "err=invalid-url")
+        tail = trailing_non_link(hops)
+        if len(tail) - len(tail.rstrip("R")) > self.t.max_redirects:
+            return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-redirects")
+        trap = self.trap(url)
+        if trap:
+            return Decision(False, TRAP, trap)
+        transclusion = (
+            bool(tail)
+            and ("E" in tail or "X" in tail)
+            and len(tail) <= self.t.max_transclusion_hops
+        )
+        if len(hops) > self.t.max_hops and not transclusion:
+            return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-hops")
+        if self.in_seed_scope(url) or transclusion:
+            return ACCEPT
+        return Decision(False, OUT_OF_SCOPE, "err=out-of-scope")

@@ -1,0 +1,118 @@
+"""The archival spider: turns each capture into links, and each failure into a crawl.log line.
+
+Why so thin: what to follow is decided by the scope rules and what to write by the capture
+middleware; the spider only extracts links from what came back (HTML, CSS, sitemaps, redirect
+``Location``) and hands them to the crawl context, and maps fetch errors to Heritrix's negative
+status codes so that no failure is silent and none is fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+from urllib.parse import urljoin
+
+import scrapy
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Response, TextResponse
+from twisted.internet import error as txerror
+from twisted.python.failure import Failure
+from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+
+from crawler import crawllog
+from crawler import state as st
+from crawler.context import Capture, CrawlContext
+from crawler.errors import Refused
+from crawler.links import extract_css, extract_html, extract_sitemap
+from crawler.urls import host_of
+
+log = logging.getLogger(__name__)
+
+
+def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str], int]:
+    """(Heritrix status, annotations, final state) of a fetch that produced no response."""
+    exc = failure.value
+    request = getattr(failure, "request", None)
+    if isinstance(exc, Refused):
+        return exc.status, [exc.annotation], st.REFUSED
+    if isinstance(exc, txerror.DNSLookupError):
+        host = host_of(request.url) if request is not None else ""
+        if host in ctx.refused_hosts:
+            return crawllog.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
+        return crawllog.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
+    if isinstance(
+        exc, txerror.ConnectionRefusedError | txerror.ConnectError | txerror.NoRouteError
+    ):
+        return crawllog.CONNECT_FAILED, [f"err={type(exc).__name__}"], st.FAILED
+    if isinstance(exc, txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError):
+        return crawllog.TIMEOUT, ["err=timeout"], st.FAILED
+    if type(exc).__name__ in ("DownloadTimeoutError", "DownloadConnectionRefusedError"):
+        code = crawllog.TIMEOUT if "Timeout" in type(exc).__name__ else crawllog.CONNECT_FAILED
+        return code, [f"err={type(exc).__name__}"], st.FAILED
+    if (
+        isinstance(
+            exc,
+            ResponseFailed
+            | ResponseNeverReceived
+            | txerror.ConnectionLost
+            | txerror.ConnectionDone,
+        )
+        or "DataLoss" in type(exc).__name__
+    ):
+        return crawllog.CONNECT_LOST, [f"err={type(exc).__name__}"], st.FAILED
+    if isinstance(exc, IgnoreRequest):
+        return crawllog.BLOCKED_BY_OPERATOR, [f"err={exc}".replace(" ", "_")[:80]], st.REFUSED
+    return crawllog.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED
+
+
+class ArchiveSpider(scrapy.Spider):
+    name = "harvestflow"
+
+    def __init__(self, ctx: CrawlContext, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ctx = ctx
+        ctx.spider_callbacks = (self.parse, self.on_error)
+
+    async def start(self) -> AsyncIterator[Any]:
+        for request in self.ctx.start_requests():
+            yield request
+
+    def links_of(self, response: Response, cap: Capture) -> list[tuple[str, str, str]]:
+        links: list[tuple[str, str, str]] = []
+        if cap.location and 300 <= cap.status < 400:
+            links.append((urljoin(response.url, cap.location.strip()), "R", "location"))
+        if cap.status == 304 or not response.body:
+            return links
+        try:
+            if isinstance(response, HtmlResponse):
+                links += extract_html(response.selector.root, response.url)
+            elif cap.mime == "text/css" and isinstance(response, TextResponse):
+                links += extract_css(response.text, response.url)
+            elif self.ctx.spec.template.extract_sitemaps and "xml" in cap.mime:
+                links += extract_sitemap(response.body, response.url)
+        except Exception as exc:  # a page we cannot parse is still archived
+            log.warning("link extraction failed for %s: %s", response.url, exc)
+        return links
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterable[scrapy.Request]:
+        request = response.request
+        assert request is not None
+        cap: Capture | None = request.meta.get("hf_capture")
+        if cap is None:  # not captured (should not happen): keep the crawl going
+            log.error("no capture for %s", response.url)
+            return []
+        return self.ctx.finish_capture(request, cap, self.links_of(response, cap))
+
+    def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
+        request = failure.request  # type: ignore[attr-defined]
+        cap: Capture | None = request.meta.get("hf_capture")
+        if cap is not None:  # captured, then failed later (e.g. a bad gzip body)
+            log.warning("post-capture failure for %s: %s", request.url, failure.value)
+            return self.ctx.finish_capture(request, cap, [])
+        status, annotations, final = classify_failure(failure, self.ctx)
+        self.ctx.finish_failure(request, status, annotations, final)
+        return []
+
+    def closed(self, reason: str) -> None:
+        self.ctx.end_reason = reason

@@ -1,0 +1,107 @@
+"""progress-statistics.log and the progress line a task log shows at a steady interval.
+
+Why both: NetarchiveSuite reads Heritrix's progress-statistics.log (its last line says whether
+the crawl ended on its own), and a curator watching the Airflow task log wants one readable
+line every few seconds: URLs done and queued, bytes, rate, the busiest host queues.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import resource
+import time
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from twisted.internet import task
+
+from crawler.context import CrawlContext
+
+log = logging.getLogger(__name__)
+progress_log = logging.getLogger("crawler.progress")
+
+HEADER = (
+    "           timestamp  discovered      queued  downloaded       doc/s(avg)  KB/s(avg)"
+    "   dl-failures   busy-thread   mem-use-KB  heap-size-KB   congestion   max-depth"
+    "   avg-depth"
+)
+END_LINES = {
+    "finished": "CRAWL ENDED - Finished",
+    "closespider_timeout": "CRAWL ENDING - Timelimit hit",
+}
+
+
+class ProgressStatistics:
+    """Extension: one progress-statistics.log line and one progress log line per interval."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.path = self.ctx.log_dir / "progress-statistics.log"
+        new = not self.path.exists()
+        self.fh = self.path.open("a", encoding="utf-8", buffering=1)
+        if new:
+            self.fh.write(HEADER + "\n")
+        self.loop: task.LoopingCall | None = None
+        self.last = (time.monotonic(), 0, 0)
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProgressStatistics:
+        return cls(crawler)
+
+    def opened(self, spider: Any) -> None:
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(self.ctx.progress_interval_s, now=False)
+
+    def _busy(self) -> int:
+        engine = self.crawler.engine
+        return len(engine.downloader.active) if engine is not None else 0
+
+    def tick(self) -> None:
+        ctx = self.ctx
+        now = time.monotonic()
+        t0, urls0, bytes0 = self.last
+        interval = max(now - t0, 1e-6)
+        elapsed = max(time.time() - ctx.started, 1e-6)
+        counts = ctx.state.counts()
+        queued = counts.get(0, 0)
+        discovered = sum(counts.values())
+        docs_now = (ctx.urls_done - urls0) / interval
+        kb_now = (ctx.bytes_done - bytes0) / 1024 / interval
+        mem_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = (
+            f"{stamp} {discovered:>11} {queued:>11} {ctx.urls_done:>11}"
+            f" {docs_now:>7.2f}({ctx.urls_done / elapsed:.2f})"
+            f" {kb_now:>7.0f}({ctx.bytes_done / 1024 / elapsed:.0f})"
+            f" {ctx.failures:>13} {self._busy():>13} {mem_kb:>12} {0:>13} {0:>12} {0:>11} {0:>11}"
+        )
+        self.fh.write(line + "\n")
+        self.last = (now, ctx.urls_done, ctx.bytes_done)
+        hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
+        detail = ", ".join(f"{h}:{n}" for h, n in hosts) or "none"
+        progress_log.info(
+            "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
+            " %d failures | queues: %s",
+            ctx.spec.job_id,
+            ctx.urls_done,
+            queued,
+            ctx.bytes_done / 1e6,
+            ctx.urls_done / elapsed,
+            docs_now,
+            ctx.failures,
+            detail,
+        )
+
+    def closed(self, spider: Any, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        self.tick()
+        end = END_LINES.get(reason, "CRAWL ENDING - Ended by operator")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.fh.write(f"{stamp} {end}\n")
+        self.fh.close()

@@ -1,0 +1,100 @@
+"""URL helpers: canonical keys for the seen-set, hosts, registrable domains, SURT keys.
+
+Why: the seen-set must treat ``http://Example.com:80/a?b=2&a=1#top`` and
+``http://example.com/a?a=1&b=2`` as one URL, and session ids that change on every link
+(``;jsessionid=…``, ``?sid=…``) must not make every page look new — that is how session-id
+explosions are bounded. w3lib does the heavy lifting; we add host case, default ports and
+session parameters. The SURT function is our own small one (the ``surt`` package is AGPL and may
+only be a test oracle).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import tldextract
+from w3lib.url import canonicalize_url
+
+SESSION_PARAMS = frozenset(
+    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken", "sessid"}
+)
+_PATH_SESSION = re.compile(r";(jsessionid|phpsessid|sid)=[^/?#]*", re.IGNORECASE)
+_ASP_SESSION = re.compile(r"^aspsessionid[a-z]{8}$", re.IGNORECASE)
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# offline: never fetch the public suffix list at run time (bundled snapshot only)
+_extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def host_of(url: str) -> str:
+    """Lower-case host name of a URL, '' when there is none."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+@lru_cache(maxsize=65536)
+def registrable_domain(host: str) -> str:
+    """The registrable domain of a host (``www.bbc.co.uk`` → ``bbc.co.uk``).
+
+    Hosts under a suffix the public suffix list does not know (``.test``, ``.local``) take
+    their last two labels, which is what a curator means by "the domain" there.
+    """
+    host = host.lower().rstrip(".")
+    if not host or re.fullmatch(r"[\d.]+|\[?[0-9a-f:]+\]?", host):
+        return host
+    ext = _extract(host)
+    if ext.suffix and ext.domain:
+        return f"{ext.domain}.{ext.suffix}"
+    labels = host.split(".")
+    return ".".join(labels[-2:])
+
+
+def strip_session_ids(url: str) -> str:
+    """Remove session identifiers from the path (``;jsessionid=``) and the query."""
+    url = _PATH_SESSION.sub("", url)
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    kept = [
+        (k, v) for k, v in pairs if k.lower() not in SESSION_PARAMS and not _ASP_SESSION.match(k)
+    ]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit(parts._replace(query=urlencode(kept)))
+
+
+def canonical_key(url: str) -> str:
+    """The seen-set key of a URL: w3lib canonical form, lower-case host, no default port,
+    no fragment, no session ids."""
+    url = strip_session_ids(url)
+    canon = canonicalize_url(url, keep_fragments=False)
+    parts = urlsplit(canon)
+    netloc = (parts.hostname or "").lower()
+    if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
+        netloc += f":{parts.port}"
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
+
+
+def surt(url: str) -> str:
+    """SURT key as the ``surt`` package writes it with its defaults (``com,example)/path?q``):
+    reversed host without ``www.``, default port dropped, lower case, sorted query."""
+    key = canonical_key(url)
+    parts = urlsplit(key)
+    host = (parts.hostname or "").removeprefix("www.")
+    labels = host.split(".")
+    labels.reverse()
+    out = ",".join(labels)
+    if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
+        out += f":{parts.port}"
+    path = parts.path or "/"
+    out += ")" + path
+    if parts.query:
+        out += "?" + "&".join(sorted(parts.query.split("&")))
+    return out.lower()
