@@ -85,7 +85,7 @@ def check_sorted(path: Path) -> int:
     prev = b""
     n = 0
     with open(path, "rb", buffering=1 << 20) as fh:
-        for n, line in enumerate(fh, 1):
+        for n, line in enumerate(map(_STRIP_NL, fh), 1):
             if line < prev:
                 raise UnsortedIndexError(f"{path}: line {n} sorts before line {n - 1}")
             prev = line
