@@ -43,8 +43,10 @@ def checked_domains(engine: Engine, run_id: str, domains: Iterable[str] | None =
         return set(rows.scalars())
 
 
-def store_results(engine: Engine, run_id: str, results: Iterable[Result]) -> dict[str, int]:
-    """Write results as they come, committing every few thousand; counts per class."""
+def store_results(
+    engine: Engine, run_id: str, results: Iterable[Result], commit_every: int = _COMMIT_EVERY
+) -> dict[str, int]:
+    """Write results as they come, committing every ``commit_every``; counts per class."""
     counts: dict[str, int] = {}
     batch: list[Result] = []
 
@@ -66,7 +68,7 @@ def store_results(engine: Engine, run_id: str, results: Iterable[Result]) -> dic
     for result in results:
         batch.append(result)
         counts[result[1]] = counts.get(result[1], 0) + 1
-        if len(batch) >= _COMMIT_EVERY:
+        if len(batch) >= commit_every:
             flush()
     flush()
     return counts
@@ -79,6 +81,7 @@ def check_and_store(
     dns: DnsSettings,
     processes: int = 1,
     label: str = "dns check",
+    commit_every: int = _COMMIT_EVERY,
 ) -> dict[str, Any]:
     """Check the domains of ``domains`` not yet checked in ``run_id`` and store the results."""
     started = time.monotonic()
@@ -96,7 +99,8 @@ def check_and_store(
             yield result
 
     with progress:
-        counts = store_results(engine, run_id, counted(iter_check(todo, dns, processes)))
+        results = counted(iter_check(todo, dns, processes))
+        counts = store_results(engine, run_id, results, commit_every)
     elapsed = time.monotonic() - started
     return {
         "domains": len(domains),
@@ -134,6 +138,7 @@ def dns_check_chunk(
         dns,
         processes=processes if len(domains) > 20_000 else 1,
         label=f"dns check {Path(chunk_path).name}",
+        commit_every=int(settings.get("preload", "dns_commit_every", _COMMIT_EVERY)),
     )
     result["chunk"] = chunk_path
     log.info("preload %s: %s", run_id, result)

@@ -43,6 +43,7 @@ class ZoneServer:
         self.truncate = truncate or set()
         self.no_chase = no_chase or set()
         self.silent_all = silent_all
+        self.delay_s = 0.0  # per UDP answer: a slow server, for kill/resume tests
         self.queries: collections.Counter[tuple[str, str]] = collections.Counter()
         self._lock = threading.Lock()
         self._udp: socket.socket | None = None
@@ -76,12 +77,7 @@ class ZoneServer:
         for _ in range(20):
             entry = self.records.get(current)
             if entry is None:
-                if current == name or not response.answer:
-                    response.set_rcode(dns.rcode.NXDOMAIN)
-                elif current in self.records:
-                    pass
-                else:
-                    response.set_rcode(dns.rcode.NXDOMAIN)
+                response.set_rcode(dns.rcode.NXDOMAIN)  # the name, or the end of its chain
                 break
             if "CNAME" in entry:
                 target = entry["CNAME"].lower().rstrip(".")
@@ -148,6 +144,8 @@ class ZoneServer:
                 continue
             except OSError:
                 return
+            if self.delay_s:
+                self._stop.wait(self.delay_s)
             try:
                 reply = self.answer(wire, over_tcp=False)
             except Exception:  # a malformed query: no answer, like a real server dropping it

@@ -64,7 +64,9 @@ def test_sources_are_normalised_counted_and_rejects_reported(
     assert (stats["urls"]["valid"], stats["urls"]["new"], stats["urls"]["rejected"]) == (2, 1, 2)
 
     rejects = Path(result["rejects_path"]).read_text(encoding="utf-8").splitlines()
-    reasons = {(line.split("\t")[0], line.split("\t")[1]): line.split("\t")[2] for line in rejects[1:]}
+    reasons = {
+        (line.split("\t")[0], line.split("\t")[1]): line.split("\t")[2] for line in rejects[1:]
+    }
     assert reasons[("registry", "4")] == "wildcard"
     assert reasons[("registry", "5")] == "ip-literal"
     assert reasons[("registry", "6")] == "unknown-suffix"
@@ -75,7 +77,12 @@ def test_sources_are_normalised_counted_and_rejects_reported(
 
     chunked = [d for p in result["chunks"] for d in Path(p).read_text().split()]
     expected = {
-        "example.fr", "xn--bcher-kva.de", "old.fr", "site.test", "second.com", "curated.fr",
+        "example.fr",
+        "xn--bcher-kva.de",
+        "old.fr",
+        "site.test",
+        "second.com",
+        "curated.fr",
         "third.org",
     }
     assert sorted(chunked) == sorted(expected)
@@ -138,8 +145,10 @@ def test_a_big_file_with_garbage_imports_every_valid_line(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
     preload_settings.data["preload"]["chunk_size"] = 10_000
     result = collect_sources(
-        run_id, [{"name": "big", "kind": "registry", "path": str(path)}],
-        settings=preload_settings, engine=db_engine,
+        run_id,
+        [{"name": "big", "kind": "registry", "path": str(path)}],
+        settings=preload_settings,
+        engine=db_engine,
     )
     stat = result["sources"][0]
     assert stat["valid"] == 27_000 == stat["unique"] == result["unique_domains"]
@@ -153,6 +162,8 @@ def test_a_missing_csv_column_is_a_clear_error(
     path = _write(tmp_path / "r.csv", "name,owner\nexample.fr,x\n")
     with pytest.raises(SourceError, match="no column 'domain'"):
         collect_sources(
-            run_id, [{"name": "r", "kind": "registry", "path": path, "column": "domain"}],
-            settings=preload_settings, engine=db_engine,
+            run_id,
+            [{"name": "r", "kind": "registry", "path": path, "column": "domain"}],
+            settings=preload_settings,
+            engine=db_engine,
         )
