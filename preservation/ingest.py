@@ -30,7 +30,7 @@ from preservation.errors import SeriousError, StorageConflict, TransientError
 from preservation.records import FileRow
 from preservation.retry import with_backoff
 from preservation.s3store import ObjectStore, make_client
-from preservation.sources import job_files, load_job
+from preservation.sources import job_files, jobs_ready, load_job
 from preservation.staging import open_bag, stage_package
 
 log = logging.getLogger(__name__)
@@ -281,3 +281,16 @@ def _cleanup(
     if cfg.remove_staging_after_ingest and bag_path.exists():
         shutil.rmtree(bag_path)
         log.info("job %s: staged bag %s removed from the temporary zone", job_id, bag_path)
+
+
+def jobs_ready_for_preservation(
+    settings: Settings | None = None, *, include_unindexed: bool = False
+) -> list[int]:
+    """DONE jobs whose WARCs all reached the repository and that are not preserved nor queued.
+
+    ``include_unindexed`` adds DONE jobs with no row in the indexing manifest (ingested from
+    ``jobs.job_dir``/warcs); off by default, since such a job is usually just not indexed yet.
+    """
+    settings = settings or get_settings()
+    with get_engine(settings.harvest_db_url).connect() as conn:
+        return jobs_ready(conn, include_unindexed=include_unindexed)
