@@ -24,8 +24,8 @@ from crawler.warcfiles import WARC_VERSION
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _builder = RecordBuilder(warc_version=WARC_VERSION)
-# Hop-by-hop framing we removed by de-chunking: the header is kept under another name so the
-# record stays truthful and parsers do not try to de-chunk an already de-chunked body.
+# Twisted consumes Transfer-Encoding (the body we get is de-chunked); should a handler ever pass
+# the header through, it is renamed so that parsers do not try to de-chunk the stored body.
 RENAMED_HEADERS = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
 
 
