@@ -2,8 +2,8 @@
 
 Why: a selective job de-duplicates against the previous run of the same harvest definition
 (NetarchiveSuite; a snapshot second step against its first step). The indexing package builds
-the index (``indexing.build_dedup_index``); until it is available, the index is derived here from
-the CDX files the indexing chain recorded in ``index_manifest`` for the previous run's WARCs.
+the index (``indexing.dedup.build_dedup_index``); when it has nothing for those jobs, the index
+is derived here from the CDX files recorded in ``index_manifest`` for the previous run's WARCs.
 No previous capture known: no index (the crawler then stores every payload).
 """
 
@@ -25,20 +25,21 @@ log = logging.getLogger(__name__)
 DEDUP_FILE = "dedup-index.txt"
 
 
-def previous_jobs(conn: Connection, job: Any) -> list[int]:
-    """Job ids of the previous run of the job's definition (its previous step for a snapshot)."""
+def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
+    """(definition, job ids) of the previous run of the job's definition (for a snapshot second
+    step: the jobs of its first step)."""
     if job.snapshot:
         prev = conn.execute(
             sa.text("SELECT previoushd FROM fullharvests WHERE harvest_id = :h"),
             {"h": job.harvest_id},
         ).scalar()
         if prev is None:
-            return []
+            return job.harvest_id, []
         rows = conn.execute(
             sa.text("SELECT job_id FROM jobs WHERE harvest_id = :h AND status = :d ORDER BY 1"),
             {"h": prev, "d": DONE},
         )
-        return [int(r) for r in rows.scalars()]
+        return int(prev), [int(r) for r in rows.scalars()]
     num = conn.execute(
         sa.text(
             "SELECT max(harvest_num) FROM jobs WHERE harvest_id = :h AND harvest_num < :n"
@@ -47,7 +48,7 @@ def previous_jobs(conn: Connection, job: Any) -> list[int]:
         {"h": job.harvest_id, "n": job.harvest_num, "d": DONE},
     ).scalar()
     if num is None:
-        return []
+        return job.harvest_id, []
     rows = conn.execute(
         sa.text(
             "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n AND status = :d"
@@ -55,7 +56,7 @@ def previous_jobs(conn: Connection, job: Any) -> list[int]:
         ),
         {"h": job.harvest_id, "n": num, "d": DONE},
     )
-    return [int(r) for r in rows.scalars()]
+    return job.harvest_id, [int(r) for r in rows.scalars()]
 
 
 def _cdx_date_to_iso(stamp: str) -> str:
@@ -111,26 +112,27 @@ def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
 
 def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None:
     """Path of the dedup index written for ``job`` in its directory, or None."""
-    prev = previous_jobs(conn, job)
+    harvest_id, prev = previous_jobs(conn, job)
     if not prev:
         return None
     out = job_dir / DEDUP_FILE
-    if out.exists():
+    if out.exists() and out.stat().st_size > 0:
         return str(out)
     try:
-        indexing = importlib.import_module("indexing")
-        builder = getattr(indexing, "build_dedup_index", None)
-    except ImportError:  # pragma: no cover - the package is part of the project
+        builder = importlib.import_module("indexing.dedup").build_dedup_index
+    except (ImportError, AttributeError):
         builder = None
     if builder is not None:
         try:
-            builder(job.harvest_id, out)
-            if out.exists():
+            builder(harvest_id, out, job_ids=prev)
+            if out.exists() and out.stat().st_size > 0:
+                log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
                 return str(out)
         except Exception:
-            log.exception("dedup: indexing.build_dedup_index failed, falling back to the CDX")
+            log.exception("dedup: indexing.dedup.build_dedup_index failed, trying the CDX")
     if _from_manifest_cdx(conn, prev, out):
         log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)
         return str(out)
     log.info("job %s: previous jobs %s have no index yet: no dedup index", job.job_id, prev)
+    out.unlink(missing_ok=True)  # an empty file written above: ours, holds nothing
     return None

@@ -105,7 +105,8 @@ def ensure_config(
     """Create or update a configuration of ``domain`` with its seed list (UPSERTs).
 
     ``seeds`` None means the four NetarchiveSuite default seeds. The domain's default
-    configuration is set when it has none yet (or when ``make_default`` is True).
+    configuration is set when it has none yet (``make_default`` None), always (True) or never
+    (False: selection configurations must not become what a snapshot harvests).
     """
     domain_id = ensure_domain(conn, domain)
     seed_list = list(dict.fromkeys(seeds)) if seeds is not None else default_seeds(domain)
@@ -154,9 +155,14 @@ def ensure_config(
     conn.execute(
         sa.text(
             "UPDATE domains SET defaultconfig = :c WHERE domain_id = :d"
-            " AND (defaultconfig IS NULL OR :force)"
+            " AND (defaultconfig IS NULL OR :force) AND :allowed"
         ),
-        {"c": config_id, "d": domain_id, "force": bool(make_default)},
+        {
+            "c": config_id,
+            "d": domain_id,
+            "force": bool(make_default),
+            "allowed": make_default is not False,
+        },
     )
     return ConfigRef(domain_id=domain_id, config_id=int(config_id), seedlist_id=int(seedlist_id))
 

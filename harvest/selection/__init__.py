@@ -1,0 +1,1 @@
+"""Curators' selection records (BCWeb-like): import, validation, transfer to definitions."""

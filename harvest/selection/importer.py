@@ -1,0 +1,256 @@
+"""``harvestflow selection import FILE``: validate curators' records and store them (UPSERT).
+
+Why this order: rows that cannot be read or whose (budget, frequency, depth) is refused are
+reported with their row and reason and left out; the URLs not yet known anywhere are checked
+online (refused on 4xx/5xx or no DNS, reported on 3xx with the target); duplicates of a URL,
+host or domain already present are flagged but kept (the same URL may be in several
+collections). The rest is written with UPSERTs keyed by the feed id, else by (collection,
+seed URL), so re-importing a file updates records and never duplicates them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from harvest.common import engine_or_default
+from harvest.domains import registrable_domain
+from harvest.selection import urlcheck
+from harvest.selection.mapping import SelectionMapping, load_mapping
+from harvest.selection.records import RecordError, SelectionRecord, read_csv, read_ukwa_feed
+from harvest.selection.urlcheck import Resolver, UrlCheck
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ImportReport:
+    """What an import did, row by row where something is to be said."""
+
+    source: str
+    rows: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (row, reason): not imported
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (row, flag): imported
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "rows": self.rows,
+            "inserted": self.inserted,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "errors": [f"{w}: {r}" for w, r in self.errors],
+            "warnings": [f"{w}: {r}" for w, r in self.warnings],
+        }
+
+    def text(self) -> str:
+        lines = [
+            f"{self.source}: {self.rows} rows, {self.inserted} new, {self.updated} updated, "
+            f"{self.unchanged} unchanged, {len(self.errors)} refused, "
+            f"{len(self.warnings)} warnings"
+        ]
+        lines += [f"  REFUSED {w}: {r}" for w, r in self.errors]
+        lines += [f"  warning {w}: {r}" for w, r in self.warnings]
+        return "\n".join(lines)
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
+
+
+class _Known:
+    """URLs, hosts and domains already present (in the DB, then earlier rows of the file)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.urls: dict[str, set[str]] = defaultdict(set)  # url -> collections
+        self.hosts: dict[str, str] = {}
+        self.domains: dict[str, str] = {}
+        rows = conn.execute(
+            sa.text("SELECT collection, seed_url, supplementary_urls FROM selection_records")
+        )
+        for row in rows:
+            for url in [row.seed_url, *(row.supplementary_urls or [])]:
+                self.add(url, row.collection)
+
+    def add(self, url: str, collection: str) -> None:
+        self.urls[url].add(collection)
+        self.hosts.setdefault(_host(url), url)
+        self.domains.setdefault(registrable_domain(url), url)
+
+    def flags(self, rec: SelectionRecord) -> list[str]:
+        flags = []
+        url = rec.seed_url
+        others = self.urls.get(url, set()) - {rec.collection}
+        if others:
+            flags.append(f"same URL already in collection(s) {', '.join(sorted(others))}")
+        elif url not in self.urls:
+            host, domain = _host(url), registrable_domain(url)
+            if host in self.hosts:
+                flags.append(f"host {host} already present ({self.hosts[host]})")
+            elif domain in self.domains:
+                flags.append(f"domain {domain} already present ({self.domains[domain]})")
+        return flags
+
+
+_UPSERT = """
+INSERT INTO selection_records AS s (external_id, collection, title, seed_url, supplementary_urls,
+    budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
+    content_notes, technical_notes, creator, curator, created_by, modified_by,
+    validation_status, validation_detail)
+VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
+    :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
+    :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
+    :user, :user, :validation_status, :validation_detail)
+ON CONFLICT ({key}) DO UPDATE SET
+    collection = EXCLUDED.collection, title = EXCLUDED.title, seed_url = EXCLUDED.seed_url,
+    supplementary_urls = EXCLUDED.supplementary_urls, budget = EXCLUDED.budget,
+    frequency = EXCLUDED.frequency, depth = EXCLUDED.depth, scope = EXCLUDED.scope,
+    ignore_robots = EXCLUDED.ignore_robots, schedules = EXCLUDED.schedules,
+    active = EXCLUDED.active, theme = EXCLUDED.theme, keywords = EXCLUDED.keywords,
+    content_notes = EXCLUDED.content_notes, technical_notes = EXCLUDED.technical_notes,
+    curator = COALESCE(EXCLUDED.curator, s.curator),
+    creator = COALESCE(s.creator, EXCLUDED.creator),
+    validation_status = EXCLUDED.validation_status,
+    validation_detail = EXCLUDED.validation_detail,
+    modified_at = now(), modified_by = EXCLUDED.modified_by, transferred_at = NULL
+WHERE (s.collection, s.title, s.seed_url, s.supplementary_urls, s.budget, s.frequency, s.depth,
+       s.scope, s.ignore_robots, s.schedules, s.active, s.theme, s.keywords, s.content_notes,
+       s.technical_notes)
+   IS DISTINCT FROM
+      (EXCLUDED.collection, EXCLUDED.title, EXCLUDED.seed_url, EXCLUDED.supplementary_urls,
+       EXCLUDED.budget, EXCLUDED.frequency, EXCLUDED.depth, EXCLUDED.scope,
+       EXCLUDED.ignore_robots, EXCLUDED.schedules, EXCLUDED.active, EXCLUDED.theme,
+       EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes)
+RETURNING (xmax = 0) AS inserted
+"""
+
+
+def _params(rec: SelectionRecord, user: str | None, status: str, detail: str | None) -> dict:
+    return {
+        "external_id": rec.external_id,
+        "collection": rec.collection,
+        "title": rec.title,
+        "seed_url": rec.seed_url,
+        "supplementary_urls": rec.supplementary_urls,
+        "budget": rec.budget,
+        "frequency": rec.frequency,
+        "depth": rec.depth,
+        "scope": rec.scope,
+        "ignore_robots": rec.ignore_robots,
+        "schedules": json.dumps(rec.schedules, sort_keys=True),
+        "active": rec.active,
+        "theme": rec.theme,
+        "keywords": rec.keywords,
+        "content_notes": rec.content_notes,
+        "technical_notes": rec.technical_notes,
+        "creator": rec.creator or user,
+        "curator": rec.curator,
+        "user": user,
+        "validation_status": status,
+        "validation_detail": detail,
+    }
+
+
+def read_records(
+    path: Path,
+    mapping: SelectionMapping,
+    fmt: str = "auto",
+    *,
+    collection: str = "ukwa",
+    theme: str | None = None,
+) -> tuple[list[SelectionRecord], list[RecordError]]:
+    """Parsed, field-checked records of a file and the rows refused."""
+    if fmt == "auto":
+        fmt = "json" if path.suffix.lower() in (".json", ".jsonl", ".ndjson") else "csv"
+    reader = (
+        read_csv(path, mapping)
+        if fmt == "csv"
+        else read_ukwa_feed(path, mapping, collection=collection, theme=theme)
+    )
+    good: list[SelectionRecord] = []
+    bad: list[RecordError] = []
+    for item in reader:
+        (bad if isinstance(item, RecordError) else good).append(item)  # type: ignore[arg-type]
+    return good, bad
+
+
+def import_file(
+    path: Path | str,
+    *,
+    fmt: str = "auto",
+    check_urls: bool = True,
+    user: str | None = None,
+    collection: str = "ukwa",
+    theme: str | None = None,
+    resolver: Resolver | None = None,
+    timeout: float = 10.0,
+    engine: Engine | None = None,
+    mapping: SelectionMapping | None = None,
+) -> ImportReport:
+    """Import a CSV export or a UKWA JSON crawl feed; returns the report (see module doc)."""
+    path = Path(path)
+    mapping = mapping or load_mapping()
+    engine = engine_or_default(engine)
+    report = ImportReport(source=str(path))
+    records, refused = read_records(path, mapping, fmt, collection=collection, theme=theme)
+    report.rows = len(records) + len(refused)
+    report.errors += [(e.where, e.reason) for e in refused]
+
+    with engine.begin() as conn:
+        known = _Known(conn)
+    new_urls = [u for rec in records for u in rec.all_urls if u not in known.urls]
+    verdicts: dict[str, UrlCheck] = {}
+    if check_urls and new_urls:
+        verdicts = urlcheck.check_urls(new_urls, resolver=resolver, timeout=timeout)
+
+    seen_keys: dict[tuple[str, str], str] = {}
+    with engine.begin() as conn:
+        for rec in records:
+            key = (rec.external_id or "", rec.collection + "\x00" + rec.seed_url)
+            first = seen_keys.get(key)
+            if first is not None:
+                report.errors.append((rec.where, f"same record as {first}; left out"))
+                continue
+            seen_keys[key] = rec.where
+            problems = [verdicts[u] for u in rec.all_urls if u in verdicts]
+            invalid = [v for v in problems if v.verdict == "invalid"]
+            if invalid:
+                report.errors.append((rec.where, "; ".join(v.message for v in invalid)))
+                continue
+            flags = [v.message for v in problems if v.verdict == "redirect"]
+            flags += known.flags(rec)
+            for flag in flags:
+                report.warnings.append((rec.where, flag))
+            status = "warning" if flags else ("valid" if check_urls else "unchecked")
+            conflict = "external_id" if rec.external_id else "collection, seed_url"
+            try:
+                with conn.begin_nested():
+                    row = conn.execute(
+                        sa.text(_UPSERT.format(key=conflict)),
+                        _params(rec, user, status, "; ".join(flags) or None),
+                    ).first()
+            except IntegrityError as exc:
+                reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+                report.errors.append((rec.where, f"conflicts with another record ({reason})"))
+                continue
+            if row is None:
+                report.unchanged += 1
+            elif row.inserted:
+                report.inserted += 1
+            else:
+                report.updated += 1
+            for url in rec.all_urls:
+                known.add(url, rec.collection)
+    log.info("%s", report.text().splitlines()[0])
+    return report

@@ -1,0 +1,234 @@
+"""Selection records: CSV and UKWA feed import, validation, online URL check, transfer."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvest import pipeline as p
+from harvest.selection.importer import import_file
+from harvest.selection.transfer import transfer_selection_records
+from harvest.selection.urlcheck import check_url
+
+HOSTS = {"good.test", "www.good.test", "news.good.test", "other.test", "feed.test"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def _answer(self, head: bool) -> None:
+        path = self.path.split("?")[0]
+        if path == "/nohead" and head:
+            self.send_response(405)
+        elif path in ("/", "/ok", "/nohead", "/sitemap.xml", "/a", "/b"):
+            self.send_response(200)
+        elif path == "/moved":
+            self.send_response(301)
+            self.send_header("Location", "/ok")
+        elif path == "/gone":
+            self.send_response(404)
+        else:
+            self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_HEAD(self) -> None:
+        self._answer(True)
+
+    def do_GET(self) -> None:
+        self._answer(False)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def resolver(host: str) -> str:
+    if host in HOSTS:
+        return "127.0.0.1"
+    raise KeyError(f"{host}: no such name")
+
+
+def test_url_check_verdicts(site):
+    base = f"http://good.test:{site}"
+    assert check_url(f"{base}/ok", resolver=resolver).verdict == "ok"
+    assert check_url(f"{base}/nohead", resolver=resolver).verdict == "ok"  # GET after 405
+    moved = check_url(f"{base}/moved", resolver=resolver)
+    assert (moved.verdict, moved.status, moved.target) == ("redirect", 301, f"{base}/ok")
+    gone = check_url(f"{base}/gone", resolver=resolver)
+    assert gone.verdict == "invalid" and "404" in gone.reason
+    assert check_url(f"{base}/boom", resolver=resolver).verdict == "invalid"  # 500
+    nodns = check_url(f"http://nowhere.test:{site}/", resolver=resolver)
+    assert nodns.verdict == "invalid" and "no DNS" in nodns.reason
+
+
+HEADER = (
+    "id,collection,title,seed_url,supplementary_urls,budget,frequency,depth,active,theme,"
+    "keywords,content_notes,technical_notes,creator,curator\n"
+)
+
+
+def csv_rows(port: int) -> list[str]:
+    b = f"http://good.test:{port}"
+    return [
+        f",News,Good,{b}/ok,{b}/sitemap.xml,small,daily,page,yes,politics,a;b,,,ann,bob",
+        f",News,Big daily,{b}/a,,large,daily,domain,yes,politics,,,,ann,bob",
+        f",News,No theme,http://other.test:{port}/,,small,weekly,domain,yes,,,,,ann,bob",
+        f",News,Gone,http://other.test:{port}/gone,,small,weekly,domain,yes,sport,,,,ann,bob",
+        f",News,No DNS,http://nowhere.test:{port}/,,small,weekly,domain,yes,sport,,,,ann,bob",
+        f",News,Moved,http://other.test:{port}/moved,,small,weekly,domain,yes,sport,,,,ann,bob",
+        f",News,Same host,{b}/b,,medium,monthly,host,yes,sport,,,,ann,bob",
+        f",Elections 2027,Same URL,{b}/ok,,small,weekly,page,yes,politics,,,,ann,bob",
+        f",News,Inactive,http://news.good.test:{port}/,,small,daily,page,no,sport,,,,ann,bob",
+    ]
+
+
+@pytest.mark.services
+def test_csv_import_validates_reports_and_reimport_updates(hdb, site, tmp_path):
+    path = tmp_path / "records.csv"
+    path.write_text(HEADER + "\n".join(csv_rows(site)) + "\n")
+    report = import_file(path, resolver=resolver, engine=hdb, user="ann")
+    refused = {w.split()[-1]: r for w, r in report.errors}
+    assert set(refused) == {"3", "4", "5", "6"}  # CSV lines (header is line 1)
+    assert "large budget cannot be harvested daily" in refused["3"]
+    assert "theme is missing" in refused["4"]
+    assert "404" in refused["5"]
+    assert "no DNS" in refused["6"]
+    warned = {w.split()[-1]: r for w, r in report.warnings}
+    assert "redirects (301) to" in warned["7"] and warned["7"].endswith("/ok")
+    assert "host good.test" in warned["8"]
+    assert "same URL already in collection(s) News" in warned["9"]
+    assert (report.rows, report.inserted, report.updated, report.unchanged) == (9, 5, 0, 0)
+
+    again = import_file(path, resolver=resolver, engine=hdb, user="ann")
+    assert (again.inserted, again.updated, again.unchanged) == (0, 0, 5)
+    rows = csv_rows(site)
+    rows[0] = rows[0].replace(",small,daily,page,", ",medium,weekly,page,")
+    path.write_text(HEADER + "\n".join(rows) + "\n")
+    changed = import_file(path, resolver=resolver, engine=hdb, user="cid")
+    assert (changed.inserted, changed.updated, changed.unchanged) == (0, 1, 4)
+    with hdb.connect() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM selection_records")).scalar() == 5
+        rec = c.execute(sa.text("SELECT * FROM selection_records WHERE title = 'Good'")).first()
+    assert (rec.budget, rec.frequency, rec.modified_by, rec.created_by) == (
+        "medium",
+        "weekly",
+        "cid",
+        "ann",
+    )
+    assert rec.supplementary_urls == [f"http://good.test:{site}/sitemap.xml"]
+    assert rec.keywords == ["a", "b"]
+
+
+def feed(port: int) -> list[dict]:
+    return [
+        {
+            "id": 1,
+            "title": "Publications",
+            "seeds": [f"http://feed.test:{port}/"],
+            "schedules": [
+                {"frequency": "MONTHLY", "startDate": "2026-01-05 09:00:00", "endDate": None}
+            ],
+            "scope": "subdomains",
+            "depth": "CAPPED",
+            "ignoreRobotsTxt": True,
+            "documentUrlScheme": None,
+            "loginPageUrl": None,
+            "secretId": None,
+            "logoutUrl": None,
+            "watched": False,
+        },
+        {
+            "id": 2,
+            "title": "Broad",
+            "seeds": [f"http://feed.test:{port}/a"],
+            "schedules": [{"frequency": "DOMAINCRAWL", "startDate": None, "endDate": None}],
+            "scope": "root",
+            "depth": "CAPPED",
+        },
+        {
+            "id": 3,
+            "title": "Daily news",
+            "seeds": [f"http://other.test:{port}/ok"],
+            "schedules": [{"frequency": "DAILY", "startDate": None, "endDate": None}],
+            "scope": "plus1",
+            "depth": "CAPPED",
+        },
+    ]
+
+
+@pytest.mark.services
+def test_ukwa_feed_import_transfer_and_schedule(hdb, site, tmp_path):
+    path = tmp_path / "feed.json"
+    path.write_text(json.dumps(feed(site)))
+    report = import_file(path, resolver=resolver, engine=hdb, theme="web")
+    assert [r for _, r in report.errors] == ["DOMAINCRAWL targets are harvested by the broad crawl"]
+    assert report.inserted == 2
+    assert import_file(path, resolver=resolver, engine=hdb, theme="web").unchanged == 2
+
+    result = transfer_selection_records(engine=hdb)
+    assert result["records"] == 2 and not result["errors"]
+    names = sorted(result["definitions"])
+    assert names == ["ukwa-daily", "ukwa-monthly-202601050900"]
+    monthly = result["definitions"]["ukwa-monthly-202601050900"]
+    # the target's own schedule starts 2026-01-05 09:00: the monthly run of 2026-01-01
+    # (window December-January 1st) has nothing to do, the one of 2026-02-01 harvests it
+    assert monthly not in p.due_definitions("monthly", datetime(2026, 1, 1, tzinfo=UTC), engine=hdb)
+    assert monthly in p.due_definitions("monthly", datetime(2026, 2, 1, tzinfo=UTC), engine=hdb)
+    assert monthly in p.due_definitions("monthly", datetime(2026, 12, 6, tzinfo=UTC), engine=hdb)
+    jobs = p.generate_jobs(monthly, datetime(2026, 12, 6, tzinfo=UTC), engine=hdb)
+    spec = json.loads(Path(p.prepare_job(jobs[0], tmp_path, engine=hdb)).read_text())
+    assert spec["seeds"] == [f"http://feed.test:{site}/"]
+    assert spec["template"]["obey_robots"] is False  # ignoreRobotsTxt
+    assert spec["template"]["name"] == "default_selective"  # scope subdomains = domain
+    assert spec["domains"][0]["max_bytes"] == 1_000_000_000  # CAPPED = medium budget
+
+
+@pytest.mark.services
+def test_inactive_records_are_not_transferred_and_leave_their_definition(hdb, site, tmp_path):
+    b = f"http://good.test:{site}"
+    path = tmp_path / "r.csv"
+    rows = [
+        f",News,A,{b}/a,,small,daily,page,yes,politics,,,,ann,bob",
+        f",News,B,http://other.test:{site}/ok,,small,daily,page,no,politics,,,,ann,bob",
+    ]
+    path.write_text(HEADER + "\n".join(rows) + "\n")
+    import_file(path, resolver=resolver, engine=hdb)
+    result = transfer_selection_records("daily", engine=hdb)
+    hid = result["definitions"]["news-daily"]
+    with hdb.connect() as c:
+        domains = (
+            c.execute(
+                sa.text(
+                    "SELECT d.name FROM harvest_configs hc JOIN configurations c USING (config_id)"
+                    " JOIN domains d USING (domain_id) WHERE hc.harvest_id = :h"
+                ),
+                {"h": hid},
+            )
+            .scalars()
+            .all()
+        )
+    assert domains == ["good.test"]
+    rows[0] = rows[0].replace(",yes,", ",no,")
+    path.write_text(HEADER + "\n".join(rows) + "\n")
+    import_file(path, resolver=resolver, engine=hdb)
+    result = transfer_selection_records("daily", engine=hdb)
+    assert result["emptied"] == ["news-daily"]
+    with hdb.connect() as c:
+        left = c.execute(
+            sa.text("SELECT count(*) FROM harvest_configs WHERE harvest_id = :h"), {"h": hid}
+        ).scalar()
+    assert left == 0
