@@ -92,7 +92,7 @@ def target_of(
     try:
         source = domain_of_url(url, extra).domain
         target = domain_of_url(urljoin(url, location), extra).domain
-    except RejectedDomain:
+    except (RejectedDomain, ValueError):  # urljoin refuses some broken Locations
         return None
     return target if target != source else None
 
@@ -150,7 +150,8 @@ def probe_redirects(
 ) -> dict[str, Any]:
     """Probe the active domains of a run (or of one chunk file) for cross-domain redirects.
 
-    Stores every probe in ``redirect_checks``, adds discovered domains to ``domain_origins``
+    Domains known only through a redirect are not probed themselves (one level, so a re-run
+    finds nothing new to do). Stores every probe in ``redirect_checks``, adds discovered domains to ``domain_origins``
     with origin ``redirect`` and DNS-checks those not checked yet. ``connect_to``
     (``host:port``, or ``[preload] connect_to``) sends every probe to one server (demo).
     """
@@ -167,8 +168,9 @@ def probe_redirects(
         active = list(
             conn.execute(
                 sa.text(
-                    "SELECT domain FROM dns_checks WHERE run_id = :r AND class = 'active'"
-                    " ORDER BY domain"
+                    "SELECT c.domain FROM dns_checks c WHERE c.run_id = :r AND c.class = 'active'"
+                    " AND EXISTS (SELECT 1 FROM domain_origins o WHERE o.run_id = c.run_id"
+                    " AND o.domain = c.domain AND o.origin <> 'redirect') ORDER BY c.domain"
                 ),
                 {"r": run_id},
             ).scalars()
