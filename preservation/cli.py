@@ -1,0 +1,134 @@
+"""``harvestflow ark …`` and ``harvestflow preservation …`` subcommands.
+
+The commands call the same library functions as the ``preservation_ingest`` DAG, so what a crawl
+engineer runs by hand is what production runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+
+def cmd_ark_verify(args: argparse.Namespace) -> int:
+    from preservation.ark import verify
+
+    bad = 0
+    for value in args.ark:
+        check = verify(value)
+        print(f"{check.ark}\t{'valid' if check.valid else 'INVALID'}\t{check.reason}")
+        bad += not check.valid
+    return 1 if bad else 0
+
+
+def _print(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from preservation.errors import TransientError
+    from preservation.ingest import ingest_job, jobs_ready_for_preservation
+
+    jobs = args.job or jobs_ready_for_preservation(include_unindexed=args.include_unindexed)
+    if not jobs:
+        print("no job ready for preservation")
+        return 0
+    failed = 0
+    for job_id in jobs:
+        try:
+            result = ingest_job(job_id)
+        except TransientError as exc:
+            print(
+                f"job {job_id}: object store unavailable, run again later: {exc}", file=sys.stderr
+            )
+            failed += 1
+            continue
+        _print(result)
+        failed += result.get("status") == "manual"
+    return 1 if failed else 0
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    from preservation.staging import stage_package
+
+    result = stage_package(args.job)
+    _print(result)
+    return 0 if result["status"] in ("staged", "preserved") else 1
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    from preservation.queue import preservation_queue
+
+    queue = preservation_queue()
+    if args.json:
+        _print(queue)
+        return 0
+    if not queue:
+        print("manual queue is empty")
+    for item in queue:
+        print(
+            f"job {item['job_id']}  harvest definition {item['harvest_id']}"
+            f" ({item['harvest_name']})  since {item['since']}\n  reason: {item['error']}"
+        )
+        if item["files"]:
+            print(f"  files: {item['files']}")
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from preservation.queue import release_job
+
+    _print(release_job(args.job, restage=args.restage, note=args.note or ""))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from preservation.report import preservation_report
+
+    day = args.day or datetime.now(UTC).date().isoformat()
+    result = preservation_report(day)
+    with open(result["text_path"], encoding="utf-8") as fh:
+        sys.stdout.write(fh.read())
+    print(f"\n(report files: {result['text_path']}, {result['json_path']})")
+    return 0
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``ark verify`` and ``preservation {ingest,stage,queue,release,report}``."""
+    ark = subparsers.add_parser("ark", help="ARK identifiers")
+    ark_sub = ark.add_subparsers(dest="ark_command", required=True)
+    p = ark_sub.add_parser("verify", help="check the syntax and NOID check character of ARKs")
+    p.add_argument("ark", nargs="+", help="e.g. ark:/99999/hf00018")
+    p.set_defaults(func=cmd_ark_verify)
+
+    pres = subparsers.add_parser("preservation", help="preservation ingest (SPAR-like)")
+    sub = pres.add_subparsers(dest="preservation_command", required=True)
+    p = sub.add_parser("ingest", help="ingest jobs (default: every job ready)")
+    p.add_argument("--job", type=int, action="append", help="job id (repeatable)")
+    p.add_argument(
+        "--include-unindexed",
+        action="store_true",
+        help="also DONE jobs absent from the indexing manifest (from job_dir/warcs)",
+    )
+    p.set_defaults(func=cmd_ingest)
+    p = sub.add_parser("stage", help="build a job's bag in the temporary zone")
+    p.add_argument("--job", type=int, required=True)
+    p.set_defaults(func=cmd_stage)
+    p = sub.add_parser("queue", help="list the manual queue with reasons")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_queue)
+    p = sub.add_parser("release", help="put a job of the manual queue back into the flow")
+    p.add_argument("--job", type=int, required=True)
+    p.add_argument(
+        "--restage",
+        action="store_true",
+        help="rebuild the bag (checksums taken again from the repository files)",
+    )
+    p.add_argument("--note", help="why (kept in the events)")
+    p.set_defaults(func=cmd_release)
+    p = sub.add_parser("report", help="daily statistics (DB and object store)")
+    p.add_argument("--day", help="YYYY-MM-DD (default: today, UTC)")
+    p.set_defaults(func=cmd_report)
