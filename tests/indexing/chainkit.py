@@ -1,0 +1,78 @@
+"""Helpers of the chain tests: finished jobs with WARCs in the DB, and the expected indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from tests.indexing.conftest import reference_lines
+from tests.indexing.warcgen import write_warc
+
+
+def make_harvest(engine: sa.Engine, name: str) -> int:
+    with engine.begin() as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO harvestdefinitions (name, kind) VALUES (:n, 'partial')"
+                    " RETURNING harvest_id"
+                ),
+                {"n": name},
+            ).scalar_one()
+        )
+
+
+def make_job(
+    engine: sa.Engine,
+    data_dir: Path,
+    harvest_id: int,
+    *,
+    files: int = 2,
+    status: int = 3,
+    seed: int = 0,
+    records: int = 25,
+) -> tuple[int, Path]:
+    """A job row with status ``status`` and its WARCs (data + metadata + one .open file)."""
+    with engine.begin() as conn:
+        job_id = int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                    " template_name, template, seedlist)"
+                    " VALUES (:h, 1, (SELECT count(*) FROM jobs), :s, 'CIBLEE', 'default',"
+                    " CAST(:t AS jsonb), 'http://example.com/') RETURNING job_id"
+                ),
+                {"h": harvest_id, "s": status, "t": json.dumps({})},
+            ).scalar_one()
+        )
+        job_dir = data_dir / "jobs" / str(harvest_id) / str(job_id) / "20261122031500"
+        conn.execute(
+            sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
+            {"d": str(job_dir), "j": job_id},
+        )
+    warcs = job_dir / "warcs"
+    warcs.mkdir(parents=True)
+    for serial in range(files):
+        name = f"{job_id}-{harvest_id}-20261122031500{serial:03d}-{serial:05d}-crawler.warc.gz"
+        write_warc(warcs / name, n=records, seed=seed * 100 + serial)
+    write_warc(warcs / f"{job_id}-metadata-1.warc.gz", n=3, seed=seed * 100 + 99)
+    write_warc(
+        warcs / f"{job_id}-{harvest_id}-20261122031600000-{files:05d}-crawler.warc.gz.open",
+        n=2,
+        seed=7,
+    )
+    return job_id, job_dir
+
+
+def job_warcs(job_dir: Path) -> list[Path]:
+    return sorted(p for p in (job_dir / "warcs").iterdir() if p.name.endswith(".warc.gz"))
+
+
+def expected_index(oracle: Path, warcs: list[Path], fmt: str) -> list[str]:
+    """The reference indexer's lines of all ``warcs``, merged: byte order, each line once."""
+    lines: set[str] = set()
+    for warc in warcs:
+        lines.update(reference_lines(oracle, warc, fmt))
+    return sorted(lines, key=lambda s: s.encode("utf-8"))

@@ -1,0 +1,184 @@
+"""The chain end to end on a real PostgreSQL: ingest → index → transfer → backup → delete,
+daily merge, bigmerge, cleanarcrepository, collections, quarantine, dedup index."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import settings as settings_mod
+from indexing import chain, cleanup, merge
+from indexing.dedup import build_dedup_index
+from indexing.files import sha1_of
+from indexing.layout import Layout
+from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+def cfg(db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Settings with a per-test data directory and a directory backup."""
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
+    settings_mod.reset()
+    yield settings_mod.get_settings()
+    settings_mod.reset()
+
+
+def _stages(engine: sa.Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT file_name, stage FROM index_manifest"))
+        return {r[0]: r[1] for r in rows}
+
+
+def test_chain_indexes_transfers_backs_up_merges_and_cleans(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, oracle: Path
+):
+    data = cfg.data_dir
+    hid = make_harvest(db_engine, "daily")
+    _, job_dir = make_job(db_engine, data, hid, files=3, seed=1)
+    make_job(db_engine, data, hid, files=1, status=2, seed=2)  # still running: not ingested
+    warcs = job_warcs(job_dir)
+    sums = {w.name: sha1_of(w) for w in warcs}
+
+    taken = chain.ingest(cfg)
+    assert sorted(taken) == sorted(w.name for w in warcs)
+    assert chain.ingest(cfg) == []
+    layout = Layout.from_settings(cfg)
+    queued = [len(list(d.iterdir())) for d in layout.worker_dirs()]
+    assert sorted(queued) == [2, 2]  # 4 files over 2 workers, fewest-queued first
+
+    results = [chain.process_file(name, cfg) for name in chain.pending_files(cfg)]
+    assert {r["stage"] for r in results} == {"done"}
+    assert set(_stages(db_engine).values()) == {"done"}
+    for module in ("transfer", "backup", "delete"):
+        assert not any(layout.module_dir(module).iterdir())
+    assert all(not any(d.iterdir()) for d in layout.worker_dirs())
+
+    today = datetime.now(UTC).date()
+    merge.daily_merge(today, cfg)
+    merge.bigmerge(cfg)
+    for fmt in ("cdx11", "cdxj"):
+        big = layout.big_cdx(fmt).read_text().splitlines()
+        assert big == expected_index(oracle, warcs, fmt)
+    paths = layout.big_path().read_text().splitlines()
+    assert len(paths) == len(warcs)
+    for line in paths:
+        name, final = line.split("\t")
+        assert sha1_of(Path(final)) == sums[name]
+        assert Path(final).is_relative_to(data / "repository" / "loc1" / str(hid))
+        assert sha1_of(data / "backup" / str(hid) / name) == sums[name]
+
+    before = layout.big_cdx("cdxj").read_bytes()
+    assert merge.bigmerge(cfg) == {}  # nothing new
+    merge.daily_merge(today, cfg)  # a re-run of the day changes nothing either
+    merge.bigmerge(cfg)
+    assert layout.big_cdx("cdxj").read_bytes() == before
+
+    report = cleanup.clean_arc_repository(cfg)
+    assert report["deleted"] == len(warcs)
+    assert not any(w.exists() for w in warcs)
+    assert [p.name for p in (job_dir / "warcs").iterdir()] == [
+        p.name for p in (job_dir / "warcs").iterdir() if p.name.endswith(".open")
+    ]
+    assert cleanup.clean_arc_repository(cfg)["deleted"] == 0
+
+
+def test_damaged_and_non_warc_files_are_quarantined_and_never_cleaned(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, oracle: Path
+):
+    hid = make_harvest(db_engine, "bad-input")
+    job_id, job_dir = make_job(db_engine, cfg.data_dir, hid, files=2, seed=3)
+    good, *_ = job_warcs(job_dir)
+    truncated = job_dir / "warcs" / f"{job_id}-{hid}-20261122031700000-00007-crawler.warc.gz"
+    full = good.read_bytes()
+    truncated.write_bytes(full[: len(full) // 2])
+    junk = job_dir / "warcs" / f"{job_id}-{hid}-20261122031800000-00008-crawler.warc.gz"
+    junk.write_text("<html>not a warc</html>\n")
+
+    chain.ingest(cfg)
+    results = {name: chain.process_file(name, cfg) for name in chain.pending_files(cfg)}
+    assert results[truncated.name]["quarantined"]
+    assert "damaged at byte offset" in results[truncated.name]["error"]
+    assert results[junk.name]["quarantined"]
+    assert "not a WARC file" in results[junk.name]["error"]
+    others = [r for n, r in results.items() if n not in (truncated.name, junk.name)]
+    assert others and all(r["stage"] == "done" for r in others)
+
+    layout = Layout.from_settings(cfg)
+    qdir = layout.quarantine_dir()
+    kept = (qdir / (truncated.name + ".cdxj")).read_text().splitlines()
+    good_lines = set(expected_index(oracle, [good], "cdxj"))
+    assert kept and all(line.replace(truncated.name, good.name) in good_lines for line in kept)
+    assert (qdir / truncated.name).exists() and (qdir / junk.name).exists()
+
+    merge.daily_merge(datetime.now(UTC).date(), cfg)
+    merge.bigmerge(cfg)
+    assert truncated.name not in layout.big_cdx("cdxj").read_text()
+    cleanup.clean_arc_repository(cfg)
+    assert truncated.exists() and junk.exists()
+
+
+def test_collection_routing_gives_a_definition_its_own_index(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+):
+    routed = make_harvest(db_engine, "elections")
+    plain = make_harvest(db_engine, "other")
+    cfg["indexing"]["collections"] = {str(routed): "elections"}
+    _, routed_dir = make_job(db_engine, cfg.data_dir, routed, files=1, seed=4)
+    _, plain_dir = make_job(db_engine, cfg.data_dir, plain, files=1, seed=5)
+    chain.run_chain(cfg)
+    merge.daily_merge(datetime.now(UTC).date(), cfg)
+    merge.bigmerge(cfg)
+    layout = Layout.from_settings(cfg)
+    own = layout.big_cdx("cdx11", "elections").read_text()
+    main = layout.big_cdx("cdx11").read_text()
+    for w in job_warcs(routed_dir):
+        assert w.name in own and w.name not in main
+    for w in job_warcs(plain_dir):
+        assert w.name in main and w.name not in own
+
+
+def test_no_repository_space_leaves_file_waiting_in_transfer(
+    cfg: settings_mod.Settings, db_engine: sa.Engine
+):
+    hid = make_harvest(db_engine, "full-disk")
+    make_job(db_engine, cfg.data_dir, hid, files=1, seed=6)
+    names = chain.ingest(cfg)
+    cfg["indexing"]["min_free_bytes"] = 1 << 62
+    with pytest.raises(chain.NoSpaceError):
+        chain.process_file(names[0], cfg)
+    layout = Layout.from_settings(cfg)
+    assert (layout.module_dir("transfer") / names[0]).exists()
+    cfg["indexing"]["min_free_bytes"] = 0
+    assert chain.process_file(names[0], cfg)["stage"] == "done"
+
+
+def test_dedup_index_keeps_the_original_capture_per_url_and_digest(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, tmp_path: Path
+):
+    hid = make_harvest(db_engine, "dedup")
+    first_job, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=8)
+    second_job, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=8)  # same payloads
+    chain.run_chain(cfg)
+    out = build_dedup_index(hid, tmp_path / "dedup.txt", cfg)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines == sorted(lines, key=lambda s: s.encode("utf-8"))
+    rows = [line.split("\t") for line in lines]
+    assert all(len(r) == 8 for r in rows)
+    keys = [(r[0], r[1]) for r in rows]
+    assert len(keys) == len(set(keys))
+    # identical payloads in both jobs: the original (first job's file) is the one kept
+    assert {r[3].split("-")[0] for r in rows if not r[3].split("-")[1].startswith("metadata")} == {
+        str(first_job)
+    }
+    assert all(r[1].startswith("sha1:") and r[4].isdigit() for r in rows)
+    only_second = build_dedup_index(hid, tmp_path / "d2.txt", cfg, job_ids=[second_job])
+    assert {line.split("\t")[3].split("-")[0] for line in only_second.read_text().splitlines()} == {
+        str(second_job)
+    }
