@@ -51,6 +51,7 @@ def dns_settings(
     settings: Any = None,
     nameservers: Iterable[str] | None = None,
     hosts_file: str | None = None,
+    static_only: bool | None = None,
     **overrides: Any,
 ) -> DnsSettings:
     """DnsSettings from the ``[preload]`` section, explicit arguments winning."""
@@ -61,7 +62,8 @@ def dns_settings(
     servers = tuple(parse_nameserver(n) for n in names)
     hosts = hosts_file if hosts_file is not None else section.get("hosts_file", "")
     static = read_hosts_file(hosts) if hosts else {}
-    static_only = bool(section.get("static_only", False))
+    if static_only is None:
+        static_only = bool(section.get("static_only", False))
     if not servers and not static_only:
         servers = system_nameservers()
     values: dict[str, Any] = {

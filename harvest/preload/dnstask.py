@@ -120,15 +120,17 @@ def dns_check_chunk(
     settings: Settings | None = None,
     engine: Engine | None = None,
     hosts_file: str | None = None,
+    static_only: bool | None = None,
 ) -> dict[str, Any]:
     """Mapped task: DNS-check one chunk file of a run into ``dns_checks`` (resumable).
 
     ``nameservers`` (``host[:port]`` strings) override ``[preload] nameservers``; with neither,
     the resolvers of /etc/resolv.conf are used. ``hosts_file`` (or ``[preload] hosts_file``)
-    answers the names it lists without DNS (demo on loopback).
+    answers the names it lists without DNS (demo on loopback); ``static_only`` (or
+    ``[preload] static_only``) makes the names it does not list 'failed' without asking DNS.
     """
     settings = settings or get_settings()
-    dns = dns_settings(settings, nameservers, hosts_file)
+    dns = dns_settings(settings, nameservers, hosts_file, static_only)
     processes = default_processes(settings)
     domains = list(read_domain_lines(Path(chunk_path)))
     result = check_and_store(

@@ -147,6 +147,7 @@ def probe_redirects(
     connect_to: str | None = None,
     hosts_file: str | None = None,
     nameservers: list[str] | None = None,
+    static_only: bool | None = None,
 ) -> dict[str, Any]:
     """Probe the active domains of a run (or of one chunk file) for cross-domain redirects.
 
@@ -246,7 +247,7 @@ def probe_redirects(
     discovered = _record_targets(engine, run_id)
     dns_result: dict[str, Any] = {}
     if discovered:
-        dns = dns_settings(settings, nameservers, hosts_file)
+        dns = dns_settings(settings, nameservers, hosts_file, static_only)
         dns_result = check_and_store(engine, run_id, discovered, dns, label="dns check redirects")
     result = {
         "run_id": run_id,
