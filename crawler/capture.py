@@ -82,7 +82,9 @@ class WarcCaptureMiddleware:
     # --- before the fetch ---------------------------------------------------------------------
     def process_request(self, request: Request, spider: Any = None) -> None:
         host = host_of(request.url)
-        if not self.allow_private and host not in self.overrides and not address_allowed(host):
+        if host in self.ctx.refused_hosts or (
+            not self.allow_private and host not in self.overrides and not address_allowed(host)
+        ):
             raise AddressRefused("err=address-not-allowed")
         if "hf" in request.meta:
             domain = self.ctx.budgets.domain_for(host)
@@ -102,6 +104,9 @@ class WarcCaptureMiddleware:
         domain = request.meta.pop("hf_reserved", None)
         if domain is not None:
             self.ctx.budgets.release(domain)
+        if host_of(request.url) in self.ctx.refused_hosts:
+            # refused by the resolver's safety rule: final, not worth a retry
+            raise AddressRefused("err=address-not-allowed")
 
     def bytes_received(self, data: bytes, request: Request, spider: Any = None) -> None:
         received = request.meta.get("hf_received", 0) + len(data)

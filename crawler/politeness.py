@@ -53,6 +53,8 @@ class Politeness:
         self.min_s = t.min_delay_ms / 1000.0
         self.max_s = t.max_delay_ms / 1000.0
         self.cap_s = float(t.max_crawl_delay_s)
+        # --no-politeness (all delays zero) also ignores robots.txt Crawl-delay
+        self.polite = t.delay_factor > 0 or t.min_delay_ms > 0 or t.max_delay_ms > 0
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
@@ -69,10 +71,16 @@ class Politeness:
         if delay is not None:
             self.ctx.crawl_delays[host] = float(delay)
             log.info("robots.txt of %s asks for Crawl-delay %s s", host, delay)
+            # robots.txt is parsed after its own fetch set the slot's delay: raise it now,
+            # before the request that waited for robots.txt reaches the slot
+            engine = self.crawler.engine
+            slot = engine.downloader.slots.get(host) if engine is not None else None
+            if slot is not None and self.polite and float(delay) <= self.cap_s:
+                slot.delay = max(slot.delay, float(delay))
 
     def response_downloaded(self, response: Response, request: Request, spider: Any) -> None:
         engine = self.crawler.engine
-        if engine is None:
+        if engine is None or not self.polite:
             return
         downloader = engine.downloader
         key = request.meta.get("download_slot")

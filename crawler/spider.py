@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 import scrapy
+from scrapy import exceptions as sx
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import error as txerror
@@ -36,31 +37,38 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     request = getattr(failure, "request", None)
     if isinstance(exc, Refused):
         return exc.status, [exc.annotation], st.REFUSED
-    if isinstance(exc, txerror.DNSLookupError):
+    name = type(exc).__name__
+    if isinstance(exc, txerror.DNSLookupError | sx.CannotResolveHostError):
         host = host_of(request.url) if request is not None else ""
         if host in ctx.refused_hosts:
             return crawllog.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
         return crawllog.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
     if isinstance(
-        exc, txerror.ConnectionRefusedError | txerror.ConnectError | txerror.NoRouteError
+        exc,
+        txerror.ConnectionRefusedError
+        | txerror.ConnectError
+        | txerror.NoRouteError
+        | sx.DownloadConnectionRefusedError,
     ):
-        return crawllog.CONNECT_FAILED, [f"err={type(exc).__name__}"], st.FAILED
-    if isinstance(exc, txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError):
+        return crawllog.CONNECT_FAILED, [f"err={name}"], st.FAILED
+    if isinstance(
+        exc,
+        txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError | sx.DownloadTimeoutError,
+    ):
         return crawllog.TIMEOUT, ["err=timeout"], st.FAILED
-    if type(exc).__name__ in ("DownloadTimeoutError", "DownloadConnectionRefusedError"):
-        code = crawllog.TIMEOUT if "Timeout" in type(exc).__name__ else crawllog.CONNECT_FAILED
-        return code, [f"err={type(exc).__name__}"], st.FAILED
-    if (
-        isinstance(
-            exc,
-            ResponseFailed
-            | ResponseNeverReceived
-            | txerror.ConnectionLost
-            | txerror.ConnectionDone,
-        )
-        or "DataLoss" in type(exc).__name__
+    if isinstance(
+        exc,
+        ResponseFailed
+        | ResponseNeverReceived
+        | txerror.ConnectionLost
+        | txerror.ConnectionDone
+        | sx.ResponseDataLossError
+        | sx.DownloadFailedError
+        | sx.DownloadCancelledError,
     ):
-        return crawllog.CONNECT_LOST, [f"err={type(exc).__name__}"], st.FAILED
+        return crawllog.CONNECT_LOST, [f"err={name}"], st.FAILED
+    if isinstance(exc, sx.UnsupportedURLSchemeError):
+        return crawllog.UNFETCHABLE, ["err=unsupported-scheme"], st.REFUSED
     if isinstance(exc, IgnoreRequest):
         return crawllog.BLOCKED_BY_OPERATOR, [f"err={exc}".replace(" ", "_")[:80]], st.REFUSED
     return crawllog.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED

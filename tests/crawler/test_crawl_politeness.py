@@ -1,0 +1,60 @@
+"""Politeness measured at the server: per host, the gap between the end of one response and
+the start of the next request respects clamp(factor × duration, min, max) and Crawl-delay."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from tests.crawler.conftest import make_job, run_crawl
+
+MIN_DELAY = 0.25
+FACTOR = 5.0
+SLOW = 0.2  # /slow?ms=200 takes 0.2 s: the next fetch must wait ≥ 5 × 0.2 = 1 s
+CRAWL_DELAY = 0.5  # example-b.test/robots.txt
+TOLERANCE = 0.03
+
+
+def test_request_gaps_per_host_respect_the_politeness_rule(fresh_site, tmp_path):
+    site = fresh_site
+    seeds = [
+        site.url("www.example-a.test", "/slow?ms=200"),
+        site.url("www.example-a.test", "/"),
+        site.url("example-b.test", "/"),
+    ]
+    template = {
+        "delay_factor": FACTOR,
+        "min_delay_ms": int(MIN_DELAY * 1000),
+        "max_delay_ms": 2000,
+        "connections_per_host": 1,
+        "max_hops": 1,
+    }
+    result = run_crawl(make_job(site, seeds, template), tmp_path / "job")
+    assert result.summary["status"] == "complete"
+    by_host = defaultdict(list)
+    for req in sorted(site.requests, key=lambda r: r.started):
+        by_host[req.host].append(req)
+    assert len(by_host["www.example-a.test"]) >= 10
+    checked = 0
+    for host, reqs in by_host.items():
+        floor = CRAWL_DELAY if host == "example-b.test" else MIN_DELAY
+        for prev, nxt in zip(reqs, reqs[1:], strict=False):
+            gap = nxt.started - prev.ended
+            assert gap >= floor - TOLERANCE, (host, prev.path, nxt.path, gap)
+            if prev.path.startswith("/slow"):
+                assert gap >= FACTOR * SLOW - TOLERANCE, (prev.path, gap)
+            checked += 1
+    assert checked >= 15
+    assert any(r.path.startswith("/slow") for r in by_host["www.example-a.test"][:-1])
+
+
+def test_no_politeness_fetches_a_host_in_parallel(fresh_site, tmp_path):
+    site = fresh_site
+    result = run_crawl(
+        make_job(site, [site.url("www.example-a.test", "/")], {"connections_per_host": 4}),
+        tmp_path / "job",
+    )
+    assert result.summary["status"] == "complete"
+    reqs = sorted(site.served("static.example-a.test"), key=lambda r: r.started)
+    overlapping = sum(1 for a, b in zip(reqs, reqs[1:], strict=False) if b.started < a.ended)
+    gaps = [b.started - a.ended for a, b in zip(reqs, reqs[1:], strict=False)]
+    assert overlapping > 0 or min(gaps) < MIN_DELAY / 5
