@@ -3,6 +3,7 @@ the start of the next request respects clamp(factor × duration, min, max) and C
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 
 from tests.crawler.conftest import make_job, run_crawl
@@ -37,7 +38,7 @@ def test_request_gaps_per_host_respect_the_politeness_rule(fresh_site, tmp_path)
     checked = 0
     for host, reqs in by_host.items():
         floor = CRAWL_DELAY if host == "example-b.test" else MIN_DELAY
-        for prev, nxt in zip(reqs, reqs[1:], strict=False):
+        for prev, nxt in itertools.pairwise(reqs):
             gap = nxt.started - prev.ended
             assert gap >= floor - TOLERANCE, (host, prev.path, nxt.path, gap)
             if prev.path.startswith("/slow"):
@@ -55,6 +56,6 @@ def test_no_politeness_fetches_a_host_in_parallel(fresh_site, tmp_path):
     )
     assert result.summary["status"] == "complete"
     reqs = sorted(site.served("static.example-a.test"), key=lambda r: r.started)
-    overlapping = sum(1 for a, b in zip(reqs, reqs[1:], strict=False) if b.started < a.ended)
-    gaps = [b.started - a.ended for a, b in zip(reqs, reqs[1:], strict=False)]
+    overlapping = sum(1 for a, b in itertools.pairwise(reqs) if b.started < a.ended)
+    gaps = [b.started - a.ended for a, b in itertools.pairwise(reqs)]
     assert overlapping > 0 or min(gaps) < MIN_DELAY / 5
