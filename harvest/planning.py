@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import NEW, as_utc, engine_or_default, harvest_settings
+from harvest.common import NEW, RESUBMITTED, as_utc, engine_or_default, harvest_settings
 from harvest.definitions import ensure_run
 from harvest.jobgen import default as default_generator
 from harvest.jobgen import fixed as fixed_generator
@@ -64,14 +64,15 @@ def _definition(conn: Connection, harvest_id: int) -> Any:
 
 
 def _existing_jobs(conn: Connection, harvest_id: int, harvest_num: int) -> list[int]:
+    """The run's jobs; a resubmitted job is replaced by the job it was resubmitted as."""
     return [
         int(j)
         for j in conn.execute(
             sa.text(
                 "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
-                " ORDER BY job_index"
+                " AND status <> :r ORDER BY job_index"
             ),
-            {"h": harvest_id, "n": harvest_num},
+            {"h": harvest_id, "n": harvest_num, "r": RESUBMITTED},
         ).scalars()
     ]
 

@@ -1,0 +1,172 @@
+"""Jobs left behind by a dead worker: detection, post-processing, resubmission.
+
+Why: a crawl worker can die (machine lost, OOM kill) leaving its job SUBMITTED or STARTED for
+ever. A job is taken for dead when nothing in its directory has changed for a while and it has
+no summary (a running crawl logs progress at a steady interval). Its partial output stays where
+it is and is post-processed like any job (history from what is known, reports stored, status
+FAILED with the reason); a new job with the same frozen spec replaces it (NetarchiveSuite's
+"resubmit": the old one becomes RESUBMITTED and points to the new one). Both steps are
+idempotent: resubmitting twice returns the same new job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from harvest.common import FAILED, NEW, RESUBMITTED, STARTED, SUBMITTED, engine_or_default
+from harvest.results import SUMMARY, record_job_results
+
+log = logging.getLogger(__name__)
+
+
+def last_activity(job_dir: Path, max_files: int = 10000) -> float | None:
+    """Newest modification time of anything in the job directory (None: no directory)."""
+    if not job_dir.is_dir():
+        return None
+    newest = job_dir.stat().st_mtime
+    seen = 0
+    for root, _dirs, files in os.walk(job_dir):
+        for name in files:
+            try:
+                newest = max(newest, os.stat(os.path.join(root, name)).st_mtime)
+            except FileNotFoundError:  # a file renamed while we look
+                continue
+            seen += 1
+            if seen >= max_files:
+                return newest
+    return newest
+
+
+def find_dead_jobs(
+    stale_after_s: float = 3600,
+    engine: Engine | None = None,
+    *,
+    exclude: Iterable[int] = (),
+    now: float | None = None,
+) -> list[int]:
+    """SUBMITTED/STARTED jobs without summary whose directory is silent for ``stale_after_s``.
+
+    ``exclude``: jobs known to be alive (e.g. whose Airflow task is running).
+    """
+    engine = engine_or_default(engine)
+    now = time.time() if now is None else now
+    skip = set(exclude)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT job_id, job_dir, status, submitteddate FROM jobs"
+                " WHERE status IN (:s, :t) ORDER BY job_id"
+            ),
+            {"s": SUBMITTED, "t": STARTED},
+        ).all()
+    dead = []
+    for row in rows:
+        if row.job_id in skip:
+            continue
+        if row.job_dir and (Path(row.job_dir) / SUMMARY).exists():
+            continue  # finished: only its results are missing, not a dead worker
+        activity = last_activity(Path(row.job_dir)) if row.job_dir else None
+        if activity is None and row.submitteddate is not None:
+            activity = row.submitteddate.timestamp()
+        if activity is not None and now - activity >= stale_after_s:
+            dead.append(int(row.job_id))
+    return dead
+
+
+def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | None = None) -> int:
+    """A NEW copy of ``job_id`` (same run, frozen template and seeds); returns its id.
+
+    The old job becomes RESUBMITTED with ``resubmitted_as_job`` set; a job already resubmitted
+    returns the job it was resubmitted as.
+    """
+    engine = engine_or_default(engine)
+    with engine.begin() as conn:
+        old = conn.execute(
+            sa.text("SELECT * FROM jobs WHERE job_id = :j FOR UPDATE"), {"j": job_id}
+        ).first()
+        if old is None:
+            raise LookupError(f"job {job_id} does not exist")
+        if old.resubmitted_as_job is not None:
+            return int(old.resubmitted_as_job)
+        if old.status == NEW:
+            raise ValueError(f"job {job_id} was never submitted: nothing to resubmit")
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": old.harvest_id})
+        next_index = conn.execute(
+            sa.text(
+                "SELECT max(job_index) + 1 FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
+            ),
+            {"h": old.harvest_id, "n": old.harvest_num},
+        ).scalar_one()
+        new_id = conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, snapshot,"
+                " template_name, template, seedlist, crawlertraps, forcemaxobjects,"
+                " forcemaxbytes, forcemaxrunningtime, num_configs, resolve, logical_date)"
+                " SELECT harvest_id, harvest_num, :i, :new, channel, snapshot, template_name,"
+                " template, seedlist, crawlertraps, forcemaxobjects, forcemaxbytes,"
+                " forcemaxrunningtime, num_configs, resolve, logical_date FROM jobs"
+                " WHERE job_id = :j RETURNING job_id"
+            ),
+            {"i": next_index, "new": NEW, "j": job_id},
+        ).scalar_one()
+        conn.execute(
+            sa.text(
+                "INSERT INTO job_configs (job_id, config_id) SELECT :n, config_id"
+                " FROM job_configs WHERE job_id = :j"
+            ),
+            {"n": new_id, "j": job_id},
+        )
+        conn.execute(
+            sa.text(
+                "UPDATE jobs SET status = GREATEST(status, :r), resubmitted_as_job = :n,"
+                " harvest_error_details = concat_ws('; ', harvest_error_details, :why)"
+                " WHERE job_id = :j"
+            ),
+            {
+                "r": RESUBMITTED,
+                "n": new_id,
+                "j": job_id,
+                "why": reason or f"resubmitted as job {new_id}",
+            },
+        )
+    log.warning("job %s resubmitted as job %s%s", job_id, new_id, f": {reason}" if reason else "")
+    return int(new_id)
+
+
+def resubmit_dead_jobs(
+    stale_after_s: float = 3600,
+    engine: Engine | None = None,
+    *,
+    exclude: Iterable[int] = (),
+) -> dict[str, Any]:
+    """Find dead jobs, post-process what they left, resubmit them; {dead, resubmitted}."""
+    engine = engine_or_default(engine)
+    dead = find_dead_jobs(stale_after_s, engine, exclude=exclude)
+    resubmitted: dict[int, int] = {}
+    for job_id in dead:
+        result = record_job_results(job_id, engine)
+        why = f"worker died: no activity for {stale_after_s:.0f} s"
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE jobs SET harvest_errors = concat_ws('; ', CAST(:why AS text),"
+                    " harvest_errors) WHERE job_id = :j AND status = :f"
+                ),
+                {"why": why, "j": job_id, "f": FAILED},
+            )
+        resubmitted[job_id] = resubmit_job(job_id, engine, reason=why)
+        log.warning(
+            "dead job %s (%s) kept its output in place, resubmitted as %s",
+            job_id,
+            result["status"],
+            resubmitted[job_id],
+        )
+    return {"dead": dead, "resubmitted": resubmitted}

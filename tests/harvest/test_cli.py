@@ -1,0 +1,37 @@
+"""``harvestflow domain show`` and ``harvestflow jobs list`` through the real CLI entry point."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from harvest import pipeline as p
+from harvestflow.cli import main
+from tests.harvest.conftest import write_summary
+
+pytestmark = pytest.mark.services
+
+
+def test_domain_show_and_jobs_list(hdb, tmp_path, capsys):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, datetime(2026, 11, 22, 3, tzinfo=UTC), engine=hdb)[0]
+    path = p.prepare_job(job, tmp_path, engine=hdb)
+    write_summary(path, {"example-a.test": (40, 12345, 1), "example-b.test": (7, 700, 0)})
+    p.record_job_results(job, engine=hdb)
+
+    assert main(["domain", "show", "example-a.test"]) == 0
+    out = capsys.readouterr().out
+    assert "domain example-a.test" in out
+    assert "demo (default): template demo_loopback" in out
+    assert "http://www.example-a.test:8099/" in out
+    assert "demo-daily job" in out and "40 objects" in out and "OBJECT_LIMIT" in out
+
+    assert main(["jobs", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:4] == ["job", "harvest", "run", "status"]
+    fields = out[1].split()
+    assert fields[:6] == [str(job), "demo-daily", "1", "DONE", "CIBLEE", "2"]
+    assert fields[6] == "47"  # objects of the job's history rows
+
+    assert main(["domain", "show", "unknown.test"]) == 1

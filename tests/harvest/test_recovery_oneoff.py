@@ -1,0 +1,118 @@
+"""Dead workers' jobs are post-processed and resubmitted once; one-off harvests."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvest import pipeline as p
+from harvest.common import FAILED, NEW, RESUBMITTED, STARTED
+from harvest.oneoff import OneOffError, create_seedlist_harvest, validate_params
+from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
+
+pytestmark = pytest.mark.services
+LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+
+
+def job_row(engine, job_id):
+    with engine.connect() as c:
+        return c.execute(sa.text("SELECT * FROM jobs WHERE job_id = :j"), {"j": job_id}).first()
+
+
+def age(path: Path, seconds: float) -> None:
+    old = time.time() - seconds
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.utime(os.path.join(root, name), (old, old))
+    os.utime(path, (old, old))
+
+
+def test_dead_worker_job_is_post_processed_and_resubmitted_once(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    spec_path = Path(p.prepare_job(job, tmp_path, engine=hdb))
+    p.mark_started(job, engine=hdb)
+    warcs = spec_path.parent / "warcs"
+    warcs.mkdir()
+    (warcs / f"{job}-{hid}-20261122030000000-00000-h.warc.gz").write_bytes(b"partial")
+    assert find_dead_jobs(600, hdb) == []  # fresh activity: alive
+    age(spec_path.parent, 3600)
+    assert find_dead_jobs(600, hdb) == [job]
+    assert find_dead_jobs(600, hdb, exclude=[job]) == []  # its task is known to run
+
+    result = resubmit_dead_jobs(600, hdb)
+    new = result["resubmitted"][job]
+    old_row, new_row = job_row(hdb, job), job_row(hdb, new)
+    assert old_row.status == RESUBMITTED and old_row.resubmitted_as_job == new
+    assert "worker died" in old_row.harvest_errors
+    assert new_row.status == NEW and new_row.seedlist == old_row.seedlist
+    assert new_row.template == old_row.template and new_row.harvest_num == old_row.harvest_num
+    assert (warcs / f"{job}-{hid}-20261122030000000-00000-h.warc.gz").exists()  # output kept
+    assert resubmit_job(job, hdb) == new  # idempotent
+    assert resubmit_dead_jobs(600, hdb)["dead"] == []
+    # the run now consists of the new job: a re-run of the DAG run crawls it
+    assert p.generate_jobs(hid, LD, engine=hdb) == [new]
+    spec = json.loads(Path(p.prepare_job(new, tmp_path, engine=hdb)).read_text())
+    assert spec["job_id"] == new and spec["seeds"] == json.loads(spec_path.read_text())["seeds"]
+
+
+def test_finished_but_unrecorded_job_is_not_dead(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    spec_path = Path(p.prepare_job(job, tmp_path, engine=hdb))
+    (spec_path.parent / "summary.json").write_text("{}")
+    age(spec_path.parent, 7200)
+    assert find_dead_jobs(600, hdb) == []
+
+
+def test_status_never_moves_back(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    p.prepare_job(job, tmp_path, engine=hdb)
+    p.record_job_results(job, engine=hdb)  # no summary: FAILED
+    p.mark_started(job, engine=hdb)  # a late "started" does not move it back
+    assert job_row(hdb, job).status == FAILED
+    with pytest.raises(sa.exc.DBAPIError, match="may not move back"), hdb.begin() as c:
+        c.execute(
+            sa.text("UPDATE jobs SET status = :s WHERE job_id = :j"), {"s": STARTED, "j": job}
+        )
+
+
+def test_oneoff_seed_list_harvest(hdb, tmp_path):
+    seeds = [
+        "http://www.example-a.test:8099/",
+        "example-b.test:8099/x",
+        "http://www.example-a.test:8099/p",
+    ]
+    hid = create_seedlist_harvest(seeds, "demo_loopback", "manual__2026-11-22", engine=hdb)
+    assert create_seedlist_harvest(seeds, "demo_loopback", "manual__2026-11-22", engine=hdb) == hid
+    assert p.due_definitions("daily", LD, engine=hdb) == []  # never due on a schedule
+    jobs = p.generate_jobs(hid, LD, engine=hdb)
+    spec = json.loads(Path(p.prepare_job(jobs[0], tmp_path, engine=hdb)).read_text())
+    assert sorted(spec["seeds"]) == sorted(
+        [
+            "http://www.example-a.test:8099/",
+            "http://example-b.test:8099/x",
+            "http://www.example-a.test:8099/p",
+        ]
+    )
+    assert spec["template"]["name"] == "demo_loopback"
+
+
+def test_oneoff_form_errors_name_the_field(hdb):
+    with pytest.raises(OneOffError, match="either harvest_id or seeds"):
+        validate_params({}, hdb)
+    with pytest.raises(OneOffError, match="template: unknown template"):
+        validate_params({"seeds": ["http://a.test/"], "template": "nope"}, hdb)
+    with pytest.raises(OneOffError, match="seeds line 2"):
+        validate_params({"seeds": ["http://a.test/", "ftp://b.test/"]}, hdb)
+    with pytest.raises(OneOffError, match="harvest_id: no harvest definition"):
+        validate_params({"harvest_id": 999}, hdb)
+    hid = p.create_demo_definition(8099, engine=hdb)
+    assert validate_params({"harvest_id": hid}, hdb).harvest_id == hid

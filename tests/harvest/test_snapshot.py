@@ -1,0 +1,77 @@
+"""Snapshot harvests: aliases left out, low-priority channel, step 2 only on harvest limits."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvest import pipeline as p
+from harvest.domains import ensure_config
+from harvest.snapshot import create_snapshot_definition, create_step2_definition, domains_for_step2
+from tests.harvest.conftest import write_summary
+
+pytestmark = pytest.mark.services
+LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+
+
+def load_domains(engine, names):
+    with engine.begin() as c:
+        for name in names:
+            ensure_config(c, name, template="default_snapshot")
+
+
+def test_snapshot_skips_live_aliases_and_runs_on_the_low_priority_channel(hdb, tmp_path):
+    load_domains(hdb, ["a.test", "b.test", "c.test", "d.test"])
+    with hdb.begin() as c:
+        ids = dict(c.execute(sa.text("SELECT name, domain_id FROM domains")).all())
+        c.execute(
+            sa.text("UPDATE domains SET alias = :a, lastaliasupdate = now() WHERE name = 'b.test'"),
+            {"a": ids["a.test"]},
+        )
+        # an alias older than a year has expired: harvested again
+        c.execute(
+            sa.text("UPDATE domains SET alias = :a, lastaliasupdate = :t WHERE name = 'c.test'"),
+            {"a": ids["a.test"], "t": LD - timedelta(days=400)},
+        )
+        c.execute(sa.text("UPDATE domains SET active = false WHERE name = 'd.test'"))
+    hid = create_snapshot_definition("broad-2026", max_objects=10_000, engine=hdb)
+    jobs = p.generate_jobs(hid, LD, engine=hdb)
+    spec = json.loads(Path(p.prepare_job(jobs[0], tmp_path, engine=hdb)).read_text())
+    assert len(jobs) == 1
+    assert [d["domain"] for d in spec["domains"]] == ["a.test", "c.test"]
+    assert spec["channel"] == "LARGE" and spec["snapshot"] is True
+    assert {d["max_objects"] for d in spec["domains"]} == {10_000}  # the harvest's budget
+    assert "http://www.a.test" in spec["seeds"] and "https://c.test" in spec["seeds"]
+
+
+def test_step2_reharvests_only_domains_stopped_by_the_harvest_limit(hdb, tmp_path):
+    names = ["full.test", "objlimit.test", "sizelimit.test", "cfglimit.test", "unfinished.test"]
+    load_domains(hdb, names)
+    step1 = create_snapshot_definition("broad-2026", max_objects=10_000, engine=hdb)
+    jobs = p.generate_jobs(step1, LD, engine=hdb)
+    assert len(jobs) == 1
+    path = p.prepare_job(jobs[0], tmp_path, engine=hdb)
+    write_summary(
+        path,
+        {
+            "full.test": (10, 1000, 0),
+            "objlimit.test": (10_000, 10**8, 1),
+            "sizelimit.test": (900, 10**9, 2),
+            "cfglimit.test": (500, 10**9, 3),
+            "unfinished.test": (5, 100, 4),
+        },
+    )
+    assert p.record_job_results(jobs[0], engine=hdb)["status"] == "DONE"
+    assert domains_for_step2(step1, hdb) == ["objlimit.test", "sizelimit.test"]
+    step2 = create_step2_definition(step1, max_objects=100_000, engine=hdb)
+    jobs2 = p.generate_jobs(step2, LD + timedelta(days=7), engine=hdb)
+    domains = set()
+    for job in jobs2:
+        spec = json.loads(Path(p.prepare_job(job, tmp_path, engine=hdb)).read_text())
+        domains |= {d["domain"] for d in spec["domains"]}
+        assert {d["max_objects"] for d in spec["domains"]} == {100_000}
+    assert domains == {"objlimit.test", "sizelimit.test"}
