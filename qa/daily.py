@@ -1,0 +1,341 @@
+"""The daily QA statistics (NAS_qual): one day's jobs → figures, report files, DB rows.
+
+Why this shape: ``compute_day`` does the work from plain inputs (job descriptions, history,
+origins) so that it runs on golden files in tests and from the CLI; ``run_daily`` is the thin
+entry point the ``daily_qa_stats`` DAG and ``harvestflow qa daily`` call: read the DB, compute,
+write ``<data_dir>/qa/<day>/``, replace the day's rows in qa_stats/qa_reports. Re-running a day
+rewrites the same files byte for byte (no wall-clock time inside them, stable sort orders) and
+the same rows, so backfills and retries are safe.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harvestflow.settings import Settings, get_settings
+from qa import codes, metrics
+from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log
+from qa.hosts import classify_host, host_of
+from qa.inputs import JobInfo, crawl_log_path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobOutcome:
+    """What happened to one job's crawl log."""
+
+    job: JobInfo
+    log_path: Path | None
+    state: str = "ok"  # ok, missing, unreadable, corrupt (some bad lines), empty
+    message: str = ""
+    aggregate: LogAggregate | None = None
+
+
+@dataclass
+class DayComputation:
+    day: date
+    outcomes: list[JobOutcome]
+    rows: pd.DataFrame
+    scopes: dict[str, metrics.Families] = field(default_factory=dict)
+    jobs_table: pd.DataFrame | None = None
+    problems: list[str] = field(default_factory=list)
+    dns_counts: dict[str, int] = field(default_factory=dict)
+
+
+def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> JobOutcome:
+    """Aggregate one job's crawl log, turning every failure into a named problem."""
+    path = crawl_log_path(job.job_dir, data_dir)
+    outcome = JobOutcome(job=job, log_path=path)
+    if path is None:
+        outcome.state, outcome.message = "missing", "job has no job directory"
+        return outcome
+    if not path.exists():
+        outcome.state, outcome.message = "missing", f"crawl log missing: {path}"
+        return outcome
+    try:
+        agg = aggregate_crawl_log(path, workers=workers)
+    except CrawlLogError as exc:
+        outcome.state, outcome.message = "unreadable", str(exc)
+        return outcome
+    outcome.aggregate = agg
+    if agg.lines == 0:
+        outcome.state, outcome.message = "empty", f"crawl log is empty: {path}"
+    elif agg.bad_lines:
+        outcome.state = "corrupt"
+        first = agg.bad_examples[0] if agg.bad_examples else None
+        where = f"; first at line {first.line}: {first.reason}" if first else ""
+        outcome.message = f"{path}: {agg.bad_lines} of {agg.lines} lines unreadable, skipped{where}"
+    return outcome
+
+
+def _rows_of(outcomes: list[JobOutcome]) -> pd.DataFrame:
+    frames = []
+    for out in outcomes:
+        if out.aggregate is None or out.aggregate.groups.height == 0:
+            continue
+        # plain lists: polars.to_pandas() would need pyarrow for a few small columns
+        frame = pd.DataFrame(out.aggregate.groups.to_dict(as_series=False))
+        frame["job_id"] = out.job.job_id
+        frames.append(frame)
+    if not frames:
+        cols = ["auth", "status", "mime", "dup", "seed", "quota", "lines", "bytes", "job_id"]
+        empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
+        for c in ("status", "lines", "bytes", "job_id"):
+            empty[c] = empty[c].astype("int64")
+        for c in ("dup", "seed", "quota"):
+            empty[c] = empty[c].astype("bool")
+        frames = [empty]
+    rows = pd.concat(frames, ignore_index=True)
+    auths = pd.unique(rows["auth"].fillna(""))
+    infos = {a: classify_host(host_of(a)) for a in auths}
+    rows["host"] = [infos[a].host for a in rows["auth"].fillna("")]
+    rows["domain"] = [infos[a].domain for a in rows["auth"].fillna("")]
+    rows["tld"] = [infos[a].tld for a in rows["auth"].fillna("")]
+    rows["mime"] = rows["mime"].fillna("").replace("", "-")
+    return metrics.prepare(rows)
+
+
+def _summary_history(outcomes: list[JobOutcome], known_jobs: set[int]) -> pd.DataFrame:
+    """Stop reasons from the crawler's summary.json for jobs without historyinfo rows."""
+    rows = []
+    for out in outcomes:
+        if out.job.job_id in known_jobs or out.log_path is None:
+            continue
+        summary = out.log_path.parent.parent / "summary.json"
+        try:
+            data = json.loads(summary.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for domain, info in sorted((data.get("domains") or {}).items()):
+            try:
+                rows.append(
+                    (out.job.job_id, domain, int(info.get("stop_reason", 4)),
+                     int(info.get("objects", 0)), int(info.get("bytes", 0)))
+                )  # fmt: skip
+            except (TypeError, ValueError, AttributeError):
+                continue
+    return pd.DataFrame(rows, columns=["job_id", "domain", "stopreason", "objects", "bytes"])
+
+
+def _duration(outcomes: list[JobOutcome]) -> float:
+    total = 0.0
+    for out in outcomes:
+        if out.job.duration_s > 0:
+            total += out.job.duration_s
+        elif out.aggregate and out.aggregate.first_ts and out.aggregate.last_ts:
+            try:
+                a = datetime.fromisoformat(out.aggregate.first_ts.replace("Z", "+00:00"))
+                b = datetime.fromisoformat(out.aggregate.last_ts.replace("Z", "+00:00"))
+                total += max((b - a).total_seconds(), 0.0)
+            except ValueError:
+                pass
+    return total
+
+
+def compute_day(
+    day: date,
+    jobs: list[JobInfo],
+    data_dir: Path,
+    *,
+    history: pd.DataFrame | None = None,
+    origins: dict[str, str] | None = None,
+    dns_counts: dict[str, int] | None = None,
+    top_n: int = 20,
+    workers: int | None = None,
+) -> DayComputation:
+    """Read every job's crawl log and compute all scopes' families (no file, no DB write)."""
+    outcomes = [read_job_log(job, data_dir, workers) for job in jobs]
+    rows = _rows_of(outcomes)
+    hist = history if history is not None else pd.DataFrame(
+        columns=["job_id", "domain", "stopreason", "objects", "bytes"]
+    )  # fmt: skip
+    extra = _summary_history(outcomes, set(hist["job_id"].tolist()))
+    if not extra.empty:
+        hist = pd.concat([hist, extra], ignore_index=True) if not hist.empty else extra
+    # selective (partial) harvests are curators' choices by construction
+    origin_map = dict(origins or {})
+    partial_jobs = {j.job_id for j in jobs if j.kind == "partial"}
+    for domain in rows.loc[rows["job_id"].isin(partial_jobs), "domain"].unique():
+        origin_map.setdefault(domain, "curator")
+
+    comp = DayComputation(day=day, outcomes=outcomes, rows=rows, dns_counts=dns_counts or {})
+    comp.problems = [
+        f"job {o.job.job_id} ({o.job.harvest_name}): {o.message}"
+        for o in outcomes
+        if o.state != "ok"
+    ]
+    comp.scopes["day"] = metrics.compute(
+        rows, top_n=top_n, origins=origin_map, history=hist,
+        duration_s=_duration(outcomes), jobs=len(jobs),
+    )  # fmt: skip
+    by_job = {o.job.job_id: o for o in outcomes}
+    for harvest_id in sorted({j.harvest_id for j in jobs}):
+        members = [o for o in outcomes if o.job.harvest_id == harvest_id]
+        ids = [o.job.job_id for o in members]
+        comp.scopes[f"harvest:{harvest_id}"] = metrics.compute(
+            rows[rows["job_id"].isin(ids)], top_n=top_n, origins=origin_map,
+            history=hist[hist["job_id"].isin(ids)], duration_s=_duration(members),
+            jobs=len(ids),
+        )  # fmt: skip
+    for kind in ("partial", "full"):
+        members = [o for o in outcomes if o.job.kind == kind]
+        if not members:
+            continue
+        ids = [o.job.job_id for o in members]
+        comp.scopes[f"kind:{kind}"] = metrics.compute(
+            rows[rows["job_id"].isin(ids)], top_n=top_n, origins=origin_map,
+            history=hist[hist["job_id"].isin(ids)], duration_s=_duration(members),
+            jobs=len(ids), detail=False,
+        )  # fmt: skip
+    job_rows = []
+    for job_id in sorted(by_job):
+        out = by_job[job_id]
+        fam = metrics.compute(
+            rows[rows["job_id"] == job_id], duration_s=_duration([out]), jobs=1, detail=False
+        )
+        comp.scopes[f"job:{job_id}"] = fam
+        g = dict(fam.tables["general"].itertuples(index=False, name=None))
+        agg = out.aggregate
+        job_rows.append(
+            {
+                "job_id": job_id,
+                "harvest_id": out.job.harvest_id,
+                "harvest": out.job.harvest_name,
+                "kind": "selective" if out.job.kind == "partial" else "broad",
+                "run": out.job.harvest_num,
+                "status": codes.JOB_STATUS.get(out.job.status, str(out.job.status)),
+                "log": out.state,
+                "lines": agg.lines if agg else 0,
+                "bad_lines": agg.bad_lines if agg else 0,
+                "urls": g["urls"],
+                "bytes": g["bytes"],
+                "duplicate_urls": g["duplicate_urls"],
+                "domains": g["domains"],
+                "duration_s": g["duration_s"],
+                "urls_per_s": g["urls_per_s"],
+            }
+        )
+    comp.jobs_table = pd.DataFrame(job_rows)
+    return comp
+
+
+def stats_rows(comp: DayComputation) -> list[tuple[str, str, str, float]]:
+    """(scope, family, key, value) rows, sorted, unique per key (last value wins)."""
+    found: dict[tuple[str, str, str], float] = {}
+    for scope, fam in comp.scopes.items():
+        for family, key, value in fam.stats:
+            found[(scope, family, key)] = value
+    for out in comp.outcomes:
+        state = out.state
+        found[("day", "logs", f"job:{out.job.job_id}|{state}")] = 1.0
+        if out.aggregate:
+            found[("day", "logs", f"job:{out.job.job_id}|bad_lines")] = out.aggregate.bad_lines
+    for cls, n in comp.dns_counts.items():
+        found[("day", "dns_checks", cls)] = float(n)
+    return sorted((s, f, k, v) for (s, f, k), v in found.items())
+
+
+def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
+    """The small result returned to the DAG/CLI and stored in qa_reports.summary."""
+    general = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
+    fam = comp.scopes["day"].tables
+    mf = {r.family: r.share for r in fam["mime_family"].itertuples(index=False)}
+    tld = [(r.tld, r.share) for r in fam["tld"].head(3).itertuples(index=False)]
+    states: dict[str, int] = {}
+    for out in comp.outcomes:
+        states[out.state] = states.get(out.state, 0) + 1
+    return {
+        "day": comp.day.isoformat(),
+        "report_dir": str(report_dir),
+        "jobs": len(comp.outcomes),
+        "logs": dict(sorted(states.items())),
+        "general": {k: general[k] for k in sorted(general)},
+        "mime_family_share": mf,
+        "top_tlds": tld,
+        "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
+        "problems": comp.problems,
+    }
+
+
+def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None) -> dict:
+    """Compute and publish one day's QA statistics; returns the summary dict.
+
+    Writes ``<data_dir>/qa/<day>/`` (text per family, CSV, index.html + PNG charts) and
+    replaces the day's rows in qa_stats and qa_reports. Idempotent per day.
+    """
+    from harvestflow import db
+    from qa import inputs, report, store
+
+    settings = settings or get_settings()
+    engine = engine or db.get_engine(settings.harvest_db_url)
+    top_n = int(settings.get("qa", "top_n", 20))
+    jobs = inputs.jobs_ended_on(engine, day)
+    log.info("QA %s: %d jobs ended that day", day, len(jobs))
+    comp = compute_day(
+        day,
+        jobs,
+        settings.data_dir,
+        history=inputs.history_for_jobs(engine, [j.job_id for j in jobs]),
+        origins=inputs.origin_classes(engine),
+        dns_counts=inputs.dns_check_counts(engine, day),
+        top_n=top_n,
+    )
+    report_dir = settings.path("qa", day.isoformat())
+    written = report.write_report(comp, report_dir)
+    summary = summary_of(comp, report_dir)
+    summary["files"] = [p.name for p in written]
+    store.save_day(engine, comp.day, stats_rows(comp), report_dir, summary)
+    for line in summary_lines(summary):
+        log.info("%s", line)
+    return summary
+
+
+def _human_bytes(n: float) -> str:
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"
+
+
+def summary_lines(result: dict) -> list[str]:
+    """A few lines a curator can read at the end of the task log."""
+    g = result.get("general", {})
+    lines = [
+        f"QA {result.get('day')}: {result.get('jobs', 0)} jobs, {int(g.get('urls', 0)):,} URLs "
+        f"({_human_bytes(g.get('bytes', 0))}) on {int(g.get('domains', 0)):,} domains",
+        f"  new {int(g.get('new_urls', 0)):,} / duplicate {int(g.get('duplicate_urls', 0)):,} "
+        f"URLs; {g.get('urls_per_s', 0):.1f} URLs/s over {g.get('duration_s', 0):.0f} s of crawl",
+    ]
+    mf = result.get("mime_family_share", {})
+    if mf:
+        parts = ", ".join(f"{k} {100 * v:.1f}%" for k, v in mf.items() if v)
+        lines.append(f"  MIME families: {parts or 'none'}")
+    tlds = result.get("top_tlds", [])
+    if tlds:
+        lines.append("  top TLDs: " + ", ".join(f".{t} {100 * s:.1f}%" for t, s in tlds))
+    hits = result.get("hits", {})
+    if hits:
+        lines.append(
+            f"  budget hits on {hits.get('budget_hit_domains', 0)} domains, DNS failures on "
+            f"{hits.get('dns_failure_domains', 0)}, trap hits on {hits.get('trap_domains', 0)}"
+        )
+    problems = result.get("problems", [])
+    if problems:
+        lines.append(f"  {len(problems)} crawl log problem(s):")
+        lines.extend(f"    - {p}" for p in problems[:10])
+        if len(problems) > 10:
+            lines.append(f"    ... and {len(problems) - 10} more (see problems.txt)")
+    else:
+        lines.append("  all crawl logs read without errors")
+    lines.append(f"  report: {result.get('report_dir')}/index.html")
+    return lines

@@ -1,0 +1,275 @@
+"""Metric families computed from the grouped crawl-log rows of one scope (day, job, harvest).
+
+Why: every figure NAS_qual publishes is a sum over the small grouped table the crawl-log pass
+produces (``crawllog.GROUP_KEYS`` + host/domain/TLD columns), so the families are plain pandas
+group-bys here, independent of where the rows came from; tests feed hand-made rows and check
+hand-computed figures.
+
+Vocabulary (kept identical in every report):
+- *line*: one crawl.log line, whatever its status;
+- *URL* (captured): a line with an HTTP status (100-599) — what went into the WARCs;
+- *new* vs *duplicate*: captured URLs without / with ``duplicate:`` in the annotations (revisit);
+- *domain size*: captured URLs of a registrable domain in the scope; buckets < 10, 10-10,000,
+  > 10,000 (the broad crawl's default budget).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from qa import codes
+
+SIZE_BUCKETS = (("<10", 0, 9), ("10-10000", 10, 10_000), (">10000", 10_001, None))
+ORIGIN_CLASSES = ("curator", "registry", "database", "redirect", "other", "unknown")
+
+
+@dataclass
+class Families:
+    """Tables per metric family, plus flat (family, key, value) figures for the DB and CSV."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    stats: list[tuple[str, str, float]] = field(default_factory=list)
+
+    def add(self, family: str, key: str, value: float) -> None:
+        self.stats.append((family, key, float(value)))
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def prepare(rows: pd.DataFrame) -> pd.DataFrame:
+    """Add the derived per-row columns every family uses (captured, flags by status)."""
+    out = rows.copy()
+    status = out["status"]
+    out["captured"] = status.between(100, 599)
+    out["urls"] = out["lines"].where(out["captured"], 0)
+    out["cap_bytes"] = out["bytes"].where(out["captured"], 0)
+    out["dup_urls"] = out["urls"].where(out["dup"], 0)
+    out["dup_bytes"] = out["cap_bytes"].where(out["dup"], 0)
+    out["budget"] = out["lines"].where(status.isin(codes.BUDGET_CODES) | out["quota"], 0)
+    out["dns_fail"] = out["lines"].where(status.isin(codes.DNS_FAILURE_CODES), 0)
+    out["trap"] = out["lines"].where(status.isin(codes.TRAP_CODES), 0)
+    out["robots"] = out["lines"].where(status.isin(codes.ROBOTS_CODES), 0)
+    out["seeds"] = out["lines"].where(out["seed"], 0)
+    out["mime_family"] = out["mime"].map(codes.mime_family)
+    return out
+
+
+def domain_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per registrable domain: URLs, bytes, hosts, duplicates, budget/DNS/trap hits."""
+    if rows.empty:
+        cols = ["domain", "tld", "urls", "bytes", "lines", "hosts", "dup_urls", "budget",
+                "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
+        return pd.DataFrame(columns=cols)
+    g = rows.groupby("domain", sort=False)
+    table = g.agg(
+        tld=("tld", "first"),
+        urls=("urls", "sum"),
+        bytes=("cap_bytes", "sum"),
+        lines=("lines", "sum"),
+        dup_urls=("dup_urls", "sum"),
+        budget=("budget", "sum"),
+        dns_fail=("dns_fail", "sum"),
+        trap=("trap", "sum"),
+        robots=("robots", "sum"),
+        seeds=("seeds", "sum"),
+    )
+    table["hosts"] = g["host"].nunique()
+    table = table.reset_index()
+    return table.sort_values(["urls", "domain"], ascending=[False, True], kind="mergesort")
+
+
+def size_bucket(urls: int) -> str:
+    for name, low, high in SIZE_BUCKETS:
+        if urls >= low and (high is None or urls <= high):
+            return name
+    return SIZE_BUCKETS[-1][0]
+
+
+def compute(
+    rows: pd.DataFrame,
+    *,
+    top_n: int = 20,
+    origins: dict[str, str] | None = None,
+    history: pd.DataFrame | None = None,
+    duration_s: float = 0.0,
+    jobs: int = 0,
+    detail: bool = True,
+) -> Families:
+    """All families for one scope. ``rows`` must have been through :func:`prepare`.
+
+    ``origins`` maps domain → origin class; ``history`` has (domain, stopreason) rows of the
+    scope's jobs; ``detail`` False keeps only the families cheap enough for every job.
+    """
+    fam = Families()
+    urls = int(rows["urls"].sum())
+    total_bytes = int(rows["cap_bytes"].sum())
+    dup_urls = int(rows["dup_urls"].sum())
+    dup_bytes = int(rows["dup_bytes"].sum())
+    domains = domain_table(rows)
+    crawled = domains[domains["urls"] > 0]
+
+    general = {
+        "jobs": jobs,
+        "lines": int(rows["lines"].sum()),
+        "urls": urls,
+        "bytes": total_bytes,
+        "new_urls": urls - dup_urls,
+        "new_bytes": total_bytes - dup_bytes,
+        "duplicate_urls": dup_urls,
+        "duplicate_bytes": dup_bytes,
+        "domains": len(crawled),
+        "hosts": int(rows.loc[rows["urls"] > 0, "host"].nunique()),
+        "seeds": int(rows["seeds"].sum()),
+        "failed_lines": int(rows.loc[rows["status"] <= 0, "lines"].sum()),
+        "duration_s": round(duration_s, 3),
+        "urls_per_s": round(urls / duration_s, 3) if duration_s > 0 else 0.0,
+        "bytes_per_s": round(total_bytes / duration_s, 3) if duration_s > 0 else 0.0,
+        "duplicate_share": _share(dup_urls, urls),
+    }
+    fam.tables["general"] = pd.DataFrame(
+        {"measure": list(general), "value": list(general.values())}
+    )
+    for key, value in general.items():
+        fam.add("general", key, value)
+
+    # MIME types and families (captured URLs only)
+    cap = rows[rows["captured"]]
+    mime = (
+        cap.groupby("mime", sort=False)
+        .agg(urls=("urls", "sum"), bytes=("cap_bytes", "sum"))
+        .reset_index()
+        .sort_values(["urls", "mime"], ascending=[False, True], kind="mergesort")
+    )
+    mime["share"] = [_share(u, urls) for u in mime["urls"]]
+    fam.tables["mime"] = mime
+    mf = cap.groupby("mime_family").agg(urls=("urls", "sum"), bytes=("cap_bytes", "sum"))
+    mf = mf.reindex([*codes.MIME_FAMILIES, "other"], fill_value=0).reset_index()
+    mf.columns = ["family", "urls", "bytes"]
+    mf["share"] = [_share(u, urls) for u in mf["urls"]]
+    mf["byte_share"] = [_share(b, total_bytes) for b in mf["bytes"]]
+    fam.tables["mime_family"] = mf
+    for r in mf.itertuples(index=False):
+        fam.add("mime_family", f"{r.family}|urls", r.urls)
+        fam.add("mime_family", f"{r.family}|bytes", r.bytes)
+        fam.add("mime_family", f"{r.family}|share", r.share)
+    for r in mime.itertuples(index=False):
+        fam.add("mime", f"{r.mime}|urls", r.urls)
+        fam.add("mime", f"{r.mime}|bytes", r.bytes)
+
+    # Status codes (every line)
+    st = rows.groupby("status").agg(lines=("lines", "sum")).reset_index()
+    st = st.sort_values(["lines", "status"], ascending=[False, True], kind="mergesort")
+    st["label"] = st["status"].map(codes.status_label)
+    total_lines = int(rows["lines"].sum())
+    st["share"] = [_share(n, total_lines) for n in st["lines"]]
+    fam.tables["status"] = st
+    for r in st.itertuples(index=False):
+        fam.add("status", f"{r.status}|lines", r.lines)
+
+    # Top-level domains
+    tld = (
+        crawled.groupby("tld")
+        .agg(urls=("urls", "sum"), bytes=("bytes", "sum"), domains=("domain", "count"))
+        .reset_index()
+        .sort_values(["urls", "tld"], ascending=[False, True], kind="mergesort")
+    )
+    tld["share"] = [_share(u, urls) for u in tld["urls"]]
+    tld["domain_share"] = [_share(d, len(crawled)) for d in tld["domains"]]
+    fam.tables["tld"] = tld
+    for r in tld.itertuples(index=False):
+        fam.add("tld", f"{r.tld}|urls", r.urls)
+        fam.add("tld", f"{r.tld}|bytes", r.bytes)
+        fam.add("tld", f"{r.tld}|domains", r.domains)
+
+    if not detail:
+        return fam
+
+    # Domains: top by URLs and by bytes; the full table goes to CSV
+    fam.tables["domains"] = domains
+    top_urls = crawled.head(top_n)
+    top_bytes = crawled.sort_values(
+        ["bytes", "domain"], ascending=[False, True], kind="mergesort"
+    ).head(top_n)
+    fam.tables["top_domains_urls"] = top_urls
+    fam.tables["top_domains_bytes"] = top_bytes
+    for r in top_urls.itertuples(index=False):
+        fam.add("top_domains_urls", r.domain, r.urls)
+    for r in top_bytes.itertuples(index=False):
+        fam.add("top_domains_bytes", r.domain, r.bytes)
+
+    # Domain size distribution (+ how many stopped complete, from the harvest history)
+    stop_by_domain: dict[str, int] = {}
+    if history is not None and not history.empty:
+        # a domain harvested by several jobs: its worst (highest) reason wins
+        stop_by_domain = history.groupby("domain")["stopreason"].max().astype(int).to_dict()
+    sizes = []
+    for name, _low, _high in SIZE_BUCKETS:
+        members = crawled[crawled["urls"].map(size_bucket) == name]
+        complete = sum(1 for d in members["domain"] if stop_by_domain.get(d) == 0)
+        sizes.append(
+            {
+                "bucket": name,
+                "domains": len(members),
+                "share": _share(len(members), len(crawled)),
+                "urls": int(members["urls"].sum()),
+                "complete": complete,
+            }
+        )
+    size_df = pd.DataFrame(sizes)
+    fam.tables["domain_sizes"] = size_df
+    for r in size_df.itertuples(index=False):
+        fam.add("domain_sizes", f"{r.bucket}|domains", r.domains)
+        fam.add("domain_sizes", f"{r.bucket}|urls", r.urls)
+        fam.add("domain_sizes", f"{r.bucket}|complete", r.complete)
+
+    # Seed origin: curator-selected vs registry lists (...)
+    origin_of = origins or {}
+    with_origin = crawled.assign(origin=[origin_of.get(d, "unknown") for d in crawled["domain"]])
+    og = with_origin.groupby("origin").agg(
+        domains=("domain", "count"), urls=("urls", "sum"), bytes=("bytes", "sum"),
+        seeds=("seeds", "sum"),
+    )  # fmt: skip
+    og = og.reindex(list(ORIGIN_CLASSES), fill_value=0).reset_index()
+    og = og.rename(columns={"index": "origin"})
+    total_seeds = int(og["seeds"].sum())
+    og["domain_share"] = [_share(d, len(crawled)) for d in og["domains"]]
+    og["seed_share"] = [_share(s, total_seeds) for s in og["seeds"]]
+    og["url_share"] = [_share(u, urls) for u in og["urls"]]
+    fam.tables["origins"] = og
+    for r in og.itertuples(index=False):
+        for measure in ("domains", "seeds", "urls", "bytes"):
+            fam.add("origins", f"{r.origin}|{measure}", getattr(r, measure))
+
+    # Stop reasons (history), budget hits, traps, DNS failures, robots
+    reasons = pd.Series(stop_by_domain, dtype="int64").value_counts()
+    stop_rows = [
+        {"stopreason": code, "name": name, "domains": int(reasons.get(code, 0))}
+        for code, name in codes.STOP_REASONS.items()
+    ]
+    fam.tables["stop_reasons"] = pd.DataFrame(stop_rows)
+    for r in stop_rows:
+        fam.add("stop_reasons", f"{r['stopreason']}|{r['name']}", r["domains"])
+    hits = {
+        "budget_hit_lines": int(domains["budget"].sum()),
+        "budget_hit_domains": int((domains["budget"] > 0).sum()),
+        "trap_lines": int(domains["trap"].sum()),
+        "trap_domains": int((domains["trap"] > 0).sum()),
+        "dns_failure_lines": int(domains["dns_fail"].sum()),
+        "dns_failure_domains": int((domains["dns_fail"] > 0).sum()),
+        "robots_lines": int(domains["robots"].sum()),
+        "robots_domains": int((domains["robots"] > 0).sum()),
+    }
+    fam.tables["hits"] = pd.DataFrame({"measure": list(hits), "value": list(hits.values())})
+    for key, value in hits.items():
+        fam.add("hits", key, value)
+    limited = domains[(domains["budget"] > 0) | (domains["trap"] > 0) | (domains["dns_fail"] > 0)]
+    fam.tables["problem_domains"] = limited.sort_values(
+        ["budget", "dns_fail", "trap", "domain"],
+        ascending=[False, False, False, True],
+        kind="mergesort",
+    ).head(top_n)
+    return fam

@@ -1,0 +1,287 @@
+"""The day's report files: text per metric family (NAS_qual's style), CSV, HTML with charts.
+
+Why: curators read the text files and the HTML page, managers paste the CSV into spreadsheets,
+the ISO/TR 14873 indicators are computed from the CSV. Everything is written into a temporary
+folder first and swapped in whole, so a reader never sees half a report; nothing inside the
+files depends on the clock, and every table has a total sort order, so re-running a day gives
+byte-identical files (PNG written without the software/date metadata).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from qa.daily import DayComputation
+
+log = logging.getLogger(__name__)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.3f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * float(value):.2f}%"
+
+
+def table_text(df: pd.DataFrame, columns: list[str], pct: Iterable[str] = ()) -> str:
+    """Aligned plain-text table: numbers right-aligned with thousands separators."""
+    pct_cols = set(pct)
+    cells = [[c for c in columns]]
+    for row in df[columns].itertuples(index=False):
+        cells.append(
+            [_pct(v) if c in pct_cols else _fmt(v) for c, v in zip(columns, row, strict=True)]
+        )
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    numeric = [_numeric(df[c]) or c in pct_cols for c in columns]
+    lines = []
+    for r in cells:
+        parts = [
+            cell.rjust(widths[i]) if numeric[i] else cell.ljust(widths[i])
+            for i, cell in enumerate(r)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def _title(name: str, day: str) -> str:
+    head = f"{name} — {day}"
+    return f"{head}\n{'=' * len(head)}\n\n"
+
+
+def _texts(comp: DayComputation) -> dict[str, str]:
+    day = comp.day.isoformat()
+    t = comp.scopes["day"].tables
+    out: dict[str, str] = {}
+    out["general.txt"] = _title("General figures", day) + table_text(
+        t["general"], ["measure", "value"]
+    )
+    out["mime.txt"] = (
+        _title("MIME types", day)
+        + "Families (captured URLs)\n"
+        + table_text(t["mime_family"], ["family", "urls", "bytes", "share", "byte_share"],
+                     pct=["share", "byte_share"])
+        + "\nTypes\n"
+        + table_text(t["mime"], ["mime", "urls", "bytes", "share"], pct=["share"])
+    )  # fmt: skip
+    out["status.txt"] = _title("Response codes (all crawl.log lines)", day) + table_text(
+        t["status"], ["status", "lines", "share", "label"], pct=["share"]
+    )
+    out["tld.txt"] = _title("Top-level domains (captured URLs)", day) + table_text(
+        t["tld"], ["tld", "urls", "share", "bytes", "domains", "domain_share"],
+        pct=["share", "domain_share"],
+    )  # fmt: skip
+    dom_cols = ["domain", "urls", "bytes", "hosts", "dup_urls", "budget", "dns_fail", "trap"]
+    out["domains.txt"] = (
+        _title("Domains", day)
+        + "Top domains by URLs\n"
+        + table_text(t["top_domains_urls"], dom_cols)
+        + "\nTop domains by bytes\n"
+        + table_text(t["top_domains_bytes"], dom_cols)
+        + "\nDomains with budget hits, DNS failures or trap hits\n"
+        + table_text(t["problem_domains"], dom_cols)
+    )
+    out["domain_sizes.txt"] = (
+        _title("Domain size distribution (captured URLs per domain)", day)
+        + table_text(t["domain_sizes"], ["bucket", "domains", "share", "urls", "complete"],
+                     pct=["share"])
+        + "\n'complete' = domains whose harvest stopped with reason 0 (download complete).\n"
+    )  # fmt: skip
+    out["origins.txt"] = (
+        _title("Seed origin (curator-selected vs registry lists)", day)
+        + table_text(
+            t["origins"],
+            ["origin", "domains", "domain_share", "seeds", "seed_share", "urls", "url_share",
+             "bytes"],
+            pct=["domain_share", "seed_share", "url_share"],
+        )
+    )  # fmt: skip
+    dns = pd.DataFrame(sorted(comp.dns_counts.items()), columns=["class", "domains"])
+    out["stops.txt"] = (
+        _title("Stop reasons, budget and trap hits, DNS failures", day)
+        + "Stop reasons (domains, harvest history)\n"
+        + table_text(t["stop_reasons"], ["stopreason", "name", "domains"])
+        + "\nHits in the crawl logs\n"
+        + table_text(t["hits"], ["measure", "value"])
+        + "\nDNS checks made that day\n"
+        + (table_text(dns, ["class", "domains"]) if len(dns) else "(none)\n")
+    )
+    jobs = comp.jobs_table if comp.jobs_table is not None else pd.DataFrame()
+    harvests = []
+    for scope, fam in comp.scopes.items():
+        if scope.startswith("harvest:"):
+            g = dict(fam.tables["general"].itertuples(index=False, name=None))
+            harvests.append({"harvest_id": int(scope.split(":", 1)[1]), **g})
+    hv = pd.DataFrame(harvests)
+    out["jobs.txt"] = _title("Jobs and harvest definitions", day) + (
+        table_text(jobs, ["job_id", "harvest", "kind", "run", "status", "log", "lines",
+                          "urls", "bytes", "duplicate_urls", "domains", "duration_s",
+                          "urls_per_s"])
+        if len(jobs) else "(no job ended that day)\n"
+    ) + (
+        "\nPer harvest definition\n"
+        + table_text(hv, ["harvest_id", "jobs", "urls", "bytes", "duplicate_urls", "domains",
+                          "duration_s", "urls_per_s"])
+        if len(hv) else ""
+    )  # fmt: skip
+    out["problems.txt"] = _title("Missing or corrupt crawl logs", day) + (
+        "\n".join(comp.problems) + "\n" if comp.problems else "none\n"
+    )
+    for o in comp.outcomes:
+        if o.aggregate and o.aggregate.bad_examples:
+            out["problems.txt"] += f"\njob {o.job.job_id}: {o.aggregate.path}\n"
+            for bad in o.aggregate.bad_examples:
+                out["problems.txt"] += f"  line {bad.line}: {bad.reason}: {bad.excerpt!r}\n"
+    return out
+
+
+def _csv(rows: Iterable[Iterable[Any]], header: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def _charts(comp: DayComputation) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = comp.scopes["day"].tables
+    charts: dict[str, bytes] = {}
+
+    def bar(name: str, labels: list[str], values: list[float], title: str, xlabel: str) -> None:
+        fig, ax = plt.subplots(figsize=(7, max(2.2, 0.32 * len(labels) + 1)))
+        ax.barh(range(len(labels)), values, color="#4a7ab5")
+        ax.set_yticks(range(len(labels)), labels=labels)
+        ax.invert_yaxis()
+        ax.set_title(title)
+        ax.set_xlabel(xlabel)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=80, metadata={"Software": None})
+        plt.close(fig)
+        charts[name] = buf.getvalue()
+
+    mf = t["mime_family"]
+    bar("mime_families.png", list(mf["family"]), [100 * v for v in mf["share"]],
+        "MIME families (share of URLs)", "%")  # fmt: skip
+    st = t["status"].head(15)
+    bar("status.png", [f"{s} {lab}" for s, lab in zip(st["status"], st["label"], strict=True)],
+        list(st["lines"]), "Response codes", "lines")  # fmt: skip
+    tld = t["tld"].head(15)
+    bar("tld.png", [f".{x}" for x in tld["tld"]], [100 * v for v in tld["share"]],
+        "Top-level domains (share of URLs)", "%")  # fmt: skip
+    ds = t["domain_sizes"]
+    bar("domain_sizes.png", list(ds["bucket"]), list(ds["domains"]),
+        "Domain sizes (URLs per domain)", "domains")  # fmt: skip
+    top = t["top_domains_urls"].head(15)
+    bar("top_domains.png", list(top["domain"]), list(top["urls"]), "Top domains by URLs", "URLs")
+    og = t["origins"]
+    bar("origins.png", list(og["origin"]), [100 * v for v in og["url_share"]],
+        "Seed origin (share of URLs)", "%")  # fmt: skip
+    return charts
+
+
+def _html(comp: DayComputation, texts: dict[str, str], charts: dict[str, bytes]) -> str:
+    day = comp.day.isoformat()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Daily QA statistics {day}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
+        "pre{background:#f6f6f6;padding:1em;overflow-x:auto}img{max-width:100%}"
+        ".problems{color:#a00}</style></head><body>",
+        f"<h1>Daily QA statistics — {day}</h1>",
+    ]
+    if comp.problems:
+        parts.append('<div class="problems"><h2>Missing or corrupt crawl logs</h2><ul>')
+        parts.extend(f"<li>{html.escape(p)}</li>" for p in comp.problems)
+        parts.append("</ul></div>")
+    parts.append("<p>Files: " + " · ".join(
+        f'<a href="{html.escape(n)}">{html.escape(n)}</a>'
+        for n in sorted([*texts, "stats.csv", "domains.csv", "jobs.csv"])
+    ) + "</p>")  # fmt: skip
+    order = [("general.txt", None), ("mime.txt", "mime_families.png"), ("status.txt", "status.png"),
+             ("tld.txt", "tld.png"), ("domains.txt", "top_domains.png"),
+             ("domain_sizes.txt", "domain_sizes.png"), ("origins.txt", "origins.png"),
+             ("stops.txt", None), ("jobs.txt", None)]  # fmt: skip
+    for name, chart in order:
+        parts.append(f"<h2>{html.escape(name[:-4].replace('_', ' ').title())}</h2>")
+        if chart and chart in charts:
+            parts.append(f'<img src="charts/{chart}" alt="{html.escape(chart)}">')
+        parts.append(f"<pre>{html.escape(texts[name])}</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def render(comp: DayComputation) -> dict[str, bytes]:
+    """Every file of the report, by relative path."""
+    from qa.daily import stats_rows
+
+    texts = _texts(comp)
+    files: dict[str, bytes] = {name: text.encode("utf-8") for name, text in texts.items()}
+    files["stats.csv"] = _csv(stats_rows(comp), ["scope", "family", "key", "value"]).encode()
+    t = comp.scopes["day"].tables
+    dom_cols = ["domain", "tld", "urls", "bytes", "lines", "hosts", "dup_urls", "budget",
+                "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
+    doms = t["domains"].sort_values(["urls", "domain"], ascending=[False, True], kind="mergesort")
+    files["domains.csv"] = _csv(doms[dom_cols].itertuples(index=False), dom_cols).encode()
+    jobs = comp.jobs_table if comp.jobs_table is not None else pd.DataFrame()
+    files["jobs.csv"] = _csv(jobs.itertuples(index=False), list(jobs.columns)).encode()
+    charts = _charts(comp)
+    for name, data in charts.items():
+        files[f"charts/{name}"] = data
+    files["index.html"] = _html(comp, texts, charts).encode("utf-8")
+    return files
+
+
+def write_report(comp: DayComputation, report_dir: Path) -> list[Path]:
+    """Write all files to a temporary folder, then swap it in place of ``report_dir``."""
+    from qa.daily import summary_of
+
+    files = render(comp)
+    summary = summary_of(comp, report_dir)
+    files["summary.json"] = (
+        json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n"
+    ).encode()
+    report_dir = Path(report_dir)
+    report_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = report_dir.parent / f".{report_dir.name}.tmp-{os.getpid()}"
+    old = report_dir.parent / f".{report_dir.name}.old-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for rel, data in sorted(files.items()):
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    if report_dir.exists():
+        report_dir.rename(old)
+    tmp.rename(report_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    log.info("QA report for %s written to %s (%d files)", comp.day, report_dir, len(files))
+    return [report_dir / rel for rel in sorted(files)]

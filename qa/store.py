@@ -1,0 +1,65 @@
+"""The day's figures in the harvest DB (qa_stats, qa_reports) for the curators' views.
+
+Why replace rather than insert: a re-run or backfill of a day must leave exactly the rows of
+the last computation (a domain that vanished from a corrected log must vanish from the table),
+so the day's qa_stats rows are deleted and re-inserted in one transaction and qa_reports is an
+UPSERT on its day.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
+
+_BATCH = 5000
+
+
+def save_day(
+    engine: Engine,
+    day: date,
+    rows: list[tuple[str, str, str, float]],
+    report_dir: Path,
+    summary: dict[str, Any],
+) -> int:
+    """Replace the day's qa_stats rows and upsert its qa_reports row; returns rows written."""
+    insert = sa.text(
+        "INSERT INTO qa_stats (day, scope, family, key, value) VALUES (:d, :s, :f, :k, :v)"
+    )
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM qa_stats WHERE day = :d"), {"d": day})
+        for start in range(0, len(rows), _BATCH):
+            batch = rows[start : start + _BATCH]
+            conn.execute(
+                insert, [{"d": day, "s": s, "f": f, "k": k, "v": v} for s, f, k, v in batch]
+            )
+        conn.execute(
+            sa.text(
+                "INSERT INTO qa_reports (day, generated_at, report_dir, summary)"
+                " VALUES (:d, now(), :r, CAST(:j AS jsonb))"
+                " ON CONFLICT (day) DO UPDATE SET generated_at = now(),"
+                " report_dir = EXCLUDED.report_dir, summary = EXCLUDED.summary"
+            ),
+            {"d": day, "r": str(report_dir), "j": json.dumps(summary, default=str)},
+        )
+    log.info("qa_stats: %d rows for %s", len(rows), day)
+    return len(rows)
+
+
+def load_stats(
+    engine: Engine, start: date, end: date, scope: str = "day"
+) -> list[tuple[date, str, str, float]]:
+    """(day, family, key, value) of one scope for days in [start, end]."""
+    sql = sa.text(
+        "SELECT day, family, key, value FROM qa_stats"
+        " WHERE day BETWEEN :a AND :b AND scope = :s ORDER BY day, family, key"
+    )
+    with engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(sql, {"a": start, "b": end, "s": scope})]
