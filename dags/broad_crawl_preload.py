@@ -10,8 +10,7 @@ domains whose DNS failed are made inactive with the reason. Manual trigger, year
 Re-running resumes: DNS results already stored for the run are not asked again.
 
 ## How to check it's working
-1. Trigger with the default params (the small sample list shipped in config/preload/) or give
-   your own `sources`; for loopback demos set `hosts_file` so no real DNS is asked.
+1. Trigger with your `sources` (the demo's lists are in config/demo/); for loopback demos set `hosts_file` so no real DNS is asked.
 2. The `collect` task log gives per-source lines/valid/unique/new; each `dns_check` task logs
    its progress and class counts; `report` ends with the transferred/inactivated figures.
 3. `harvestflow domain show <domain>` shows a transferred domain with its seeds.
@@ -43,10 +42,10 @@ with DAG(
             [],
             type="array",
             description=(
-                'Sources, e.g. [{"name": "registry", "kind": "domains", "path": "/data/afnic.txt"},'
-                ' {"name": "library", "kind": "urls", "path": "/data/urls.txt"},'
-                ' {"name": "db", "kind": "db"}, {"name": "selection", "kind": "selection"}].'
-                " Empty: the sample list in config/preload/."
+                'Sources, e.g. [{"name": "afnic", "kind": "registry", "path": "/data/afnic.txt"},'
+                ' {"name": "library", "kind": "url_list", "path": "/data/urls.txt"},'
+                ' {"name": "db", "kind": "harvest_db"}, {"name": "sel", "kind": "selections"}].'
+                " The demo lists are in config/demo/."
             ),
         ),
         "nameservers": Param(
@@ -61,7 +60,7 @@ with DAG(
             description="host:port every redirect probe goes to (demo)",
         ),
     },
-):
+) as dag:
 
     def _run_id(context: Any) -> str:
         return context["params"].get("run_id") or context["dag_run"].run_after.strftime(
@@ -70,10 +69,15 @@ with DAG(
 
     @task
     def collect() -> dict[str, Any]:
-        from harvest.preload.sources import collect_sources, default_sources
+        from harvest.preload.sources import collect_sources
 
         context = get_current_context()
-        sources = context["params"].get("sources") or default_sources()
+        sources = context["params"].get("sources")
+        if not sources:
+            raise ValueError(
+                "no sources given: set the `sources` param, e.g. "
+                '[{"name": "afnic", "kind": "registry", "path": "/data/domains.txt"}]'
+            )
         report = collect_sources(_run_id(context), sources)
         for src in report["sources"]:
             task_logger().info("source %s", src)
@@ -117,7 +121,7 @@ with DAG(
 
     @task
     def report(transfer_report: dict[str, Any]) -> dict[str, Any]:
-        from harvest.preload.report import preload_report
+        from harvest.preload.transfer import preload_report
 
         final = preload_report(_run_id(get_current_context()))
         task_logger().info("preload report: %s", final)

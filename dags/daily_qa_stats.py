@@ -36,7 +36,7 @@ with DAG(
         )
     },
     tags=["qa"],
-):
+) as dag:
 
     @task
     def daily_stats() -> dict[str, Any]:

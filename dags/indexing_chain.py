@@ -32,7 +32,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["indexing"],
-):
+) as dag:
 
     @task
     def ingest() -> list[str]:

@@ -35,23 +35,23 @@ with DAG(
         )
     },
     tags=["indexing"],
-):
+) as dag:
 
     @task
     def merge() -> dict[str, Any]:
-        from indexing.chain import daily_merge
+        from indexing.merge import daily_merge
 
         return daily_merge(report_day(get_current_context()))
 
     @task
     def bigmerge() -> dict[str, Any]:
-        from indexing.chain import bigmerge as merge_big
+        from indexing.merge import bigmerge as merge_big
 
         return merge_big()
 
     @task
     def clean_arc_repository() -> dict[str, Any]:
-        from indexing.chain import clean_arc_repository as clean
+        from indexing.cleanup import clean_arc_repository as clean
 
         return clean()
 

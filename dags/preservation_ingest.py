@@ -29,7 +29,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preservation"],
-):
+) as dag:
 
     @task
     def ready_jobs() -> list[int]:

@@ -57,10 +57,10 @@ def build_selective_harvest(
         def transfer_selection() -> dict[str, Any]:
             """Curators' due selection records → domains, configurations, definitions."""
             from harvest.bootstrap import ensure_reference_data
-            from harvest.selection.transfer import transfer_due_records
+            from harvest.selection.transfer import transfer_selection_records
 
             ensure_reference_data()
-            return transfer_due_records(frequency, run_date(get_current_context()))
+            return transfer_selection_records(frequency)
 
         @task
         def due_definitions() -> list[int]:
