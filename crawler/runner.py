@@ -65,6 +65,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         },
         "EXTENSIONS": {
             "scrapy.extensions.telnet.TelnetConsole": None,
+            "scrapy.extensions.remote_control.RemoteControl": None,
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
@@ -95,6 +96,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "CLOSESPIDER_TIMEOUT": ctx.spec.max_running_time_s,
         "COOKIES_ENABLED": True,
         "TELNETCONSOLE_ENABLED": False,
+        # Scrapy's remote-control extension runs Python code sent over HTTP: never in a crawler
+        "REMOTE_CONTROL_ENABLED": False,
         "LOG_LEVEL": "INFO",
         "LOG_INSTALL_ROOT_HANDLER": False,
         "HTTPCACHE_ENABLED": False,
