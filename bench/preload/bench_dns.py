@@ -135,10 +135,10 @@ zone:
     raise RuntimeError("knotd did not load the zone in time")
 
 
-def run_dnsperf(workdir: Path, port: int) -> float:
+def run_dnsperf(workdir: Path, port: int, outstanding: int) -> float:
     out = subprocess.run(
         ["dnsperf", "-s", "127.0.0.1", "-p", str(port), "-d", str(workdir / "queries.txt"),
-         "-n", "1", "-c", "4", "-T", "2", "-q", "2000", "-t", "2"],
+         "-n", "1", "-c", "4", "-T", "2", "-q", str(outstanding), "-t", "2"],
         capture_output=True, text=True, check=True,
     ).stdout
     match = re.search(r"Queries per second:\s+([\d.]+)", out)
@@ -179,6 +179,7 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=1_000_000)
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--in-flight", type=int, default=2000)
+    parser.add_argument("--dnsperf-outstanding", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     for tool in ("knotd", "dnsperf"):
@@ -190,7 +191,7 @@ def main() -> None:
     expected = generate(workdir, args.domains)
     knot = start_knot(workdir, port)
     try:
-        peer = run_dnsperf(workdir, port)
+        peer = run_dnsperf(workdir, port, args.dnsperf_outstanding)
         ours, share = run_harvestflow(workdir, port, expected, args.processes, args.in_flight)
     finally:
         knot.terminate()

@@ -24,7 +24,7 @@ DEMO_HELP = (
 )
 
 
-def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_cli(subparsers: Any) -> None:
     parser = subparsers.add_parser("preload", help="broad-crawl preload (DNS check, load)")
     sub = parser.add_subparsers(dest="preload_command", required=True, metavar="STEP")
 

@@ -22,6 +22,7 @@ import logging
 import random
 import socket
 import struct
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -103,6 +104,22 @@ def encode_qname(name: str) -> bytes:
     return wire.lower()
 
 
+def _grow_buffers(sock: socket.socket, size: int = 8 * 1024 * 1024) -> None:
+    """Large socket buffers: thousands of answers can arrive while the loop is busy.
+
+    The plain options are capped by net.core.rmem_max (about 200 KB by default, a few hundred
+    datagrams: answers beyond that are dropped and become timeouts); run as root, the FORCE
+    variants lift the cap.
+    """
+    linux = sys.platform.startswith("linux")
+    for forced, plain in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, forced if linux else plain, size)
+        except OSError:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, plain, size)
+
+
 def _skip_name(data: bytes, off: int) -> int:
     while True:
         length = data[off]
@@ -171,8 +188,14 @@ class DnsChecker:
         self._drained: asyncio.Event | None = None
         self._tcp_tasks: set[asyncio.Task[None]] = set()
         self._ns_turn = 0
+        # congestion window (AIMD): grows with answers up to max_in_flight, shrinks on timeouts,
+        # so an overloaded server or a full socket buffer does not turn loss into 'unknown'
+        self._ceiling = float(min(max(1, settings.max_in_flight), 30000))
+        self._window = min(self._ceiling, 64.0)
+        self._last_cut = 0.0
         self.sent = 0
         self.answered = 0
+        self.timeouts = 0
 
     # --- lifecycle ------------------------------------------------------------------------
     async def _open(self) -> None:
@@ -186,10 +209,8 @@ class DnsChecker:
             )
             sock = transport.get_extra_info("socket")
             if sock is not None:
-                for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(socket.SOL_SOCKET, opt, 4 * 1024 * 1024)
-            self._transports.append(transport)  # type: ignore[arg-type]
+                _grow_buffers(sock)
+            self._transports.append(transport)
             self._pending.append({})
             ids = list(range(65536))
             random.shuffle(ids)
@@ -208,9 +229,8 @@ class DnsChecker:
             await self._open()
         sweeper = asyncio.ensure_future(self._sweep())
         try:
-            limit = min(max(1, self.settings.max_in_flight), 30000)
             async for domain in domains:
-                while self._active >= limit:
+                while self._active >= self._window:
                     self._slot_free.clear()
                     await self._slot_free.wait()
                 self._start(domain)
@@ -279,6 +299,10 @@ class DnsChecker:
                 query = timeouts.popleft()
                 if query.pending:
                     self._release(query)
+                    self.timeouts += 1
+                    if now - self._last_cut >= self.settings.timeout_s / 2:
+                        self._last_cut = now
+                        self._window = max(min(16.0, self._ceiling), self._window * 0.7)
                     self._retry(query.check, "timeout")
 
     def _retry(self, check: _Check, why: str) -> None:
@@ -317,6 +341,8 @@ class DnsChecker:
             return  # not the answer to what we asked (late, or spoofed)
         self._release(query)
         self.answered += 1
+        if self._window < self._ceiling:
+            self._window = min(self._ceiling, self._window + 0.5)
         check = query.check
         rcode = flags & 0x000F
         if flags & 0x0200 and not ancount:
@@ -439,7 +465,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
         import uvloop
     except ImportError:
         return asyncio.new_event_loop()
-    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+    return uvloop.new_event_loop()
 
 
 def check_domains_inline(domains: Iterable[str], settings: DnsSettings) -> list[Result]:

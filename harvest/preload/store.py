@@ -107,8 +107,11 @@ def copy_upsert(
         if not pending:
             return
         buffer.seek(0)
-        with raw.cursor() as cursor:
+        cursor: Any = raw.cursor()
+        try:
             cursor.copy_expert(f"COPY {temp} ({cols}) FROM STDIN", buffer)
+        finally:
+            cursor.close()
         conn.exec_driver_sql(
             f"INSERT INTO {table} ({cols}) SELECT DISTINCT ON ({distinct}) {cols} FROM {temp}"
             f" ON CONFLICT {conflict}"

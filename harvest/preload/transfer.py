@@ -70,7 +70,7 @@ def transfer(
     conf = preload_settings(settings)
     engine = engine_for(engine, settings)
     prefix = str(conf["inactive_reason_prefix"])
-    params = {"r": run_id, "marker": _created_marker(run_id), "prefix": prefix}
+    params: dict[str, Any] = {"r": run_id, "marker": _created_marker(run_id), "prefix": prefix}
     with engine.begin() as conn:
         if not conn.execute(
             sa.text("SELECT 1 FROM preload_runs WHERE run_id = :r"), {"r": run_id}
