@@ -43,7 +43,9 @@ STATUSES = [
 HOPS = ["-", "L", "LL", "LLE", "LLL", "R", "LE", "P", "LLLL"]
 
 
-def generate(path: Path, lines: int, hosts: int = 50_000, seed: int = 1, chunk: int = 200_000) -> None:
+def generate(
+    path: Path, lines: int, hosts: int = 50_000, seed: int = 1, chunk: int = 200_000
+) -> None:
     rng = np.random.default_rng(seed)
     r = random.Random(seed)
     host_names = np.array(
@@ -85,10 +87,7 @@ def generate(path: Path, lines: int, hosts: int = 50_000, seed: int = 1, chunk: 
                     mime = "unknown"
                     fetch = "-"
                     digest = "-"
-                    if status == "-5003":
-                        ann = "Q:serverMaxSuccessKb"
-                    else:
-                        ann = "-"
+                    ann = "Q:serverMaxSuccessKb" if status == "-5003" else "-"
                 else:
                     size = str(sizes[i])
                     mime = mi[i]

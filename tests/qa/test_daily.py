@@ -1,0 +1,142 @@
+"""The day's figures from golden crawl logs, checked against hand-computed values, and the
+report files (text per family, CSV, HTML + charts) being byte-identical on a re-run."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from qa.daily import compute_day, stats_rows, summary_lines, summary_of
+from qa.inputs import JobInfo
+from qa.report import write_report
+
+from .conftest import DATA
+
+DAY = date(2026, 11, 22)
+
+
+@pytest.fixture
+def comp(golden_jobs: list[JobInfo], golden_history: pd.DataFrame):  # type: ignore[no-untyped-def]
+    return compute_day(DAY, golden_jobs, DATA, history=golden_history,
+                       origins={"site.fr": "registry"})  # fmt: skip
+
+
+def _table(comp, name: str, key: str) -> dict:  # type: ignore[no-untyped-def]
+    t = comp.scopes["day"].tables[name]
+    return {row[key]: row for row in t.to_dict("records")}
+
+
+def test_general_figures_match_the_hand_count(comp) -> None:  # type: ignore[no-untyped-def]
+    g = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
+    # job 1: 14 lines, 9 captured (8 x 200 + 1 x 404), 29,100 bytes; job 2: 5 valid lines,
+    # all captured, 56,100 bytes; job 3: no log
+    assert g["jobs"] == 3
+    assert g["lines"] == 19
+    assert g["urls"] == 14
+    assert g["bytes"] == 85_200
+    assert (g["duplicate_urls"], g["duplicate_bytes"]) == (2, 4_500)
+    assert (g["new_urls"], g["new_bytes"]) == (12, 80_700)
+    assert g["domains"] == 4  # example-a.test, example-b.test, site.fr, example.com
+    assert g["hosts"] == 6
+    assert g["seeds"] == 5
+    assert g["failed_lines"] == 4  # -5003, -6, -4000, -9998
+    assert g["duration_s"] == 5_400  # 30 min + 60 min; job 3 has no dates
+    assert g["urls_per_s"] == round(14 / 5400, 3)
+
+
+def test_mime_families_status_and_tld_shares(comp) -> None:  # type: ignore[no-untyped-def]
+    mf = _table(comp, "mime_family", "family")
+    assert (mf["text"]["urls"], mf["text"]["bytes"]) == (8, 9_600)
+    assert (mf["image"]["urls"], mf["image"]["bytes"]) == (3, 8_600)
+    assert (mf["application"]["urls"], mf["audio"]["urls"], mf["video"]["urls"]) == (1, 1, 1)
+    assert mf["text"]["share"] == round(8 / 14, 6)
+    assert mf["video"]["byte_share"] == round(50_000 / 85_200, 6)
+    st = _table(comp, "status", "status")
+    assert {k: v["lines"] for k, v in st.items()} == {
+        200: 12, 404: 1, 301: 1, 1: 1, -5003: 1, -6: 1, -4000: 1, -9998: 1}  # fmt: skip
+    assert st[-5003]["label"] == "blocked by quota (budget)"
+    tld = _table(comp, "tld", "tld")
+    assert {k: (v["urls"], v["domains"]) for k, v in tld.items()} == {
+        "test": (9, 2), "fr": (3, 1), "com": (2, 1)}  # fmt: skip
+    assert tld["test"]["share"] == round(9 / 14, 6)
+
+
+def test_domains_sizes_origins_and_stop_reasons(comp) -> None:  # type: ignore[no-untyped-def]
+    dom = _table(comp, "domains", "domain")
+    assert (dom["example-a.test"]["urls"], dom["example-a.test"]["bytes"]) == (6, 10_100)
+    assert dom["example-b.test"]["hosts"] == 2  # example-b.test and WWW.Example-B.test:8099
+    assert dom["example-b.test"]["budget"] == 1
+    assert dom["invalid-c.test"]["dns_fail"] == 1 and dom["invalid-c.test"]["urls"] == 0
+    assert dom["example-a.test"]["trap"] == 1 and dom["example-a.test"]["robots"] == 1
+    top_bytes = comp.scopes["day"].tables["top_domains_bytes"]["domain"].tolist()
+    assert top_bytes == ["site.fr", "example-b.test", "example-a.test", "example.com"]
+    sizes = _table(comp, "domain_sizes", "bucket")
+    assert sizes["<10"]["domains"] == 4 and sizes[">10000"]["domains"] == 0
+    assert sizes["<10"]["complete"] == 2  # example-a.test and site.fr stopped with reason 0
+    og = _table(comp, "origins", "origin")
+    # job 1 is selective: its domains are curators' choices; site.fr came from a registry
+    assert (og["curator"]["domains"], og["curator"]["urls"], og["curator"]["seeds"]) == (2, 9, 2)
+    assert (og["registry"]["domains"], og["registry"]["urls"]) == (1, 3)
+    assert (og["unknown"]["domains"], og["unknown"]["urls"]) == (1, 2)
+    assert og["curator"]["url_share"] == round(9 / 14, 6)
+    stops = _table(comp, "stop_reasons", "stopreason")
+    assert {k: v["domains"] for k, v in stops.items() if v["domains"]} == {0: 2, 1: 1, 4: 1}
+    hits = dict(comp.scopes["day"].tables["hits"].itertuples(index=False, name=None))
+    assert hits["budget_hit_domains"] == hits["dns_failure_domains"] == hits["trap_domains"] == 1
+
+
+def test_per_job_and_per_harvest_scopes(comp) -> None:  # type: ignore[no-untyped-def]
+    assert set(comp.scopes) == {"day", "harvest:1", "harvest:2", "kind:partial", "kind:full",
+                                "job:1", "job:2", "job:3"}  # fmt: skip
+    job1 = dict(comp.scopes["job:1"].tables["general"].itertuples(index=False, name=None))
+    assert (job1["urls"], job1["bytes"]) == (9, 29_100)
+    h2 = dict(comp.scopes["harvest:2"].tables["general"].itertuples(index=False, name=None))
+    assert (h2["jobs"], h2["urls"], h2["bytes"]) == (2, 5, 56_100)
+    jobs = comp.jobs_table.set_index("job_id")
+    assert jobs.loc[2, "log"] == "corrupt" and jobs.loc[2, "bad_lines"] == 2
+    assert jobs.loc[3, "log"] == "missing"
+    rows = {(s, f, k): v for s, f, k, v in stats_rows(comp)}
+    assert rows[("kind:full", "general", "urls")] == 5
+    assert rows[("day", "logs", "job:3|missing")] == 1
+
+
+def test_missing_and_corrupt_logs_are_named_and_the_rest_computed(comp) -> None:  # type: ignore[no-untyped-def]
+    assert len(comp.problems) == 2
+    assert "job 2" in comp.problems[0] and "2 of 7 lines" in comp.problems[0]
+    assert "line 6" in comp.problems[0]
+    assert "job 3" in comp.problems[1] and "missing" in comp.problems[1]
+    lines = summary_lines(summary_of(comp, Path("/x/2026-11-22")))
+    text = "\n".join(lines)
+    assert "3 jobs, 14 URLs" in text and "2 crawl log problem(s)" in text
+    assert "crawl log missing" in text
+
+
+def test_report_files_are_complete_and_identical_on_rerun(comp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "qa" / "2026-11-22"
+    written = write_report(comp, out)
+    names = {p.relative_to(out).as_posix() for p in written}
+    for expected in ("general.txt", "mime.txt", "status.txt", "tld.txt", "domains.txt",
+                     "domain_sizes.txt", "origins.txt", "stops.txt", "jobs.txt",
+                     "problems.txt", "stats.csv", "domains.csv", "jobs.csv", "index.html",
+                     "summary.json", "charts/mime_families.png", "charts/tld.png"):  # fmt: skip
+        assert expected in names
+    assert (out / "charts" / "status.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (out / "index.html").read_text()
+    assert 'src="charts/mime_families.png"' in html and "crawl log missing" in html
+    assert "job 2: " in (out / "problems.txt").read_text()
+    first = {n: (out / n).read_bytes() for n in names}
+    # recompute from scratch (same inputs) and rewrite: same bytes, nothing left over
+    jobs = [o.job for o in comp.outcomes]
+    hist = pd.DataFrame(
+        [(1, "example-a.test", 0, 6, 10100), (1, "example-b.test", 1, 3, 19000),
+         (2, "site.fr", 0, 3, 54600), (2, "example.com", 4, 2, 1500)],
+        columns=["job_id", "domain", "stopreason", "objects", "bytes"],
+    )  # fmt: skip
+    again = compute_day(DAY, jobs, DATA, history=hist, origins={"site.fr": "registry"})
+    write_report(again, out)
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == names
+    assert {n: (out / n).read_bytes() for n in names} == first
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]

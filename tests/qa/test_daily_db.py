@@ -1,0 +1,173 @@
+"""run_daily against a real harvest DB: backfill of three days, idempotent re-runs, qa tables,
+the CLI, and the comparisons (years, selective vs broad, two runs of a definition)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import settings as settings_mod
+from qa.compare import compare_runs, selective_vs_broad, year_over_year
+from qa.daily import run_daily
+
+from .conftest import DATA
+
+pytestmark = pytest.mark.services
+
+DAYS = [date(2026, 11, 20), date(2026, 11, 21), date(2026, 11, 22)]
+
+
+def _ts(day: date, hour: int) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+def _seed_db(engine: sa.Engine, root: Path) -> None:
+    """Two definitions, four jobs over three days (+ one last year), history, origins, DNS."""
+    with engine.begin() as conn:
+        x = conn.execute
+        tpl = x(sa.text("INSERT INTO templates (name) VALUES ('t') RETURNING template_id")).scalar()
+        sel = x(sa.text("INSERT INTO harvestdefinitions (name, kind) VALUES ('demo-daily',"
+                        " 'partial') RETURNING harvest_id")).scalar()  # fmt: skip
+        broad = x(sa.text("INSERT INTO harvestdefinitions (name, kind) VALUES ('broad-2026',"
+                          " 'full') RETURNING harvest_id")).scalar()  # fmt: skip
+        configs = {}
+        for name in ("example-a.test", "example-b.test", "site.fr", "example.com"):
+            did = x(sa.text("INSERT INTO domains (name) VALUES (:n) RETURNING domain_id"),
+                    {"n": name}).scalar()  # fmt: skip
+            configs[name] = x(
+                sa.text("INSERT INTO configurations (name, domain_id, template_id)"
+                        " VALUES ('default', :d, :t) RETURNING config_id"),
+                {"d": did, "t": tpl},
+            ).scalar()  # fmt: skip
+
+        def job(hid: int, num: int, day: date, golden: str | None, status: int = 3) -> int:
+            job_dir = root / "jobs" / f"{hid}-{num}"
+            if golden:
+                shutil.copytree(DATA / "jobs" / golden, job_dir)
+            else:
+                (job_dir / "logs").mkdir(parents=True)
+            return x(
+                sa.text("INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                        " template_name, template, seedlist, startdate, enddate, job_dir)"
+                        " VALUES (:h, :n, 0, :s, 'C', 't', '{}', '', :a, :b, :d)"
+                        " RETURNING job_id"),
+                {"h": hid, "n": num, "s": status, "a": _ts(day, 8), "b": _ts(day, 9),
+                 "d": str(job_dir)},
+            ).scalar()  # fmt: skip
+
+        j1 = job(sel, 1, DAYS[0], "1")
+        j2 = job(broad, 1, DAYS[1], "2")
+        job(broad, 2, DAYS[2], None, status=4)  # crawl log missing
+        j4 = job(sel, 2, DAYS[2], "1")
+        job(sel, 0, date(2025, 11, 20), "1")  # last year's run, for the year comparison
+
+        def hist(job_id: int, hid: int, domain: str, reason: int, objects: int) -> None:
+            x(sa.text("INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
+                      " harvest_id, job_id) VALUES (:r, :o, :o * 100, :c, :h, :j)"),
+              {"r": reason, "o": objects, "c": configs[domain], "h": hid, "j": job_id})  # fmt: skip
+
+        hist(j1, sel, "example-a.test", 0, 6)
+        hist(j1, sel, "example-b.test", 0, 3)
+        hist(j4, sel, "example-a.test", 0, 12)  # grew
+        hist(j4, sel, "example-b.test", 1, 3)  # hit the object limit
+        hist(j2, broad, "site.fr", 0, 3)
+        x(sa.text("INSERT INTO preload_runs (run_id) VALUES ('r1')"))
+        x(
+            sa.text(
+                "INSERT INTO preload_sources (run_id, source_name, kind) VALUES"
+                " ('r1', 'afnic', 'registry'), ('r1', 'bnf-selection', 'curators')"
+            )
+        )
+        x(
+            sa.text(
+                "INSERT INTO domain_origins (domain, origin, run_id) VALUES"
+                " ('site.fr', 'afnic', 'r1'), ('example.com', 'bnf-selection', 'r1')"
+            )
+        )
+        x(sa.text("INSERT INTO dns_checks (run_id, domain, class, checked_at) VALUES"
+                  " ('r1', 'site.fr', 'active', :t), ('r1', 'gone.fr', 'failed', :t)"),
+          {"t": _ts(DAYS[1], 3)})  # fmt: skip
+
+
+@pytest.fixture
+def qa_settings(services, db_engine, tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    settings_mod.reset()
+    settings = settings_mod.get_settings()
+    _seed_db(db_engine, tmp_path)
+    yield settings
+    settings_mod.reset()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+            if p.is_file()}  # fmt: skip
+
+
+def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> None:  # type: ignore[no-untyped-def]
+    results = [run_daily(d, qa_settings, engine=db_engine) for d in DAYS]
+    dirs = [qa_settings.path("qa", d.isoformat()) for d in DAYS]
+    assert all((d / "index.html").is_file() for d in dirs)
+    assert [r["jobs"] for r in results] == [1, 1, 2]
+    assert results[0]["general"]["urls"] == 9
+    assert results[1]["logs"] == {"corrupt": 1}
+    assert results[2]["logs"] == {"missing": 1, "ok": 1}
+    assert any("crawl log missing" in p for p in results[2]["problems"])
+    # DNS checks of that day and origins from the preload sources' kinds
+    assert "gone.fr" not in (dirs[1] / "stops.txt").read_text()
+    assert "failed        1" in (dirs[1] / "stops.txt").read_text()
+    origins = (dirs[1] / "origins.txt").read_text()
+    assert "registry        1" in origins and "curator         1" in origins
+
+    with db_engine.connect() as conn:
+        before = conn.execute(sa.text("SELECT day, count(*) FROM qa_stats GROUP BY day"
+                                      " ORDER BY day")).all()  # fmt: skip
+        stored = conn.execute(sa.text("SELECT summary FROM qa_reports WHERE day = :d"),
+                              {"d": DAYS[0]}).scalar()  # fmt: skip
+    assert [r[0] for r in before] == DAYS
+    assert stored["general"]["urls"] == 9
+
+    first = [_files(d) for d in dirs]
+    again = run_daily(DAYS[1], qa_settings, engine=db_engine)
+    assert again == results[1]
+    assert _files(dirs[1]) == first[1]
+    with db_engine.connect() as conn:
+        after = conn.execute(sa.text("SELECT day, count(*) FROM qa_stats GROUP BY day"
+                                     " ORDER BY day")).all()  # fmt: skip
+        reports = conn.execute(sa.text("SELECT count(*) FROM qa_reports")).scalar()
+    assert after == before and reports == 3
+    assert json.loads((dirs[2] / "summary.json").read_text())["jobs"] == 2
+
+
+def test_cli_backfill_and_compare(qa_settings, db_engine, capsys) -> None:  # type: ignore[no-untyped-def]
+    from harvestflow.cli import main
+
+    assert main(["qa", "daily", "--date", "2026-11-20", "--until", "2026-11-22"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("report: ") == 3
+    assert main(["qa", "daily", "--date", "2025-11-20"]) == 0
+    capsys.readouterr()
+    table = year_over_year(db_engine, 2026).set_index(["family", "key"])
+    assert table.loc[("general", "urls"), "a"] == 9  # one selective run in 2025
+    assert table.loc[("general", "urls"), "b"] == 9 + 5 + 9
+    assert table.loc[("general", "jobs"), "b"] == 4
+    kinds = selective_vs_broad(db_engine, DAYS[0], DAYS[-1]).set_index(["family", "key"])
+    assert kinds.loc[("general", "urls"), "a"] == 18 and kinds.loc[("general", "urls"), "b"] == 5
+    assert kinds.loc[("mime_family", "video|urls"), "b"] == 1
+    assert main(["qa", "compare", "runs", "--harvest", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "grew: 1 (example-a.test)" in out and "hit_limits: 1 (example-b.test)" in out
+
+
+def test_compare_runs_defaults_to_the_last_two_runs(qa_settings, db_engine) -> None:  # type: ignore[no-untyped-def]
+    result = compare_runs(db_engine, 1)
+    assert (result.run_a, result.run_b) == (1, 2)
+    assert result.counts() == {"grew": 1, "shrank": 0, "newly_failed": 0, "hit_limits": 1,
+                               "new": 0, "gone": 0}  # fmt: skip
+    with pytest.raises(ValueError, match="no run before"):
+        compare_runs(db_engine, 2, run_b=1)
