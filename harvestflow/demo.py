@@ -9,10 +9,13 @@ indexing_merge and daily_qa_stats for today. Then it prints where each output is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,10 +53,14 @@ def demo_preload_conf(settings: Settings, site_port: int) -> dict[str, Any]:
         "sources": [
             {
                 "name": "registry",
-                "kind": "domains",
+                "kind": "registry",
                 "path": str(DEMO_DATA / "registry-domains.txt"),
             },
-            {"name": "library-urls", "kind": "urls", "path": str(DEMO_DATA / "library-urls.txt")},
+            {
+                "name": "library-urls",
+                "kind": "url_list",
+                "path": str(DEMO_DATA / "library-urls.txt"),
+            },
         ],
         "hosts_file": str(hosts),
         "connect_to": f"127.0.0.1:{site_port}",
@@ -91,10 +98,13 @@ def run_demo(keep_services: bool = False) -> int:
             ("indexing_merge", {"day": today}),
             ("daily_qa_stats", {"day": today}),
         ]
+        airflow_log = settings.path("demo", "airflow-demo.log")
+        print(f"[demo] Airflow's own output (task logs) goes to {airflow_log}")
         for dag_id, conf in steps:
-            print(f"[demo] running DAG {dag_id} …")
-            states = dagrun.run_dag(dag_id, conf=conf)
-            print(f"[demo]   {dag_id}: success ({len(states)} task instances)")
+            print(f"[demo] running DAG {dag_id} …", flush=True)
+            with output_to(airflow_log):
+                states = dagrun.run_dag(dag_id, conf=conf)
+            print(f"[demo]   {dag_id}: success ({len(states)} task instances)", flush=True)
         print_outputs(settings, harvest_id)
         print(f"[demo] done in {time.monotonic() - t0:.0f}s")
         return 0
@@ -104,6 +114,27 @@ def run_demo(keep_services: bool = False) -> int:
         if not keep_services and started:
             db.dispose_engines()
             services.stop_all(settings)
+
+
+@contextlib.contextmanager
+def output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout/stderr (fd level, so Airflow's too) to ``path`` for a while."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
 
 
 def print_outputs(settings: Settings, harvest_id: int) -> None:
@@ -120,7 +151,8 @@ def print_outputs(settings: Settings, harvest_id: int) -> None:
         ).all()
         preserved = conn.execute(
             sa.text(
-                "SELECT file_name, ark, s3_key, status FROM preservation_files ORDER BY file_name"
+                "SELECT file_name, ark, s3_key, status FROM preservation_files"
+                " WHERE ark IS NOT NULL ORDER BY file_name"
             )
         ).all()
     print("\n=== where everything is ===")

@@ -207,5 +207,7 @@ class EmbeddedPostgres:
         if self.pid() is None:
             return False
         log.info("stopping PostgreSQL (data %s)", self.pgdata)
+        # a parent may have been closed since start (e.g. a temp dir re-chmodded to 700)
+        self._prepare_permissions()
         self._run("pg_ctl", ["-D", str(self.pgdata), "-w", "-t", "60", "-m", "fast", "stop"])
         return True
