@@ -68,10 +68,11 @@ def strip_session_ids(url: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
-def canonical_key(url: str) -> str:
+def canonical_key(url: str, *, sessions: bool = True) -> str:
     """The seen-set key of a URL: w3lib canonical form, lower-case host, no default port,
-    no fragment, no session ids."""
-    url = strip_session_ids(url)
+    no fragment, no session ids (unless ``sessions=False``)."""
+    if sessions:
+        url = strip_session_ids(url)
     canon = canonicalize_url(url, keep_fragments=False)
     parts = urlsplit(canon)
     netloc = (parts.hostname or "").lower()
@@ -84,8 +85,9 @@ def canonical_key(url: str) -> str:
 
 def surt(url: str) -> str:
     """SURT key as the ``surt`` package writes it with its defaults (``com,example)/path?q``):
-    reversed host without ``www.``, default port dropped, lower case, sorted query."""
-    key = canonical_key(url)
+    reversed host without ``www.``, default port dropped, lower case, sorted query. (Session
+    ids stay: the surt package only drops a few long-form ones, the seen-set drops more.)"""
+    key = canonical_key(url, sessions=False)
     parts = urlsplit(key)
     host = (parts.hostname or "").removeprefix("www.")
     labels = host.split(".")
@@ -93,8 +95,7 @@ def surt(url: str) -> str:
     out = ",".join(labels)
     if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
         out += f":{parts.port}"
-    path = parts.path or "/"
-    out += ")" + path
+    out += ")" + (parts.path or "/").lower()
     if parts.query:
-        out += "?" + "&".join(sorted(parts.query.split("&")))
+        out += "?" + "&".join(sorted(parts.query.lower().split("&")))
     return out.lower()

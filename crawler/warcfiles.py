@@ -42,17 +42,25 @@ def repair_open_file(path: Path) -> tuple[Path, int]:
     """
     good_end = 0
     count = 0
+    size = path.stat().st_size
     with path.open("rb") as fh:
-        it = ArchiveIterator(fh, no_record_parse=False)
+        it = ArchiveIterator(fh, check_digests=True)
         try:
             for record in it:
-                record.content_stream().read()
+                # a cut record reads short without an error: its block digest tells
+                while record.raw_stream.read(1 << 16):
+                    pass
                 it.read_to_end(record)
-                good_end = it.get_record_offset() + it.get_record_length()
+                end = it.get_record_offset() + it.get_record_length()
+                has_digest = bool(record.rec_headers.get_header("WARC-Block-Digest"))
+                passed = record.digest_checker.passed
+                if passed is False or (passed is None and has_digest) or end > size:
+                    log.warning("%s: record at %d is incomplete", path, it.get_record_offset())
+                    break
+                good_end = end
                 count += 1
         except Exception as exc:  # a cut gzip member or header: everything before is kept
             log.warning("%s: damaged after offset %d (%s); cutting there", path, good_end, exc)
-    size = path.stat().st_size
     if good_end < size:
         with path.open("r+b") as fh:
             fh.truncate(good_end)

@@ -1,0 +1,56 @@
+"""Job specs are checked with errors naming the key; the subprocess launcher relays progress
+and fails with the child's error when the job cannot run."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from crawler.jobspec import JobSpecError, from_dict, load
+from crawler.launch import CrawlFailed, crawl_in_subprocess
+from tests.crawler.conftest import make_job
+
+
+def test_defaults_come_from_settings_and_unknown_keys_are_ignored():
+    spec = from_dict({"job_id": 3, "seeds": ["http://a.org/"], "whatever": 1})
+    assert spec.template.delay_factor == 5.0 and spec.template.min_delay_ms == 3000
+    assert spec.template.connections_per_host == 1 and spec.template.max_hops == 20
+    assert spec.warc_prefix == "3-0"
+
+
+def test_bad_values_name_the_key(tmp_path):
+    with pytest.raises(JobSpecError, match=r"template.*max_hops"):
+        from_dict({"job_id": 1, "seeds": [], "template": {"max_hops": "many"}})
+    with pytest.raises(JobSpecError, match="crawler_traps\\[0\\]"):
+        from_dict({"job_id": 1, "seeds": [], "crawler_traps": ["(unclosed"]})
+    bad = tmp_path / "job.json"
+    bad.write_text("{\n  nope")
+    with pytest.raises(JobSpecError, match="line 2"):
+        load(bad)
+
+
+def test_crawl_in_subprocess_relays_progress(site, tmp_path, caplog):
+    job = make_job(
+        site,
+        [site.url("www.example-a.test", "/")],
+        {"min_delay_ms": 30, "max_delay_ms": 30, "delay_factor": 1.0},
+    )
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    logger = logging.getLogger("test.task")
+    with caplog.at_level(logging.INFO, logger="test.task"):
+        summary = crawl_in_subprocess(
+            path, tmp_path / "out", logger=logger, progress_interval_s=0.2
+        )
+    assert summary["status"] == "complete" and summary["urls"] > 30
+    progress = [r.getMessage() for r in caplog.records if "URLs done" in r.getMessage()]
+    assert len(progress) >= 2
+
+
+def test_crawl_in_subprocess_raises_with_the_reason(tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"seeds": ["http://a.org/"]}))  # no job_id
+    with pytest.raises(CrawlFailed, match="job_id"):
+        crawl_in_subprocess(path, tmp_path / "out", progress_interval_s=1)

@@ -1,0 +1,86 @@
+"""Link extraction: every resource a page uses, with Heritrix's hop types."""
+
+from __future__ import annotations
+
+import lxml.html
+
+from crawler.links import css_urls, extract_css, extract_html, extract_sitemap, parse_srcset
+
+PAGE = "http://www.example.org/dir/page.html"
+
+
+def links_of(html: str, url: str = PAGE) -> set[tuple[str, str]]:
+    return {(u, h) for u, h, _ in extract_html(lxml.html.fromstring(html), url)}
+
+
+def test_srcset_candidates_with_descriptors_and_commas_in_urls():
+    assert parse_srcset("a.png 1x, b.png 2x") == ["a.png", "b.png"]
+    assert parse_srcset("  a.png 480w,b.png   800w , c.png") == ["a.png", "b.png", "c.png"]
+    assert parse_srcset("img,1.png 1x, img,2.png 2x") == ["img,1.png", "img,2.png"]
+    assert parse_srcset("a.png, b.png") == ["a.png", "b.png"]
+    assert parse_srcset("") == []
+
+
+def test_css_url_and_import_forms():
+    css = """@import url("a.css"); @import 'b.css' screen; @import "c.css";
+    x { background: url(d.png) } y { background: url( 'e.png' ) } z { src: url("f.woff") }"""
+    assert sorted(css_urls(css)) == ["a.css", "b.css", "c.css", "d.png", "e.png", "f.woff"]
+    got = extract_css("x{background:url(../i.png)}", "http://h/css/s.css")
+    assert got == [("http://h/i.png", "E", "css")]
+
+
+def test_html_elements_give_links_and_embeds():
+    html = """<html><head><link rel="stylesheet" href="/s.css"><link rel="canonical" href="c.html">
+    <script src="j.js"></script><style>h1{background:url(st.png)}</style></head><body>
+    <a href="a.html">a</a><area href="/ar.html"><img src="i.png" srcset="i2.png 2x">
+    <picture><source srcset="p1.webp 1x, p2.webp 2x"><img src="p.png"></picture>
+    <iframe src="f.html"></iframe><embed src="e.swf"><object data="o.swf"></object>
+    <video src="v.mp4" poster="poster.jpg"><source src="v.webm"></video><audio src="a.mp3"></audio>
+    <div style="background-image: url('d.png')">x</div><table background="t.gif"></table>
+    <a href="javascript:void(0)">no</a><a href="mailto:x@y">no</a><a href="#top">no</a>
+    </body></html>"""
+    got = links_of(html)
+    base = "http://www.example.org/dir/"
+    expected = {
+        ("http://www.example.org/s.css", "E"),
+        (base + "c.html", "L"),
+        (base + "j.js", "E"),
+        (base + "st.png", "E"),
+        (base + "a.html", "L"),
+        ("http://www.example.org/ar.html", "L"),
+        (base + "i.png", "E"),
+        (base + "i2.png", "E"),
+        (base + "p1.webp", "E"),
+        (base + "p2.webp", "E"),
+        (base + "p.png", "E"),
+        (base + "f.html", "E"),
+        (base + "e.swf", "E"),
+        (base + "o.swf", "E"),
+        (base + "v.mp4", "E"),
+        (base + "poster.jpg", "E"),
+        (base + "v.webm", "E"),
+        (base + "a.mp3", "E"),
+        (base + "d.png", "E"),
+        (base + "t.gif", "E"),
+    }
+    assert got == expected
+
+
+def test_base_href_and_meta_refresh():
+    html = """<html><head><base href="http://other.example.org/x/">
+    <meta http-equiv="refresh" content="5; URL='next.html'"></head>
+    <body><a href="y.html">y</a></body></html>"""
+    assert links_of(html) == {
+        ("http://other.example.org/x/next.html", "R"),
+        ("http://other.example.org/x/y.html", "L"),
+    }
+
+
+def test_sitemap_locs():
+    xml = b"""<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+    <url><loc>http://h/a</loc></url><url><loc> http://h/b </loc></url></urlset>"""
+    assert extract_sitemap(xml, "http://h/sitemap.xml") == [
+        ("http://h/a", "M", "sitemap/loc"),
+        ("http://h/b", "M", "sitemap/loc"),
+    ]
+    assert extract_sitemap(b"not xml", "http://h/") == []
