@@ -42,6 +42,8 @@ def fsync_dir(path: Path) -> None:
 def place(src: Path, dest: Path) -> None:
     """Make ``dest`` a complete copy of ``src``: a hard link when possible, else a copy."""
     dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and os.path.samefile(src, dest):
+        return
     tmp = tmp_name(dest)
     tmp.unlink(missing_ok=True)
     try:
@@ -51,6 +53,8 @@ def place(src: Path, dest: Path) -> None:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
     os.replace(tmp, dest)
+    # rename() between two links of one file does nothing: never leave the temporary name
+    tmp.unlink(missing_ok=True)
 
 
 def copy_verified(src: Path, dest: Path, sha1: str) -> None:

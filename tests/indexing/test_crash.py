@@ -1,0 +1,116 @@
+"""kill -9 at every step of the chain, run again: every WARC indexed exactly once, no CDX or PATH
+line lost or doubled, and no original deleted before its copies verify."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import db
+from harvestflow import settings as settings_mod
+from indexing.chain import run_chain
+from indexing.cleanup import clean_arc_repository
+from indexing.crashpoints import ENV, EXIT_CODE
+from indexing.files import sha1_of
+from indexing.layout import Layout
+from indexing.merge import bigmerge, daily_merge
+from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
+
+pytestmark = pytest.mark.services
+
+CRASH_POINTS = [
+    "ingest.placed",
+    "index.wrote_cdx11",
+    "index.wrote_cdxj",
+    "index.recorded",
+    "transfer.copied",
+    "transfer.path_written",
+    "transfer.recorded",
+    "backup.copied",
+    "delete.unlinked",
+    "merge.written",
+    "bigmerge.renamed",
+    "cleanup.unlinked",
+]
+
+
+def _run_all(crash: str | None) -> None:
+    """The whole chain as the DAGs run it, in a forked child (kill -9 = ``os._exit`` there)."""
+    os.environ.pop(ENV, None)
+    if crash:
+        os.environ[ENV] = crash
+    settings_mod.reset()
+    run_chain()
+    daily_merge(datetime.now(UTC).date())
+    bigmerge()
+    clean_arc_repository()
+    os._exit(0)
+
+
+def _run(crash: str | None) -> int:
+    db.dispose_engines()  # the child must not share the parent's pooled connections
+    child = multiprocessing.get_context("fork").Process(target=_run_all, args=(crash,))
+    child.start()
+    child.join(300)
+    assert child.exitcode in (0, EXIT_CODE), f"chain run failed (exit {child.exitcode})"
+    return int(child.exitcode)
+
+
+def _originals_safe(warcs: list[Path], sums: dict[str, str], data: Path, hid: int) -> None:
+    """Every original already deleted has a verified final copy and a verified backup."""
+    for w in warcs:
+        if not w.exists():
+            final = data / "repository" / "loc1" / str(hid) / w.name
+            backup = data / "backup" / str(hid) / w.name
+            assert sha1_of(final) == sums[w.name], f"{w.name} deleted before its copy verified"
+            assert sha1_of(backup) == sums[w.name], f"{w.name} deleted before its backup verified"
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
+    point: str,
+    db_engine: sa.Engine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    oracle: Path,
+):
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    hid = make_harvest(db_engine, f"crash-{point}")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=2, seed=9, records=15)
+    warcs = job_warcs(job_dir)
+    sums = {w.name: sha1_of(w) for w in warcs}
+    (tmp_path / "orig").mkdir()
+    originals = [Path(shutil.copy2(w, tmp_path / "orig" / w.name)) for w in warcs]
+    expected = {fmt: expected_index(oracle, originals, fmt) for fmt in ("cdx11", "cdxj")}
+
+    assert _run(point) == EXIT_CODE, f"crash point {point} was never reached"
+    _originals_safe(warcs, sums, cfg.data_dir, hid)
+    assert _run(None) == 0
+    assert _run(None) == 0  # and once more: nothing changes
+
+    layout = Layout.from_settings(cfg)
+    for fmt in ("cdx11", "cdxj"):
+        assert layout.big_cdx(fmt).read_text().splitlines() == expected[fmt]
+    path_lines = layout.big_path().read_text().splitlines()
+    assert sorted(line.split("\t")[0] for line in path_lines) == sorted(sums)
+    with db_engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT file_name, stage, source_deleted_at IS NOT NULL FROM index_manifest")
+        ).all()
+    assert sorted(r[0] for r in rows) == sorted(sums)
+    assert all(r[1] == "done" and r[2] for r in rows)
+    _originals_safe(warcs, sums, cfg.data_dir, hid)
+    assert not any(w.exists() for w in warcs)
+    leftovers = [p for p in (cfg.data_dir / "indexing").rglob("*") if p.is_file()]
+    assert leftovers == []
+    settings_mod.reset()
