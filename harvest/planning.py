@@ -176,9 +176,14 @@ def plan_jobs(
     )
 
     def counted() -> Iterator[Any]:
+        pending = 0
         for config in stream_configs(conn, harvest_id):
-            progress.advance()
+            pending += 1
+            if pending == 1000:  # progress by batches: a call per row costs more than the row
+                progress.advance(pending)
+                pending = 0
             yield config
+        progress.advance(pending)
 
     try:
         yield from GENERATORS[generator](counted(), limits, settings)

@@ -1,15 +1,23 @@
-"""Streaming a harvest definition's domain configurations (with their history) from the DB.
+"""Streaming a harvest definition's domain configurations (with their best history) from the DB.
 
-Why one query with a server-side cursor: the generator needs, per configuration, its template,
-limits, attributes and the object/byte/stop-reason history newest first. Aggregating the history
-per configuration in PostgreSQL (an index scan on ``historyinfo (config_id, harvest_time)``)
-sends one row per configuration, and the server-side cursor keeps client memory to one fetch
-batch. The bare scan of the benchmark streams exactly this query.
+Why this shape: the generator needs, per configuration, its template, limits, attributes and
+its "best" earlier harvest (REFERENCE.md §5.3: newest first, the largest object count seen,
+stopping at the first complete harvest). That best harvest is chosen in PostgreSQL, so one
+narrow row per configuration crosses the wire: the candidates are the harvests at or after the
+newest complete one (all of them when none completed), and the best is the largest object
+count, the oldest among equals — exactly what the sequential rule picks
+(:func:`harvest.jobgen.expectation.best_history`, which a test checks this query against).
+
+A whole snapshot (millions of configurations) uses set-based SQL (hash/merge joins over
+``historyinfo``); a selective definition or a second step (a few thousand configurations) looks
+the history up per configuration through the ``(config_id, harvest_time)`` index. Rows come
+through a psycopg2 server-side cursor as plain tuples: client memory stays at one fetch batch.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -23,50 +31,76 @@ log = logging.getLogger(__name__)
 
 ALIAS_TIMEOUT = timedelta(days=365)
 FETCH_SIZE = 10000
+# PostgreSQL memory for the set-based snapshot query's hashes and sorts (per transaction)
+BULK_WORK_MEM = "256MB"
 
 # configurations of a selective definition: its harvest_configs
-_PARTIAL_SET = "SELECT config_id FROM harvest_configs WHERE harvest_id = :h"
+_PARTIAL_SET = "SELECT config_id FROM harvest_configs WHERE harvest_id = %(h)s"
 # a snapshot: every active domain's default configuration, minus live aliases
 _FULL_SET = (
     "SELECT d.defaultconfig AS config_id FROM domains d WHERE d.active"
     " AND d.defaultconfig IS NOT NULL"
-    " AND (d.alias IS NULL OR d.lastaliasupdate < now() - CAST(:alias_timeout AS interval))"
+    " AND (d.alias IS NULL OR d.lastaliasupdate < now() - CAST(%(alias_timeout)s AS interval))"
 )
 # a snapshot's second step: the domains that stopped on a harvest limit in the previous one
 _STEP2_SET = (
     "SELECT DISTINCT hi.config_id FROM historyinfo hi JOIN configurations c USING (config_id)"
-    " JOIN domains d USING (domain_id) WHERE hi.harvest_id = :prev AND d.active"
+    " JOIN domains d USING (domain_id) WHERE hi.harvest_id = %(prev)s AND d.active"
     " AND hi.stopreason IN (1, 2)"
 )
 
-_QUERY = """
-SELECT c.config_id, c.domain_id, d.name AS domain, t.name AS template,
-       c.attributes::text AS attributes, c.maxobjects, c.maxbytes,
-       h.objs, h.bytes, h.reasons
-FROM ({config_set}) cs
-JOIN configurations c ON c.config_id = cs.config_id
-JOIN domains d ON d.domain_id = c.domain_id
-JOIN templates t ON t.template_id = c.template_id
-LEFT JOIN LATERAL (
-    SELECT array_agg(hi.objectcount ORDER BY hi.harvest_time DESC, hi.historyinfo_id DESC) AS objs,
-           array_agg(hi.bytecount ORDER BY hi.harvest_time DESC, hi.historyinfo_id DESC) AS bytes,
-           array_agg(hi.stopreason ORDER BY hi.harvest_time DESC, hi.historyinfo_id DESC)
-               AS reasons
-    FROM historyinfo hi WHERE hi.config_id = c.config_id
-) h ON true
-ORDER BY c.config_id
-"""
+_COLUMNS = (
+    "c.config_id, c.domain_id, d.name, t.name, c.attributes::text, c.maxobjects, c.maxbytes,"
+    " b.objectcount, b.bytecount, b.stopreason"
+)
+_JOINS = (
+    " JOIN configurations c ON c.config_id = cs.config_id"
+    " JOIN domains d ON d.domain_id = c.domain_id"
+    " JOIN templates t ON t.template_id = c.template_id"
+)
+
+# per configuration, through the index (small sets)
+_QUERY_INDEXED = (
+    f"SELECT {_COLUMNS} FROM ({{config_set}}) cs {_JOINS}"
+    " LEFT JOIN LATERAL ("
+    "  SELECT hi.objectcount, hi.bytecount, hi.stopreason FROM historyinfo hi"
+    "  WHERE hi.config_id = c.config_id AND (hi.harvest_time, hi.historyinfo_id) >= COALESCE(("
+    "    SELECT ROW(x.harvest_time, x.historyinfo_id) FROM historyinfo x"
+    "    WHERE x.config_id = c.config_id AND x.stopreason = 0"
+    "    ORDER BY x.harvest_time DESC, x.historyinfo_id DESC LIMIT 1),"
+    "   ROW('-infinity'::timestamptz, 0::bigint))"
+    "  ORDER BY hi.objectcount DESC, hi.harvest_time ASC, hi.historyinfo_id ASC LIMIT 1"
+    " ) b ON true ORDER BY c.config_id"
+)
+
+# set-based (whole snapshots)
+_QUERY_BULK = (
+    "WITH lastc AS ("
+    "  SELECT DISTINCT ON (config_id) config_id, harvest_time AS t, historyinfo_id AS i"
+    "  FROM historyinfo WHERE stopreason = 0"
+    "  ORDER BY config_id, harvest_time DESC, historyinfo_id DESC),"
+    " best AS ("
+    "  SELECT DISTINCT ON (hi.config_id) hi.config_id, hi.objectcount, hi.bytecount,"
+    "   hi.stopreason FROM historyinfo hi LEFT JOIN lastc l ON l.config_id = hi.config_id"
+    "  WHERE l.config_id IS NULL OR (hi.harvest_time, hi.historyinfo_id) >= (l.t, l.i)"
+    "  ORDER BY hi.config_id, hi.objectcount DESC, hi.harvest_time ASC, hi.historyinfo_id ASC)"
+    f" SELECT {_COLUMNS} FROM ({{config_set}}) cs {_JOINS}"
+    " LEFT JOIN best b ON b.config_id = c.config_id ORDER BY c.config_id"
+)
 
 
-def config_query(kind: str, previous_harvest_id: int | None) -> str:
-    """The SQL streaming the configurations of a definition of ``kind``."""
+def config_set_query(kind: str, previous_harvest_id: int | None) -> str:
     if kind == "partial":
-        config_set = _PARTIAL_SET
-    elif previous_harvest_id is not None:
-        config_set = _STEP2_SET
-    else:
-        config_set = _FULL_SET
-    return _QUERY.format(config_set=config_set)
+        return _PARTIAL_SET
+    return _STEP2_SET if previous_harvest_id is not None else _FULL_SET
+
+
+def config_query(kind: str, previous_harvest_id: int | None, *, bulk: bool | None = None) -> str:
+    """The SQL (psycopg2 ``%(name)s`` parameters) streaming a definition's configurations."""
+    if bulk is None:
+        bulk = kind == "full" and previous_harvest_id is None
+    template = _QUERY_BULK if bulk else _QUERY_INDEXED
+    return template.format(config_set=config_set_query(kind, previous_harvest_id))
 
 
 def query_params(harvest_id: int, previous_harvest_id: int | None) -> dict[str, Any]:
@@ -93,47 +127,46 @@ def definition_limits(conn: Connection, harvest_id: int) -> tuple[str, HarvestLi
     return "partial", HarvestLimits(False), None
 
 
+def _raw(conn: Connection) -> Any:
+    """The psycopg2 connection under ``conn`` (same transaction)."""
+    return conn.connection.dbapi_connection
+
+
 def count_configs(conn: Connection, harvest_id: int) -> int:
+    """How many configurations the definition has (the set only: no history is read)."""
     kind, _, prev = definition_limits(conn, harvest_id)
-    sql = config_query(kind, prev)
-    return int(
-        conn.execute(
-            sa.text(f"SELECT count(*) FROM ({sql}) q"), query_params(harvest_id, prev)
-        ).scalar_one()
-    )
-
-
-def row_to_config(row: Any) -> ConfigInfo:
-    history: tuple[HistoryEntry, ...] = ()
-    if row.objs:
-        history = tuple(
-            HistoryEntry(o, b, r) for o, b, r in zip(row.objs, row.bytes, row.reasons, strict=True)
+    with _raw(conn).cursor() as cur:
+        cur.execute(
+            f"SELECT count(*) FROM ({config_set_query(kind, prev)}) q",
+            query_params(harvest_id, prev),
         )
-    return ConfigInfo(
-        config_id=row.config_id,
-        domain=row.domain,
-        template=row.template,
-        max_objects=row.maxobjects,
-        max_bytes=row.maxbytes,
-        attributes=row.attributes,
-        history=history,
-        domain_id=row.domain_id,
-    )
+        return int(cur.fetchone()[0])
+
+
+def row_to_config(row: tuple[Any, ...]) -> ConfigInfo:
+    """A streamed row as a ConfigInfo whose history is its best harvest (or nothing)."""
+    cid, did, domain, template, attributes, maxobjects, maxbytes, objs, size, reason = row
+    # positional: this runs once per configuration, millions of times for a snapshot
+    history = () if objs is None else (HistoryEntry(objs, size, reason),)
+    return ConfigInfo(cid, domain, template, maxobjects, maxbytes, attributes, history, did)
 
 
 def stream_configs(
-    conn: Connection, harvest_id: int, *, fetch_size: int = FETCH_SIZE
+    conn: Connection, harvest_id: int, *, fetch_size: int = FETCH_SIZE, bulk: bool | None = None
 ) -> Iterator[ConfigInfo]:
-    """The definition's configurations, one at a time, through a server-side cursor."""
+    """The definition's configurations in config_id order, through a server-side cursor."""
     kind, _, prev = definition_limits(conn, harvest_id)
-    # per-statement options: Connection.execution_options() would stick to the connection
-    result = conn.execute(
-        sa.text(config_query(kind, prev)),
-        query_params(harvest_id, prev),
-        execution_options={"stream_results": True, "yield_per": fetch_size},
-    )
+    if bulk is None:
+        bulk = kind == "full" and prev is None
+    raw = _raw(conn)
+    if bulk:
+        with raw.cursor() as cur:  # hash joins and sorts in memory, for this transaction only
+            cur.execute(f"SET LOCAL work_mem = '{BULK_WORK_MEM}'")
+    cursor = raw.cursor(name=f"jobgen_{uuid.uuid4().hex}")
+    cursor.itersize = fetch_size
     try:
-        for row in result:
+        cursor.execute(config_query(kind, prev, bulk=bulk), query_params(harvest_id, prev))
+        for row in cursor:
             yield row_to_config(row)
     finally:
-        result.close()
+        cursor.close()
