@@ -8,13 +8,15 @@ definition, keeping the earliest capture per (URL, digest). The captures come fr
 that writes the CDX (it has the WARC-Record-ID, ETag and Last-Modified that neither the CDX nor the
 crawl log carries).
 
-File format (read by the crawler), UTF-8, byte-order sorted, one line per original capture:
+File format (read by the crawler), UTF-8, one line per original capture, sorted by URL in byte
+order and, for one URL, by date (the crawler takes a URL's last line as its newest capture):
 ``url \\t sha1:DIGEST \\t WARC-Date \\t file \\t offset \\t WARC-Record-ID \\t etag|- \\t last-modified|-``
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import os
 from collections.abc import Iterable
@@ -56,6 +58,11 @@ def sidecar_lines(captures: Iterable[Capture], filename: str) -> list[str]:
     return sorted(lines, key=lambda s: s.encode("utf-8"))
 
 
+def _date_file_offset(line: bytes) -> tuple[bytes, bytes, int]:
+    fields = line.split(b"\t", 5)
+    return fields[2], fields[3], int(fields[4])
+
+
 def build_dedup_index(
     harvest_id: int,
     out_path: Path | str,
@@ -83,16 +90,16 @@ def build_dedup_index(
     written = 0
     with ExitStack() as stack, open(tmp, "wb") as out:
         files = [stack.enter_context(open(p, "rb")) for p in inputs]
-        last_key = None
-        for line in heapq.merge(*files, key=lambda s: s.removesuffix(b"\n")):
-            url, _, rest = line.partition(b"\t")
-            digest = rest.split(b"\t", 1)[0]
-            key = (url, digest)
-            if key == last_key:  # a later capture of the same payload: keep the original
-                continue
-            last_key = key
-            out.write(line if line.endswith(b"\n") else line + b"\n")
-            written += 1
+        merged = heapq.merge(*files, key=lambda s: s.removesuffix(b"\n"))
+        for _url, group in itertools.groupby(merged, key=lambda s: s.split(b"\t", 1)[0]):
+            originals: dict[bytes, bytes] = {}
+            for line in group:  # one URL: its captures, by digest then date
+                digest = line.split(b"\t", 2)[1]
+                originals.setdefault(digest, line if line.endswith(b"\n") else line + b"\n")
+            # the crawler takes the last line of a URL as the newest: order by date, file, offset
+            for line in sorted(originals.values(), key=_date_file_offset):
+                out.write(line)
+                written += 1
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, out_path)

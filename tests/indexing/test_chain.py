@@ -168,8 +168,9 @@ def test_dedup_index_keeps_the_original_capture_per_url_and_digest(
     chain.run_chain(cfg)
     out = build_dedup_index(hid, tmp_path / "dedup.txt", cfg)
     lines = out.read_text(encoding="utf-8").splitlines()
-    assert lines == sorted(lines, key=lambda s: s.encode("utf-8"))
     rows = [line.split("\t") for line in lines]
+    # by URL in byte order, then by date within a URL (the crawler reads the last as the newest)
+    assert rows == sorted(rows, key=lambda r: (r[0].encode("utf-8"), r[2], r[3], int(r[4])))
     assert all(len(r) == 8 for r in rows)
     keys = [(r[0], r[1]) for r in rows]
     assert len(keys) == len(set(keys))
