@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import scrapy
 
@@ -154,7 +155,42 @@ class CrawlContext:
             for seed in self.spec.seeds:
                 self.state.add_seed(seed)
                 key = canonical_key(seed)
+                decision = self.scope.decide(seed, "")
+                if not decision.accepted:  # a bad seed is logged, never fatal
+                    self.state.add(
+                        key,
+                        seed,
+                        "",
+                        None,
+                        seed,
+                        "seed",
+                        self._domain(seed),
+                        st.REFUSED,
+                        decision.status,
+                    )
+                    self.crawl_log.write(
+                        LogEntry(
+                            decision.status,
+                            seed,
+                            "",
+                            None,
+                            seed=seed,
+                            annotations=[decision.reason],
+                        )
+                    )
+                    continue
                 self.state.add(key, seed, "", None, seed, "seed", self._domain(seed))
+                if self.spec.template.extract_sitemaps:
+                    sitemap = urljoin(seed, "/sitemap.xml")
+                    self.state.add(
+                        canonical_key(sitemap),
+                        sitemap,
+                        "M",
+                        seed,
+                        seed,
+                        "sitemap",
+                        self._domain(seed),
+                    )
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)

@@ -73,6 +73,11 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "DOWNLOAD_HANDLERS": {
             "http": "crawler.capture.ArchivalHTTPDownloadHandler",
             "https": "crawler.capture.ArchivalHTTPDownloadHandler",
+            # an archival crawl of the web fetches http(s) only: never ftp/s3/file/data
+            "ftp": None,
+            "s3": None,
+            "file": None,
+            "data": None,
         },
         "TWISTED_DNS_RESOLVER": "crawler.resolver.ArchivalResolver",
         "DNS_TIMEOUT": 20,

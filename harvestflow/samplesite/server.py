@@ -90,6 +90,10 @@ class SampleSiteServer(ThreadingHTTPServer):
         self.requests: list[ServedRequest] = []
         self.lock = threading.Lock()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (a crawler's timeout) is normal here, not a traceback."""
+        log.debug("samplesite: client %s went away", client_address)
+
     @property
     def port(self) -> int:
         return int(self.server_address[1])

@@ -1,0 +1,36 @@
+"""Failures are recorded with Heritrix's codes and retried a bounded number of times, never
+fatal: connection refused (-2), timeout (-4), unsupported scheme and bad URLs (-7)."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.crawler.conftest import make_job, run_crawl
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_failures_are_logged_and_the_crawl_goes_on(site, tmp_path):
+    dead = f"http://dead.example-a.test:{closed_port()}/"
+    slow = site.url("www.example-a.test", "/slow?ms=3000")
+    ok = site.url("example-b.test", "/")
+    job = make_job(
+        site,
+        [dead, slow, ok, "ftp://files.example-a.test/x"],
+        {"retries": 2, "download_timeout_s": 1, "max_hops": 0},
+    )
+    job["resolve"]["dead.example-a.test"] = "127.0.0.1"
+    result = run_crawl(job, tmp_path / "job")
+    assert result.summary["status"] == "complete"
+    line = result.line_for(dead)
+    assert line[1] == "-2" and line[11].startswith("3t,")  # 1 try + 2 retries
+    line = result.line_for(slow)
+    assert line[1] == "-4" and "err=timeout" in line[11]
+    assert result.line_for(ok)[1] == "200"
+    assert result.line_for("ftp://files.example-a.test/x")[1] == "-7"
+    report = (result.out / "reports" / "crawl-report.txt").read_text()
+    assert "URI failures: 2" in report
