@@ -100,7 +100,7 @@ class JobSpec:
 def _coerce(cls: type, values: dict[str, Any], where: str) -> Any:
     """Build a dataclass from the keys it knows, checking the type of each value."""
     kwargs: dict[str, Any] = {}
-    defaults = cls()  # type: ignore[call-arg]
+    defaults = cls()
     for name, default in asdict(defaults).items():
         if name not in values or values[name] is None:
             continue

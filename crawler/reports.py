@@ -189,8 +189,8 @@ def write_reports(
     _write(report_dir / "mimetype-report.txt", "\n".join(out) + "\n")
 
     out = ["[#urls] [rescode]"]
-    for code, n in sorted(t.codes.items(), key=lambda kv: (-kv[1], kv[0])):
-        out.append(f"{n} {code}")
+    for rescode, n in sorted(t.codes.items(), key=lambda kv: (-kv[1], kv[0])):
+        out.append(f"{n} {rescode}")
     _write(report_dir / "responsecode-report.txt", "\n".join(out) + "\n")
 
     out = ["[source] [host] [#urls]"]
