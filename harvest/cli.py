@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 
-def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Add ``selection``, ``domain``, ``jobs`` and ``harvest`` subcommands."""
     p = subparsers.add_parser("selection", help="curators' selection records")
     sub = p.add_subparsers(dest="selection_command", required=True)
@@ -30,6 +30,14 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[typ
     tr.add_argument("--frequency", default=None)
     tr.set_defaults(func=cmd_selection_transfer)
 
+    p = subparsers.add_parser("traps", help="global crawler-trap lists")
+    sub = p.add_subparsers(dest="traps_command", required=True)
+    load = sub.add_parser("load", help="create or replace a global list from a file")
+    load.add_argument("name")
+    load.add_argument("file", type=Path)
+    load.add_argument("--inactive", action="store_true")
+    load.set_defaults(func=cmd_traps_load)
+
     p = subparsers.add_parser("domain", help="domains of the harvest database")
     sub = p.add_subparsers(dest="domain_command", required=True)
     show = sub.add_parser("show", help="configurations, seeds, aliases and harvest history")
@@ -45,6 +53,11 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[typ
     ls.add_argument("--limit", type=int, default=50)
     ls.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     ls.set_defaults(func=cmd_jobs_list)
+    gen = sub.add_parser("generate", help="generate the jobs of a definition for a date")
+    gen.add_argument("harvest_id", type=int)
+    gen.add_argument("--date", default=None, help="logical date (ISO; default now)")
+    gen.add_argument("--generator", choices=["default", "fixed"], default="default")
+    gen.set_defaults(func=cmd_jobs_generate)
     dead = sub.add_parser("resubmit-dead", help="resubmit jobs left by a dead worker")
     dead.add_argument("--older-than", type=int, default=3600, help="seconds without progress")
     dead.set_defaults(func=cmd_jobs_resubmit_dead)
@@ -157,4 +170,23 @@ def cmd_jobs_resubmit_dead(args: argparse.Namespace) -> int:
 
     result = resubmit_dead_jobs(stale_after_s=args.older_than)
     print(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+def cmd_traps_load(args: argparse.Namespace) -> int:
+    from harvest.traps import load_global_trap_list
+
+    count = load_global_trap_list(args.name, args.file, active=not args.inactive)
+    print(f"global crawler-trap list {args.name}: {count} expressions")
+    return 0
+
+
+def cmd_jobs_generate(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from harvest.planning import generate_jobs
+
+    when = datetime.fromisoformat(args.date) if args.date else datetime.now(UTC)
+    jobs = generate_jobs(args.harvest_id, when, generator=args.generator)
+    print(f"definition {args.harvest_id} at {when.isoformat()}: jobs {jobs}")
     return 0

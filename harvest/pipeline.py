@@ -9,6 +9,11 @@ Order of a ``selective_harvest_<frequency>`` run::
     path = prepare_job(job_id, data_dir)             # per job, then crawl it
     mark_started(job_id); ...crawl...; record_job_results(job_id)
     advance_schedule(harvest_id, logical_date)
+
+Broad crawl: ``create_snapshot_definition`` (step 1), ``create_step2_definition`` (step 2), then
+the same ``generate_jobs`` / ``prepare_job`` / ``record_job_results``. One-off harvests:
+``validate_params`` then ``create_seedlist_harvest`` (or an existing definition id), then
+``generate_jobs``. Maintenance: ``resubmit_dead_jobs``.
 """
 
 from __future__ import annotations
@@ -17,17 +22,32 @@ from harvest.bootstrap import ensure_reference_data
 from harvest.definitions import advance_schedule, due_definitions
 from harvest.demo import create_demo_definition
 from harvest.jobs import list_jobs, mark_started, prepare_job
+from harvest.oneoff import PARAMS_SCHEMA, create_seedlist_harvest, validate_params
 from harvest.planning import generate_jobs
+from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
 from harvest.results import record_job_results
+from harvest.selection.importer import import_file
+from harvest.selection.transfer import transfer_selection_records
+from harvest.snapshot import create_snapshot_definition, create_step2_definition
 
 __all__ = [
+    "PARAMS_SCHEMA",
     "advance_schedule",
     "create_demo_definition",
+    "create_seedlist_harvest",
+    "create_snapshot_definition",
+    "create_step2_definition",
     "due_definitions",
     "ensure_reference_data",
+    "find_dead_jobs",
     "generate_jobs",
+    "import_file",
     "list_jobs",
     "mark_started",
     "prepare_job",
     "record_job_results",
+    "resubmit_dead_jobs",
+    "resubmit_job",
+    "transfer_selection_records",
+    "validate_params",
 ]

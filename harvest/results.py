@@ -153,7 +153,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         job_dir = Path(job.job_dir)
         summary, error = _read_summary(job_dir)
         reports = _store_reports(conn, job_id, job_dir) if job_dir.is_dir() else []
-        history_rows, problems = 0, []
+        history_rows, problems = 0, list[str]()
         if summary is not None:
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
             status = DONE

@@ -129,3 +129,61 @@ def test_broken_schedule_deactivates_only_that_definition(hdb):
         ).first()
     assert not row.isactive
     assert "scheduling failed" in row.inactive_reason and "before it starts" in row.inactive_reason
+
+
+def test_job_carries_global_domain_and_definition_traps(hdb, tmp_path):
+    from harvest.traps import load_global_trap_list
+
+    traps = tmp_path / "traps.txt"
+    traps.write_text("# calendars\n/calendar/\\d{4}/\n\n[?&]sessionid=\n")
+    assert load_global_trap_list("default", traps, engine=hdb) == 2
+    (tmp_path / "bad.txt").write_text("ok\n(unclosed\n")
+    with pytest.raises(ValueError, match=r"bad\.txt line 2"):
+        load_global_trap_list("bad", tmp_path / "bad.txt", engine=hdb)
+    hid = p.create_demo_definition(8099, engine=hdb)
+    with hdb.begin() as c:
+        c.execute(
+            sa.text("UPDATE domains SET crawlertraps = '{/print/}' WHERE name = 'example-a.test'")
+        )
+        c.execute(sa.text("UPDATE harvestdefinitions SET crawlertraps = '{[?]replytocom=}'"))
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    spec = json.loads(Path(p.prepare_job(job, tmp_path, engine=hdb)).read_text())
+    assert sorted(spec["crawler_traps"]) == sorted(
+        ["/calendar/\\d{4}/", "[?&]sessionid=", "/print/", "[?]replytocom="]
+    )
+
+
+def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    first = p.generate_jobs(hid, LD, engine=hdb)[0]
+    path1 = p.prepare_job(first, tmp_path, engine=hdb)
+    assert json.loads(Path(path1).read_text())["dedup_index"] is None  # nothing before
+    write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+    p.record_job_results(first, engine=hdb)
+    cdx = tmp_path / "first.cdx"
+    cdx.write_text(
+        " CDX N b a m s k r M S V g\n"
+        "test,example-a)/ 20261122030001 http://www.example-a.test:8099/ text/html 200 "
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz\n"
+        "test,example-a)/img.png 20261122030002 http://www.example-a.test:8099/img.png "
+        "image/png 200 BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 900 300 1-1-x.warc.gz\n"
+        "test,example-a)/r 20261122030003 http://www.example-a.test:8099/r warc/revisit 200 "
+        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 100 1200 1-1-x.warc.gz\n"
+    )
+    with hdb.begin() as c:
+        c.execute(
+            sa.text(
+                "INSERT INTO index_manifest (file_name, job_id, harvest_id, source_path,"
+                " cdx_path) VALUES ('1-1-x.warc.gz', :j, :h, '/nowhere', :c)"
+            ),
+            {"j": first, "h": hid, "c": str(cdx)},
+        )
+    second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
+    spec = json.loads(Path(p.prepare_job(second, tmp_path, engine=hdb)).read_text())
+    lines = Path(spec["dedup_index"]).read_text().splitlines()
+    assert lines == [
+        "http://www.example-a.test:8099/\tsha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\t"
+        "2026-11-22T03:00:01Z\t1-1-x.warc.gz\t0\t-\t-\t-",
+        "http://www.example-a.test:8099/img.png\tsha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\t"
+        "2026-11-22T03:00:02Z\t1-1-x.warc.gz\t300\t-\t-\t-",
+    ]
