@@ -193,6 +193,9 @@ class DnsChecker:
         self._ceiling = float(min(max(1, settings.max_in_flight), 30000))
         self._window = min(self._ceiling, 64.0)
         self._last_cut = 0.0
+        self._interval_start = time.monotonic()
+        self._interval_answers = 0
+        self._interval_timeouts = 0
         self.sent = 0
         self.answered = 0
         self.timeouts = 0
@@ -300,10 +303,27 @@ class DnsChecker:
                 if query.pending:
                     self._release(query)
                     self.timeouts += 1
-                    if now - self._last_cut >= self.settings.timeout_s / 2:
-                        self._last_cut = now
-                        self._window = max(min(16.0, self._ceiling), self._window * 0.7)
+                    self._interval_timeouts += 1
                     self._retry(query.check, "timeout")
+            if now - self._interval_start >= 1.0:
+                self._adapt_window(now)
+
+    def _adapt_window(self, now: float) -> None:
+        """Halve the window when more than 5% of the last second's queries timed out.
+
+        A share, not every timeout: dead authoritative servers make a few timeouts at any
+        load and must not throttle the whole check; a full socket buffer (server or ours)
+        loses a burst, which this sees.
+        """
+        answered, lost = self._interval_answers, self._interval_timeouts
+        if lost and lost > 0.05 * (answered + lost):
+            self._window = max(min(16.0, self._ceiling), self._window * 0.5)
+            self._last_cut = now
+            log.debug(
+                "DNS window cut to %.0f (%d timeouts, %d answers)", self._window, lost, answered
+            )
+        self._interval_start = now
+        self._interval_answers = self._interval_timeouts = 0
 
     def _retry(self, check: _Check, why: str) -> None:
         check.rcodes.append(why)
@@ -341,8 +361,10 @@ class DnsChecker:
             return  # not the answer to what we asked (late, or spoofed)
         self._release(query)
         self.answered += 1
+        self._interval_answers += 1
         if self._window < self._ceiling:
-            self._window = min(self._ceiling, self._window + 0.5)
+            # fast start until the first cut, then slower growth
+            self._window = min(self._ceiling, self._window + (0.1 if self._last_cut else 1.0))
         check = query.check
         rcode = flags & 0x000F
         if flags & 0x0200 and not ancount:

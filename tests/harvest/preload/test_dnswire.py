@@ -10,6 +10,7 @@ from harvest.preload.dnswire import (
     ACTIVE,
     FAILED,
     UNKNOWN,
+    DnsChecker,
     DnsSettings,
     check_domains_inline,
     encode_qname,
@@ -118,3 +119,15 @@ def test_nameserver_forms(text: str, expected: tuple[str, int]) -> None:
 
 def test_qname_wire_is_lowercase_length_prefixed() -> None:
     assert encode_qname("WWW.Example.FR.") == b"\x03www\x07example\x02fr\x00"
+
+
+def test_window_halves_only_when_a_real_share_of_queries_times_out() -> None:
+    checker = DnsChecker(DnsSettings(max_in_flight=1000), lambda *a: None)
+    checker._window = 1000.0
+    checker._interval_answers, checker._interval_timeouts = 1000, 10  # 1%: dead domains
+    checker._adapt_window(time.monotonic())
+    assert checker._window == 1000.0
+    checker._interval_answers, checker._interval_timeouts = 100, 50  # a lost burst
+    checker._adapt_window(time.monotonic())
+    assert checker._window == 500.0
+    assert (checker._interval_answers, checker._interval_timeouts) == (0, 0)
