@@ -27,7 +27,14 @@ from harvestflow.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger(__name__)
 
-COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+# The scheduler and triggerer would serve task logs on 0.0.0.0:8793/8794; with LocalExecutor the
+# api-server reads the log files directly, so nothing is served on other interfaces.
+COMPONENTS: dict[str, tuple[str, ...]] = {
+    "api-server": (),
+    "scheduler": ("--skip-serve-logs",),
+    "dag-processor": (),
+    "triggerer": ("--skip-serve-logs",),
+}
 ADMIN_USER = "admin"
 
 
@@ -136,10 +143,10 @@ class AirflowProcesses:
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = airflow_env(self.settings)
-        for name in COMPONENTS:
+        for name, extra in COMPONENTS.items():
             logfile = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
             self.procs[name] = subprocess.Popen(
-                [airflow_bin(), name],
+                [airflow_bin(), name, *extra],
                 env=env,
                 stdout=logfile,
                 stderr=subprocess.STDOUT,

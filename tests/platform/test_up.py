@@ -1,0 +1,124 @@
+"""`harvestflow up` on a fresh data dir: the UI shows our DAGs, a DAG triggered through Airflow's
+REST API succeeds under the real scheduler, its Asset wakes the indexing chain, an unauthenticated
+request is refused, and Ctrl-C stops everything `up` started."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import httpx
+import pytest
+
+from harvestflow.services.postgres import port_open
+from tests.platform.helpers import HARVESTFLOW, isolated_env
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+OUR_DAGS = {
+    "selective_harvest_daily",
+    "indexing_chain",
+    "preservation_ingest",
+    "daily_qa_stats",
+    "broad_crawl_preload",
+}
+
+
+class Output:
+    """Collects a child's stdout lines in the background."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if m := re.search(pattern, line):
+                    return m
+            time.sleep(0.5)
+        raise AssertionError(
+            f"no line matching {pattern!r}; output:\n{''.join(self.lines)[-4000:]}"
+        )
+
+
+def _wait_run(client: httpx.Client, dag_id: str, run_id: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    state = "?"
+    while time.monotonic() < deadline:
+        state = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        if state in ("success", "failed"):
+            return state
+        time.sleep(3)
+    return state
+
+
+def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
+    env = isolated_env(tmp_path / "var")
+    api_port = int(env["HARVESTFLOW_AIRFLOW__PORT"])
+    pg_port = int(env["HARVESTFLOW_POSTGRES__PORT"])
+    proc = subprocess.Popen(
+        [HARVESTFLOW, "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    out = Output(proc)
+    try:
+        harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
+        login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)
+        base, user, password = login.group(1).rstrip("/"), login.group(2), login.group(3)
+
+        assert httpx.get(f"{base}/api/v2/dags", timeout=10).status_code in (401, 403)
+        token = httpx.post(
+            f"{base}/auth/token", json={"username": user, "password": password}, timeout=10
+        )
+        assert token.status_code == 201, token.text
+        headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            deadline = time.monotonic() + 180
+            dag_ids: set[str] = set()
+            while time.monotonic() < deadline and not dag_ids >= OUR_DAGS:
+                dags = client.get("/api/v2/dags", params={"limit": 100}).json()["dags"]
+                dag_ids = {d["dag_id"] for d in dags}
+                time.sleep(3)
+            assert dag_ids >= OUR_DAGS
+
+            run = client.post(
+                "/api/v2/dags/selective_harvest_daily/dagRuns",
+                json={"logical_date": None, "conf": {"harvest_id": harvest_id}},
+            )
+            assert run.status_code == 200, run.text
+            run_id = run.json()["dag_run_id"]
+            assert _wait_run(client, "selective_harvest_daily", run_id, 600) == "success"
+
+            # the harvest's Asset event wakes the indexing chain through the scheduler
+            deadline = time.monotonic() + 240
+            woken = []
+            while time.monotonic() < deadline and not woken:
+                runs = client.get("/api/v2/dags/indexing_chain/dagRuns").json()["dag_runs"]
+                woken = [r for r in runs if r["run_type"] == "asset_triggered"]
+                time.sleep(3)
+            assert woken, "indexing_chain was not woken by the harvest Asset"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(180)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0, "".join(out.lines)[-3000:]
+    assert not port_open("127.0.0.1", api_port)
+    assert not port_open("127.0.0.1", pg_port)
