@@ -82,7 +82,8 @@ def test_demo_runs_the_whole_cycle_from_a_clean_data_dir(tmp_path: Path) -> None
         # QA: today's report exists with its charts
         reports = list(data.glob("qa/*/index.html"))
         assert reports and "<img" in reports[0].read_text()
-        assert gzip.open(warcs[0]).read(4) == b"WARC"
+        with gzip.open(warcs[0]) as first:
+            assert first.read(4) == b"WARC"
     finally:
         subprocess.run([HARVESTFLOW, "services", "stop"], env=env, capture_output=True, timeout=240)
         os.sync()
