@@ -133,8 +133,11 @@ def migrate(engine: Engine | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
                 log.info("applying migration %s", mig.path.name)
                 try:
                     # raw cursor, no parameters: SQL files contain '%' (plpgsql RAISE)
-                    with conn.connection.cursor() as cur:
+                    cur = conn.connection.cursor()
+                    try:
                         cur.execute(mig.path.read_text(encoding="utf-8"))
+                    finally:
+                        cur.close()
                     conn.execute(
                         sa.text(
                             "INSERT INTO schema_versions (version, filename, checksum)"

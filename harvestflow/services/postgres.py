@@ -75,11 +75,14 @@ class EmbeddedPostgres:
 
     def _run(self, name: str, args: list[str], timeout: float = 120) -> str:
         cmd = [str(_bin_dir() / name), *args]
-        kwargs: dict[str, object] = {}
-        if self.as_root:
-            kwargs["user"] = SYSTEM_USER
         proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd="/", **kwargs
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd="/",
+            user=SYSTEM_USER if self.as_root else None,
         )
         if proc.returncode != 0:
             raise ServiceError(
