@@ -51,6 +51,13 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
     assert spec["channel"] == "CIBLEE" and spec["snapshot"] is False
     assert spec["warc_prefix"] == f"{jobs[0]}-{hid}"
     assert {d["domain"] for d in spec["domains"]} == {"example-a.test", "example-b.test"}
+    # the crawler's own reader accepts the spec (the contract between the two sides)
+    from crawler.jobspec import load
+
+    loaded = load(Path(path))
+    assert loaded.template.allow_private_addresses and loaded.template.min_delay_ms == 0
+    assert loaded.all_resolve["static.example-a.test"] == "127.0.0.1"
+    assert [d.max_bytes for d in loaded.domains] == [100_000_000, 100_000_000]
     p.mark_started(jobs[0], engine=hdb)
     assert status_of(hdb, jobs[0]) == STARTED
     write_summary(path, {"example-a.test": (40, 12345, 0), "example-b.test": (7, 700, 1)})
