@@ -35,6 +35,14 @@ from indexing.capture import (
     parse_headers,
 )
 
+try:  # ISA-L's inflate (python-isal, PSF licence) is faster than zlib's, same API
+    from isal import isal_zlib as _inflate_mod
+
+    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate_mod.error)
+except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safety net
+    _inflate_mod = zlib  # type: ignore[assignment]
+    _INFLATE_ERRORS = (zlib.error,)
+
 CHUNK = 1 << 16  # compressed bytes fed per call
 OUT_MAX = 1 << 20  # bound on the output of one inflate call (memory stays flat on huge records)
 HEAD_MAX = 1 << 22  # header blocks larger than this go to the fallback scanner
@@ -52,7 +60,7 @@ class _Member:
     __slots__ = ("d", "feed", "mm", "pending", "size", "start")
 
     def __init__(self, mm: mmap.mmap, start: int, size: int) -> None:
-        self.d = zlib.decompressobj(31)
+        self.d = _inflate_mod.decompressobj(31)
         self.mm = mm
         self.start = start
         self.feed = start
@@ -69,7 +77,7 @@ class _Member:
                 self.feed += len(self.pending)
             try:
                 out = d.decompress(self.pending, OUT_MAX)
-            except zlib.error as exc:
+            except _INFLATE_ERRORS as exc:
                 raise WarcDamage(self.start, f"corrupt gzip member: {exc}") from exc
             self.pending = d.unconsumed_tail
             if out:
