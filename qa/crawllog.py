@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import zlib
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,7 +260,9 @@ def aggregate_crawl_log(
         raise CrawlLogError(f"{path}: {exc}") from exc
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 4 * chunk_bytes else 1
-    ranges = split_ranges(path, max(1, workers)) if total else []
+    # several ranges per worker, so the progress line moves while the pool works
+    parts_wanted = 1 if workers <= 1 else workers * 4
+    ranges = split_ranges(path, parts_wanted) if total else []
     progress = Progress(
         f"crawl.log {path}", total, unit="bytes", interval_s=progress_interval_s, bar=bar
     )
@@ -269,14 +271,14 @@ def aggregate_crawl_log(
             pieces = [_aggregate_range(path, 0, total, chunk_bytes, progress)]
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=len(ranges), mp_context=ctx) as pool:
-                futures = [
-                    pool.submit(_aggregate_range, path, a, b, chunk_bytes, None) for a, b in ranges
-                ]
-                pieces = []
-                for fut, (a, b) in zip(futures, ranges, strict=True):
-                    pieces.append(fut.result())
-                    progress.advance(b - a)
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futures = {
+                    pool.submit(_aggregate_range, path, a, b, chunk_bytes, None): b - a
+                    for a, b in ranges
+                }
+                for fut in as_completed(futures):
+                    progress.advance(futures[fut])
+                pieces = [fut.result() for fut in futures]  # file order (dicts keep it)
     except OSError as exc:
         raise CrawlLogError(f"{path}: read error: {exc}") from exc
     finally:
@@ -363,9 +365,10 @@ def _aggregate_chunk(chunk: bytes, first_line: int, result: LogAggregate) -> pl.
     if raw.height == 0:
         return None
     parsed = _parse_fixed(raw)
-    good = parsed.filter(pl.col("ok"))
+    n_ok = int(parsed["ok"].sum())
+    good = parsed if n_ok == parsed.height else parsed.filter(pl.col("ok"))
     frames = [good.drop("i", "ok")] if good.height else []
-    if good.height < parsed.height:
+    if n_ok < parsed.height:
         rownums = _line_numbers(chunk, first_line, raw.height)
         odd = raw.join(parsed.filter(~pl.col("ok")).select("i"), on="i", how="semi")
         slow_rows = []

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import polars as pl
 
 from harvestflow.settings import Settings, get_settings
 from qa import codes, metrics
-from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log
+from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log, empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
 
@@ -43,7 +44,7 @@ class JobOutcome:
 class DayComputation:
     day: date
     outcomes: list[JobOutcome]
-    rows: pd.DataFrame
+    tables: metrics.ScopeTables
     scopes: dict[str, metrics.Families] = field(default_factory=dict)
     jobs_table: pd.DataFrame | None = None
     problems: list[str] = field(default_factory=list)
@@ -76,31 +77,75 @@ def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> Jo
     return outcome
 
 
-def _rows_of(outcomes: list[JobOutcome]) -> pd.DataFrame:
-    frames = []
-    for out in outcomes:
-        if out.aggregate is None or out.aggregate.groups.height == 0:
-            continue
-        # plain lists: polars.to_pandas() would need pyarrow for a few small columns
-        frame = pd.DataFrame(out.aggregate.groups.to_dict(as_series=False))
-        frame["job_id"] = out.job.job_id
-        frames.append(frame)
-    if not frames:
-        cols = ["auth", "status", "mime", "dup", "seed", "quota", "lines", "bytes", "job_id"]
-        empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
-        for c in ("status", "lines", "bytes", "job_id"):
-            empty[c] = empty[c].astype("int64")
-        for c in ("dup", "seed", "quota"):
-            empty[c] = empty[c].astype("bool")
-        frames = [empty]
-    rows = pd.concat(frames, ignore_index=True)
-    auths = pd.unique(rows["auth"].fillna(""))
-    infos = {a: classify_host(host_of(a)) for a in auths}
-    rows["host"] = [infos[a].host for a in rows["auth"].fillna("")]
-    rows["domain"] = [infos[a].domain for a in rows["auth"].fillna("")]
-    rows["tld"] = [infos[a].tld for a in rows["auth"].fillna("")]
-    rows["mime"] = rows["mime"].fillna("").replace("", "-")
-    return metrics.prepare(rows)
+def _to_pandas(df: pl.DataFrame) -> pd.DataFrame:
+    """Plain numpy/object columns (polars.to_pandas() would need pyarrow)."""
+    return pd.DataFrame({c: df[c].to_list() for c in df.columns})
+
+
+def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
+    """The compact per-job host, status and MIME tables, built in polars.
+
+    Host → domain/TLD look-ups and MIME → family run once per distinct value; every per-line
+    condition (captured, duplicate, budget, DNS failure, trap, robots, seed) becomes a sum per
+    host here, so the pandas side only ever sees one row per (job, host), (job, status) and
+    (job, MIME) — tens of thousands of rows for a 10-million-line day, not millions.
+    """
+    frames = [
+        o.aggregate.groups.with_columns(pl.lit(o.job.job_id, dtype=pl.Int64).alias("job_id"))
+        for o in outcomes
+        if o.aggregate is not None and o.aggregate.groups.height
+    ]
+    g = pl.concat(frames) if frames else empty_groups().with_columns(
+        pl.lit(0, dtype=pl.Int64).alias("job_id")
+    )  # fmt: skip
+    auths = g["auth"].fill_null("").unique().to_list()
+    infos = [classify_host(host_of(a)) for a in auths]
+    mapping = pl.DataFrame(
+        {
+            "auth": auths,
+            "host": [i.host for i in infos],
+            "domain": [i.domain for i in infos],
+            "tld": [i.tld for i in infos],
+        },
+        schema={"auth": pl.String, "host": pl.String, "domain": pl.String, "tld": pl.String},
+    )
+    g = g.with_columns(pl.col("auth").fill_null(""), pl.col("mime").fill_null("-")).join(
+        mapping, on="auth", how="left"
+    )
+    st = pl.col("status")
+    cap = st.is_between(100, 599)
+    lines = pl.col("lines")
+    size = pl.col("bytes")
+    hosts = g.group_by(["job_id", "host", "domain", "tld"]).agg(
+        lines.filter(cap).sum().alias("urls"),
+        size.filter(cap).sum().alias("bytes"),
+        lines.sum().alias("lines"),
+        lines.filter(cap & pl.col("dup")).sum().alias("dup_urls"),
+        size.filter(cap & pl.col("dup")).sum().alias("dup_bytes"),
+        lines.filter(st.is_in(list(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
+        lines.filter(st.is_in(list(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
+        lines.filter(st.is_in(list(codes.TRAP_CODES))).sum().alias("trap"),
+        lines.filter(st.is_in(list(codes.ROBOTS_CODES))).sum().alias("robots"),
+        lines.filter(pl.col("seed")).sum().alias("seeds"),
+    )
+    status = g.group_by(["job_id", "status"]).agg(lines.sum().alias("lines"))
+    mime = (
+        g.filter(cap)
+        .group_by(["job_id", "mime"])
+        .agg(lines.sum().alias("urls"), size.sum().alias("bytes"))
+    )
+    mimes = mime["mime"].unique().to_list()
+    families = pl.DataFrame(
+        {"mime": mimes, "mime_family": [codes.mime_family(m) for m in mimes]},
+        schema={"mime": pl.String, "mime_family": pl.String},
+    )
+    mime = mime.join(families, on="mime", how="left")
+    order = ["job_id", "host"]
+    return metrics.ScopeTables(
+        hosts=_to_pandas(hosts.sort(order)),
+        status=_to_pandas(status.sort(["job_id", "status"])),
+        mime=_to_pandas(mime.sort(["job_id", "mime"])),
+    )
 
 
 def _summary_history(outcomes: list[JobOutcome], known_jobs: set[int]) -> pd.DataFrame:
@@ -153,7 +198,7 @@ def compute_day(
 ) -> DayComputation:
     """Read every job's crawl log and compute all scopes' families (no file, no DB write)."""
     outcomes = [read_job_log(job, data_dir, workers) for job in jobs]
-    rows = _rows_of(outcomes)
+    tables = build_tables(outcomes)
     hist = history if history is not None else pd.DataFrame(
         columns=["job_id", "domain", "stopreason", "objects", "bytes"]
     )  # fmt: skip
@@ -163,25 +208,30 @@ def compute_day(
     # selective (partial) harvests are curators' choices by construction
     origin_map = dict(origins or {})
     partial_jobs = {j.job_id for j in jobs if j.kind == "partial"}
-    for domain in rows.loc[rows["job_id"].isin(partial_jobs), "domain"].unique():
+    hosts = tables.hosts
+    for domain in hosts.loc[hosts["job_id"].isin(partial_jobs), "domain"].unique().tolist():
         origin_map.setdefault(domain, "curator")
 
-    comp = DayComputation(day=day, outcomes=outcomes, rows=rows, dns_counts=dns_counts or {})
+    comp = DayComputation(day=day, outcomes=outcomes, tables=tables, dns_counts=dns_counts or {})
     comp.problems = [
         f"job {o.job.job_id} ({o.job.harvest_name}): {o.message}"
         for o in outcomes
         if o.state != "ok"
     ]
     comp.scopes["day"] = metrics.compute(
-        rows, top_n=top_n, origins=origin_map, history=hist,
+        tables, top_n=top_n, origins=origin_map, history=hist,
         duration_s=_duration(outcomes), jobs=len(jobs),
     )  # fmt: skip
     by_job = {o.job.job_id: o for o in outcomes}
+    all_ids = set(by_job)
     for harvest_id in sorted({j.harvest_id for j in jobs}):
         members = [o for o in outcomes if o.job.harvest_id == harvest_id]
         ids = [o.job.job_id for o in members]
+        if set(ids) == all_ids:
+            comp.scopes[f"harvest:{harvest_id}"] = comp.scopes["day"]
+            continue
         comp.scopes[f"harvest:{harvest_id}"] = metrics.compute(
-            rows[rows["job_id"].isin(ids)], top_n=top_n, origins=origin_map,
+            tables.for_jobs(set(ids)), top_n=top_n, origins=origin_map,
             history=hist[hist["job_id"].isin(ids)], duration_s=_duration(members),
             jobs=len(ids),
         )  # fmt: skip
@@ -190,17 +240,23 @@ def compute_day(
         if not members:
             continue
         ids = [o.job.job_id for o in members]
+        if set(ids) == all_ids:  # same jobs as the whole day: same figures, computed once
+            comp.scopes[f"kind:{kind}"] = comp.scopes["day"]
+            continue
         comp.scopes[f"kind:{kind}"] = metrics.compute(
-            rows[rows["job_id"].isin(ids)], top_n=top_n, origins=origin_map,
+            tables.for_jobs(set(ids)), top_n=top_n, origins=origin_map,
             history=hist[hist["job_id"].isin(ids)], duration_s=_duration(members),
             jobs=len(ids), detail=False,
         )  # fmt: skip
     job_rows = []
     for job_id in sorted(by_job):
         out = by_job[job_id]
-        fam = metrics.compute(
-            rows[rows["job_id"] == job_id], duration_s=_duration([out]), jobs=1, detail=False
-        )
+        if all_ids == {job_id}:
+            fam = comp.scopes["day"]
+        else:
+            fam = metrics.compute(
+                tables.for_jobs({job_id}), duration_s=_duration([out]), jobs=1, detail=False
+            )
         comp.scopes[f"job:{job_id}"] = fam
         g = dict(fam.tables["general"].itertuples(index=False, name=None))
         agg = out.aggregate

@@ -40,45 +40,43 @@ def _share(part: float, whole: float) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def prepare(rows: pd.DataFrame) -> pd.DataFrame:
-    """Add the derived per-row columns every family uses (captured, flags by status)."""
-    out = rows.copy()
-    status = out["status"]
-    out["captured"] = status.between(100, 599)
-    out["urls"] = out["lines"].where(out["captured"], 0)
-    out["cap_bytes"] = out["bytes"].where(out["captured"], 0)
-    out["dup_urls"] = out["urls"].where(out["dup"], 0)
-    out["dup_bytes"] = out["cap_bytes"].where(out["dup"], 0)
-    out["budget"] = out["lines"].where(status.isin(codes.BUDGET_CODES) | out["quota"], 0)
-    out["dns_fail"] = out["lines"].where(status.isin(codes.DNS_FAILURE_CODES), 0)
-    out["trap"] = out["lines"].where(status.isin(codes.TRAP_CODES), 0)
-    out["robots"] = out["lines"].where(status.isin(codes.ROBOTS_CODES), 0)
-    out["seeds"] = out["lines"].where(out["seed"], 0)
-    out["mime_family"] = out["mime"].map(codes.mime_family)
-    return out
+@dataclass
+class ScopeTables:
+    """The compact per-job tables a scope's figures are computed from.
+
+    hosts: job_id, host, domain, tld, urls, bytes, lines, dup_urls, dup_bytes, budget,
+    dns_fail, trap, robots, seeds; status: job_id, status, lines; mime: job_id, mime,
+    mime_family, urls, bytes (captured URLs only).
+    """
+
+    hosts: pd.DataFrame
+    status: pd.DataFrame
+    mime: pd.DataFrame
+
+    def for_jobs(self, job_ids: set[int]) -> ScopeTables:
+        return ScopeTables(
+            self.hosts[self.hosts["job_id"].isin(job_ids)],
+            self.status[self.status["job_id"].isin(job_ids)],
+            self.mime[self.mime["job_id"].isin(job_ids)],
+        )
 
 
-def domain_table(rows: pd.DataFrame) -> pd.DataFrame:
+HOST_SUMS = ["urls", "bytes", "lines", "dup_urls", "dup_bytes", "budget", "dns_fail", "trap",
+             "robots", "seeds"]  # fmt: skip
+
+
+def domain_table(hosts: pd.DataFrame) -> pd.DataFrame:
     """One row per registrable domain: URLs, bytes, hosts, duplicates, budget/DNS/trap hits."""
-    if rows.empty:
-        cols = ["domain", "tld", "urls", "bytes", "lines", "hosts", "dup_urls", "budget",
-                "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
-        return pd.DataFrame(columns=cols)
-    g = rows.groupby("domain", sort=False)
-    table = g.agg(
-        tld=("tld", "first"),
-        urls=("urls", "sum"),
-        bytes=("cap_bytes", "sum"),
-        lines=("lines", "sum"),
-        dup_urls=("dup_urls", "sum"),
-        budget=("budget", "sum"),
-        dns_fail=("dns_fail", "sum"),
-        trap=("trap", "sum"),
-        robots=("robots", "sum"),
-        seeds=("seeds", "sum"),
-    )
+    cols = ["domain", "tld", *HOST_SUMS, "hosts"]
+    if hosts.empty:
+        return pd.DataFrame({c: pd.Series(dtype="int64") for c in cols}).astype(
+            {"domain": object, "tld": object}
+        )
+    g = hosts.groupby("domain", sort=False)
+    table = g[HOST_SUMS].sum()
+    table["tld"] = g["tld"].first()
     table["hosts"] = g["host"].nunique()
-    table = table.reset_index()
+    table = table.reset_index()[cols]
     return table.sort_values(["urls", "domain"], ascending=[False, True], kind="mergesort")
 
 
@@ -90,7 +88,7 @@ def size_bucket(urls: int) -> str:
 
 
 def compute(
-    rows: pd.DataFrame,
+    t: ScopeTables,
     *,
     top_n: int = 20,
     origins: dict[str, str] | None = None,
@@ -99,22 +97,23 @@ def compute(
     jobs: int = 0,
     detail: bool = True,
 ) -> Families:
-    """All families for one scope. ``rows`` must have been through :func:`prepare`.
+    """All families for one scope.
 
     ``origins`` maps domain → origin class; ``history`` has (domain, stopreason) rows of the
     scope's jobs; ``detail`` False keeps only the families cheap enough for every job.
     """
     fam = Families()
-    urls = int(rows["urls"].sum())
-    total_bytes = int(rows["cap_bytes"].sum())
-    dup_urls = int(rows["dup_urls"].sum())
-    dup_bytes = int(rows["dup_bytes"].sum())
-    domains = domain_table(rows)
+    hosts = t.hosts
+    urls = int(hosts["urls"].sum())
+    total_bytes = int(hosts["bytes"].sum())
+    dup_urls = int(hosts["dup_urls"].sum())
+    dup_bytes = int(hosts["dup_bytes"].sum())
+    domains = domain_table(hosts)
     crawled = domains[domains["urls"] > 0]
 
     general = {
         "jobs": jobs,
-        "lines": int(rows["lines"].sum()),
+        "lines": int(hosts["lines"].sum()),
         "urls": urls,
         "bytes": total_bytes,
         "new_urls": urls - dup_urls,
@@ -122,9 +121,9 @@ def compute(
         "duplicate_urls": dup_urls,
         "duplicate_bytes": dup_bytes,
         "domains": len(crawled),
-        "hosts": int(rows.loc[rows["urls"] > 0, "host"].nunique()),
-        "seeds": int(rows["seeds"].sum()),
-        "failed_lines": int(rows.loc[rows["status"] <= 0, "lines"].sum()),
+        "hosts": int(hosts.loc[hosts["urls"] > 0, "host"].nunique()),
+        "seeds": int(hosts["seeds"].sum()),
+        "failed_lines": int(t.status.loc[t.status["status"] <= 0, "lines"].sum()),
         "duration_s": round(duration_s, 3),
         "urls_per_s": round(urls / duration_s, 3) if duration_s > 0 else 0.0,
         "bytes_per_s": round(total_bytes / duration_s, 3) if duration_s > 0 else 0.0,
@@ -137,16 +136,15 @@ def compute(
         fam.add("general", key, value)
 
     # MIME types and families (captured URLs only)
-    cap = rows[rows["captured"]]
     mime = (
-        cap.groupby("mime", sort=False)
-        .agg(urls=("urls", "sum"), bytes=("cap_bytes", "sum"))
+        t.mime.groupby("mime", sort=False)[["urls", "bytes"]]
+        .sum()
         .reset_index()
         .sort_values(["urls", "mime"], ascending=[False, True], kind="mergesort")
     )
     mime["share"] = [_share(u, urls) for u in mime["urls"]]
     fam.tables["mime"] = mime
-    mf = cap.groupby("mime_family").agg(urls=("urls", "sum"), bytes=("cap_bytes", "sum"))
+    mf = t.mime.groupby("mime_family")[["urls", "bytes"]].sum()
     mf = mf.reindex([*codes.MIME_FAMILIES, "other"], fill_value=0).reset_index()
     mf.columns = ["family", "urls", "bytes"]
     mf["share"] = [_share(u, urls) for u in mf["urls"]]
@@ -161,10 +159,10 @@ def compute(
         fam.add("mime", f"{r.mime}|bytes", r.bytes)
 
     # Status codes (every line)
-    st = rows.groupby("status").agg(lines=("lines", "sum")).reset_index()
+    st = t.status.groupby("status")[["lines"]].sum().reset_index()
     st = st.sort_values(["lines", "status"], ascending=[False, True], kind="mergesort")
     st["label"] = st["status"].map(codes.status_label)
-    total_lines = int(rows["lines"].sum())
+    total_lines = int(st["lines"].sum())
     st["share"] = [_share(n, total_lines) for n in st["lines"]]
     fam.tables["status"] = st
     for r in st.itertuples(index=False):
@@ -207,9 +205,10 @@ def compute(
         # a domain harvested by several jobs: its worst (highest) reason wins
         stop_by_domain = history.groupby("domain")["stopreason"].max().astype(int).to_dict()
     sizes = []
+    buckets = pd.Series([size_bucket(u) for u in crawled["urls"].tolist()], index=crawled.index)
     for name, _low, _high in SIZE_BUCKETS:
-        members = crawled[crawled["urls"].map(size_bucket) == name]
-        complete = sum(1 for d in members["domain"] if stop_by_domain.get(d) == 0)
+        members = crawled[buckets == name]
+        complete = sum(1 for d in members["domain"].tolist() if stop_by_domain.get(d) == 0)
         sizes.append(
             {
                 "bucket": name,
@@ -228,7 +227,9 @@ def compute(
 
     # Seed origin: curator-selected vs registry lists (...)
     origin_of = origins or {}
-    with_origin = crawled.assign(origin=[origin_of.get(d, "unknown") for d in crawled["domain"]])
+    with_origin = crawled.assign(
+        origin=[origin_of.get(d, "unknown") for d in crawled["domain"].tolist()]
+    )
     og = with_origin.groupby("origin").agg(
         domains=("domain", "count"), urls=("urls", "sum"), bytes=("bytes", "sum"),
         seeds=("seeds", "sum"),

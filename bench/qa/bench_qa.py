@@ -1,0 +1,152 @@
+"""Benchmark: the daily QA computation on a 10,000,000-line crawl.log against one awk pass.
+
+Why a ratio: timings on a shared 2-core machine are noisy; awk counting status codes and MIME
+types in a single pass over the same (page-cached) file, measured in the same run, is the
+peer. The QA side runs the whole daily computation without the DB (crawl-log pass, host →
+domain/TLD mapping, every metric family, text/CSV/HTML/PNG report) in a child process, so its
+peak RSS (child + its worker processes) is measured too. The two sides' status and MIME counts
+are compared, so a fast but wrong parse cannot pass.
+
+    .venv/bin/python bench/qa/bench_qa.py [--lines 10000000] [--rounds 2] [--workdir DIR]
+
+Targets (issue 8): <= 60 s, <= 4 GiB, and no slower than 2 x the awk pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+AWK_PROG = (
+    '{s[$2]++; m[$7]++} END {for (k in s) print "S", k, s[k]; for (k in m) print "M", k, m[k]}'
+)
+
+
+def run_awk(log: Path) -> tuple[float, dict[str, dict[str, int]]]:
+    started = time.perf_counter()
+    out = subprocess.run(
+        ["awk", AWK_PROG, str(log)], capture_output=True, text=True, check=True,
+        env={**os.environ, "LC_ALL": "C"},
+    ).stdout  # fmt: skip
+    elapsed = time.perf_counter() - started
+    counts: dict[str, dict[str, int]] = {"S": {}, "M": {}}
+    for line in out.splitlines():
+        kind, key, n = line.split(" ")
+        counts[kind][key] = int(n)
+    return elapsed, counts
+
+
+def child(log: Path, out: Path) -> None:
+    """Run the daily computation on one job whose crawl.log is ``log``; print JSON."""
+    import logging
+    from datetime import UTC, date, datetime
+
+    import polars as pl
+
+    from qa.daily import compute_day
+    from qa.inputs import JobInfo
+    from qa.report import write_report
+
+    logging.basicConfig(level=logging.WARNING)
+    job_dir = out / "job"
+    (job_dir / "logs").mkdir(parents=True, exist_ok=True)
+    link = job_dir / "logs" / "crawl.log"
+    if not link.exists():
+        link.symlink_to(log)
+    job = JobInfo(1, 1, "bench", "full", 1, 3, datetime(2026, 11, 22, 0, tzinfo=UTC),
+                  datetime(2026, 11, 22, 3, tzinfo=UTC), str(job_dir))  # fmt: skip
+    started = time.perf_counter()
+    comp = compute_day(date(2026, 11, 22), [job], out)
+    write_report(comp, out / "report")
+    elapsed = time.perf_counter() - started
+    groups = comp.outcomes[0].aggregate.groups  # type: ignore[union-attr]
+    status = groups.group_by("status").agg(pl.col("lines").sum())
+    mime = groups.group_by("mime").agg(pl.col("lines").sum())
+    print(
+        json.dumps(
+            {
+                "elapsed": elapsed,
+                "self_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                "worker_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+                "workers": os.cpu_count(),
+                "lines": comp.outcomes[0].aggregate.lines,  # type: ignore[union-attr]
+                "bad": comp.outcomes[0].aggregate.bad_lines,  # type: ignore[union-attr]
+                "S": {str(k): int(v) for k, v in status.iter_rows()},
+                "M": {str(k): int(v) for k, v in mime.iter_rows()},
+            }
+        )
+    )
+
+
+def run_qa(log: Path, work: Path) -> dict:
+    out = work / "qa-out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(log), str(out)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["wall"] = time.perf_counter() - started  # includes interpreter start and imports
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--lines", type=int, default=10_000_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "hf-qa-bench")
+    ap.add_argument("--child", nargs=2, type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    sys.path.insert(0, str(HERE))
+    from gen_crawllog import generate
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    log = args.workdir / f"crawl-{args.lines}.log"
+    if not log.exists():
+        print(f"generating {args.lines:,} lines into {log} ...", flush=True)
+        generate(log, args.lines)
+    size = log.stat().st_size
+    with log.open("rb") as fh:  # warm the page cache for both sides
+        while fh.read(1 << 24):
+            pass
+    awk_times, qa_runs = [], []
+    awk_counts: dict = {}
+    for n in range(args.rounds):
+        t, awk_counts = run_awk(log)
+        awk_times.append(t)
+        qa = run_qa(log, args.workdir)
+        qa_runs.append(qa)
+        print(f"round {n + 1}: awk {t:.2f} s, QA daily {qa['elapsed']:.2f} s "
+              f"(wall with start-up {qa['wall']:.2f} s)", flush=True)  # fmt: skip
+    best_awk = min(awk_times)
+    best = min(qa_runs, key=lambda r: r["wall"])
+    rss_gib = (best["self_rss_kb"] + best["worker_rss_kb"] * best["workers"]) / 1024**2
+    same_status = best["S"] == awk_counts["S"]
+    same_mime = best["M"] == awk_counts["M"]
+    awk_name = os.path.realpath(shutil.which("awk") or "awk")
+    print(f"crawl.log: {best['lines']:,} lines, {size / 1e9:.2f} GB, {best['bad']} unreadable")
+    print(f"awk ({awk_name}) best: {best_awk:.2f} s")
+    print(f"QA daily best: {best['wall']:.2f} s wall (computation {best['elapsed']:.2f} s)")
+    print(f"peak RSS (parent + {best['workers']} workers, upper bound): {rss_gib:.2f} GiB")
+    print(f"status counts equal awk's: {same_status}; MIME counts equal awk's: {same_mime}")
+    print(f"RATIO QA/awk = {best['wall'] / best_awk:.2f} (target <= 2.0)")
+    return 0 if same_status and same_mime else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
