@@ -12,12 +12,13 @@ each definition's schedule → emit HARVEST_DONE, which wakes the indexing chain
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task, task_group
+from airflow.sdk import DAG, Param, get_current_context, task
+from harvest_tasks import crawl_job_group, generate_jobs_for
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date, task_logger
+from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date
 
 DOC_CHECK = """
 ## How to check it's working
@@ -72,57 +73,6 @@ def build_selective_harvest(
                 return [int(only)]
             return due(frequency, run_date(context))
 
-        @task
-        def generate_jobs(harvest_ids: list[int]) -> list[int]:
-            from harvest.planning import generate_jobs as generate
-
-            when = run_date(get_current_context())
-            job_ids: list[int] = []
-            for harvest_id in harvest_ids:
-                job_ids.extend(generate(harvest_id, when))
-            task_logger().info("%d job(s) to crawl: %s", len(job_ids), job_ids)
-            return job_ids
-
-        @task_group
-        def harvest_job(job_id: int) -> None:
-            @task
-            def prepare(job_id: int) -> str:
-                from harvest.jobs import prepare_job
-                from harvestflow.settings import get_settings
-
-                return prepare_job(job_id, get_settings().data_dir)
-
-            @task(
-                pool=HIGH_PRIORITY_POOL,
-                queue=HIGH_PRIORITY_POOL,
-                execution_timeout=timedelta(hours=24),
-            )
-            def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
-                from pathlib import Path
-
-                from crawler.launch import crawl_in_subprocess
-                from harvest.jobs import mark_started
-                from harvestflow.settings import get_settings
-
-                mark_started(job_id)
-                spec = Path(job_spec)
-                summary = crawl_in_subprocess(
-                    spec,
-                    spec.parent,
-                    logger=task_logger(),
-                    progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
-                )
-                return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
-
-            @task(trigger_rule="all_done")
-            def record(job_id: int) -> dict[str, Any]:
-                """Per-domain history and reports back to the DB, even after a failed crawl."""
-                from harvest.results import record_job_results
-
-                return record_job_results(job_id)
-
-            crawl(job_id, prepare(job_id)) >> record(job_id)
-
         @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
         def advance_schedules(harvest_ids: list[int]) -> dict[str, Any]:
             from harvest.definitions import advance_schedule
@@ -132,6 +82,6 @@ def build_selective_harvest(
 
         harvest_ids = due_definitions()
         transfer_selection() >> harvest_ids
-        jobs = generate_jobs(harvest_ids)
-        harvest_job.expand(job_id=jobs) >> advance_schedules(harvest_ids)
+        jobs = generate_jobs_for(harvest_ids)
+        crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance_schedules(harvest_ids)
     return dag

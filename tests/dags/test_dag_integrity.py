@@ -30,6 +30,8 @@ EXPECTED = {
     "preservation_ingest",
     "daily_qa_stats",
     "broad_crawl_preload",
+    "broad_crawl",
+    "oneoff_harvest",
 }
 
 
@@ -52,14 +54,16 @@ def test_dag_file_imports_fast_with_conventions(path: Path) -> None:
     import airflow.sdk  # noqa: F401 - the shared import cost is not the file's
 
     _load(DAGS / "hf_common.py")  # warm the shared helpers like the dag-processor would
-    started = time.perf_counter()
+    # CPU time of this process: the rule is about work done at parse time, and wall time on a
+    # shared 2-core machine measures the neighbours
+    started = time.process_time()
     module = _load(path)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     dag = module.dag
     assert dag.dag_id == path.stem
     assert "How to check it's working" in (dag.doc_md or "")
     assert dag.tags, "tags name the stage"
-    assert elapsed < 1.0, f"{path.name} took {elapsed:.2f}s to parse"
+    assert elapsed < 1.0, f"{path.name} took {elapsed:.2f}s of CPU to parse"
 
 
 @pytest.mark.parametrize("path", [*DAG_FILES, DAGS / "hf_common.py"], ids=lambda p: p.stem)

@@ -1,0 +1,74 @@
+"""Task groups shared by the harvest DAGs (selective, one-off, broad crawl).
+
+Not a DAG file (listed in .airflowignore). One crawl job = one mapped task group: prepare the
+frozen job spec → crawl it (a crawler subprocess whose progress lines stream into this task's
+log) on the channel's pool → record per-domain history and stop reasons, even after a failed
+crawl (partial output is kept and post-processed). Mapped per job, so one failing job never
+blocks the others.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import task, task_group
+
+from hf_common import task_logger
+
+
+def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
+    """A task group to ``.expand(job_id=...)``, crawling on ``pool`` (also its queue)."""
+
+    @task_group(group_id=group_id)
+    def harvest_job(job_id: int) -> None:
+        @task
+        def prepare(job_id: int) -> str:
+            from harvest.pipeline import prepare_job
+            from harvestflow.settings import get_settings
+
+            return prepare_job(job_id, get_settings().data_dir)
+
+        @task(pool=pool, queue=pool, execution_timeout=timedelta(hours=24))
+        def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
+            from pathlib import Path
+
+            from crawler.launch import crawl_in_subprocess
+            from harvest.pipeline import mark_started
+            from harvestflow.settings import get_settings
+
+            mark_started(job_id)
+            spec = Path(job_spec)
+            summary = crawl_in_subprocess(
+                spec,
+                spec.parent,
+                logger=task_logger(),
+                progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
+            )
+            return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+
+        @task(trigger_rule="all_done")
+        def record(job_id: int) -> dict[str, Any]:
+            from harvest.pipeline import record_job_results
+
+            return record_job_results(job_id)
+
+        crawl(job_id, prepare(job_id)) >> record(job_id)
+
+    return harvest_job
+
+
+@task
+def generate_jobs_for(harvest_ids: list[int]) -> list[int]:
+    """Jobs of the definitions' run at the DAG run's date (idempotent per run)."""
+    from airflow.sdk import get_current_context
+
+    from harvest.pipeline import generate_jobs
+    from hf_common import run_date
+
+    moment = run_date(get_current_context())
+    job_ids: list[int] = []
+    for harvest_id in harvest_ids:
+        job_ids.extend(generate_jobs(harvest_id, moment))
+    task_logger().info("%d job(s) to crawl: %s", len(job_ids), job_ids)
+    return job_ids
