@@ -21,8 +21,8 @@ class PreservationConfig:
     # share of data files fully re-read after upload (0..1); metadata and tag files always are
     verify_sample_rate: float = 1.0
     multipart_threshold: int = 64 * 1024 * 1024
-    part_size: int = 16 * 1024 * 1024
-    upload_threads: int = 4
+    part_size: int = 8 * 1024 * 1024
+    upload_threads: int = 8
     delete_local_after_verify: bool = False
     remove_staging_after_ingest: bool = True
     retry_attempts: int = 8

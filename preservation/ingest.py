@@ -5,7 +5,9 @@ harvest definition → job → file be rebuilt, so it goes first and nothing els
 stored *and verified*; then the data WARCs, one by one; the bag's tag files last, so a package
 in storage is complete exactly when its tag manifest is there. A file is ``verified`` only after
 HEAD (size, S3 SHA-256 checksum, our sha256 metadata) and, for the configured sample, a full
-re-read; a package is ``preserved`` only when all its files are. Re-running is safe: verified
+re-read; a package is ``preserved`` only when all its files are. Data WARCs are uploaded one at a
+time, in order; the verification of one (HEAD + re-read) runs in the background while the next
+is uploaded, and the tag files wait until every data file is verified. Re-running is safe: verified
 files are skipped, an object already stored with the right checksum is adopted instead of
 written again, ARKs are looked up before being minted, and a per-job advisory lock keeps two
 workers off the same job.
@@ -16,6 +18,8 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -135,22 +139,53 @@ def _ingest_locked(
         interval_s=cfg.progress_interval_s,
         logger=log,
     )
-    with progress:
-        for f in todo:
-            try:
-                _ingest_file(engine, store, cfg, package, bag_path, f, summary, progress)
-            except SeriousError as exc:
-                if exc.file_name is None:
-                    exc.file_name = f.file_name
-                return _to_manual(engine, job_id, exc, summary)
-            except TransientError as exc:
-                with engine.begin() as conn:
-                    records.file_error(conn, job_id, f.file_name, "pending", str(exc))
-                    records.add_event(conn, job_id, "transient", str(exc), f.file_name)
-                log.error(
-                    "job %s: object store unavailable, ingest left to resume: %s", job_id, exc
-                )
-                raise
+    verifier = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify")
+    pending: deque[tuple[FileRow, Future[None]]] = deque()
+    current: FileRow | None = None
+
+    def settle(block: bool) -> None:
+        """Surface the outcome of background verifications (in order)."""
+        nonlocal current
+        while pending and (block or pending[0][1].done()):
+            current, fut = pending.popleft()
+            fut.result()
+
+    try:
+        with progress:
+            for f in todo:
+                settle(block=f.role == "manifest")  # tag files only after every data file
+                current = f
+                t0 = time.monotonic()
+                checksum = _store_file(engine, store, cfg, package, bag_path, f, summary, progress)
+                if f.role == "data":
+                    # the next data file goes up while this one is re-read
+                    pending.append(
+                        (
+                            f,
+                            verifier.submit(
+                                _verify_file, engine, store, cfg, f, checksum, t0, summary
+                            ),
+                        )
+                    )
+                else:  # the metadata WARC must be accepted before anything else is sent
+                    _verify_file(engine, store, cfg, f, checksum, t0, summary)
+            settle(block=True)
+    except SeriousError as exc:
+        if exc.file_name is None and current is not None:
+            exc.file_name = current.file_name
+        _drain(pending)
+        return _to_manual(engine, job_id, exc, summary)
+    except TransientError as exc:
+        _drain(pending)
+        name = current.file_name if current is not None else None
+        with engine.begin() as conn:
+            if name:
+                records.file_error(conn, job_id, name, "pending", str(exc))
+            records.add_event(conn, job_id, "transient", str(exc), name)
+        log.error("job %s: object store unavailable, ingest left to resume: %s", job_id, exc)
+        raise
+    finally:
+        verifier.shutdown(wait=True, cancel_futures=True)
     with engine.begin() as conn:
         if not records.all_verified(conn, job_id):
             raise RuntimeError(f"job {job_id}: files left unverified after the ingest loop")
@@ -170,7 +205,17 @@ def _ingest_locked(
     return summary
 
 
-def _ingest_file(
+def _drain(pending: deque[tuple[FileRow, Future[None]]]) -> None:
+    """Wait for background verifications after a failure; their own errors are only logged."""
+    while pending:
+        f, fut = pending.popleft()
+        try:
+            fut.result()
+        except Exception as exc:
+            log.warning("%s: verification did not complete: %s", f.file_name, exc)
+
+
+def _store_file(
     engine: sa.Engine,
     store: ObjectStore,
     cfg: PreservationConfig,
@@ -179,8 +224,8 @@ def _ingest_file(
     f: FileRow,
     summary: dict[str, Any],
     progress: Progress,
-) -> None:
-    t0 = time.monotonic()
+) -> str | None:
+    """Upload one file (or adopt the identical object already stored); returns its S3 checksum."""
     local = bag_path / "data" / f.file_name if f.role != "manifest" else bag_path / f.file_name
     existing = store.head(f.s3_key)
     if existing is not None:
@@ -188,7 +233,8 @@ def _ingest_file(
             raise StorageConflict(
                 f"{f.s3_key}: an object is already stored there with other content"
                 f" (size {existing.size}, sha256 {existing.metadata.get('sha256')});"
-                " not overwritten"
+                " not overwritten",
+                file_name=f.file_name,
             )
         log.info("%s: already stored with the right checksum, not written again", f.s3_key)
         checksum = existing.s3_checksum
@@ -229,8 +275,27 @@ def _ingest_file(
         summary["bytes"] += f.size
     with engine.begin() as conn:
         records.file_uploaded(conn, f.job_id, f.file_name, checksum)
+    return checksum
+
+
+def _verify_file(
+    engine: sa.Engine,
+    store: ObjectStore,
+    cfg: PreservationConfig,
+    f: FileRow,
+    checksum: str | None,
+    t0: float,
+    summary: dict[str, Any],
+) -> None:
+    """HEAD (+ full re-read for the sample), then mark the file verified."""
     reread = f.role != "data" or sampled_for_reread(f.sha256, cfg.verify_sample_rate)
-    store.verify(f.s3_key, size=f.size, sha256_hex=f.sha256, s3_checksum=checksum, reread=reread)
+    try:
+        store.verify(
+            f.s3_key, size=f.size, sha256_hex=f.sha256, s3_checksum=checksum, reread=reread
+        )
+    except SeriousError as exc:
+        exc.file_name = exc.file_name or f.file_name
+        raise
     summary["reread"] += int(reread)
     with engine.begin() as conn:
         records.file_verified(
