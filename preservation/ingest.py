@@ -34,7 +34,7 @@ from preservation.errors import SeriousError, StorageConflict, TransientError
 from preservation.records import FileRow
 from preservation.retry import with_backoff
 from preservation.s3store import ObjectStore, make_client
-from preservation.sources import job_files, jobs_ready, load_job
+from preservation.sources import NotReady, job_files, jobs_ready, load_job
 from preservation.staging import open_bag, stage_package
 
 log = logging.getLogger(__name__)
@@ -333,9 +333,14 @@ def _cleanup(
 ) -> None:
     """After the package is preserved: empty the temporary zone, and delete sources if asked."""
     if cfg.delete_local_after_verify:
-        with engine.connect() as conn:
-            job = load_job(conn, job_id)
-            sources = {s.name: s.path for s in job_files(conn, job, allow_job_dir=allow_job_dir)}
+        try:
+            with engine.connect() as conn:
+                job = load_job(conn, job_id)
+                found = job_files(conn, job, allow_job_dir=allow_job_dir)
+        except (NotReady, SeriousError) as exc:
+            log.warning("job %s: local copies kept, cannot resolve them: %s", job_id, exc)
+            found = []
+        sources = {s.name: s.path for s in found}
         verified = {f.file_name: f.size for f in files if f.role != "manifest"}
         for name, path in sources.items():
             if name in verified and path.is_file() and path.stat().st_size == verified[name]:
