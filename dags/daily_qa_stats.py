@@ -15,9 +15,9 @@ backfillable, idempotent per day (re-running a day rewrites the same files).
 from datetime import datetime
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import report_day, task_logger
+from hf_common import day_param, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
@@ -26,15 +26,7 @@ with DAG(
     catchup=False,
     max_active_runs=2,
     doc_md=__doc__,
-    params={
-        "day": Param(
-            None,
-            type=["null", "string"],
-            format="date",
-            title="Day",
-            description="The day to process (default: the day before the run's date).",
-        )
-    },
+    params={"day": day_param()},
     tags=["qa"],
 ) as dag:
 

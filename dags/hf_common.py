@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Asset
+from airflow.sdk import Asset, Param
 
 # Stage hand-offs: a finished harvest wakes indexing, indexed files wake preservation.
 HARVEST_DONE = Asset("harvestflow://harvest/jobs-done")
@@ -27,6 +27,17 @@ NETWORK_RETRIES: dict[str, Any] = {
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=15),
 }
+
+
+def day_param() -> Param:
+    """The optional ``day`` param of daily, backfillable DAGs."""
+    return Param(
+        None,
+        type=["null", "string"],
+        format="date",
+        title="Day",
+        description="The day to process (default: the day before the run's date).",
+    )
 
 
 def run_date(context: Any) -> datetime:

@@ -14,9 +14,9 @@ each merge. Backfillable: a past date re-merges that day, idempotently.
 from datetime import datetime
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import report_day
+from hf_common import day_param, report_day
 
 with DAG(
     dag_id="indexing_merge",
@@ -25,15 +25,7 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
-    params={
-        "day": Param(
-            None,
-            type=["null", "string"],
-            format="date",
-            title="Day",
-            description="The day to process (default: the day before the run's date).",
-        )
-    },
+    params={"day": day_param()},
     tags=["indexing"],
 ) as dag:
 

@@ -41,7 +41,7 @@ def free_port(*, with_grpc: bool = False) -> int:
     raise RuntimeError("no free port found")
 
 
-def _session_env(data_dir: Path) -> dict[str, str]:
+def session_env(data_dir: Path) -> dict[str, str]:
     return {
         "HARVESTFLOW_DATA_DIR": str(data_dir),
         "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
@@ -61,7 +61,7 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[settings_mod.
     from harvestflow import services as svc
 
     data_dir = tmp_path_factory.mktemp("hfdata")
-    env = _session_env(data_dir)
+    env = session_env(data_dir)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     settings_mod.reset()
