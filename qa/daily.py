@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, metrics
 from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log, empty_groups
@@ -197,7 +198,11 @@ def compute_day(
     workers: int | None = None,
 ) -> DayComputation:
     """Read every job's crawl log and compute all scopes' families (no file, no DB write)."""
-    outcomes = [read_job_log(job, data_dir, workers) for job in jobs]
+    outcomes = []
+    with Progress("QA crawl logs", len(jobs), unit="jobs") as progress:
+        for job in jobs:
+            outcomes.append(read_job_log(job, data_dir, workers))
+            progress.advance()
     tables = build_tables(outcomes)
     hist = history if history is not None else pd.DataFrame(
         columns=["job_id", "domain", "stopreason", "objects", "bytes"]
@@ -343,6 +348,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
         origins=inputs.origin_classes(engine),
         dns_counts=inputs.dns_check_counts(engine, day),
         top_n=top_n,
+        workers=int(settings.get("qa", "log_workers", 0)) or None,
     )
     report_dir = settings.path("qa", day.isoformat())
     written = report.write_report(comp, report_dir)

@@ -252,8 +252,8 @@ def compute(
         for code, name in codes.STOP_REASONS.items()
     ]
     fam.tables["stop_reasons"] = pd.DataFrame(stop_rows)
-    for r in stop_rows:
-        fam.add("stop_reasons", f"{r['stopreason']}|{r['name']}", r["domains"])
+    for code, name in codes.STOP_REASONS.items():
+        fam.add("stop_reasons", f"{code}|{name}", int(reasons.get(code, 0)))
     hits = {
         "budget_hit_lines": int(domains["budget"].sum()),
         "budget_hit_domains": int((domains["budget"] > 0).sum()),
