@@ -120,14 +120,18 @@ def _parse_crlf_block(
     first = lines[0].rstrip()
     if not first:
         return None
-    headers = []
+    by_name: dict[str, str] = {}
     for line in lines[1:]:
         key, sep, value = line.partition(":")
-        if not sep or not line.strip() or line[0] in " \t" or "\r" in line:
+        if not sep or line[0] in " \t" or "\r" in line or not line.strip():
             return None
-        headers.append((key.rstrip(" \t"), value.strip()))
+        name = key.rstrip(" \t").lower()
+        if name not in by_name:
+            by_name[name] = value.strip()
     protocol, rest = _split_status(first, statuses)
-    return Headers(protocol, rest.strip(), headers), stop + 4
+    headers = Headers(protocol, rest.strip(), [])
+    headers.by_name = by_name
+    return headers, stop + 4
 
 
 def parse_headers(

@@ -24,7 +24,7 @@ from pathlib import Path
 from indexing.capture import Capture, NotAWarcError, WarcDamage, timestamp14
 from indexing.refscan import scan_reference
 from indexing.surt import surt_or_url
-from indexing.warcscan import Fallback, scan_gzip
+from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
 log = logging.getLogger(__name__)
 
@@ -97,18 +97,26 @@ def cdx11_line(cap: Capture, filename: str) -> str:
     return " ".join("-" if p is None else p for p in parts)
 
 
-def index_warc(path: Path | str) -> IndexResult:
+def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
     """Read every indexed record of ``path``.
 
     Raises :class:`NotAWarcError` for a file that is not a WARC. A damaged file does not raise:
     the result holds the captures before the damage and ``damage`` says where and why.
+    ``verify=False`` does not inflate payloads (faster; corrupt payload bytes go unnoticed).
     """
     path = Path(path)
-    result = IndexResult(path)
+    result = IndexResult(path, scanner="fast" if verify else "skip")
     try:
-        for cap in scan_gzip(path):
-            result.captures.append(cap)
-        return result
+        try:
+            for cap in scan_gzip(path, verify=verify):
+                result.captures.append(cap)
+            return result
+        except SkipUnsafe as why:
+            log.debug("%s: inflating every member (%s)", path, why)
+            result = IndexResult(path)
+            for cap in scan_gzip(path, verify=True):
+                result.captures.append(cap)
+            return result
     except Fallback as why:
         log.debug("%s: general scanner (%s)", path, why)
     except WarcDamage as damage:

@@ -185,7 +185,7 @@ def index_module(ctx: _Ctx, entry: manifest.Entry) -> None:
     local = _local_copy(ctx, entry)
     base = _cdx_base(ctx, entry)
     try:
-        result = index_warc(local)
+        result = index_warc(local, verify=bool(ctx.settings["indexing"].get("verify_gzip", True)))
     except NotAWarcError as exc:
         _quarantine(ctx, entry, local, f"rejected: {exc}", {})
         return

@@ -135,8 +135,7 @@ def daily_merge(day: date, settings: Settings | None = None) -> dict[str, Any]:
             inputs = sorted(in_dir.glob("*" + suffix)) if in_dir.is_dir() else []
             if not inputs:
                 continue
-            stats = merge_sorted(inputs, out)
-            check_sorted(out)
+            stats = merge_sorted(inputs, out)  # checks byte order line by line as it writes
             result["files"][str(out)] = {"inputs": stats.inputs, "lines": stats.lines}
             log.info(
                 "daily merge %s: %d files, %d lines -> %s", day, stats.inputs, stats.lines, out
@@ -161,9 +160,8 @@ def _bigmerge_one(big: Path, merged_dir: Path, suffix: str) -> dict[str, Any] | 
     if not new:
         return None
     inputs = ([big] if big.exists() else []) + new
-    stats = merge_sorted(inputs, big)
+    stats = merge_sorted(inputs, big)  # checks byte order line by line as it writes
     crashpoint("bigmerge.renamed")
-    check_sorted(big)
     state.update({p.name: _signature(p) for p in new})
     tmp = tmp_name(state_file)
     tmp.write_text(json.dumps(state, indent=0, sort_keys=True))

@@ -168,3 +168,29 @@ def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Pa
     expected = reference_lines(oracle, a, "cdx11") + reference_lines(oracle, b, "cdx11")
     assert out.stdout.splitlines() == expected
     assert out.stdout.splitlines().count(CDX11_HEADER) == 2
+
+
+def test_payload_skipping_mode_gives_the_same_lines(oracle: Path, tmp_path: Path):
+    warc = write_warc(tmp_path / "s.warc.gz", n=150, seed=12)
+    skipped = index_warc(warc, verify=False)
+    assert skipped.scanner == "skip" and skipped.damage is None
+    assert skipped.lines("cdxj") == reference_lines(oracle, warc, "cdxj")
+    assert skipped.lines("cdx11") == reference_lines(oracle, warc, "cdx11")
+
+
+def test_payload_skipping_falls_back_when_members_hold_more_than_the_record(
+    oracle: Path, tmp_path: Path
+):
+    # a writer that pads members with extra blank lines: ISIZE is not record + CRLF CRLF
+    src = write_warc(tmp_path / "src.warc.gz", n=40, seed=13)
+    padded = tmp_path / "padded.warc.gz"
+    with open(padded, "wb") as out:
+        for offset, length in sorted(
+            {(c.offset, c.length) for c in index_warc(src).captures}
+            | {(0, index_warc(src).captures[0].offset)}
+        ):
+            member = gzip.decompress(src.read_bytes()[offset : offset + length])
+            out.write(gzip.compress(member + b"\r\n\r\n"))
+    result = index_warc(padded, verify=False)
+    assert result.scanner == "fast"  # skipping refused, every member inflated
+    assert result.lines("cdxj") == reference_lines(oracle, padded, "cdxj")
