@@ -45,6 +45,11 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("--history", type=int, default=20, help="history rows shown (default 20)")
     show.set_defaults(func=cmd_domain_show)
 
+    p = subparsers.add_parser("definitions", help="harvest definitions")
+    sub = p.add_subparsers(dest="definitions_command", required=True)
+    dl = sub.add_parser("list", help="definitions with schedule, next date and state")
+    dl.set_defaults(func=cmd_definitions_list)
+
     p = subparsers.add_parser("jobs", help="crawl jobs")
     sub = p.add_subparsers(dest="jobs_command", required=True)
     ls = sub.add_parser("list", help="jobs with status, channel and counts, newest first")
@@ -189,4 +194,20 @@ def cmd_jobs_generate(args: argparse.Namespace) -> int:
     when = datetime.fromisoformat(args.date) if args.date else datetime.now(UTC)
     jobs = generate_jobs(args.harvest_id, when, generator=args.generator)
     print(f"definition {args.harvest_id} at {when.isoformat()}: jobs {jobs}")
+    return 0
+
+
+def cmd_definitions_list(args: argparse.Namespace) -> int:
+    from harvest.inspect import list_definitions
+
+    print(f"{'id':>5} {'name':<32} {'kind':<8} {'frequency':<10} {'configs':>7} {'runs':>4}  state")
+    for d in list_definitions():
+        kind = "selective" if d["kind"] == "partial" else "snapshot"
+        state = "active" if d["isactive"] else f"INACTIVE: {d['inactive_reason']}"
+        if d["isactive"] and d["nextdate"] is not None:
+            state += f", next {d['nextdate']:%Y-%m-%d %H:%M}"
+        print(
+            f"{d['harvest_id']:>5} {d['name'][:32]:<32} {kind:<8} {d['frequency'] or '-':<10} "
+            f"{d['configs']:>7} {d['numevents']:>4}  {state}"
+        )
     return 0

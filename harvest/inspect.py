@@ -106,3 +106,21 @@ def domain_report(
             for h in history
         ],
     }
+
+
+def list_definitions(engine: Engine | None = None) -> list[dict[str, Any]]:
+    """Harvest definitions with kind, frequency, next date, runs and why inactive."""
+    engine = engine_or_default(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT h.harvest_id, h.name, h.kind, h.isactive, h.inactive_reason, h.numevents,"
+                " p.frequency, p.nextdate, f.maxobjects, f.previoushd, c.name AS channel,"
+                " (SELECT count(*) FROM harvest_configs hc WHERE hc.harvest_id = h.harvest_id)"
+                " AS configs FROM harvestdefinitions h"
+                " LEFT JOIN partialharvests p USING (harvest_id)"
+                " LEFT JOIN fullharvests f USING (harvest_id)"
+                " LEFT JOIN harvestchannel c ON c.id = h.channel_id ORDER BY h.harvest_id"
+            )
+        ).all()
+    return [dict(r._mapping) for r in rows]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import sqlalchemy as sa
 
 from harvest import pipeline as p
 from harvestflow.cli import main
@@ -35,3 +36,15 @@ def test_domain_show_and_jobs_list(hdb, tmp_path, capsys):
     assert fields[6] == "47"  # objects of the job's history rows
 
     assert main(["domain", "show", "unknown.test"]) == 1
+    capsys.readouterr()
+
+    with hdb.begin() as c:
+        c.execute(
+            sa.text(
+                "UPDATE harvestdefinitions SET isactive = false,"
+                " inactive_reason = 'scheduling failed: test'"
+            )
+        )
+    assert main(["definitions", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "demo-daily" in out and "INACTIVE: scheduling failed: test" in out
