@@ -112,8 +112,9 @@ def split_chunk(
     chunk: list[ConfigInfo], limits: HarvestLimits, settings: JobGenSettings
 ) -> list[JobPlan]:
     """Sort one chunk and split it into jobs."""
+    max_objects, max_bytes = limits.max_objects, limits.max_bytes
     for config in chunk:
-        config.expected = expected_objects(config, settings, limits.max_objects, limits.max_bytes)
+        config.expected = expected_objects(config, settings, max_objects, max_bytes)
     chunk.sort(key=lambda c: sort_key(c, limits))
     jobs: list[JobPlan] = []
     current: JobPlan | None = None

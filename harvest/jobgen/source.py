@@ -16,7 +16,10 @@ through a psycopg2 server-side cursor as plain tuples: client memory stays at on
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -163,10 +166,55 @@ def stream_configs(
         with raw.cursor() as cur:  # hash joins and sorts in memory, for this transaction only
             cur.execute(f"SET LOCAL work_mem = '{BULK_WORK_MEM}'")
     cursor = raw.cursor(name=f"jobgen_{uuid.uuid4().hex}")
-    cursor.itersize = fetch_size
     try:
         cursor.execute(config_query(kind, prev, bulk=bulk), query_params(harvest_id, prev))
-        for row in cursor:
-            yield row_to_config(row)
+        for batch in _prefetched(cursor, fetch_size):
+            for row in batch:
+                yield row_to_config(row)
     finally:
         cursor.close()
+
+
+def _prefetched(cursor: Any, size: int, depth: int = 2) -> Iterator[list[tuple[Any, ...]]]:
+    """Batches of a server-side cursor, the next one fetched while this one is processed.
+
+    Why: PostgreSQL computes a server-side cursor's rows when they are fetched; fetching the
+    next batch in a thread (psycopg2 releases the GIL while it waits) overlaps the server's work
+    with the generator's instead of adding them. At most ``depth`` batches wait in memory.
+    """
+    batches: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def fetch() -> None:
+        try:
+            while not stop.is_set():
+                batch = cursor.fetchmany(size)
+                item: Any = batch if batch else done
+                while not stop.is_set():
+                    try:
+                        batches.put(item, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if item is done:
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            batches.put(exc)
+
+    thread = threading.Thread(target=fetch, name="jobgen-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = batches.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                batches.get(timeout=0.1)
+        thread.join()

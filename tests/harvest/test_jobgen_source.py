@@ -65,3 +65,17 @@ def test_sql_best_history_matches_the_sequential_rule_in_both_query_forms(hdb):
             }
         assert got == expected, f"bulk={bulk}"
     assert sum(1 for v in expected.values() if v is None) > 0  # never-harvested ones covered
+
+
+def test_stopping_the_stream_early_releases_the_cursor(hdb):
+    with hdb.begin() as c:
+        for i in range(40):
+            ensure_config(c, f"e{i}.test", template="default_snapshot")
+    hid = create_snapshot_definition("snap", engine=hdb)
+    with hdb.begin() as c:
+        stream = stream_configs(c, hid, fetch_size=5)
+        first = [next(stream).config_id for _ in range(7)]
+        stream.close()  # the prefetch thread stops, the cursor closes
+        assert first == sorted(first)
+        # the connection is usable afterwards in the same transaction
+        assert c.execute(sa.text("SELECT count(*) FROM configurations")).scalar() == 40
