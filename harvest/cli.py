@@ -25,6 +25,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "--no-url-check", action="store_true", help="skip the online check of new URLs"
     )
     imp.add_argument("--user", default=None, help="recorded as creator/modifier")
+    imp.add_argument("--collection", default="ukwa", help="collection of feed items that name none")
+    imp.add_argument("--theme", default=None, help="theme of feed items that name none")
     imp.set_defaults(func=cmd_selection_import)
     tr = sub.add_parser("transfer", help="transfer active records to harvest definitions")
     tr.add_argument("--frequency", default=None)
@@ -82,7 +84,12 @@ def cmd_selection_import(args: argparse.Namespace) -> int:
     from harvest.selection.importer import import_file
 
     report = import_file(
-        args.file, fmt=args.format, check_urls=not args.no_url_check, user=args.user
+        args.file,
+        fmt=args.format,
+        check_urls=not args.no_url_check,
+        user=args.user,
+        collection=args.collection,
+        theme=args.theme,
     )
     print(report.text())
     return 0 if not report.errors else 1

@@ -48,3 +48,16 @@ def test_domain_show_and_jobs_list(hdb, tmp_path, capsys):
     assert main(["definitions", "list"]) == 0
     out = capsys.readouterr().out
     assert "demo-daily" in out and "INACTIVE: scheduling failed: test" in out
+
+
+def test_selection_import_cli_reports_refused_rows(hdb, tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    path.write_text(
+        "collection,seed_url,budget,frequency,depth,theme\n"
+        "News,http://a.test/,small,daily,page,politics\n"
+        "News,http://b.test/,large,daily,domain,politics\n"
+    )
+    assert main(["selection", "import", "--no-url-check", "--user", "ann", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "2 rows, 1 new" in out
+    assert "REFUSED r.csv line 3: large budget / daily / domain depth" in out
