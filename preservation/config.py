@@ -23,6 +23,8 @@ class PreservationConfig:
     multipart_threshold: int = 64 * 1024 * 1024
     part_size: int = 8 * 1024 * 1024
     upload_threads: int = 8
+    # files hashed in parallel while staging (sha256 + sha512 + part checksums)
+    staging_threads: int = 2
     delete_local_after_verify: bool = False
     remove_staging_after_ingest: bool = True
     retry_attempts: int = 8

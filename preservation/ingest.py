@@ -29,13 +29,14 @@ from harvestflow.db import get_engine
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from preservation import records
+from preservation.bagwriter import read_parts
 from preservation.config import PreservationConfig
 from preservation.errors import SeriousError, StorageConflict, TransientError
 from preservation.records import FileRow
 from preservation.retry import with_backoff
 from preservation.s3store import ObjectStore, make_client
 from preservation.sources import NotReady, job_files, jobs_ready, load_job
-from preservation.staging import open_bag, stage_package
+from preservation.staging import open_bag, parts_file_for, stage_package
 
 log = logging.getLogger(__name__)
 _LOCK_NS = 0x50524553  # "PRES"
@@ -131,6 +132,11 @@ def _ingest_locked(
             "job %s: aborted %d unfinished multipart uploads of an earlier attempt", job_id, aborted
         )
     todo = [f for f in files if f.status != "verified"]
+    staged_parts = {
+        name: [str(p) for p in doc.get("parts", [])]  # type: ignore[attr-defined]
+        for name, doc in read_parts(parts_file_for(bag_path)).items()
+        if doc.get("part_size") == cfg.part_size
+    }
     summary["already_verified"] = len(files) - len(todo)
     progress = Progress(
         f"preservation ingest job {job_id}",
@@ -156,7 +162,9 @@ def _ingest_locked(
                 settle(block=f.role == "manifest")  # tag files only after every data file
                 current = f
                 t0 = time.monotonic()
-                checksum = _store_file(engine, store, cfg, package, bag_path, f, summary, progress)
+                checksum = _store_file(
+                    engine, store, cfg, package, bag_path, f, summary, progress, staged_parts
+                )
                 if f.role == "data":
                     # the next data file goes up while this one is re-read
                     pending.append(
@@ -224,6 +232,7 @@ def _store_file(
     f: FileRow,
     summary: dict[str, Any],
     progress: Progress,
+    staged_parts: dict[str, list[str]],
 ) -> str | None:
     """Upload one file (or adopt the identical object already stored); returns its S3 checksum."""
     local = bag_path / "data" / f.file_name if f.role != "manifest" else bag_path / f.file_name
@@ -264,6 +273,7 @@ def _store_file(
                 sha256_hex=f.sha256,
                 metadata=metadata,
                 on_bytes=progress.advance,
+                part_digests=staged_parts.get(f.file_name),
             ),
             what=f"upload {f.s3_key}",
             attempts=3,
@@ -350,6 +360,7 @@ def _cleanup(
                 log.info("job %s: local copy %s removed (preserved and verified)", job_id, path)
     if cfg.remove_staging_after_ingest and bag_path.exists():
         shutil.rmtree(bag_path)
+        parts_file_for(bag_path).unlink(missing_ok=True)
         log.info("job %s: staged bag %s removed from the temporary zone", job_id, bag_path)
 
 

@@ -1,10 +1,12 @@
 """Object storage for preservation: verified uploads with S3 additional checksums (SHA-256).
 
 Why by hand rather than ``upload_file``: we must prove that the bytes stored are the bytes whose
-checksums went into the bag. So every upload reads the file once, computes the whole-file SHA-256
-as it goes and compares it with the staged one before the object is committed (a file altered
-after staging is never stored), and sends a SHA-256 per request (``x-amz-checksum-sha256``) that
-the server checks on arrival. Checked on SeaweedFS 4.48: PutObject and UploadPart reject a wrong
+checksums went into the bag. Every request carries a SHA-256 (``x-amz-checksum-sha256``) that
+the server checks on arrival. When the server is known to check them (probed once per process:
+a deliberately wrong checksum must be refused), the checksums sent are the ones computed at
+staging (whole file, or each part), so a file altered after staging is refused by the store and
+nothing is committed, with no second hashing pass. Otherwise (a store that ignores the header)
+we hash while reading and compare with the staged SHA-256 before committing. Checked on SeaweedFS 4.48: PutObject and UploadPart reject a wrong
 ``x-amz-checksum-sha256`` with ``BadDigest``, CompleteMultipartUpload returns the COMPOSITE
 checksum (SHA-256 of the part digests, ``-N``), and HeadObject returns it with
 ``ChecksumMode=ENABLED``. After upload, :meth:`ObjectStore.verify` compares size, that checksum
@@ -16,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +36,7 @@ from preservation.errors import ChecksumMismatch, MissingFile, TransientError
 from preservation.retry import with_backoff
 
 log = logging.getLogger(__name__)
+_SERVER_CHECKS: dict[tuple[str, str], bool] = {}
 READ_CHUNK = 8 * 1024 * 1024
 
 
@@ -118,6 +122,34 @@ class ObjectStore:
 
         self._retry(run, f"bucket {self.bucket}")
 
+    def server_checks_sha256(self) -> bool:
+        """Does the store refuse a wrong ``x-amz-checksum-sha256``? Probed once, then cached."""
+        cache_key = (self.client.meta.endpoint_url, self.bucket)
+        if cache_key in _SERVER_CHECKS:
+            return _SERVER_CHECKS[cache_key]
+        key = f"harvestflow-checksum-probe/{uuid.uuid4().hex}"
+        wrong = b64(hashlib.sha256(b"something else").digest())
+
+        def run() -> bool:
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=key, Body=b"probe", ChecksumSHA256=wrong
+                )
+            except ClientError as exc:
+                if _status(exc) == 400:
+                    return True
+                raise
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+            return False
+
+        checks: bool = self._retry(run, "checksum probe")
+        if not checks:
+            log.warning(
+                "the object store ignores x-amz-checksum-sha256: hashing every upload locally"
+            )
+        _SERVER_CHECKS[cache_key] = checks
+        return checks
+
     def head(self, key: str) -> Stored | None:
         """The object's size, S3 checksum and metadata, or None if there is no such object."""
 
@@ -147,6 +179,7 @@ class ObjectStore:
         sha256_hex: str,
         metadata: dict[str, str],
         on_bytes: Callable[[int], None] | None = None,
+        part_digests: list[str] | None = None,
     ) -> str:
         """Store ``path`` under ``key``; returns the S3 checksum. The file must still match.
 
@@ -163,9 +196,12 @@ class ObjectStore:
                 f"{path}: size is {actual_size} bytes, {size} when staged", file_name=path.name
             )
         meta = {**metadata, "sha256": sha256_hex}
+        trusted = self.server_checks_sha256()
         if size <= self.cfg.multipart_threshold:
-            return self._upload_single(path, key, size, sha256_hex, meta, on_bytes)
-        return self._upload_multipart(path, key, sha256_hex, meta, on_bytes)
+            return self._upload_single(path, key, size, sha256_hex, meta, on_bytes, trusted)
+        expected_parts = -(-size // self.cfg.part_size)
+        staged = part_digests if trusted and len(part_digests or []) == expected_parts else None
+        return self._upload_multipart(path, key, sha256_hex, meta, on_bytes, staged)
 
     def _mismatch(self, path: Path, actual_hex: str, staged_hex: str) -> ChecksumMismatch:
         return ChecksumMismatch(
@@ -182,11 +218,15 @@ class ObjectStore:
         sha256_hex: str,
         meta: dict[str, str],
         on_bytes: Callable[[int], None] | None,
+        trusted: bool,
     ) -> str:
         data = path.read_bytes()
-        digest = hashlib.sha256(data).digest()
-        if digest.hex() != sha256_hex or len(data) != size:
-            raise self._mismatch(path, digest.hex(), sha256_hex)
+        if trusted:  # the store checks the staged SHA-256 against what it receives
+            digest = bytes.fromhex(sha256_hex)
+        else:
+            digest = hashlib.sha256(data).digest()
+            if digest.hex() != sha256_hex or len(data) != size:
+                raise self._mismatch(path, digest.hex(), sha256_hex)
 
         def run() -> str:
             try:
@@ -200,7 +240,8 @@ class ObjectStore:
             except ClientError as exc:
                 if _code(exc) in ("BadDigest", "XAmzContentChecksumMismatch"):
                     raise ChecksumMismatch(
-                        f"{key}: the store rejected the upload's SHA-256 ({_code(exc)})",
+                        f"{path}: content does not match its staged sha256 {sha256_hex}"
+                        f" (file changed after staging; the store answered {_code(exc)})",
                         file_name=path.name,
                     ) from exc
                 raise
@@ -218,6 +259,7 @@ class ObjectStore:
         sha256_hex: str,
         meta: dict[str, str],
         on_bytes: Callable[[int], None] | None,
+        staged: list[str] | None,
     ) -> str:
         upload_id: str = self._retry(
             lambda: self.client.create_multipart_upload(
@@ -226,7 +268,7 @@ class ObjectStore:
             f"create multipart {key}",
         )
         try:
-            parts = self._send_parts(path, key, upload_id, sha256_hex, on_bytes)
+            parts = self._send_parts(path, key, upload_id, sha256_hex, on_bytes, staged)
         except BaseException:
             self._abort(key, upload_id)
             raise
@@ -268,15 +310,23 @@ class ObjectStore:
         upload_id: str,
         sha256_hex: str,
         on_bytes: Callable[[int], None] | None,
+        staged: list[str] | None,
     ) -> list[tuple[int, str, bytes]]:
-        """Read sequentially (whole-file hash), upload parts in parallel (bounded in flight)."""
+        """Read sequentially, upload parts in parallel (bounded in flight).
+
+        With ``staged`` part checksums the store checks each part against staging; without, we
+        hash each part and the whole file and compare with the staged SHA-256 at the end.
+        """
         whole = hashlib.sha256()
         done: list[tuple[int, str, bytes]] = []
         pending: deque[Future[tuple[int, str, bytes]]] = deque()
         threads = max(1, self.cfg.upload_threads)
 
         def send(number: int, data: bytes) -> tuple[int, str, bytes]:
-            digest = hashlib.sha256(data).digest()
+            if staged is not None:
+                digest = base64.b64decode(staged[number - 1])
+            else:
+                digest = hashlib.sha256(data).digest()
 
             def run() -> str:
                 try:
@@ -293,7 +343,8 @@ class ObjectStore:
                         raise TransientError(f"{key}: multipart upload lost by the store") from exc
                     if _code(exc) in ("BadDigest", "XAmzContentChecksumMismatch"):
                         raise ChecksumMismatch(
-                            f"{key}: part {number} rejected by the store ({_code(exc)})",
+                            f"{path}: part {number} does not match its staged sha256"
+                            f" (file changed after staging; the store answered {_code(exc)})",
                             file_name=path.name,
                         ) from exc
                     raise
@@ -313,7 +364,8 @@ class ObjectStore:
                         if not data:
                             break
                         number += 1
-                        whole.update(data)
+                        if staged is None:
+                            whole.update(data)
                         while len(pending) > threads:
                             done.append(pending.popleft().result())
                         pending.append(pool.submit(send, number, data))
@@ -323,7 +375,7 @@ class ObjectStore:
                 for fut in pending:
                     fut.cancel()
                 raise
-        if whole.hexdigest() != sha256_hex:
+        if staged is None and whole.hexdigest() != sha256_hex:
             raise self._mismatch(path, whole.hexdigest(), sha256_hex)
         return sorted(done)
 

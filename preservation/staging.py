@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import uuid
 from datetime import UTC, datetime
@@ -28,13 +27,14 @@ from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from preservation import ark as arks
 from preservation import records
+from preservation.bagwriter import link_or_copy, write_bag, write_parts
 from preservation.config import PreservationConfig
 from preservation.errors import InvalidBag, SeriousError
 from preservation.sources import JobInfo, NotReady, job_files, load_job
 
 log = logging.getLogger(__name__)
 
-CHECKSUMS = ["sha256", "sha512"]
+CHECKSUMS = ["sha256", "sha512"]  # manifests written by preservation.bagwriter
 TAG_FILES = (
     "bagit.txt",
     "bag-info.txt",
@@ -79,34 +79,36 @@ def bag_info_for(job: JobInfo, package_ark: str, cfg: PreservationConfig) -> dic
         "Metadata-File": meta,
         "Payload-Files": str(len(job.files)),
         "Harvest-Software": f"harvestflow {getattr(harvestflow, '__version__', '0.1.0')}",
+        "Bag-Software-Agent": "harvestflow preservation.bagwriter (BagIt 1.0, RFC 8493)",
         "Checksum-Algorithms": " ".join(CHECKSUMS),
         "Bagging-Date": datetime.now(UTC).strftime("%Y-%m-%d"),
     }
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        tmp = dst.with_name(dst.name + ".part")
-        shutil.copyfile(src, tmp)
-        tmp.replace(dst)
+def parts_file_for(final: Path) -> Path:
+    return final.parent / f"{final.name}.parts.json"
 
 
-def _build_bag(job: JobInfo, final: Path, info: dict[str, str]) -> bagit.Bag:
+def _build_bag(
+    job: JobInfo, final: Path, info: dict[str, str], cfg: PreservationConfig
+) -> bagit.Bag:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    (tmp / "data").mkdir(parents=True)
     try:
+        payload = {}
         for f in job.files:
-            _link_or_copy(f.path, tmp / f.name)
-        bag = bagit.make_bag(str(tmp), info, processes=1, checksums=CHECKSUMS)
+            link_or_copy(f.path, tmp / "data" / f.name)
+            payload[f.name] = tmp / "data" / f.name
+        digests = write_bag(
+            tmp, payload, info, part_size=cfg.part_size, threads=cfg.staging_threads
+        )
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log.debug("bag %s made with %d payload files", final, len(bag.payload_entries()))
-    return bagit.Bag(str(final))
+    write_parts(parts_file_for(final), digests)
+    return open_bag(final)
 
 
 def open_bag(path: Path, *, fast: bool = True) -> bagit.Bag:
@@ -158,7 +160,7 @@ def stage_package(
             bag = open_bag(final)
         else:
             log.info("job %s: staging %d files into %s", job_id, len(job.files), final)
-            bag = _build_bag(job, final, bag_info_for(job, package_ark, cfg))
+            bag = _build_bag(job, final, bag_info_for(job, package_ark, cfg), cfg)
         return _record(engine, cfg, job, final, bag, package_ark)
     except NotReady as exc:
         log.info("%s", exc)

@@ -250,3 +250,48 @@ def test_s3_server_stopped_mid_ingest_then_restarted_completes_without_loss_or_d
         )
     uploads = s3_client.list_multipart_uploads(Bucket=pres_settings.s3.bucket)
     assert not uploads.get("Uploads")  # no half-finished upload left behind
+
+
+def test_seaweedfs_checks_sha256_and_the_probe_leaves_nothing(
+    pres_settings: Settings, s3_client: Any
+) -> None:  # type: ignore[no-untyped-def]
+    from preservation import s3store
+    from preservation.config import PreservationConfig
+
+    cfg = PreservationConfig.from_settings(pres_settings)
+    store = s3store.ObjectStore(
+        s3store.make_client(pres_settings, cfg), pres_settings.s3.bucket, cfg
+    )
+    s3store._SERVER_CHECKS.clear()
+    assert store.server_checks_sha256() is True
+    assert _objects(s3_client, pres_settings.s3.bucket) == {}
+
+
+@pytest.mark.parametrize("server_checks", [True, False], ids=["store-checks", "local-hash"])
+def test_corruption_is_caught_whether_or_not_the_store_checks_checksums(
+    pres_settings: Settings,
+    make_job,
+    db_engine: sa.Engine,
+    s3_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    server_checks: bool,
+) -> None:  # type: ignore[no-untyped-def]
+    from preservation import s3store
+
+    # pretend (or not) that the store ignores x-amz-checksum-sha256: then we hash locally
+    monkeypatch.setattr(s3store.ObjectStore, "server_checks_sha256", lambda self: server_checks)
+    job = make_job((1 * MiB, 8 * MiB))  # one single PUT, one multipart
+    staged = stage_package(job.job_id, pres_settings)
+    for name, path in job.files.items():
+        if "metadata" not in name:
+            with (Path(staged["bag_path"]) / "data" / name).open("r+b") as fh:
+                fh.seek(path.stat().st_size - 1)
+                last = fh.read(1)
+                fh.seek(path.stat().st_size - 1)
+                fh.write(bytes([last[0] ^ 0xFF]))  # same size, one byte flipped
+    result = ingest_job(job.job_id, pres_settings)
+    assert result["status"] == "manual" and "changed after staging" in result["error"]
+    keys = _objects(s3_client, pres_settings.s3.bucket)
+    assert [k for k in keys if "/data/" in k] == [
+        f"packages/hd-{job.harvest_id}/job-{job.job_id}/data/{job.metadata_name}"
+    ]

@@ -1,0 +1,123 @@
+"""Write a BagIt bag (RFC 8493, version 1.0) from files, hashing them in parallel threads.
+
+Why not ``bagit.make_bag``: it hashes the payload one file at a time (or in a process pool, which
+forks — unsafe inside threaded workers) and changes the process's working directory while it
+works. Staging is CPU-bound (sha256 + sha512 of every byte), so here each file is read once and
+its digests are computed in threads (hashlib releases the GIL), several files at a time. The same
+pass records the SHA-256 of each upload part, so the upload can send the staged part checksums
+and let the store reject any part that changed since staging, without hashing again.
+The ``bagit`` library still validates what we write (see ``staging.open_bag`` and the tests).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CHUNK_MIN = 1024 * 1024
+
+
+@dataclass
+class Digests:
+    size: int
+    sha256: str
+    sha512: str
+    part_size: int
+    parts: list[str] = field(default_factory=list)  # base64 SHA-256 of each upload part
+
+
+def hash_file(path: Path, part_size: int) -> Digests:
+    """One read of ``path``: whole sha256 and sha512, and the SHA-256 of every ``part_size`` part."""
+    h256, h512 = hashlib.sha256(), hashlib.sha512()
+    parts: list[str] = []
+    size = 0
+    with path.open("rb", buffering=0) as fh:
+        while True:
+            part = fh.read(part_size)
+            if not part:
+                break
+            size += len(part)
+            h256.update(part)
+            h512.update(part)
+            parts.append(base64.b64encode(hashlib.sha256(part).digest()).decode("ascii"))
+    return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
+
+
+def _encode_path(rel: str) -> str:
+    # RFC 8493 §2.1.3: CR, LF and % in file names are percent-encoded in manifests
+    return rel.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_bag(
+    bag_dir: Path,
+    payload: dict[str, Path],
+    info: dict[str, str],
+    *,
+    part_size: int,
+    threads: int = 2,
+) -> dict[str, Digests]:
+    """Make ``bag_dir`` a bag whose payload ``data/<name>`` are the given (already placed) files.
+
+    ``payload`` maps names to the files already inside ``bag_dir/data``. Returns the digests of
+    each payload file. Tag files: bagit.txt, bag-info.txt (with Payload-Oxum), manifest-sha256,
+    manifest-sha512, tagmanifest-sha256, tagmanifest-sha512.
+    """
+    names = sorted(payload, key=lambda n: n.encode())
+    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="baghash") as pool:
+        digests = dict(
+            zip(names, pool.map(lambda n: hash_file(payload[n], part_size), names), strict=True)
+        )
+    for algo in ("sha256", "sha512"):
+        lines = [f"{getattr(digests[n], algo)}  {_encode_path('data/' + n)}\n" for n in names]
+        _write(bag_dir / f"manifest-{algo}.txt", "".join(lines))
+    _write(bag_dir / "bagit.txt", "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
+    full = dict(info)
+    full["Payload-Oxum"] = f"{sum(d.size for d in digests.values())}.{len(names)}"
+    text = "".join(f"{k}: {' '.join(str(v).split())}\n" for k, v in full.items())
+    _write(bag_dir / "bag-info.txt", text)
+    tags = ["bag-info.txt", "bagit.txt", "manifest-sha256.txt", "manifest-sha512.txt"]
+    for algo in ("sha256", "sha512"):
+        lines = [
+            f"{hashlib.new(algo, (bag_dir / t).read_bytes()).hexdigest()}  {t}\n" for t in tags
+        ]
+        _write(bag_dir / f"tagmanifest-{algo}.txt", "".join(lines))
+    return digests
+
+
+def write_parts(path: Path, digests: dict[str, Digests]) -> None:
+    """Keep the staged part checksums beside the bag (not in it) for the upload."""
+    doc = {
+        n: {"part_size": d.part_size, "size": d.size, "parts": d.parts} for n, d in digests.items()
+    }
+    _write(path, json.dumps(doc))
+
+
+def read_parts(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        data: dict[str, dict[str, object]] = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard link (WARCs are immutable), or copy under a temporary name across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        import shutil
+
+        tmp = dst.with_name(dst.name + ".part")
+        shutil.copyfile(src, tmp)
+        tmp.replace(dst)
