@@ -354,7 +354,8 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     written = report.write_report(comp, report_dir)
     summary = summary_of(comp, report_dir)
     summary["files"] = [p.name for p in written]
-    store.save_day(engine, comp.day, stats_rows(comp), report_dir, summary)
+    stored = {**summary, **report.db_payload(report_dir)}
+    store.save_day(engine, comp.day, stats_rows(comp), report_dir, stored)
     for line in summary_lines(summary):
         log.info("%s", line)
     return summary

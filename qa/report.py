@@ -9,6 +9,7 @@ byte-identical files (PNG written without the software/date metadata).
 
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import io
@@ -285,3 +286,17 @@ def write_report(comp: DayComputation, report_dir: Path) -> list[Path]:
     shutil.rmtree(old, ignore_errors=True)
     log.info("QA report for %s written to %s (%d files)", comp.day, report_dir, len(files))
     return [report_dir / rel for rel in sorted(files)]
+
+
+def db_payload(report_dir: Path) -> dict[str, dict[str, str]]:
+    """Text files and charts (base64 PNG) of a written report, for qa_reports.summary.
+
+    Why: the curators' views in the Airflow UI read the database, not the report folder (which
+    may live on another machine); the text tables and charts are small enough to travel there.
+    """
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted(report_dir.glob("*.txt"))}
+    charts = {
+        p.name: base64.b64encode(p.read_bytes()).decode("ascii")
+        for p in sorted((report_dir / "charts").glob("*.png"))
+    }
+    return {"texts": texts, "charts_png_base64": charts}

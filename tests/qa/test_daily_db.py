@@ -131,6 +131,8 @@ def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> 
                               {"d": DAYS[0]}).scalar()  # fmt: skip
     assert [r[0] for r in before] == DAYS
     assert stored["general"]["urls"] == 9
+    assert "text/html" in stored["texts"]["mime.txt"]
+    assert set(stored["charts_png_base64"]) >= {"mime_families.png", "tld.png"}
 
     first = [_files(d) for d in dirs]
     again = run_daily(DAYS[1], qa_settings, engine=db_engine)
