@@ -74,8 +74,8 @@ class _Known:
 
     def __init__(self, conn: Connection) -> None:
         self.urls: dict[str, set[str]] = defaultdict(set)  # url -> collections
-        self.hosts: dict[str, str] = {}
-        self.domains: dict[str, str] = {}
+        self.hosts: dict[str, set[str]] = defaultdict(set)  # host -> urls
+        self.domains: dict[str, set[str]] = defaultdict(set)  # domain -> urls
         rows = conn.execute(
             sa.text("SELECT collection, seed_url, supplementary_urls FROM selection_records")
         )
@@ -85,22 +85,24 @@ class _Known:
 
     def add(self, url: str, collection: str) -> None:
         self.urls[url].add(collection)
-        self.hosts.setdefault(_host(url), url)
-        self.domains.setdefault(registrable_domain(url), url)
+        self.hosts[_host(url)].add(url)
+        self.domains[registrable_domain(url)].add(url)
 
     def flags(self, rec: SelectionRecord) -> list[str]:
-        flags = []
+        """Why a curator should look again (the record itself is not a duplicate of itself)."""
         url = rec.seed_url
         others = self.urls.get(url, set()) - {rec.collection}
         if others:
-            flags.append(f"same URL already in collection(s) {', '.join(sorted(others))}")
-        elif url not in self.urls:
-            host, domain = _host(url), registrable_domain(url)
-            if host in self.hosts:
-                flags.append(f"host {host} already present ({self.hosts[host]})")
-            elif domain in self.domains:
-                flags.append(f"domain {domain} already present ({self.domains[domain]})")
-        return flags
+            return [f"same URL already in collection(s) {', '.join(sorted(others))}"]
+        own = set(rec.all_urls)
+        host, domain = _host(url), registrable_domain(url)
+        same_host = sorted(self.hosts.get(host, set()) - own)
+        if same_host:
+            return [f"host {host} already present ({same_host[0]})"]
+        same_domain = sorted(self.domains.get(domain, set()) - own)
+        if same_domain:
+            return [f"domain {domain} already present ({same_domain[0]})"]
+        return []
 
 
 _UPSERT = """
