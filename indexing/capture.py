@@ -218,4 +218,5 @@ def timestamp14(date: str) -> str:
         nums = nums[:-1]
     if len(nums) == 7:
         nums[6] = (nums[6][:6] + "000000")[:6]
-    return datetime(*(int(n) for n in nums)).strftime("%Y%m%d%H%M%S")  # type: ignore[misc]
+    parts = [int(n) for n in nums]
+    return datetime(*parts).strftime("%Y%m%d%H%M%S")  # type: ignore[arg-type]

@@ -98,7 +98,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     return _print({"dedup_index": str(path)})
 
 
-def add_cli(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``index`` and its subcommands; each sets ``func`` returning an exit code."""
     index = subparsers.add_parser("index", help="CDX indexing chain")
     sub = index.add_subparsers(dest="index_command", required=True)

@@ -18,6 +18,7 @@ import base64
 import hashlib
 import mmap
 import struct
+import types
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,12 +37,15 @@ from indexing.capture import (
     parse_headers,
 )
 
+_inflate_mod: types.ModuleType
+_INFLATE_ERRORS: tuple[type[BaseException], ...]
 try:  # ISA-L's inflate (python-isal, PSF licence) is faster than zlib's, same API
-    from isal import isal_zlib as _inflate_mod
+    from isal import isal_zlib
 
-    _INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflate_mod.error)
+    _inflate_mod = isal_zlib
+    _INFLATE_ERRORS = (zlib.error, isal_zlib.error)  # type: ignore[assignment]  # stub types it badly
 except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safety net
-    _inflate_mod = zlib  # type: ignore[assignment]
+    _inflate_mod = zlib
     _INFLATE_ERRORS = (zlib.error,)
 
 CHUNK = 1 << 16  # compressed bytes fed per call
