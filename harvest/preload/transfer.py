@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,6 +40,20 @@ SEEDLIST_NAME = "defaultconfig-seeds"
 MAX_BYTES = 1_000_000_000
 MAX_OBJECTS = -1
 MAX_RATE = 100
+
+
+class _Timed:
+    """Runs the transfer's statements, logging each one's row count and duration."""
+
+    def __init__(self, conn: Connection, params: dict[str, Any]) -> None:
+        self.conn = conn
+        self.params = params
+
+    def __call__(self, name: str, sql: str) -> int:
+        started = time.monotonic()
+        count = int(self.conn.execute(sa.text(sql), self.params).rowcount or 0)
+        log.info("transfer step %s: %d rows in %.1fs", name, count, time.monotonic() - started)
+        return count
 
 
 def _created_marker(run_id: str) -> str:
@@ -86,93 +101,89 @@ def transfer(
         )
         conn.exec_driver_sql("CREATE INDEX ON preload_tx (domain)")
         conn.exec_driver_sql("ANALYZE preload_tx")
+        run = _Timed(conn, params)
         steps: dict[str, int] = {}
-        steps["domains_created"] = conn.execute(
-            sa.text(
-                "INSERT INTO domains (name, comments) SELECT domain, :marker FROM preload_tx"
-                " WHERE class <> 'failed' ORDER BY domain ON CONFLICT (name) DO NOTHING"
-            ),
-            params,
-        ).rowcount
-        steps["configs_created"] = conn.execute(
-            sa.text(
-                f"INSERT INTO configurations (name, comments, domain_id, template_id,"
-                f" maxobjects, maxrate, maxbytes)"
-                f" SELECT '{CONFIG_NAME}', 'preload ' || :r, d.domain_id, :tid,"
-                f" {MAX_OBJECTS}, {MAX_RATE}, {MAX_BYTES}"
-                f" FROM preload_tx t JOIN domains d ON d.name = t.domain"
-                f" WHERE t.class <> 'failed' AND d.defaultconfig IS NULL"
-                f" ON CONFLICT (domain_id, name) DO NOTHING"
-            ),
-            params,
-        ).rowcount
-        conn.execute(
-            sa.text(
-                f"UPDATE domains d SET defaultconfig = c.config_id FROM configurations c,"
-                f" preload_tx t WHERE c.domain_id = d.domain_id AND c.name = '{CONFIG_NAME}'"
-                f" AND d.defaultconfig IS NULL AND d.name = t.domain AND t.class <> 'failed'"
-            )
+        steps["domains_created"] = run(
+            "domains_created",
+            "INSERT INTO domains (name, comments) SELECT domain, :marker FROM preload_tx"
+            " WHERE class <> 'failed' ORDER BY domain ON CONFLICT (name) DO NOTHING",
         )
-        steps["seedlists_created"] = conn.execute(
-            sa.text(
-                f"INSERT INTO seedlists (name, domain_id, seeds)"
-                f" SELECT '{SEEDLIST_NAME}', d.domain_id,"
-                f" concat_ws(E'\\n', 'http://www.' || d.name, 'https://www.' || d.name,"
-                f" 'http://' || d.name, 'https://' || d.name)"
-                f" FROM preload_tx t JOIN domains d ON d.name = t.domain"
-                f" WHERE t.class <> 'failed' AND NOT EXISTS (SELECT 1 FROM config_seedlists cs"
-                f" WHERE cs.config_id = d.defaultconfig)"
-                f" ON CONFLICT (domain_id, name) DO NOTHING"
-            )
-        ).rowcount
-        conn.execute(
-            sa.text(
-                f"INSERT INTO config_seedlists (config_id, seedlist_id)"
-                f" SELECT d.defaultconfig, s.seedlist_id FROM preload_tx t"
-                f" JOIN domains d ON d.name = t.domain"
-                f" JOIN seedlists s ON s.domain_id = d.domain_id AND s.name = '{SEEDLIST_NAME}'"
-                f" WHERE t.class <> 'failed' AND NOT EXISTS (SELECT 1 FROM config_seedlists cs"
-                f" WHERE cs.config_id = d.defaultconfig) ON CONFLICT DO NOTHING"
-            )
+        # fresh statistics: without them the planner takes the grown table for empty and
+        # joins it row by row (minutes instead of seconds on a million domains)
+        conn.exec_driver_sql("ANALYZE domains")
+        steps["configs_created"] = run(
+            "configs_created",
+            f"INSERT INTO configurations (name, comments, domain_id, template_id,"
+            f" maxobjects, maxrate, maxbytes)"
+            f" SELECT '{CONFIG_NAME}', 'preload ' || :r, d.domain_id, :tid,"
+            f" {MAX_OBJECTS}, {MAX_RATE}, {MAX_BYTES}"
+            f" FROM preload_tx t JOIN domains d ON d.name = t.domain"
+            f" WHERE t.class <> 'failed' AND d.defaultconfig IS NULL"
+            f" ON CONFLICT (domain_id, name) DO NOTHING",
         )
-        steps["seedlists_extended"] = conn.execute(
-            sa.text(
-                "WITH target AS ("
-                " SELECT DISTINCT ON (d.domain_id) d.domain_id, d.name, cs.seedlist_id"
-                " FROM preload_tx t JOIN domains d ON d.name = t.domain"
-                " JOIN config_seedlists cs ON cs.config_id = d.defaultconfig"
-                " WHERE t.class <> 'failed' ORDER BY d.domain_id, cs.seedlist_id),"
-                " additions AS ("
-                " SELECT tg.seedlist_id, string_agg(p.url, E'\\n' ORDER BY p.url) AS urls"
-                " FROM target tg JOIN seedlists s ON s.seedlist_id = tg.seedlist_id"
-                " JOIN preload_seeds p ON p.run_id = :r AND p.domain = tg.name"
-                " WHERE NOT (p.url = ANY(string_to_array(s.seeds, E'\\n')))"
-                " GROUP BY tg.seedlist_id)"
-                " UPDATE seedlists s SET seeds = CASE WHEN s.seeds = '' THEN a.urls"
-                " ELSE s.seeds || E'\\n' || a.urls END"
-                " FROM additions a WHERE s.seedlist_id = a.seedlist_id"
-            ),
-            params,
-        ).rowcount
-        steps["made_inactive"] = conn.execute(
-            sa.text(
-                "UPDATE domains d SET active = false, inactive_since = now(),"
-                " inactive_reason = :prefix || ' (run ' || :r || '): ' || coalesce(t.detail, ''),"
-                " edition = d.edition + 1"
-                " FROM preload_tx t WHERE d.name = t.domain AND t.class = 'failed' AND d.active"
-            ),
-            params,
-        ).rowcount
-        steps["reactivated"] = conn.execute(
-            sa.text(
-                "UPDATE domains d SET active = true, inactive_since = NULL,"
-                " inactive_reason = NULL, edition = d.edition + 1"
-                " FROM preload_tx t WHERE d.name = t.domain AND t.class = 'active'"
-                " AND NOT d.active AND d.inactive_reason LIKE :prefix || ' (run %'"
-                " AND d.inactive_reason NOT LIKE :prefix || ' (run ' || :r || ')%'"
-            ),
-            params,
-        ).rowcount
+        conn.exec_driver_sql("ANALYZE configurations")
+        run(
+            "defaultconfig_set",
+            f"UPDATE domains d SET defaultconfig = c.config_id FROM configurations c,"
+            f" preload_tx t WHERE c.domain_id = d.domain_id AND c.name = '{CONFIG_NAME}'"
+            f" AND d.defaultconfig IS NULL AND d.name = t.domain AND t.class <> 'failed'",
+        )
+        steps["seedlists_created"] = run(
+            "seedlists_created",
+            f"INSERT INTO seedlists (name, domain_id, seeds)"
+            f" SELECT '{SEEDLIST_NAME}', d.domain_id,"
+            f" concat_ws(E'\\n', 'http://www.' || d.name, 'https://www.' || d.name,"
+            f" 'http://' || d.name, 'https://' || d.name)"
+            f" FROM preload_tx t JOIN domains d ON d.name = t.domain"
+            f" WHERE t.class <> 'failed' AND NOT EXISTS (SELECT 1 FROM config_seedlists cs"
+            f" WHERE cs.config_id = d.defaultconfig)"
+            f" ON CONFLICT (domain_id, name) DO NOTHING",
+        )
+        conn.exec_driver_sql("ANALYZE seedlists")
+        run(
+            "seedlists_linked",
+            f"INSERT INTO config_seedlists (config_id, seedlist_id)"
+            f" SELECT d.defaultconfig, s.seedlist_id FROM preload_tx t"
+            f" JOIN domains d ON d.name = t.domain"
+            f" JOIN seedlists s ON s.domain_id = d.domain_id AND s.name = '{SEEDLIST_NAME}'"
+            f" WHERE t.class <> 'failed' AND NOT EXISTS (SELECT 1 FROM config_seedlists cs"
+            f" WHERE cs.config_id = d.defaultconfig) ON CONFLICT DO NOTHING",
+        )
+        conn.exec_driver_sql("ANALYZE config_seedlists")
+        steps["seedlists_extended"] = run(
+            "seedlists_extended",
+            "WITH target AS ("
+            " SELECT DISTINCT ON (d.domain_id) d.domain_id, d.name, cs.seedlist_id"
+            " FROM preload_tx t JOIN domains d ON d.name = t.domain"
+            " JOIN config_seedlists cs ON cs.config_id = d.defaultconfig"
+            " WHERE t.class <> 'failed' AND EXISTS (SELECT 1 FROM preload_seeds p"
+            " WHERE p.run_id = :r AND p.domain = t.domain)"
+            " ORDER BY d.domain_id, cs.seedlist_id),"
+            " additions AS ("
+            " SELECT tg.seedlist_id, string_agg(p.url, E'\\n' ORDER BY p.url) AS urls"
+            " FROM target tg JOIN seedlists s ON s.seedlist_id = tg.seedlist_id"
+            " JOIN preload_seeds p ON p.run_id = :r AND p.domain = tg.name"
+            " WHERE NOT (p.url = ANY(string_to_array(s.seeds, E'\\n')))"
+            " GROUP BY tg.seedlist_id)"
+            " UPDATE seedlists s SET seeds = CASE WHEN s.seeds = '' THEN a.urls"
+            " ELSE s.seeds || E'\\n' || a.urls END"
+            " FROM additions a WHERE s.seedlist_id = a.seedlist_id",
+        )
+        steps["made_inactive"] = run(
+            "made_inactive",
+            "UPDATE domains d SET active = false, inactive_since = now(),"
+            " inactive_reason = :prefix || ' (run ' || :r || '): ' || coalesce(t.detail, ''),"
+            " edition = d.edition + 1"
+            " FROM preload_tx t WHERE d.name = t.domain AND t.class = 'failed' AND d.active",
+        )
+        steps["reactivated"] = run(
+            "reactivated",
+            "UPDATE domains d SET active = true, inactive_since = NULL,"
+            " inactive_reason = NULL, edition = d.edition + 1"
+            " FROM preload_tx t WHERE d.name = t.domain AND t.class = 'active'"
+            " AND NOT d.active AND d.inactive_reason LIKE :prefix || ' (run %'"
+            " AND d.inactive_reason NOT LIKE :prefix || ' (run ' || :r || ')%'",
+        )
     log.info("preload %s transfer: %s", run_id, steps)
     report = preload_report(run_id, settings=settings, engine=engine, finished=True)
     report["transfer_call"] = steps

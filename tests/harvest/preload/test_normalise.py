@@ -73,3 +73,32 @@ def test_bad_urls_are_rejected(url: str) -> None:
     with pytest.raises(n.RejectedDomain) as info:
         n.domain_of_url(url)
     assert info.value.reason == n.BAD_URL
+
+
+def test_suffix_matching_agrees_with_tldextract_on_every_bundled_rule() -> None:
+    import idna
+    import tldextract
+
+    oracle = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
+    )
+    checked = 0
+    for rule in oracle.tlds:
+        body = rule.lstrip("!").replace("*", "wild")
+        try:
+            ascii_body = idna.encode(body, uts46=True).decode("ascii")
+        except idna.IDNAError:
+            continue
+        for host in (f"x.{ascii_body}", f"a.b.{ascii_body}", ascii_body):
+            expected = oracle(host)
+            want = f"{expected.domain}.{expected.suffix}" if expected.domain else None
+            try:
+                got: str | None = n.normalise_domain(host)
+            except n.RejectedDomain as exc:
+                assert exc.reason in (n.PUBLIC_SUFFIX, n.UNKNOWN_SUFFIX, n.BAD_LABEL), host
+                got = None
+                if exc.reason == n.BAD_LABEL:
+                    continue
+            assert got == want, (rule, host)
+            checked += 1
+    assert checked > 15_000
