@@ -206,6 +206,32 @@ def phase_generate() -> dict:
     }
 
 
+def phase_persist() -> dict:
+    """generate_jobs: the same generation, plus jobs, job_configs and frozen seed lists written."""
+    import sqlalchemy as sa
+
+    from harvest.planning import generate_jobs
+
+    hid, _, _ = _definition()
+    engine = _engine()
+    from datetime import UTC, datetime
+
+    started = time.monotonic()
+    # a new logical date each time: a new run (the same date would return the same jobs)
+    jobs = generate_jobs(hid, datetime.now(UTC), engine)
+    elapsed = time.monotonic() - started
+    with engine.connect() as conn:
+        configs = conn.execute(
+            sa.text("SELECT count(*) FROM job_configs WHERE job_id = ANY(:j)"), {"j": jobs}
+        ).scalar_one()
+    return {
+        "seconds": elapsed,
+        "jobs": len(jobs),
+        "configs": configs,
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
 def run_phase(name: str, env: dict[str, str]) -> dict:
     out = subprocess.run(
         [sys.executable, __file__, "--phase", name],
@@ -223,10 +249,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", type=int, default=3_000_000)
     parser.add_argument("--keep", type=Path, default=None, help="data dir to keep/reuse")
-    parser.add_argument("--phase", choices=["scan", "generate"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--persist", action="store_true", help="also time generate_jobs (jobs written)"
+    )
+    parser.add_argument("--phase", choices=["scan", "generate", "persist"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
-        result = phase_scan() if args.phase == "scan" else phase_generate()
+        phases = {"scan": phase_scan, "generate": phase_generate, "persist": phase_persist}
+        result = phases[args.phase]()
         print(json.dumps(result))
         return 0
 
@@ -275,6 +305,13 @@ def main() -> int:
             f"configurations, peak RSS {gen['peak_rss_mib']:.0f} MiB"
         )
         print(f"ratio generator / bare scan: {gen['seconds'] / bare:.2f}")
+        if args.persist:
+            per = run_phase("persist", env)
+            print(
+                f"generate_jobs (jobs, job_configs, seed lists written): {per['seconds']:.1f} s"
+                f" for {per['jobs']:,} jobs / {per['configs']:,} configurations, peak RSS"
+                f" {per['peak_rss_mib']:.0f} MiB"
+            )
     finally:
         db.dispose_engines()
         pg.stop()
