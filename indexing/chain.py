@@ -304,6 +304,10 @@ def process_file(file_name: str, settings: Settings | None = None) -> dict[str, 
         "transferred": backup_module if ctx.backup else delete_module,
         "backedup": delete_module,
     }
+    if entry.stage == "quarantined":  # a crash may have left it before its move
+        for d in ctx.layout.worker_dirs():
+            if (d / file_name).exists():
+                move(d / file_name, ctx.layout.quarantine_dir())
     while entry.stage in steps:
         before = entry.stage
         steps[entry.stage](ctx, entry)
