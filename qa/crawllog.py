@@ -27,9 +27,11 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +83,7 @@ class LogAggregate:
     bad_examples: list[BadLine] = field(default_factory=list)
     first_ts: str | None = None
     last_ts: str | None = None
+    elapsed_s: float = 0.0
 
     @property
     def valid_lines(self) -> int:
@@ -289,6 +292,7 @@ def aggregate_crawl_log(
             )
             result.path = path
             return result
+    started = time.monotonic()
     try:
         total = path.stat().st_size
     except OSError as exc:
@@ -305,20 +309,19 @@ def aggregate_crawl_log(
         if len(ranges) <= 1:
             pieces = [_aggregate_range(path, 0, total, chunk_bytes, progress)]
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures = {
-                    pool.submit(_aggregate_range, path, a, b, chunk_bytes, None): b - a
-                    for a, b in ranges
-                }
-                for fut in as_completed(futures):
-                    progress.advance(futures[fut])
-                pieces = [fut.result() for fut in futures]  # file order (dicts keep it)
+            try:
+                pieces = _aggregate_in_pool(path, ranges, chunk_bytes, workers, progress)
+            except BrokenProcessPool as exc:
+                # a worker died (out of memory, killed): do the work here rather than fail
+                log.warning("%s: worker pool failed (%s); parsing in-process", path, exc)
+                progress.done = 0
+                pieces = [_aggregate_range(path, a, b, chunk_bytes, progress) for a, b in ranges]
     except OSError as exc:
         raise CrawlLogError(f"{path}: read error: {exc}") from exc
     finally:
         progress.close()
     result = _combine(path, pieces)
+    result.elapsed_s = time.monotonic() - started
     if result.bad_lines:
         log.warning(
             "%s: %d of %d lines could not be parsed (first at line %s)",
@@ -328,6 +331,20 @@ def aggregate_crawl_log(
             result.bad_examples[0].line if result.bad_examples else "?",
         )
     return result
+
+
+def _aggregate_in_pool(
+    path: Path, ranges: list[tuple[int, int]], chunk_bytes: int, workers: int, progress: Progress
+) -> list[LogAggregate]:
+    """Parse the ranges in ``workers`` spawned processes; results in file order."""
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {
+            pool.submit(_aggregate_range, path, a, b, chunk_bytes, None): b - a for a, b in ranges
+        }
+        for fut in as_completed(futures):
+            progress.advance(futures[fut])
+        return [fut.result() for fut in futures]  # dicts keep insertion (file) order
 
 
 def _combine(path: Path, pieces: list[LogAggregate]) -> LogAggregate:
