@@ -356,8 +356,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     summary["files"] = [p.name for p in written]
     stored = {**summary, **report.db_payload(report_dir)}
     store.save_day(engine, comp.day, stats_rows(comp), report_dir, stored)
-    for line in summary_lines(summary):
-        log.info("%s", line)
+    log.info("QA %s: report in %s (%d problems)", day, report_dir, len(comp.problems))
     return summary
 
 
