@@ -1,0 +1,250 @@
+"""One bounded run of the continuous crawl, resuming from (and writing back to) the URL state.
+
+Why a chain of bounded runs instead of one endless crawler process: the URL state in PostgreSQL
+is the frontier, so a run is just "fetch the URLs due now, in order of due time": a crawler job
+(black box, its job spec) whose seeds are the due URLs, with ``max_hops`` 0 and no transclusion
+hops (links and embeds are only *noted*, as crawl.log ``-4001`` lines, and become new URLs of
+the state if they are in their seed's scope and their page changed), and a dedup index built from
+the state (so an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent
+as If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
+its closed WARCs are indexed into the live collection (replayable at once), and a
+continuous_runs row keeps the statistics. A crashed run leaves the state untouched: the same
+URLs are still due and the next run fetches them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from crawler.urls import host_of, registrable_domain
+from harvest.continuous import store
+from harvest.continuous.noise import NoiseFilter, load_rules
+from harvest.continuous.nrt import index_closed_warcs
+from harvest.continuous.policy import RevisitPolicy
+from harvest.continuous.runread import read_run
+from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+
+log = logging.getLogger(__name__)
+
+# what every continuous run's template forces (the rest: settings [crawler] + overrides)
+FORCED_TEMPLATE = {
+    "name": "continuous",
+    "scope": "host",
+    "max_hops": 0,
+    "max_transclusion_hops": 0,
+    "dedup_mime_exclude": "",
+    "extract_sitemaps": False,
+}
+
+CrawlFn = Callable[..., dict[str, Any]]
+
+
+@dataclass
+class BatchResult:
+    run_id: str
+    due: int = 0
+    visited: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    unjudged: int = 0
+    revisit_records: int = 0
+    new_urls: int = 0
+    warcs: list[str] = field(default_factory=list)
+    cdx_lines: int = 0
+    out_dir: str = ""
+    status: str = "empty"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def in_scope(url: str, seed: str, scope: str) -> bool:
+    """Is a discovered URL within its seed's scope (host, domain or path prefix)?"""
+    if not url.startswith(("http://", "https://")):
+        return False
+    if scope == "domain":
+        return registrable_domain(host_of(url)) == registrable_domain(host_of(seed))
+    if scope == "path":
+        prefix = seed.rsplit("/", 1)[0] + "/"
+        return url.startswith(prefix)
+    return host_of(url) == host_of(seed)
+
+
+def write_dedup_index(states: list[UrlState], path: Path) -> int:
+    lines = sorted((ln for s in states if (ln := dedup_line(s))), key=lambda x: x.encode())
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
+    os.replace(tmp, path)
+    return len(lines)
+
+
+def _seed_scopes(engine: sa.Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        return {
+            r.seed_url: r.scope
+            for r in conn.execute(sa.text("SELECT seed_url, scope FROM continuous_seeds"))
+        }
+
+
+def run_batch(
+    engine: sa.Engine,
+    base_dir: Path,
+    *,
+    now: dt.datetime | None = None,
+    max_urls: int = 500,
+    policy: RevisitPolicy | None = None,
+    template: dict[str, Any] | None = None,
+    resolve: dict[str, str] | None = None,
+    live_dir: Path | None = None,
+    crawl: CrawlFn | None = None,
+    logger: logging.Logger | None = None,
+) -> BatchResult:
+    """Fetch up to ``max_urls`` URLs due at ``now`` and update their state; see the module doc.
+
+    ``crawl`` runs the job (default: :func:`crawler.launch.crawl_in_subprocess`); ``live_dir``
+    (default ``<base_dir>/live``) receives the near-real-time index.
+    """
+    logger = logger or log
+    real_start = dt.datetime.now(dt.UTC)
+    now = now or real_start
+    # a simulated clock (tests, benchmark): fetch times are moved by the same offset
+    shift = now - real_start
+    base_dir = Path(base_dir)
+    book = store.PolicyBook(policy or RevisitPolicy(), store.host_overrides(engine))
+    due = store.due_states(engine, now, max_urls)
+    run_id = now.strftime("%Y%m%d%H%M%S%f")
+    result = BatchResult(run_id=run_id, due=len(due))
+    if not due:
+        logger.info("continuous: nothing due at %s", now.isoformat())
+        return result
+    out = base_dir / "runs" / run_id
+    out.mkdir(parents=True, exist_ok=True)
+    result.out_dir = str(out)
+    dedup_path = out / "dedup.tsv"
+    write_dedup_index(due, dedup_path)
+    job = {
+        "job_id": int(now.timestamp()),
+        "harvest_name": "continuous",
+        "channel": "CONTINUOUS",
+        "seeds": [s.url for s in due],
+        "template": {**(template or {}), **FORCED_TEMPLATE},
+        "resolve": resolve or {},
+        "dedup_index": str(dedup_path),
+        "warc_prefix": f"continuous-{run_id}",
+    }
+    job_path = out / "job.json"
+    job_path.write_text(json.dumps(job, indent=1), encoding="utf-8")
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO continuous_runs (run_id, started, due, out_dir, status)"
+                " VALUES (:r, :s, :d, :o, 'running') ON CONFLICT (run_id) DO NOTHING"
+            ),
+            {"r": run_id, "s": now, "d": len(due), "o": str(out)},
+        )
+    if crawl is None:
+        from crawler.launch import crawl_in_subprocess as crawl
+    summary = crawl(job_path, out / "crawl", logger=logger)
+    result.status = str(summary.get("status", "unknown"))
+    update_from_run(engine, out / "crawl", due, book, now, result, shift)
+    live = index_closed_warcs(
+        [out / "crawl" / "warcs" / n for n in result.warcs], live_dir or base_dir / "live"
+    )
+    result.cdx_lines = live.lines
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE continuous_runs SET ended = now(), visited = :v, changed = :c,"
+                " unchanged = :u, new_urls = :n, warcs = :w, status = :st WHERE run_id = :r"
+            ),
+            {
+                "v": result.visited,
+                "c": result.changed,
+                "u": result.unchanged,
+                "n": result.new_urls,
+                "w": result.warcs,
+                "st": result.status,
+                "r": run_id,
+            },
+        )
+    logger.info(
+        "continuous run %s: due %d, visited %d, changed %d, unchanged %d (revisit records %d),"
+        " new URLs %d, %d WARC(s) live with %d CDXJ lines",
+        run_id,
+        result.due,
+        result.visited,
+        result.changed,
+        result.unchanged,
+        result.revisit_records,
+        result.new_urls,
+        len(result.warcs),
+        result.cdx_lines,
+    )
+    return result
+
+
+def update_from_run(
+    engine: sa.Engine,
+    crawl_out: Path,
+    due: list[UrlState],
+    book: store.PolicyBook,
+    now: dt.datetime,
+    result: BatchResult,
+    shift: dt.timedelta = dt.timedelta(0),
+) -> None:
+    """Apply a finished run's visits and discoveries to the URL state (one transaction)."""
+    output = read_run(crawl_out, NoiseFilter(load_rules(engine)))
+    for visit in output.visits:
+        visit.fetched_at += shift
+    result.warcs = [p.name for p in output.warcs]
+    states = {s.url: s for s in due}
+    missing = {v.url for v in output.visits} - set(states)
+    states.update(store.load_states(engine, missing))
+    changed_pages: set[str] = set()
+    per_seed: Counter[str] = Counter()
+    updated: dict[str, UrlState] = {}
+    for visit in output.visits:
+        state = updated.get(visit.url) or states.get(visit.url)
+        if state is None:  # fetched but not due (a seed redirect target): start its history
+            seed = visit.seed or visit.url
+            state = new_state(visit.url, host_of(visit.url), seed, 0, now, book.base)
+        state, verdict = apply_visit(state, visit, book.for_host(state.host))
+        updated[visit.url] = state
+        per_seed[state.seed_url] += 1
+        result.visited += 1
+        if verdict is True:
+            result.changed += 1
+        elif verdict is False:
+            result.unchanged += 1
+        else:
+            result.unjudged += 1
+        if visit.revisit_profile:
+            result.revisit_records += 1
+        if verdict is not False:
+            changed_pages.add(visit.url)
+    scopes = _seed_scopes(engine)
+    fresh: dict[str, UrlState] = {}
+    for url, via, hops, _ in output.discovered:
+        parent = updated.get(via) or states.get(via)
+        if parent is None or via not in changed_pages or url in fresh or url in updated:
+            continue  # an unchanged page's links are not taken again
+        if not in_scope(url, parent.seed_url, scopes.get(parent.seed_url, "host")):
+            continue
+        depth = parent.depth + (0 if hops.endswith("E") else 1)
+        fresh[url] = new_state(
+            url, host_of(url), parent.seed_url, depth, now, book.for_host(host_of(url))
+        )
+    with engine.begin() as conn:
+        store.save_states(conn, updated.values())
+        result.new_urls = store.insert_new(conn, fresh.values())
+        store.count_seed_fetches(conn, per_seed)

@@ -1,0 +1,159 @@
+"""Reading back one bounded crawl run: the visits it made and the links it found.
+
+Why both crawl.log and the WARCs: crawl.log has every URI's outcome (failures, robots
+exclusions, and the links left at the hop limit, which are the continuous crawl's new URLs) and
+the fetch time; the WARC records have what the next visit needs (ETag, Last-Modified, the
+record's file/offset/id for the dedup index) and the body for the noise-stripped digest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.crawllog import TOO_MANY_LINK_HOPS, parse_line
+from harvest.continuous.noise import NoiseFilter
+from harvest.continuous.urlstate import Visit
+
+log = logging.getLogger(__name__)
+PROFILE_SUFFIXES = ("identical-payload-digest", "server-not-modified")
+
+
+@dataclass
+class WarcInfo:
+    file: str
+    offset: int
+    record_id: str | None
+    date: str | None
+    etag: str | None
+    last_modified: str | None
+    profile: str | None
+    noise_digest: str | None
+    status: int | None
+
+
+@dataclass
+class RunOutput:
+    visits: list[Visit] = field(default_factory=list)
+    discovered: list[tuple[str, str, str, str]] = field(
+        default_factory=list
+    )  # url, via, hops, seed
+    warcs: list[Path] = field(default_factory=list)
+    bad_lines: int = 0
+
+
+def _fetch_time(fields: dict[str, str]) -> dt.datetime:
+    fetch = fields.get("fetch", "-")
+    if fetch != "-" and len(fetch) >= 17:
+        return dt.datetime.strptime(fetch[:17] + "000", "%Y%m%d%H%M%S%f").replace(tzinfo=dt.UTC)
+    return dt.datetime.fromisoformat(fields["time"].replace("Z", "+00:00"))
+
+
+def data_warcs(out_dir: Path) -> list[Path]:
+    """The closed data WARCs of a run (not the metadata WARC, not ``.open`` files)."""
+    warc_dir = Path(out_dir) / "warcs"
+    if not warc_dir.is_dir():
+        return []
+    return sorted(
+        p for p in warc_dir.glob("*.warc.gz") if "-metadata-" not in p.name and p.is_file()
+    )
+
+
+def read_warc_infos(paths: list[Path], noise: NoiseFilter) -> dict[str, WarcInfo]:
+    """URL → what its last response/revisit record says (bodies read only where a rule applies)."""
+    infos: dict[str, WarcInfo] = {}
+    for path in paths:
+        with path.open("rb") as fh:
+            it = ArchiveIterator(fh)
+            for rec in it:
+                if rec.rec_type not in ("response", "revisit"):
+                    continue
+                url = rec.rec_headers.get_header("WARC-Target-URI") or ""
+                http = rec.http_headers
+                profile = None
+                if rec.rec_type == "revisit":
+                    prof = rec.rec_headers.get_header("WARC-Profile") or ""
+                    profile = next((p for p in PROFILE_SUFFIXES if prof.endswith(p)), prof)
+                ndigest = None
+                if rec.rec_type == "response" and noise.applies(url):
+                    ndigest = noise.digest(url, rec.content_stream().read())
+                status = None
+                if http is not None:
+                    try:
+                        status = int(http.get_statuscode())
+                    except (TypeError, ValueError):
+                        status = None
+                infos[url] = WarcInfo(
+                    file=path.name,
+                    offset=it.get_record_offset(),
+                    record_id=rec.rec_headers.get_header("WARC-Record-ID"),
+                    date=rec.rec_headers.get_header("WARC-Date"),
+                    etag=http.get_header("ETag") if http is not None else None,
+                    last_modified=http.get_header("Last-Modified") if http is not None else None,
+                    profile=profile,
+                    noise_digest=ndigest,
+                    status=status,
+                )
+    return infos
+
+
+def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
+    """Visits (one per crawl.log line of a seed or embed fetch) and links at the hop limit."""
+    out = RunOutput(warcs=data_warcs(out_dir))
+    infos = read_warc_infos(out.warcs, noise)
+    log_path = Path(out_dir) / "logs" / "crawl.log"
+    if not log_path.exists():
+        log.warning("%s: no crawl.log", log_path)
+        return out
+    with log_path.open(encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            fields = parse_line(line)
+            if fields is None:
+                out.bad_lines += 1
+                log.warning("%s:%d: malformed crawl.log line skipped", log_path, lineno)
+                continue
+            status = int(fields["status"])
+            hops = "" if fields["hops"] == "-" else fields["hops"]
+            url = fields["url"]
+            if "P" in hops:  # prerequisites (robots.txt) are not revisited on their own
+                continue
+            via = "" if fields["via"] == "-" else fields["via"]
+            seed = None if fields["seed"] == "-" else fields["seed"]
+            if status == TOO_MANY_LINK_HOPS:
+                out.discovered.append((url, via, hops, seed or via))
+                continue
+            if status in (0, -5000, -5001, -4000, -5003, -5004):
+                continue  # never attempted here: out of scope, trap, quota, time limit
+            info = infos.get(url)
+            digest = None if fields["digest"] == "-" else fields["digest"]
+            mime = None if fields["mime"] in ("-", "no-type") else fields["mime"]
+            notes = fields["annotations"]
+            profile = info.profile if info else None
+            if profile is None and "duplicate:server-not-modified" in notes:
+                profile = "server-not-modified"
+            elif profile is None and "duplicate:digest" in notes:
+                profile = "identical-payload-digest"
+            out.visits.append(
+                Visit(
+                    url=url,
+                    fetched_at=_fetch_time(fields),
+                    status=status,
+                    mime=mime,
+                    digest=digest,
+                    noise_digest=info.noise_digest if info else None,
+                    etag=info.etag if info else None,
+                    last_modified=info.last_modified if info else None,
+                    revisit_profile=profile,
+                    warc_file=info.file if info else None,
+                    warc_offset=info.offset if info else None,
+                    record_id=info.record_id if info else None,
+                    warc_date=info.date if info else None,
+                    hops=hops,
+                    seed=seed,
+                )
+            )
+    return out

@@ -1,0 +1,124 @@
+"""Entry points for the DAGs and the CLI: launch an hour, crawl for a while, report.
+
+Why here: the DAG tasks and ``harvestflow continuous ...`` call the same few functions with
+plain arguments; settings come from the optional [continuous] section of harvestflow.toml
+(``policy`` sub-table: RevisitPolicy keys; ``template``: crawler template keys for the runs;
+``batch_size``, ``pause_s``, ``max_urls_per_launch``), code defaults otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from harvest.continuous.launcher import LaunchResult, launch_hour
+from harvest.continuous.policy import RevisitPolicy, policy_from_settings
+from harvest.continuous.report import crawl_stats, format_host_report, host_report
+from harvest.continuous.run import BatchResult, run_batch
+
+log = logging.getLogger(__name__)
+
+
+def conf() -> dict[str, Any]:
+    from harvestflow.settings import get_settings
+
+    return dict(get_settings().data.get("continuous") or {})
+
+
+def default_policy() -> RevisitPolicy:
+    return policy_from_settings(conf().get("policy"))
+
+
+def base_dir() -> Path:
+    from harvestflow.settings import get_settings
+
+    return Path(conf().get("base_dir") or get_settings().data_dir / "continuous")
+
+
+def _engine(engine: sa.Engine | None) -> sa.Engine:
+    if engine is not None:
+        return engine
+    from harvestflow.db import get_engine
+
+    return get_engine()
+
+
+def launch(
+    hour_start: dt.datetime, *, engine: sa.Engine | None = None, reset_quotas: bool = True
+) -> LaunchResult:
+    """Inject the seeds due in the hour starting at ``hour_start`` (idempotent per hour)."""
+    return launch_hour(
+        _engine(engine),
+        hour_start,
+        default_policy(),
+        reset_quotas=reset_quotas,
+        max_urls_per_launch=int(conf().get("max_urls_per_launch", -1)),
+    )
+
+
+def crawl_for(
+    duration_s: float,
+    *,
+    engine: sa.Engine | None = None,
+    out_dir: Path | None = None,
+    batch_size: int | None = None,
+    pause_s: float | None = None,
+    resolve: dict[str, str] | None = None,
+    logger: logging.Logger | None = None,
+) -> dict[str, Any]:
+    """Run bounded batches for about ``duration_s`` seconds (the long-running crawl task).
+
+    Each batch fetches the URLs due at its start; when nothing is due the loop sleeps
+    ``pause_s``. After each batch the log gets the due / overdue / done line.
+    """
+    logger = logger or log
+    engine = _engine(engine)
+    settings = conf()
+    batch_size = batch_size or int(settings.get("batch_size", 500))
+    pause_s = float(settings.get("pause_s", 30.0) if pause_s is None else pause_s)
+    deadline = time.monotonic() + duration_s
+    out_dir = out_dir or base_dir()
+    policy = default_policy()
+    template = dict(settings.get("template") or {})
+    results: list[BatchResult] = []
+    done = 0
+    while True:
+        batch = run_batch(
+            engine,
+            out_dir,
+            max_urls=batch_size,
+            policy=policy,
+            template=template,
+            resolve=resolve,
+            logger=logger,
+        )
+        if batch.due:
+            results.append(batch)
+            done += batch.visited
+        logger.info("%s", crawl_stats(engine, dt.datetime.now(dt.UTC)).progress_line(done))
+        if time.monotonic() >= deadline:
+            break
+        if not batch.due:
+            time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                break
+    return {
+        "runs": len(results),
+        "visited": done,
+        "changed": sum(r.changed for r in results),
+        "unchanged": sum(r.unchanged for r in results),
+        "new_urls": sum(r.new_urls for r in results),
+        "warcs": sum(len(r.warcs) for r in results),
+    }
+
+
+def report_text(engine: sa.Engine | None = None, now: dt.datetime | None = None) -> str:
+    engine = _engine(engine)
+    now = now or dt.datetime.now(dt.UTC)
+    stats = crawl_stats(engine, now)
+    return stats.progress_line(0) + "\n" + format_host_report(host_report(engine, now))

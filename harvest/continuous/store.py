@@ -1,0 +1,132 @@
+"""The URL state in PostgreSQL (table continuous_url_state, sql/009).
+
+Why in the database: the state must outlive any crawler process; each bounded run reads the URLs
+due, the crawl fetches them, and the run writes the new state back in one transaction. Writes are
+UPSERTs so that a retried post-processing step repeats nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import fields
+
+import sqlalchemy as sa
+
+from harvest.continuous.policy import RevisitPolicy
+from harvest.continuous.urlstate import UrlState
+
+log = logging.getLogger(__name__)
+
+COLUMNS = [f.name for f in fields(UrlState) if f.name != "extra"]
+
+_UPSERT = sa.text(
+    f"INSERT INTO continuous_url_state ({', '.join(COLUMNS)}) VALUES "
+    f"({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (url) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "url")
+)
+
+# the URLs due, oldest due first, skipping seeds whose launch quota is used up
+_DUE = sa.text(
+    f"SELECT {', '.join('u.' + c for c in COLUMNS)} FROM continuous_url_state u"
+    " LEFT JOIN continuous_seeds s ON s.seed_url = u.seed_url"
+    " WHERE u.next_due <= :now"
+    "   AND (s.seed_url IS NULL OR s.max_urls_per_launch < 0"
+    "        OR s.fetched_since_launch < s.max_urls_per_launch)"
+    " ORDER BY u.next_due, u.url LIMIT :limit"
+)
+
+
+def _row_state(row: sa.Row) -> UrlState:
+    return UrlState(**{c: getattr(row, c) for c in COLUMNS})
+
+
+def due_states(engine: sa.Engine, now: dt.datetime, limit: int) -> list[UrlState]:
+    """Up to ``limit`` URLs due at ``now``, in order of due time."""
+    with engine.connect() as conn:
+        return [_row_state(r) for r in conn.execute(_DUE, {"now": now, "limit": limit})]
+
+
+def load_states(engine: sa.Engine, urls: Iterable[str]) -> dict[str, UrlState]:
+    urls = list(urls)
+    if not urls:
+        return {}
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT {', '.join(COLUMNS)} FROM continuous_url_state WHERE url = ANY(:urls)"
+            ),
+            {"urls": urls},
+        )
+        return {r.url: _row_state(r) for r in rows}
+
+
+def save_states(conn: sa.Connection, states: Iterable[UrlState]) -> int:
+    """UPSERT the states (inside the caller's transaction); returns how many."""
+    rows = [{c: getattr(s, c) for c in COLUMNS} for s in states]
+    if rows:
+        conn.execute(_UPSERT, rows)
+    return len(rows)
+
+
+def insert_new(conn: sa.Connection, states: Iterable[UrlState]) -> int:
+    """Insert URLs not yet known (a known URL keeps its history); returns how many were new."""
+    count = 0
+    stmt = sa.text(
+        f"INSERT INTO continuous_url_state ({', '.join(COLUMNS)}) VALUES "
+        f"({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (url) DO NOTHING"
+    )
+    for s in states:
+        count += conn.execute(stmt, {c: getattr(s, c) for c in COLUMNS}).rowcount or 0
+    return count
+
+
+def host_overrides(engine: sa.Engine) -> dict[str, dict]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT host, overrides FROM continuous_host_policy"))
+        return {r.host: dict(r.overrides or {}) for r in rows}
+
+
+def set_host_policy(engine: sa.Engine, host: str, overrides: dict) -> None:
+    """Store per-host overrides (checked against RevisitPolicy's keys first)."""
+    RevisitPolicy().merged(overrides)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO continuous_host_policy (host, overrides) VALUES (:h, CAST(:o AS jsonb))"
+                " ON CONFLICT (host) DO UPDATE SET overrides = EXCLUDED.overrides"
+            ),
+            {"h": host.lower(), "o": json.dumps(overrides)},
+        )
+
+
+class PolicyBook:
+    """The template's policy with each host's overrides applied (cached per host)."""
+
+    def __init__(self, base: RevisitPolicy, overrides: dict[str, dict]) -> None:
+        self.base = base
+        self.overrides = overrides
+        self._cache: dict[str, RevisitPolicy] = {}
+
+    def for_host(self, host: str) -> RevisitPolicy:
+        if host not in self._cache:
+            try:
+                self._cache[host] = self.base.merged(self.overrides.get(host))
+            except (TypeError, ValueError) as exc:
+                log.error("continuous_host_policy %s ignored: %s", host, exc)
+                self._cache[host] = self.base
+        return self._cache[host]
+
+
+def count_seed_fetches(conn: sa.Connection, per_seed: dict[str, int]) -> None:
+    """Add this run's fetches to each seed's count since its last launch (the quota)."""
+    for seed, n in per_seed.items():
+        conn.execute(
+            sa.text(
+                "UPDATE continuous_seeds SET fetched_since_launch = fetched_since_launch + :n"
+                " WHERE seed_url = :s"
+            ),
+            {"n": n, "s": seed},
+        )

@@ -1,0 +1,175 @@
+"""One URL's revisit history and the pure transition applied after each visit.
+
+Why pure: the database layer (``store``), the tests and the simulated-clock benchmark all move a
+URL's state the same way, with ``now`` given, so the benchmark measures the policy the crawl runs.
+
+What counts as "unchanged": a 304 to a conditional request (the server says so), or a payload
+whose digest equals the previous one — the noise-stripped digest when an operator rule applies to
+the URL and both visits have one, the strict digest otherwise. A status change (200 → 404) is a
+change. The first visit of a URL is not judged (nothing to compare with): it gets the policy's
+initial wait for its content type and depth. Failures and exclusions (robots, DNS, connection)
+cannot be judged: fixed wait, the previous capture kept.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+
+from harvest.continuous.policy import RevisitPolicy, content_class
+
+# Heritrix codes after which the content cannot be judged (REFERENCE §1)
+UNJUDGEABLE_MAX = 0  # every status <= 0 is a failure or a refusal
+ROBOTS_EXCLUDED = -9998
+
+
+@dataclass
+class Visit:
+    """What one fetch of a URL saw (from the run's crawl.log and WARC records)."""
+
+    url: str
+    fetched_at: dt.datetime
+    status: int
+    mime: str | None = None
+    digest: str | None = None  # strict payload digest; for a 304 the earlier capture's
+    noise_digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    revisit_profile: str | None = None  # "identical-payload-digest" | "server-not-modified"
+    warc_file: str | None = None
+    warc_offset: int | None = None
+    record_id: str | None = None
+    warc_date: str | None = None
+    hops: str = ""
+    seed: str | None = None
+
+
+@dataclass
+class UrlState:
+    url: str
+    host: str
+    seed_url: str
+    depth: int
+    wait_s: float
+    next_due: dt.datetime
+    content_class: str | None = None
+    mime: str | None = None
+    status: int | None = None
+    last_fetch: dt.datetime | None = None
+    last_change: dt.datetime | None = None
+    digest: str | None = None
+    noise_digest: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    capture_date: str | None = None
+    capture_file: str | None = None
+    capture_offset: int | None = None
+    capture_record_id: str | None = None
+    visits: int = 0
+    changes: int = 0
+    revisits: int = 0
+    failures: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def new_state(
+    url: str, host: str, seed_url: str, depth: int, now: dt.datetime, policy: RevisitPolicy
+) -> UrlState:
+    """A URL never visited: due now, its first wait from the policy's HTML default."""
+    return UrlState(
+        url=url,
+        host=host,
+        seed_url=seed_url,
+        depth=depth,
+        wait_s=policy.initial_wait("text/html", depth),
+        next_due=now,
+    )
+
+
+def judge(state: UrlState, visit: Visit) -> bool | None:
+    """True changed, False unchanged, None cannot be judged (first visit or failure)."""
+    if visit.status <= UNJUDGEABLE_MAX:
+        return None
+    if visit.status == 304:
+        return False if state.digest else None
+    if state.status is None or state.digest is None or state.status <= 0:
+        return None
+    if visit.status != state.status:
+        return True
+    if visit.revisit_profile is not None:
+        return False
+    if visit.noise_digest and state.noise_digest:
+        return visit.noise_digest != state.noise_digest
+    return visit.digest != state.digest
+
+
+def apply_visit(
+    state: UrlState, visit: Visit, policy: RevisitPolicy, now: dt.datetime | None = None
+) -> tuple[UrlState, bool | None]:
+    """The state after ``visit`` and the verdict (changed / unchanged / None)."""
+    now = now or visit.fetched_at
+    verdict = judge(state, visit)
+    s = replace(state)
+    s.visits += 1
+    elapsed = (visit.fetched_at - state.last_fetch).total_seconds() if state.last_fetch else None
+    if verdict is None and visit.status <= UNJUDGEABLE_MAX:
+        s.failures += 1
+        s.wait_s = policy.fixed_wait_s
+        s.status = visit.status if state.status is None or state.status <= 0 else state.status
+        s.next_due = visit.fetched_at + dt.timedelta(seconds=s.wait_s)
+        s.last_fetch = visit.fetched_at
+        return s, None
+    if verdict is None:
+        s.wait_s = policy.initial_wait(visit.mime or state.mime, state.depth)
+    else:
+        s.wait_s = policy.next_wait(state.wait_s, verdict, elapsed)
+    if verdict:
+        s.changes += 1
+        s.last_change = visit.fetched_at
+    if visit.revisit_profile is not None:
+        s.revisits += 1
+    s.last_fetch = visit.fetched_at
+    s.next_due = visit.fetched_at + dt.timedelta(seconds=s.wait_s)
+    if visit.status != 304:
+        s.status = visit.status
+        if visit.mime:
+            s.mime = visit.mime
+            s.content_class = content_class(visit.mime)
+        if visit.digest:
+            s.digest = visit.digest
+        # keep the noise digest only while a rule applies (a removed rule stops using it)
+        s.noise_digest = visit.noise_digest
+    if visit.etag or visit.status != 304:
+        s.etag = visit.etag
+    if visit.last_modified or visit.status != 304:
+        s.last_modified = visit.last_modified
+    if visit.revisit_profile is None and visit.warc_file and visit.status != 304:
+        # a full response: later revisit records and the dedup index point at it
+        s.capture_file = visit.warc_file
+        s.capture_offset = visit.warc_offset
+        s.capture_record_id = visit.record_id
+        s.capture_date = visit.warc_date
+    return s, verdict
+
+
+def dedup_line(state: UrlState) -> str | None:
+    """The crawler's dedup index line of the URL's last full capture (None if there is none)."""
+    if not (state.digest and state.capture_file and state.capture_date):
+        return None
+    fields = [
+        state.url,
+        state.digest,
+        state.capture_date,
+        state.capture_file,
+        str(state.capture_offset or 0),
+        state.capture_record_id or "-",
+        _clean(state.etag),
+        _clean(state.last_modified),
+    ]
+    return "\t".join(fields)
+
+
+def _clean(value: str | None) -> str:
+    if not value:
+        return "-"
+    return value.replace("\t", " ").replace("\n", " ").strip() or "-"

@@ -1,0 +1,101 @@
+"""The revisit policy and the per-visit state transition, with a given clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from harvest.continuous.noise import NoiseFilter, NoiseRule
+from harvest.continuous.policy import HOUR, RevisitPolicy, content_class, policy_from_settings
+from harvest.continuous.urlstate import Visit, apply_visit, dedup_line, judge, new_state
+
+T0 = dt.datetime(2026, 11, 22, 6, 0, tzinfo=dt.UTC)
+
+
+def test_initial_wait_orders_content_types_and_depth() -> None:
+    p = RevisitPolicy()
+    html, image, pdf, video = (
+        p.initial_wait(m, 0) for m in ("text/html", "image/png", "application/pdf", "video/mp4")
+    )
+    assert html < image <= pdf < video
+    assert p.initial_wait("text/html", 0) < p.initial_wait("text/html", 2)
+    assert content_class("text/html; charset=utf-8") == "html"
+    assert content_class("application/vnd.ms-excel") == "document"
+
+
+def test_wait_shrinks_on_change_grows_without_and_is_clamped() -> None:
+    p = RevisitPolicy(min_wait_s=HOUR, max_wait_s=10 * HOUR)
+    assert p.next_wait(4 * HOUR, changed=True) == 2 * HOUR
+    assert p.next_wait(4 * HOUR, changed=False) == 6 * HOUR
+    assert p.next_wait(1.5 * HOUR, changed=True) == HOUR
+    assert p.next_wait(9 * HOUR, changed=False) == 10 * HOUR
+    elapsed = RevisitPolicy(use_elapsed=True, min_wait_s=HOUR, max_wait_s=100 * HOUR)
+    assert elapsed.next_wait(4 * HOUR, changed=False, elapsed_s=8 * HOUR) == 12 * HOUR
+
+
+def test_overrides_merge_and_reject_unknown_keys() -> None:
+    p = RevisitPolicy().merged({"initial_wait_s": {"html": 60.0}, "min_wait_s": 30.0})
+    assert p.initial_wait_s["html"] == 60.0 and p.initial_wait_s["av"] > 0
+    with pytest.raises(ValueError, match="max_wiat_s"):
+        RevisitPolicy().merged({"max_wiat_s": 1})
+    tpl = policy_from_settings({"min_wait_s": 10.0, "news": {"max_wait_s": 7200.0}}, "news")
+    assert (tpl.min_wait_s, tpl.max_wait_s) == (10.0, 7200.0)
+
+
+def _visit(minutes: int, status: int = 200, digest: str = "sha1:A", **kw) -> Visit:
+    return Visit(
+        url="http://a.test/x",
+        fetched_at=T0 + dt.timedelta(minutes=minutes),
+        status=status,
+        mime="text/html",
+        digest=digest,
+        warc_file="f.warc.gz",
+        warc_offset=minutes,
+        record_id=f"<urn:uuid:{minutes}>",
+        warc_date="2026-11-22T06:00:00Z",
+        **kw,
+    )
+
+
+def test_state_learns_from_visits_and_failures_get_fixed_wait() -> None:
+    p = RevisitPolicy(min_wait_s=600, max_wait_s=100 * HOUR, fixed_wait_s=5 * HOUR)
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 1, T0, p)
+    s, verdict = apply_visit(s, _visit(0, etag='"e1"'), p)
+    assert verdict is None and s.wait_s == p.initial_wait("text/html", 1)
+    first_wait = s.wait_s
+    s, verdict = apply_visit(s, _visit(60, digest="sha1:B"), p)
+    assert verdict is True and s.wait_s == first_wait / 2 and s.changes == 1
+    assert s.capture_offset == 60
+    s, verdict = apply_visit(
+        s, _visit(120, status=304, digest="sha1:B", revisit_profile="server-not-modified"), p
+    )
+    assert verdict is False and s.wait_s == first_wait / 2 * 1.5 and s.revisits == 1
+    assert s.capture_offset == 60, "a revisit keeps pointing at the full capture"
+    s, verdict = apply_visit(s, _visit(180, status=-6, digest=None), p)
+    assert verdict is None and s.wait_s == 5 * HOUR and s.failures == 1
+    assert s.next_due == T0 + dt.timedelta(minutes=180, hours=5)
+    assert s.status == 200 and s.digest == "sha1:B"
+    line = dedup_line(s)
+    assert line is not None and line.split("\t")[:5] == [
+        "http://a.test/x",
+        "sha1:B",
+        "2026-11-22T06:00:00Z",
+        "f.warc.gz",
+        "60",
+    ]
+
+
+def test_noise_digest_decides_when_a_rule_applies() -> None:
+    rules = NoiseFilter([NoiseRule(r"a\.test/x", r'<span class="ts">[^<]*</span>')])
+    d1 = rules.digest("http://a.test/x", b'<p>news</p><span class="ts">10:00</span>')
+    d2 = rules.digest("http://a.test/x", b'<p>news</p><span class="ts">10:05</span>')
+    d3 = rules.digest("http://a.test/x", b'<p>NEWS</p><span class="ts">10:05</span>')
+    assert d1 == d2 != d3
+    assert rules.digest("http://b.test/x", b"anything") is None
+    p = RevisitPolicy()
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, digest="sha1:S1", noise_digest=d1), p)
+    assert judge(s, _visit(60, digest="sha1:S2", noise_digest=d2)) is False
+    assert judge(s, _visit(60, digest="sha1:S3", noise_digest=d3)) is True
+    assert judge(s, _visit(60, status=404, digest="sha1:S1", noise_digest=d1)) is True
