@@ -27,7 +27,7 @@ from scrapy.http import Response
 from crawler import records
 from crawler.context import Capture, CrawlContext
 from crawler.errors import AddressRefused, QuotaExceeded
-from crawler.urls import canonical_key, host_of
+from crawler.urls import canonical_key, host_of, surt
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,18 @@ class WarcCaptureMiddleware:
         req = records.request_record(
             request.url, request.method, req_headers, request.body or b"", date, resp_id
         )
-        self.ctx.writer.write(req, main)
+        placed = self.ctx.writer.write(req, main)
+        name, offset, length = placed[1]
+        cdx_mime = (
+            "warc/revisit"
+            if main.rec_type == "revisit"
+            else (ctype.split(";")[0].strip().lower() or "unk")
+        )
+        self.ctx.cdx_line(
+            f"{surt(request.url)} {fetch_start.strftime('%Y%m%d%H%M%S')} {request.url} {cdx_mime}"
+            f" {response.status} {digest.split(':')[-1]} {_str(location) if location else '-'} -"
+            f" {length} {offset} {name}"
+        )
         domain = request.meta.pop("hf_reserved", None)
         capture = Capture(
             status=response.status,

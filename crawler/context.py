@@ -99,6 +99,9 @@ class CrawlContext:
                 "http-header-from": spec.from_email,
             },
         )
+        # CDX lines of the data WARCs, written as records are (no re-reading at the end)
+        self.cdx_path = self.state_dir / "cdx.unsorted"
+        self._cdx = self.cdx_path.open("a", encoding="utf-8", buffering=1)
         self.refused_hosts: dict[str, str] = {}  # host → address refused by the safety rule
         self.crawl_delays: dict[str, float] = {}  # host → robots.txt Crawl-delay (s)
         self.started = time.time()
@@ -324,10 +327,14 @@ class CrawlContext:
             )
         )
 
-    def close(self) -> None:
+    def cdx_line(self, line: str) -> None:
+        self._cdx.write(line + "\n")
+
+    def close_files(self) -> None:
+        """Close the WARC, crawl.log and CDX files (the state stays open for the reports)."""
+        self._cdx.close()
         self.writer.close()
         self.crawl_log.close()
-        self.state.close()
 
     @staticmethod
     def now_warc_date() -> str:

@@ -58,8 +58,16 @@ def write_metadata_warc(
     organisation: str,
     files: dict[str, list[Path]],
     data_warcs: list[Path],
+    recorded_cdx: Path | None = None,
+    reindex: set[str] | None = None,
 ) -> Path:
-    """Write the metadata WARC; ``files`` maps a section (setup, logs, reports) to files."""
+    """Write the metadata WARC; ``files`` maps a section (setup, logs, reports) to files.
+
+    CDX lines come from ``recorded_cdx`` (written by the crawl as it wrote each record), except
+    for the files in ``reindex`` (repaired after a crash) and files it does not cover, which
+    are read again. A recorded line whose record lies past the end of its file (cut by a repair)
+    is dropped.
+    """
     name = f"{job_id}-metadata-1.warc.gz"
     final = warc_dir / name
     tmp = warc_dir / (name + ".open")
@@ -86,8 +94,19 @@ def write_metadata_warc(
                 writer.write_record(resource_record(uri, date, ctype, path.read_bytes()))
         cdx = [" CDX N b a m s k r M S V g"]
         body: list[str] = []
+        sizes = {w.name: w.stat().st_size for w in data_warcs}
+        covered: set[str] = set()
+        if recorded_cdx is not None and recorded_cdx.exists():
+            for line in recorded_cdx.read_text(encoding="utf-8").splitlines():
+                parts = line.split(" ")
+                if len(parts) != 11 or parts[10] not in sizes or parts[10] in (reindex or ()):
+                    continue
+                if int(parts[9]) + int(parts[8]) <= sizes[parts[10]]:
+                    body.append(line)
+                    covered.add(parts[10])
         for warc in data_warcs:
-            body += cdx_lines(warc)
+            if warc.name not in covered or warc.name in (reindex or ()):
+                body += cdx_lines(warc)
         body.sort(key=lambda s: s.encode("utf-8"))  # byte order, as LC_ALL=C sort
         cdx += body
         uri = f"metadata://{organisation}/crawl/index/cdx?{query}"

@@ -159,8 +159,7 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
 def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
     """Close the WARCs, write reports, the metadata WARC and summary.json."""
     status = STATUS_BY_REASON.get(ctx.end_reason, "unfinished")
-    ctx.writer.close()
-    ctx.crawl_log.close()
+    ctx.close_files()
     ended = dt.datetime.now(dt.UTC)
     write_reports(
         ctx.report_dir,
@@ -183,6 +182,8 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
             "reports": sorted(ctx.report_dir.glob("*.txt")),
         },
         data_warcs,
+        recorded_cdx=ctx.cdx_path,
+        reindex=set(ctx.repaired),
     )
     summary = summarise(ctx, status, ended, meta)
     ctx.state.close()

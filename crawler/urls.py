@@ -68,6 +68,7 @@ def strip_session_ids(url: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(kept)))
 
 
+@lru_cache(maxsize=1 << 17)  # pages repeat the same links (menus, images, CSS): w3lib is slow
 def canonical_key(url: str, *, sessions: bool = True) -> str:
     """The seen-set key of a URL: w3lib canonical form, lower-case host, no default port,
     no fragment, no session ids (unless ``sessions=False``)."""

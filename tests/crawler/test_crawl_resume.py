@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from warcio.archiveiterator import ArchiveIterator
+
 from tests.crawler.conftest import REPO, make_job, run_crawl
 
 
@@ -69,6 +71,20 @@ def test_kill_9_then_resume(site, tmp_path):
         [str(REPO / ".venv/bin/warcio"), "check", *map(str, warcs)], capture_output=True, text=True
     )
     assert check.returncode == 0, check.stdout
+    # the CDX in the metadata WARC lists every capture of every data WARC exactly once
+    from tests.crawler.test_replay_pywb import our_cdx
+
+    cdx_file = tmp_path / "index.cdx"
+    our_cdx(out / "warcs" / "7-metadata-1.warc.gz", cdx_file)
+    cdx = cdx_file.read_text().splitlines()[1:]
+    captures = []
+    for warc in (p for p in warcs if "metadata" not in p.name):
+        with warc.open("rb") as fh:
+            it = ArchiveIterator(fh)
+            for rec in it:
+                if rec.rec_type in ("response", "revisit"):
+                    captures.append((warc.name, str(it.get_record_offset())))
+    assert sorted((ln.split(" ")[10], ln.split(" ")[9]) for ln in cdx) == sorted(captures)
     names = [p.name for p in warcs if "metadata" not in p.name]
     serials = [int(n.split("-")[3]) for n in names]
     assert serials == list(range(len(serials)))  # rotation continued numbering after restart
