@@ -96,8 +96,11 @@ def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def setup_logging() -> None:
-    """Progress lines on stdout (what a parent relays), warnings on stderr."""
+    """Progress lines on stdout (what a parent relays), warnings on stderr — unless a caller
+    (the harvestflow CLI) has configured logging already."""
     root = logging.getLogger()
+    if root.handlers:
+        return
     root.setLevel(logging.INFO)
     err = logging.StreamHandler(sys.stderr)
     err.setLevel(logging.WARNING)

@@ -218,6 +218,11 @@ def run_spec(
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
+    # crawler.log gets INFO whatever the caller's level; Scrapy's per-URL DEBUG lines would
+    # only repeat crawl.log
+    logging.getLogger("scrapy").setLevel(logging.INFO)
+    if logging.getLogger("crawler").getEffectiveLevel() > logging.INFO:
+        logging.getLogger("crawler").setLevel(logging.INFO)
     try:
         log.info("crawl job %s into %s (%d seeds)", spec.job_id, out_dir, len(spec.seeds))
         process = CrawlerProcess(scrapy_settings(ctx))
