@@ -7,7 +7,8 @@ before anything is created; the crawl runs on the high-priority pool like the se
 harvests, and the finished harvest wakes the indexing chain.
 
 ## How to check it's working
-1. Trigger with `seeds` = `http://www.example-a.test:8099/` and `template` = `demo_loopback`
+1. Trigger with `seeds` = `http://www.example-a.test:8099/`, `template` = `demo_loopback` and
+   `resolve` = `{"www.example-a.test": "127.0.0.1", "static.example-a.test": "127.0.0.1"}`
    while `harvestflow up` serves the sample site.
 2. The `validate` task log names the definition created; the `crawl` log streams progress.
 3. `harvestflow jobs list` shows the job DONE.
@@ -43,6 +44,12 @@ with DAG(
         ),
         "max_objects": Param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
         "max_bytes": Param(1_000_000_000, type="integer", minimum=-1, description="-1 = unlimited"),
+        "resolve": Param(
+            {},
+            type="object",
+            additionalProperties={"type": "string", "format": "ipv4"},
+            description='Host → address without DNS, e.g. {"www.example-a.test": "127.0.0.1"}',
+        ),
     },
 ) as dag:
 
@@ -61,6 +68,7 @@ with DAG(
             context["dag_run"].run_id,
             max_objects=request.max_objects,
             max_bytes=request.max_bytes,
+            resolve=dict(context["params"].get("resolve") or {}),
         )
         task_logger().info("one-off definition %s for %d seed(s)", harvest_id, len(request.seeds))
         return [harvest_id]

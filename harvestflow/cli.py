@@ -73,6 +73,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(keep_services=args.keep_services)
 
 
+def cmd_airflow(args: argparse.Namespace) -> int:
+    """The Airflow CLI with harvestflow's environment (metadata DB, dags/, plugins/, login)."""
+    import os
+
+    from harvestflow.airflow_runtime import airflow_bin, airflow_env
+    from harvestflow.settings import get_settings
+
+    rest = [a for a in args.airflow_args if a != "--"]
+    os.execvpe(airflow_bin(), [airflow_bin(), *rest], airflow_env(get_settings()))
+    return 0  # not reached
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harvestflow", description="Web-archive production platform (Airflow 3)."
@@ -96,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the whole cycle on the sample site through the DAGs")
     p.add_argument("--keep-services", action="store_true", help="leave PostgreSQL/S3 running")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "airflow",
+        help="the Airflow CLI with harvestflow's environment, e.g. `harvestflow airflow dags test"
+        " broad_crawl` or `harvestflow airflow pools list`",
+        add_help=False,
+    )
+    p.add_argument("airflow_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_airflow)
 
     for module_name in STAGE_CLIS:
         if importlib.util.find_spec(module_name) is None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import socket
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,12 +57,16 @@ def session_env(data_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[settings_mod.Settings]:
-    """Embedded PostgreSQL + SeaweedFS in a temporary data dir, migrated; yields Settings."""
+def services() -> Iterator[settings_mod.Settings]:
+    """Embedded PostgreSQL + SeaweedFS in a temporary data dir, migrated; yields Settings.
+
+    The data dir is not under pytest's numbered temp folders: pytest rotates those when other
+    sessions start, and a live database must not lose its files.
+    """
     from harvestflow import db
     from harvestflow import services as svc
 
-    data_dir = tmp_path_factory.mktemp("hfdata")
+    data_dir = Path(tempfile.mkdtemp(prefix="harvestflow-test-"))
     env = session_env(data_dir)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -79,6 +85,8 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[settings_mod.
             else:
                 os.environ[key] = value
         settings_mod.reset()
+        if not svc.postgres_for(settings).running():
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _admin_engine(settings: settings_mod.Settings) -> sa.Engine:

@@ -1,0 +1,144 @@
+"""The one-off and broad-crawl harvest DAGs, run end to end with `airflow dags test` (dag.test())
+on the session's real PostgreSQL, crawling the sample site on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import airflow_runtime, samplesite
+from harvestflow.settings import Settings
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+SAMPLE_HOSTS = ("www.example-a.test", "static.example-a.test", "example-b.test")
+
+
+@pytest.fixture(scope="module")
+def airflow_ready(services: Settings) -> Settings:
+    airflow_runtime.prepare(services)
+    return services
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[samplesite.SampleSite]:
+    running = samplesite.start()
+    yield running
+    running.stop()
+
+
+def dags_test(dag_id: str, conf: dict) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    return subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id, "-c", json.dumps(conf)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_oneoff_harvest_crawls_a_seed_list_from_the_form(airflow_ready, db_engine, site) -> None:
+    from harvest.pipeline import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    seed = site.url("www.example-a.test", "/")
+    proc = dags_test(
+        "oneoff_harvest",
+        {
+            "seeds": [seed],
+            "template": "demo_loopback",
+            "resolve": {host: "127.0.0.1" for host in SAMPLE_HOSTS},
+        },
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with db_engine.connect() as conn:
+        job = conn.execute(
+            sa.text(
+                "SELECT j.status, j.job_dir, h.name FROM jobs j JOIN harvestdefinitions h"
+                " USING (harvest_id) WHERE h.name LIKE 'oneoff-%'"
+            )
+        ).one()
+    assert job.status == 3  # DONE
+    summary = json.loads((Path(job.job_dir) / "summary.json").read_text())
+    assert summary["status"] == "complete"
+    assert summary["domains"]["example-a.test"]["objects"] > 10
+
+
+def test_oneoff_harvest_refuses_an_invalid_form(airflow_ready, db_engine) -> None:
+    from harvest.pipeline import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    proc = dags_test("oneoff_harvest", {"seeds": [], "template": "demo_loopback"})
+    assert proc.returncode != 0
+    assert "give either harvest_id or seeds" in proc.stdout + proc.stderr
+    with db_engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM jobs")).scalar() == 0
+
+
+def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
+    airflow_ready, db_engine, site
+) -> None:
+    from harvest.domains import ensure_config
+    from harvest.pipeline import ensure_reference_data
+    from harvest.templates import default_spec
+
+    ensure_reference_data(db_engine)
+    spec = {
+        **default_spec(),
+        "allow_private_addresses": True,
+        "delay_factor": 0.0,
+        "min_delay_ms": 0,
+        "max_delay_ms": 50,
+        "resolve": {host: "127.0.0.1" for host in SAMPLE_HOSTS},
+    }
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO templates (name, spec) VALUES ('test_loopback', CAST(:s AS jsonb))"
+            ),
+            {"s": json.dumps(spec)},
+        )
+        # example-a.test has ~40 URLs (more than step 1's budget of 5), example-b.test 3
+        ensure_config(
+            conn,
+            "example-a.test",
+            template="test_loopback",
+            seeds=[site.url("www.example-a.test", "/")],
+            make_default=True,
+        )
+        ensure_config(
+            conn,
+            "example-b.test",
+            template="test_loopback",
+            seeds=[site.url("example-b.test", "/")],
+            make_default=True,
+        )
+    proc = dags_test(
+        "broad_crawl", {"name": "broad-test", "step1_max_objects": 5, "step2_max_objects": 1000}
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with db_engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT h.name, d.name AS domain, hi.stopreason, hi.objectcount"
+                " FROM historyinfo hi JOIN harvestdefinitions h USING (harvest_id)"
+                " JOIN configurations c USING (config_id) JOIN domains d USING (domain_id)"
+                " ORDER BY h.harvest_id, d.name"
+            )
+        ).all()
+    history = {(r.name, r.domain): (r.stopreason, r.objectcount) for r in rows}
+    assert history[("broad-test", "example-a.test")][0] == 1  # OBJECT_LIMIT
+    assert history[("broad-test", "example-b.test")][0] == 0  # DOWNLOAD_COMPLETE
+    step2 = {domain: v for (name, domain), v in history.items() if name == "broad-test-step2"}
+    assert set(step2) == {"example-a.test"}
+    assert step2["example-a.test"][0] == 0
+    assert step2["example-a.test"][1] > history[("broad-test", "example-a.test")][1]
