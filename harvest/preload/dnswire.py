@@ -34,11 +34,33 @@ import dns.name
 import dns.rcode
 import dns.rdatatype
 
-log = logging.getLogger(__name__)
+from harvest.preload.dnsbase import (
+    ACTIVE,
+    FAILED,
+    UNKNOWN,
+    DnsSettings,
+    Result,
+    encode_qname,
+    new_event_loop,
+    parse_nameserver,
+    read_hosts_file,
+)
 
-ACTIVE = "active"
-FAILED = "failed"
-UNKNOWN = "unknown"
+__all__ = [
+    "ACTIVE",
+    "FAILED",
+    "UNKNOWN",
+    "DnsChecker",
+    "DnsSettings",
+    "Result",
+    "check_domains_inline",
+    "encode_qname",
+    "new_event_loop",
+    "parse_nameserver",
+    "read_hosts_file",
+]
+
+log = logging.getLogger(__name__)
 
 A, AAAA, CNAME = 1, 28, 5
 _HEADER = struct.Struct("!HHHHHH")
@@ -47,61 +69,6 @@ _QTAIL = {A: struct.pack("!HH", A, 1), AAAA: struct.pack("!HH", AAAA, 1)}
 # EDNS0 OPT record: 1232-byte UDP payload (DNS flag day 2020) so CNAME chains rarely truncate.
 _OPT = b"\x00" + struct.pack("!HHIH", 41, 1232, 0, 0)
 _RCODE_NAMES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
-
-Result = tuple[str, str, str]
-"""(domain, class, detail) — the line format of ``check-dns`` output."""
-
-
-@dataclass(frozen=True)
-class DnsSettings:
-    """How to check: nameservers, timeouts, retries, window size, static answers."""
-
-    nameservers: tuple[tuple[str, int], ...] = (("127.0.0.1", 53),)
-    timeout_s: float = 2.0
-    retries: int = 2
-    max_in_flight: int = 2000
-    max_cname_depth: int = 8
-    tcp_fallback: bool = True
-    # name -> address: answered without asking DNS (a hosts file; demo and closed networks)
-    static: dict[str, str] = field(default_factory=dict)
-    # with static answers, may names not listed be asked to the nameservers?
-    static_only: bool = False
-
-
-def parse_nameserver(text: str, default_port: int = 53) -> tuple[str, int]:
-    """``host``, ``host:port``, ``[v6]:port`` or a bare IPv6 address -> (host, port)."""
-    text = text.strip()
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = int(rest[1:]) if rest.startswith(":") else default_port
-        return host, port
-    if text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-        return host, int(port_text)
-    return text, default_port
-
-
-def read_hosts_file(path: str) -> dict[str, str]:
-    """A hosts-format file (``address name [alias...]``, # comments) as name -> address."""
-    answers: dict[str, str] = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            words = line.split("#", 1)[0].split()
-            for name in words[1:]:
-                answers.setdefault(name.lower().rstrip("."), words[0])
-    return answers
-
-
-def encode_qname(name: str) -> bytes:
-    """Wire form of an ASCII name; ValueError for what no DNS server could be asked."""
-    raw = name.rstrip(".").encode("ascii")
-    labels = raw.split(b".")
-    if not raw or any(not 0 < len(label) < 64 for label in labels):
-        raise ValueError(f"invalid DNS name {name!r}")
-    wire = b"".join(bytes((len(label),)) + label for label in labels) + b"\x00"
-    if len(wire) > 255:
-        raise ValueError(f"DNS name too long: {name!r}")
-    return wire.lower()
 
 
 def _grow_buffers(sock: socket.socket, size: int = 8 * 1024 * 1024) -> None:
@@ -479,15 +446,6 @@ class DnsChecker:
 async def _aiter(items: Iterable[str]) -> AsyncIterator[str]:
     for item in items:
         yield item
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop when installed (about twice the datagram rate), else the standard loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def check_domains_inline(domains: Iterable[str], settings: DnsSettings) -> list[Result]:
