@@ -165,20 +165,24 @@ def probe_redirects(
     resolver_hosts = read_hosts_file(hosts_path) if hosts_path else {}
     started = time.monotonic()
 
+    # one chunk's domains at a time: a task's memory stays bounded whatever the run's size
+    chunk_filter = ""
+    query_params: dict[str, Any] = {"r": run_id}
+    if chunk_path is not None:
+        chunk_filter = " AND c.domain = ANY(:chunk)"
+        query_params["chunk"] = list(read_domain_lines(Path(chunk_path)))
     with engine.connect() as conn:
         active = list(
             conn.execute(
                 sa.text(
                     "SELECT c.domain FROM dns_checks c WHERE c.run_id = :r AND c.class = 'active'"
-                    " AND EXISTS (SELECT 1 FROM domain_origins o WHERE o.run_id = c.run_id"
+                    + chunk_filter
+                    + " AND EXISTS (SELECT 1 FROM domain_origins o WHERE o.run_id = c.run_id"
                     " AND o.domain = c.domain AND o.origin <> 'redirect') ORDER BY c.domain"
                 ),
-                {"r": run_id},
+                query_params,
             ).scalars()
         )
-        if chunk_path is not None:
-            wanted = set(read_domain_lines(Path(chunk_path)))
-            active = [d for d in active if d in wanted]
         specific: dict[str, list[str]] = defaultdict(list)
         for domain, url in conn.execute(
             sa.text(
@@ -188,14 +192,16 @@ def probe_redirects(
             {"r": run_id, "d": active},
         ):
             specific[domain].append(url)
+        candidates = {d: seeds_to_probe(d, specific.get(d, [])) for d in active}
         done = set(
             conn.execute(
-                sa.text("SELECT url FROM redirect_checks WHERE run_id = :r"), {"r": run_id}
+                sa.text("SELECT url FROM redirect_checks WHERE run_id = :r AND url = ANY(:u)"),
+                {"r": run_id, "u": [u for urls in candidates.values() for u in urls]},
             ).scalars()
         )
     work = []
-    for domain in active:
-        urls = [u for u in seeds_to_probe(domain, specific.get(domain, [])) if u not in done]
+    for domain, all_urls in candidates.items():
+        urls = [u for u in all_urls if u not in done]
         if urls:
             work.append((domain, urls))
     total = sum(len(urls) for _, urls in work)

@@ -56,8 +56,17 @@ def test_cross_domain_redirects_add_domains_which_are_dns_checked(
         dns_check_chunk(
             run_id, chunk, [zone_server.address], settings=preload_settings, engine=db_engine
         )
+    assert len(collected["chunks"]) == 1
+    elsewhere = tmp_path / "other-chunk.txt"
+    elsewhere.write_text("nothere.test\n")
+    nothing = probe_redirects(
+        run_id, str(elsewhere), settings=preload_settings, engine=db_engine,
+        connect_to=f"127.0.0.1:{site.port}", nameservers=[zone_server.address],
+    )  # fmt: skip
+    assert nothing["probed"] == 0 and not site.requests  # only the chunk's active domains
     result = probe_redirects(
         run_id,
+        collected["chunks"][0],
         settings=preload_settings,
         engine=db_engine,
         connect_to=f"127.0.0.1:{site.port}",
