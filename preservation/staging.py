@@ -4,9 +4,10 @@ Why a bag: it is the standard SIP wrapper of digital preservation; its manifests
 sha256 and sha512 of every file, and its bag-info names the harvest definition and the job, so
 the three levels (harvest definition → job → file) can be rebuilt from storage alone. The WARCs
 are hard-linked into the bag (copied if the temporary zone is on another file system): WARCs are
-immutable once written, and a 2 GB job should not be copied just to be hashed. The bag is built
-under a temporary name and renamed when complete; a bag already staged is reused, so staging is
-idempotent.
+immutable once written, and a 2 GB job should not be copied just to be hashed. The bag is written
+by :mod:`preservation.bagwriter` (parallel hashing) and checked with the ``bagit`` library; it is
+built under a temporary name and renamed when complete; a bag already staged is reused, so
+staging is idempotent.
 """
 
 from __future__ import annotations

@@ -216,9 +216,11 @@ def main() -> int:
                     f"  {total / MiB / seconds:7.1f} MiB/s",
                     flush=True,
                 )
+        per_round = ", ".join(f"{p / o:.2f}" for p, o in zip(peer_times, ours_times, strict=True))
+        print(f"\nper-round ratio harvestflow/boto3: {per_round}")
         peer_s, ours_s = statistics.median(peer_times), statistics.median(ours_times)
         print(
-            f"\nboto3 upload_file loop : {total / MiB / peer_s:7.1f} MiB/s (median of"
+            f"boto3 upload_file loop : {total / MiB / peer_s:7.1f} MiB/s (median of"
             f" {len(peer_times)})"
         )
         print(f"harvestflow ingest     : {total / MiB / ours_s:7.1f} MiB/s (with verification)")
