@@ -1,0 +1,204 @@
+"""The continuous crawl end to end: launcher → bounded crawler runs → URL state → live replay.
+
+A loopback site with pages changing on a known rhythm (tests/harvest/continuous/rhythm_site.py)
+is crawled in half-hour steps of a simulated clock by the real crawler (child processes); the
+URL state lives in the test's PostgreSQL; pywb (test oracle) replays the live collection.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from warcio.archiveiterator import ArchiveIterator
+
+from harvest.continuous.launcher import launch_hour
+from harvest.continuous.noise import add_rule
+from harvest.continuous.nrt import pywb_config
+from harvest.continuous.policy import HOUR, RevisitPolicy
+from harvest.continuous.report import crawl_stats, host_report
+from harvest.continuous.run import run_batch
+from harvest.continuous.store import load_states
+from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
+
+REPO = Path(__file__).resolve().parents[3]
+WAYBACK = REPO / ".oracle-venv" / "bin" / "wayback"
+FAST = {
+    "delay_factor": 0.0,
+    "min_delay_ms": 0,
+    "max_delay_ms": 0,
+    "connections_per_host": 4,
+    "retries": 1,
+    "download_timeout_s": 10,
+}
+POLICY = RevisitPolicy(
+    initial_wait_s={"html": HOUR, "image": 2 * HOUR, "document": 2 * HOUR, "av": 4 * HOUR},
+    depth_factor=1.0,
+    min_wait_s=25 * 60.0,
+    max_wait_s=48 * HOUR,
+    fixed_wait_s=6 * HOUR,
+)
+H0 = dt.datetime(2026, 11, 22, 6, 0, tzinfo=dt.UTC)
+
+
+def add_record(engine: sa.Engine, seed: str, start: str = "2026-11-01 06:00:00") -> None:
+    schedules = [{"frequency": "DAILY", "startDate": start, "endDate": None}]
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO selection_records (collection, seed_url, budget, frequency, depth,"
+                " scope, schedules, theme) VALUES ('news', :s, 'small', 'daily', 'host', 'root',"
+                " CAST(:sch AS jsonb), 'news')"
+            ),
+            {"s": seed, "sch": json.dumps(schedules)},
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=20) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except OSError:
+        return 0, b""
+
+
+def test_launcher_injects_each_due_seed_once_per_hour(db_engine: sa.Engine) -> None:
+    add_record(db_engine, "http://a.test/")
+    add_record(db_engine, "http://b.test/", start="2026-11-01 07:30:00")
+    first = launch_hour(db_engine, H0, POLICY)
+    again = launch_hour(db_engine, H0, POLICY)
+    assert first.injected == ["http://a.test/"]
+    assert again.injected == [] and again.already_launched == 1
+    assert launch_hour(db_engine, H0 + dt.timedelta(hours=1), POLICY).injected == [
+        "http://b.test/"
+    ]
+    state = load_states(db_engine, ["http://a.test/"])["http://a.test/"]
+    assert state.next_due == H0 and state.visits == 0
+    with db_engine.begin() as conn:  # a used-up quota is reset by the next day's launch
+        conn.execute(sa.text("UPDATE continuous_seeds SET fetched_since_launch = 99"))
+    assert launch_hour(db_engine, H0 + dt.timedelta(days=1), POLICY).injected == [
+        "http://a.test/"
+    ]
+    with db_engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT seed_url, fetched_since_launch FROM continuous_seeds"))
+        counts = {r.seed_url: r.fetched_since_launch for r in rows}
+    assert counts == {"http://a.test/": 0, "http://b.test/": 99}
+
+
+def start_pywb(live: Path) -> subprocess.Popen[bytes] | None:
+    if not WAYBACK.exists():
+        return None
+    pywb_config(live)
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(WAYBACK), "-p", str(port), "-b", "127.0.0.1"],
+        cwd=live,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    proc.port = port  # type: ignore[attr-defined]
+    return proc
+
+
+def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
+    db_engine: sa.Engine, tmp_path: Path
+) -> None:
+    site = RhythmSite()
+    live = tmp_path / "live"
+    pywb = start_pywb(live)
+    try:
+        seed = site.url("/")
+        add_record(db_engine, seed)
+        assert launch_hour(db_engine, H0, POLICY).injected == [seed]
+        add_rule(db_engine, r"rhythm\.test:\d+/clock$", r'<span class="ts">[^<]*</span>')
+        runs = []
+        replay_latency = None
+        for step in range(11):
+            now = H0 + dt.timedelta(minutes=30 * step)
+            site.clock = now
+            result = run_batch(
+                db_engine, tmp_path, now=now, policy=POLICY, template=FAST,
+                resolve=site.resolve(), live_dir=live,
+            )
+            runs.append(result)
+            if step == 1 and pywb is not None:
+                replay_latency = wait_replayable(pywb, site.url("/every"), result.out_dir)
+        states = load_states(db_engine, [site.url(p) for p in ("/", *PAGES)])
+    finally:
+        site.stop()
+
+    assert runs[0].visited == 1 and runs[0].new_urls == len(PAGES)
+    assert set(states) == {site.url(p) for p in ("/", *PAGES)}
+    every, hourly, never, still, clock = (states[site.url(p)] for p in PAGES)
+    # learnt intervals move the right way from the 1 h start
+    assert every.wait_s == POLICY.min_wait_s and every.changes == every.visits - 1
+    assert never.wait_s > HOUR and never.changes == 0
+    assert still.wait_s > HOUR and still.changes == 0
+    assert every.wait_s <= hourly.wait_s < never.wait_s
+    assert 0 < hourly.changes < hourly.visits - 1, "hourly: some visits changed, some not"
+    assert every.visits > never.visits, "the changing page is visited more often"
+    # the noise rule: the timestamp page never counts as changed although its bytes differ
+    assert clock.visits >= 3 and clock.changes == 0 and clock.wait_s > HOUR
+    assert clock.noise_digest is not None
+    # unchanged pages became revisit records of both kinds; conditional requests were sent
+    profiles = revisit_profiles(tmp_path)
+    assert profiles[site.url("/never")] == {"server-not-modified"}
+    assert profiles[site.url("/still")] == {"identical-payload-digest"}
+    assert site.url("/every") not in profiles and site.url("/clock") not in profiles
+    assert site.conditional_hits >= never.visits - 1
+    # statistics of a crawl that never ends
+    stats = crawl_stats(db_engine, H0 + dt.timedelta(hours=5))
+    assert stats.urls == 6 and stats.visits == sum(s.visits for s in states.values())
+    assert 0 < stats.changed_share < 1
+    assert "due" in stats.progress_line(10) and "overdue" in stats.progress_line(10)
+    (row,) = host_report(db_engine, H0 + dt.timedelta(hours=5))
+    assert row["urls"] == 6 and row["min_wait_h"] == round(25 / 60, 2) and row["max_wait_h"] > 1
+    if pywb is not None:
+        assert replay_latency is not None, "the live capture never became replayable"
+        pywb.terminate()
+        pywb.wait(timeout=10)
+
+
+def wait_replayable(pywb: subprocess.Popen[bytes], url: str, out_dir: str) -> float | None:
+    """Seconds from the fetch (crawl.log) until pywb replays that exact capture."""
+    line = next(
+        ln.split() for ln in (Path(out_dir) / "crawl" / "logs" / "crawl.log").read_text()
+        .splitlines() if ln.split()[3] == url
+    )
+    fetched = dt.datetime.strptime(line[8][:14], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
+    port = pywb.port  # type: ignore[attr-defined]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        status, body = get(f"http://127.0.0.1:{port}/live/{line[8][:14]}id_/{url}")
+        if status == 200 and b"edition" in body:
+            return (dt.datetime.now(dt.UTC) - fetched).total_seconds()
+        time.sleep(0.5)
+    return None
+
+
+def revisit_profiles(base: Path) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted((base / "runs").glob("*/crawl/warcs/*.warc.gz")):
+        with path.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type == "revisit":
+                    url = rec.rec_headers.get_header("WARC-Target-URI")
+                    profile = rec.rec_headers.get_header("WARC-Profile").rsplit("/", 1)[-1]
+                    found.setdefault(url, set()).add(profile)
+    return found
