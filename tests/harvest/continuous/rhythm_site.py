@@ -31,7 +31,7 @@ class RhythmSite:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 path = self.path.split("?")[0]
                 site.hits[path] = site.hits.get(path, 0) + 1
                 if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):

@@ -16,7 +16,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
@@ -85,16 +84,12 @@ def test_launcher_injects_each_due_seed_once_per_hour(db_engine: sa.Engine) -> N
     again = launch_hour(db_engine, H0, POLICY)
     assert first.injected == ["http://a.test/"]
     assert again.injected == [] and again.already_launched == 1
-    assert launch_hour(db_engine, H0 + dt.timedelta(hours=1), POLICY).injected == [
-        "http://b.test/"
-    ]
+    assert launch_hour(db_engine, H0 + dt.timedelta(hours=1), POLICY).injected == ["http://b.test/"]
     state = load_states(db_engine, ["http://a.test/"])["http://a.test/"]
     assert state.next_due == H0 and state.visits == 0
     with db_engine.begin() as conn:  # a used-up quota is reset by the next day's launch
         conn.execute(sa.text("UPDATE continuous_seeds SET fetched_since_launch = 99"))
-    assert launch_hour(db_engine, H0 + dt.timedelta(days=1), POLICY).injected == [
-        "http://a.test/"
-    ]
+    assert launch_hour(db_engine, H0 + dt.timedelta(days=1), POLICY).injected == ["http://a.test/"]
     with db_engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT seed_url, fetched_since_launch FROM continuous_seeds"))
         counts = {r.seed_url: r.fetched_since_launch for r in rows}
@@ -133,8 +128,13 @@ def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
             now = H0 + dt.timedelta(minutes=30 * step)
             site.clock = now
             result = run_batch(
-                db_engine, tmp_path, now=now, policy=POLICY, template=FAST,
-                resolve=site.resolve(), live_dir=live,
+                db_engine,
+                tmp_path,
+                now=now,
+                policy=POLICY,
+                template=FAST,
+                resolve=site.resolve(),
+                live_dir=live,
             )
             runs.append(result)
             if step == 1 and pywb is not None:
@@ -178,8 +178,9 @@ def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
 def wait_replayable(pywb: subprocess.Popen[bytes], url: str, out_dir: str) -> float | None:
     """Seconds from the fetch (crawl.log) until pywb replays that exact capture."""
     line = next(
-        ln.split() for ln in (Path(out_dir) / "crawl" / "logs" / "crawl.log").read_text()
-        .splitlines() if ln.split()[3] == url
+        ln.split()
+        for ln in (Path(out_dir) / "crawl" / "logs" / "crawl.log").read_text().splitlines()
+        if ln.split()[3] == url
     )
     fetched = dt.datetime.strptime(line[8][:14], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
     port = pywb.port  # type: ignore[attr-defined]
