@@ -91,9 +91,11 @@ def _insert_job(
     ids = plan.config_ids
     seeds_rows = conn.execute(
         sa.text(
-            "SELECT cs.config_id, s.seeds, d.crawlertraps FROM config_seedlists cs"
+            # driven by the id list (index lookups), not a scan of every seed list
+            "SELECT cs.config_id, s.seeds, d.crawlertraps"
+            " FROM unnest(CAST(:ids AS integer[])) AS u(config_id)"
+            " JOIN config_seedlists cs ON cs.config_id = u.config_id"
             " JOIN seedlists s USING (seedlist_id) JOIN domains d ON d.domain_id = s.domain_id"
-            " WHERE cs.config_id = ANY(CAST(:ids AS integer[]))"
             " ORDER BY cs.config_id, s.seedlist_id"
         ),
         {"ids": ids},
