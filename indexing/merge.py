@@ -17,6 +17,7 @@ dropping absorbs.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import logging
@@ -49,7 +50,7 @@ class MergeStats:
     output: Path
     inputs: int
     lines: int
-    duplicates: int
+    duplicates: int  # -1 unless counted (count_duplicates=True)
 
 
 def _count_lines(path: Path) -> int:
@@ -66,29 +67,53 @@ def _c_sort_env() -> dict[str, str]:
     return env
 
 
-def _merge_with_sort(inputs: list[Path], tmp: Path, sort: str) -> None:
-    """``sort -m -u`` (C locale) into ``tmp``, then ``sort -c -u``: strictly increasing output.
+def _merge_with_sort(inputs: list[Path], tmp: Path, sort: str) -> int:
+    """``sort -m -u | tee tmp | sort -c -u`` in the C locale: merge and check in one pass.
 
-    An unsorted input always leaves a descent in the merged output, which the check finds.
+    The check (strictly increasing output) runs on another core while the merge writes; an
+    unsorted input always leaves a descent in the merged output, which it finds.
     """
     env = _c_sort_env()
     batch = str(max(2, min(len(inputs), 1000)))
-    subprocess.run(
-        [sort, "-m", "-u", f"--batch-size={batch}", "-o", str(tmp), "--", *map(str, inputs)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    check = subprocess.run([sort, "-c", "-u", "--", str(tmp)], env=env, capture_output=True)
-    if check.returncode != 0:
+    merge_cmd = [sort, "-m", "-u", f"--batch-size={batch}", "--", *map(str, inputs)]
+    with open(tmp, "wb") as out:
+        merger = subprocess.Popen(merge_cmd, env=env, stdout=subprocess.PIPE)
+        checker = subprocess.Popen(
+            [sort, "-c", "-u"], env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert merger.stdout is not None and checker.stdin is not None
+        broken = False
+        lines = 0
+        try:
+            while block := merger.stdout.read(1 << 20):
+                out.write(block)
+                lines += block.count(b"\n")
+                if not broken:
+                    try:
+                        checker.stdin.write(block)
+                    except BrokenPipeError:  # the checker stopped at a descent
+                        broken = True
+        finally:
+            merger.stdout.close()
+            with contextlib.suppress(BrokenPipeError):
+                checker.stdin.close()
+        merge_rc = merger.wait()
+        assert checker.stderr is not None
+        check_err = checker.stderr.read()
+        checker.stderr.close()
+        checker.wait()
+    if merge_rc != 0:
+        raise subprocess.CalledProcessError(merge_rc, merge_cmd)
+    if checker.returncode != 0:
         raise UnsortedIndexError(
             f"merged output not in strictly increasing byte order "
-            f"({check.stderr.decode(errors='replace').strip()}); "
+            f"({check_err.decode(errors='replace').strip()}); "
             f"an input is not byte-order sorted: {find_unsorted(inputs)}"
         )
+    return lines
 
 
-def _merge_in_python(inputs: list[Path], tmp: Path, output: Path) -> None:
+def _merge_in_python(inputs: list[Path], tmp: Path, output: Path) -> int:
     with ExitStack() as stack, open(tmp, "wb", buffering=1 << 20) as out:
         # compare lines without their newline, as sort(1) does ("a" < "a\tb" although "\t" < "\n")
         files = [
@@ -108,9 +133,12 @@ def _merge_in_python(inputs: list[Path], tmp: Path, output: Path) -> None:
             write(line + b"\n")
             prev = line
             n += 1
+    return n
 
 
-def merge_sorted(inputs: list[Path], output: Path, *, engine: str = "auto") -> MergeStats:
+def merge_sorted(
+    inputs: list[Path], output: Path, *, engine: str = "auto", count_duplicates: bool = False
+) -> MergeStats:
     """Merge byte-order-sorted ``inputs`` into ``output`` (atomically), checking the order.
 
     Exact duplicate lines are written once. ``engine``: "sort" (coreutils ``sort -m``, C locale,
@@ -123,9 +151,9 @@ def merge_sorted(inputs: list[Path], output: Path, *, engine: str = "auto") -> M
         raise FileNotFoundError("sort(1) not found")
     try:
         if sort is not None:
-            _merge_with_sort(inputs, tmp, sort)
+            lines = _merge_with_sort(inputs, tmp, sort)
         else:
-            _merge_in_python(inputs, tmp, output)
+            lines = _merge_in_python(inputs, tmp, output)
         crashpoint("merge.written")
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
@@ -133,9 +161,8 @@ def merge_sorted(inputs: list[Path], output: Path, *, engine: str = "auto") -> M
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, output)
-    lines = _count_lines(output)
-    total_in = sum(_count_lines(p) for p in inputs)
-    return MergeStats(output, len(inputs), lines, total_in - lines)
+    dups = sum(_count_lines(p) for p in inputs) - lines if count_duplicates else -1
+    return MergeStats(output, len(inputs), lines, dups)
 
 
 def check_sorted(path: Path) -> int:
@@ -224,13 +251,7 @@ def _bigmerge_one(big: Path, merged_dir: Path, suffix: str) -> dict[str, Any] | 
     tmp = tmp_name(state_file)
     tmp.write_text(json.dumps(state, indent=0, sort_keys=True))
     os.replace(tmp, state_file)
-    log.info(
-        "bigmerge %s: +%d daily files, %d lines (%d repeated dropped)",
-        big,
-        len(new),
-        stats.lines,
-        stats.duplicates,
-    )
+    log.info("bigmerge %s: +%d daily files, %d lines", big, len(new), stats.lines)
     return {"added": [p.name for p in new], "lines": stats.lines}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -28,15 +29,22 @@ from pathlib import Path
 from indexing.merge import merge_sorted
 t = time.perf_counter()
 stats = merge_sorted([Path(p) for p in sys.argv[2:]], Path(sys.argv[1]))
-print(time.perf_counter() - t, stats.lines, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(time.perf_counter() - t, stats.lines, peak)
 """
 
 
-def timed(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> float:
+def timed(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system, all descendant processes) of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     with open(out, "wb") as fh:
         subprocess.run(cmd, stdout=fh, check=False, env=env, cwd=REPO)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def line_diff(a: Path, b: Path) -> int:
@@ -45,52 +53,41 @@ def line_diff(a: Path, b: Path) -> int:
     return sum(1 for x, y in zip(la, lb, strict=False) if x != y) + abs(len(la) - len(lb))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, default=Path("/tmp/hf-bench-index"))
-    ap.add_argument("--gb", type=float, default=1.0)
-    ap.add_argument("--processes", type=int, default=2)
-    args = ap.parse_args()
-    warc_dir = args.data / "warcs"
-    subprocess.run(
-        [PY, str(Path(__file__).with_name("gen_warcs.py")), str(warc_dir), "--gb", str(args.gb)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    warcs = sorted(str(p) for p in warc_dir.glob("*.warc.gz"))
-    mb = sum(os.path.getsize(p) for p in warcs) / 1e6
-    work = args.data / "out"
-    work.mkdir(exist_ok=True)
-    print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB")
-
+def index_bench(warcs: list[str], work: Path, mb: float, processes: int) -> None:
     ref = work / "ref.cdxj"
-    t_ref = timed([str(ORACLE), *warcs], ref)
+    t_ref, c_ref = timed([str(ORACLE), *warcs], ref)
     records = ref.read_bytes().count(b"\n")
-    ours = {}
-    for procs in sorted({1, args.processes}):
-        out = work / f"ours-{procs}.cdxj"
-        t = timed(
-            [
-                PY,
-                "-m",
-                "indexing.cli",
-                "index",
-                "cdx",
-                *warcs,
-                "--format",
-                "cdxj",
-                "--processes",
-                str(procs),
-            ],
-            out,
-        )
-        ours[procs] = (t, line_diff(ref, out))
-    print(f"{'indexer':28} {'s':>7} {'MB/s':>7} {'records/s':>10} {'x ref':>6} lines differing")
-    print(f"{'cdxj-indexer':28} {t_ref:7.1f} {mb / t_ref:7.1f} {records / t_ref:10.0f} {1:6.2f}")
-    for procs, (t, diff) in ours.items():
+    runs = {}
+    for procs, verify in ((1, True), (processes, True), (1, False), (processes, False)):
+        out = work / f"ours-{procs}-{verify}.cdxj"
+        cmd = [
+            PY,
+            "-m",
+            "indexing.cli",
+            "index",
+            "cdx",
+            *warcs,
+            "--format",
+            "cdxj",
+            "--processes",
+            str(procs),
+        ] + ([] if verify else ["--no-verify"])
+        wall, cpu = timed(cmd, out)
+        runs[(procs, verify)] = (wall, cpu, line_diff(ref, out))
+    print(f"{records} records. Wall-clock (shared machine: see CPU columns too):")
+    print(
+        f"{'indexer':38} {'wall s':>7} {'MB/s':>6} {'rec/s':>7} {'x ref':>6} {'CPU s':>6}"
+        f" {'rec/CPU-s':>9} {'x ref':>6} lines differing"
+    )
+    print(
+        f"{'cdxj-indexer':38} {t_ref:7.1f} {mb / t_ref:6.1f} {records / t_ref:7.0f} {1:6.2f}"
+        f" {c_ref:6.1f} {records / c_ref:9.0f} {1:6.2f}"
+    )
+    for (procs, verify), (wall, cpu, diff) in runs.items():
+        label = f"harvestflow {procs} proc, {'verify' if verify else 'no-verify'}"
         print(
-            f"{'harvestflow, ' + str(procs) + ' process(es)':28} {t:7.1f} {mb / t:7.1f} "
-            f"{records / t:10.0f} {t_ref / t:6.2f} {diff}"
+            f"{label:38} {wall:7.1f} {mb / wall:6.1f} {records / wall:7.0f} {t_ref / wall:6.2f}"
+            f" {cpu:6.1f} {records / cpu:9.0f} {c_ref / cpu:6.2f} {diff}"
         )
     ref11, ours11 = work / "ref.cdx", work / "ours.cdx"
     timed([str(ORACLE), "-11", *warcs], ref11)
@@ -105,7 +102,7 @@ def main() -> None:
             "--format",
             "cdx11",
             "--processes",
-            str(args.processes),
+            str(processes),
         ],
         ours11,
     )
@@ -114,13 +111,35 @@ def main() -> None:
         f"{line_diff(ref11, ours11)}"
     )
 
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=Path("/tmp/hf-bench-index"))
+    ap.add_argument("--gb", type=float, default=1.0)
+    ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--merge-only", action="store_true", help="reuse the indexing outputs")
+    args = ap.parse_args()
+    warc_dir = args.data / "warcs"
+    subprocess.run(
+        [PY, str(Path(__file__).with_name("gen_warcs.py")), str(warc_dir), "--gb", str(args.gb)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    warcs = sorted(str(p) for p in warc_dir.glob("*.warc.gz"))
+    mb = sum(os.path.getsize(p) for p in warcs) / 1e6
+    work = args.data / "out"
+    work.mkdir(exist_ok=True)
+    print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB")
+
+    if not args.merge_only:
+        index_bench(warcs, work, mb, args.processes)
     # merge: per-file sorted CDXJ, several variants of each to make a sizeable index
     sys.path.insert(0, str(REPO))
     from indexing.cdx import sorted_lines
 
     parts = work / "parts"
     parts.mkdir(exist_ok=True)
-    lines = (work / f"ours-{max(ours)}.cdxj").read_text(encoding="utf-8").splitlines()
+    lines = (work / "ours-1-True.cdxj").read_text(encoding="utf-8").splitlines()
     by_file: dict[str, list[str]] = {}
     for line in lines:
         by_file.setdefault(line.rsplit('"filename": "', 1)[1], []).append(line)
@@ -136,7 +155,7 @@ def main() -> None:
             )
             files.append(str(p))
     env = {**os.environ, "LC_ALL": "C"}
-    t_sort = timed(["sort", "-m", *files], work / "sorted-m.cdxj", env)
+    t_sort, _ = timed(["sort", "-m", *files], work / "sorted-m.cdxj", env)
     t_wall = time.perf_counter()
     res = subprocess.run(
         [PY, "-c", MERGE_CODE, str(work / "merged.cdxj"), *files],

@@ -33,7 +33,7 @@ def test_merge_equals_c_locale_sort_merge(tmp_path: Path, engine: str):
     inputs = [
         _sorted_file(tmp_path / f"in{i}.cdx", _random_lines(rnd, 400) + shared) for i in range(7)
     ]
-    out = merge_sorted(inputs, tmp_path / "out.cdx", engine=engine)
+    out = merge_sorted(inputs, tmp_path / "out.cdx", engine=engine, count_duplicates=True)
     env = {**os.environ, "LC_ALL": "C"}
     expected = subprocess.run(
         ["sort", "-m", "-u", *map(str, inputs)], env=env, capture_output=True, check=True
