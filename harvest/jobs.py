@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import (
+    FAILED,
     NEW,
     STARTED,
     STATUS_NAMES,
@@ -92,15 +93,40 @@ def job_dir_for(data_dir: Path, job: Any, launched: datetime) -> Path:
     return Path(data_dir) / "jobs" / str(job.harvest_id) / str(job.job_id) / stamp
 
 
+def current_job_id(conn: Connection, job_id: int) -> int:
+    """The job that stands for ``job_id`` now: itself, or the job it was resubmitted as."""
+    seen = {job_id}
+    while True:
+        nxt = conn.execute(
+            sa.text("SELECT resubmitted_as_job FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+        if nxt is None or nxt in seen:
+            return job_id
+        seen.add(int(nxt))
+        job_id = int(nxt)
+
+
 def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None) -> str:
     """Write the frozen job spec and mark the job SUBMITTED; returns the job.json path.
 
-    Idempotent: a job already prepared (SUBMITTED, STARTED, DONE, ...) keeps its directory and
-    spec, and the existing path is returned.
+    Idempotent: a job already prepared (SUBMITTED, STARTED, DONE) keeps its directory and spec,
+    and the existing path is returned. A FAILED job being prepared again (its tasks re-run) is
+    resubmitted first — status never moves back, so the retry is a new job linked by
+    resubmitted-as — and the new job's spec is returned; :func:`mark_started` and
+    :func:`harvest.results.record_job_results` follow that link, so a DAG holding the old id
+    carries on with the new job.
     """
     from harvest.dedup import dedup_index_for_job
+    from harvest.recovery import resubmit_job
 
     engine = engine_or_default(engine)
+    with engine.connect() as conn:
+        job_id = current_job_id(conn, job_id)
+        status = conn.execute(
+            sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+    if status == FAILED:
+        job_id = resubmit_job(job_id, engine, reason="failed job prepared again (retry)")
     with engine.begin() as conn:
         job = _job_row(conn, job_id, lock=True)
         if job.status != NEW and job.job_dir:
@@ -143,7 +169,7 @@ def mark_started(job_id: int, engine: Engine | None = None) -> None:
                 "UPDATE jobs SET status = :s, startdate = COALESCE(startdate, now())"
                 " WHERE job_id = :j AND status < :s"
             ),
-            {"s": STARTED, "j": job_id},
+            {"s": STARTED, "j": current_job_id(conn, job_id)},
         )
 
 

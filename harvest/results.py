@@ -139,10 +139,15 @@ def _record_history(
 def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, Any]:
     """Read summary.json and reports of the job's directory into the database.
 
+    ``job_id`` may be a job since resubmitted: the job it was resubmitted as is recorded.
+
     Returns {job_id, status, history_rows, reports, urls, bytes, problems}.
     """
+    from harvest.jobs import current_job_id
+
     engine = engine_or_default(engine)
     with engine.begin() as conn:
+        job_id = current_job_id(conn, job_id)
         job = conn.execute(
             sa.text("SELECT * FROM jobs WHERE job_id = :j FOR UPDATE"), {"j": job_id}
         ).first()

@@ -15,6 +15,7 @@ from harvest import pipeline as p
 from harvest.common import FAILED, NEW, RESUBMITTED, STARTED
 from harvest.oneoff import OneOffError, create_seedlist_harvest, validate_params
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
+from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
 LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -116,3 +117,23 @@ def test_oneoff_form_errors_name_the_field(hdb):
         validate_params({"harvest_id": 999}, hdb)
     hid = p.create_demo_definition(8099, engine=hdb)
     assert validate_params({"harvest_id": hid}, hdb).harvest_id == hid
+
+
+def test_rerunning_a_failed_job_resubmits_it_and_follows_the_link(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    old = p.generate_jobs(hid, LD, engine=hdb)[0]
+    old_path = p.prepare_job(old, tmp_path, engine=hdb)
+    p.mark_started(old, engine=hdb)
+    assert p.record_job_results(old, engine=hdb)["status"] == "FAILED"  # the crawl died
+    # the engineer clears the job's tasks: prepare, crawl, record run again with the old id
+    new_path = p.prepare_job(old, tmp_path, engine=hdb)
+    assert new_path != old_path
+    new = json.loads(Path(new_path).read_text())["job_id"]
+    assert job_row(hdb, old).status == RESUBMITTED and job_row(hdb, old).resubmitted_as_job == new
+    p.mark_started(old, engine=hdb)
+    assert job_row(hdb, new).status == STARTED
+    write_summary(new_path, {"example-a.test": (3, 300, 0), "example-b.test": (1, 10, 0)})
+    result = p.record_job_results(old, engine=hdb)
+    assert (result["job_id"], result["status"], result["history_rows"]) == (new, "DONE", 2)
+    assert p.prepare_job(old, tmp_path, engine=hdb) == new_path  # and stays idempotent
+    assert p.generate_jobs(hid, LD, engine=hdb) == [new]
