@@ -16,9 +16,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from preservation.errors import MissingFile
+from preservation.errors import ChecksumMismatch, MissingFile
 
 WARC_SUFFIXES = (".warc.gz", ".warc")
+# indexing chain stages at which a file is in the repository, copied and sha1-checked
+# (the chain records final_path *before* copying, so final_path alone is not enough)
+FINAL_STAGES = ("transferred", "backedup", "done")
 
 
 def metadata_name_re(job_id: int) -> re.Pattern[str]:
@@ -80,19 +83,26 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
     """The job's WARC files, metadata first. Raises NotReady or MissingFile."""
     rows = conn.execute(
         sa.text(
-            "SELECT file_name, final_path, quarantined, stage FROM index_manifest"
+            "SELECT file_name, final_path, quarantined, stage, size FROM index_manifest"
             " WHERE job_id = :j ORDER BY file_name"
         ),
         {"j": job.job_id},
     ).all()
     files: list[JobFile] = []
     if rows:
-        for name, final_path, quarantined, stage in rows:
+        for name, final_path, quarantined, stage, size in rows:
             if quarantined:
                 raise NotReady(f"job {job.job_id}: {name} is quarantined by the indexing chain")
-            if not final_path:
+            if not final_path or stage not in FINAL_STAGES:
                 raise NotReady(f"job {job.job_id}: {name} not transferred yet (stage {stage})")
-            files.append(JobFile(name, Path(final_path), _role(job.job_id, name)))
+            path = Path(final_path)
+            if size is not None and path.is_file() and path.stat().st_size != size:
+                raise ChecksumMismatch(
+                    f"job {job.job_id}: {path} has {path.stat().st_size} bytes, the indexing"
+                    f" manifest says {size}",
+                    file_name=name,
+                )
+            files.append(JobFile(name, path, _role(job.job_id, name)))
         job.source = "manifest"
     else:
         if not allow_job_dir or not job.job_dir:
@@ -122,7 +132,8 @@ def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[
         "EXISTS (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id"
         "        AND m.file_name ~ ('^' || j.job_id || '-metadata-[0-9]+\\.warc(\\.gz)?$'))"
         " AND NOT EXISTS (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id"
-        "        AND (m.final_path IS NULL OR m.quarantined))"
+        "        AND (m.final_path IS NULL OR m.quarantined"
+        "             OR m.stage NOT IN ('transferred', 'backedup', 'done')))"
     )
     if include_unindexed:
         indexed = (

@@ -84,6 +84,7 @@ def test_ready_jobs_are_done_fully_transferred_and_not_yet_preserved(
 ) -> None:  # type: ignore[no-untyped-def]
     ready = make_job()
     not_transferred = make_job()
+    being_copied = make_job()
     unindexed = make_job(in_manifest=False)
     with db_engine.begin() as conn:
         conn.execute(
@@ -92,6 +93,11 @@ def test_ready_jobs_are_done_fully_transferred_and_not_yet_preserved(
                 " WHERE job_id = :j AND file_name NOT LIKE '%metadata%'"
             ),
             {"j": not_transferred.job_id},
+        )
+        # the indexing chain records final_path before the copy is done and checked
+        conn.execute(
+            sa.text("UPDATE index_manifest SET stage = 'indexed' WHERE job_id = :j"),
+            {"j": being_copied.job_id},
         )
     assert jobs_ready_for_preservation(pres_settings) == [ready.job_id]
     assert jobs_ready_for_preservation(pres_settings, include_unindexed=True) == [
@@ -102,3 +108,4 @@ def test_ready_jobs_are_done_fully_transferred_and_not_yet_preserved(
     staged = stage_package(unindexed.job_id, pres_settings)
     assert staged["status"] == "staged" and staged["source"] == "job_dir"
     assert stage_package(not_transferred.job_id, pres_settings)["status"] == "not_ready"
+    assert stage_package(being_copied.job_id, pres_settings)["status"] == "not_ready"
