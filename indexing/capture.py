@@ -21,6 +21,9 @@ INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
 _MIME_SPLIT = re.compile(r"[;\s]")
 _DATE_SPLIT = re.compile(r"[^\d]")
+# "Name: value" lines (value without surrounding whitespace); a line starting with blank space
+# (a continuation) or without a colon does not match
+_HEADER_LINE = re.compile(r"^([^:\s][^:\r\n]*):[^\S\r\n]*(.*?)[^\S\r\n]*\r?$", re.M)
 _PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
 
 
@@ -116,21 +119,19 @@ def _parse_crlf_block(
         text = block.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    lines = text.split("\r\n")
-    first = lines[0].rstrip()
+    if text.count("\r") != text.count("\r\n"):
+        return None
+    first, _, rest = text.partition("\r\n")
+    first = first.rstrip()
     if not first:
         return None
-    by_name: dict[str, str] = {}
-    for line in lines[1:]:
-        key, sep, value = line.partition(":")
-        if not sep or line[0] in " \t" or "\r" in line or not line.strip():
-            return None
-        name = key.rstrip(" \t").lower()
-        if name not in by_name:
-            by_name[name] = value.strip()
-    protocol, rest = _split_status(first, statuses)
-    headers = Headers(protocol, rest.strip(), [])
-    headers.by_name = by_name
+    pairs = _HEADER_LINE.findall(rest) if rest else []
+    if len(pairs) != (rest.count("\r\n") + 1 if rest else 0):
+        return None  # continuation, blank-looking or colon-less lines: the general parser
+    protocol, status = _split_status(first, statuses)
+    headers = Headers(protocol, status.strip(), [])
+    # reversed: the first occurrence of a name wins, as in warcio's lookups
+    headers.by_name = {name.rstrip(" \t").lower(): value for name, value in reversed(pairs)}
     return headers, stop + 4
 
 
