@@ -48,9 +48,17 @@ def hash_file(path: Path, part_size: int) -> Digests:
     return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
 
 
+class UnportableName(ValueError):
+    """A file name that BagIt tools do not agree on (CR, LF or % in it)."""
+
+
 def _encode_path(rel: str) -> str:
-    # RFC 8493 §2.1.3: CR, LF and % in file names are percent-encoded in manifests
-    return rel.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # RFC 8493 §2.1.3 percent-encodes CR, LF and % in manifests, but the bagit library (and
+    # other tools) do not decode them: such a bag would not validate elsewhere. WARC names never
+    # contain them, so refuse rather than write a bag others misread.
+    if any(ch in rel for ch in "%\r\n"):
+        raise UnportableName(f"{rel!r}: CR, LF or % in a file name is not portable in a bag")
+    return rel
 
 
 def _write(path: Path, text: str) -> None:

@@ -28,7 +28,7 @@ from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from preservation import ark as arks
 from preservation import records
-from preservation.bagwriter import link_or_copy, write_bag, write_parts
+from preservation.bagwriter import UnportableName, link_or_copy, write_bag, write_parts
 from preservation.config import PreservationConfig
 from preservation.errors import InvalidBag, SeriousError
 from preservation.sources import JobInfo, NotReady, job_files, load_job
@@ -101,9 +101,12 @@ def _build_bag(
         for f in job.files:
             link_or_copy(f.path, tmp / "data" / f.name)
             payload[f.name] = tmp / "data" / f.name
-        digests = write_bag(
-            tmp, payload, info, part_size=cfg.part_size, threads=cfg.staging_threads
-        )
+        try:
+            digests = write_bag(
+                tmp, payload, info, part_size=cfg.part_size, threads=cfg.staging_threads
+            )
+        except UnportableName as exc:
+            raise InvalidBag(f"job {job.job_id}: {exc}") from exc
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
