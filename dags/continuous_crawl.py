@@ -1,0 +1,65 @@
+"""# Continuous crawl (Airflow DAG)
+
+The never-ending crawl of news sites with adaptive revisiting, as a chain of bounded runs that
+resume from the URL state in PostgreSQL (`continuous_url_state`): each run fetches the URLs due,
+in order of due time, with the archival crawler (per-host politeness, conditional requests from
+the stored ETag / Last-Modified, unchanged payloads written as revisit records), learns each
+URL's revisit interval from whether it changed (noise rules from `continuous_noise_rules`
+ignored), adds the new in-scope URLs found on changed pages, and indexes its closed WARCs at once
+into the live collection (`<data>/continuous/live`, replayable by pywb minutes after the fetch).
+Every 10 minutes and when the launcher injects seeds; one run at a time, ~9 minutes of
+crawling each, on the high-priority crawl pool.
+
+## How to check it's working
+1. The `crawl` task log has one `continuous: due N / overdue M (max h late) / done K` line per
+   batch, and a line per run with visited / changed / unchanged / new URLs / CDXJ lines.
+2. The `report` task log (or `harvestflow continuous report`) shows per host the learnt revisit
+   intervals, change rates, backlog and overdue URLs.
+3. A page fetched minutes ago replays from the live collection:
+   `wayback` started in `<data>/continuous/live` (config.yaml written there).
+"""
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, task
+
+from hf_common import HIGH_PRIORITY_POOL, task_logger
+
+SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
+CRAWL_MINUTES = 9
+
+with DAG(
+    dag_id="continuous_crawl",
+    schedule=AssetOrTimeSchedule(
+        timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=[SEEDS_INJECTED]
+    ),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    tags=["harvest", "continuous"],
+) as dag:
+
+    @task(
+        pool=HIGH_PRIORITY_POOL,
+        queue=HIGH_PRIORITY_POOL,
+        execution_timeout=timedelta(minutes=CRAWL_MINUTES + 20),
+    )
+    def crawl() -> dict[str, Any]:
+        from harvest.continuous.nrt import pywb_config
+        from harvest.continuous.service import base_dir, crawl_for
+
+        pywb_config(base_dir() / "live")
+        return crawl_for(CRAWL_MINUTES * 60, logger=task_logger())
+
+    @task(trigger_rule="all_done")
+    def report() -> dict[str, Any]:
+        from harvest.continuous.service import report_text
+
+        text = report_text()
+        for line in text.splitlines():
+            task_logger().info("%s", line)
+        return {"lines": len(text.splitlines())}
+
+    crawl() >> report()
