@@ -205,7 +205,11 @@ def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:
         ).alias("ok"),
         # scheme://authority/... ; "dns:host" lines have no slash and keep the whole URI,
         # cleaned later on the distinct values (see hosts.host_of)
-        uri.str.split_exact("/", 2).struct.field("field_2").fill_null(uri).fill_null("").alias("auth"),
+        uri.str.split_exact("/", 2)
+        .struct.field("field_2")
+        .fill_null(uri)
+        .fill_null("")
+        .alias("auth"),
         pl.col("field_3").alias("mime"),
         ann.str.contains("duplicate:", literal=True).fill_null(False).alias("dup"),
         (pl.col("field_1") == "-").fill_null(False).alias("seed"),
