@@ -11,7 +11,7 @@ an object twice.
 ## How to check it's working
 1. After `harvestflow demo`, `harvestflow preservation queue` lists no job in the manual queue.
 2. `harvestflow ark verify <ARK>` on an ARK from the task log says the check character is valid.
-3. The objects are in the bucket under `<harvest_id>/<job_id>/`.
+3. The objects are in the bucket under `packages/hd-<harvest_id>/job-<job_id>/` (a bag).
 """
 
 from datetime import datetime, timedelta

@@ -27,7 +27,6 @@ from harvest.common import (
     engine_or_default,
     utcnow,
 )
-from harvest.jobgen.model import min_inf
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +58,10 @@ def job_domains(conn: Connection, job: Any) -> list[dict[str, Any]]:
         {
             "domain": r.name,
             "config_id": r.config_id,
-            "max_objects": min_inf(r.maxobjects, job.forcemaxobjects),
-            "max_bytes": min_inf(r.maxbytes, job.forcemaxbytes),
+            # the configuration's own limits: the harvest's go at job level, so that the crawler
+            # can tell OBJECT_LIMIT/SIZE_LIMIT (harvest) from CONFIG_OBJECT/SIZE_LIMIT
+            "max_objects": int(r.maxobjects),
+            "max_bytes": int(r.maxbytes),
         }
         for r in rows
     ]
@@ -78,8 +79,9 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         "seeds": [s for s in job.seedlist.splitlines() if s.strip()],
         "template": dict(job.template),
         "domains": job_domains(conn, job),
-        "max_objects": -1,
-        "max_bytes": -1,
+        # the harvest's per-domain limits (NetarchiveSuite's forceMaxObjects/Bytes)
+        "max_objects": int(job.forcemaxobjects),
+        "max_bytes": int(job.forcemaxbytes),
         "max_running_time_s": int(job.forcemaxrunningtime or 0),
         "crawler_traps": list(job.crawlertraps or []),
         "resolve": dict(job.resolve or {}),

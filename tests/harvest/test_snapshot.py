@@ -44,7 +44,8 @@ def test_snapshot_skips_live_aliases_and_runs_on_the_low_priority_channel(hdb, t
     assert len(jobs) == 1
     assert [d["domain"] for d in spec["domains"]] == ["a.test", "c.test"]
     assert spec["channel"] == "LARGE" and spec["snapshot"] is True
-    assert {d["max_objects"] for d in spec["domains"]} == {10_000}  # the harvest's budget
+    assert spec["max_objects"] == 10_000  # the harvest's per-domain budget, at job level
+    assert {d["max_objects"] for d in spec["domains"]} == {-1}  # configurations: unlimited
     assert "http://www.a.test" in spec["seeds"] and "https://c.test" in spec["seeds"]
 
 
@@ -73,5 +74,37 @@ def test_step2_reharvests_only_domains_stopped_by_the_harvest_limit(hdb, tmp_pat
     for job in jobs2:
         spec = json.loads(Path(p.prepare_job(job, tmp_path, engine=hdb)).read_text())
         domains |= {d["domain"] for d in spec["domains"]}
-        assert {d["max_objects"] for d in spec["domains"]} == {100_000}
+        assert spec["max_objects"] == 100_000
     assert domains == {"objlimit.test", "sizelimit.test"}
+
+
+def test_fixed_generator_chosen_by_setting(hdb, monkeypatch):
+    from harvest.jobgen.model import JobGenSettings
+    from harvestflow import settings as settings_mod
+
+    load_domains(hdb, [f"f{i}.test" for i in range(5)])
+    hid = create_snapshot_definition("broad-fixed", engine=hdb)
+    monkeypatch.setenv("HARVESTFLOW_JOBGEN__GENERATOR", "fixed")
+    settings_mod.reset()
+    try:
+        jobs = p.generate_jobs(
+            hid,
+            LD,
+            engine=hdb,
+            settings=JobGenSettings(fixed_domain_count_snapshot=2, max_total_size=5000),
+        )
+    finally:
+        monkeypatch.delenv("HARVESTFLOW_JOBGEN__GENERATOR")
+        settings_mod.reset()
+    with hdb.connect() as c:
+        sizes = (
+            c.execute(
+                sa.text("SELECT num_configs FROM jobs WHERE job_id = ANY(:j) ORDER BY job_index"),
+                {"j": jobs},
+            )
+            .scalars()
+            .all()
+        )
+    # the default generator would close every job after one configuration (5000 expected
+    # objects each, max_total_size 5000): [1, 1, 1, 1, 1]
+    assert sizes == [2, 2, 1]
