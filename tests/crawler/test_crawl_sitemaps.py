@@ -1,12 +1,12 @@
 """Sitemaps when the template asks: /sitemap.xml of each seed is fetched and its URLs followed
-(hop M); without the option, a page only the sitemap lists is not found."""
+(hop M); without the option no sitemap is fetched."""
 
 from __future__ import annotations
 
 from tests.crawler.conftest import make_job, run_crawl
 
 
-def test_sitemap_urls_are_followed_only_when_asked(site, tmp_path):
+def test_sitemap_urls_are_followed_when_asked(site, tmp_path):
     seed = site.url("www.example-a.test", "/")
     only = site.url("www.example-a.test", "/sitemap-only.html")
     on = run_crawl(
@@ -14,6 +14,12 @@ def test_sitemap_urls_are_followed_only_when_asked(site, tmp_path):
     )
     line = on.line_for(only)
     assert line[1] == "200" and line[4] == "MM"
-    assert on.line_for(site.url("www.example-a.test", "/sitemap.xml"))[4] == "M"
-    off = run_crawl(make_job(site, [seed], {"max_hops": 2}), tmp_path / "off")
-    assert only not in {f[3] for f in off.log_fields()}
+    sitemap = site.url("www.example-a.test", "/sitemap.xml")
+    assert on.line_for(sitemap)[4] == "M"
+    assert line[5] == sitemap  # no page links it: only the sitemap led there
+
+
+def test_sitemaps_are_not_fetched_unless_asked(site, tmp_path):
+    seed = site.url("www.example-a.test", "/")
+    off = run_crawl(make_job(site, [seed], {"max_hops": 0}), tmp_path / "off")
+    assert not any("sitemap" in f[3] for f in off.log_fields())
