@@ -3,6 +3,7 @@ daily merge, bigmerge, cleanarcrepository, collections, quarantine, dedup index.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -183,3 +184,29 @@ def test_dedup_index_keeps_the_original_capture_per_url_and_digest(
     assert {line.split("\t")[3].split("-")[0] for line in only_second.read_text().splitlines()} == {
         str(second_job)
     }
+
+
+def test_backup_to_s3_is_verified_before_the_original_is_deleted(
+    cfg: settings_mod.Settings,
+    db_engine: sa.Engine,
+    fresh_bucket: str,
+    s3_client,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", f"s3://{fresh_bucket}/warcs")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    hid = make_harvest(db_engine, "s3-backup")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=10)
+    warcs = job_warcs(job_dir)
+    sums = {w.name: sha1_of(w) for w in warcs}
+    result = chain.run_chain(cfg)
+    assert result["done"] == len(warcs)
+    for name, digest in sums.items():
+        body = s3_client.get_object(Bucket=fresh_bucket, Key=f"warcs/{hid}/{name}")["Body"].read()
+        assert hashlib.sha1(body).hexdigest() == digest
+    # a backup object that goes missing blocks the deletion of the original
+    s3_client.delete_object(Bucket=fresh_bucket, Key=f"warcs/{hid}/{warcs[0].name}")
+    report = cleanup.clean_arc_repository(cfg)
+    assert warcs[0].exists() and "backup" in report["kept"][warcs[0].name]
+    assert report["deleted"] == len(warcs) - 1
