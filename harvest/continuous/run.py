@@ -102,6 +102,7 @@ def run_batch(
     *,
     now: dt.datetime | None = None,
     max_urls: int = 500,
+    max_run_s: int = 240,
     policy: RevisitPolicy | None = None,
     template: dict[str, Any] | None = None,
     resolve: dict[str, str] | None = None,
@@ -111,7 +112,8 @@ def run_batch(
 ) -> BatchResult:
     """Fetch up to ``max_urls`` URLs due at ``now`` and update their state; see the module doc.
 
-    ``crawl`` runs the job (default: :func:`crawler.launch.crawl_in_subprocess`); ``live_dir``
+    ``max_run_s`` bounds the crawl (the crawler's time limit; URLs not reached stay due) so that
+    every capture of the run is replayable within minutes of its fetch. ``crawl`` runs the job (default: :func:`crawler.launch.crawl_in_subprocess`); ``live_dir``
     (default ``<base_dir>/live``) receives the near-real-time index.
     """
     logger = logger or log
@@ -141,6 +143,7 @@ def run_batch(
         "resolve": resolve or {},
         "dedup_index": str(dedup_path),
         "warc_prefix": f"continuous-{run_id}",
+        "max_running_time_s": max_run_s,
     }
     job_path = out / "job.json"
     job_path.write_text(json.dumps(job, indent=1), encoding="utf-8")

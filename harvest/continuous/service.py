@@ -3,7 +3,7 @@
 Why here: the DAG tasks and ``harvestflow continuous ...`` call the same few functions with
 plain arguments; settings come from the optional [continuous] section of harvestflow.toml
 (``policy`` sub-table: RevisitPolicy keys; ``template``: crawler template keys for the runs;
-``batch_size``, ``pause_s``, ``max_urls_per_launch``), code defaults otherwise.
+``batch_size``, ``max_run_s``, ``pause_s``, ``max_urls_per_launch``), code defaults otherwise.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def crawl_for(
             engine,
             out_dir,
             max_urls=batch_size,
+            max_run_s=int(settings.get("max_run_s", 240)),
             policy=policy,
             template=template,
             resolve=resolve,
