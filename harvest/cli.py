@@ -63,7 +63,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     gen = sub.add_parser("generate", help="generate the jobs of a definition for a date")
     gen.add_argument("harvest_id", type=int)
     gen.add_argument("--date", default=None, help="logical date (ISO; default now)")
-    gen.add_argument("--generator", choices=["default", "fixed"], default="default")
+    gen.add_argument("--generator", choices=["default", "fixed"], default=None)
     gen.set_defaults(func=cmd_jobs_generate)
     dead = sub.add_parser("resubmit-dead", help="resubmit jobs left by a dead worker")
     dead.add_argument("--older-than", type=int, default=3600, help="seconds without progress")

@@ -198,14 +198,15 @@ def generate_jobs(
     logical_date: datetime,
     engine: Engine | None = None,
     *,
-    generator: str = "default",
+    generator: str | None = None,
     settings: JobGenSettings | None = None,
 ) -> list[int]:
     """Jobs (status NEW) of the run of ``harvest_id`` at ``logical_date``; idempotent.
 
     A re-run of the same (definition, logical date) returns the same job ids. ``generator`` is
-    "default" (size expectations) or "fixed" (fixed domain count).
+    "default" (size expectations) or "fixed" (fixed domain count); None: [jobgen] generator.
     """
+    generator = generator or str(get_settings()["jobgen"].get("generator", "default"))
     if generator not in GENERATORS:
         raise ValueError(f"unknown job generator {generator!r}; expected one of {list(GENERATORS)}")
     engine = engine_or_default(engine)
