@@ -89,7 +89,7 @@ def ensure_selective_definition(
     schedule: str | None = None,
     channel: str | None = None,
     resolve: dict[str, str] | None = None,
-    crawlertraps: Iterable[str] = (),
+    crawlertraps: Iterable[str] | None = None,
     comments: str | None = None,
     audience: str | None = None,
     replace_configs: bool = False,
@@ -97,7 +97,9 @@ def ensure_selective_definition(
     """Create or update a selective definition and add configurations to it (UPSERT by name).
 
     ``frequency`` names the DAG that harvests it (None: one-off, only harvested on request);
-    ``schedule`` defaults to the standard schedule of that frequency.
+    ``schedule`` defaults to the standard schedule of that frequency. ``resolve`` and
+    ``crawlertraps`` left at None keep what an existing definition has (an operator's traps
+    survive the next selection transfer).
     """
     if frequency is not None and frequency not in FREQUENCIES:
         raise ValueError(f"unknown frequency {frequency!r}; expected one of {FREQUENCIES}")
@@ -110,16 +112,21 @@ def ensure_selective_definition(
                 " crawlertraps, resolve) VALUES (:n, :c, 'partial', :ch, :a, CAST(:t AS text[]),"
                 " CAST(:r AS jsonb)) ON CONFLICT (name) DO UPDATE SET"
                 " comments = COALESCE(EXCLUDED.comments, harvestdefinitions.comments),"
-                " channel_id = EXCLUDED.channel_id, crawlertraps = EXCLUDED.crawlertraps,"
-                " resolve = EXCLUDED.resolve RETURNING harvest_id"
+                " channel_id = EXCLUDED.channel_id,"
+                " crawlertraps = CASE WHEN :keep_t THEN harvestdefinitions.crawlertraps"
+                "  ELSE EXCLUDED.crawlertraps END,"
+                " resolve = CASE WHEN :keep_r THEN harvestdefinitions.resolve"
+                "  ELSE EXCLUDED.resolve END RETURNING harvest_id"
             ),
             {
                 "n": name,
                 "c": comments,
                 "ch": chan,
                 "a": audience,
-                "t": sorted(set(crawlertraps)),
+                "t": sorted(set(crawlertraps or ())),
                 "r": json.dumps(resolve or {}, sort_keys=True),
+                "keep_t": crawlertraps is None,
+                "keep_r": resolve is None,
             },
         ).scalar_one()
     )

@@ -222,6 +222,17 @@ def test_inactive_records_are_not_transferred_and_leave_their_definition(hdb, si
             .all()
         )
     assert domains == ["good.test"]
+    with hdb.begin() as c:  # an operator adds traps to the definition: a transfer keeps them
+        c.execute(
+            sa.text("UPDATE harvestdefinitions SET crawlertraps = '{/cal/}' WHERE harvest_id = :h"),
+            {"h": hid},
+        )
+    assert transfer_selection_records("daily", engine=hdb)["definitions"]["news-daily"] == hid
+    with hdb.connect() as c:
+        traps = c.execute(
+            sa.text("SELECT crawlertraps FROM harvestdefinitions WHERE harvest_id = :h"), {"h": hid}
+        ).scalar()
+    assert traps == ["/cal/"]
     rows[0] = rows[0].replace(",yes,", ",no,")
     path.write_text(HEADER + "\n".join(rows) + "\n")
     import_file(path, resolver=resolver, engine=hdb)
