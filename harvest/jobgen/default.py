@@ -8,7 +8,7 @@ sorted and split on its own, and the last job of a chunk is closed with it (as N
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from harvest.jobgen.expectation import expected_objects
 from harvest.jobgen.model import (
@@ -18,7 +18,6 @@ from harvest.jobgen.model import (
     JobGenSettings,
     JobPlan,
     compare_inf,
-    min_inf,
 )
 
 log = logging.getLogger(__name__)
@@ -37,15 +36,26 @@ def chunked(items: Iterable[ConfigInfo], size: int) -> Iterator[list[ConfigInfo]
         yield chunk
 
 
-def sort_key(config: ConfigInfo, limits: HarvestLimits) -> tuple[str, str, int, int]:
-    """Template, attributes, then byte limit descending, then expected size descending."""
-    byte_limit = min_inf(config.max_bytes, limits.max_bytes)
-    return (
-        config.template,
-        config.attributes,
-        -(_INF_SORT if byte_limit == UNLIMITED else byte_limit),
-        -config.expected,
-    )
+def sort_key_for(limits: HarvestLimits) -> Callable[[ConfigInfo], tuple[str, str, int, int]]:
+    """The chunk order: template, attributes, byte limit descending, expected size descending.
+
+    The byte limit is the configuration's narrowed by the harvest's (-1 = unlimited sorts
+    first). A closure over the harvest's limit, as it is called once per configuration.
+    """
+    harvest_bytes = limits.max_bytes
+
+    def key(config: ConfigInfo) -> tuple[str, str, int, int]:
+        limit = config.max_bytes
+        if harvest_bytes != UNLIMITED and (limit == UNLIMITED or limit > harvest_bytes):
+            limit = harvest_bytes
+        return (
+            config.template,
+            config.attributes,
+            -_INF_SORT if limit == UNLIMITED else -limit,
+            -config.expected,
+        )
+
+    return key
 
 
 def new_job(config: ConfigInfo, limits: HarvestLimits) -> JobPlan:
@@ -115,7 +125,7 @@ def split_chunk(
     max_objects, max_bytes = limits.max_objects, limits.max_bytes
     for config in chunk:
         config.expected = expected_objects(config, settings, max_objects, max_bytes)
-    chunk.sort(key=lambda c: sort_key(c, limits))
+    chunk.sort(key=sort_key_for(limits))
     jobs: list[JobPlan] = []
     current: JobPlan | None = None
     for config in chunk:
