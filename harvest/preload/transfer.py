@@ -103,16 +103,50 @@ def transfer(
         conn.exec_driver_sql("ANALYZE preload_tx")
         run = _Timed(conn, params)
         steps: dict[str, int] = {}
+        # New domains get their ids, configuration and seed list ids up front, so each row is
+        # written once (an UPDATE of defaultconfig afterwards rewrote every domain row again).
+        run(
+            "new_domains_planned",
+            "CREATE TEMP TABLE preload_new ON COMMIT DROP AS SELECT t.domain,"
+            " nextval(pg_get_serial_sequence('domains', 'domain_id')) AS domain_id,"
+            " nextval(pg_get_serial_sequence('configurations', 'config_id')) AS config_id,"
+            " nextval(pg_get_serial_sequence('seedlists', 'seedlist_id')) AS seedlist_id"
+            " FROM (SELECT domain FROM preload_tx WHERE class <> 'failed' ORDER BY domain) t"
+            " WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = t.domain)",
+        )
         steps["domains_created"] = run(
             "domains_created",
-            "INSERT INTO domains (name, comments) SELECT domain, :marker FROM preload_tx"
-            " WHERE class <> 'failed' ORDER BY domain ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO domains (domain_id, name, comments, defaultconfig)"
+            " SELECT domain_id, domain, :marker, config_id FROM preload_new ORDER BY domain_id"
+            " ON CONFLICT (name) DO NOTHING",
+        )
+        inserted = (
+            " FROM preload_new n JOIN domains d ON d.domain_id = n.domain_id AND d.name = n.domain"
+        )
+        run(
+            "new_configs",
+            f"INSERT INTO configurations (config_id, name, comments, domain_id, template_id,"
+            f" maxobjects, maxrate, maxbytes)"
+            f" SELECT n.config_id, '{CONFIG_NAME}', 'preload ' || :r, n.domain_id, :tid,"
+            f" {MAX_OBJECTS}, {MAX_RATE}, {MAX_BYTES}" + inserted,
+        )
+        run(
+            "new_seedlists",
+            f"INSERT INTO seedlists (seedlist_id, name, domain_id, seeds)"
+            f" SELECT n.seedlist_id, '{SEEDLIST_NAME}', n.domain_id,"
+            f" concat_ws(E'\\n', 'http://www.' || n.domain, 'https://www.' || n.domain,"
+            f" 'http://' || n.domain, 'https://' || n.domain)" + inserted,
+        )
+        run(
+            "new_links",
+            "INSERT INTO config_seedlists (config_id, seedlist_id)"
+            " SELECT n.config_id, n.seedlist_id" + inserted,
         )
         # fresh statistics: without them the planner takes the grown table for empty and
         # joins it row by row (minutes instead of seconds on a million domains)
         conn.exec_driver_sql("ANALYZE domains")
-        steps["configs_created"] = run(
-            "configs_created",
+        steps["configs_added_to_existing"] = run(
+            "configs_added_to_existing",
             f"INSERT INTO configurations (name, comments, domain_id, template_id,"
             f" maxobjects, maxrate, maxbytes)"
             f" SELECT '{CONFIG_NAME}', 'preload ' || :r, d.domain_id, :tid,"
@@ -128,8 +162,8 @@ def transfer(
             f" preload_tx t WHERE c.domain_id = d.domain_id AND c.name = '{CONFIG_NAME}'"
             f" AND d.defaultconfig IS NULL AND d.name = t.domain AND t.class <> 'failed'",
         )
-        steps["seedlists_created"] = run(
-            "seedlists_created",
+        steps["seedlists_added_to_existing"] = run(
+            "seedlists_added_to_existing",
             f"INSERT INTO seedlists (name, domain_id, seeds)"
             f" SELECT '{SEEDLIST_NAME}', d.domain_id,"
             f" concat_ws(E'\\n', 'http://www.' || d.name, 'https://www.' || d.name,"
