@@ -138,7 +138,8 @@ def dns_check_chunk(
         run_id,
         domains,
         dns,
-        processes=processes if len(domains) > 20_000 else 1,
+        # static answers need no network: worker processes would only copy the map
+        processes=processes if len(domains) > 20_000 and not dns.static_only else 1,
         label=f"dns check {Path(chunk_path).name}",
         commit_every=int(settings.get("preload", "dns_commit_every", _COMMIT_EVERY)),
     )
