@@ -156,7 +156,9 @@ def run_batch(
             {"r": run_id, "s": now, "d": len(due), "o": str(out)},
         )
     if crawl is None:
-        from crawler.launch import crawl_in_subprocess as crawl
+        from crawler.launch import crawl_in_subprocess
+
+        crawl = crawl_in_subprocess
     summary = crawl(job_path, out / "crawl", logger=logger)
     result.status = str(summary.get("status", "unknown"))
     update_from_run(engine, out / "crawl", due, book, now, result, shift)

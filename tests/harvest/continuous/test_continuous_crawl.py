@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
@@ -203,3 +204,29 @@ def revisit_profiles(base: Path) -> dict[str, set[str]]:
                     profile = rec.rec_headers.get_header("WARC-Profile").rsplit("/", 1)[-1]
                     found.setdefault(url, set()).add(profile)
     return found
+
+
+def test_crawl_for_runs_batches_and_logs_due_overdue_done(
+    db_engine: sa.Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from harvest.continuous.service import crawl_for
+
+    site = RhythmSite()
+    try:
+        seed = site.url("/")
+        add_record(db_engine, seed)
+        yesterday = H0 - dt.timedelta(days=1)  # in the past of the real clock crawl_for uses
+        launch_hour(db_engine, yesterday + dt.timedelta(hours=1), POLICY)  # not its hour
+        assert load_states(db_engine, [seed]) == {}
+        launch_hour(db_engine, yesterday, POLICY)
+        caplog.set_level("INFO", logger="harvest.continuous")
+        result = crawl_for(
+            0, engine=db_engine, out_dir=tmp_path, batch_size=10, resolve=site.resolve()
+        )
+    finally:
+        site.stop()
+    assert result["runs"] == 1 and result["visited"] == 1 and result["new_urls"] == len(PAGES)
+    assert site.hits.get("/") == 1
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("continuous:")]
+    assert lines and "due 5 / overdue 0" in lines[-1] and "done 1" in lines[-1]
+    assert list((tmp_path / "live" / "index").glob("*.cdxj"))
