@@ -92,7 +92,7 @@ def measure(n_pages: int, n_hosts: int) -> None:
                 "seeds": seeds,
                 "template": dict(FORCED_TEMPLATE),  # politeness: settings [crawler] defaults
                 "resolve": {h: "127.0.0.1" for h in hosts},
-                "warc_prefix": "continuous-bench",
+                "warc_prefix": "1-1",
                 "max_running_time_s": 240,
             }
             job_path = base / "job.json"

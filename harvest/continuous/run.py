@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from crawler.urls import host_of, registrable_domain
 from harvest.continuous import store
+from harvest.continuous.jobs import DEFINITION, finish_run, register_run
 from harvest.continuous.noise import NoiseFilter, load_rules
 from harvest.continuous.nrt import index_closed_warcs
 from harvest.continuous.policy import RevisitPolicy
@@ -52,6 +53,7 @@ CrawlFn = Callable[..., dict[str, Any]]
 @dataclass
 class BatchResult:
     run_id: str
+    job_id: int | None = None
     due: int = 0
     visited: int = 0
     changed: int = 0
@@ -134,15 +136,19 @@ def run_batch(
     result.out_dir = str(out)
     dedup_path = out / "dedup.tsv"
     write_dedup_index(due, dedup_path)
+    seeds = [s.url for s in due]
+    job_template = {**(template or {}), **FORCED_TEMPLATE}
+    job_id, harvest_id = register_run(engine, run_id, real_start, seeds, job_template)
+    result.job_id = job_id
     job = {
-        "job_id": int(now.timestamp()),
-        "harvest_name": "continuous",
+        "job_id": job_id,
+        "harvest_id": harvest_id,
+        "harvest_name": DEFINITION,
         "channel": "CONTINUOUS",
-        "seeds": [s.url for s in due],
-        "template": {**(template or {}), **FORCED_TEMPLATE},
+        "seeds": seeds,
+        "template": job_template,
         "resolve": resolve or {},
         "dedup_index": str(dedup_path),
-        "warc_prefix": f"continuous-{run_id}",
         "max_running_time_s": max_run_s,
     }
     job_path = out / "job.json"
@@ -159,13 +165,18 @@ def run_batch(
         from crawler.launch import crawl_in_subprocess
 
         crawl = crawl_in_subprocess
-    summary = crawl(job_path, out / "crawl", logger=logger)
+    try:
+        summary = crawl(job_path, out / "crawl", logger=logger)
+    except Exception:
+        finish_run(engine, job_id, out / "crawl", ok=False)  # the URLs stay due
+        raise
     result.status = str(summary.get("status", "unknown"))
     update_from_run(engine, out / "crawl", due, book, now, result, shift)
     live = index_closed_warcs(
         [out / "crawl" / "warcs" / n for n in result.warcs], live_dir or base_dir / "live"
     )
     result.cdx_lines = live.lines
+    finish_run(engine, job_id, out / "crawl", ok=True)  # the indexing chain takes it in
     with engine.begin() as conn:
         conn.execute(
             sa.text(

@@ -230,3 +230,11 @@ def test_crawl_for_runs_batches_and_logs_due_overdue_done(
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("continuous:")]
     assert lines and "due 5 / overdue 0" in lines[-1] and "done 1" in lines[-1]
     assert list((tmp_path / "live" / "index").glob("*.cdxj"))
+    # the run is a DONE job of the "continuous" definition: the indexing chain takes it in
+    from indexing.layout import harvest_id_of, job_id_of
+    from indexing.manifest import finished_jobs
+
+    ((job_id, harvest_id, job_dir),) = finished_jobs(db_engine)
+    names = [p.name for p in (Path(job_dir) / "warcs").glob("*.warc.gz")]
+    data = [n for n in names if "metadata" not in n]
+    assert data and all(harvest_id_of(n) == harvest_id and job_id_of(n) == job_id for n in data)
