@@ -3,7 +3,9 @@
 Why pure: the database layer (``store``), the tests and the simulated-clock benchmark all move a
 URL's state the same way, with ``now`` given, so the benchmark measures the policy the crawl runs.
 
-What counts as "unchanged": a 304 to a conditional request (the server says so), or a payload
+What counts as "unchanged": a 304 to a conditional request (the server says so, and the ETag /
+Last-Modified it sends back agree with the ones we asked with — both indicators must agree,
+otherwise the validators are dropped and the next visit is a full download), or a payload
 whose digest equals the previous one — the noise-stripped digest when an operator rule applies to
 the URL and both visits have one, the strict digest otherwise. A status change (200 → 404) is a
 change. The first visit of a URL is not judged (nothing to compare with): it gets the policy's
@@ -91,7 +93,7 @@ def judge(state: UrlState, visit: Visit) -> bool | None:
     if visit.status <= UNJUDGEABLE_MAX:
         return None
     if visit.status == 304:
-        return False if state.digest else None
+        return False if state.digest and not validators_disagree(state, visit) else None
     if state.status is None or state.digest is None or state.status <= 0:
         return None
     if visit.status != state.status:
@@ -101,6 +103,19 @@ def judge(state: UrlState, visit: Visit) -> bool | None:
     if visit.noise_digest and state.noise_digest:
         return visit.noise_digest != state.noise_digest
     return visit.digest != state.digest
+
+
+def validators_disagree(state: UrlState, visit: Visit) -> bool:
+    """A 304 whose ETag or Last-Modified differs from the ones we asked with: the two
+    indicators do not agree, so "not modified" is not trusted."""
+    return bool(
+        (visit.etag and state.etag and visit.etag != state.etag)
+        or (
+            visit.last_modified
+            and state.last_modified
+            and visit.last_modified != state.last_modified
+        )
+    )
 
 
 def apply_visit(
@@ -118,6 +133,14 @@ def apply_visit(
         s.status = visit.status if state.status is None or state.status <= 0 else state.status
         s.next_due = visit.fetched_at + dt.timedelta(seconds=s.wait_s)
         s.last_fetch = visit.fetched_at
+        return s, None
+    if verdict is None and visit.status == 304:
+        # untrusted 304: forget the validators, fetch in full at the shortest wait
+        s.last_fetch = visit.fetched_at
+        s.etag = s.last_modified = None
+        s.revisits += 1 if visit.revisit_profile else 0
+        s.wait_s = policy.min_wait_s
+        s.next_due = visit.fetched_at + dt.timedelta(seconds=s.wait_s)
         return s, None
     if verdict is None:
         s.wait_s = policy.initial_wait(visit.mime or state.mime, state.depth)

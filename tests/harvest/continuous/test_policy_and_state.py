@@ -99,3 +99,23 @@ def test_noise_digest_decides_when_a_rule_applies() -> None:
     assert judge(s, _visit(60, digest="sha1:S2", noise_digest=d2)) is False
     assert judge(s, _visit(60, digest="sha1:S3", noise_digest=d3)) is True
     assert judge(s, _visit(60, status=404, digest="sha1:S1", noise_digest=d1)) is True
+
+
+def test_a_304_whose_validators_disagree_is_not_trusted() -> None:
+    p = RevisitPolicy(min_wait_s=600)
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, etag='"v1"', last_modified="Mon, 02 Nov 2026 10:00:00 GMT"), p)
+    agree = _visit(60, status=304, etag='"v1"', revisit_profile="server-not-modified")
+    assert judge(s, agree) is False
+    moved = _visit(
+        60,
+        status=304,
+        etag='"v1"',
+        last_modified="Sun, 22 Nov 2026 05:00:00 GMT",
+        revisit_profile="server-not-modified",
+    )
+    assert judge(s, moved) is None
+    after, verdict = apply_visit(s, moved, p)
+    assert verdict is None and after.etag is None and after.last_modified is None
+    assert after.wait_s == 600 and after.changes == 0 and after.digest == s.digest
+    assert dedup_line(after).split("\t")[6:] == ["-", "-"], "next visit: no conditional headers"
