@@ -139,34 +139,26 @@ def _parse_source(text: str) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harvest.preload.dnstask import dns_check_chunk
-    from harvest.preload.redirects import probe_redirects
-    from harvest.preload.sources import collect_sources
-    from harvest.preload.transfer import report_text, transfer
+    from harvest.preload.pipeline import run_all
+    from harvest.preload.transfer import report_text
 
-    sources = [_parse_source(s) for s in args.source]
-    collected = collect_sources(args.run_id, sources)
-    print(
-        f"collected {collected['unique_domains']} domains,"
-        f" {collected['rejected']} lines rejected ({collected['rejects_path']})",
-        file=sys.stderr,
-    )
-    static_only = True if args.static_only else None
     if args.static_only and not args.hosts_file:
         raise SystemExit("--static-only needs --hosts-file")
-    for chunk in collected["chunks"]:
-        dns_check_chunk(
-            args.run_id, chunk, args.nameserver, hosts_file=args.hosts_file, static_only=static_only
-        )
-    if not args.no_redirects:
-        probe_redirects(
-            args.run_id,
-            connect_to=args.connect_to,
-            hosts_file=args.hosts_file,
-            nameservers=args.nameserver,
-            static_only=static_only,
-        )
-    report = transfer(args.run_id)
+    report = run_all(
+        args.run_id,
+        [_parse_source(s) for s in args.source],
+        nameservers=args.nameserver,
+        hosts_file=args.hosts_file,
+        static_only=True if args.static_only else None,
+        connect_to=args.connect_to,
+        redirects=not args.no_redirects,
+    )
+    collected = report["collected"]
+    print(
+        f"collected {collected['unique_domains']} domains, {collected['rejected']} lines"
+        f" rejected ({report.get('rejects_path', '')})",
+        file=sys.stderr,
+    )
     print(report_text(report), end="")
     return 0
 
