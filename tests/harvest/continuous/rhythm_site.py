@@ -5,7 +5,8 @@
 - ``/hourly``  changes when the fake clock's hour changes;
 - ``/never``   never changes, answers If-None-Match with 304 (ETag);
 - ``/still``   never changes, no validators (unchanged only by digest);
-- ``/clock``   identical HTML except a timestamp of the real clock (noise).
+- ``/clock``   identical HTML except a timestamp of the real clock (noise);
+- ``/private`` linked from the front page, excluded by robots.txt.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ class RhythmSite:
                 if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
                     site.conditional_hits += 1
                 headers = {"Content-Type": "text/html; charset=utf-8"}
-                if path == "/":
-                    links = "".join(f'<a href="{p}">{p}</a>' for p in PAGES)
+                if path == "/robots.txt":
+                    headers["Content-Type"] = "text/plain"
+                    body = "User-agent: *\nDisallow: /private\n"
+                elif path == "/":
+                    links = "".join(f'<a href="{p}">{p}</a>' for p in (*PAGES, "/private"))
                     body = f"<html><body><h1>front</h1>{links}</body></html>"
                 elif path == "/every":
                     site.counter += 1

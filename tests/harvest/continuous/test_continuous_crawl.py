@@ -140,12 +140,14 @@ def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
             runs.append(result)
             if step == 1 and pywb is not None:
                 replay_latency = wait_replayable(pywb, site.url("/every"), result.out_dir)
-        states = load_states(db_engine, [site.url(p) for p in ("/", *PAGES)])
+        states = load_states(db_engine, [site.url(p) for p in ("/", *PAGES, "/private")])
     finally:
         site.stop()
 
-    assert runs[0].visited == 1 and runs[0].new_urls == len(PAGES)
-    assert set(states) == {site.url(p) for p in ("/", *PAGES)}
+    assert runs[0].visited == 1 and runs[0].new_urls == len(PAGES) + 1
+    assert set(states) == {site.url(p) for p in ("/", *PAGES, "/private")}
+    # /private (robots-excluded) is only checked for being discovered here: see the test below
+    states.pop(site.url("/private"))
     every, hourly, never, still, clock = (states[site.url(p)] for p in PAGES)
     # learnt intervals move the right way from the 1 h start
     assert every.wait_s == POLICY.min_wait_s and every.changes == every.visits - 1
@@ -165,11 +167,12 @@ def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
     assert site.conditional_hits >= never.visits - 1
     # statistics of a crawl that never ends
     stats = crawl_stats(db_engine, H0 + dt.timedelta(hours=5))
-    assert stats.urls == 6 and stats.visits == sum(s.visits for s in states.values())
+    private_visits = stats.visits - sum(s.visits for s in states.values())
+    assert stats.urls == 7 and private_visits >= 1
     assert 0 < stats.changed_share < 1
     assert "due" in stats.progress_line(10) and "overdue" in stats.progress_line(10)
     (row,) = host_report(db_engine, H0 + dt.timedelta(hours=5))
-    assert row["urls"] == 6 and row["min_wait_h"] == round(25 / 60, 2) and row["max_wait_h"] > 1
+    assert row["urls"] == 7 and row["min_wait_h"] == round(25 / 60, 2) and row["max_wait_h"] > 1
     if pywb is not None:
         assert replay_latency is not None, "the live capture never became replayable"
         pywb.terminate()
@@ -225,10 +228,10 @@ def test_crawl_for_runs_batches_and_logs_due_overdue_done(
         )
     finally:
         site.stop()
-    assert result["runs"] == 1 and result["visited"] == 1 and result["new_urls"] == len(PAGES)
+    assert result["runs"] == 1 and result["visited"] == 1 and result["new_urls"] == len(PAGES) + 1
     assert site.hits.get("/") == 1
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("continuous:")]
-    assert lines and "due 5 / overdue 0" in lines[-1] and "done 1" in lines[-1]
+    assert lines and "due 6 / overdue 0" in lines[-1] and "done 1" in lines[-1]
     assert list((tmp_path / "live" / "index").glob("*.cdxj"))
     # the run is a DONE job of the "continuous" definition: the indexing chain takes it in
     from indexing.layout import harvest_id_of, job_id_of
@@ -238,3 +241,23 @@ def test_crawl_for_runs_batches_and_logs_due_overdue_done(
     names = [p.name for p in (Path(job_dir) / "warcs").glob("*.warc.gz")]
     data = [n for n in names if "metadata" not in n]
     assert data and all(harvest_id_of(n) == harvest_id and job_id_of(n) == job_id for n in data)
+
+
+def test_robots_excluded_url_cannot_be_judged_and_gets_the_fixed_interval(
+    db_engine: sa.Engine, tmp_path: Path
+) -> None:
+    site = RhythmSite()
+    try:
+        private = site.url("/private")
+        add_record(db_engine, private)
+        launch_hour(db_engine, H0, POLICY)
+        result = run_batch(
+            db_engine, tmp_path, now=H0, policy=POLICY, template=FAST, resolve=site.resolve()
+        )
+    finally:
+        site.stop()
+    state = load_states(db_engine, [private])[private]
+    assert result.visited == 1 and result.unjudged == 1
+    assert state.status == -9998 and state.failures == 1 and state.changes == 0
+    assert state.wait_s == POLICY.fixed_wait_s
+    assert site.hits.get("/private") is None
