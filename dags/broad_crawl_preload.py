@@ -115,8 +115,10 @@ with DAG(
 
     @task
     def transfer(redirect_report: dict[str, Any]) -> dict[str, Any]:
+        from harvest.pipeline import ensure_reference_data
         from harvest.preload.transfer import transfer as transfer_domains
 
+        ensure_reference_data()  # the broad default template new domains get
         return transfer_domains(_run_id(get_current_context()))
 
     @task
