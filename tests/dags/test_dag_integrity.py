@@ -32,6 +32,7 @@ EXPECTED = {
     "broad_crawl_preload",
     "broad_crawl",
     "oneoff_harvest",
+    "harvest_maintenance",
 }
 
 

@@ -142,3 +142,40 @@ def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
     assert set(step2) == {"example-a.test"}
     assert step2["example-a.test"][0] == 0
     assert step2["example-a.test"][1] > history[("broad-test", "example-a.test")][1]
+
+
+def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
+    airflow_ready, db_engine, site
+) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    from harvest.pipeline import create_demo_definition, generate_jobs, prepare_job
+
+    harvest_id = create_demo_definition(site.port, engine=db_engine)
+    (job_id,) = generate_jobs(harvest_id, datetime(2026, 11, 1, tzinfo=UTC), engine=db_engine)
+    job_dir = Path(prepare_job(job_id, airflow_ready.data_dir, engine=db_engine)).parent
+    # the worker died right after preparing the job: nothing has moved there for two hours
+    two_hours_ago = time.time() - 7200
+    for path in [job_dir, *job_dir.rglob("*")]:
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE jobs SET submitteddate = now() - interval '2 hours' WHERE job_id = :j"),
+            {"j": job_id},
+        )
+
+    proc = dags_test("harvest_maintenance", {"stale_after_s": 600})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with db_engine.connect() as conn:
+        old = conn.execute(
+            sa.text("SELECT status, resubmitted_as_job FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).one()
+        new = conn.execute(
+            sa.text("SELECT status, job_dir FROM jobs WHERE job_id = :j"),
+            {"j": old.resubmitted_as_job},
+        ).one()
+    assert old.status == 5  # RESUBMITTED
+    assert new.status == 3  # DONE
+    assert json.loads((Path(new.job_dir) / "summary.json").read_text())["status"] == "complete"
+    assert (job_dir / "job.json").exists()  # the dead job's directory is kept

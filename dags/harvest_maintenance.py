@@ -1,0 +1,78 @@
+"""# Harvest maintenance (Airflow DAG)
+
+Hourly: finds crawl jobs left SUBMITTED or STARTED by a dead worker (no summary, job directory
+silent for `stale_after_s`), resubmits each as a new job (NetarchiveSuite's RESUBMITTED, linked
+by resubmitted-as; the dead job's partial output stays in its directory), and crawls the new
+jobs on the pool of their channel: selective jobs on `crawl_high`, snapshot jobs on `crawl_low`.
+
+## How to check it's working
+1. `harvestflow jobs list --status 1` (or 2) shows a job whose worker died.
+2. After this DAG's run, that job is RESUBMITTED (5) and `jobs list` shows its new copy DONE.
+3. The `resubmit` task log names old → new job ids.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from airflow.sdk import DAG, Param, get_current_context, task
+from harvest_tasks import crawl_job_group
+
+from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
+
+with DAG(
+    dag_id="harvest_maintenance",
+    schedule="@hourly",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=__doc__,
+    tags=["harvest", "maintenance"],
+    params={
+        "stale_after_s": Param(
+            3600, type="integer", minimum=60, description="Silence that marks a job as dead"
+        )
+    },
+) as dag:
+
+    @task
+    def resubmit() -> dict[str, list[int]]:
+        """Resubmit dead jobs; new job ids split by channel kind."""
+        import sqlalchemy as sa
+
+        from harvest.pipeline import resubmit_dead_jobs
+        from harvestflow.db import get_engine
+
+        stale = int(get_current_context()["params"]["stale_after_s"])
+        result = resubmit_dead_jobs(stale_after_s=stale)
+        new_ids = [int(n) for n in result["resubmitted"].values()]
+        for old, new in result["resubmitted"].items():
+            task_logger().warning("job %s had no live worker: resubmitted as job %s", old, new)
+        split: dict[str, list[int]] = {"high": [], "low": []}
+        if new_ids:
+            with get_engine().connect() as conn:
+                rows = conn.execute(
+                    sa.text("SELECT job_id, snapshot FROM jobs WHERE job_id = ANY(:ids)"),
+                    {"ids": new_ids},
+                ).all()
+            for row in rows:
+                split["low" if row.snapshot else "high"].append(int(row.job_id))
+        return split
+
+    @task
+    def high(split: dict[str, list[int]]) -> list[int]:
+        return split["high"]
+
+    @task
+    def low(split: dict[str, list[int]]) -> list[int]:
+        return split["low"]
+
+    @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+    def done(split: dict[str, list[int]]) -> dict[str, Any]:
+        return {k: len(v) for k, v in split.items()}
+
+    jobs = resubmit()
+    crawled_high = crawl_job_group(HIGH_PRIORITY_POOL, "high_priority_job").expand(
+        job_id=high(jobs)
+    )
+    crawled_low = crawl_job_group(LOW_PRIORITY_POOL, "low_priority_job").expand(job_id=low(jobs))
+    [crawled_high, crawled_low] >> done(jobs)
