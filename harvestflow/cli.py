@@ -21,6 +21,7 @@ STAGE_CLIS = (
     "crawler.cli",
     "harvest.cli",
     "harvest.preload.cli",
+    "harvest.continuous.cli",
     "indexing.cli",
     "preservation.cli",
     "qa.cli",

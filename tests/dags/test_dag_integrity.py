@@ -33,6 +33,8 @@ EXPECTED = {
     "broad_crawl",
     "oneoff_harvest",
     "harvest_maintenance",
+    "continuous_crawl_launcher",
+    "continuous_crawl",
 }
 
 
