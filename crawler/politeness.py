@@ -20,6 +20,7 @@ from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.defer import Deferred
 
 from crawler.context import CrawlContext
 from crawler.errors import RobotsExcluded
@@ -110,6 +111,19 @@ class ArchivalRobotsTxtMiddleware(RobotsTxtMiddleware):
         if not ctx.spec.template.obey_robots:
             raise NotConfigured
         super().__init__(crawler)
+
+    async def robot_parser(self, request: Request) -> Any:
+        """The host's parser, read back from ``_parsers`` once robots.txt is in.
+
+        Scrapy hands every request waiting for the same robots.txt one Deferred; the first
+        waiter's callback returns None into the Deferred's chain, so every later waiter would
+        get None ("no robots.txt": everything allowed) — seeds queued together on a host then
+        ignored its robots.txt. The dict holds the parser (or None after a fetch error) before
+        the Deferred fires, so it is the authoritative answer.
+        """
+        parser = await super().robot_parser(request)
+        current = self._parsers.get(urlparse_cached(request).netloc, parser)
+        return parser if isinstance(current, Deferred) else current
 
     def process_request_2(self, rp: Any, request: Request) -> None:
         if rp is None:
