@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
+from harvestflow.samplesite_service import start_sample_site
 from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,6 @@ def demo_preload_conf(settings: Settings, site_port: int) -> dict[str, Any]:
 
 
 def run_demo(keep_services: bool = False) -> int:
-    from harvestflow import samplesite
 
     # the demo never asks real DNS: names not in its hosts file are 'failed'
     os.environ.setdefault("HARVESTFLOW_PRELOAD__STATIC_ONLY", "true")
@@ -81,7 +81,7 @@ def run_demo(keep_services: bool = False) -> int:
         print("[demo] preparing Airflow's metadata database (first run: about a minute)")
         airflow_runtime.prepare(settings)
         dagrun.activate(settings)
-        site = samplesite.start(settings["samplesite"]["host"], int(settings["samplesite"]["port"]))
+        site = start_sample_site(settings)
         print(f"[demo] sample site on {site.url()} (hosts resolved to 127.0.0.1 by the crawler)")
 
         from harvest.bootstrap import ensure_reference_data

@@ -35,11 +35,9 @@ def run_up(with_sample_site: bool = True) -> int:
         if with_sample_site:
             from harvest.bootstrap import ensure_reference_data
             from harvest.demo import create_demo_definition
-            from harvestflow import samplesite
+            from harvestflow.samplesite_service import start_sample_site
 
-            site = samplesite.start(
-                settings["samplesite"]["host"], int(settings["samplesite"]["port"])
-            )
+            site = start_sample_site(settings)
             ensure_reference_data()
             harvest_id = create_demo_definition(site.port)
             print(f"sample site: {site.url()} — demo definition id {harvest_id}", flush=True)

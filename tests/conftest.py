@@ -35,9 +35,13 @@ def _port_free(port: int) -> bool:
 
 
 def free_port(*, with_grpc: bool = False) -> int:
-    """A free loopback port (and port+10000 free too, for SeaweedFS' gRPC ports)."""
+    """A free loopback port (and port+10000 free too, for SeaweedFS' gRPC ports).
+
+    Drawn below Linux's ephemeral range (32768+), so that no outgoing connection can take it
+    between this check and the bind.
+    """
     for _ in range(200):
-        port = random.randint(20000, 44000)
+        port = random.randint(10000, 22000) if with_grpc else random.randint(10000, 32000)
         if _port_free(port) and (not with_grpc or _port_free(port + 10000)):
             return port
     raise RuntimeError("no free port found")
