@@ -1,0 +1,67 @@
+"""PNG charts for the curator pages (matplotlib, Agg backend, rendered in memory).
+
+Why PNG from the server: the pages stay plain HTML with no JavaScript library to ship, and
+the charts look like the daily QA report's (also matplotlib). Figures are built with the
+object API (``Figure``), not pyplot, because pages are served from several threads at once.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime
+from typing import Any
+
+import matplotlib.dates as mdates
+from matplotlib.figure import Figure
+
+COMPLETE = 0  # DOWNLOAD_COMPLETE
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def domain_size_chart(name: str, history: list[dict[str, Any]]) -> bytes:
+    """Bytes and objects per harvest of a domain over time; unfinished harvests in red."""
+    fig = Figure(figsize=(8, 4.8))
+    ax_bytes, ax_objects = fig.subplots(2, 1, sharex=True)
+    times = [h["harvest_time"] for h in history]
+    colors = ["tab:blue" if h["stopreason"] == COMPLETE else "tab:red" for h in history]
+    ax_bytes.plot(times, [h["bytecount"] for h in history], color="0.6", linewidth=1)
+    ax_bytes.scatter(times, [h["bytecount"] for h in history], c=colors, zorder=3)
+    ax_bytes.set_ylabel("bytes")
+    ax_objects.plot(times, [h["objectcount"] for h in history], color="0.6", linewidth=1)
+    ax_objects.scatter(times, [h["objectcount"] for h in history], c=colors, zorder=3)
+    ax_objects.set_ylabel("objects")
+    ax_bytes.set_title(f"{name}: size per harvest (red: stopped by a limit)")
+    if not history:
+        ax_bytes.text(0.5, 0.5, "no harvest yet", ha="center", transform=ax_bytes.transAxes)
+    ax_bytes.set_ylim(bottom=0)
+    ax_objects.set_ylim(bottom=0)
+    locator = mdates.AutoDateLocator()
+    ax_objects.xaxis.set_major_locator(locator)
+    ax_objects.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    fig.tight_layout()
+    return _png(fig)
+
+
+def progress_chart(job_id: int, samples: list[dict[str, Any]]) -> bytes:
+    """Discovered, queued and downloaded URLs over a job's crawl (progress-statistics)."""
+    fig = Figure(figsize=(8, 3.2))
+    ax = fig.subplots()
+    times = [datetime.fromisoformat(s["time"].replace("Z", "+00:00")) for s in samples]
+    for key in ("discovered", "queued", "downloaded"):
+        ax.plot(
+            times, [s[key] for s in samples], marker="." if len(samples) < 50 else None, label=key
+        )
+    ax.set_title(f"job {job_id}: crawl progress")
+    ax.set_ylabel("URLs")
+    ax.legend(loc="upper left")
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return _png(fig)

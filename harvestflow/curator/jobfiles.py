@@ -1,0 +1,146 @@
+"""Read a job directory for the curator pages: summary, reports as tables, crawl progress.
+
+Why parse here: the crawler writes Heritrix-style text reports (a header line of ``[column]``
+names, or ``key: value`` lines) and a progress-statistics log; curators want them as tables and
+figures, not as files to open. Every reader tolerates a missing or partial file (a running or
+failed job), and every path is checked to stay inside its job directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+REPORT_ORDER = (
+    "crawl-report.txt",
+    "seeds-report.txt",
+    "hosts-report.txt",
+    "mimetype-report.txt",
+    "responsecode-report.txt",
+    "source-report.txt",
+    "frontier-report.txt",
+)
+_BRACKETED = re.compile(r"\[([^\]]+)\]")
+MAX_REPORT_ROWS = 2000
+
+
+@dataclass
+class Table:
+    """A report rendered as rows; ``truncated`` says rows were left out."""
+
+    name: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    truncated: int = 0
+
+
+def inside(base: Path, *parts: str) -> Path:
+    """``base/parts`` resolved, refused (ValueError) if it leaves ``base``."""
+    target = base.joinpath(*parts).resolve()
+    root = base.resolve()
+    if target != root and root not in target.parents:
+        raise ValueError(f"{'/'.join(parts)!r} is outside {root}")
+    return target
+
+
+def read_summary(job_dir: Path | None) -> dict[str, Any]:
+    """The crawler's summary.json, or {} (job not crawled yet, or file unreadable)."""
+    if job_dir is None:
+        return {}
+    path = job_dir / "summary.json"
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s: unreadable summary: %s", path, exc)
+        return {}
+
+
+def parse_report(name: str, text: str, max_rows: int = MAX_REPORT_ROWS) -> Table:
+    """One report file as a table: bracketed header, 'key: value' lines, or plain columns."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return Table(name, [])
+    header = _BRACKETED.findall(lines[0])
+    if header:
+        columns, body = header, lines[1:]
+    elif all(":" in line for line in lines):
+        table = Table(name, ["measure", "value"])
+        for line in lines[:max_rows]:
+            key, _, value = line.partition(":")
+            table.rows.append([key.strip(), value.strip()])
+        table.truncated = max(len(lines) - max_rows, 0)
+        return table
+    else:
+        columns, body = [], lines[1:]
+        for token in lines[0].split():  # "lastCost (averageCost)" is one column
+            if token.startswith("(") and columns:
+                columns[-1] += " " + token
+            else:
+                columns.append(token)
+    table = Table(name, columns, truncated=max(len(body) - max_rows, 0))
+    width = len(columns)
+    for line in body[:max_rows]:
+        cells = line.split(maxsplit=width - 1) if width else line.split()
+        table.rows.append(cells + [""] * (width - len(cells)))
+    return table
+
+
+def read_reports(job_dir: Path | None) -> list[Table]:
+    """Every report of the job, best-known first, each parsed into a table."""
+    if job_dir is None or not (job_dir / "reports").is_dir():
+        return []
+    names = sorted(p.name for p in (job_dir / "reports").glob("*.txt"))
+    ordered = [n for n in REPORT_ORDER if n in names] + [n for n in names if n not in REPORT_ORDER]
+    tables = []
+    for name in ordered:
+        try:
+            text = inside(job_dir, "reports", name).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            log.warning("%s/reports/%s: %s", job_dir, name, exc)
+            continue
+        tables.append(parse_report(name.removesuffix(".txt"), text))
+    return tables
+
+
+def read_progress(job_dir: Path | None, max_points: int = 500) -> list[dict[str, Any]]:
+    """progress-statistics.log samples (time, discovered, queued, downloaded, rates), oldest
+    first, thinned to ``max_points``; an 'ended' key marks the CRAWL ENDED line."""
+    if job_dir is None:
+        return []
+    path = job_dir / "logs" / "progress-statistics.log"
+    if not path.exists():
+        return []
+    samples: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) >= 3 and fields[1] == "CRAWL":
+                if samples:
+                    samples[-1]["ended"] = " ".join(fields[1:])
+                continue
+            if len(fields) < 7 or not fields[1].isdigit():
+                continue
+            samples.append(
+                {
+                    "time": fields[0],
+                    "discovered": int(fields[1]),
+                    "queued": int(fields[2]),
+                    "downloaded": int(fields[3]),
+                    "docs_per_s": fields[4],
+                    "kb_per_s": fields[5],
+                    "failures": fields[6],
+                }
+            )
+    if len(samples) > max_points:
+        step = len(samples) / max_points
+        thinned = [samples[int(i * step)] for i in range(max_points)]
+        samples = [*thinned[:-1], samples[-1]]
+    return samples
