@@ -22,11 +22,10 @@ crawling each, on the high-priority crawl pool.
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, CronTriggerTimetable, task
+from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import HIGH_PRIORITY_POOL, task_logger
+from hf_common import HIGH_PRIORITY_POOL, SEEDS_INJECTED, task_logger
 
-SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
 CRAWL_MINUTES = 9
 
 with DAG(

@@ -19,11 +19,9 @@ in the URL state (its history is kept) and its quota of fetches since the last l
 from datetime import datetime
 from typing import Any
 
-from airflow.sdk import DAG, Asset, CronTriggerTimetable, Param, get_current_context, task
+from airflow.sdk import DAG, CronTriggerTimetable, Param, get_current_context, task
 
-from hf_common import run_date, task_logger
-
-SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
+from hf_common import SEEDS_INJECTED, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",

@@ -15,6 +15,8 @@ from airflow.sdk import Asset, Param
 HARVEST_DONE = Asset("harvestflow://harvest/jobs-done")
 FILES_INDEXED = Asset("harvestflow://indexing/files-indexed")
 PRESERVED = Asset("harvestflow://preservation/packages-preserved")
+# The continuous crawl's launcher wakes the crawl when it injected seeds.
+SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
 
 # Crawl channels (NetarchiveSuite's high/low priority): pool and queue of the same name. The
 # defaults of config/harvestflow.toml [airflow]; `harvestflow up` creates the pools.
