@@ -12,24 +12,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-JOB_STATUS = {
-    0: "NEW",
-    1: "SUBMITTED",
-    2: "STARTED",
-    3: "DONE",
-    4: "FAILED",
-    5: "RESUBMITTED",
-    6: "FAILED_REJECTED",
-}
-STOP_REASON = {
-    0: "DOWNLOAD_COMPLETE",
-    1: "OBJECT_LIMIT",
-    2: "SIZE_LIMIT",
-    3: "CONFIG_SIZE_LIMIT",
-    4: "DOWNLOAD_UNFINISHED",
-    5: "CONFIG_OBJECT_LIMIT",
-    6: "TIME_LIMIT",
-}
+from harvest.common import STOP_REASON_NAMES
+from qa import codes
+
+# the NetarchiveSuite enumerations, defined once where they are used first
+JOB_STATUS = codes.JOB_STATUS
+STOP_REASON = STOP_REASON_NAMES
 TIME_UNIT = {1: "hour", 2: "day", 3: "week", 4: "month", 5: "minute"}
 
 
