@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from harvest.common import FAILED, NEW, RESUBMITTED, STARTED, SUBMITTED, engine_or_default
+from harvest.common import DONE, FAILED, NEW, RESUBMITTED, STARTED, SUBMITTED, engine_or_default
 from harvest.results import SUMMARY, record_job_results
 
 log = logging.getLogger(__name__)
@@ -141,26 +141,69 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
     return int(new_id)
 
 
+def salvage_job(job_id: int, engine: Engine | None = None, *, reason: str) -> bool:
+    """Finish a dead job's partial output in place (repaired WARCs, reports, metadata WARC,
+    summary.json marked "salvaged"); True when it was salvaged.
+
+    A job that never wrote anything (no job.json) or already finished is left as it is; a
+    failure to salvage is logged and never stops the resubmission (the output stays on disk).
+    """
+    from crawler.salvage import salvage_output
+
+    engine = engine_or_default(engine)
+    with engine.connect() as conn:
+        job_dir = conn.execute(
+            sa.text("SELECT job_dir FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+    if not job_dir or not Path(job_dir).is_dir():
+        log.info("dead job %s: no job directory, nothing to salvage", job_id)
+        return False
+    try:
+        summary = salvage_output(Path(job_dir), reason=reason)
+    except (FileNotFoundError, FileExistsError) as exc:
+        log.info("dead job %s: nothing to salvage (%s)", job_id, exc)
+        return False
+    except Exception:
+        log.exception(
+            "dead job %s: could not salvage %s; its files are left in place", job_id, job_dir
+        )
+        return False
+    log.warning(
+        "dead job %s: partial output salvaged in %s (%s URLs in %d WARCs)",
+        job_id,
+        job_dir,
+        summary.get("urls"),
+        len(summary.get("warcs", [])),
+    )
+    return True
+
+
 def resubmit_dead_jobs(
     stale_after_s: float = 3600,
     engine: Engine | None = None,
     *,
     exclude: Iterable[int] = (),
 ) -> dict[str, Any]:
-    """Find dead jobs, post-process what they left, resubmit them; {dead, resubmitted}."""
+    """Find dead jobs, salvage and post-process what they left, resubmit them.
+
+    Returns {dead, resubmitted, salvaged}.
+    """
     engine = engine_or_default(engine)
     dead = find_dead_jobs(stale_after_s, engine, exclude=exclude)
     resubmitted: dict[int, int] = {}
+    salvaged: list[int] = []
     for job_id in dead:
-        result = record_job_results(job_id, engine)
         why = f"worker died: no activity for {stale_after_s:.0f} s"
+        if salvage_job(job_id, engine, reason=why):
+            salvaged.append(job_id)
+        result = record_job_results(job_id, engine)
         with engine.begin() as conn:
             conn.execute(
                 sa.text(
                     "UPDATE jobs SET harvest_errors = concat_ws('; ', CAST(:why AS text),"
-                    " harvest_errors) WHERE job_id = :j AND status = :f"
+                    " harvest_errors) WHERE job_id = :j AND status IN (:d, :f)"
                 ),
-                {"why": why, "j": job_id, "f": FAILED},
+                {"why": why, "j": job_id, "d": DONE, "f": FAILED},
             )
         resubmitted[job_id] = resubmit_job(job_id, engine, reason=why)
         log.warning(
@@ -169,4 +212,4 @@ def resubmit_dead_jobs(
             result["status"],
             resubmitted[job_id],
         )
-    return {"dead": dead, "resubmitted": resubmitted}
+    return {"dead": dead, "resubmitted": resubmitted, "salvaged": salvaged}

@@ -113,15 +113,23 @@ def in_stages(engine: Engine, stages: tuple[str, ...]) -> list[Entry]:
 
 
 def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
-    """(job_id, harvest_id, job_dir) of the jobs with status DONE (3) and a job directory."""
+    """(job_id, harvest_id, job_dir) of the jobs whose WARCs are final.
+
+    DONE (3) jobs, and RESUBMITTED (5) jobs whose dead crawl's partial output was salvaged
+    (summary.json marked "salvaged": ``.open`` WARCs repaired, metadata WARC written), so that
+    what a dead worker collected is indexed too. A RESUBMITTED job never salvaged may hold an
+    ``.open`` file cut mid-record: it is left alone.
+    """
+    from crawler.salvage import was_salvaged
+
     with engine.connect() as conn:
         rows = conn.execute(
             sa.text(
-                "SELECT job_id, harvest_id, job_dir FROM jobs"
-                " WHERE status = 3 AND job_dir IS NOT NULL ORDER BY job_id"
+                "SELECT job_id, harvest_id, job_dir, status FROM jobs"
+                " WHERE status IN (3, 5) AND job_dir IS NOT NULL ORDER BY job_id"
             )
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
+        ).all()
+    return [(r[0], r[1], r[2]) for r in rows if r[3] == 3 or was_salvaged(r[2])]
 
 
 def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:

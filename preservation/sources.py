@@ -127,7 +127,8 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
 
 
 def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[int]:
-    """DONE jobs, not yet preserved nor waiting in the manual queue, whose files are all final."""
+    """DONE jobs (and salvaged partial ones), not yet preserved nor waiting in the manual
+    queue, whose files are all final."""
     indexed = (
         "EXISTS (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id"
         "        AND m.file_name ~ ('^' || j.job_id || '-metadata-[0-9]+\\.warc(\\.gz)?$'))"
@@ -137,11 +138,13 @@ def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[
     )
     if include_unindexed:
         indexed = (
-            f"(({indexed}) OR (j.job_dir IS NOT NULL AND NOT EXISTS"
+            f"(({indexed}) OR (j.status = 3 AND j.job_dir IS NOT NULL AND NOT EXISTS"
             " (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id)))"
         )
+    # RESUBMITTED (5) jobs qualify once their dead crawl was salvaged and indexed: the
+    # indexing chain takes only salvaged ones, and their metadata WARC must be in the manifest
     sql = (
-        "SELECT j.job_id FROM jobs j WHERE j.status = 3"
+        "SELECT j.job_id FROM jobs j WHERE j.status IN (3, 5)"
         " AND NOT EXISTS (SELECT 1 FROM preservation_packages p WHERE p.job_id = j.job_id"
         "                 AND p.status IN ('preserved', 'manual'))"
         f" AND {indexed} ORDER BY j.job_id"

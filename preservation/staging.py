@@ -24,6 +24,7 @@ import bagit
 import sqlalchemy as sa
 
 import harvestflow
+from harvest.common import RESUBMITTED
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from preservation import ark as arks
@@ -77,6 +78,11 @@ def bag_info_for(job: JobInfo, package_ark: str, cfg: PreservationConfig) -> dic
         "Job-Id": str(job.job_id),
         "Job-Start-Date": _iso(job.startdate),
         "Job-End-Date": _iso(job.enddate),
+        "Harvest-Status": (
+            "partial: the crawl's worker died; its output was salvaged and the job resubmitted"
+            if job.status == RESUBMITTED
+            else "complete"
+        ),
         "Metadata-File": meta,
         "Payload-Files": str(len(job.files)),
         "Harvest-Software": f"harvestflow {getattr(harvestflow, '__version__', '0.1.0')}",
