@@ -33,11 +33,15 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from pathlib import Path
 
+            from airflow.sdk import get_current_context
+
             from crawler.launch import crawl_in_subprocess
             from harvest.pipeline import mark_started
             from harvestflow.settings import get_settings
 
-            mark_started(job_id)
+            ti = get_current_context()["ti"]
+            task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
+            mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
             spec = Path(job_spec)
             summary = crawl_in_subprocess(
                 spec,

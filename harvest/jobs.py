@@ -162,17 +162,29 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
     return str(path)
 
 
-def mark_started(job_id: int, engine: Engine | None = None) -> None:
-    """STARTED (idempotent: a job already further on is left alone)."""
+def mark_started(
+    job_id: int, engine: Engine | None = None, *, airflow_task: dict[str, Any] | None = None
+) -> None:
+    """STARTED (idempotent: a job already further on is left alone).
+
+    ``airflow_task`` (dag_id, run_id, task_id, map_index) names the task instance crawling
+    the job, so that the curator views can link the job to its task log.
+    """
     engine = engine_or_default(engine)
     with engine.begin() as conn:
+        job = current_job_id(conn, job_id)
         conn.execute(
             sa.text(
                 "UPDATE jobs SET status = :s, startdate = COALESCE(startdate, now())"
                 " WHERE job_id = :j AND status < :s"
             ),
-            {"s": STARTED, "j": current_job_id(conn, job_id)},
+            {"s": STARTED, "j": job},
         )
+        if airflow_task:
+            conn.execute(
+                sa.text("UPDATE jobs SET airflow_task = CAST(:t AS jsonb) WHERE job_id = :j"),
+                {"t": json.dumps(airflow_task), "j": job},
+            )
 
 
 def list_jobs(

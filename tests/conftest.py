@@ -21,6 +21,8 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 
+pytest_plugins = ["tests.demo_fixture"]
+
 TEMPLATE_DB = "harvestflow_tpl"
 
 

@@ -51,7 +51,7 @@ def progress_chart(job_id: int, samples: list[dict[str, Any]]) -> bytes:
     """Discovered, queued and downloaded URLs over a job's crawl (progress-statistics)."""
     fig = Figure(figsize=(8, 3.2))
     ax = fig.subplots()
-    times = [datetime.fromisoformat(s["time"].replace("Z", "+00:00")) for s in samples]
+    times: list[Any] = [datetime.fromisoformat(s["time"].replace("Z", "+00:00")) for s in samples]
     for key in ("discovered", "queued", "downloaded"):
         ax.plot(
             times, [s[key] for s in samples], marker="." if len(samples) < 50 else None, label=key

@@ -1,0 +1,264 @@
+"""The curators' web pages: a small FastAPI app of server-rendered, read-only HTML pages.
+
+Why a plain FastAPI app with Jinja2 templates: Airflow 3 mounts a plugin's FastAPI app inside
+its own API server (``fastapi_apps``), behind its login, and shows it in the UI's navigation
+(``external_views``); plain HTML with PNG charts needs no JavaScript build. The app does not
+know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
+dependency, so the library stays testable without an Airflow server.
+
+Every query binds its parameters (see :mod:`harvestflow.curator.queries`); tables are
+paginated; files are only read under the directories the database records for a job, a QA
+day or a preload run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from harvestflow.curator import crawllog, jobfiles, operations, queries
+
+log = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+PAGE_SIZE = 50
+SEARCH_PAGE = 100
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    env = templates.env
+    env.filters["num"] = lambda v: "" if v is None else f"{v:,}"
+    env.filters["when"] = lambda v: "" if v is None else str(v)[:19].replace("T", " ")
+    env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.globals["STATUS"] = queries.JOB_STATUS
+    return templates
+
+
+def create_app(
+    engine_factory: Callable[[], sa.Engine],
+    *,
+    data_dir: Path,
+    auth: Callable[..., Any] | None = None,
+    airflow_base: str = "",
+) -> FastAPI:
+    """The curator app; ``auth`` is a FastAPI dependency run before every route.
+
+    ``airflow_base`` prefixes links to Airflow's own pages (task logs): '' for the same host.
+    """
+    deps = [Depends(auth)] if auth is not None else []
+    app = FastAPI(
+        title="harvestflow curator views", dependencies=deps, docs_url=None, redoc_url=None
+    )
+    templates = _templates()
+
+    @contextmanager
+    def connect() -> Iterator[sa.Connection]:
+        with engine_factory().connect() as conn:
+            yield conn
+
+    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+        context.setdefault("title", name.removesuffix(".html"))
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        context.update(root=root, airflow_base=airflow_base)
+        return templates.TemplateResponse(request, name, context)
+
+    def png(data: bytes) -> Response:
+        return Response(data, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+    def pager_url(request: Request, **changes: Any) -> str:
+        params = dict(request.query_params)
+        params.update({k: str(v) for k, v in changes.items()})
+        return "?" + urlencode(params)
+
+    templates.env.globals["pager_url"] = pager_url
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request) -> HTMLResponse:
+        with connect() as conn:
+            return page(request, "index.html", title="Overview", o=operations.overview(conn))
+
+    @app.get("/definitions", response_class=HTMLResponse)
+    def definitions(request: Request, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            result = queries.definitions(conn, _page_no(page_no), PAGE_SIZE)
+        return page(request, "definitions.html", title="Harvest definitions", p=result)
+
+    @app.get("/jobs", response_class=HTMLResponse)
+    def jobs(
+        request: Request, page_no: int = 1, status: int | None = None, harvest_id: int | None = None
+    ) -> HTMLResponse:
+        with connect() as conn:
+            result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status, harvest_id)
+        for row in result.rows:
+            if row["status"] == 2:  # STARTED: show where the crawl stands
+                samples = jobfiles.read_progress(_dir(row["job_dir"]), max_points=2)
+                row["progress"] = samples[-1] if samples else None
+        return page(
+            request, "jobs.html", title="Jobs", p=result, status=status, harvest_id=harvest_id
+        )
+
+    @app.get("/jobs/{job_id}", response_class=HTMLResponse)
+    def job(
+        request: Request,
+        job_id: int,
+        q: str = "",
+        status: str = "",
+        mime: str = "",
+        offset: int = 0,
+    ) -> HTMLResponse:
+        with connect() as conn:
+            row = queries.job(conn, job_id)
+        if row is None:
+            raise HTTPException(404, f"no job {job_id}")
+        job_dir = _dir(row["job_dir"])
+        search, error = None, ""
+        crawl_log = job_dir / "logs" / "crawl.log" if job_dir else None
+        if (q or status or mime) and crawl_log is not None and crawl_log.exists():
+            try:
+                search = crawllog.search_crawl_log(
+                    crawl_log, q, status, mime, offset=max(offset, 0), limit=SEARCH_PAGE
+                )
+            except crawllog.SearchError as exc:
+                error = str(exc)
+        return page(
+            request,
+            "job.html",
+            title=f"Job {job_id}",
+            job=row,
+            summary=jobfiles.read_summary(job_dir),
+            reports=jobfiles.read_reports(job_dir),
+            progress=jobfiles.read_progress(job_dir),
+            task_link=_task_link(row.get("airflow_task"), airflow_base),
+            has_log=bool(crawl_log and crawl_log.exists()),
+            search=search,
+            search_error=error,
+            form={"q": q, "status": status, "mime": mime},
+            offset=max(offset, 0),
+            columns=crawllog.COLUMNS,
+        )
+
+    @app.get("/jobs/{job_id}/progress.png")
+    def job_progress_chart(job_id: int) -> Response:
+        from harvestflow.curator import charts  # matplotlib: only where a chart is drawn
+
+        with connect() as conn:
+            row = queries.job(conn, job_id)
+        if row is None:
+            raise HTTPException(404, f"no job {job_id}")
+        return png(charts.progress_chart(job_id, jobfiles.read_progress(_dir(row["job_dir"]))))
+
+    @app.get("/domains", response_class=HTMLResponse)
+    def domains(request: Request, q: str = "", page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            result = queries.domains(conn, q[:253], _page_no(page_no), PAGE_SIZE)
+        return page(request, "domains.html", title="Domains", p=result, q=q)
+
+    @app.get("/domains/{name}", response_class=HTMLResponse)
+    def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
+        if row is None:
+            raise HTTPException(404, f"no domain {name!r}")
+        return page(request, "domain.html", title=f"Domain {name}", d=row)
+
+    @app.get("/domains/{name}/size.png")
+    def domain_chart(name: str) -> Response:
+        from harvestflow.curator import charts
+
+        with connect() as conn:
+            history = queries.domain_sizes(conn, name)
+        return png(charts.domain_size_chart(name, history))
+
+    @app.get("/qa", response_class=HTMLResponse)
+    def qa_days(request: Request, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            result = operations.qa_days(conn, _page_no(page_no), PAGE_SIZE)
+        return page(request, "qa_days.html", title="Daily QA", p=result)
+
+    @app.get("/qa/{day}", response_class=HTMLResponse)
+    def qa_day(request: Request, day: str) -> HTMLResponse:
+        with connect() as conn:
+            report = operations.qa_day(conn, _day(day))
+        if report is None:
+            raise HTTPException(404, f"no QA report for {day}")
+        return page(request, "qa_day.html", title=f"QA {day}", r=report)
+
+    @app.get("/qa/{day}/charts/{name}")
+    def qa_chart(day: str, name: str) -> Response:
+        with connect() as conn:
+            report = operations.qa_day(conn, _day(day))
+        if report is None:
+            raise HTTPException(404, f"no QA report for {day}")
+        try:
+            path = operations.qa_chart_path(report["report_dir"], name)
+        except ValueError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        if not path.is_file():
+            raise HTTPException(404, f"no chart {name}")
+        return png(path.read_bytes())
+
+    @app.get("/preload", response_class=HTMLResponse)
+    def preload_runs(request: Request, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            result = operations.preload_runs(conn, _page_no(page_no), PAGE_SIZE)
+        return page(request, "preload_runs.html", title="Broad-crawl preload", p=result)
+
+    @app.get("/preload/{run_id}", response_class=HTMLResponse)
+    def preload_run(request: Request, run_id: str, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            run = operations.preload_run(conn, run_id, data_dir, _page_no(page_no), 100)
+        if run is None:
+            raise HTTPException(404, f"no preload run {run_id!r}")
+        return page(request, "preload_run.html", title=f"Preload {run_id}", run=run)
+
+    @app.get("/preservation", response_class=HTMLResponse)
+    def preservation(request: Request, page_no: int = 1) -> HTMLResponse:
+        with connect() as conn:
+            status = operations.preservation(conn, _page_no(page_no), PAGE_SIZE)
+        return page(request, "preservation.html", title="Preservation", s=status)
+
+    @app.get("/static/curator.css")
+    def css() -> Response:
+        return Response((HERE / "templates" / "curator.css").read_bytes(), media_type="text/css")
+
+    return app
+
+
+def _page_no(value: int) -> int:
+    return min(max(value, 1), 1_000_000)
+
+
+def _day(value: str) -> str:
+    from datetime import date
+
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError as exc:
+        raise HTTPException(404, f"{value!r} is not a day (YYYY-MM-DD)") from exc
+
+
+def _dir(raw: str | None) -> Path | None:
+    return Path(raw) if raw else None
+
+
+def _task_link(task: Any, airflow_base: str) -> str:
+    """The Airflow UI page of the job's crawl task instance (its log), when recorded."""
+    if not isinstance(task, dict) or not {"dag_id", "run_id", "task_id"} <= task.keys():
+        return ""
+    path = (
+        f"/dags/{quote(task['dag_id'], safe='')}/runs/{quote(task['run_id'], safe='')}"
+        f"/tasks/{quote(task['task_id'], safe='')}"
+    )
+    if task.get("map_index", -1) not in (-1, None):
+        path += f"/mapped/{int(task['map_index'])}"
+    return airflow_base.rstrip("/") + path

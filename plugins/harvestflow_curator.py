@@ -1,0 +1,62 @@
+"""Airflow plugin: the curators' views (harvestflow.curator.webapp) inside Airflow's UI.
+
+The FastAPI app is mounted by Airflow's API server at ``/curator`` and listed in the UI's
+navigation ("Browse → Harvest curator"). Every request must carry Airflow's own login: the
+``_token`` cookie the UI sets after sign-in, or an ``Authorization: Bearer`` JWT from
+``POST /auth/token``; the user must be allowed Airflow's WEBSITE view. A browser without a
+session is sent to Airflow's login page; any other unauthenticated request gets 401.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from airflow.plugins_manager import AirflowPlugin
+from fastapi import HTTPException, Request
+
+
+async def require_airflow_login(request: Request) -> None:
+    """FastAPI dependency: Airflow's authenticated user, allowed to see the website."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
+    from airflow.api_fastapi.core_api.security import (
+        COOKIE_NAME_JWT_TOKEN,
+        resolve_user_from_token,
+    )
+
+    header = request.headers.get("authorization", "")
+    token = header[7:] if header.lower().startswith("bearer ") else None
+    token = token or request.cookies.get(COOKIE_NAME_JWT_TOKEN)
+    try:
+        user = await resolve_user_from_token(token)
+    except HTTPException:
+        if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+            login = get_auth_manager().get_url_login(next_url=str(request.url))
+            raise HTTPException(status_code=307, headers={"Location": login}) from None
+        raise
+    if not get_auth_manager().is_authorized_view(access_view=AccessView.WEBSITE, user=user):
+        raise HTTPException(status_code=403, detail="not allowed to see the curator views")
+
+
+def _app() -> Any:
+    from harvestflow.curator.webapp import create_app
+    from harvestflow.db import get_engine
+    from harvestflow.settings import get_settings
+
+    return create_app(get_engine, data_dir=get_settings().data_dir, auth=require_airflow_login)
+
+
+class HarvestflowCuratorPlugin(AirflowPlugin):
+    name = "harvestflow_curator"
+    fastapi_apps: ClassVar[list[dict[str, Any]]] = [
+        {"app": _app(), "url_prefix": "/curator", "name": "harvestflow curator"}
+    ]
+    external_views: ClassVar[list[dict[str, Any]]] = [
+        {
+            "name": "Harvest curator",
+            "href": "/curator/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "harvest-curator",
+        }
+    ]

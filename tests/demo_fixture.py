@@ -1,0 +1,55 @@
+"""``demo_platform``: ``harvestflow demo --keep-services`` run ONCE per test session.
+
+Why shared: the demo takes minutes (every workflow through its DAG); the demo test and the
+curator browser test both need its output, so they share one run in one isolated data dir.
+The services the demo leaves running are stopped when the session ends.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.platform.helpers import HARVESTFLOW, isolated_env
+
+
+@dataclass
+class DemoPlatform:
+    """The finished demo: its data dir, the environment to talk to it, and its output."""
+
+    data: Path
+    env: dict[str, str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> None:
+        """Fail the calling test (with the demo's output) when the demo itself failed."""
+        assert self.returncode == 0, self.stdout[-3000:] + self.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def demo_platform() -> Iterator[DemoPlatform]:
+    with tempfile.TemporaryDirectory(prefix="hf-demo-") as tmp:
+        data = Path(tmp) / "var"
+        env = isolated_env(data)
+        try:
+            proc = subprocess.run(
+                [HARVESTFLOW, "demo", "--keep-services"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+            yield DemoPlatform(data, env, proc.returncode, proc.stdout, proc.stderr)
+        finally:
+            subprocess.run(
+                [HARVESTFLOW, "services", "stop"], env=env, capture_output=True, timeout=240
+            )
+            os.sync()
