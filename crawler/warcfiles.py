@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,9 @@ class RotatingWarcWriter:
     """Writes records to ``<prefix>-<ts17>-<serial5>-<host>.warc.gz``, rotating at a size.
 
     The serial number continues after the highest one already in the directory, so a resumed
-    job never reuses a name.
+    job never reuses a name. ``on_close`` (optional) is called with the final path of each file
+    right after its ``.open`` rename, so a caller can hand it on at once (the continuous crawl
+    indexes it for replay); an exception in the hook is logged, never lost with the file.
     """
 
     def __init__(
@@ -87,12 +90,14 @@ class RotatingWarcWriter:
         max_size: int,
         warcinfo: dict[str, str],
         hostname: str | None = None,
+        on_close: Callable[[Path], None] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.prefix = prefix
         self.max_size = max_size
         self.warcinfo = warcinfo
+        self.on_close = on_close
         self.hostname = re.sub(r"[^A-Za-z0-9.-]", "-", hostname or socket.gethostname())
         self.serial = self._next_serial()
         self.closed_files: list[str] = []
@@ -151,6 +156,11 @@ class RotatingWarcWriter:
         os.replace(self._path, final)
         self.closed_files.append(final.name)
         self._fh = self._writer = self._path = None
+        if self.on_close is not None:
+            try:
+                self.on_close(final)
+            except Exception:  # the file is closed and named: the hook's failure is its own
+                log.exception("on_close hook failed for %s", final.name)
 
 
 def new_writer_for_bytes() -> tuple[WARCWriter, io.BytesIO]:

@@ -75,3 +75,20 @@ def test_request_line_keeps_the_query_string():
     http = StatusAndHeaders("GET /a?b=1&c=%20 HTTP/1.1", [("Host", "h")], is_http_request=True)
     assert http.to_str().startswith("GET /a?b=1&c=%20 HTTP/1.1\r\n")
     assert records.request_line_target("http://h/a?b=1&c=%20#x") == "/a?b=1&c=%20"
+
+
+def test_on_close_hook_gets_each_final_path_after_the_rename(tmp_path):
+    seen: list[tuple[str, bool, bool]] = []
+
+    def hook(path):
+        # called after the rename: the final name exists, the .open one no longer does
+        seen.append((path.name, path.exists(), path.with_name(path.name + ".open").exists()))
+        raise RuntimeError("a failing hook must not break the writer")
+
+    w = RotatingWarcWriter(tmp_path, "5-5", 3000, {"software": "t"}, on_close=hook)
+    for i in range(4):
+        w.write(response(i, 4000))  # every write fills a file: it closes at once
+    w.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert [s[0] for s in seen] == names == w.closed_files
+    assert all(exists and not still_open for _, exists, still_open in seen)
