@@ -11,6 +11,21 @@ the URL and both visits have one, the strict digest otherwise. A status change (
 change. The first visit of a URL is not judged (nothing to compare with): it gets the policy's
 initial wait for its content type and depth. Failures and exclusions (robots, DNS, connection)
 cannot be judged: fixed wait, the previous capture kept.
+
+Records written, and links: the crawler writes an ``identical-payload-digest`` revisit only when
+the *strict* digest equals the last full capture's (replay substitutes that capture's payload, so
+it must be byte-identical), and a ``server-not-modified`` revisit for a 304. A page whose strict
+digest changed but whose noise-stripped digest did not is stored as a full response (its bytes
+differ) yet counts as unchanged for the revisit policy, and its links are not taken again.
+
+Conditional requests (which validators go into the dedup index, hence into If-None-Match /
+If-Modified-Since): a validator is sent only while it has never said "unchanged" when the other
+indicator said "changed". After a full download it is distrusted for good (``etag_trusted`` /
+``lm_trusted`` false) when it stayed the same while the strict digest changed, or while the
+other validator changed (ETag equal but Last-Modified moved, or the reverse: the one that stayed
+equal is the one whose header would have skipped the download). The same holds for a 304 whose
+echoed validators disagree with the ones we asked with. A validator that changed while the
+content did not only costs a download, so it stays trusted.
 """
 
 from __future__ import annotations
@@ -71,6 +86,8 @@ class UrlState:
     changes: int = 0
     revisits: int = 0
     failures: int = 0
+    etag_trusted: bool = True
+    lm_trusted: bool = True
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -118,6 +135,29 @@ def validators_disagree(state: UrlState, visit: Visit) -> bool:
     )
 
 
+def _same(old: str | None, new: str | None) -> bool | None:
+    """Does a validator say "unchanged"? None when either side has none."""
+    return None if not (old and new) else old == new
+
+
+def validator_trust(state: UrlState, visit: Visit) -> tuple[bool, bool]:
+    """(etag_trusted, lm_trusted) after ``visit``; see the module doc (distrust is for good)."""
+    etag_ok, lm_ok = state.etag_trusted, state.lm_trusted
+    etag_same = _same(state.etag, visit.etag)
+    lm_same = _same(state.last_modified, visit.last_modified)
+    if visit.status == 304:
+        content_changed = False  # unknown: only the validators can contradict each other
+    elif visit.status > 0 and visit.status == state.status and state.digest and visit.digest:
+        content_changed = visit.digest != state.digest
+    else:
+        return etag_ok, lm_ok
+    if etag_same and (content_changed or lm_same is False):
+        etag_ok = False
+    if lm_same and (content_changed or etag_same is False):
+        lm_ok = False
+    return etag_ok, lm_ok
+
+
 def apply_visit(
     state: UrlState, visit: Visit, policy: RevisitPolicy, now: dt.datetime | None = None
 ) -> tuple[UrlState, bool | None]:
@@ -126,6 +166,7 @@ def apply_visit(
     verdict = judge(state, visit)
     s = replace(state)
     s.visits += 1
+    s.etag_trusted, s.lm_trusted = validator_trust(state, visit)
     elapsed = (visit.fetched_at - state.last_fetch).total_seconds() if state.last_fetch else None
     if verdict is None and visit.status <= UNJUDGEABLE_MAX:
         s.failures += 1
@@ -186,8 +227,8 @@ def dedup_line(state: UrlState) -> str | None:
         state.capture_file,
         str(state.capture_offset or 0),
         state.capture_record_id or "-",
-        _clean(state.etag),
-        _clean(state.last_modified),
+        _clean(state.etag if state.etag_trusted else None),
+        _clean(state.last_modified if state.lm_trusted else None),
     ]
     return "\t".join(fields)
 

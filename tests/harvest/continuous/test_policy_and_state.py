@@ -119,3 +119,55 @@ def test_a_304_whose_validators_disagree_is_not_trusted() -> None:
     assert verdict is None and after.etag is None and after.last_modified is None
     assert after.wait_s == 600 and after.changes == 0 and after.digest == s.digest
     assert dedup_line(after).split("\t")[6:] == ["-", "-"], "next visit: no conditional headers"
+
+
+LM1 = "Mon, 02 Nov 2026 10:00:00 GMT"
+LM2 = "Sun, 22 Nov 2026 05:00:00 GMT"
+
+
+def _conditional(state) -> list[str]:
+    """The (If-None-Match, If-Modified-Since) values the next visit sends ('-': none)."""
+    return dedup_line(state).split("\t")[6:]
+
+
+def test_a_validator_that_said_unchanged_while_the_other_said_changed_is_not_sent() -> None:
+    p = RevisitPolicy()
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, digest="sha1:A", etag='"v1"', last_modified=LM1), p)
+    assert _conditional(s) == ['"v1"', LM1], "both trusted: both conditional headers sent"
+    # ETag says unchanged, Last-Modified says changed (same bytes): the ETag would skip
+    s2, verdict = apply_visit(s, _visit(60, digest="sha1:A", etag='"v1"', last_modified=LM2), p)
+    assert verdict is False
+    assert (s2.etag_trusted, s2.lm_trusted) == (False, True)
+    assert _conditional(s2) == ["-", LM2]
+    # the reverse: Last-Modified stays, ETag moves -> Last-Modified not sent
+    r, _ = apply_visit(s, _visit(60, digest="sha1:A", etag='"v2"', last_modified=LM1), p)
+    assert (r.etag_trusted, r.lm_trusted) == (True, False)
+    assert _conditional(r) == ['"v2"', "-"]
+    # distrust is for good, even when both agree later
+    s3, _ = apply_visit(s2, _visit(120, digest="sha1:A", etag='"v1"', last_modified=LM2), p)
+    assert _conditional(s3) == ["-", LM2]
+
+
+def test_validators_unchanged_while_the_content_changed_are_both_dropped() -> None:
+    p = RevisitPolicy()
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, digest="sha1:A", etag='"v1"', last_modified=LM1), p)
+    s, verdict = apply_visit(s, _visit(60, digest="sha1:B", etag='"v1"', last_modified=LM1), p)
+    assert verdict is True and _conditional(s) == ["-", "-"]
+    # validators that change with unchanged bytes only cost a download: still trusted
+    t = new_state("http://a.test/y", "a.test", "http://a.test/", 0, T0, p)
+    t, _ = apply_visit(t, _visit(0, digest="sha1:A", etag='"v1"', last_modified=LM1), p)
+    t, _ = apply_visit(t, _visit(60, digest="sha1:A", etag='"v2"', last_modified=LM2), p)
+    assert _conditional(t) == ['"v2"', LM2]
+
+
+def test_a_304_echoing_an_equal_etag_but_a_moved_last_modified_distrusts_the_etag() -> None:
+    p = RevisitPolicy()
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, etag='"v1"', last_modified=LM1), p)
+    moved = _visit(60, status=304, etag='"v1"', last_modified=LM2, revisit_profile="x")
+    after, verdict = apply_visit(s, moved, p)
+    assert verdict is None and (after.etag_trusted, after.lm_trusted) == (False, True)
+    full, _ = apply_visit(after, _visit(120, etag='"v1"', last_modified=LM2), p)
+    assert _conditional(full) == ["-", LM2]
