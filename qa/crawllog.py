@@ -29,8 +29,8 @@ import shutil
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,6 +268,7 @@ def aggregate_crawl_log(
     workers: int | None = None,
     progress_interval_s: float = 10.0,
     bar: bool = False,
+    engine: str | None = None,
 ) -> LogAggregate:
     """Read one crawl.log (or .gz) once and return its grouped table and error counts.
 
@@ -275,6 +276,9 @@ def aggregate_crawl_log(
     vectorised kernels are mostly single-threaded; two processes use both cores). Default: the
     machine's cores, capped at 4, and 1 for logs under four chunks. Raises CrawlLogError when
     the file is missing or unreadable; bad lines never raise.
+
+    ``engine``: "c" (the compiled scanner of qa.crawlscan, in threads), "polars" (the
+    reference), or None = $HARVESTFLOW_QA_ENGINE, else "c" when built. Both give the same table.
     """
     path = Path(path)
     if not path.is_file():
@@ -293,6 +297,7 @@ def aggregate_crawl_log(
                 workers=workers,
                 progress_interval_s=progress_interval_s,
                 bar=bar,
+                engine=engine,
             )
             result.path = path
             return result
@@ -310,7 +315,13 @@ def aggregate_crawl_log(
         f"crawl.log {path}", total, unit="bytes", interval_s=progress_interval_s, bar=bar
     )
     try:
-        if len(ranges) <= 1:
+        if _use_c(engine):
+            from qa import crawlscan
+
+            pieces = _in_threads(
+                crawlscan.aggregate_range, path, ranges, chunk_bytes, workers, progress
+            )
+        elif len(ranges) <= 1:
             pieces = [_aggregate_range(path, 0, total, chunk_bytes, progress)]
         else:
             try:
@@ -335,6 +346,46 @@ def aggregate_crawl_log(
             result.bad_examples[0].line if result.bad_examples else "?",
         )
     return result
+
+
+def _use_c(engine: str | None) -> bool:
+    """Whether to take the C scanner; warns (once per process) when it is wanted but absent."""
+    global _warned_no_c
+    engine = engine or os.environ.get("HARVESTFLOW_QA_ENGINE") or "auto"
+    if engine == "polars":
+        return False
+    from qa import crawlscan
+
+    if crawlscan.available():
+        return True
+    if not _warned_no_c:
+        _warned_no_c = True
+        log.warning(
+            "qa._crawlscan is not built (pip install -e . compiles it); "
+            "using the slower polars crawl.log path"
+        )
+    return False
+
+
+_warned_no_c = False
+
+
+def _in_threads(
+    fn: Callable[[Path, int, int, int, Progress | None], LogAggregate],
+    path: Path,
+    ranges: list[tuple[int, int]],
+    chunk_bytes: int,
+    workers: int,
+    progress: Progress,
+) -> list[LogAggregate]:
+    """Run ``fn`` over the ranges in threads (it releases the GIL); results in file order."""
+    if len(ranges) <= 1:
+        return [fn(path, a, b, chunk_bytes, progress) for a, b in ranges]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(ranges), workers))) as pool:
+        futures = {pool.submit(fn, path, a, b, chunk_bytes, None): b - a for a, b in ranges}
+        for fut in as_completed(futures):
+            progress.advance(futures[fut])
+        return [fut.result() for fut in futures]
 
 
 def _aggregate_in_pool(
@@ -405,7 +456,13 @@ def _merge(parts: list[pl.DataFrame]) -> pl.DataFrame:
     )
 
 
-def _aggregate_chunk(chunk: bytes, first_line: int, result: LogAggregate) -> pl.DataFrame | None:
+def _aggregate_chunk(
+    chunk: bytes, first_line: int, result: LogAggregate, line_map: list[int] | None = None
+) -> pl.DataFrame | None:
+    """Parse one chunk; ``line_map`` (row → line number) when its lines are not contiguous."""
+    if b"\x1f" in chunk:
+        # the one-column read splits on 0x1f; polars refuses a chunk whose first line has it
+        chunk = chunk.replace(b"\x1f", b"?")
     raw = pl.read_csv(
         chunk,
         has_header=False,
@@ -437,6 +494,8 @@ def _aggregate_chunk(chunk: bytes, first_line: int, result: LogAggregate) -> pl.
             result.bad_lines += 1
             if len(result.bad_examples) < MAX_BAD_LINES_KEPT:
                 lineno = rownums[idx] if rownums is not None else first_line + idx
+                if line_map is not None:
+                    lineno = line_map[lineno - first_line]
                 result.bad_examples.append(BadLine(lineno, why, (text or "")[:120]))
         if slow_rows:
             frames.append(

@@ -1,0 +1,133 @@
+"""The C crawl.log scanner gives exactly the polars reference's figures, and is optional."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from qa import crawlscan
+from qa.crawllog import LogAggregate, aggregate_crawl_log
+
+from .conftest import DATA
+
+GOLDEN = [DATA / "jobs" / "1" / "logs" / "crawl.log", DATA / "jobs" / "2" / "logs" / "crawl.log"]
+
+
+def _figures(agg: LogAggregate) -> tuple:
+    groups = agg.groups.sort(["auth", "status", "mime", "dup", "seed", "quota"], nulls_last=True)
+    bad = [(b.line, b.reason, b.excerpt) for b in agg.bad_examples]
+    return agg.lines, agg.bad_lines, bad, agg.first_ts, agg.last_ts, groups.rows()
+
+
+def test_the_extension_is_built() -> None:
+    # without it every test below would compare the polars path with itself
+    assert crawlscan.available(), "qa._crawlscan not compiled: run pip install -e ."
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=["job1", "job2"])
+def test_golden_logs_same_figures_as_polars(path: Path) -> None:
+    ref = aggregate_crawl_log(path, engine="polars", workers=1)
+    assert ref.groups.height > 0
+    assert _figures(aggregate_crawl_log(path, engine="c", workers=1)) == _figures(ref)
+
+
+def _line(rng: random.Random, n: int) -> str:
+    status = rng.choice([200, 200, 200, 301, 404, -1, -9998, -5003, 1])
+    size = rng.choice([0, 17, 5123, 999_999_999])
+    host = f"www.h{rng.randrange(40)}.{rng.choice(['fr', 'com', 'org'])}"
+    uri = rng.choice([f"http://{host}/p/{n}", f"https://{host}:8443/", f"dns:{host}"])
+    hop = rng.choice(["-", "L", "LE", "R"])
+    mime = rng.choice(["text/html", "image/png", "unknown", "application/pdf"])
+    ann = rng.choice(["-", "duplicate:digest", "Q:serverMaxSuccessKb", "dol:1,duplicate:x"])
+    return (
+        f"2026-11-22T{n % 24:02d}:00:{n % 60:02d}.000Z {status:>5} {size:>10} {uri} {hop} "
+        f"http://{host}/ {mime} #00{n % 3} 20261122090001000+12 sha1:AAAA {uri} {ann}"
+    )
+
+
+ODD = [
+    b"",  # blank
+    b"\r",
+    b"2026-11-22T09:00:01.000Z   200",  # short
+    b"2026-11-22T09:00:01.000Z   200       4000 http://a.fr/ - - text/html #001",  # few fields
+    b"2026-11-22T09:00:01.000Z 200 4000 http://unpadded.fr/ - - text/html #1 2+1 sha1:A - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://caf\xc3\xa9.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://bad\xff\xfe.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://crlf.fr/ - - text/html #001 2+1 s - -\r",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://two  spaces.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z  +200       4000 http://plus.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200         -  http://dash.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200          - http://nosize.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200 12345678901 http://huge.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://empty-ann.fr/ - - text/html #001 2+1 s - ",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://unit\x1fsep.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z\t200\t4000\thttp://tabs.fr/ - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   2x0       4000 http://alpha.fr/ - - text/html #001 2+1 s - -",
+    b"garbage line with no timestamp at all, but long enough to look like one ............",
+    b"2026-11-22T09:00:01.000Z   200       4000 http:/oneslash.fr - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 noslash - - text/html #001 2+1 s - extra info",
+    b"2026-11-22T09:00:01.000Z   200       4000 http:// - - text/html #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://nul\x00.fr/ - - text/html #001 2+1 s - -",
+]
+
+
+def test_generated_log_with_odd_lines_same_figures_as_polars(tmp_path: Path) -> None:
+    rng = random.Random(8)
+    lines: list[bytes] = []
+    for n in range(6000):
+        lines.append(_line(rng, n).encode())
+        if n % 150 == 0:
+            lines.append(rng.choice(ODD))
+        if n % 1000 == 0:  # very long URLs, with and without a path
+            long = "x" * rng.choice([5_000, 200_000])
+            lines.append(_line(rng, n).replace("http://www", f"http://www.{long}", 1).encode())
+            lines.append(_line(rng, n).replace("/p/", f"/{long}/", 1).encode())
+    lines.extend(ODD)
+    log = tmp_path / "crawl.log"
+    log.write_bytes(b"\n".join(lines))  # no final newline: the last line is odd too
+    ref = aggregate_crawl_log(log, engine="polars", workers=1, chunk_bytes=256 * 1024)
+    assert ref.bad_lines > 0 and len(ref.bad_examples) > 5
+    # small chunks and several threads: pieces and ranges cut the file in other places
+    got = aggregate_crawl_log(log, engine="c", workers=2, chunk_bytes=300 * 1024)
+    assert got.lines == len(lines)
+    assert _figures(got) == _figures(ref)
+    # the non-UTF-8 host reached the table through the reference path
+    assert any("\ufffd" in a for a in got.groups["auth"].to_list() if a)
+
+
+def test_scan_returns_every_line_it_does_not_aggregate() -> None:
+    from qa import _crawlscan
+
+    good = b"2026-11-22T09:00:01.000Z   200       4000 http://a.fr/x - - text/html #1 2+1 s - -"
+    dup = b"2026-11-22T09:00:02.000Z  -404          - http://a.fr/ L v text/html #1 2+1 s - duplicate:x"
+    data = b"\n".join([good, b"", b"odd", dup, b"caf\xc3\xa9"])
+    lines, groups, odd, first, last = _crawlscan.scan(data)
+    assert lines == 5
+    assert sorted(groups) == [
+        (b"a.fr text/html", -404 * 8 + 4, 1, 0),
+        (b"a.fr text/html", 1602, 1, 4000),
+    ]
+    assert odd == [(2, b""), (3, b"odd"), (5, b"caf\xc3\xa9")]
+    assert (first, last) == ("2026-11-22T09:00:01.000Z", "2026-11-22T09:00:02.000Z")
+
+
+def test_missing_extension_falls_back_to_polars_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import qa.crawllog
+
+    ref = aggregate_crawl_log(GOLDEN[0], engine="polars", workers=1)
+    monkeypatch.setattr(crawlscan, "_ext", None)
+    monkeypatch.setattr(qa.crawllog, "_warned_no_c", False)
+    called = []
+    monkeypatch.setattr(crawlscan, "aggregate_range", lambda *a: called.append(a))
+    with caplog.at_level(logging.WARNING, logger="qa.crawllog"):
+        got = aggregate_crawl_log(GOLDEN[0], workers=1)
+    assert not called
+    assert "not built" in caplog.text
+    assert _figures(got) == _figures(ref)
+    assert isinstance(got.groups, pl.DataFrame)
