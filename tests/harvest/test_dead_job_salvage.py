@@ -29,6 +29,7 @@ from indexing.layout import Layout
 from preservation.config import PreservationConfig
 from preservation.sources import JobFile, jobs_ready, load_job
 from preservation.staging import bag_info_for
+from qa.inputs import jobs_ended_on
 from tests.indexing.chainkit import expected_index
 from tests.indexing.conftest import oracle  # noqa: F401  (fixture)
 
@@ -150,6 +151,15 @@ def test_killed_crawl_is_salvaged_indexed_once_and_preserved_as_partial(
         ).scalar_one()
     assert row.status == RESUBMITTED and "worker died" in row.harvest_errors
     assert history == summary["urls"] > 0  # the history counts what the dead crawl collected
+    # the live job is untouched: still STARTED, its .open WARC still there
+    with hdb.connect() as conn:
+        live_status = conn.execute(
+            sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": live}
+        ).scalar_one()
+    assert live_status == STARTED
+    assert list((tmp_path / "live" / "warcs").glob("*.open"))
+    # the daily QA counts the salvaged job (it ended today, whatever its status)
+    assert job in [j.job_id for j in jobs_ended_on(hdb, datetime.now(UTC).date())]
 
     # the indexing chain takes the salvaged job (and not the live one), each capture once
     assert [j for j, _, _ in manifest.finished_jobs(hdb)] == [job]
