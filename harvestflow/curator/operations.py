@@ -23,11 +23,16 @@ log = logging.getLogger(__name__)
 
 
 def qa_days(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
-    """Days with a QA report, newest first, with their headline figures."""
+    """Days with a QA report, newest first, with their headline figures.
+
+    Only a few keys of ``summary`` are selected: it also carries the report's charts (base64).
+    """
     return _page(
         conn,
         "SELECT count(*) FROM qa_reports",
-        "SELECT day, generated_at, report_dir, summary FROM qa_reports ORDER BY day DESC",
+        "SELECT day, generated_at, summary->'jobs' AS jobs, summary->'logs' AS logs,"
+        " jsonb_array_length(COALESCE(summary->'problems', '[]'::jsonb)) AS problems"
+        " FROM qa_reports ORDER BY day DESC",
         page,
         size,
     )
@@ -45,7 +50,8 @@ def qa_day(conn: sa.Connection, day: str) -> dict[str, Any] | None:
         return None
     report = rows[0]
     folder = Path(report["report_dir"])
-    report["charts"] = sorted(p.name for p in (folder / "charts").glob("*.png"))
+    stored = (report["summary"] or {}).get("charts_png_base64") or {}
+    report["charts"] = sorted({p.name for p in (folder / "charts").glob("*.png")} | set(stored))
     report["tables"] = [
         read_csv_table(folder, name)
         for name in ("jobs.csv", "domains.csv")

@@ -13,6 +13,7 @@ day or a preload run.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -203,9 +204,13 @@ def create_app(
             path = operations.qa_chart_path(report["report_dir"], name)
         except ValueError as exc:
             raise HTTPException(404, str(exc)) from exc
-        if not path.is_file():
+        if path.is_file():
+            return png(path.read_bytes())
+        # the report folder may live elsewhere: the database keeps a copy of its charts
+        stored = (report["summary"] or {}).get("charts_png_base64") or {}
+        if name not in stored:
             raise HTTPException(404, f"no chart {name}")
-        return png(path.read_bytes())
+        return png(base64.b64decode(stored[name]))
 
     @app.get("/preload", response_class=HTMLResponse)
     def preload_runs(request: Request, page_no: int = 1) -> HTMLResponse:

@@ -1,0 +1,67 @@
+"""Screenshots of the curator views (docs/curator-*.png) from a running `harvestflow up`.
+
+Usage (from the repository root, with the demo's data in the running platform):
+    .venv/bin/python scripts/curator_screenshots.py http://127.0.0.1:PORT admin PASSWORD
+
+Uses the same headless Chromium as the browser test (tests/plugins/browser.py). The PNGs are
+quantised to a small palette so that each stays well under 300 KB.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from pathlib import Path
+
+from PIL import Image
+from selenium.webdriver.common.by import By
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.plugins.browser import airflow_login, chromium  # noqa: E402
+
+
+def _save(png: bytes, path: Path) -> None:
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
+
+
+def main(base: str, user: str, password: str) -> None:
+    base = base.rstrip("/")
+    cur = base + "/curator"
+    docs = ROOT / "docs"
+    docs.mkdir(exist_ok=True)
+    with chromium(width=1280, height=1000) as driver:
+        airflow_login(driver, base, user, password)
+        driver.get(cur + "/jobs")
+        job = next(
+            a.get_attribute("href")
+            for a in driver.find_elements(By.CSS_SELECTOR, "main a")
+            if re.search(r"/jobs/\d+$", a.get_attribute("href") or "")
+        )
+        driver.get(cur + "/qa")
+        day = driver.find_element(By.CSS_SELECTOR, "main a[href*='/curator/qa/']")
+        pages = {
+            "definitions": cur + "/definitions",
+            "jobs": cur + "/jobs",
+            "job": job + "?q=redirect&status=&mime=",
+            "domain": cur + "/domains/example-a.test",
+            "qa-day": day.get_attribute("href"),
+            "preservation": cur + "/preservation",
+            "airflow-nav": base + "/plugin/harvest-curator",
+        }
+        for name, url in pages.items():
+            driver.get(url)
+            driver.implicitly_wait(10)
+            if name == "airflow-nav":
+                driver.find_element(By.TAG_NAME, "iframe")
+                driver.execute_script("return new Promise(r => setTimeout(r, 3000))")
+            driver.implicitly_wait(0)
+            _save(driver.get_screenshot_as_png(), docs / f"curator-{name}.png")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,61 @@
+"""Headless Chromium for the curator browser test and the screenshot script.
+
+Why these flags: the test machines have no network and no display, and Chromium must not try
+to reach Google (sync, component updates, QUIC) or reuse a profile; each driver gets a new
+empty profile directory that is removed with it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+@contextmanager
+def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]:
+    """A headless Chromium driver with a fresh profile, quit and cleaned up on exit."""
+    profile = tempfile.mkdtemp(prefix="hf-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def airflow_login(driver: webdriver.Chrome, base: str, user: str, password: str) -> None:
+    """Sign in through Airflow's own login page (simple auth manager); sets the _token cookie."""
+    driver.get(f"{base}/auth/login")
+    wait = WebDriverWait(driver, 60)
+    name = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[name=username]")))
+    name.send_keys(user)
+    driver.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait.until(lambda d: d.get_cookie("_token") is not None)
