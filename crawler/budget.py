@@ -75,6 +75,13 @@ class Budgets:
             self.domains[domain] = st
         return st
 
+    def limited(self, domain: str) -> bool:
+        """Whether a domain has an object or byte limit (without registering it)."""
+        if self.spec.max_objects >= 0 or self.spec.max_bytes >= 0:
+            return True
+        conf = self.job_domains.get(domain)
+        return conf is not None and (conf.max_objects >= 0 or conf.max_bytes >= 0)
+
     def _exhausted(self, st: DomainState, reserving: bool) -> tuple[int, str] | None:
         for kind, limit, reason in st.limits:
             if kind == "objects":

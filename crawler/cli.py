@@ -51,6 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--job-id", type=int, default=0, help="job id of an ad-hoc crawl")
     parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="host-partitioned crawler processes (default: the template's, 1)",
+    )
+    # a partition child of a --processes N crawl (started by crawler/partition.py)
+    parser.add_argument("--partition", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--coord", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
         "--progress-interval",
         type=float,
         default=None,
@@ -112,6 +121,16 @@ def setup_logging() -> None:
     logging.getLogger("crawler.progress").addHandler(out)
 
 
+def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> dict[str, Any]:
+    """One process, or ``processes`` host-partitioned ones (the option, else the template)."""
+    from crawler import jobspec, partition, runner
+
+    n = processes if processes is not None else jobspec.load(job).template.processes
+    if n > 1:
+        return partition.run_partitioned(job, out, n, progress_interval_s=interval)
+    return runner.run_job(job, out, progress_interval_s=interval)
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     from crawler import jobspec, runner
     from harvestflow.settings import get_settings
@@ -120,8 +139,15 @@ def run_from_args(args: argparse.Namespace) -> int:
     interval = args.progress_interval
     if interval is None:
         interval = float(get_settings().get("crawler", "progress_interval_s", 10))
-    if args.job:
-        summary = runner.run_job(args.job, args.out, progress_interval_s=interval)
+    if args.partition:
+        from crawler.handoff import Partition
+
+        index, _, count = args.partition.partition("/")
+        part = Partition(int(index), int(count), Path(args.coord))
+        spec = jobspec.load(args.job)
+        summary = runner.run_spec(spec, args.out, progress_interval_s=interval, partition=part)
+    elif args.job:
+        summary = _run_job(args.job, args.out, args.processes, interval)
     else:
         if not args.seed:
             raise SystemExit("give --job JOB.json or at least one --seed URL")
@@ -131,7 +157,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         if not job_file.exists():
             job_file.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         spec = jobspec.load(job_file)
-        summary = runner.run_spec(spec, args.out, progress_interval_s=interval, job_file=job_file)
+        summary = _run_job(job_file, args.out, args.processes, interval)
     sys.stdout.write("SUMMARY " + json.dumps(summary, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0 if summary["status"] in ("complete", "time_limit") else 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog import CrawlLog, LogEntry
 from crawler.dedup import EarlierCapture, load_index
+from crawler.handoff import Outbox, Partition, owner_of
 from crawler.jobspec import JobSpec
 from crawler.records import metadata_record, warc_date
 from crawler.scope import Scope
@@ -56,8 +58,16 @@ class Capture:
 class CrawlContext:
     """Everything one job's crawl shares; see the module docstring."""
 
-    def __init__(self, spec: JobSpec, out_dir: Path, progress_interval_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        spec: JobSpec,
+        out_dir: Path,
+        progress_interval_s: float = 10.0,
+        partition: Partition | None = None,
+    ) -> None:
         self.spec = spec
+        self.partition = partition
+        self.outbox = Outbox(partition) if partition is not None else None
         self.out = Path(out_dir)
         self.warc_dir = self.out / "warcs"
         self.log_dir = self.out / "logs"
@@ -98,6 +108,8 @@ class CrawlContext:
                 "http-header-user-agent": spec.user_agent,
                 "http-header-from": spec.from_email,
             },
+            # the process part keeps the names of a partitioned job's WARCs unique
+            hostname=f"{socket.gethostname()}-p{partition.index}" if partition else None,
         )
         # CDX lines of the data WARCs, written as records are (no re-reading at the end)
         self.cdx_path = self.state_dir / "cdx.unsorted"
@@ -110,6 +122,7 @@ class CrawlContext:
         self.bytes_done = 0
         self.failures = 0
         self.end_reason = "unfinished"
+        self.start_done = False  # start_requests() has listed the frontier
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
         """Scrapy deep-copies its settings; the one context of the job must stay shared."""
@@ -157,6 +170,8 @@ class CrawlContext:
             self.state.begin()
             for seed in self.spec.seeds:
                 self.state.add_seed(seed)
+                if not self.owns(seed):
+                    continue  # another partition's seed: its owner queues it
                 key = canonical_key(seed)
                 decision = self.scope.decide(seed, "")
                 if not decision.accepted:  # a bad seed is logged, never fatal
@@ -202,7 +217,30 @@ class CrawlContext:
             req = self.make_request(p.url, p.key, p.hops, p.via, p.seed, p.context)
             if req is not None:
                 out.append(req)
+        # hand-offs taken in from now on are scheduled as they come, not by this list
+        self.start_done = True
         return out
+
+    def owns(self, url: str) -> bool:
+        """Whether this process crawls ``url`` (always, unless the job is partitioned)."""
+        p = self.partition
+        return p is None or owner_of(url, self.budgets, p.count) == p.index
+
+    def intake(self, entries: list[list[Any]], offset: int) -> list[scrapy.Request]:
+        """URLs handed off by other partitions: decided like discovered links, with the inbox
+        offset saved in the same transaction (a crash re-reads them; the seen-set drops them)."""
+        new: list[scrapy.Request] = []
+        self.state.begin()
+        for url, hop, context, parent_hops, via, seed in entries:
+            parent = {"hops": parent_hops, "url": via, "seed": seed}
+            req = self.consider(url, hop, context, parent)
+            if req is not None:
+                new.append(req)
+        self.state.set_meta("inbox_offset", str(offset))
+        if self.outbox is not None:
+            self.outbox.flush()
+        self.state.commit()
+        return new
 
     def _domain(self, url: str) -> str:
         return self.budgets.domain_for(host_of(url))
@@ -220,6 +258,14 @@ class CrawlContext:
             return None
         hops = parent["hops"] + hop
         via, seed = parent.get("url"), parent.get("seed")
+        if self.outbox is not None and not self.owns(url):
+            # another partition's URL: remembered as handed off (never sent twice), and sent
+            # with the page's other hand-offs before this transaction commits
+            self.state.add(key, url, hops, via, seed, context, "", st.HANDED_OFF)
+            self.outbox.add(
+                owner_of(url, self.budgets, self.outbox.partition.count), url, hop, context, parent
+            )
+            return None
         domain = self._domain(url)
         decision = self.scope.decide(url, hops)
         if decision.accepted:
@@ -271,6 +317,8 @@ class CrawlContext:
         self.state.finish(hf["key"], st.DONE, cap.status, cap.size, cap.counted)
         if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
             self.state.set_meta(f"redirect:{request.url}", cap.location)
+        if self.outbox is not None:
+            self.outbox.flush()
         self.state.commit()
         self.log_capture(request, cap)
         return new

@@ -49,6 +49,7 @@ class Template:
     max_url_length: int = 2083
     concurrent_requests: int = 16
     warc_max_size: int = 1_000_000_000
+    processes: int = 1  # host-partitioned crawler processes of one job (crawler/partition.py)
     resolve: dict[str, str] = field(default_factory=dict)
 
 
@@ -137,6 +138,8 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
     conf = get_settings().data.get("crawler", {})
     tdata = {**template_defaults(), **(data.get("template") or {})}
     template = _coerce(Template, tdata, f"{where}: template")
+    if template.processes < 1:
+        raise JobSpecError(f"{where}: template.processes must be at least 1")
     if template.scope not in ("host", "domain", "path"):
         raise JobSpecError(f"{where}: template.scope must be host, domain or path")
     if template.dedup_mime_exclude:

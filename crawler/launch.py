@@ -30,6 +30,7 @@ def crawl_in_subprocess(
     logger: logging.Logger | None = None,
     progress_interval_s: float = 10,
     python: str | None = None,
+    processes: int | None = None,
 ) -> dict:
     """Run ``python -m crawler --job JOB --out DIR``; returns summary.json as a dict."""
     logger = logger or log
@@ -44,6 +45,8 @@ def crawl_in_subprocess(
         str(out_dir),
         "--progress-interval",
         str(progress_interval_s),
+        # host-partitioned processes; None leaves it to the job's template (default 1)
+        *(["--processes", str(processes)] if processes else []),
     ]
     logger.info("starting crawl: %s", " ".join(cmd))
     proc = subprocess.Popen(

@@ -21,6 +21,7 @@ from typing import Any
 from crawler import jobspec
 from crawler.budget import COMPLETE, TIME_LIMIT, UNFINISHED
 from crawler.context import CrawlContext
+from crawler.handoff import Partition
 from crawler.jobspec import JobSpec
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import write_reports
@@ -69,6 +70,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
+            **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
             "http": "crawler.capture.ArchivalHTTPDownloadHandler",
@@ -115,7 +117,7 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path) -> dict:
+def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None) -> dict:
     totals = ctx.state.domain_totals()
     remaining: dict[str, int] = {}
     for host, n in ctx.state.queued_by_host().items():
@@ -150,7 +152,7 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
         "urls": sum(o for o, _ in totals.values()),
         "bytes": sum(b for _, b in totals.values()),
         "warcs": warcs,
-        "metadata_warc": meta_warc.name,
+        "metadata_warc": meta_warc.name if meta_warc else None,
         "domains": domains,
         "repaired_warcs": ctx.repaired,
     }
@@ -161,6 +163,13 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
     status = STATUS_BY_REASON.get(ctx.end_reason, "unfinished")
     ctx.close_files()
     ended = dt.datetime.now(dt.UTC)
+    if ctx.partition is not None:
+        # a partition child: the parent merges logs and state, writes the reports, the one
+        # metadata WARC and the job's summary.json from the children's
+        summary = summarise(ctx, status, ended, None)
+        ctx.state.close()
+        _write_json(ctx.out / "summary.json", summary)
+        return summary
     write_reports(
         ctx.report_dir,
         ctx.log_dir / "crawl.log",
@@ -203,7 +212,12 @@ def _offline_public_suffixes() -> None:
 
 
 def run_spec(
-    spec: JobSpec, out_dir: Path, *, progress_interval_s: float = 10.0, job_file: Path | None = None
+    spec: JobSpec,
+    out_dir: Path,
+    *,
+    progress_interval_s: float = 10.0,
+    job_file: Path | None = None,
+    partition: Partition | None = None,
 ) -> dict:
     """Crawl ``spec`` into ``out_dir`` in this process (once per process: Twisted's reactor)."""
     from scrapy.crawler import CrawlerProcess
@@ -213,7 +227,7 @@ def run_spec(
     _offline_public_suffixes()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = CrawlContext(spec, out_dir, progress_interval_s=progress_interval_s)
+    ctx = CrawlContext(spec, out_dir, progress_interval_s=progress_interval_s, partition=partition)
     handler = logging.FileHandler(ctx.log_dir / "crawler.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -240,13 +254,17 @@ def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0)
     The job spec is copied to ``out_dir/job.json`` (the frozen spec the crawler ran). Running
     it again on the same ``out_dir`` resumes from the persisted frontier.
     """
-    job_path = Path(job_path)
-    spec = jobspec.load(job_path)
-    out_dir = Path(out_dir)
+    spec = jobspec.load(Path(job_path))
+    frozen = freeze_job(Path(job_path), Path(out_dir))
+    return run_spec(spec, out_dir, progress_interval_s=progress_interval_s, job_file=frozen)
+
+
+def freeze_job(job_path: Path, out_dir: Path) -> Path:
+    """Copy the job spec to ``out_dir/job.json`` (the frozen spec the crawler ran)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     frozen = out_dir / "job.json"
     if job_path.resolve() != frozen.resolve():
         tmp = frozen.with_name("job.json.tmp")
         shutil.copyfile(job_path, tmp)
         os.replace(tmp, frozen)
-    return run_spec(spec, out_dir, progress_interval_s=progress_interval_s, job_file=frozen)
+    return frozen

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QUEUED, DONE, REFUSED, FAILED = 0, 1, 2, 3
+HANDED_OFF = 4  # a partitioned job's URL sent to the partition that owns its host
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -25,7 +26,7 @@ CREATE TABLE IF NOT EXISTS urls (
     seed TEXT,
     context TEXT,
     domain TEXT,
-    status INTEGER NOT NULL,   -- 0 queued, 1 done, 2 refused, 3 failed
+    status INTEGER NOT NULL,   -- 0 queued, 1 done, 2 refused, 3 failed, 4 handed off
     fetch_status INTEGER,      -- HTTP status or Heritrix negative code
     bytes INTEGER DEFAULT 0,
     counted INTEGER DEFAULT 0  -- 1 when it counts against the domain's object budget

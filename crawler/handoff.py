@@ -1,0 +1,130 @@
+"""Host-partitioned crawling, the child's side: who owns a URL, and the inbox hand-off.
+
+Why partitions: one Scrapy process is bound to one core (the reactor and the per-request task
+machinery run in one thread), so a job is crawled by N processes, each owning the URLs of a set
+of hosts, each with its own frontier/seen-set (state/), crawl.log and WARC writer.
+
+Why the partition key is the *budget* domain when that domain has a limit, and the host (with
+its port) otherwise: a domain's object/byte budget is enforced exactly (with reservations) only
+if one process counts all of its fetches, so a limited domain stays in one partition; an
+unlimited domain has nothing to count, and spreading its hosts spreads the work (a site of many
+hosts under one domain, or the bench's hosts on one loopback address). Politeness is per host,
+and a host is always in one partition either way. The hash is CRC-32: stable across processes
+and runs (Python's ``hash`` is salted per process).
+
+Why append-only inbox files: a URL a child discovers for another partition is appended (one
+``write`` per page, ``fsync``'d *before* the sender's frontier transaction commits) to
+``inbox-<owner>.jsonl``; the owner reads it on a timer and records how far it has read in its
+own state database, in the same transaction as the URLs it adds. So a kill -9 anywhere loses no
+hand-off and a re-read is harmless (the owner's seen-set drops what it already has).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from crawler.budget import Budgets
+
+STOP_FILE = "stop"
+
+
+@dataclass(frozen=True)
+class Partition:
+    """This process's place in a partitioned job: ``index`` of ``count``, and the directory the
+    parent and the children share (inboxes, status files, the stop file)."""
+
+    index: int
+    count: int
+    coord_dir: Path
+
+    def inbox(self, index: int) -> Path:
+        return self.coord_dir / f"inbox-{index}.jsonl"
+
+    def status_file(self, index: int) -> Path:
+        return self.coord_dir / f"status-{index}.json"
+
+    @property
+    def stop_file(self) -> Path:
+        return self.coord_dir / STOP_FILE
+
+
+def partition_key(url: str, budgets: Budgets) -> str:
+    """The budget domain of a URL if that domain has a limit, else its host[:port]."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    domain = budgets.domain_for(host)
+    if budgets.limited(domain):
+        return domain
+    port = parts.port
+    return f"{host}:{port}" if port else host
+
+
+def owner_of(url: str, budgets: Budgets, count: int) -> int:
+    """The partition index that crawls ``url``."""
+    if count <= 1:
+        return 0
+    return zlib.crc32(partition_key(url, budgets).encode("utf-8")) % count
+
+
+class Outbox:
+    """Hand-offs of one page, grouped by destination, written and fsync'd in one go."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partition = partition
+        self.pending: dict[int, list[str]] = {}
+        self.sent = 0
+
+    def add(self, owner: int, url: str, hop: str, context: str, parent: dict[str, Any]) -> None:
+        line = json.dumps(
+            [url, hop, context, parent.get("hops", ""), parent.get("url"), parent.get("seed")],
+            separators=(",", ":"),
+        )
+        self.pending.setdefault(owner, []).append(line)
+
+    def flush(self) -> None:
+        """Append and fsync every pending line (call before the frontier commit)."""
+        for owner, lines in self.pending.items():
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            fd = os.open(self.partition.inbox(owner), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)  # one write on an O_APPEND file: never interleaved
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.sent += len(lines)
+        self.pending.clear()
+
+
+def read_inbox(path: Path, offset: int, limit: int = 1 << 20) -> tuple[list[list[Any]], int]:
+    """Complete lines of an inbox from ``offset``; returns (entries, new offset)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read(limit)
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    entries = [json.loads(line) for line in data[: end + 1].splitlines() if line.strip()]
+    return entries, offset + end + 1
+
+
+def write_status(path: Path, data: dict[str, Any]) -> None:
+    """Atomically replace a child's status file (read by the parent)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_status(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None

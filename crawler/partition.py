@@ -1,0 +1,362 @@
+"""One job crawled by N host-partitioned child processes: the parent's side.
+
+Why: one Scrapy process uses one core; a job split over N children (see crawler/handoff.py for
+who owns which URL and how discovered URLs are handed off) uses N. Each child is an ordinary
+crawl of the same job.json into ``state/part-<i>/`` (its own frontier, crawl.log and WARC
+writer, WARC names carrying ``-p<i>``), kept open while idle. The parent:
+
+- starts the children (each dies with it: PR_SET_PDEATHSIG, so a kill -9 of the parent is a
+  kill -9 of the job, and running the job again resumes every partition from its own state);
+- detects global termination: every child reports idle *and* every inbox has been read to its
+  end by its owner (statuses are read before inbox sizes, so a stale "idle" is caught by the
+  size check), then writes the stop file and waits for the children to close;
+- relays one aggregated PROGRESS line per interval (and progress-statistics.log);
+- merges: data WARCs moved into ``warcs/``, crawl.log merged by time, the frontiers merged into
+  one state database for the Heritrix reports, one metadata WARC, and summary.json in the
+  single-process format (what harvest/results.py ingests).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime as dt
+import heapq
+import json
+import logging
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from crawler import jobspec
+from crawler.budget import COMPLETE
+from crawler.handoff import STOP_FILE, Partition, read_status
+from crawler.metadata_warc import write_metadata_warc
+from crawler.reports import write_reports
+from crawler.runner import CRAWL_STATUS_TEXT, _write_json, freeze_job
+from crawler.state import SCHEMA, CrawlState
+from crawler.statslog import HEADER
+
+log = logging.getLogger(__name__)
+progress_log = logging.getLogger("crawler.progress")
+
+POLL_S = 0.2
+STATUS_RANK = {"complete": 0, "time_limit": 1, "unfinished": 2}
+
+
+class PartitionFailed(RuntimeError):
+    """A partition child failed; the others were stopped and the output is left in place."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    # not Linux (no libc.so.6): the child's own parent-pid check stops it
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _part_dir(out: Path, index: int) -> Path:
+    return out / "state" / f"part-{index}"
+
+
+def _start_children(
+    job_file: Path, out: Path, count: int, coord: Path, interval: float
+) -> list[subprocess.Popen[bytes]]:
+    children = []
+    for i in range(count):
+        part = _part_dir(out, i)
+        (part / "logs").mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "crawler",
+            "--job",
+            str(job_file),
+            "--out",
+            str(part),
+            "--partition",
+            f"{i}/{count}",
+            "--coord",
+            str(coord),
+            "--progress-interval",
+            str(interval),
+        ]
+        with (part / "logs" / "child-output.log").open("ab") as fh:
+            children.append(
+                subprocess.Popen(
+                    cmd, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+                )
+            )
+    log.info("started %d partition children: %s", count, [c.pid for c in children])
+    return children
+
+
+def _all_drained(children: list[subprocess.Popen[bytes]], part: Partition) -> bool:
+    statuses = [read_status(part.status_file(i)) for i in range(part.count)]
+    for child, status in zip(children, statuses, strict=True):
+        if status is None or status.get("pid") != child.pid or not status.get("idle"):
+            return False
+    for i, status in enumerate(statuses):
+        inbox = part.inbox(i)
+        size = inbox.stat().st_size if inbox.exists() else 0
+        if size != status["consumed"]:  # type: ignore[index]
+            return False
+    return True
+
+
+class _Progress:
+    """One aggregated progress line (task log) and progress-statistics.log line per interval."""
+
+    def __init__(self, job_id: int, part: Partition, log_dir: Path, interval: float) -> None:
+        self.job_id, self.part, self.interval = job_id, part, interval
+        self.path = log_dir / "progress-statistics.log"
+        new = not self.path.exists()
+        self.fh = self.path.open("a", encoding="utf-8", buffering=1)
+        if new:
+            self.fh.write(HEADER + "\n")
+        self.started = self.last_t = time.monotonic()
+        self.last_urls = 0
+
+    def tick(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_t < self.interval:
+            return
+        statuses = [read_status(self.part.status_file(i)) or {} for i in range(self.part.count)]
+        total = {
+            k: sum(int(s.get(k, 0)) for s in statuses)
+            for k in ("urls_done", "bytes_done", "failures", "queued", "discovered", "busy")
+        }
+        rate_now = (total["urls_done"] - self.last_urls) / max(now - self.last_t, 1e-6)
+        rate_avg = total["urls_done"] / max(now - self.started, 1e-6)
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.fh.write(
+            f"{stamp} {total['discovered']:>11} {total['queued']:>11} {total['urls_done']:>11}"
+            f" {rate_now:>7.2f}({rate_avg:.2f})"
+            f" {total['bytes_done'] / 1024 / max(now - self.last_t, 1e-6):>7.0f}"
+            f"({total['bytes_done'] / 1024 / max(now - self.started, 1e-6):.0f})"
+            f" {total['failures']:>13} {total['busy']:>13} {0:>12} {0:>13} {0:>12} {0:>11}"
+            f" {0:>11}\n"
+        )
+        per = ", ".join(f"p{i}:{s.get('urls_done', 0)}" for i, s in enumerate(statuses))
+        progress_log.info(
+            "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
+            " %d failures | processes: %s",
+            self.job_id,
+            total["urls_done"],
+            total["queued"],
+            total["bytes_done"] / 1e6,
+            rate_avg,
+            rate_now,
+            total["failures"],
+            per,
+        )
+        self.last_t, self.last_urls = now, total["urls_done"]
+
+    def close(self, status: str) -> None:
+        self.tick(force=True)
+        end = {"complete": "CRAWL ENDED - Finished", "time_limit": "CRAWL ENDING - Timelimit hit"}
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.fh.write(f"{stamp} {end.get(status, 'CRAWL ENDING - Ended by operator')}\n")
+        self.fh.close()
+
+
+def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, interval: float) -> None:
+    progress = _Progress(job_id, part, out / "logs", interval)
+    children = _start_children(job_file, out, part.count, part.coord_dir, interval)
+    stopping = False
+    try:
+        while True:
+            codes = [c.poll() for c in children]
+            if all(code is not None for code in codes):
+                break
+            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0, 3)]
+            if failed:
+                raise PartitionFailed(
+                    f"partition child(ren) {failed} failed; see "
+                    f"{_part_dir(out, failed[0][0])}/logs/child-output.log"
+                )
+            if not stopping and (
+                any(code is not None for code in codes) or _all_drained(children, part)
+            ):
+                # all idle and drained, or one child ended on its own (time limit): stop all
+                part.stop_file.touch()
+                stopping = True
+                log.info("partitioned job %s: stopping the children", job_id)
+            progress.tick()
+            time.sleep(POLL_S)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+        for child in children:
+            child.wait()
+    progress.close(_merged_status(out, part.count))
+
+
+def _merged_status(out: Path, count: int) -> str:
+    status = "complete"
+    for i in range(count):
+        path = _part_dir(out, i) / "summary.json"
+        s = (
+            json.loads(path.read_text()).get("status", "unfinished")
+            if path.exists()
+            else ("unfinished")
+        )
+        if STATUS_RANK.get(s, 2) > STATUS_RANK[status]:
+            status = s
+    return status
+
+
+# --- merging ------------------------------------------------------------------------------------
+def _merge_crawl_logs(sources: list[Path], target: Path) -> None:
+    """Merge the children's crawl.log by their (leading, ISO) timestamps."""
+    handles = [p.open(encoding="utf-8") for p in sources if p.exists()]
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.writelines(heapq.merge(*handles, key=lambda line: line[:24]))
+    finally:
+        for h in handles:
+            h.close()
+    os.replace(tmp, target)
+
+
+def _merge_states(sources: list[Path], target: Path) -> CrawlState:
+    """One state database from the children's (handed-off rows left out) for the reports."""
+    target.unlink(missing_ok=True)
+    db = sqlite3.connect(str(target), isolation_level=None)
+    db.executescript(SCHEMA)
+    for i, src in enumerate(sources):
+        if not src.exists():
+            continue
+        db.execute(f"ATTACH DATABASE ? AS c{i}", (str(src),))
+        db.execute("BEGIN")
+        db.execute(f"INSERT OR IGNORE INTO urls SELECT * FROM c{i}.urls WHERE status != 4")
+        db.execute(f"INSERT OR IGNORE INTO seeds SELECT * FROM c{i}.seeds")
+        db.execute(
+            f"INSERT OR IGNORE INTO meta SELECT * FROM c{i}.meta WHERE key LIKE 'redirect:%'"
+        )
+        db.execute("COMMIT")
+        db.execute(f"DETACH DATABASE c{i}")
+    db.close()
+    return CrawlState(target)
+
+
+def _merge_domains(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-domain objects and bytes summed; the stop reason of the partition that stopped it."""
+    merged: dict[str, Any] = {}
+    for s in summaries:
+        for name, d in s.get("domains", {}).items():
+            m = merged.setdefault(name, dict(d, objects=0, bytes=0, stop_reason=COMPLETE))
+            m["objects"] += d["objects"]
+            m["bytes"] += d["bytes"]
+            m["in_job"] = m["in_job"] or d["in_job"]
+            if d["stop_reason"] != COMPLETE and m["stop_reason"] == COMPLETE:
+                m["stop_reason"] = d["stop_reason"]
+    return merged
+
+
+def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[str, Any]:
+    """The job's outputs from its children's (idempotent: a rerun merges again)."""
+    parts = [_part_dir(out, i) for i in range(count)]
+    warc_dir, log_dir, report_dir = out / "warcs", out / "logs", out / "reports"
+    for d in (warc_dir, log_dir, report_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    for part in parts:
+        for p in sorted((part / "warcs").glob("*.warc.gz*")):
+            if not p.name.endswith(".open"):
+                os.replace(p, warc_dir / p.name)
+        if (part / "logs" / "crawler.log").exists():
+            shutil.copyfile(part / "logs" / "crawler.log", log_dir / f"crawler-{part.name}.log")
+    _merge_crawl_logs([p / "logs" / "crawl.log" for p in parts], log_dir / "crawl.log")
+    summaries = [json.loads((p / "summary.json").read_text()) for p in parts]
+    status = _merged_status(out, count)
+    started = min(dt.datetime.fromisoformat(s["started"]) for s in summaries)
+    state = _merge_states(
+        [p / "state" / "crawl.sqlite" for p in parts], out / "state" / "merged.sqlite"
+    )
+    try:
+        write_reports(
+            report_dir,
+            log_dir / "crawl.log",
+            state,
+            spec.seeds,
+            f"job-{spec.job_id}",
+            CRAWL_STATUS_TEXT[status],
+            started.timestamp(),
+        )
+    finally:
+        state.close()
+    cdx = out / "state" / "cdx.unsorted"
+    with cdx.open("wb") as fh:
+        for p in parts:
+            src = p / "state" / "cdx.unsorted"
+            if src.exists():
+                fh.write(src.read_bytes())
+    repaired = sorted({name for s in summaries for name in s.get("repaired_warcs", [])})
+    data_warcs = sorted(warc_dir.glob(f"{spec.warc_prefix}-*.warc.gz"))
+    meta = write_metadata_warc(
+        warc_dir,
+        spec.job_id,
+        spec.harvest_id,
+        spec.organisation,
+        {
+            "setup": [job_file],
+            "logs": sorted(log_dir.glob("*.log")),
+            "reports": sorted(report_dir.glob("*.txt")),
+        },
+        data_warcs,
+        recorded_cdx=cdx,
+        reindex=set(repaired),
+    )
+    summary = {
+        "job_id": spec.job_id,
+        "status": status,
+        "started": started.isoformat(),
+        "ended": dt.datetime.now(dt.UTC).isoformat(),
+        "urls": sum(s["urls"] for s in summaries),
+        "bytes": sum(s["bytes"] for s in summaries),
+        "warcs": [p.name for p in data_warcs],
+        "metadata_warc": meta.name,
+        "domains": _merge_domains(summaries),
+        "repaired_warcs": repaired,
+        "processes": count,
+    }
+    _write_json(out / "summary.json", summary)
+    return summary
+
+
+def run_partitioned(
+    job_path: Path, out_dir: Path, processes: int, *, progress_interval_s: float = 10.0
+) -> dict[str, Any]:
+    """Crawl the job of ``job_path`` into ``out_dir`` with ``processes`` children; running it
+    again on the same ``out_dir`` resumes every partition (with the same number of processes)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    job_file = freeze_job(Path(job_path), out)
+    spec = jobspec.load(job_file)
+    coord = out / "state" / "partitions"
+    coord.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    recorded = coord / "processes"
+    if recorded.exists() and int(recorded.read_text()) != processes:
+        # the partition of a host must not change mid-job: keep the first run's number
+        log.warning(
+            "job %s was started with %s processes; keeping that",
+            spec.job_id,
+            recorded.read_text().strip(),
+        )
+        processes = int(recorded.read_text())
+    recorded.write_text(f"{processes}\n")
+    (coord / STOP_FILE).unlink(missing_ok=True)
+    for p in coord.glob("status-*.json*"):
+        p.unlink()
+    (out / "summary.json").unlink(missing_ok=True)
+    part = Partition(-1, processes, coord)
+    _run_children(job_file, out, part, spec.job_id, progress_interval_s)
+    return merge(out, processes, spec, job_file)

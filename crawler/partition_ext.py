@@ -1,0 +1,118 @@
+"""Scrapy extension of a partition child: reads its inbox, reports idle/busy, stops on request.
+
+Why the spider is kept open when idle: another partition may still hand it URLs, so only the
+parent, which sees every child, can tell that the job is over (all children idle and every
+inbox read to its end). The child writes a status file on a short timer — idle only when its
+engine has nothing scheduled, downloading or being parsed *and* its inbox is read to the end —
+and closes with reason ``finished`` once the parent's stop file appears while it is idle.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import _schedule_coro
+from twisted.internet import task
+
+from crawler.context import CrawlContext
+from crawler.handoff import read_inbox, write_status
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.2
+
+
+class PartitionCoordinator:
+    """Extension, enabled only in a partition child."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        assert self.ctx.partition is not None
+        self.partition = self.ctx.partition
+        self.offset = int(self.ctx.state.get_meta("inbox_offset") or 0)
+        self.loop: task.LoopingCall | None = None
+        self.parent_pid = os.getppid()
+        self.counts: dict[int, int] = {}
+        self.counts_at = 0.0
+        self.closing = False
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.idle, signal=signals.spider_idle)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PartitionCoordinator:
+        return cls(crawler)
+
+    def opened(self, spider: Any) -> None:
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(POLL_S, now=True)
+
+    def _engine_idle(self) -> bool:
+        engine = self.crawler.engine
+        try:
+            return engine is not None and engine.spider_is_idle()
+        except RuntimeError:  # no slot yet (opening) or any more (closing)
+            return False
+
+    def _pull(self) -> int:
+        """Schedule what other partitions handed us; returns the number of new requests."""
+        if not self.ctx.start_done:  # the start list would schedule them a second time
+            return 0
+        entries, offset = read_inbox(self.partition.inbox(self.partition.index), self.offset)
+        if offset == self.offset:
+            return 0
+        requests = self.ctx.intake(entries, offset)
+        self.offset = offset
+        engine = self.crawler.engine
+        assert engine is not None
+        for request in requests:
+            engine.crawl(request)
+        return len(requests)
+
+    def tick(self) -> None:
+        if self.closing:
+            return
+        if os.getppid() != self.parent_pid:  # the parent died: stop like a crash would
+            log.error("partition parent %s is gone; stopping", self.parent_pid)
+            os._exit(70)
+        self._pull()
+        idle = self._engine_idle()
+        now = time.monotonic()
+        if now - self.counts_at >= self.ctx.progress_interval_s / 2 or idle:
+            self.counts = self.ctx.state.counts()
+            self.counts_at = now
+        ctx = self.ctx
+        write_status(
+            self.partition.status_file(self.partition.index),
+            {
+                "pid": os.getpid(),
+                "idle": idle,
+                "consumed": self.offset,
+                "urls_done": ctx.urls_done,
+                "bytes_done": ctx.bytes_done,
+                "failures": ctx.failures,
+                "queued": self.counts.get(0, 0),
+                "discovered": sum(n for s, n in self.counts.items() if s != 4),
+                "busy": len(self.crawler.engine.downloader.active) if self.crawler.engine else 0,
+            },
+        )
+        if idle and self.partition.stop_file.exists():
+            self.closing = True
+            engine = self.crawler.engine
+            assert engine is not None
+            _schedule_coro(engine.close_spider_async(reason="finished"))
+
+    def idle(self, spider: Any) -> None:
+        if not self.partition.stop_file.exists():
+            raise DontCloseSpider
+
+    def closed(self, spider: Any, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
