@@ -1,7 +1,11 @@
 """Near-real-time index: each closed WARC of a continuous run, replayable minutes after the fetch.
 
 Why a small live collection: the nightly merge makes captures findable the next day; a news
-archive wants them at once. Right after each bounded run, every closed data WARC is linked into
+archive wants them at once. While a bounded run crawls, a :class:`LiveWatcher` thread picks up
+each data WARC as soon as the crawler closes it (the writer renames ``*.warc.gz.open`` to its
+final name only once the file is complete, so a final name is the close event, seen across the
+crawler's process boundary; in-process writers can use ``RotatingWarcWriter(on_close=...)``
+with :func:`index_closed_warcs` directly); every closed data WARC is linked into
 ``<live>/warcs/`` and indexed with the chain's own CDX code into ``<live>/index/<file>.cdxj``
 (sorted in byte order, written through a temporary name). pywb reads a directory of CDXJ files
 as one index, so a capture is replayable as soon as its file's CDXJ lands. The WARCs still go
@@ -10,9 +14,11 @@ through the regular indexing chain later; the live index is a cache that can be 
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +67,61 @@ def index_closed_warcs(warcs: list[Path], live_dir: Path) -> LiveIndexResult:
         result.lines += len(lines)
     log.info("live index: %d file(s), %d line(s)", len(result.files), result.lines)
     return result
+
+
+class LiveWatcher:
+    """Indexes the closed data WARCs of a running crawl into the live collection as they appear.
+
+    ``poll_once`` does one pass (tests call it directly); ``start``/``stop`` run it every
+    ``interval_s`` in a daemon thread, and ``stop`` makes a last pass so nothing closed is left.
+    ``indexed_at`` records when each file became replayable (for the fetch-to-replayable figure).
+    """
+
+    def __init__(self, warc_dir: Path, live_dir: Path, interval_s: float = 2.0) -> None:
+        self.warc_dir = Path(warc_dir)
+        self.live_dir = Path(live_dir)
+        self.interval_s = interval_s
+        self.indexed_at: dict[str, dt.datetime] = {}
+        self.lines = 0
+        self.damaged: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll_once(self) -> list[str]:
+        if not self.warc_dir.is_dir():
+            return []
+        closed = sorted(
+            p
+            for p in self.warc_dir.glob("*.warc.gz")
+            if "-metadata-" not in p.name and p.name not in self.indexed_at
+        )
+        if not closed:
+            return []
+        result = index_closed_warcs(closed, self.live_dir)
+        now = dt.datetime.now(dt.UTC)
+        for path in closed:
+            self.indexed_at.setdefault(path.name, now)
+        self.lines += result.lines
+        self.damaged += result.damaged
+        return result.files
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.poll_once()
+            except Exception:  # keep watching: the final pass after the run retries
+                log.exception("live index pass over %s failed", self.warc_dir)
+
+    def start(self) -> LiveWatcher:
+        self._thread = threading.Thread(target=self._loop, name="live-index", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.poll_once()
 
 
 def pywb_config(live_dir: Path, collection: str = "live") -> Path:

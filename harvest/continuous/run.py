@@ -7,7 +7,9 @@ hops (links and embeds are only *noted*, as crawl.log ``-4001`` lines, and becom
 the state if they are in their seed's scope and their page changed), and a dedup index built from
 the state (so an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent
 as If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
-its closed WARCs are indexed into the live collection (replayable at once), and a
+its WARCs are indexed into the live collection as each one closes, during the run (a
+:class:`~harvest.continuous.nrt.LiveWatcher`; a small ``warc_max_size`` in the template makes
+files close often, so captures become replayable minutes after their fetch), and a
 continuous_runs row keeps the statistics. A crashed run leaves the state untouched: the same
 URLs are still due and the next run fetches them.
 """
@@ -30,7 +32,7 @@ from crawler.urls import host_of, registrable_domain
 from harvest.continuous import store
 from harvest.continuous.jobs import DEFINITION, finish_run, register_run
 from harvest.continuous.noise import NoiseFilter, load_rules
-from harvest.continuous.nrt import index_closed_warcs
+from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
@@ -63,11 +65,15 @@ class BatchResult:
     new_urls: int = 0
     warcs: list[str] = field(default_factory=list)
     cdx_lines: int = 0
+    live_indexed_at: dict[str, dt.datetime] = field(default_factory=dict)
     out_dir: str = ""
     status: str = "empty"
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """JSON-ready (an XCom value): times as ISO strings."""
+        d = dict(self.__dict__)
+        d["live_indexed_at"] = {k: v.isoformat() for k, v in self.live_indexed_at.items()}
+        return d
 
 
 def in_scope(url: str, seed: str, scope: str) -> bool:
@@ -165,17 +171,18 @@ def run_batch(
         from crawler.launch import crawl_in_subprocess
 
         crawl = crawl_in_subprocess
+    watcher = LiveWatcher(out / "crawl" / "warcs", live_dir or base_dir / "live").start()
     try:
         summary = crawl(job_path, out / "crawl", logger=logger)
     except Exception:
+        watcher.stop()  # what was closed stays replayable
         finish_run(engine, job_id, out / "crawl", ok=False)  # the URLs stay due
         raise
+    watcher.stop()
+    result.cdx_lines = watcher.lines
+    result.live_indexed_at = dict(watcher.indexed_at)
     result.status = str(summary.get("status", "unknown"))
     update_from_run(engine, out / "crawl", due, book, now, result, shift)
-    live = index_closed_warcs(
-        [out / "crawl" / "warcs" / n for n in result.warcs], live_dir or base_dir / "live"
-    )
-    result.cdx_lines = live.lines
     finish_run(engine, job_id, out / "crawl", ok=True)  # the indexing chain takes it in
     with engine.begin() as conn:
         conn.execute(

@@ -38,6 +38,7 @@ FAST = {
     "connections_per_host": 4,
     "retries": 1,
     "download_timeout_s": 10,
+    "warc_max_size": 1500,  # files close during the run: each is made live as it closes
 }
 POLICY = RevisitPolicy(
     initial_wait_s={"html": HOUR, "image": 2 * HOUR, "document": 2 * HOUR, "av": 4 * HOUR},
@@ -145,6 +146,9 @@ def test_adaptive_revisits_learn_rhythms_ignore_noise_and_replay_live(
         site.stop()
 
     assert runs[0].visited == 1 and runs[0].new_urls == len(PAGES) + 1
+    # every data WARC of every run reached the live index, several files per run (rotation)
+    assert all(set(r.live_indexed_at) == set(r.warcs) for r in runs)
+    assert max(len(r.warcs) for r in runs) >= 2
     assert set(states) == {site.url(p) for p in ("/", *PAGES, "/private")}
     # /private (robots-excluded) is only checked for being discovered here: see the test below
     states.pop(site.url("/private"))

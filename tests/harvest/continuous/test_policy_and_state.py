@@ -171,3 +171,30 @@ def test_a_304_echoing_an_equal_etag_but_a_moved_last_modified_distrusts_the_eta
     assert verdict is None and (after.etag_trusted, after.lm_trusted) == (False, True)
     full, _ = apply_visit(after, _visit(120, etag='"v1"', last_modified=LM2), p)
     assert _conditional(full) == ["-", LM2]
+
+
+def test_live_watcher_indexes_a_warc_as_soon_as_it_closes(tmp_path) -> None:
+    from crawler import records
+    from crawler.warcfiles import RotatingWarcWriter
+    from harvest.continuous.nrt import LiveWatcher
+
+    def response(i: int):
+        http = records.response_http_headers(200, "HTTP/1.1", [("Content-Type", "text/html")])
+        date = records.warc_date(T0 + dt.timedelta(minutes=i))
+        rid = records.new_record_id()
+        body = b"<p>" + bytes(str(i), "ascii") * 3000 + b"</p>"
+        return records.response_record(f"http://a.test/{i}", http, body, date, rid, None, None)
+
+    warcs, live = tmp_path / "warcs", tmp_path / "live"
+    writer = RotatingWarcWriter(warcs, "7-1", 10**9, {"software": "t"})
+    watcher = LiveWatcher(warcs, live)
+    writer.write(response(1))
+    assert watcher.poll_once() == [], "a file still .open is not indexed"
+    writer.close()
+    writer.write(response(2))  # the crawl goes on in a new file
+    (first,) = watcher.poll_once()
+    assert (live / "index" / f"{first}.cdxj").read_text().count("\n") == 1
+    assert (live / "warcs" / first).is_file() and watcher.poll_once() == []
+    writer.close()
+    watcher.stop()  # the last pass takes the file closed at the end of the run
+    assert len(watcher.indexed_at) == 2 and watcher.lines == 2
