@@ -326,6 +326,8 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
         "domains": _merge_domains(summaries),
         "repaired_warcs": repaired,
         "processes": count,
+        # the children's peak resident sizes added up (the parent's own is small)
+        "peak_rss_kb": sum(int(s.get("peak_rss_kb", 0)) for s in summaries),
     }
     _write_json(out / "summary.json", summary)
     return summary

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import logging
 import os
+import resource
 import shutil
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,7 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
         # a partition child: the parent merges logs and state, writes the reports, the one
         # metadata WARC and the job's summary.json from the children's
         summary = summarise(ctx, status, ended, None)
+        summary["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         ctx.state.close()
         _write_json(ctx.out / "summary.json", summary)
         return summary

@@ -33,8 +33,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_nginx(root: Path, site: Path, hosts: int) -> tuple[subprocess.Popen, list[int]]:
-    ports = [free_port() for _ in range(hosts)]
+def start_nginx(root: Path, site: Path, ports: list[int]) -> tuple[subprocess.Popen, list[int]]:
     servers = "".join(
         f"server {{ listen 127.0.0.1:{p}; root {site / f'h{h}'}; index index.html; }}\n"
         for h, p in enumerate(ports)
@@ -107,6 +106,7 @@ def main() -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     site = out / "site"
+    ports = [free_port() for _ in range(args.hosts)]
     expected = int(
         subprocess.check_output(
             [
@@ -117,10 +117,12 @@ def main() -> int:
                 str(args.hosts),
                 "--pages",
                 str(args.pages),
+                "--ports",
+                ",".join(map(str, ports)),
             ]
         )
     )
-    nginx, ports = start_nginx(out, site, args.hosts)
+    nginx, ports = start_nginx(out, site, ports)
     seeds = [f"http://127.0.0.1:{p}/" for p in ports]
     results: dict[str, dict] = {}
     try:
@@ -146,18 +148,15 @@ def main() -> int:
         wall, rss = run_group([cmd], out / "hf1.log")
         got = norm(hf_urls(out / "hf1"))
         results["harvestflow x1"] = {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
-        # (a') harvestflow, host-partitioned processes
-        cmds = []
-        for k in range(args.processes):
-            part = seeds[k :: args.processes]
-            c = [PY, "-m", "crawler", "--out", str(out / f"hfp{k}"), "--job-id", str(k), *hf_common]
-            for s in part:
-                c += ["--seed", s]
-            cmds.append(c)
-        wall, rss = run_group(cmds, out / "hfp.log")
-        got = set()
-        for k in range(args.processes):
-            got |= norm(hf_urls(out / f"hfp{k}"))
+        # (a') the same job crawled by host-partitioned processes (crawler/partition.py):
+        # one command, the parent hands URLs between its children and merges their output
+        cmd = [PY, "-m", "crawler", "--out", str(out / "hfp"), "--processes", str(args.processes)]
+        cmd += hf_common
+        for s in seeds:
+            cmd += ["--seed", s]
+        wall, rss = run_group([cmd], out / "hfp.log")
+        got = norm(hf_urls(out / "hfp"))
+        rss += json.loads((out / "hfp" / "summary.json").read_text())["peak_rss_kb"]
         results[f"harvestflow x{args.processes}"] = {
             "urls": len(got),
             "s": wall,
