@@ -20,6 +20,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 typedef struct {
     uint64_t hash;
@@ -163,6 +166,23 @@ static int odd_add(OddList *o, int64_t lineno, size_t off, size_t len) {
     return 0;
 }
 
+/* 1 when [p, p+n) has no byte >= 0x80, NUL, CR or 0x1f (16 bytes at a time where SSE2 is). */
+static int line_clean(const char *p, size_t n) {
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i cr = _mm_set1_epi8('\r'), us = _mm_set1_epi8(0x1f), z = _mm_setzero_si128();
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, us)),
+                                   _mm_cmpeq_epi8(v, z));
+        if (_mm_movemask_epi8(_mm_or_si128(bad, v))) return 0; /* v's high bit: non-ASCII */
+    }
+#endif
+    for (; i < n; i++)
+        if (cls[(unsigned char)p[i]] == 2) return 0;
+    return 1;
+}
+
 /* [p, e) holds a right-aligned integer: spaces, then "-" alone (nosize) or -?digits.
  * Returns 1 and sets *out, or 0 when polars might read it differently (odd line). */
 static int parse_int_field(const char *p, const char *e, int allow_dash, int64_t *out) {
@@ -190,9 +210,7 @@ static int parse_int_field(const char *p, const char *e, int allow_dash, int64_t
 /* Parse one line; 1 = aggregated, 0 = odd, -1 = out of memory. */
 static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, const char **ts_max,
                      char **scratch, size_t *scratch_cap) {
-    if (n < 44) return 0;
-    for (size_t i = 0; i < 43; i++)
-        if (cls[(unsigned char)l[i]] == 2) return 0;
+    if (n < 44 || !line_clean(l, n)) return 0;
     if (l[24] != ' ' || l[30] != ' ' || l[41] != ' ' || l[42] == ' ' || l[4] != '-' ||
         l[10] != 'T')
         return 0;
@@ -202,20 +220,14 @@ static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, con
     /* fields after column 42: uri hop via mime thread dur digest source ann(+rest) */
     const char *fs[9];
     const char *fe[9];
-    int nf = 0;
     const char *end = l + n;
     fs[0] = l + 42;
-    for (const char *p = l + 42; p < end; p++) {
-        unsigned char c = cls[(unsigned char)*p];
-        if (c == 0) continue;
-        if (c == 2) return 0;
-        if (nf < 8) {
-            fe[nf] = p;
-            nf++;
-            fs[nf] = p + 1;
-        }
+    for (int f = 0; f < 8; f++) {
+        const char *sp = memchr(fs[f], ' ', end - fs[f]);
+        if (!sp) return 0;
+        fe[f] = sp;
+        fs[f + 1] = sp + 1;
     }
-    if (nf < 8) return 0;
     fe[8] = end;
     if (fe[8] == fs[8]) return 0; /* empty annotations: not in the layout */
     /* authority: third "/"-separated piece of the URI, else the whole URI */
@@ -242,28 +254,52 @@ static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, con
     return 1;
 }
 
-PyDoc_STRVAR(scan_doc,
-             "scan(buf) -> (lines, groups, odd, first_ts, last_ts)\n\n"
-             "groups: list of (b'authority MIME', code, lines, bytes); odd: list of\n"
-             "(line number from 1, line bytes) for every line not aggregated here.");
+/* A Scanner keeps one hash table across pieces of a byte range, so the (large) grouped result
+ * crosses into Python once per range, as four flat buffers rather than millions of tuples. */
+typedef struct {
+    PyObject_HEAD Table t;
+    char *scratch;
+    size_t scratch_cap;
+    char ts_min[24], ts_max[24];
+    int has_ts;
+} Scanner;
 
-static PyObject *scan(PyObject *self, PyObject *args) {
+static int Scanner_init(Scanner *self, PyObject *args, PyObject *kw) {
+    table_free(&self->t);
+    memset(&self->t, 0, sizeof(Table));
+    if (table_init(&self->t) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->has_ts = 0;
+    return 0;
+}
+
+static void Scanner_dealloc(Scanner *self) {
+    table_free(&self->t);
+    free(self->scratch);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyDoc_STRVAR(feed_doc,
+             "feed(buf) -> (lines, odd)\n\n"
+             "Aggregate the lines of buf; odd = [(line number from 1 in buf, line bytes)] for\n"
+             "every line not aggregated here (blank ones included).");
+
+static PyObject *Scanner_feed(Scanner *self, PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    if (!self->t.slots) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "Scanner not initialised");
+        return NULL;
+    }
     const char *buf = view.buf;
     size_t len = (size_t)view.len;
-    Table t;
     OddList odd = {NULL, 0, 0};
     const char *ts_min = NULL, *ts_max = NULL;
-    char *scratch = NULL;
-    size_t scratch_cap = 0;
     int64_t lines = 0;
     int failed = 0;
-    if (table_init(&t) < 0) {
-        table_free(&t);
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
-    }
     Py_BEGIN_ALLOW_THREADS;
     size_t pos = 0;
     while (pos < len) {
@@ -271,7 +307,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         const char *nl = memchr(l, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - l) : len - pos;
         lines++;
-        int r = scan_line(l, n, &t, &ts_min, &ts_max, &scratch, &scratch_cap);
+        int r = scan_line(l, n, &self->t, &ts_min, &ts_max, &self->scratch, &self->scratch_cap);
         if (r == 0) r = odd_add(&odd, lines, pos, n) < 0 ? -1 : 0;
         if (r < 0) {
             failed = 1;
@@ -279,28 +315,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         pos += n + (nl ? 1 : 0);
     }
+    if (ts_min) {
+        if (!self->has_ts || memcmp(ts_min, self->ts_min, 24) < 0) memcpy(self->ts_min, ts_min, 24);
+        if (!self->has_ts || memcmp(ts_max, self->ts_max, 24) > 0) memcpy(self->ts_max, ts_max, 24);
+        self->has_ts = 1;
+    }
     Py_END_ALLOW_THREADS;
-    free(scratch);
-    PyObject *result = NULL, *groups = NULL, *odds = NULL, *first = NULL, *last = NULL;
+    PyObject *result = NULL, *odds = NULL;
     if (failed) {
         PyErr_NoMemory();
         goto done;
     }
-    groups = PyList_New(0);
     odds = PyList_New(0);
-    if (!groups || !odds) goto done;
-    for (size_t i = 0; i < t.cap; i++) {
-        Entry *e = &t.slots[i];
-        if (!e->used) continue;
-        PyObject *item = Py_BuildValue("(y#LLL)", t.arena + e->key_off, (Py_ssize_t)e->key_len,
-                                       (long long)e->code, (long long)e->lines,
-                                       (long long)e->bytes);
-        if (!item || PyList_Append(groups, item) < 0) {
-            Py_XDECREF(item);
-            goto done;
-        }
-        Py_DECREF(item);
-    }
+    if (!odds) goto done;
     for (size_t i = 0; i < odd.n; i++) {
         PyObject *item = Py_BuildValue("(Ly#)", (long long)odd.items[i].lineno,
                                        buf + odd.items[i].off, (Py_ssize_t)odd.items[i].len);
@@ -310,33 +337,87 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         Py_DECREF(item);
     }
-    if (ts_min) {
-        first = PyUnicode_DecodeASCII(ts_min, 24, "strict");
-        last = PyUnicode_DecodeASCII(ts_max, 24, "strict");
-        if (!first || !last) goto done;
-    } else {
-        first = Py_NewRef(Py_None);
-        last = Py_NewRef(Py_None);
-    }
-    result = Py_BuildValue("(LOOOO)", (long long)lines, groups, odds, first, last);
+    result = Py_BuildValue("(LO)", (long long)lines, odds);
 done:
-    Py_XDECREF(groups);
     Py_XDECREF(odds);
-    Py_XDECREF(first);
-    Py_XDECREF(last);
-    table_free(&t);
     free(odd.items);
     PyBuffer_Release(&view);
     return result;
 }
 
-static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc}, {NULL, NULL, 0, NULL}};
+PyDoc_STRVAR(result_doc,
+             "result() -> (keys, codes, lines, bytes, first_ts, last_ts)\n\n"
+             "keys: b'authority MIME' of every group joined by newlines; codes, lines, bytes:\n"
+             "native int64 arrays (as bytes) in the same order; timestamps None if no line.");
+
+static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
+    Table *t = &self->t;
+    size_t n = t->count, klen = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].used) klen += t->slots[i].key_len + 1;
+    PyObject *keys = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *sums = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *result = NULL;
+    if (!keys || !codes || !counts || !sums) goto done;
+    char *kp = PyBytes_AS_STRING(keys);
+    int64_t *cp = (int64_t *)PyBytes_AS_STRING(codes);
+    int64_t *lp = (int64_t *)PyBytes_AS_STRING(counts);
+    int64_t *bp = (int64_t *)PyBytes_AS_STRING(sums);
+    size_t j = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        Entry *e = &t->slots[i];
+        if (!e->used) continue;
+        if (j) *kp++ = '\n';
+        memcpy(kp, t->arena + e->key_off, e->key_len);
+        kp += e->key_len;
+        cp[j] = e->code;
+        lp[j] = e->lines;
+        bp[j] = e->bytes;
+        j++;
+    }
+    if (self->has_ts)
+        result = Py_BuildValue("(OOOOs#s#)", keys, codes, counts, sums, self->ts_min,
+                               (Py_ssize_t)24, self->ts_max, (Py_ssize_t)24);
+    else
+        result = Py_BuildValue("(OOOOOO)", keys, codes, counts, sums, Py_None, Py_None);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(codes);
+    Py_XDECREF(counts);
+    Py_XDECREF(sums);
+    return result;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, feed_doc},
+    {"result", (PyCFunction)Scanner_result, METH_NOARGS, result_doc},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "qa._crawlscan.Scanner",
+    .tp_doc = "Aggregates crawl.log pieces of one byte range (not thread-safe: one per thread).",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_crawlscan",
                                     "C scanner for Heritrix crawl.log lines (see qa.crawlscan).",
-                                    -1, methods};
+                                    -1, NULL};
 
 PyMODINIT_FUNC PyInit__crawlscan(void) {
     init_classes();
-    return PyModule_Create(&module);
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import polars as pl
 
 from harvestflow.progress import Progress
@@ -55,6 +56,11 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
                 yield piece
             finally:
                 piece.release()
+            # unmap the pages read (they stay in the page cache): RSS stays ~one piece
+            lo = pos - pos % mmap.PAGESIZE
+            hi = stop - stop % mmap.PAGESIZE
+            if hi > lo:
+                mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
             pos = stop
     finally:
         view.release()
@@ -66,29 +72,13 @@ def aggregate_range(
     """Same contract as ``qa.crawllog._aggregate_range`` (line numbers relative to the range)."""
     assert _ext is not None, "qa._crawlscan is not built"
     result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawllog._PACKED))
+    scanner = _ext.Scanner()
     parts: list[pl.DataFrame] = []
     base = 0  # lines before this piece, within the range
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for piece in _views(mm, start, end, chunk_bytes):
             size = len(piece)
-            lines, groups, odd, first, last = _ext.scan(piece)
-            if groups:
-                keys, codes, counts, sums = zip(*groups, strict=True)
-                parts.append(
-                    pl.DataFrame(
-                        {
-                            "k": [k.decode("ascii") for k in keys],
-                            "code": codes,
-                            "lines": counts,
-                            "bytes": sums,
-                        },
-                        schema=crawllog._PACKED,
-                    )
-                )
-            if first is not None and (result.first_ts is None or first < result.first_ts):
-                result.first_ts = first
-            if last is not None and (result.last_ts is None or last > result.last_ts):
-                result.last_ts = last
+            lines, odd = scanner.feed(piece)
             if odd:
                 part = _odd_lines(odd, base, result)
                 if part is not None:
@@ -97,10 +87,29 @@ def aggregate_range(
             result.lines += lines
             if progress is not None:
                 progress.advance(size)
-            if len(parts) > 16:
+            if len(parts) > 16:  # only odd-line tables here: a log of odd lines stays flat
                 parts = [crawllog._merge(parts)]
+    keys, codes, counts, sums, first, last = scanner.result()
+    del scanner
+    if codes:
+        parts.append(
+            pl.DataFrame(
+                {
+                    "k": keys.decode("ascii").split("\n"),
+                    "code": np.frombuffer(codes, dtype=np.int64),
+                    "lines": np.frombuffer(counts, dtype=np.int64),
+                    "bytes": np.frombuffer(sums, dtype=np.int64),
+                },
+                schema=crawllog._PACKED,
+            )
+        )
+    for ts in (first, last):
+        if ts is not None and (result.first_ts is None or ts < result.first_ts):
+            result.first_ts = ts
+        if ts is not None and (result.last_ts is None or ts > result.last_ts):
+            result.last_ts = ts
     if parts:
-        result.groups = crawllog._merge(parts)
+        result.groups = crawllog._merge(parts) if len(parts) > 1 else parts[0]
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from array import array
 from pathlib import Path
 
 import polars as pl
@@ -105,14 +106,19 @@ def test_scan_returns_every_line_it_does_not_aggregate() -> None:
     good = b"2026-11-22T09:00:01.000Z   200       4000 http://a.fr/x - - text/html #1 2+1 s - -"
     dup = b"2026-11-22T09:00:02.000Z  -404          - http://a.fr/ L v text/html #1 2+1 s - duplicate:x"
     data = b"\n".join([good, b"", b"odd", dup, b"caf\xc3\xa9"])
-    lines, groups, odd, first, last = _crawlscan.scan(data)
+    scanner = _crawlscan.Scanner()
+    lines, odd = scanner.feed(data)
     assert lines == 5
-    assert sorted(groups) == [
-        (b"a.fr text/html", -404 * 8 + 4, 1, 0),
-        (b"a.fr text/html", 1602, 1, 4000),
-    ]
     assert odd == [(2, b""), (3, b"odd"), (5, b"caf\xc3\xa9")]
-    assert (first, last) == ("2026-11-22T09:00:01.000Z", "2026-11-22T09:00:02.000Z")
+    lines, odd = scanner.feed(good.replace(b"09:00:01", b"08:00:00"))
+    assert (lines, odd) == (1, [])
+    keys, codes, counts, sums, first, last = scanner.result()
+    rows = zip(keys.split(b"\n"), *(array("q", a) for a in (codes, counts, sums)), strict=True)
+    assert sorted(rows) == [
+        (b"a.fr text/html", -404 * 8 + 4, 1, 0),
+        (b"a.fr text/html", 200 * 8 + 2, 2, 8000),
+    ]
+    assert (first, last) == ("2026-11-22T08:00:00.000Z", "2026-11-22T09:00:02.000Z")
 
 
 def test_missing_extension_falls_back_to_polars_with_a_warning(
