@@ -183,7 +183,7 @@ def part1(args: argparse.Namespace) -> None:
 def part2(args: argparse.Namespace) -> None:
     from bench.continuous.replay_latency import measure
 
-    measure(args.replay_pages, args.replay_hosts)
+    measure(args.replay_pages, args.replay_hosts, args.warc_size)
 
 
 def main() -> None:
@@ -195,9 +195,12 @@ def main() -> None:
     ap.add_argument("--replay", action="store_true", help="also measure fetch-to-replayable")
     ap.add_argument("--replay-pages", type=int, default=200)
     ap.add_argument("--replay-hosts", type=int, default=10)
+    ap.add_argument("--warc-size", type=int, default=20_000, help="WARC rotation size (replay)")
+    ap.add_argument("--replay-only", action="store_true", help="skip the policy simulation")
     args = ap.parse_args()
-    part1(args)
-    if args.replay:
+    if not args.replay_only:
+        part1(args)
+    if args.replay or args.replay_only:
         part2(args)
 
 

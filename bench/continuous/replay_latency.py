@@ -1,10 +1,11 @@
 """Fetch-to-replayable on the loopback: a bounded continuous run, its live index, pywb.
 
 Does what ``run_batch`` does after its database query (job spec with the due URLs, the crawler
-as a child process with the production politeness defaults and the run's time bound, closed
-WARCs into the live collection) and then asks a running pywb (test oracle venv) for every
-capture of the run, exactly (``id_`` at its timestamp). The latency of a capture is the time
-from its fetch (crawl.log) to the first 200 from pywb.
+as a child process with the production politeness defaults and the run's time bound, each data
+WARC into the live collection by a ``LiveWatcher`` as soon as it closes — ``--warc-size`` small
+so files close during the run) and, *while the crawl runs*, asks a running pywb (test oracle
+venv) for every capture already in crawl.log, exactly (``id_`` at its timestamp). The latency
+of a capture is the time from its fetch (crawl.log) to the first 200 from pywb.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crawler.launch import crawl_in_subprocess
-from harvest.continuous.nrt import index_closed_warcs, pywb_config
+from harvest.continuous.nrt import LiveWatcher, pywb_config
 from harvest.continuous.run import FORCED_TEMPLATE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +67,7 @@ def _status(url: str) -> int:
         return 0
 
 
-def measure(n_pages: int, n_hosts: int) -> None:
+def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
     if not WAYBACK.exists():
         print("replay: pywb oracle missing (bash scripts/setup-oracles.sh); skipped")
         return
@@ -90,7 +91,8 @@ def measure(n_pages: int, n_hosts: int) -> None:
             job = {
                 "job_id": 1,
                 "seeds": seeds,
-                "template": dict(FORCED_TEMPLATE),  # politeness: settings [crawler] defaults
+                # politeness: settings [crawler] defaults; small files close during the run
+                "template": {**FORCED_TEMPLATE, "warc_max_size": warc_size},
                 "resolve": {h: "127.0.0.1" for h in hosts},
                 "warc_prefix": "1-1",
                 "max_running_time_s": 240,
@@ -98,41 +100,55 @@ def measure(n_pages: int, n_hosts: int) -> None:
             job_path = base / "job.json"
             job_path.write_text(json.dumps(job))
             started = time.time()
-            summary = crawl_in_subprocess(job_path, base / "crawl")
-            crawled = time.time()
-            warcs = sorted(
-                p
-                for p in (base / "crawl" / "warcs").glob("*.warc.gz")
-                if "-metadata-" not in p.name
-            )
-            index_closed_warcs(warcs, live)
-            indexed = time.time()
+            watcher = LiveWatcher(base / "crawl" / "warcs", live, interval_s=2.0).start()
             fetched: dict[str, dt.datetime] = {}
-            for line in (base / "crawl" / "logs" / "crawl.log").read_text().splitlines():
-                f = line.split()
-                if f[1] == "200" and f[4] == "-":
-                    fetched[f[3]] = dt.datetime.strptime(f[8][:17], "%Y%m%d%H%M%S%f").replace(
-                        tzinfo=dt.UTC
-                    )
-            latencies = []
-            pending = dict(fetched)
-            deadline = time.time() + 120
-            while pending and time.time() < deadline:
-                for url, when in list(pending.items()):
+            latencies: list[float] = []
+            done: set[str] = set()
+            crawl_done = threading.Event()
+            box: dict[str, object] = {}
+
+            def run_crawl() -> None:
+                box["summary"] = crawl_in_subprocess(job_path, base / "crawl")
+                crawl_done.set()
+
+            threading.Thread(target=run_crawl, daemon=True).start()
+            log_path = base / "crawl" / "logs" / "crawl.log"
+            deadline = None
+            while True:
+                if log_path.exists():
+                    for line in log_path.read_text().splitlines():
+                        f = line.split()
+                        if len(f) > 8 and f[1] == "200" and f[4] == "-" and f[3] not in fetched:
+                            fetched[f[3]] = dt.datetime.strptime(
+                                f[8][:17], "%Y%m%d%H%M%S%f"
+                            ).replace(tzinfo=dt.UTC)
+                for url, when in list(fetched.items()):
+                    if url in done:
+                        continue
                     ts = when.strftime("%Y%m%d%H%M%S")
                     if _status(f"http://127.0.0.1:{wport}/live/{ts}id_/{url}") == 200:
-                        now = dt.datetime.now(dt.UTC)
-                        latencies.append((now - when).total_seconds())
-                        del pending[url]
-                if pending:
-                    time.sleep(0.5)
+                        latencies.append((dt.datetime.now(dt.UTC) - when).total_seconds())
+                        done.add(url)
+                if crawl_done.is_set():
+                    if deadline is None:
+                        crawled = time.time()
+                        watcher.stop()  # the last file, closed when the crawl ends
+                        deadline = time.time() + 120
+                    if len(done) == len(fetched) or time.time() > deadline:
+                        break
+                time.sleep(0.5)
+            summary = box["summary"]
+            assert isinstance(summary, dict)
+            during = sum(1 for t in watcher.indexed_at.values() if t.timestamp() < crawled)
+            pending = set(fetched) - done
         finally:
             pywb.terminate()
             pywb.wait(timeout=10)
             server.shutdown()
     print(
         f"replay: {len(fetched)} pages on {n_hosts} hosts, crawl {crawled - started:.0f} s "
-        f"({summary.get('status')}), live index {indexed - crawled:.1f} s, "
+        f"({summary.get('status')}), {len(watcher.indexed_at)} WARCs of {warc_size} B "
+        f"({during} made live before the crawl ended), "
         f"{len(latencies)} replayed, {len(pending)} never"
     )
     if latencies:
