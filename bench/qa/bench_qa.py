@@ -82,6 +82,7 @@ def child(log: Path, out: Path) -> None:
                 "self_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                 "worker_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
                 "workers": os.cpu_count(),
+                "engine": _engine(),
                 "lines": comp.outcomes[0].aggregate.lines,  # type: ignore[union-attr]
                 "bad": comp.outcomes[0].aggregate.bad_lines,  # type: ignore[union-attr]
                 "S": {str(k): int(v) for k, v in status.iter_rows()},
@@ -89,6 +90,15 @@ def child(log: Path, out: Path) -> None:
             }
         )
     )
+
+
+def _engine() -> str:
+    """Which crawl.log path the QA side took (the C scanner unless absent or disabled)."""
+    from qa import crawlscan
+
+    if os.environ.get("HARVESTFLOW_QA_ENGINE") == "polars" or not crawlscan.available():
+        return "polars (worker processes)"
+    return "C scanner qa._crawlscan (threads)"
 
 
 def run_qa(log: Path, work: Path) -> dict:
@@ -103,6 +113,13 @@ def run_qa(log: Path, work: Path) -> dict:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["wall"] = time.perf_counter() - started  # includes interpreter start and imports
     return result
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,17 +153,19 @@ def main(argv: list[str] | None = None) -> int:
         qa_runs.append(qa)
         print(f"round {n + 1}: awk {t:.2f} s, QA daily {qa['elapsed']:.2f} s "
               f"(crawl.log pass {qa['crawl_log_pass']:.2f} s, report files {qa['report']:.2f} s;"
-              f" wall with start-up {qa['wall']:.2f} s)", flush=True)  # fmt: skip
+              f" wall with start-up {qa['wall']:.2f} s; load {_loadavg()})", flush=True)  # fmt: skip
     best_awk = min(awk_times)
     best = min(qa_runs, key=lambda r: r["wall"])
     # the ratio of each round (awk and QA run back to back) is less exposed to load changes
     ratios = [q["wall"] / a for q, a in zip(qa_runs, awk_times, strict=True)]
+    # worker processes only on the polars path (the C scanner runs in threads)
     rss_gib = (best["self_rss_kb"] + best["worker_rss_kb"] * best["workers"]) / 1024**2
     same_status = best["S"] == awk_counts["S"]
     same_mime = best["M"] == awk_counts["M"]
     awk_name = os.path.realpath(shutil.which("awk") or "awk")
     print(f"crawl.log: {best['lines']:,} lines, {size / 1e9:.2f} GB, {best['bad']} unreadable")
     print(f"awk ({awk_name}) best: {best_awk:.2f} s")
+    print(f"QA crawl.log engine: {best['engine']}; load average: {_loadavg()}")
     print(f"QA daily best: {best['wall']:.2f} s wall (computation {best['elapsed']:.2f} s)")
     print(f"peak RSS (parent + {best['workers']} workers, upper bound): {rss_gib:.2f} GiB")
     print(f"status counts equal awk's: {same_status}; MIME counts equal awk's: {same_mime}")
