@@ -197,7 +197,17 @@ def main() -> None:
     ap.add_argument("--replay-hosts", type=int, default=10)
     ap.add_argument("--warc-size", type=int, default=20_000, help="WARC rotation size (replay)")
     ap.add_argument("--replay-only", action="store_true", help="skip the policy simulation")
+    ap.add_argument("--real", action="store_true", help="only the run through the real crawler")
+    ap.add_argument("--real-urls", type=int, default=500)
+    ap.add_argument("--real-hosts", type=int, default=10)
+    ap.add_argument("--real-days", type=float, default=3)
+    ap.add_argument("--real-step-h", type=float, default=2)
     args = ap.parse_args()
+    if args.real:
+        from bench.continuous.real_crawl import measure as real
+
+        real(args.real_urls, args.real_hosts, args.real_days, args.real_step_h, args.seed)
+        return
     if not args.replay_only:
         part1(args)
     if args.replay or args.replay_only:
