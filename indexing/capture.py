@@ -21,9 +21,6 @@ INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
 _MIME_SPLIT = re.compile(r"[;\s]")
 _DATE_SPLIT = re.compile(r"[^\d]")
-# "Name: value" lines (value without surrounding whitespace); a line starting with blank space
-# (a continuation) or without a colon does not match
-_HEADER_LINE = re.compile(r"^([^:\s][^:\r\n]*):[^\S\r\n]*(.*?)[^\S\r\n]*\r?$", re.M)
 _PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
 
 
@@ -121,17 +118,23 @@ def _parse_crlf_block(
         return None
     if text.count("\r") != text.count("\r\n"):
         return None
-    first, _, rest = text.partition("\r\n")
-    first = first.rstrip()
+    lines = text.split("\r\n")
+    first = lines[0].rstrip()
     if not first:
         return None
-    pairs = _HEADER_LINE.findall(rest) if rest else []
-    if len(pairs) != (rest.count("\r\n") + 1 if rest else 0):
-        return None  # continuation, blank-looking or colon-less lines: the general parser
+    by_name: dict[str, str] = {}
+    for line in lines[1:]:
+        # "name: value" with a name that does not start with blank space; anything else
+        # (continuation, blank-looking or colon-less lines) goes to the general parser
+        name, sep, value = line.partition(":")
+        if not sep or not name or name[0].isspace():
+            return None
+        key = name.rstrip(" \t").lower()
+        if key not in by_name:  # the first occurrence of a name wins, as in warcio's lookups
+            by_name[key] = value.strip()
     protocol, status = _split_status(first, statuses)
     headers = Headers(protocol, status.strip(), [])
-    # reversed: the first occurrence of a name wins, as in warcio's lookups
-    headers.by_name = {name.rstrip(" \t").lower(): value for name, value in reversed(pairs)}
+    headers.by_name = by_name
     return headers, stop + 4
 
 

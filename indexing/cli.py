@@ -12,28 +12,44 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from multiprocessing import get_context
 from pathlib import Path
 
-from indexing.cdx import FORMATS, IndexResult, NotAWarcError, index_warc
+from indexing.cdx import FORMATS, NotAWarcError, index_warc
 
 
-def _index_one(job: tuple[str, bool]) -> tuple[str, IndexResult | None, str | None]:
-    path, verify = job
+@dataclass
+class FileLines:
+    """One file's index lines as text (built in the worker: line building is half the work)."""
+
+    path: str
+    text: str = ""
+    records: int = 0
+    damage: str | None = None
+    error: str | None = None
+
+
+def _index_one(job: tuple[str, bool, str]) -> FileLines:
+    path, verify, fmt = job
     try:
-        return path, index_warc(path, verify=verify), None
+        result = index_warc(path, verify=verify)
     except NotAWarcError as exc:
-        return path, None, str(exc)
+        return FileLines(path, error=str(exc))
     except OSError as exc:
-        return path, None, f"cannot read: {exc}"
+        return FileLines(path, error=f"cannot read: {exc}")
+    lines = result.lines(fmt, Path(path).name)
+    text = "\n".join(lines) + "\n" if lines else ""
+    damage = str(result.damage) if result.damage is not None else None
+    return FileLines(path, text, len(result.captures), damage)
 
 
 def iter_results(
-    paths: list[str], processes: int, verify: bool = True
-) -> Iterator[tuple[str, IndexResult | None, str | None]]:
+    paths: list[str], processes: int, verify: bool = True, fmt: str = "cdxj"
+) -> Iterator[FileLines]:
     """Index ``paths`` (in parallel when several), yielding results in input order."""
-    jobs = [(p, verify) for p in paths]
+    jobs = [(p, verify, fmt) for p in paths]
     if processes <= 1 or len(paths) <= 1:
         yield from (_index_one(j) for j in jobs)
         return
@@ -44,16 +60,15 @@ def iter_results(
 def cmd_cdx(args: argparse.Namespace) -> int:
     status = 0
     out = sys.stdout
-    for path, result, error in iter_results(args.warcs, args.processes, args.verify):
-        if error is not None or result is None:
-            print(f"index cdx: {path}: {error}", file=sys.stderr)
+    for res in iter_results(args.warcs, args.processes, args.verify, args.format):
+        if res.error is not None:
+            print(f"index cdx: {res.path}: {res.error}", file=sys.stderr)
             status = max(status, 2)
             continue
-        for line in result.lines(args.format, Path(path).name):
-            out.write(line + "\n")
-        if result.damage is not None:
+        out.write(res.text)
+        if res.damage is not None:
             print(
-                f"index cdx: {path}: {result.damage} ({len(result.captures)} records indexed)",
+                f"index cdx: {res.path}: {res.damage} ({res.records} records indexed)",
                 file=sys.stderr,
             )
             status = max(status, 1)

@@ -15,6 +15,7 @@ The URL parsing pieces are the standard library's (``urllib.parse`` byte results
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import socket
 import struct
@@ -101,6 +102,7 @@ def _normalize_path(path: bytes | None) -> bytes:
     return out + kept[-1]
 
 
+@functools.lru_cache(maxsize=4096)  # pure; a crawl's records share few hosts
 def _canonical_host(host: bytes, massage: bool) -> bytes:
     host = _unescape_all(host)
     if not host.isascii():

@@ -168,19 +168,19 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         return None
     if not warc:
         raise Fallback("empty WARC status line")
-    rec_type = warc.get("WARC-Type") or ""
-    raw_len = warc.get("Content-Length")
+    rec_type = warc.by_name.get("warc-type") or ""
+    raw_len = warc.by_name.get("content-length")
     if raw_len is None:
         raise Fallback("record without Content-Length")
     try:
         length = max(int(raw_len), 0)
     except ValueError:
         length = 0
-    uri = fix_target_uri(warc.get("WARC-Target-URI"))
+    uri = fix_target_uri(warc.by_name.get("warc-target-uri"))
     block_end = hdr_end + length
     indexed = rec_type in INDEXED_TYPES and not (
         rec_type in ("resource", "metadata")
-        and warc.get("Content-Type") == "application/warc-fields"
+        and warc.by_name.get("content-type") == "application/warc-fields"
     )
     http: Headers | None = None
     payload_start = hdr_end
@@ -208,7 +208,7 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                     raise Fallback("very large HTTP header block") from None
         if http is None and rec_type != "revisit":
             raise Fallback("response without HTTP headers")
-    digest = warc.get("WARC-Payload-Digest")
+    digest = warc.by_name.get("warc-payload-digest")
     hasher = None
     if indexed and not digest and rec_type != "revisit":
         hasher = hashlib.sha1()
@@ -252,24 +252,24 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     if rec_type == "revisit":
         mime: str | None = "warc/revisit"
     elif rec_type in ("response", "request"):
-        mime = mime_of(http.get("content-type")) if http else None
+        mime = mime_of(http.by_name.get("content-type")) if http else None
     else:
-        mime = mime_of(warc.get("Content-Type"))
+        mime = mime_of(warc.by_name.get("content-type"))
     status = None
     if http and rec_type in ("response", "revisit"):
         status = http.statusline.split(" ", 1)[0]
     return Capture(
         rec_type,
         uri,
-        warc.get("WARC-Date"),
+        warc.by_name.get("warc-date"),
         mime,
         status,
         digest,
         m.start,
         m.end - m.start,
-        warc.get("WARC-Record-ID"),
-        http.get("etag") if http else None,
-        http.get("last-modified") if http else None,
+        warc.by_name.get("warc-record-id"),
+        http.by_name.get("etag") if http else None,
+        http.by_name.get("last-modified") if http else None,
     )
 
 

@@ -7,16 +7,18 @@ by line, then the time to merge the per-file sorted CDXJ files with our merge an
 times, are the result (the machine is shared). Usage:
 
     .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
+        [--rounds 2] [--merge-rounds 6] [--merge-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,16 +37,27 @@ print(time.perf_counter() - t, stats.lines, peak)
 """
 
 
-def timed(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall-clock and CPU seconds (user + system, all descendant processes) of ``cmd``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
+@dataclass
+class Run:
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the process and every descendant it waited for
+    rss_mb: float  # peak RSS of the largest process in the tree
+
+
+def run_cmd(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> Run:
+    """Run ``cmd`` with stdout to ``out``; its own wall, CPU and peak RSS (``wait4``)."""
     with open(out, "wb") as fh:
-        subprocess.run(cmd, stdout=fh, check=False, env=env, cwd=REPO)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=fh, env=env, cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def timed(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+    run = run_cmd(cmd, out, env)
+    return run.wall, run.cpu
 
 
 def line_diff(a: Path, b: Path) -> int:
@@ -53,62 +66,140 @@ def line_diff(a: Path, b: Path) -> int:
     return sum(1 for x, y in zip(la, lb, strict=False) if x != y) + abs(len(la) - len(lb))
 
 
-def index_bench(warcs: list[str], work: Path, mb: float, processes: int) -> None:
+def _ours(warcs: list[str], procs: int, verify: bool, fmt: str = "cdxj") -> list[str]:
+    cmd = [PY, "-m", "indexing.cli", "index", "cdx", *warcs, "--format", fmt]
+    return cmd + ["--processes", str(procs)] + ([] if verify else ["--no-verify"])
+
+
+def _loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _slug(name: str) -> str:
+    return name.replace(" ", "_").replace(",", "") + ".cdxj"
+
+
+def index_bench(warcs: list[str], work: Path, mb: float, processes: int, rounds: int) -> None:
+    """Every round runs cdxj-indexer and each of our modes once, in a rotating order.
+
+    Ratios are taken within a round (same load), then the median over rounds is printed.
+    """
     ref = work / "ref.cdxj"
-    t_ref, c_ref = timed([str(ORACLE), *warcs], ref)
-    records = ref.read_bytes().count(b"\n")
-    runs = {}
-    for procs, verify in ((1, True), (processes, True), (1, False), (processes, False)):
-        out = work / f"ours-{procs}-{verify}.cdxj"
-        cmd = [
-            PY,
-            "-m",
-            "indexing.cli",
-            "index",
-            "cdx",
-            *warcs,
-            "--format",
-            "cdxj",
-            "--processes",
-            str(procs),
-        ] + ([] if verify else ["--no-verify"])
-        wall, cpu = timed(cmd, out)
-        runs[(procs, verify)] = (wall, cpu, line_diff(ref, out))
-    print(f"{records} records. Wall-clock (shared machine: see CPU columns too):")
-    print(
-        f"{'indexer':38} {'wall s':>7} {'MB/s':>6} {'rec/s':>7} {'x ref':>6} {'CPU s':>6}"
-        f" {'rec/CPU-s':>9} {'x ref':>6} lines differing"
-    )
-    print(
-        f"{'cdxj-indexer':38} {t_ref:7.1f} {mb / t_ref:6.1f} {records / t_ref:7.0f} {1:6.2f}"
-        f" {c_ref:6.1f} {records / c_ref:9.0f} {1:6.2f}"
-    )
-    for (procs, verify), (wall, cpu, diff) in runs.items():
-        label = f"harvestflow {procs} proc, {'verify' if verify else 'no-verify'}"
+    configs: list[tuple[str, list[str]]] = [
+        ("cdxj-indexer (1 process)", [str(ORACLE), *warcs]),
+        (f"harvestflow {processes} proc, verify", _ours(warcs, processes, True)),
+        ("harvestflow 1 proc, verify", _ours(warcs, 1, True)),
+        (f"harvestflow {processes} proc, no-verify", _ours(warcs, processes, False)),
+    ]
+    runs: dict[str, list[Run]] = {name: [] for name, _ in configs}
+    print(f"load average before: {_loadavg()}")
+    for r in range(rounds):
+        order = configs[r % len(configs) :] + configs[: r % len(configs)]
+        for name, cmd in order:
+            out = ref if name.startswith("cdxj") else work / _slug(name)
+            runs[name].append(run_cmd(cmd, out))
         print(
-            f"{label:38} {wall:7.1f} {mb / wall:6.1f} {records / wall:7.0f} {t_ref / wall:6.2f}"
-            f" {cpu:6.1f} {records / cpu:9.0f} {c_ref / cpu:6.2f} {diff}"
+            f"round {r + 1}: "
+            + ", ".join(f"{n.split(' (')[0]} {runs[n][-1].wall:.1f} s" for n, _ in configs)
+            + f"; load {_loadavg()}"
+        )
+    records = ref.read_bytes().count(b"\n")
+    diffs = {name: line_diff(ref, work / _slug(name)) for name, _ in configs[1:]}
+    ref_runs = runs[configs[0][0]]
+    print(f"{records} records, {mb:.0f} MB; medians over {rounds} rounds")
+    print(
+        f"{'indexer':36} {'wall s':>7} {'MB/s':>6} {'rec/s':>7} {'x ref':>6} {'CPU s':>6}"
+        f" {'rec/CPU-s':>9} {'x ref':>6} {'RSS MB':>6} lines differing"
+    )
+    for name, _ in configs:
+        rr = runs[name]
+        wall = statistics.median(x.wall for x in rr)
+        cpu = statistics.median(x.cpu for x in rr)
+        x_wall = statistics.median(a.wall / b.wall for a, b in zip(ref_runs, rr, strict=True))
+        x_cpu = statistics.median(a.cpu / b.cpu for a, b in zip(ref_runs, rr, strict=True))
+        print(
+            f"{name:36} {wall:7.1f} {mb / wall:6.1f} {records / wall:7.0f} {x_wall:6.2f}"
+            f" {cpu:6.1f} {records / cpu:9.0f} {x_cpu:6.2f} {max(x.rss_mb for x in rr):6.0f}"
+            f" {diffs.get(name, 0)}"
         )
     ref11, ours11 = work / "ref.cdx", work / "ours.cdx"
-    timed([str(ORACLE), "-11", *warcs], ref11)
-    timed(
-        [
-            PY,
-            "-m",
-            "indexing.cli",
-            "index",
-            "cdx",
-            *warcs,
-            "--format",
-            "cdx11",
-            "--processes",
-            str(processes),
-        ],
-        ours11,
-    )
+    run_cmd([str(ORACLE), "-11", *warcs], ref11)
+    run_cmd(_ours(warcs, processes, True, "cdx11"), ours11)
     print(
         f"CDX11 ({records} records): lines differing from cdxj-indexer -11: "
         f"{line_diff(ref11, ours11)}"
+    )
+    print(f"load average after: {_loadavg()}")
+
+
+def _merge_inputs(work: Path) -> list[str]:
+    """Per-file sorted CDXJ files: 4 "days" of the benchmark's captures under other file names."""
+    from indexing.cdx import sorted_lines
+
+    parts = work / "parts"
+    parts.mkdir(exist_ok=True)
+    lines = (work / "ref.cdxj").read_text(encoding="utf-8").splitlines()
+    by_file: dict[str, list[str]] = {}
+    for line in lines:
+        by_file.setdefault(line.rsplit('"filename": "', 1)[1], []).append(line)
+    files = []
+    for k in range(4):
+        for name, flines in by_file.items():
+            base = name.rstrip('"}')
+            p = parts / f"v{k}-{base}.cdxj"
+            p.write_text(
+                "".join(
+                    x.replace(".warc.gz", f"-v{k}.warc.gz") + "\n" for x in sorted_lines(flines)
+                )
+            )
+            files.append(str(p))
+    return files
+
+
+def merge_bench(work: Path, rounds: int) -> None:
+    """Our ``merge_sorted`` (in this process) against ``LC_ALL=C sort -m``, alternating."""
+    from indexing.merge import merge_sorted
+
+    files = _merge_inputs(work)
+    env = {**os.environ, "LC_ALL": "C"}
+    t_sort: list[float] = []
+    t_ours: list[float] = []
+    print(f"merge, load average before: {_loadavg()}")
+    for r in range(rounds):
+        for side in ("sort", "ours") if r % 2 == 0 else ("ours", "sort"):
+            if side == "sort":
+                t_sort.append(run_cmd(["sort", "-m", *files], work / "sorted-m.cdxj", env).wall)
+            else:
+                t = time.perf_counter()
+                stats = merge_sorted([Path(p) for p in files], work / "merged.cdxj")
+                t_ours.append(time.perf_counter() - t)
+    ratios = [a / b for a, b in zip(t_ours, t_sort, strict=True)]
+    same = (work / "merged.cdxj").read_bytes() == (work / "sorted-m.cdxj").read_bytes()
+    t = time.perf_counter()
+    merge_sorted([Path(p) for p in files], work / "merged-py.cdxj", engine="python")
+    t_py = time.perf_counter() - t
+    print(
+        f"merge of {len(files)} sorted CDXJ files, {stats.lines} lines, {rounds} rounds:"
+        f" ours (sort -m -u, streaming sort -c -u check, fsync) median {statistics.median(t_ours):.2f} s,"
+        f" LC_ALL=C sort -m median {statistics.median(t_sort):.2f} s; ratio median"
+        f" {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
+        f" (target <= 1.2); identical output: {same};"
+        f" pure-Python heapq engine (fallback, not the default): {t_py:.2f} s"
+    )
+    res = {}
+    for label, subset in (("small", files[: len(files) // 4]), ("big", files)):
+        out = subprocess.run(
+            [PY, "-c", MERGE_CODE, str(work / f"merged-{label}.cdxj"), *subset],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout.split()
+        res[label] = (int(out[1]), int(out[2]) // 1024)
+    print(
+        "merge peak RSS (our process or its sort): "
+        + ", ".join(f"{mb} MB for {n} lines" for n, mb in res.values())
+        + f"; load average after: {_loadavg()}"
     )
 
 
@@ -118,6 +209,8 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--merge-only", action="store_true", help="reuse the indexing outputs")
+    ap.add_argument("--rounds", type=int, default=2, help="indexing rounds")
+    ap.add_argument("--merge-rounds", type=int, default=6)
     args = ap.parse_args()
     warc_dir = args.data / "warcs"
     subprocess.run(
@@ -132,60 +225,9 @@ def main() -> None:
     print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB")
 
     if not args.merge_only:
-        index_bench(warcs, work, mb, args.processes)
-    # merge: per-file sorted CDXJ, several variants of each to make a sizeable index
+        index_bench(warcs, work, mb, args.processes, args.rounds)
     sys.path.insert(0, str(REPO))
-    from indexing.cdx import sorted_lines
-
-    parts = work / "parts"
-    parts.mkdir(exist_ok=True)
-    lines = (work / "ours-1-True.cdxj").read_text(encoding="utf-8").splitlines()
-    by_file: dict[str, list[str]] = {}
-    for line in lines:
-        by_file.setdefault(line.rsplit('"filename": "', 1)[1], []).append(line)
-    files = []
-    for k in range(4):  # 4 "days" of the same captures under other file names
-        for name, flines in by_file.items():
-            base = name.rstrip('"}')
-            p = parts / f"v{k}-{base}.cdxj"
-            p.write_text(
-                "".join(
-                    x.replace(".warc.gz", f"-v{k}.warc.gz") + "\n" for x in sorted_lines(flines)
-                )
-            )
-            files.append(str(p))
-    env = {**os.environ, "LC_ALL": "C"}
-    t_sort, _ = timed(["sort", "-m", *files], work / "sorted-m.cdxj", env)
-    t_wall = time.perf_counter()
-    res = subprocess.run(
-        [PY, "-c", MERGE_CODE, str(work / "merged.cdxj"), *files],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-    )
-    t_wall = time.perf_counter() - t_wall
-    t_merge, n_lines, rss_big = res.stdout.split()
-    same = (work / "merged.cdxj").read_bytes() == (work / "sorted-m.cdxj").read_bytes()
-    half = files[: len(files) // 4]
-    res_small = subprocess.run(
-        [PY, "-c", MERGE_CODE, str(work / "merged-small.cdxj"), *half],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-    )
-    _, n_small, rss_small = res_small.stdout.split()
-    print(
-        f"merge of {len(files)} sorted CDXJ files, {n_lines} lines: ours {float(t_merge):.2f} s"
-        f" ({t_wall:.2f} s with interpreter start), LC_ALL=C sort -m {t_sort:.2f} s, ratio"
-        f" {float(t_merge) / t_sort:.2f} ({t_wall / t_sort:.2f}) (target <= 1.2),"
-        f" identical output: {same}"
-    )
-    print(
-        f"merge peak RSS: {int(rss_small) // 1024} MB for {n_small} lines, "
-        f"{int(rss_big) // 1024} MB for {n_lines} lines"
-    )
+    merge_bench(work, args.merge_rounds)
 
 
 if __name__ == "__main__":
