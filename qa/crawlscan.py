@@ -17,7 +17,9 @@ from __future__ import annotations
 import importlib
 import logging
 import mmap
+import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from types import ModuleType
 
@@ -120,3 +122,42 @@ def _odd_lines(
     line_map = [base + n for n, _ in odd]
     chunk = b"\n".join(text for _, text in odd) + b"\n"
     return crawllog._aggregate_chunk(chunk, 0, result, line_map=line_map)
+
+
+def wanted(engine: str | None) -> bool:
+    """Whether to take the C scanner; warns (once per process) when it is wanted but absent."""
+    global _warned_no_c
+    engine = engine or os.environ.get("HARVESTFLOW_QA_ENGINE") or "auto"
+    if engine == "polars":
+        return False
+    if _ext is not None:
+        return True
+    if not _warned_no_c:
+        _warned_no_c = True
+        log.warning(
+            "qa._crawlscan is not built (pip install -e . compiles it); "
+            "using the slower polars crawl.log path"
+        )
+    return False
+
+
+_warned_no_c = False
+
+
+def aggregate_ranges(
+    path: Path,
+    ranges: list[tuple[int, int]],
+    chunk_bytes: int,
+    workers: int,
+    progress: Progress,
+) -> list[crawllog.LogAggregate]:
+    """Scan the ranges in ``workers`` threads (the scanner releases the GIL); file order."""
+    if len(ranges) <= 1:
+        return [aggregate_range(path, a, b, chunk_bytes, progress) for a, b in ranges]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(ranges), workers))) as pool:
+        futures = {
+            pool.submit(aggregate_range, path, a, b, chunk_bytes, None): b - a for a, b in ranges
+        }
+        for fut in as_completed(futures):
+            progress.advance(futures[fut])
+        return [fut.result() for fut in futures]

@@ -124,14 +124,12 @@ def test_scan_returns_every_line_it_does_not_aggregate() -> None:
 def test_missing_extension_falls_back_to_polars_with_a_warning(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import qa.crawllog
-
     ref = aggregate_crawl_log(GOLDEN[0], engine="polars", workers=1)
     monkeypatch.setattr(crawlscan, "_ext", None)
-    monkeypatch.setattr(qa.crawllog, "_warned_no_c", False)
+    monkeypatch.setattr(crawlscan, "_warned_no_c", False)
     called = []
     monkeypatch.setattr(crawlscan, "aggregate_range", lambda *a: called.append(a))
-    with caplog.at_level(logging.WARNING, logger="qa.crawllog"):
+    with caplog.at_level(logging.WARNING, logger="qa.crawlscan"):
         got = aggregate_crawl_log(GOLDEN[0], workers=1)
     assert not called
     assert "not built" in caplog.text
