@@ -26,6 +26,7 @@ from crawler.handoff import read_inbox, write_status
 log = logging.getLogger(__name__)
 
 POLL_S = 0.2
+SYNC_S = 1.0  # fsync of the inboxes written to (see crawler/handoff.py)
 
 
 class PartitionCoordinator:
@@ -42,6 +43,7 @@ class PartitionCoordinator:
         self.counts: dict[int, int] = {}
         self.counts_at = 0.0
         self.closing = False
+        self.synced_at = 0.0
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.idle, signal=signals.spider_idle)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -85,6 +87,10 @@ class PartitionCoordinator:
         self._pull()
         idle = self._engine_idle()
         now = time.monotonic()
+        outbox = self.ctx.outbox
+        if outbox is not None and outbox.dirty and (idle or now - self.synced_at >= SYNC_S):
+            outbox.sync()  # before an idle status: the parent may stop us on it
+            self.synced_at = now
         if now - self.counts_at >= self.ctx.progress_interval_s / 2 or idle:
             self.counts = self.ctx.state.counts()
             self.counts_at = now
@@ -116,3 +122,5 @@ class PartitionCoordinator:
     def closed(self, spider: Any, reason: str) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
+        if self.ctx.outbox is not None:
+            self.ctx.outbox.sync()
