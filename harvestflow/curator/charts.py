@@ -8,7 +8,7 @@ object API (``Figure``), not pyplot, because pages are served from several threa
 from __future__ import annotations
 
 import io
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import matplotlib.dates as mdates
@@ -21,6 +21,19 @@ def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     return buf.getvalue()
+
+
+def _time_axis(ax: Any, times: list[Any], min_span: timedelta) -> None:
+    """Readable time ticks; a span shorter than ``min_span`` (one point, a short crawl) is
+    widened around its middle, else matplotlib shows years around a single instant."""
+    if times:
+        first, last = min(times), max(times)
+        if last - first < min_span:
+            middle = first + (last - first) / 2
+            ax.set_xlim(middle - min_span / 2, middle + min_span / 2)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def domain_size_chart(name: str, history: list[dict[str, Any]]) -> bytes:
@@ -40,9 +53,7 @@ def domain_size_chart(name: str, history: list[dict[str, Any]]) -> bytes:
         ax_bytes.text(0.5, 0.5, "no harvest yet", ha="center", transform=ax_bytes.transAxes)
     ax_bytes.set_ylim(bottom=0)
     ax_objects.set_ylim(bottom=0)
-    locator = mdates.AutoDateLocator()
-    ax_objects.xaxis.set_major_locator(locator)
-    ax_objects.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    _time_axis(ax_objects, times, timedelta(days=2))
     fig.tight_layout()
     return _png(fig)
 
@@ -59,9 +70,7 @@ def progress_chart(job_id: int, samples: list[dict[str, Any]]) -> bytes:
     ax.set_title(f"job {job_id}: crawl progress")
     ax.set_ylabel("URLs")
     ax.legend(loc="upper left")
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    _time_axis(ax, times, timedelta(minutes=1))
     ax.set_ylim(bottom=0)
     fig.tight_layout()
     return _png(fig)
