@@ -123,16 +123,21 @@ def setup_logging() -> None:
 
 def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> dict[str, Any]:
     """One process, or ``processes`` host-partitioned ones (the option, else the template)."""
-    from crawler import jobspec, partition, runner
+    from crawler import jobspec
 
     n = processes if processes is not None else jobspec.load(job).template.processes
     if n > 1:
+        # the parent never imports Scrapy (seconds of start-up before the children start)
+        from crawler import partition
+
         return partition.run_partitioned(job, out, n, progress_interval_s=interval)
+    from crawler import runner
+
     return runner.run_job(job, out, progress_interval_s=interval)
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from crawler import jobspec, runner
+    from crawler import jobspec
     from harvestflow.settings import get_settings
 
     setup_logging()
@@ -144,6 +149,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
         index, _, count = args.partition.partition("/")
         part = Partition(int(index), int(count), Path(args.coord))
+        from crawler import runner
+
         spec = jobspec.load(args.job)
         summary = runner.run_spec(spec, args.out, progress_interval_s=interval, partition=part)
     elif args.job:

@@ -139,3 +139,11 @@ def parse_line(line: str) -> dict[str, str] | None:
         "annotations",
     ]
     return dict(zip(names, parts[:12], strict=True))
+
+
+# the header line of progress-statistics.log (Heritrix's columns)
+PROGRESS_HEADER = (
+    "           timestamp  discovered      queued  downloaded       doc/s(avg)  KB/s(avg)"
+    "   dl-failures   busy-thread   mem-use-KB  heap-size-KB   congestion   max-depth"
+    "   avg-depth"
+)

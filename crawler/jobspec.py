@@ -9,7 +9,9 @@ ignored (the planning side may add some); missing keys take config/harvestflow.t
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,21 @@ def load(path: Path) -> JobSpec:
     except json.JSONDecodeError as exc:
         raise JobSpecError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
     return from_dict(data, str(path))
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON under a temporary name, then rename (readers never see half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def freeze_job(job_path: Path, out_dir: Path) -> Path:
+    """Copy the job spec to ``out_dir/job.json`` (the frozen spec the crawler ran)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frozen = out_dir / "job.json"
+    if job_path.resolve() != frozen.resolve():
+        tmp = frozen.with_name("job.json.tmp")
+        shutil.copyfile(job_path, tmp)
+        os.replace(tmp, frozen)
+    return frozen

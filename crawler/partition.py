@@ -36,12 +36,12 @@ from typing import Any
 
 from crawler import jobspec
 from crawler.budget import COMPLETE
+from crawler.crawllog import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
+from crawler.jobspec import freeze_job, write_json
 from crawler.metadata_warc import write_metadata_warc
-from crawler.reports import write_reports
-from crawler.runner import CRAWL_STATUS_TEXT, _write_json, freeze_job
+from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 from crawler.state import SCHEMA, CrawlState
-from crawler.statslog import HEADER
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -329,7 +329,7 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
         # the children's peak resident sizes added up (the parent's own is small)
         "peak_rss_kb": sum(int(s.get("peak_rss_kb", 0)) for s in summaries),
     }
-    _write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     return summary
 
 

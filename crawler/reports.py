@@ -17,6 +17,12 @@ from crawler.crawllog import parse_line
 from crawler.state import CrawlState
 from crawler.urls import canonical_key, host_of
 
+CRAWL_STATUS_TEXT = {
+    "complete": "Finished",
+    "time_limit": "Finished - Timelimit hit",
+    "unfinished": "Aborted by operator",
+}
+
 
 def is_disregard(status: int) -> bool:
     """Refused before fetching (scope, robots, traps, budgets, bad URLs)."""

@@ -11,11 +11,8 @@ presence means the job's output is complete. Twisted's reactor runs once per pro
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
-import os
 import resource
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +20,14 @@ from crawler import jobspec
 from crawler.budget import COMPLETE, TIME_LIMIT, UNFINISHED
 from crawler.context import CrawlContext
 from crawler.handoff import Partition
-from crawler.jobspec import JobSpec
+from crawler.jobspec import JobSpec, freeze_job
+from crawler.jobspec import write_json as _write_json
 from crawler.metadata_warc import write_metadata_warc
-from crawler.reports import write_reports
+from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 
 log = logging.getLogger(__name__)
 
 STATUS_BY_REASON = {"finished": "complete", "closespider_timeout": "time_limit"}
-CRAWL_STATUS_TEXT = {
-    "complete": "Finished",
-    "time_limit": "Finished - Timelimit hit",
-    "unfinished": "Aborted by operator",
-}
 
 
 def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
@@ -110,12 +103,6 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "LOG_INSTALL_ROOT_HANDLER": False,
         "HTTPCACHE_ENABLED": False,
     }
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None) -> dict:
@@ -259,14 +246,3 @@ def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0)
     spec = jobspec.load(Path(job_path))
     frozen = freeze_job(Path(job_path), Path(out_dir))
     return run_spec(spec, out_dir, progress_interval_s=progress_interval_s, job_file=frozen)
-
-
-def freeze_job(job_path: Path, out_dir: Path) -> Path:
-    """Copy the job spec to ``out_dir/job.json`` (the frozen spec the crawler ran)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    frozen = out_dir / "job.json"
-    if job_path.resolve() != frozen.resolve():
-        tmp = frozen.with_name("job.json.tmp")
-        shutil.copyfile(job_path, tmp)
-        os.replace(tmp, frozen)
-    return frozen

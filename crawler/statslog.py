@@ -18,15 +18,11 @@ from scrapy.crawler import Crawler
 from twisted.internet import task
 
 from crawler.context import CrawlContext
+from crawler.crawllog import PROGRESS_HEADER as HEADER
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
 
-HEADER = (
-    "           timestamp  discovered      queued  downloaded       doc/s(avg)  KB/s(avg)"
-    "   dl-failures   busy-thread   mem-use-KB  heap-size-KB   congestion   max-depth"
-    "   avg-depth"
-)
 END_LINES = {
     "finished": "CRAWL ENDED - Finished",
     "closespider_timeout": "CRAWL ENDING - Timelimit hit",
