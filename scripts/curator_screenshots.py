@@ -60,6 +60,9 @@ def main(base: str, user: str, password: str) -> None:
                 driver.find_element(By.TAG_NAME, "iframe")
                 driver.execute_script("return new Promise(r => setTimeout(r, 3000))")
             driver.implicitly_wait(0)
+            if name != "airflow-nav":  # the whole page, up to a readable height
+                height = driver.execute_script("return document.body.scrollHeight")
+                driver.set_window_size(1280, min(max(int(height) + 140, 700), 2200))
             _save(driver.get_screenshot_as_png(), docs / f"curator-{name}.png")
 
 
