@@ -390,7 +390,51 @@ done:
     return result;
 }
 
+static PyTypeObject ScannerType;
+
+PyDoc_STRVAR(absorb_doc, "absorb(other): add another Scanner's groups and timestamps to this one.");
+
+static PyObject *Scanner_absorb(Scanner *self, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &ScannerType) || arg == (PyObject *)self) {
+        PyErr_SetString(PyExc_TypeError, "absorb() takes another Scanner");
+        return NULL;
+    }
+    Scanner *o = (Scanner *)arg;
+    if (!self->t.slots || !o->t.slots) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner not initialised");
+        return NULL;
+    }
+    for (size_t i = 0; i < o->t.cap; i++) {
+        Entry *e = &o->t.slots[i];
+        if (!e->used) continue;
+        const char *k = o->t.arena + e->key_off;
+        const char *sp = memchr(k, ' ', e->key_len); /* authority has no space: first one */
+        size_t an = sp ? (size_t)(sp - k) : e->key_len;
+        size_t bn = sp ? e->key_len - an - 1 : 0;
+        if (table_add(&self->t, k, an, k + an + 1, bn, e->code, e->bytes, &self->scratch,
+                      &self->scratch_cap) < 0)
+            return PyErr_NoMemory();
+        /* table_add counted one line: correct to the other table's count */
+        uint64_t h = hash_key(k, e->key_len, e->code);
+        size_t j = h & (self->t.cap - 1);
+        while (!(self->t.slots[j].hash == h && self->t.slots[j].code == e->code &&
+                 self->t.slots[j].key_len == e->key_len &&
+                 memcmp(self->t.arena + self->t.slots[j].key_off, k, e->key_len) == 0))
+            j = (j + 1) & (self->t.cap - 1);
+        self->t.slots[j].lines += e->lines - 1;
+    }
+    if (o->has_ts) {
+        if (!self->has_ts || memcmp(o->ts_min, self->ts_min, 24) < 0)
+            memcpy(self->ts_min, o->ts_min, 24);
+        if (!self->has_ts || memcmp(o->ts_max, self->ts_max, 24) > 0)
+            memcpy(self->ts_max, o->ts_max, 24);
+        self->has_ts = 1;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Scanner_methods[] = {
+    {"absorb", (PyCFunction)Scanner_absorb, METH_O, absorb_doc},
     {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, feed_doc},
     {"result", (PyCFunction)Scanner_result, METH_NOARGS, result_doc},
     {NULL, NULL, 0, NULL}};

@@ -380,7 +380,8 @@ def _combine(path: Path, pieces: list[LogAggregate]) -> LogAggregate:
         if piece.last_ts and (result.last_ts is None or piece.last_ts > result.last_ts):
             result.last_ts = piece.last_ts
     if frames:
-        result.groups = _unpack(_merge(frames))
+        # one frame (the C scanner's summed table, or one range) has unique keys already
+        result.groups = _unpack(frames[0] if len(frames) == 1 else _merge(frames))
     return result
 
 

@@ -73,14 +73,23 @@ def aggregate_range(
 ) -> crawllog.LogAggregate:
     """Same contract as ``qa.crawllog._aggregate_range`` (line numbers relative to the range)."""
     assert _ext is not None, "qa._crawlscan is not built"
-    result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawllog._PACKED))
     scanner = _ext.Scanner()
+    result = _scan_range(path, start, end, chunk_bytes, progress, scanner)
+    _take_groups(result, scanner)
+    return result
+
+
+def _scan_range(
+    path: Path, start: int, end: int, chunk_bytes: int, progress: Progress | None, scanner: object
+) -> crawllog.LogAggregate:
+    """Feed one range to ``scanner``; the result holds only the odd lines' table."""
+    result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawllog._PACKED))
     parts: list[pl.DataFrame] = []
     base = 0  # lines before this piece, within the range
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for piece in _views(mm, start, end, chunk_bytes):
             size = len(piece)
-            lines, odd = scanner.feed(piece)
+            lines, odd = scanner.feed(piece)  # type: ignore[attr-defined]
             if odd:
                 part = _odd_lines(odd, base, result)
                 if part is not None:
@@ -89,30 +98,33 @@ def aggregate_range(
             result.lines += lines
             if progress is not None:
                 progress.advance(size)
-            if len(parts) > 16:  # only odd-line tables here: a log of odd lines stays flat
+            if len(parts) > 16:  # a log made of odd lines stays flat in memory
                 parts = [crawllog._merge(parts)]
-    keys, codes, counts, sums, first, last = scanner.result()
-    del scanner
+    if parts:
+        result.groups = crawllog._merge(parts) if len(parts) > 1 else parts[0]
+    return result
+
+
+def _take_groups(result: crawllog.LogAggregate, scanner: object) -> None:
+    """Move the scanner's table (and timestamps) into ``result``, beside its odd lines' table."""
+    keys, codes, counts, sums, first, last = scanner.result()  # type: ignore[attr-defined]
     if codes:
-        parts.append(
-            pl.DataFrame(
-                {
-                    "k": keys.decode("ascii").split("\n"),
-                    "code": np.frombuffer(codes, dtype=np.int64),
-                    "lines": np.frombuffer(counts, dtype=np.int64),
-                    "bytes": np.frombuffer(sums, dtype=np.int64),
-                },
-                schema=crawllog._PACKED,
-            )
+        table = pl.DataFrame(
+            {
+                "k": keys.decode("ascii").split("\n"),
+                "code": np.frombuffer(codes, dtype=np.int64),
+                "lines": np.frombuffer(counts, dtype=np.int64),
+                "bytes": np.frombuffer(sums, dtype=np.int64),
+            },
+            schema=crawllog._PACKED,
         )
+        odd = result.groups
+        result.groups = crawllog._merge([table, odd]) if odd.height else table
     for ts in (first, last):
         if ts is not None and (result.first_ts is None or ts < result.first_ts):
             result.first_ts = ts
         if ts is not None and (result.last_ts is None or ts > result.last_ts):
             result.last_ts = ts
-    if parts:
-        result.groups = crawllog._merge(parts) if len(parts) > 1 else parts[0]
-    return result
 
 
 def _odd_lines(
@@ -151,13 +163,25 @@ def aggregate_ranges(
     workers: int,
     progress: Progress,
 ) -> list[crawllog.LogAggregate]:
-    """Scan the ranges in ``workers`` threads (the scanner releases the GIL); file order."""
+    """Scan the ranges in ``workers`` threads (the scanner releases the GIL); file order.
+
+    One scanner per range; their tables are summed in C into the first range's, so the
+    (large) grouped table crosses into polars once and needs no group-by merge.
+    """
+    assert _ext is not None, "qa._crawlscan is not built"
     if len(ranges) <= 1:
         return [aggregate_range(path, a, b, chunk_bytes, progress) for a, b in ranges]
+    scanners = [_ext.Scanner() for _ in ranges]
     with ThreadPoolExecutor(max_workers=max(1, min(len(ranges), workers))) as pool:
         futures = {
-            pool.submit(aggregate_range, path, a, b, chunk_bytes, None): b - a for a, b in ranges
+            pool.submit(_scan_range, path, a, b, chunk_bytes, None, sc): b - a
+            for (a, b), sc in zip(ranges, scanners, strict=True)
         }
         for fut in as_completed(futures):
             progress.advance(futures[fut])
-        return [fut.result() for fut in futures]
+        pieces = [fut.result() for fut in futures]
+    for other in scanners[1:]:
+        scanners[0].absorb(other)
+    del scanners[1:]
+    _take_groups(pieces[0], scanners[0])
+    return pieces
