@@ -5,8 +5,9 @@ resume from the URL state in PostgreSQL (`continuous_url_state`): each run fetch
 in order of due time, with the archival crawler (per-host politeness, conditional requests from
 the stored ETag / Last-Modified, unchanged payloads written as revisit records), learns each
 URL's revisit interval from whether it changed (noise rules from `continuous_noise_rules`
-ignored), adds the new in-scope URLs found on changed pages, and indexes its closed WARCs at once
-into the live collection (`<data>/continuous/live`, replayable by pywb minutes after the fetch).
+ignored), adds the new in-scope URLs found on changed pages, and indexes each WARC into the live
+collection as soon as the crawler closes it, during the run (`<data>/continuous/live`,
+replayable by pywb seconds to minutes after the fetch; WARCs rotate at 50 MB by default).
 Every 10 minutes and when the launcher injects seeds; one run at a time, ~9 minutes of
 crawling each, on the high-priority crawl pool.
 

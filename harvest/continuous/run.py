@@ -49,6 +49,9 @@ FORCED_TEMPLATE = {
     "extract_sitemaps": False,
 }
 
+# defaults a template may change: files small enough to close (and go live) during a run
+RUN_DEFAULTS = {"warc_max_size": 50_000_000}
+
 CrawlFn = Callable[..., dict[str, Any]]
 
 
@@ -143,7 +146,7 @@ def run_batch(
     dedup_path = out / "dedup.tsv"
     write_dedup_index(due, dedup_path)
     seeds = [s.url for s in due]
-    job_template = {**(template or {}), **FORCED_TEMPLATE}
+    job_template = {**RUN_DEFAULTS, **(template or {}), **FORCED_TEMPLATE}
     job_id, harvest_id = register_run(engine, run_id, real_start, seeds, job_template)
     result.job_id = job_id
     job = {

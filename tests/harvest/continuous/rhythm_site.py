@@ -5,7 +5,8 @@
 - ``/hourly``  changes when the fake clock's hour changes;
 - ``/never``   never changes, answers If-None-Match with 304 (ETag);
 - ``/still``   never changes, no validators (unchanged only by digest);
-- ``/clock``   identical HTML except a timestamp of the real clock (noise);
+- ``/clock``   identical HTML except a timestamp of the real clock (noise) and, inside the same
+  noise span, a link that differs on every request (taken only while the page counts as changed);
 - ``/private`` linked from the front page, excluded by robots.txt.
 """
 
@@ -61,7 +62,11 @@ class RhythmSite:
                     body = "<html><body><p>still the same</p></body></html>"
                 elif path == "/clock":
                     stamp = f"{time.time_ns()}"
-                    body = f'<html><body><p>news</p><span class="ts">{stamp}</span></body></html>'
+                    more = f'<a href="/clock-more?n={stamp}">more</a>'
+                    body = (
+                        f'<html><body><p>news</p><span class="ts">{stamp} {more}</span>'
+                        "</body></html>"
+                    )
                 else:
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
