@@ -107,6 +107,7 @@ def jobs(
         "SELECT count(*) FROM jobs j" + where,
         "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, j.harvest_num, j.status,"
         " j.channel, j.snapshot, j.startdate, j.enddate, j.job_dir, j.harvest_errors,"
+        " j.airflow_task,"
         " (SELECT sum(objectcount) FROM historyinfo hi WHERE hi.job_id = j.job_id) AS urls,"
         " (SELECT sum(bytecount) FROM historyinfo hi WHERE hi.job_id = j.job_id) AS bytes,"
         " (SELECT array_agg(DISTINCT stopreason) FROM historyinfo hi"

@@ -101,6 +101,7 @@ def create_app(
         with connect() as conn:
             result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status, harvest_id)
         for row in result.rows:
+            row["task_link"] = _task_link(row.get("airflow_task"), airflow_base)
             if row["status"] == 2:  # STARTED: show where the crawl stands
                 samples = jobfiles.read_progress(_dir(row["job_dir"]), max_points=2)
                 row["progress"] = samples[-1] if samples else None

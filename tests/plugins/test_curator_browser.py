@@ -119,6 +119,15 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         assert "seeds-report" in text or "seeds report" in text.lower()
         assert _charts_render(driver) == 1  # progress over the crawl
 
+        # the job links to its crawl task instance in Airflow's UI; that task instance exists
+        link = driver.find_element(By.LINK_TEXT, "crawl task of this job").get_attribute("href")
+        task = re.search(r"/dags/([^/]+)/runs/([^/]+)/tasks/([^/]+)(?:/mapped/(\d+))?$", link)
+        assert task, link
+        api = f"{base}/api/v2/dags/{task[1]}/dagRuns/{task[2]}/taskInstances/{task[3]}"
+        api += f"/{task[4]}" if task[4] else ""
+        token = {"Authorization": "Bearer " + driver.get_cookie("_token")["value"]}
+        assert httpx.get(api, headers=token, timeout=30).json()["state"] == "success"
+
         # crawl.log search: the demo site has exactly two redirect pages on example-a
         rows = _search(driver, job_url, q=r"example-a\.test:\d+/redirect-30[12]")
         assert sorted(r[1] for r in rows) == ["301", "302"], rows

@@ -20,6 +20,13 @@ LOG = [
     "2026-11-22T03:09:31.000Z   404   10 http://a.test/missing L http://a.test/ text/html #1 x - - -",
 ]
 
+TASK = {
+    "dag_id": "selective_harvest_daily",
+    "run_id": "manual__1",
+    "task_id": "crawl",
+    "map_index": 2,
+}
+
 
 def _token_required(request: Request) -> None:
     if request.headers.get("authorization") != "Bearer ok":
@@ -42,10 +49,11 @@ def job(db_engine: sa.Engine, tmp_path: Path) -> int:
             conn.execute(
                 sa.text(
                     "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist, job_dir) VALUES (:h, 1, 0, 3,"
-                    " 'FOCUSED', 't', CAST(:tpl AS jsonb), 'http://a.test/', :d) RETURNING job_id"
+                    " template_name, template, seedlist, job_dir, airflow_task) VALUES (:h, 1, 0,"
+                    " 3, 'FOCUSED', 't', CAST(:tpl AS jsonb), 'http://a.test/', :d,"
+                    " CAST(:task AS jsonb)) RETURNING job_id"
                 ),
-                {"h": harvest_id, "tpl": json.dumps({}), "d": str(job_dir)},
+                {"h": harvest_id, "tpl": "{}", "d": str(job_dir), "task": json.dumps(TASK)},
             ).scalar_one()
         )
 
@@ -80,6 +88,12 @@ def test_bad_regex_is_a_message_and_a_good_one_finds_lines(client: TestClient, j
     found = client.get(f"/jobs/{job}", params={"q": r"a\.test/missing", "status": "404"})
     assert found.status_code == 200
     assert "http://a.test/missing" in found.text and "robots.txt" not in found.text
+
+
+def test_jobs_link_to_their_airflow_task_log(client: TestClient, job: int) -> None:
+    link = "/dags/selective_harvest_daily/runs/manual__1/tasks/crawl/mapped/2"
+    assert f'href="{link}"' in client.get("/jobs").text
+    assert f'href="{link}"' in client.get(f"/jobs/{job}").text
 
 
 def test_unknown_things_are_404(client: TestClient) -> None:
