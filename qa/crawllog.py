@@ -157,14 +157,22 @@ def _chunks(path: Path, start: int, end: int, chunk_bytes: int) -> Iterator[byte
     if end <= start:
         return
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        pos = start
-        while pos < end:
-            stop = min(pos + chunk_bytes, end)
-            if stop < end:
-                cut = mm.rfind(b"\n", pos, stop)
-                stop = cut + 1 if cut >= pos else (mm.find(b"\n", stop, end) + 1 or end)
+        for pos, stop in piece_bounds(mm, start, end, chunk_bytes):
             yield mm[pos:stop]
-            pos = stop
+
+
+def piece_bounds(
+    mm: mmap.mmap, start: int, end: int, chunk_bytes: int
+) -> Iterator[tuple[int, int]]:
+    """[pos, stop) pieces of about ``chunk_bytes`` that end on a line boundary (the last may not)."""
+    pos = start
+    while pos < end:
+        stop = min(pos + chunk_bytes, end)
+        if stop < end:
+            cut = mm.rfind(b"\n", pos, stop)
+            stop = cut + 1 if cut >= pos else (mm.find(b"\n", stop, end) + 1 or end)
+        yield pos, stop
+        pos = stop
 
 
 def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:

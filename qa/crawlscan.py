@@ -47,12 +47,7 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
     """Zero-copy pieces of [start, end) ending on line boundaries (the last may not)."""
     view = memoryview(mm)
     try:
-        pos = start
-        while pos < end:
-            stop = min(pos + chunk_bytes, end)
-            if stop < end:
-                cut = mm.rfind(b"\n", pos, stop)
-                stop = cut + 1 if cut >= pos else (mm.find(b"\n", stop, end) + 1 or end)
+        for pos, stop in crawllog.piece_bounds(mm, start, end, chunk_bytes):
             piece = view[pos:stop]
             try:
                 yield piece
@@ -63,7 +58,6 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
             hi = stop - stop % mmap.PAGESIZE
             if hi > lo:
                 mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-            pos = stop
     finally:
         view.release()
 
