@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,18 @@ def _key_and_time(cap: Capture) -> tuple[str, str]:
     return key, timestamp14(cap.date) if cap.date else "-"
 
 
+# values json.dumps writes unchanged (printable ASCII without quote or backslash)
+_JSON_PLAIN = re.compile(r"[ !#-\[\]-~]*\Z")
+
+
 def cdxj_line(cap: Capture, filename: str) -> str:
     key, ts = _key_and_time(cap)
-    return f"{key} {ts} {json.dumps(_fields(cap, filename))}"
+    fields = _fields(cap, filename)
+    if _JSON_PLAIN.match("".join(fields.values())):
+        # json.dumps' own output for such values, without its per-call encoder set-up
+        body = ", ".join([f'"{k}": "{v}"' for k, v in fields.items()])
+        return f"{key} {ts} {{{body}}}"
+    return f"{key} {ts} {json.dumps(fields)}"
 
 
 def cdx11_line(cap: Capture, filename: str) -> str:

@@ -48,7 +48,8 @@ except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safe
     _inflate_mod = zlib
     _INFLATE_ERRORS = (zlib.error,)
 
-CHUNK = 1 << 16  # compressed bytes fed per call
+CHUNK = 1 << 16  # compressed bytes fed per call (at most)
+FIRST_FEED = 1 << 12  # compressed bytes fed first
 OUT_MAX = 1 << 20  # bound on the output of one inflate call (memory stays flat on huge records)
 HEAD_MAX = 1 << 22
 HEAD_FIRST = (
@@ -79,13 +80,16 @@ class _ScanState:
 class _Member:
     """One gzip member being inflated; ``read()`` returns output pieces, b"" at the member end."""
 
-    __slots__ = ("d", "feed", "forced_end", "mm", "pending", "size", "start")
+    __slots__ = ("d", "feed", "forced_end", "mm", "pending", "size", "start", "step")
 
     def __init__(self, mm: mmap.mmap, start: int, size: int) -> None:
         self.d = _inflate_mod.decompressobj(31)
         self.mm = mm
         self.start = start
         self.feed = start
+        # bytes to feed next: small first (most members are a few hundred bytes, and every byte
+        # fed past the member end is copied again into ``unused_data``), doubling up to CHUNK
+        self.step = FIRST_FEED
         self.size = size
         self.pending = b""
         self.forced_end: int | None = None
@@ -114,8 +118,10 @@ class _Member:
             if not self.pending:
                 if self.feed >= self.size:
                     raise WarcDamage(self.start, "truncated gzip member (file ends inside it)")
-                self.pending = self.mm[self.feed : self.feed + feed]
+                step = min(self.step, feed)
+                self.pending = self.mm[self.feed : self.feed + step]
                 self.feed += len(self.pending)
+                self.step = step * 2
             try:
                 out = d.decompress(self.pending, max_out)
             except _INFLATE_ERRORS as exc:

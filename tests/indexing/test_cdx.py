@@ -194,3 +194,24 @@ def test_payload_skipping_falls_back_when_members_hold_more_than_the_record(
     result = index_warc(padded, verify=False)
     assert result.scanner == "fast"  # skipping refused, every member inflated
     assert result.lines("cdxj") == reference_lines(oracle, padded, "cdxj")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a.fr/p?q=1",
+        'http://a.fr/"q"',
+        "http://a.fr/\\x",
+        "http://a.fr/é",
+        "http://a.fr/\x7f",
+    ],
+)
+def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
+    import json
+
+    from indexing.capture import Capture
+    from indexing.cdx import _fields, cdxj_line
+
+    cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
+    line = cdxj_line(cap, "f.warc.gz")
+    assert line.split(" ", 2)[2] == json.dumps(_fields(cap, "f.warc.gz"))

@@ -59,7 +59,7 @@ def test_warc_block_reads_as_warcio_reads_it():
         b"WARC/1.1\r\nWARC-Type: response\r\nwarc-type: request\r\n"
         b"WARC-Target-URI: http://example.com/ a\r\nContent-Length:  12 \r\n\r\n"
     )
-    status, protocol, expected = _warcio(block, WARC_VERSIONS)
+    _status, protocol, expected = _warcio(block, WARC_VERSIONS)
     parsed, _ = parse_headers(block, 0, len(block), final=True, statuses=WARC_VERSIONS)
     assert parsed is not None
     assert parsed.protocol == protocol
