@@ -15,7 +15,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from indexing.capture import WARC_VERSIONS, _parse_crlf_block, parse_headers
 
 BLOCKS = [
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nETag: \"x\"\r\n\r\nbody",
+    b'HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nETag: "x"\r\n\r\nbody',
     b"HTTP/1.1 301  Moved \r\nLocation:   http://a/b  \r\nlocation: second\r\n\r\n",
     b"HTTP/1.0 404\r\nX-Empty:\r\nX-Tab\t: tabbed\tvalue\t\r\nX-Colons: a:b:c\r\n\r\n",
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nSet-Cookie: a=1\r\nSET-COOKIE: b=2\r\n\r\n",
