@@ -17,7 +17,6 @@ dropping absorbs.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
 import logging
@@ -71,46 +70,39 @@ def _merge_with_sort(inputs: list[Path], tmp: Path, sort: str) -> int:
     """``sort -m -u | tee tmp | sort -c -u`` in the C locale: merge and check in one pass.
 
     The check (strictly increasing output) runs on another core while the merge writes; an
-    unsorted input always leaves a descent in the merged output, which it finds.
+    unsorted input always leaves a descent in the merged output, which it finds. The bytes go
+    from process to process without passing through Python (measured: relaying them through
+    this process cost more than the merge itself). All inputs are merged in one batch (sort's
+    default of 16 makes it merge through temporary files, ~2 x slower here).
     """
     env = _c_sort_env()
+    tee = shutil.which("tee")
+    if tee is None:
+        raise FileNotFoundError("tee(1) not found")
     batch = str(max(2, min(len(inputs), 1000)))
     merge_cmd = [sort, "-m", "-u", f"--batch-size={batch}", "--", *map(str, inputs)]
-    with open(tmp, "wb") as out:
-        merger = subprocess.Popen(merge_cmd, env=env, stdout=subprocess.PIPE)
-        checker = subprocess.Popen(
-            [sort, "-c", "-u"], env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        assert merger.stdout is not None and checker.stdin is not None
-        broken = False
-        lines = 0
-        try:
-            while block := merger.stdout.read(1 << 20):
-                out.write(block)
-                lines += block.count(b"\n")
-                if not broken:
-                    try:
-                        checker.stdin.write(block)
-                    except BrokenPipeError:  # the checker stopped at a descent
-                        broken = True
-        finally:
-            merger.stdout.close()
-            with contextlib.suppress(BrokenPipeError):
-                checker.stdin.close()
-        merge_rc = merger.wait()
-        assert checker.stderr is not None
-        check_err = checker.stderr.read()
-        checker.stderr.close()
-        checker.wait()
-    if merge_rc != 0:
-        raise subprocess.CalledProcessError(merge_rc, merge_cmd)
-    if checker.returncode != 0:
+    merger = subprocess.Popen(merge_cmd, env=env, stdout=subprocess.PIPE)
+    assert merger.stdout is not None
+    teer = subprocess.Popen([tee, "--", str(tmp)], stdin=merger.stdout, stdout=subprocess.PIPE)
+    merger.stdout.close()  # tee holds it now; sort gets SIGPIPE if tee dies
+    assert teer.stdout is not None
+    checker = subprocess.Popen(
+        [sort, "-c", "-u"], env=env, stdin=teer.stdout, stderr=subprocess.PIPE
+    )
+    teer.stdout.close()
+    _, check_err = checker.communicate()
+    tee_rc, merge_rc = teer.wait(), merger.wait()
+    if checker.returncode != 0:  # first: a stopped checker makes tee and sort die of SIGPIPE
         raise UnsortedIndexError(
             f"merged output not in strictly increasing byte order "
             f"({check_err.decode(errors='replace').strip()}); "
             f"an input is not byte-order sorted: {find_unsorted(inputs)}"
         )
-    return lines
+    if merge_rc != 0:
+        raise subprocess.CalledProcessError(merge_rc, merge_cmd)
+    if tee_rc != 0:
+        raise subprocess.CalledProcessError(tee_rc, ["tee", str(tmp)])
+    return _count_lines(tmp)
 
 
 def _merge_in_python(inputs: list[Path], tmp: Path, output: Path) -> int:

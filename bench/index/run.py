@@ -7,13 +7,14 @@ by line, then the time to merge the per-file sorted CDXJ files with our merge an
 times, are the result (the machine is shared). Usage:
 
     .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
-        [--rounds 2] [--merge-rounds 6] [--merge-only]
+        [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,8 +32,9 @@ from pathlib import Path
 from indexing.merge import merge_sorted
 t = time.perf_counter()
 stats = merge_sorted([Path(p) for p in sys.argv[2:]], Path(sys.argv[1]))
-peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+# VmHWM, not RUSAGE_SELF: ru_maxrss keeps the RSS of the forked benchmark before exec
+hwm = [int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
+peak = max(hwm, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 print(time.perf_counter() - t, stats.lines, peak)
 """
 
@@ -132,35 +134,33 @@ def index_bench(warcs: list[str], work: Path, mb: float, processes: int, rounds:
     print(f"load average after: {_loadavg()}")
 
 
-def _merge_inputs(work: Path) -> list[str]:
-    """Per-file sorted CDXJ files: 4 "days" of the benchmark's captures under other file names."""
+def _merge_inputs(work: Path, copies: int) -> list[str]:
+    """Per-file sorted CDXJ files: ``copies`` "days" of the captures under other file names."""
     from indexing.cdx import sorted_lines
 
     parts = work / "parts"
-    parts.mkdir(exist_ok=True)
+    shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir()
     lines = (work / "ref.cdxj").read_text(encoding="utf-8").splitlines()
     by_file: dict[str, list[str]] = {}
     for line in lines:
         by_file.setdefault(line.rsplit('"filename": "', 1)[1], []).append(line)
     files = []
-    for k in range(4):
+    for k in range(copies):
         for name, flines in by_file.items():
             base = name.rstrip('"}')
             p = parts / f"v{k}-{base}.cdxj"
-            p.write_text(
-                "".join(
-                    x.replace(".warc.gz", f"-v{k}.warc.gz") + "\n" for x in sorted_lines(flines)
-                )
-            )
+            renamed = [x.replace(".warc.gz", f"-v{k}.warc.gz") for x in flines]
+            p.write_text("".join(x + "\n" for x in sorted_lines(renamed)))
             files.append(str(p))
     return files
 
 
-def merge_bench(work: Path, rounds: int) -> None:
+def merge_bench(work: Path, rounds: int, copies: int) -> None:
     """Our ``merge_sorted`` (in this process) against ``LC_ALL=C sort -m``, alternating."""
     from indexing.merge import merge_sorted
 
-    files = _merge_inputs(work)
+    files = _merge_inputs(work, copies)
     env = {**os.environ, "LC_ALL": "C"}
     t_sort: list[float] = []
     t_ours: list[float] = []
@@ -180,7 +180,7 @@ def merge_bench(work: Path, rounds: int) -> None:
     t_py = time.perf_counter() - t
     print(
         f"merge of {len(files)} sorted CDXJ files, {stats.lines} lines, {rounds} rounds:"
-        f" ours (sort -m -u, streaming sort -c -u check, fsync) median {statistics.median(t_ours):.2f} s,"
+        f" ours (sort -m -u | tee | sort -c -u, fsync) median {statistics.median(t_ours):.2f} s,"
         f" LC_ALL=C sort -m median {statistics.median(t_sort):.2f} s; ratio median"
         f" {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
         f" (target <= 1.2); identical output: {same};"
@@ -211,6 +211,7 @@ def main() -> None:
     ap.add_argument("--merge-only", action="store_true", help="reuse the indexing outputs")
     ap.add_argument("--rounds", type=int, default=2, help="indexing rounds")
     ap.add_argument("--merge-rounds", type=int, default=6)
+    ap.add_argument("--merge-copies", type=int, default=20, help="merge input: N x the index")
     args = ap.parse_args()
     warc_dir = args.data / "warcs"
     subprocess.run(
@@ -227,7 +228,7 @@ def main() -> None:
     if not args.merge_only:
         index_bench(warcs, work, mb, args.processes, args.rounds)
     sys.path.insert(0, str(REPO))
-    merge_bench(work, args.merge_rounds)
+    merge_bench(work, args.merge_rounds, args.merge_copies)
 
 
 if __name__ == "__main__":
