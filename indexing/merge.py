@@ -139,6 +139,8 @@ def merge_sorted(
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_name(output)
     sort = shutil.which("sort") if engine in ("auto", "sort") else None
+    if engine == "auto" and shutil.which("tee") is None:
+        sort = None  # the sort engine needs tee(1) too; heapq does the same work
     if engine == "sort" and sort is None:
         raise FileNotFoundError("sort(1) not found")
     try:
