@@ -26,7 +26,7 @@ from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog import CrawlLog, LogEntry
 from crawler.dedup import EarlierCapture, load_index
-from crawler.handoff import Outbox, Partition, owner_of
+from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import metadata_record, warc_date
 from crawler.scope import Scope
@@ -81,6 +81,10 @@ class CrawlContext:
         self.crawl_log = CrawlLog(self.log_dir / "crawl.log")
         self.scope = Scope(spec)
         self.budgets = Budgets(spec, self.state.domain_totals())
+        # where each seed's host (or limited domain) is crawled when the job is partitioned
+        self.pinned = (
+            seed_assignment(spec.seeds, self.budgets, partition.count) if partition else {}
+        )
         for domain, bstate in self.budgets.domains.items():
             saved = self.state.get_meta(f"stop:{domain}")
             if saved is not None:
@@ -224,7 +228,7 @@ class CrawlContext:
     def owns(self, url: str) -> bool:
         """Whether this process crawls ``url`` (always, unless the job is partitioned)."""
         p = self.partition
-        return p is None or owner_of(url, self.budgets, p.count) == p.index
+        return p is None or owner_of(url, self.budgets, p.count, self.pinned) == p.index
 
     def intake(self, entries: list[list[Any]], offset: int) -> list[scrapy.Request]:
         """URLs handed off by other partitions: decided like discovered links, with the inbox
@@ -263,7 +267,11 @@ class CrawlContext:
             # with the page's other hand-offs before this transaction commits
             self.state.add(key, url, hops, via, seed, context, "", st.HANDED_OFF)
             self.outbox.add(
-                owner_of(url, self.budgets, self.outbox.partition.count), url, hop, context, parent
+                owner_of(url, self.budgets, self.outbox.partition.count, self.pinned),
+                url,
+                hop,
+                context,
+                parent,
             )
             return None
         domain = self._domain(url)

@@ -9,8 +9,9 @@ its port) otherwise: a domain's object/byte budget is enforced exactly (with res
 if one process counts all of its fetches, so a limited domain stays in one partition; an
 unlimited domain has nothing to count, and spreading its hosts spreads the work (a site of many
 hosts under one domain, or the bench's hosts on one loopback address). Politeness is per host,
-and a host is always in one partition either way. The hash is CRC-32: stable across processes
-and runs (Python's ``hash`` is salted per process).
+and a host is always in one partition either way. The seeds' keys are dealt evenly over the
+partitions (:func:`seed_assignment`); other keys go by CRC-32 (stable across processes and runs,
+unlike Python's salted ``hash``).
 
 Why append-only inbox files: a URL a child discovers for another partition is appended (one
 ``write`` per page, *before* the sender's frontier transaction commits) to
@@ -69,11 +70,43 @@ def partition_key(url: str, budgets: Budgets) -> str:
     return f"{host}:{port}" if port else host
 
 
-def owner_of(url: str, budgets: Budgets, count: int) -> int:
-    """The partition index that crawls ``url``."""
+def seed_assignment(seeds: list[str], budgets: Budgets, count: int) -> dict[str, int]:
+    """Partition of each seed's key, spreading the seeds' keys evenly over the partitions.
+
+    Why not the hash alone: a job's work starts at its seeds, and a hash of a few keys is
+    often lopsided (4 hosts on 2 processes split 3-1 more often than 2-2, leaving one core idle
+    for half the crawl). Keys are dealt greedily, the key with the most seeds first, each to the
+    partition with the fewest seeds so far. The result depends only on the frozen seed list, so
+    every child, and every restart of the job, computes the same assignment. Keys first seen
+    later (other hosts, a redirecting seed's target) go by the hash.
+    """
+    weight: dict[str, int] = {}
+    for seed in seeds:
+        try:
+            key = partition_key(seed, budgets)
+        except ValueError:  # a bad seed is refused by its owner (by hash) later
+            continue
+        weight[key] = weight.get(key, 0) + 1
+    load = [0] * max(count, 1)
+    assignment: dict[str, int] = {}
+    for key in sorted(weight, key=lambda k: (-weight[k], k)):
+        index = min(range(len(load)), key=lambda i: (load[i], i))
+        assignment[key] = index
+        load[index] += weight[key]
+    return assignment
+
+
+def owner_of(url: str, budgets: Budgets, count: int, pinned: dict[str, int] | None = None) -> int:
+    """The partition index that crawls ``url``: its seed assignment if the URL's key has one
+    (see :func:`seed_assignment`), else the CRC-32 of the key."""
     if count <= 1:
         return 0
-    return zlib.crc32(partition_key(url, budgets).encode("utf-8")) % count
+    key = partition_key(url, budgets)
+    if pinned:
+        index = pinned.get(key)
+        if index is not None:
+            return index
+    return zlib.crc32(key.encode("utf-8")) % count
 
 
 class Outbox:

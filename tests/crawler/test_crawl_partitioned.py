@@ -26,7 +26,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.budget import Budgets
-from crawler.handoff import owner_of
+from crawler.handoff import owner_of, seed_assignment
 from crawler.jobspec import from_dict
 from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO
 
@@ -212,6 +212,37 @@ def test_partition_key_keeps_a_limited_domain_together() -> None:
     assert len(owners) == 1  # one process counts all of lim.test's fetches
     spread = {owner_of(f"http://h{i}.free.test/", budgets, 4) for i in range(40)}
     assert len(spread) > 1  # an unlimited domain's hosts are spread
+
+
+def test_seed_hosts_are_dealt_evenly_over_the_partitions() -> None:
+    # 4 loopback ports: CRC-32 alone can put 3 of them in one partition of 2 (it did in the bench)
+    seeds = [f"http://127.0.0.1:{port}/" for port in (41001, 41002, 41003, 41004)]
+    seeds += ["http://a.lim.test/", "http://b.lim.test/x", "http://c.lim.test/y"]
+    spec = from_dict(
+        {
+            "job_id": 1,
+            "seeds": seeds,
+            "template": {},
+            "domains": [{"domain": "lim.test", "max_objects": 5}],
+        }
+    )
+    budgets = Budgets(spec)
+    pinned = seed_assignment(spec.seeds, budgets, 2)
+    # the limited domain (3 seeds) is one key; the 4 hosts fill the other partition first
+    assert pinned["lim.test"] == 0
+    assert sorted(pinned[f"127.0.0.1:{p}"] for p in (41001, 41002, 41003, 41004)) == [0, 1, 1, 1]
+    per_partition = [0, 0]
+    for seed in seeds:
+        per_partition[owner_of(seed, budgets, 2, pinned)] += 1
+    assert per_partition == [4, 3]
+    # the same seeds give the same assignment in every child and on every restart
+    assert seed_assignment(list(reversed(spec.seeds)), budgets, 2) == pinned
+    # a key no seed has goes by the hash, whatever the assignment
+    other = "http://elsewhere.test/"
+    assert owner_of(other, budgets, 2, pinned) == owner_of(other, budgets, 2)
+    # without seed weights the 4 hosts alone split 2-2
+    hosts_only = seed_assignment(seeds[:4], budgets, 2)
+    assert sorted(hosts_only.values()) == [0, 0, 1, 1]
 
 
 def test_kill_parent_then_restart_captures_nothing_twice(
