@@ -15,6 +15,8 @@ import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.demo_fixture import DemoPlatform
 from tests.platform.helpers import HARVESTFLOW
@@ -78,6 +80,12 @@ def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
         box.clear()
         box.send_keys(value)
     form.find_element(By.TAG_NAME, "button").click()
+    # the click returns before the result page has replaced this one: reading at once could
+    # read the old page (it failed so in CI under load)
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(form))
+    WebDriverWait(driver, 60).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
     rows = driver.find_elements(By.CSS_SELECTOR, "#search-results tbody tr")
     return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
 
