@@ -1,11 +1,12 @@
-"""Crawl benchmark: harvestflow crawl vs bare Scrapy vs ``wget -r --warc-file``, one run.
+"""Crawl benchmark: harvestflow crawl vs bare Scrapy vs ``wget -r --warc-file``, in one run.
 
 A static site (make_site.py: ≥5,000 pages with images and CSS) is served by nginx on loopback,
 one port per "host"; politeness off. Prints URLs/s and peak RSS of each, the coverage of each
 (URL sets compared), and the ratios the issue asks for:
   archiving overhead = 1 − rate(harvestflow, 1 process) / rate(bare Scrapy)   (target ≤ 10%)
   rate(harvestflow, host-partitioned processes) / rate(wget)                 (target ≥ 0.35)
-Not a timed test: numbers vary with the machine's load; ratios from one run are comparable.
+Not a timed test: numbers vary with the machine's load; ratios are taken within a round (the
+tools run back to back, order rotating between rounds) and their medians over rounds printed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -94,12 +96,63 @@ def norm(urls: set[str]) -> set[str]:
     return {u.removesuffix("index.html") for u in urls if not u.endswith("/robots.txt")}
 
 
+HF_COMMON = [
+    "--no-politeness",
+    "--ignore-robots",
+    "--allow-private",
+    "--max-hops",
+    "100",
+    "--progress-interval",
+    "5",
+]
+
+
+def run_bare(out: Path, seeds: list[str]) -> dict:
+    """(b) bare Scrapy following the same links, archiving nothing."""
+    urls_file = out / "bare.urls"
+    urls_file.unlink(missing_ok=True)
+    wall, rss = run_group(
+        [[PY, str(HERE / "bare_scrapy.py"), str(urls_file), *seeds]], out / "bare.log"
+    )
+    got = norm(set(urls_file.read_text().split()))
+    return {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
+
+
+def run_harvestflow(job_out: Path, seeds: list[str], processes: int) -> dict:
+    """(a) harvestflow crawl, one process or the same job over host-partitioned processes
+    (crawler/partition.py: one command, the parent hands URLs between its children and merges
+    their output)."""
+    shutil.rmtree(job_out, ignore_errors=True)
+    cmd = [PY, "-m", "crawler", "--out", str(job_out), *HF_COMMON]
+    if processes > 1:
+        cmd += ["--processes", str(processes)]
+    for s in seeds:
+        cmd += ["--seed", s]
+    wall, rss = run_group([cmd], job_out.with_suffix(".log"))
+    got = norm(hf_urls(job_out))
+    if processes > 1:  # the children's peak RSS (the parent's is in rss)
+        rss += json.loads((job_out / "summary.json").read_text())["peak_rss_kb"]
+    return {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
+
+
+def run_wget(out: Path, seeds: list[str]) -> dict:
+    """(c) wget -r --warc-file."""
+    shutil.rmtree(out / "wget", ignore_errors=True)
+    (out / "wget").mkdir()
+    cmd = ["wget", "-r", "-l", "inf", "-p", "-nv", "-e", "robots=off"]
+    cmd += ["--warc-file", str(out / "wget" / "crawl"), "-P", str(out / "wget" / "files"), *seeds]
+    wall, rss = run_group([cmd], out / "wget.log")
+    got = norm(warc_urls(out / "wget" / "crawl.warc.gz"))
+    return {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "crawl")
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--pages", type=int, default=1300)
     ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, tool order rotating; medians")
     args = ap.parse_args()
     out = args.out
     if out.exists():
@@ -124,100 +177,80 @@ def main() -> int:
     )
     nginx, ports = start_nginx(out, site, ports)
     seeds = [f"http://127.0.0.1:{p}/" for p in ports]
-    results: dict[str, dict] = {}
+    tools = {
+        "bare scrapy": lambda: run_bare(out, seeds),
+        "harvestflow x1": lambda: run_harvestflow(out / "hf1", seeds, 1),
+        f"harvestflow x{args.processes}": lambda: run_harvestflow(
+            out / "hfp", seeds, args.processes
+        ),
+        "wget": lambda: run_wget(out, seeds),
+    }
+    rounds: list[dict[str, dict]] = []
+    loads: list[float] = []
     try:
-        hf_common = [
-            "--no-politeness",
-            "--ignore-robots",
-            "--allow-private",
-            "--max-hops",
-            "100",
-            "--progress-interval",
-            "5",
-        ]
-        # (b) bare Scrapy
-        wall, rss = run_group(
-            [[PY, str(HERE / "bare_scrapy.py"), str(out / "bare.urls"), *seeds]], out / "bare.log"
-        )
-        bare = norm(set((out / "bare.urls").read_text().split()))
-        results["bare scrapy"] = {"urls": len(bare), "s": wall, "rss_kb": rss, "set": bare}
-        # (a) harvestflow, one process
-        cmd = [PY, "-m", "crawler", "--out", str(out / "hf1"), *hf_common]
-        for s in seeds:
-            cmd += ["--seed", s]
-        wall, rss = run_group([cmd], out / "hf1.log")
-        got = norm(hf_urls(out / "hf1"))
-        results["harvestflow x1"] = {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
-        # (a') the same job crawled by host-partitioned processes (crawler/partition.py):
-        # one command, the parent hands URLs between its children and merges their output
-        cmd = [PY, "-m", "crawler", "--out", str(out / "hfp"), "--processes", str(args.processes)]
-        cmd += hf_common
-        for s in seeds:
-            cmd += ["--seed", s]
-        wall, rss = run_group([cmd], out / "hfp.log")
-        got = norm(hf_urls(out / "hfp"))
-        rss += json.loads((out / "hfp" / "summary.json").read_text())["peak_rss_kb"]
-        results[f"harvestflow x{args.processes}"] = {
-            "urls": len(got),
-            "s": wall,
-            "rss_kb": rss,
-            "set": got,
-        }
-        # (c) wget
-        (out / "wget").mkdir()
-        wall, rss = run_group(
-            [
-                [
-                    "wget",
-                    "-r",
-                    "-l",
-                    "inf",
-                    "-p",
-                    "-nv",
-                    "-e",
-                    "robots=off",
-                    "--warc-file",
-                    str(out / "wget" / "crawl"),
-                    "-P",
-                    str(out / "wget" / "files"),
-                    *seeds,
-                ]
-            ],
-            out / "wget.log",
-        )
-        got = norm(warc_urls(out / "wget" / "crawl.warc.gz"))
-        results["wget"] = {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
+        for r in range(args.rounds):
+            # the order rotates, so no tool always runs first (cold caches) or last
+            names = list(tools)
+            names = names[r % len(names) :] + names[: r % len(names)]
+            results = {name: tools[name]() for name in names}
+            rounds.append({name: results[name] for name in tools})
+            loads.append(os.getloadavg()[0])
+            print(
+                f"round {r + 1}: "
+                + ", ".join(f"{n} {v['urls'] / v['s']:.0f}/s" for n, v in rounds[-1].items()),
+                flush=True,
+            )
     finally:
         nginx.terminate()
         nginx.wait()
     print(f"site: {args.hosts} hosts x {args.pages} pages = {expected} URLs (+ seeds)")
-    print(f"{'tool':<16} {'URLs':>6} {'seconds':>8} {'URLs/s':>8} {'peak RSS MB':>12}")
-    for name, r in results.items():
-        r["rate"] = r["urls"] / r["s"]
-        print(
-            f"{name:<16} {r['urls']:>6} {r['s']:>8.1f} {r['rate']:>8.1f} {r['rss_kb'] / 1024:>12.0f}"
+    ref = rounds[-1]["wget"]["set"]
+    px = f"harvestflow x{args.processes}"
+    per_round = []
+    for r, results in enumerate(rounds, 1):
+        print(f"round {r} (load average {loads[r - 1]:.1f} at its end)")
+        print(f"{'tool':<16} {'URLs':>6} {'seconds':>8} {'URLs/s':>8} {'peak RSS MB':>12}")
+        for name, res in results.items():
+            res["rate"] = res["urls"] / res["s"]
+            print(
+                f"{name:<16} {res['urls']:>6} {res['s']:>8.1f} {res['rate']:>8.1f} {res['rss_kb'] / 1024:>12.0f}"
+            )
+        for name, res in results.items():
+            if res["set"] != ref:
+                print(
+                    f"COVERAGE DIFFERS {name}: {len(res['set'] & ref)} common with wget, "
+                    f"{len(res['set'] - ref)} only here, {len(ref - res['set'])} only in wget"
+                )
+        hf1, bare, wget = results["harvestflow x1"], results["bare scrapy"], results["wget"]
+        per_round.append(
+            {
+                "archiving overhead vs bare Scrapy (1 - rate ratio)": 1
+                - hf1["rate"] / bare["rate"],
+                f"harvestflow x{args.processes} / wget URLs/s": results[px]["rate"] / wget["rate"],
+                "harvestflow x1 / wget URLs/s": hf1["rate"] / wget["rate"],
+                "peak RSS harvestflow x1 / bare Scrapy": hf1["rss_kb"] / bare["rss_kb"],
+            }
         )
-    ref = results["wget"]["set"]
-    for name, r in results.items():
+    print(
+        f"coverage: every tool's URL set equals wget's in every round unless listed above ({len(ref)} URLs)"
+    )
+    ratios = {}
+    for key in per_round[0]:
+        values = [pr[key] for pr in per_round]
+        ratios[key] = statistics.median(values)
         print(
-            f"coverage {name}: {len(r['set'] & ref)} common with wget, "
-            f"{len(r['set'] - ref)} only here, {len(ref - r['set'])} only in wget"
+            f"RATIO {key}: median {ratios[key]:.2f} over {len(values)} rounds "
+            f"({', '.join(f'{v:.2f}' for v in values)})"
         )
-    hf1, bare, wget = results["harvestflow x1"], results["bare scrapy"], results["wget"]
-    hfp = results[f"harvestflow x{args.processes}"]
-    ratios = {
-        "archiving overhead vs bare Scrapy (1 - rate ratio)": 1 - hf1["rate"] / bare["rate"],
-        f"harvestflow x{args.processes} / wget URLs/s": hfp["rate"] / wget["rate"],
-        "harvestflow x1 / wget URLs/s": hf1["rate"] / wget["rate"],
-        "peak RSS harvestflow x1 / bare Scrapy": hf1["rss_kb"] / bare["rss_kb"],
-    }
-    for k, v in ratios.items():
-        print(f"RATIO {k}: {v:.2f}")
     (out / "results.json").write_text(
         json.dumps(
             {
                 "ratios": ratios,
-                **{k: {kk: vv for kk, vv in v.items() if kk != "set"} for k, v in results.items()},
+                "per_round": per_round,
+                "rounds": [
+                    {k: {kk: vv for kk, vv in v.items() if kk != "set"} for k, v in rd.items()}
+                    for rd in rounds
+                ],
             },
             indent=1,
         )
