@@ -107,15 +107,15 @@ def can_accept(
     # total expected objects of the job
     if job.configs and job.total_expected + config.expected > settings.max_total_size:
         return False
-    # similar sizes: within the absolute spread, or else within the relative one (integer
-    # ratio as NetarchiveSuite computes it; an empty expectation has no ratio)
+    # similar sizes: a spread up to minAbsoluteSizeDifference is accepted whatever the ratio;
+    # beyond it the ratio high / low must not exceed maxRelativeSizeDifference. As
+    # NetarchiveSuite's DefaultJobGenerator: a real (not integer) ratio, and an expectation of 0
+    # counts as 1, so 0 beside 2500 is refused rather than waved through.
     low = min(job.min_expected, config.expected)
     high = max(job.max_expected, config.expected)
-    return not (
-        low > 0
-        and high // low > settings.max_relative_size_difference
-        and high - low > settings.min_absolute_size_difference
-    )
+    if high - low <= settings.min_absolute_size_difference:
+        return True
+    return high <= settings.max_relative_size_difference * max(low, 1)
 
 
 def split_chunk(

@@ -74,13 +74,30 @@ def test_a_single_configuration_above_max_total_size_still_gets_a_job():
 
 
 def test_relative_size_difference_over_100_and_absolute_over_2000_splits():
-    # expected 5000 and 40: 5000 // 40 = 125 > 100 and 4960 > 2000
+    # expected 5000 and 40: 5000 / 40 = 125 > 100 and 4960 > 2000
     assert split([cfg(1), cfg(2, max_objects=40)]) == [[1], [2]]
 
 
 def test_relative_size_difference_of_exactly_100_is_accepted():
-    # expected 5000 and 50: 5000 // 50 = 100, not over 100
+    # expected 5000 and 50: 5000 / 50 = 100, not over 100
     assert split([cfg(1), cfg(2, max_objects=50)]) == [[1, 2]]
+
+
+def test_relative_size_difference_is_a_real_ratio_not_an_integer_one():
+    # maxDomainSize raised so that no-history expectations are the object limits: 5025 and 50.
+    # 5025 / 50 = 100.5 > 100 (NetarchiveSuite divides as float; 5025 // 50 would be 100)
+    settings = replace(S, max_domain_size=10000)
+    assert split([cfg(1, max_objects=5025), cfg(2, max_objects=50)], settings=settings) == [
+        [1],
+        [2],
+    ]
+
+
+def test_an_expectation_of_zero_counts_as_one_in_the_ratio():
+    # expected 2500 and 0 (object limit 0): spread 2500 > 2000, ratio 2500 / 1 > 100 -> split
+    assert split([cfg(1, max_objects=2500), cfg(2, max_objects=0)]) == [[1], [2]]
+    # expected 2000 and 0: spread 2000 is not over minAbsoluteSizeDifference -> together
+    assert split([cfg(1, max_objects=2000), cfg(2, max_objects=0)]) == [[1, 2]]
 
 
 def test_small_absolute_difference_is_accepted_whatever_the_ratio():
