@@ -76,3 +76,19 @@ def generate_jobs_for(harvest_ids: list[int]) -> list[int]:
         job_ids.extend(generate_jobs(harvest_id, moment))
     task_logger().info("%d job(s) to crawl: %s", len(job_ids), job_ids)
     return job_ids
+
+
+@task
+def generate_due_jobs_for(harvest_ids: list[int]) -> list[int]:
+    """Jobs of a selective run's due definitions; one whose generation fails is deactivated
+    with the reason (logged here, shown by `harvestflow definitions list`), the others go on."""
+    from airflow.sdk import get_current_context
+
+    from harvest.pipeline import generate_due_jobs
+    from hf_common import run_date
+
+    result = generate_due_jobs(harvest_ids, run_date(get_current_context()))
+    for harvest_id, reason in result["deactivated"].items():
+        task_logger().error("definition %s deactivated: %s", harvest_id, reason)
+    task_logger().info("%d job(s) to crawl: %s", len(result["jobs"]), result["jobs"])
+    return list(result["jobs"])

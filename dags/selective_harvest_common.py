@@ -5,7 +5,8 @@ Not a DAG file (listed in .airflowignore): ``selective_harvest_daily.py`` and it
 file's stem and each frequency fires on its own schedule.
 
 Run: transfer the due selection records → pick the definitions due at the run's date →
-generate jobs → per job (mapped task group, one failing job never blocks the others): prepare
+generate jobs (a definition whose generation fails is deactivated with the reason, the others go
+on) → per job (mapped task group, one failing job never blocks the others): prepare
 the frozen job spec, crawl it on the high-priority channel, record per-domain history → advance
 each definition's schedule → emit HARVEST_DONE, which wakes the indexing chain.
 """
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
-from harvest_tasks import crawl_job_group, generate_jobs_for
+from harvest_tasks import crawl_job_group, generate_due_jobs_for
 
 from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date
 
@@ -82,6 +83,6 @@ def build_selective_harvest(
 
         harvest_ids = due_definitions()
         transfer_selection() >> harvest_ids
-        jobs = generate_jobs_for(harvest_ids)
+        jobs = generate_due_jobs_for(harvest_ids)
         crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance_schedules(harvest_ids)
     return dag

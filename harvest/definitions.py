@@ -339,6 +339,10 @@ def advance_schedule(
             {"h": harvest_id},
         ).first()
         result: dict[str, Any] = {"harvest_id": harvest_id, "harvest_num": num, "runs": runs}
+        if num is None:
+            # no run at this date (its job generation failed and deactivated it): nothing to
+            # count, and its next date stays where it was
+            return result | {"next_date": None, "skipped": "no run at this date"}
         if row is None or row.frequency is None:
             return result | {"next_date": None}
         try:

@@ -5,7 +5,8 @@ Order of a ``selective_harvest_<frequency>`` run::
     ensure_reference_data()
     transfer_selection_records(frequency)            # curators' records -> definitions
     ids = due_definitions(frequency, logical_date)
-    jobs = generate_jobs(harvest_id, logical_date)   # per definition
+    jobs = generate_due_jobs(ids, logical_date)      # generate_jobs per definition; one
+                                                     # that fails is deactivated, others go on
     path = prepare_job(job_id, data_dir)             # per job, then crawl it
     mark_started(job_id); ...crawl...; record_job_results(job_id)
     advance_schedule(harvest_id, logical_date)
@@ -23,7 +24,7 @@ from harvest.definitions import advance_schedule, due_definitions
 from harvest.demo import create_demo_definition
 from harvest.jobs import list_jobs, mark_started, prepare_job
 from harvest.oneoff import PARAMS_SCHEMA, create_seedlist_harvest, validate_params
-from harvest.planning import generate_jobs
+from harvest.planning import generate_due_jobs, generate_jobs
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
 from harvest.results import record_job_results
 from harvest.selection.importer import import_file
@@ -40,6 +41,7 @@ __all__ = [
     "due_definitions",
     "ensure_reference_data",
     "find_dead_jobs",
+    "generate_due_jobs",
     "generate_jobs",
     "import_file",
     "list_jobs",

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import NEW, RESUBMITTED, as_utc, engine_or_default, harvest_settings
-from harvest.definitions import ensure_run
+from harvest.definitions import deactivate, ensure_run
 from harvest.jobgen import default as default_generator
 from harvest.jobgen import fixed as fixed_generator
 from harvest.jobgen.model import HarvestLimits, JobGenSettings, JobPlan
@@ -30,6 +30,8 @@ from harvestflow.settings import get_settings
 log = logging.getLogger(__name__)
 
 GENERATORS = {"default": default_generator.generate, "fixed": fixed_generator.generate}
+# a lost database connection says nothing about the definition: the task fails and is retried
+TRANSIENT_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError)
 
 
 def global_crawler_traps(conn: Connection) -> list[str]:
@@ -258,3 +260,38 @@ def generate_jobs(
         len(jobs),
     )
     return jobs
+
+
+def generate_due_jobs(
+    harvest_ids: list[int],
+    logical_date: datetime,
+    engine: Engine | None = None,
+    *,
+    generator: str | None = None,
+) -> dict[str, Any]:
+    """Jobs of every due definition of a run; returns {jobs, deactivated: {id: reason}}.
+
+    Why: as NetarchiveSuite's scheduler, a definition whose job generation fails is deactivated
+    with the reason (shown by ``harvestflow definitions list``) and the other definitions of the
+    run go on; it stays out of later runs until an engineer reactivates it. A lost database
+    connection is not the definition's fault: it is raised (the task fails and is retried), and
+    so is an unknown generator setting (it would fail every definition alike).
+    """
+    generator = generator or str(get_settings()["jobgen"].get("generator", "default"))
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown job generator {generator!r}; expected one of {list(GENERATORS)}")
+    engine = engine_or_default(engine)
+    jobs: list[int] = []
+    deactivated: dict[int, str] = {}
+    for harvest_id in harvest_ids:
+        try:
+            jobs.extend(generate_jobs(harvest_id, logical_date, engine, generator=generator))
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception as exc:
+            reason = f"scheduling failed: job generation: {exc.__class__.__name__}: {exc}"
+            log.exception("definition %s: job generation failed", harvest_id)
+            with engine.begin() as conn:
+                deactivate(conn, harvest_id, reason[:2000])
+            deactivated[harvest_id] = reason
+    return {"jobs": jobs, "deactivated": deactivated}

@@ -194,3 +194,63 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path):
         "http://www.example-a.test:8099/img.png\tsha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\t"
         "2026-11-22T03:00:02Z\t1-1-x.warc.gz\t300\t-\t-\t-",
     ]
+
+
+def test_failing_job_generation_deactivates_only_that_definition(hdb, monkeypatch):
+    from harvest import planning
+    from harvest.definitions import ensure_selective_definition
+    from harvest.domains import ensure_config
+
+    good = p.create_demo_definition(8099, engine=hdb)
+    with hdb.begin() as c:
+        ref = ensure_config(
+            c, "broken.test", template="demo_loopback", seeds=["http://broken.test/"]
+        )
+        bad = ensure_selective_definition(c, "bad", frequency="daily", config_ids=[ref.config_id])
+    real = planning.plan_jobs
+
+    def plan_jobs(conn, harvest_id, **kwargs):
+        if harvest_id == bad:
+            raise ValueError("configuration 42 has no seed list")
+        return real(conn, harvest_id, **kwargs)
+
+    monkeypatch.setattr(planning, "plan_jobs", plan_jobs)
+    ids = p.due_definitions("daily", LD, engine=hdb)
+    assert ids == [good, bad]
+    result = p.generate_due_jobs(ids, LD, engine=hdb)
+    assert list(result["deactivated"]) == [bad]
+    assert len(result["jobs"]) == 1
+    with hdb.connect() as c:
+        row = c.execute(
+            sa.text(
+                "SELECT isactive, inactive_reason FROM harvestdefinitions WHERE harvest_id = :h"
+            ),
+            {"h": bad},
+        ).one()
+        runs = c.execute(
+            sa.text("SELECT count(*) FROM harvest_runs WHERE harvest_id = :h"), {"h": bad}
+        ).scalar()
+    assert not row.isactive and runs == 0  # nothing half-written
+    assert row.inactive_reason == (
+        "scheduling failed: job generation: ValueError: configuration 42 has no seed list"
+    )
+    # its schedule is left alone, the good one advances; a re-run of the DAG run skips it
+    assert p.advance_schedule(bad, LD, engine=hdb)["skipped"] == "no run at this date"
+    assert p.advance_schedule(good, LD, engine=hdb)["next_date"] is not None
+    assert p.due_definitions("daily", LD, engine=hdb) == [good]
+    assert p.generate_due_jobs([good], LD, engine=hdb)["jobs"] == result["jobs"]
+
+
+def test_lost_database_connection_does_not_deactivate_a_definition(hdb, monkeypatch):
+    from harvest import planning
+
+    hid = p.create_demo_definition(8099, engine=hdb)
+
+    def plan_jobs(conn, harvest_id, **kwargs):
+        raise sa.exc.OperationalError("SELECT 1", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(planning, "plan_jobs", plan_jobs)
+    with pytest.raises(sa.exc.OperationalError):
+        p.generate_due_jobs([hid], LD, engine=hdb)
+    with hdb.connect() as c:
+        assert c.execute(sa.text("SELECT isactive FROM harvestdefinitions")).scalar() is True
