@@ -2,11 +2,14 @@
 
 Why plain SQL text: every statement is a constant with bound parameters (``:name``), so no
 curator input ever becomes SQL; sorting and paging are fixed here, never taken from the URL.
-Each list query returns a :class:`Page` (rows + total) so big tables are paginated.
+Each list query returns a :class:`Page` (rows + total) so big tables are paginated. Pages
+read through :func:`read_only` connections, so even a faulty query cannot write.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,17 @@ class Page:
     @property
     def pages(self) -> int:
         return max((self.total + self.size - 1) // self.size, 1)
+
+
+@contextmanager
+def read_only(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection whose transactions are READ ONLY (PostgreSQL refuses any write in them).
+
+    The option is set before the first statement and undone when the pool takes the
+    connection back, so the engine can be shared with code that writes.
+    """
+    with engine.connect() as conn:
+        yield conn.execution_options(postgresql_readonly=True)
 
 
 def _rows(conn: sa.Connection, sql: str, **params: Any) -> list[dict[str, Any]]:

@@ -6,8 +6,8 @@ its own API server (``fastapi_apps``), behind its login, and shows it in the UI'
 know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
 dependency, so the library stays testable without an Airflow server.
 
-Every query binds its parameters (see :mod:`harvestflow.curator.queries`); tables are
-paginated; files are only read under the directories the database records for a job, a QA
+Every route is a GET; every query binds its parameters and runs in a READ ONLY transaction
+(see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read under the directories the database records for a job, a QA
 day or a preload run.
 """
 
@@ -64,7 +64,7 @@ def create_app(
 
     @contextmanager
     def connect() -> Iterator[sa.Connection]:
-        with engine_factory().connect() as conn:
+        with queries.read_only(engine_factory()) as conn:
             yield conn
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:

@@ -1,6 +1,8 @@
 """Curator web app through FastAPI's TestClient on a real (fresh) harvest database: the auth
-dependency guards every route, page numbers out of range are clamped, a bad crawl.log regex
-is shown as a message (not a 500), and the search shows its matching lines."""
+dependency guards every route, pages only read (GET routes, READ ONLY transactions), long lists
+are paginated and page numbers out of range clamped, a running job shows its progress, the
+preservation page lists the manual queue, a bad crawl.log regex is shown as a message (not a
+500), and the search shows its matching lines."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from fastapi import HTTPException, Request
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from harvestflow.curator import queries
 from harvestflow.curator.webapp import create_app
 
 LOG = [
@@ -33,29 +37,42 @@ def _token_required(request: Request) -> None:
         raise HTTPException(status_code=401, detail="not authenticated")
 
 
-@pytest.fixture
-def job(db_engine: sa.Engine, tmp_path: Path) -> int:
-    """One job of one definition, with a crawl.log in its job directory."""
-    from harvest.bootstrap import ensure_reference_data
+def _insert_job(engine: sa.Engine, job_dir: Path, status: int, index: int = 0) -> int:
+    """A job of the definition 'web-test' (made if missing) in ``job_dir``."""
     from harvest.definitions import ensure_selective_definition
 
-    ensure_reference_data(db_engine)
-    job_dir = tmp_path / "job"
-    (job_dir / "logs").mkdir(parents=True)
-    (job_dir / "logs" / "crawl.log").write_text("\n".join(LOG) + "\n")
-    with db_engine.begin() as conn:
+    with engine.begin() as conn:
         harvest_id = ensure_selective_definition(conn, "web-test", frequency=None)
         return int(
             conn.execute(
                 sa.text(
                     "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist, job_dir, airflow_task) VALUES (:h, 1, 0,"
-                    " 3, 'FOCUSED', 't', CAST(:tpl AS jsonb), 'http://a.test/', :d,"
+                    " template_name, template, seedlist, job_dir, airflow_task) VALUES (:h, 1,"
+                    " :i, :s, 'FOCUSED', 't', CAST(:tpl AS jsonb), 'http://a.test/', :d,"
                     " CAST(:task AS jsonb)) RETURNING job_id"
                 ),
-                {"h": harvest_id, "tpl": "{}", "d": str(job_dir), "task": json.dumps(TASK)},
+                {
+                    "h": harvest_id,
+                    "i": index,
+                    "s": status,
+                    "tpl": "{}",
+                    "d": str(job_dir),
+                    "task": json.dumps(TASK),
+                },
             ).scalar_one()
         )
+
+
+@pytest.fixture
+def job(db_engine: sa.Engine, tmp_path: Path) -> int:
+    """One DONE job of one definition, with a crawl.log in its job directory."""
+    from harvest.bootstrap import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    job_dir = tmp_path / "job"
+    (job_dir / "logs").mkdir(parents=True)
+    (job_dir / "logs" / "crawl.log").write_text("\n".join(LOG) + "\n")
+    return _insert_job(db_engine, job_dir, status=3)
 
 
 @pytest.fixture
@@ -101,3 +118,94 @@ def test_unknown_things_are_404(client: TestClient) -> None:
     assert client.get("/domains/no.such.domain").status_code == 404
     assert client.get("/qa/not-a-day").status_code == 404
     assert client.get("/qa/2026-01-01/charts/..%2F..%2Fetc%2Fpasswd").status_code == 404
+
+
+def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) -> None:
+    routes = [r for r in client.app.routes if isinstance(r, APIRoute)]
+    assert routes and all(r.methods <= {"GET", "HEAD"} for r in routes)
+    assert client.post("/jobs").status_code == 405
+    # the pages' connections are READ ONLY: a write fails there, and only there
+    update = sa.text("UPDATE harvestdefinitions SET comments = 'changed'")
+    with queries.read_only(db_engine) as conn, pytest.raises(sa.exc.DBAPIError, match="read-only"):
+        conn.execute(update)
+    with db_engine.begin() as conn:  # the pooled connection came back writable
+        conn.execute(update)
+
+
+def test_a_page_cannot_write_even_through_a_faulty_query(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, job: int
+) -> None:
+    def writing_query(conn: sa.Connection, *args: object) -> queries.Page:
+        conn.execute(sa.text("DELETE FROM jobs"))
+        raise AssertionError("the DELETE ran")
+
+    monkeypatch.setattr(queries, "definitions", writing_query)
+    with pytest.raises(sa.exc.DBAPIError, match="read-only transaction"):
+        client.get("/definitions")
+    assert client.get(f"/jobs/{job}").status_code == 200  # the job is still there
+
+
+def test_long_lists_are_paginated(client: TestClient, db_engine: sa.Engine) -> None:
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO domains (name) SELECT 'page-' || lpad(i::text, 3, '0') || '.test'"
+                " FROM generate_series(1, 120) i"
+            )
+        )
+    first = client.get("/domains", params={"q": "page-"}).text
+    assert first.count('href="/domains/page-') == 50
+    assert "page 1 of 3 (120 rows)" in first and "page-001.test" in first
+    assert "page_no=2" in first and "page-051.test" not in first
+    last = client.get("/domains", params={"q": "page-", "page_no": 3}).text
+    assert last.count('href="/domains/page-') == 20
+    assert "page-101.test" in last and "page-120.test" in last and "page-100.test" not in last
+
+
+def test_a_running_job_shows_its_progress(
+    client: TestClient, db_engine: sa.Engine, job: int, tmp_path: Path
+) -> None:
+    running_dir = tmp_path / "running"
+    (running_dir / "logs").mkdir(parents=True)
+    (running_dir / "logs" / "progress-statistics.log").write_text(
+        "  timestamp discovered queued downloaded doc/s KB/s dl-failures\n"
+        "2026-11-22T03:09:30Z 10 8 2 1.00(1.00) 2(1) 0 0 0 0 0 0 0\n"
+        "2026-11-22T03:09:40Z 731 402 329 31.50(29.90) 812(790) 3 0 0 0 0 0 0\n"
+    )
+    running = _insert_job(db_engine, running_dir, status=2, index=1)
+    text = client.get("/jobs", params={"status": 2}).text
+    assert f'href="/jobs/{running}"' in text and f'href="/jobs/{job}"' not in text
+    assert "329 done, 402 queued, 31.50(29.90) URI/s" in text
+    page = client.get(f"/jobs/{running}").text
+    assert "329 downloaded, 402 queued, 731 discovered" in page
+    assert f'src="/jobs/{running}/progress.png"' in page
+
+
+def test_preservation_lists_the_manual_queue(
+    client: TestClient, db_engine: sa.Engine, job: int
+) -> None:
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO preservation_packages (job_id, harvest_id, status, error,"
+                " finished_at) SELECT job_id, harvest_id, 'manual', 'upload failed 5 times',"
+                " now() FROM jobs WHERE job_id = :j"
+            ),
+            {"j": job},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO preservation_files (job_id, file_name, role, size, sha256, status,"
+                " error) VALUES (:j, 'a.warc.gz', 'data', 10, 'x', 'manual', 'checksum differs'),"
+                " (:j, 'b.warc.gz', 'data', 20, 'y', 'verified', NULL)"
+            ),
+            {"j": job},
+        )
+    page = client.get("/preservation").text
+    queue = page.split("<h2>Manual queue</h2>")[1].split("<h2>")[0]
+    assert f'href="/jobs/{job}"' in queue and "web-test" in queue
+    assert "upload failed 5 times" in queue and "a.warc.gz: checksum differs" in queue
+    assert "b.warc.gz" not in queue
+    assert "1/2" in page.split("<h2>Packages</h2>")[1]  # files verified / files
+    overview = client.get("/").text
+    assert 'href="/preservation">1</a>' in overview
