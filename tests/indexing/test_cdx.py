@@ -110,6 +110,44 @@ def test_truncated_warc_keeps_lines_before_damage(oracle: Path, tmp_path: Path):
     assert result.lines("cdxj", "good.warc.gz") == full.lines("cdxj")[:keep]
 
 
+def _cuts(warc: Path, oracle: Path) -> list[tuple[int, int]]:
+    """(record offset, cut position) inside several records of an uncompressed WARC."""
+    data = warc.read_bytes()
+    offsets = sorted(set(_ref_offsets(oracle, warc)))
+    cuts = []
+    for start in offsets[5:-1:7]:
+        head_end = data.index(b"\r\n\r\n", start) + 4
+        length = data.index(b"Content-Length:", start) + len("Content-Length:")
+        # in the first line, just after "Content-Length:", in the block (payload)
+        cuts += [(start, start + 3), (start, length), (start, head_end + 1)]
+    return cuts
+
+
+def test_truncated_uncompressed_warc_is_damage_at_the_cut_record(oracle: Path, tmp_path: Path):
+    # uncompressed WARCs go to the warcio-based scanner; warcio ends quietly (or raises an
+    # AttributeError) on a record cut by the end of the file: both must be damage at its offset
+    good = write_warc(tmp_path / "good.warc", n=60, gz=False, seed=21)
+    reference = reference_lines(oracle, good, "cdxj")
+    full = index_warc(good)
+    cuts = _cuts(good, oracle)
+    assert len(cuts) >= 9
+    for start, cut in cuts:
+        bad = tmp_path / "good-cut.warc"
+        bad.write_bytes(good.read_bytes()[:cut])
+        result = index_warc(bad)
+        assert result.scanner == "warcio"
+        assert result.damage is not None, (start, cut)
+        assert result.damage.offset == start, (start, cut, str(result.damage))
+        assert result.damage.reason.strip()
+        kept = result.lines("cdxj", "good.warc")
+        assert kept == [c for c in full.lines("cdxj") if int(_offset(c)) < start]
+        assert set(kept) <= set(reference)
+
+
+def _offset(cdxj_line: str) -> str:
+    return cdxj_line.split('"offset": "', 1)[1].split('"', 1)[0]
+
+
 def test_corrupt_member_is_reported_with_offset(oracle: Path, tmp_path: Path):
     good = write_warc(tmp_path / "good.warc.gz", n=60)
     offsets = sorted(set(_ref_offsets(oracle, good)))
