@@ -18,10 +18,39 @@ PRESERVED = Asset("harvestflow://preservation/packages-preserved")
 # The continuous crawl's launcher wakes the crawl when it injected seeds.
 SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
 
-# Crawl channels (NetarchiveSuite's high/low priority): pool and queue of the same name. The
-# defaults of config/harvestflow.toml [airflow]; `harvestflow up` creates the pools.
-HIGH_PRIORITY_POOL = "crawl_high"
-LOW_PRIORITY_POOL = "crawl_low"
+
+def crawl_pools(environ: Any = None) -> tuple[str, str]:
+    """(high, low) priority pool names, each also its queue: [airflow] of the settings file.
+
+    Why read here: a pool is fixed when the DAG is parsed, and `harvestflow up` creates the pools
+    named in the settings; a DAG holding other names would queue its crawls for ever. Read like
+    harvestflow.settings does (HARVESTFLOW_CONFIG, HARVESTFLOW_AIRFLOW__<KEY> overrides) with the
+    standard library only: one small file, no library import at parse time. Defaults when the
+    file is not beside the DAGs (a deployment that ships only dags/).
+    """
+    import os
+    import tomllib
+    from pathlib import Path
+
+    env = os.environ if environ is None else environ
+    names = {"high_priority_pool": "crawl_high", "low_priority_pool": "crawl_low"}
+    default_file = Path(__file__).resolve().parent.parent / "config" / "harvestflow.toml"
+    path = Path(env.get("HARVESTFLOW_CONFIG") or default_file)
+    try:
+        section = tomllib.loads(path.read_text(encoding="utf-8")).get("airflow", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        section = {}
+    for key in names:
+        raw = env.get(f"HARVESTFLOW_AIRFLOW__{key.upper()}")
+        value = raw.strip().strip("\"'") if raw else section.get(key)
+        if value:
+            names[key] = str(value)
+    return names["high_priority_pool"], names["low_priority_pool"]
+
+
+# Crawl channels (NetarchiveSuite's high/low priority): pool and queue of the same name, as
+# named in config/harvestflow.toml [airflow]; `harvestflow up` creates the pools.
+HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL = crawl_pools()
 
 NETWORK_RETRIES: dict[str, Any] = {
     "retries": 2,
