@@ -4,6 +4,7 @@ daily merge, bigmerge, cleanarcrepository, collections, quarantine, dedup index.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
-from indexing import chain, cleanup, merge
+from indexing import chain, cleanup, manifest, merge
 from indexing.dedup import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
@@ -210,3 +211,105 @@ def test_backup_to_s3_is_verified_before_the_original_is_deleted(
     report = cleanup.clean_arc_repository(cfg)
     assert warcs[0].exists() and "backup" in report["kept"][warcs[0].name]
     assert report["deleted"] == len(warcs) - 1
+
+
+def test_ingest_queues_each_file_on_the_worker_with_fewest_files(
+    cfg: settings_mod.Settings, db_engine: sa.Engine
+):
+    hid = make_harvest(db_engine, "balance")
+    make_job(db_engine, cfg.data_dir, hid, files=3, seed=11, records=5)  # 3 data + 1 metadata
+    w1, w2 = Layout.from_settings(cfg).worker_dirs()
+    w1.mkdir(parents=True)
+    for i in range(3):  # w1 still has a backlog from an earlier ingest
+        (w1 / f"9-9-2026112200000000{i}-0000{i}-backlog.warc.gz").write_bytes(b"")
+    taken = chain.ingest(cfg)
+    assert len(taken) == 4
+    workers = {name: (manifest.get(db_engine, name) or pytest.fail(name)).worker for name in taken}
+    # queues 3/0: w2 takes three files, then at 3/3 the tie goes to w1 (round robin: 2/2)
+    assert sorted(workers.values()) == ["w1", "w2", "w2", "w2"]
+    for name, worker in workers.items():
+        assert (w1 if worker == "w1" else w2).joinpath(name).exists()
+
+
+def test_transfer_skips_repository_locations_without_room(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+):
+    cfg["indexing"]["repository_locations"] = ["repository/full", "repository/roomy"]
+    cfg["indexing"]["min_free_bytes"] = 55_500
+    real_usage = shutil.disk_usage
+
+    def usage(path):  # type: ignore[no-untyped-def]
+        found = real_usage(path)
+        return found._replace(free=60_000) if Path(path).name == "full" else found
+
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+    hid = make_harvest(db_engine, "two-locations")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=14, records=5)
+    warcs = job_warcs(job_dir)
+    small = min(warcs, key=lambda w: w.stat().st_size)
+    big = max(warcs, key=lambda w: w.stat().st_size)
+    assert small.stat().st_size < 4_500 < big.stat().st_size  # 60,000 free - 55,500 kept
+    assert chain.run_chain(cfg)["done"] == len(warcs)
+    final = {
+        w.name: Path((manifest.get(db_engine, w.name) or pytest.fail(w.name)).final_path or "")
+        for w in warcs
+    }
+    assert final[small.name] == cfg.data_dir / "repository" / "full" / str(hid) / small.name
+    assert final[big.name] == cfg.data_dir / "repository" / "roomy" / str(hid) / big.name
+    merge.daily_merge(datetime.now(UTC).date(), cfg)
+    merge.bigmerge(cfg)
+    paths = dict(
+        line.split("\t") for line in Layout.from_settings(cfg).big_path().read_text().splitlines()
+    )
+    assert {name: Path(p) for name, p in paths.items()} == final
+    for name, path in final.items():
+        assert sha1_of(path) == sha1_of(job_dir / "warcs" / name)
+
+
+def _flip_last_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_cleanup_deletes_only_originals_whose_copies_verify(
+    cfg: settings_mod.Settings, db_engine: sa.Engine
+):
+    hid = make_harvest(db_engine, "cleanup-rules")
+    job_id, job_dir = make_job(db_engine, cfg.data_dir, hid, files=4, seed=15, records=5)
+    chain.run_chain(cfg)
+    altered, bad_backup, no_backup, sound, not_done = job_warcs(job_dir)
+    entry = {
+        w.name: manifest.get(db_engine, w.name) or pytest.fail(w.name) for w in job_warcs(job_dir)
+    }
+    _flip_last_byte(Path(entry[altered.name].final_path or ""))  # same size, other bytes
+    _flip_last_byte(Path(entry[bad_backup.name].backup_location or ""))
+    Path(entry[no_backup.name].backup_location or "").unlink()
+    manifest.update(db_engine, not_done.name, stage="transferred")  # not through the chain yet
+
+    cfg["indexing"]["cleanup_requires_preservation"] = True
+    report = cleanup.clean_arc_repository(cfg)
+    assert report["deleted"] == 0
+    assert "SHA-1" in report["kept"][altered.name]
+    assert "does not verify" in report["kept"][bad_backup.name]
+    assert "does not verify" in report["kept"][no_backup.name]
+    assert "preservation" in report["kept"][sound.name]
+    assert not_done.name not in report["kept"]
+
+    with db_engine.begin() as conn:  # the preservation stage verified the sound file's copy
+        conn.execute(
+            sa.text("INSERT INTO preservation_packages (job_id, harvest_id) VALUES (:j, :h)"),
+            {"j": job_id, "h": hid},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO preservation_files (job_id, file_name, role, size, sha256, status)"
+                " VALUES (:j, :f, 'data', 1, 'x', 'verified')"
+            ),
+            {"j": job_id, "f": sound.name},
+        )
+    report = cleanup.clean_arc_repository(cfg)
+    assert report["deleted"] == 1 and not sound.exists()
+    assert all(w.exists() for w in (altered, bad_backup, no_backup, not_done))
+    cfg["indexing"]["cleanup_requires_preservation"] = False
+    assert cleanup.clean_arc_repository(cfg)["deleted"] == 0  # the other copies still fail
