@@ -69,37 +69,57 @@ def _host(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
+def _record_key(external_id: str | None, collection: str, seed_url: str) -> str:
+    """What identifies a record across imports: the feed id, else (collection, seed URL)."""
+    return f"id:{external_id}" if external_id else f"{collection}\x00{seed_url}"
+
+
 class _Known:
-    """URLs, hosts and domains already present (in the DB, then earlier rows of the file)."""
+    """URLs, hosts and domains already present (in the DB, then earlier rows of the file).
+
+    Each URL remembers which records hold it, so that a record re-imported with a changed seed
+    URL or collection is not flagged as a duplicate of its own earlier version.
+    """
 
     def __init__(self, conn: Connection) -> None:
-        self.urls: dict[str, set[str]] = defaultdict(set)  # url -> collections
+        self.urls: dict[str, dict[str, str]] = defaultdict(dict)  # url -> {record key: collection}
         self.hosts: dict[str, set[str]] = defaultdict(set)  # host -> urls
         self.domains: dict[str, set[str]] = defaultdict(set)  # domain -> urls
         rows = conn.execute(
-            sa.text("SELECT collection, seed_url, supplementary_urls FROM selection_records")
+            sa.text(
+                "SELECT external_id, collection, seed_url, supplementary_urls"
+                " FROM selection_records"
+            )
         )
         for row in rows:
+            key = _record_key(row.external_id, row.collection, row.seed_url)
             for url in [row.seed_url, *(row.supplementary_urls or [])]:
-                self.add(url, row.collection)
+                self.add(url, row.collection, key)
 
-    def add(self, url: str, collection: str) -> None:
-        self.urls[url].add(collection)
+    def add(self, url: str, collection: str, key: str) -> None:
+        self.urls[url][key] = collection
         self.hosts[_host(url)].add(url)
         self.domains[registrable_domain(url)].add(url)
+
+    def _others(self, url: str, key: str) -> bool:
+        """Whether a record other than ``key`` holds ``url``."""
+        return any(k != key for k in self.urls.get(url, {}))
 
     def flags(self, rec: SelectionRecord) -> list[str]:
         """Why a curator should look again (the record itself is not a duplicate of itself)."""
         url = rec.seed_url
-        others = self.urls.get(url, set()) - {rec.collection}
+        key = _record_key(rec.external_id, rec.collection, rec.seed_url)
+        others = {c for k, c in self.urls.get(url, {}).items() if k != key} - {rec.collection}
         if others:
             return [f"same URL already in collection(s) {', '.join(sorted(others))}"]
         own = set(rec.all_urls)
         host, domain = _host(url), registrable_domain(url)
-        same_host = sorted(self.hosts.get(host, set()) - own)
+        same_host = sorted(u for u in self.hosts.get(host, set()) - own if self._others(u, key))
         if same_host:
             return [f"host {host} already present ({same_host[0]})"]
-        same_domain = sorted(self.domains.get(domain, set()) - own)
+        same_domain = sorted(
+            u for u in self.domains.get(domain, set()) - own if self._others(u, key)
+        )
         if same_domain:
             return [f"domain {domain} already present ({same_domain[0]})"]
         return []
@@ -253,6 +273,8 @@ def import_file(
             else:
                 report.updated += 1
             for url in rec.all_urls:
-                known.add(url, rec.collection)
+                known.add(
+                    url, rec.collection, _record_key(rec.external_id, rec.collection, rec.seed_url)
+                )
     log.info("%s", report.text().splitlines()[0])
     return report

@@ -111,6 +111,9 @@ def test_csv_import_validates_reports_and_reimport_updates(hdb, site, tmp_path):
     assert "redirects (301) to" in warned["7"] and warned["7"].endswith("/ok")
     assert "host good.test" in warned["8"]
     assert "same URL already in collection(s) News" in warned["9"]
+    # another host of a registrable domain already present (inactive records are kept too)
+    assert warned["10"] == f"domain good.test already present (http://good.test:{site}/b)"
+    assert set(warned) == {"7", "8", "9", "10"}  # line 2, the first of its domain: no flag
     assert (report.rows, report.inserted, report.updated, report.unchanged) == (9, 5, 0, 0)
 
     again = import_file(path, resolver=resolver, engine=hdb, user="ann")
@@ -243,3 +246,34 @@ def test_inactive_records_are_not_transferred_and_leave_their_definition(hdb, si
             sa.text("SELECT count(*) FROM harvest_configs WHERE harvest_id = :h"), {"h": hid}
         ).scalar()
     assert left == 0
+
+
+@pytest.mark.services
+def test_reimported_target_with_a_new_seed_is_not_flagged_against_itself(hdb, site, tmp_path):
+    path = tmp_path / "feed.json"
+    items = [feed(site)[0]]
+    path.write_text(json.dumps(items))
+    first = import_file(path, resolver=resolver, engine=hdb, theme="web")
+    assert (first.inserted, first.warnings) == (1, [])
+    items[0]["seeds"] = [f"http://feed.test:{site}/a"]  # the curator moved the seed
+    path.write_text(json.dumps(items))
+    again = import_file(path, resolver=resolver, engine=hdb, theme="web")
+    assert (again.inserted, again.updated, again.errors, again.warnings) == (0, 1, [], [])
+    # another target on the same host is still flagged
+    items.append({**feed(site)[0], "id": 7, "seeds": [f"http://feed.test:{site}/b"]})
+    path.write_text(json.dumps(items))
+    third = import_file(path, resolver=resolver, engine=hdb, theme="web")
+    assert third.inserted == 1
+    assert [r for _, r in third.warnings] == [
+        f"host feed.test already present (http://feed.test:{site}/a)"
+    ]
+    with hdb.connect() as c:
+        rows = c.execute(
+            sa.text(
+                "SELECT external_id, seed_url, validation_status FROM selection_records ORDER BY 1"
+            )
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("ukwa:1", f"http://feed.test:{site}/a", "valid"),
+        ("ukwa:7", f"http://feed.test:{site}/b", "warning"),
+    ]
