@@ -11,14 +11,36 @@ import argparse
 import json
 import logging
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
-TEMPLATES_FILE = Path(__file__).resolve().parent / "templates.json"
+log = logging.getLogger(__name__)
+
+
+def templates_dir() -> Path:
+    """config/templates/: the reviewed template files the harvest DB is loaded from too."""
+    from harvestflow.settings import PROJECT_ROOT
+
+    return PROJECT_ROOT / "config" / "templates"
 
 
 def builtin_templates() -> dict[str, dict[str, Any]]:
-    return json.loads(TEMPLATES_FILE.read_text(encoding="utf-8"))
+    """Templates by name, read from config/templates/ (the ``[spec]`` table of each file).
+
+    Why the same files as the harvest DB: an ad-hoc ``--template NAME`` crawl must behave like a
+    harvest with that template. Missing keys take the settings' [crawler] defaults later, in
+    :func:`crawler.jobspec.from_dict`; a file that does not parse is named and skipped.
+    """
+    templates: dict[str, dict[str, Any]] = {}
+    for path in sorted(templates_dir().glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            log.warning("template file %s skipped: %s", path, exc)
+            continue
+        templates[str(data.get("name") or path.stem)] = dict(data.get("spec") or {})
+    return templates
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--template",
         default="default_selective",
-        help=f"template name ({', '.join(builtin_templates())})",
+        help="template name: a file of config/templates/ (default: default_selective)",
     )
     parser.add_argument("--max-hops", type=int, help="maximum link hops from a seed")
     parser.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
@@ -90,7 +112,7 @@ def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
         template["allow_private_addresses"] = True
     resolve = {}
     for item in args.resolve:
-        host, sep, ip = item.rpartition(":")
+        host, sep, ip = item.partition(":")  # a host name has no colon; an IPv6 address has
         if not sep or not host or not ip:
             raise SystemExit(f"--resolve {item!r}: expected HOST:IP")
         resolve[host.lower()] = ip

@@ -9,12 +9,14 @@ from __future__ import annotations
 from scrapy.exceptions import IgnoreRequest
 
 from crawler import crawllog
+from crawler import state as st
 
 
 class Refused(IgnoreRequest):
-    """A fetch the crawler decided not to make."""
+    """A fetch the crawler decided not to make (or to stop making)."""
 
     status = crawllog.BLOCKED_BY_OPERATOR
+    final_state = st.REFUSED  # the frontier state the URL ends in
 
     def __init__(self, annotation: str, status: int | None = None) -> None:
         super().__init__(annotation)
@@ -38,3 +40,15 @@ class AddressRefused(Refused):
     """The host is (or resolves to) a loopback, private, link-local or metadata address."""
 
     status = crawllog.BLOCKED_BY_PROCESSOR
+
+
+class HeaderTooLarge(Refused):
+    """The response's header section passed the template's ``max_header_bytes``: the
+    connection was dropped. A failure of the fetch (not a disregard), and not retried (the
+    same server would send the same headers)."""
+
+    status = crawllog.CONNECT_LOST
+    final_state = st.FAILED
+
+    def __init__(self) -> None:
+        super().__init__("err=header-too-large")

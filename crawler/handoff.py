@@ -61,12 +61,15 @@ class Partition:
 
 def partition_key(url: str, budgets: Budgets) -> str:
     """The budget domain of a URL if that domain has a limit, else its host[:port]."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:  # an invalid URL: any partition refuses it (-7), so any key will do
+        return ""
     domain = budgets.domain_for(host)
     if budgets.limited(domain):
         return domain
-    port = parts.port
     return f"{host}:{port}" if port else host
 
 

@@ -47,6 +47,7 @@ class Template:
     retries: int = 2
     download_timeout_s: float = 30.0
     max_response_bytes: int = 100_000_000
+    max_header_bytes: int = 262_144  # the whole header section of a response
     max_redirects: int = 5
     max_url_length: int = 2083
     concurrent_requests: int = 16

@@ -4,7 +4,8 @@ Why one place: every refusal must land in crawl.log with a reason a curator unde
 (Heritrix's negative codes plus an annotation), and the order of the rules matters the way it
 does in Heritrix's decide-rule sequence: traps first, then the hop limit, then the seed scope,
 and transclusion last so that a page's images, CSS and scripts are fetched even past the hop
-limit and on other hosts (within ``max_transclusion_hops`` trailing non-link hops).
+limit and on other hosts (within ``max_transclusion_hops`` trailing non-link hops); a redirect
+is followed past the hop limit too, but only within the seed scope.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ TRAP = -4000
 UNFETCHABLE = -7
 
 GLOBAL_TRAPS_FILE = Path(__file__).resolve().parent / "global_traps.txt"
+# characters no host name can hold (IDN letters are fine: they are IDNA-encoded to fetch)
+_BAD_HOST_CHARS = re.compile(r"[\x00-\x20\x7f\"#/<>?@\[\\\]^`{|}]")
 _CALENDAR = re.compile(r"(?<!\d)((?:19|20)\d\d)[-/_.]?(0[1-9]|1[0-2])(?!\d)")
 
 
@@ -133,23 +136,32 @@ class Scope:
         if len(url) > self.t.max_url_length:
             return Decision(False, UNFETCHABLE, "err=url-too-long")
         try:
-            if not urlsplit(url).hostname:
-                return Decision(False, UNFETCHABLE, "err=no-host")
+            parts = urlsplit(url)
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError:
             return Decision(False, UNFETCHABLE, "err=invalid-url")
+        if not host:
+            return Decision(False, UNFETCHABLE, "err=no-host")
+        if _BAD_HOST_CHARS.search(host):
+            return Decision(False, UNFETCHABLE, "err=invalid-host")
         tail = trailing_non_link(hops)
         if len(tail) - len(tail.rstrip("R")) > self.t.max_redirects:
             return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-redirects")
         trap = self.trap(url)
         if trap:
             return Decision(False, TRAP, trap)
-        transclusion = (
+        # a few trailing embed/redirect hops pass the hop limit (Heritrix's transclusion rule:
+        # a page at the limit keeps its images, and its redirect is followed); only embeds
+        # also pass the seed scope (an image on a CDN, not a redirect to another site)
+        past_limit_ok = (
             bool(tail)
-            and ("E" in tail or "X" in tail)
             and len(tail) <= self.t.max_transclusion_hops
+            and set(tail) <= {"E", "X", "R"}
         )
-        if len(hops) > self.t.max_hops and not transclusion:
+        embedded = past_limit_ok and ("E" in tail or "X" in tail)
+        if len(hops) > self.t.max_hops and not past_limit_ok:
             return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-hops")
-        if self.in_seed_scope(url) or transclusion:
+        if self.in_seed_scope(url) or embedded:
             return ACCEPT
         return Decision(False, OUT_OF_SCOPE, "err=out-of-scope")

@@ -36,7 +36,7 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     exc = failure.value
     request = getattr(failure, "request", None)
     if isinstance(exc, Refused):
-        return exc.status, [exc.annotation], st.REFUSED
+        return exc.status, [exc.annotation], exc.final_state
     name = type(exc).__name__
     if isinstance(exc, txerror.DNSLookupError | sx.CannotResolveHostError):
         host = host_of(request.url) if request is not None else ""

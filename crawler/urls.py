@@ -71,14 +71,20 @@ def strip_session_ids(url: str) -> str:
 @lru_cache(maxsize=1 << 17)  # pages repeat the same links (menus, images, CSS): w3lib is slow
 def canonical_key(url: str, *, sessions: bool = True) -> str:
     """The seen-set key of a URL: w3lib canonical form, lower-case host, no default port,
-    no fragment, no session ids (unless ``sessions=False``)."""
-    if sessions:
-        url = strip_session_ids(url)
-    canon = canonicalize_url(url, keep_fragments=False)
-    parts = urlsplit(canon)
+    no fragment, no session ids (unless ``sessions=False``); an invalid URL unchanged."""
+    try:
+        if sessions:
+            url = strip_session_ids(url)
+        canon = canonicalize_url(url, keep_fragments=False)
+        parts = urlsplit(canon)
+        port = parts.port
+    except ValueError:
+        # an invalid URL (``http://[bad/``, a port out of range) is its own key: it is refused
+        # with -7 by the scope rules, and nothing that keys URLs may fail on it
+        return url
     netloc = (parts.hostname or "").lower()
-    if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
-        netloc += f":{parts.port}"
+    if port and port != DEFAULT_PORTS.get(parts.scheme):
+        netloc += f":{port}"
     if parts.username:
         netloc = f"{parts.username}@{netloc}"
     return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))

@@ -35,6 +35,7 @@ def test_html_elements_give_links_and_embeds():
     <a href="a.html">a</a><area href="/ar.html"><img src="i.png" srcset="i2.png 2x">
     <picture><source srcset="p1.webp 1x, p2.webp 2x"><img src="p.png"></picture>
     <iframe src="f.html"></iframe><embed src="e.swf"><object data="o.swf"></object>
+    <frameset><frame src="fr.html"></frameset>
     <video src="v.mp4" poster="poster.jpg"><source src="v.webm"></video><audio src="a.mp3"></audio>
     <div style="background-image: url('d.png')">x</div><table background="t.gif"></table>
     <a href="javascript:void(0)">no</a><a href="mailto:x@y">no</a><a href="#top">no</a>
@@ -54,6 +55,7 @@ def test_html_elements_give_links_and_embeds():
         (base + "p2.webp", "E"),
         (base + "p.png", "E"),
         (base + "f.html", "E"),
+        (base + "fr.html", "E"),
         (base + "e.swf", "E"),
         (base + "o.swf", "E"),
         (base + "v.mp4", "E"),

@@ -35,6 +35,14 @@ def test_transclusion_fetches_embeds_off_site_and_past_the_hop_limit():
     assert s.decide("http://www.a.org/i.png", "LLE").accepted  # beyond max hops: still embed
     assert s.decide("http://www.a.org/deep", "LLL").status == TOO_MANY_LINK_HOPS
     assert s.decide("http://other.org/", "LR").status == OUT_OF_SCOPE  # redirect ≠ embed
+    # a page at the hop limit that redirects: followed within scope, not off-site
+    assert s.decide("http://www.a.org/moved-here", "LLR").accepted
+    assert s.decide("http://other.org/", "LLR").status == OUT_OF_SCOPE
+    assert s.decide("http://www.a.org/x", "LLRRR").status == TOO_MANY_LINK_HOPS
+    # an image that redirects to a CDN is still an embed
+    assert s.decide("http://cdn.b.net/real.png", "LLER").accepted
+    # sitemap hops are navigation: no pass past the limit
+    assert s.decide("http://www.a.org/from-sitemap", "LLM").status == TOO_MANY_LINK_HOPS
 
 
 def test_traps_and_bad_urls():
@@ -54,6 +62,11 @@ def test_traps_and_bad_urls():
     assert s.decide("http://www.a.org/cal/2020/03/", "L").status == TRAP
     assert s.decide("ftp://www.a.org/f", "L").status == UNFETCHABLE
     assert s.decide("http://www.a.org/" + "a" * 3000, "L").reason == "err=url-too-long"
+    assert s.decide("http://[bad/", "L").reason == "err=invalid-url"
+    assert s.decide("http://www.a.org:99999/", "L").reason == "err=invalid-url"
+    assert s.decide("http://exa mple.a.org/", "L").reason == "err=invalid-host"
+    assert s.decide("http:///no-host", "L").reason == "err=no-host"
+    assert s.decide("http://bücher.a.org/", "L").accepted  # IDN hosts are fine
     traps = Scope(
         from_dict({"job_id": 1, "seeds": ["http://www.a.org/"], "crawler_traps": [r"\?print=1"]}),
         global_traps=[r"/wp-json/"],
