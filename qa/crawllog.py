@@ -12,8 +12,9 @@ distinct values, never per line.
 Heritrix right-aligns the status in 5 columns and the size in 10 (REFERENCE §1), so those two
 fields are read at fixed offsets and only the 9 single-space-separated fields after them are
 split. Lines that do not follow that layout (hand-edited logs, sizes over 10 digits) take a slow
-but tolerant Python path; lines that cannot be parsed at all (truncated, garbage) are counted
-and their line numbers kept (the first few) so the report can name them.
+but tolerant Python path (qa.crawlline); lines that cannot be parsed at all (truncated, garbage,
+numbers out of range) are counted and their line numbers kept (the first few) so the report can
+name them.
 
 This polars path is the reference. When the C scanner (qa/_crawlscan.c, see qa.crawlscan) is
 built, plain lines are aggregated there instead, ~4 x faster, and only the lines it does not
@@ -28,7 +29,6 @@ import logging
 import mmap
 import multiprocessing
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -42,6 +42,7 @@ from pathlib import Path
 import polars as pl
 
 from harvestflow.progress import Progress
+from qa.crawlline import parse_line_slow  # the tolerant path (re-exported for callers)
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ _SCHEMA = {
     "lines": pl.Int64,
     "bytes": pl.Int64,
 }
-_TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 
 
 class CrawlLogError(RuntimeError):
@@ -227,40 +227,6 @@ def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:
         (pl.col("field_1") == "-").fill_null(False).alias("seed"),
         ann.str.contains("Q:", literal=True).fill_null(False).alias("quota"),
     )
-
-
-def parse_line_slow(text: str) -> tuple[dict[str, object] | None, str]:
-    """Tolerant parse of one line (any whitespace between fields); (row, "") or (None, why)."""
-    parts = text.split()
-    if len(parts) < 12:
-        return None, f"{len(parts)} fields, 12 expected (truncated line?)"
-    ts, status_s, size_s, uri, hop, _via, mime = parts[:7]
-    ann = parts[11]
-    if not _TS_RE.match(ts):
-        return None, "first field is not an ISO timestamp"
-    try:
-        status = int(status_s)
-    except ValueError:
-        return None, f"status {status_s[:20]!r} is not an integer"
-    if size_s == "-":
-        size = 0
-    else:
-        try:
-            size = int(size_s)
-        except ValueError:
-            return None, f"size {size_s[:20]!r} is not an integer"
-    pieces = uri.split("/", 3)
-    auth = pieces[2] if len(pieces) > 2 else uri
-    return {
-        "ts": ts[:24],
-        "status": status,
-        "size": size,
-        "auth": auth,
-        "mime": mime,
-        "dup": "duplicate:" in ann,
-        "seed": hop == "-",
-        "quota": "Q:" in ann,
-    }, ""
 
 
 def _line_numbers(chunk: bytes, first_line: int, rows: int) -> list[int] | None:

@@ -50,6 +50,9 @@ class DayComputation:
     jobs_table: pd.DataFrame | None = None
     problems: list[str] = field(default_factory=list)
     dns_counts: dict[str, int] = field(default_factory=dict)
+    # qa.daily_compare.DayComparisons, set by run_daily (needs the DB); the report falls back
+    # to the comparisons the day's own figures allow (selective vs broad)
+    comparisons: Any = None
 
 
 def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> JobOutcome:
@@ -66,6 +69,12 @@ def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> Jo
         agg = aggregate_crawl_log(path, workers=workers)
     except CrawlLogError as exc:
         outcome.state, outcome.message = "unreadable", str(exc)
+        return outcome
+    except Exception as exc:  # one log the parser chokes on must not cost the whole day's report
+        log.exception("QA: job %s: crawl log %s could not be aggregated", job.job_id, path)
+        why = (str(exc).splitlines() or [""])[0][:200]
+        outcome.state = "unreadable"
+        outcome.message = f"{path}: could not be read ({type(exc).__name__}: {why})"
         return outcome
     outcome.aggregate = agg
     if agg.lines == 0:
@@ -260,8 +269,10 @@ def compute_day(
             fam = comp.scopes["day"]
         else:
             fam = metrics.compute(
-                tables.for_jobs({job_id}), duration_s=_duration([out]), jobs=1, detail=False
-            )
+                tables.for_jobs({job_id}), origins=origin_map,
+                history=hist[hist["job_id"] == job_id], duration_s=_duration([out]), jobs=1,
+                detail=False,
+            )  # fmt: skip
         comp.scopes[f"job:{job_id}"] = fam
         g = dict(fam.tables["general"].itertuples(index=False, name=None))
         agg = out.aggregate
@@ -333,7 +344,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     replaces the day's rows in qa_stats and qa_reports. Idempotent per day.
     """
     from harvestflow import db
-    from qa import inputs, report, store
+    from qa import daily_compare, inputs, report, store
 
     settings = settings or get_settings()
     engine = engine or db.get_engine(settings.harvest_db_url)
@@ -350,6 +361,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
         top_n=top_n,
         workers=int(settings.get("qa", "log_workers", 0)) or None,
     )
+    comp.comparisons = daily_compare.build(comp, engine)
     report_dir = settings.path("qa", day.isoformat())
     written = report.write_report(comp, report_dir)
     summary = summary_of(comp, report_dir)

@@ -100,7 +100,11 @@ def compute(
     """All families for one scope.
 
     ``origins`` maps domain → origin class; ``history`` has (domain, stopreason) rows of the
-    scope's jobs; ``detail`` False keeps only the families cheap enough for every job.
+    scope's jobs. Every scope gets every family of fixed size (general, MIME, status, TLD, domain
+    sizes, origins, stop reasons, hits), so per-job, per-kind (selective vs broad) and per-year
+    comparisons can use them all; ``detail`` False leaves out only the per-domain lists (full
+    domain table, top domains, problem domains), which would multiply the stored rows by the
+    number of jobs.
     """
     fam = Families()
     hosts = t.hosts
@@ -183,22 +187,6 @@ def compute(
         fam.add("tld", f"{r.tld}|bytes", r.bytes)
         fam.add("tld", f"{r.tld}|domains", r.domains)
 
-    if not detail:
-        return fam
-
-    # Domains: top by URLs and by bytes; the full table goes to CSV
-    fam.tables["domains"] = domains
-    top_urls = crawled.head(top_n)
-    top_bytes = crawled.sort_values(
-        ["bytes", "domain"], ascending=[False, True], kind="mergesort"
-    ).head(top_n)
-    fam.tables["top_domains_urls"] = top_urls
-    fam.tables["top_domains_bytes"] = top_bytes
-    for r in top_urls.itertuples(index=False):
-        fam.add("top_domains_urls", r.domain, r.urls)
-    for r in top_bytes.itertuples(index=False):
-        fam.add("top_domains_bytes", r.domain, r.bytes)
-
     # Domain size distribution (+ how many stopped complete, from the harvest history)
     stop_by_domain: dict[str, int] = {}
     if history is not None and not history.empty:
@@ -267,6 +255,22 @@ def compute(
     fam.tables["hits"] = pd.DataFrame({"measure": list(hits), "value": list(hits.values())})
     for key, value in hits.items():
         fam.add("hits", key, value)
+    if not detail:
+        return fam
+
+    # Domains: top by URLs and by bytes; the full table goes to CSV
+    fam.tables["domains"] = domains
+    top_urls = crawled.head(top_n)
+    top_bytes = crawled.sort_values(
+        ["bytes", "domain"], ascending=[False, True], kind="mergesort"
+    ).head(top_n)
+    fam.tables["top_domains_urls"] = top_urls
+    fam.tables["top_domains_bytes"] = top_bytes
+    for r in top_urls.itertuples(index=False):
+        fam.add("top_domains_urls", r.domain, r.urls)
+    for r in top_bytes.itertuples(index=False):
+        fam.add("top_domains_bytes", r.domain, r.bytes)
+
     limited = domains[(domains["budget"] > 0) | (domains["trap"] > 0) | (domains["dns_fail"] > 0)]
     fam.tables["problem_domains"] = limited.sort_values(
         ["budget", "dns_fail", "trap", "domain"],

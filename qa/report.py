@@ -226,12 +226,13 @@ def _html(comp: DayComputation, texts: dict[str, str], charts: dict[str, bytes])
         parts.append("</ul></div>")
     parts.append("<p>Files: " + " · ".join(
         f'<a href="{html.escape(n)}">{html.escape(n)}</a>'
-        for n in sorted([*texts, "stats.csv", "domains.csv", "jobs.csv"])
+        for n in sorted([*texts, "stats.csv", "domains.csv", "jobs.csv", "comparisons.csv",
+                         "runs.csv"])
     ) + "</p>")  # fmt: skip
     order = [("general.txt", None), ("mime.txt", "mime_families.png"), ("status.txt", "status.png"),
              ("tld.txt", "tld.png"), ("domains.txt", "top_domains.png"),
              ("domain_sizes.txt", "domain_sizes.png"), ("origins.txt", "origins.png"),
-             ("stops.txt", None), ("jobs.txt", None)]  # fmt: skip
+             ("stops.txt", None), ("jobs.txt", None), ("comparisons.txt", None)]  # fmt: skip
     for name, chart in order:
         parts.append(f"<h2>{html.escape(name[:-4].replace('_', ' ').title())}</h2>")
         if chart and chart in charts:
@@ -243,9 +244,12 @@ def _html(comp: DayComputation, texts: dict[str, str], charts: dict[str, bytes])
 
 def render(comp: DayComputation) -> dict[str, bytes]:
     """Every file of the report, by relative path."""
+    from qa import daily_compare
     from qa.daily import stats_rows
 
     texts = _texts(comp)
+    cmp = comp.comparisons if comp.comparisons is not None else daily_compare.build(comp)
+    texts["comparisons.txt"] = daily_compare.render_text(cmp)
     files: dict[str, bytes] = {name: text.encode("utf-8") for name, text in texts.items()}
     files["stats.csv"] = _csv(stats_rows(comp), ["scope", "family", "key", "value"]).encode()
     t = comp.scopes["day"].tables
@@ -255,6 +259,9 @@ def render(comp: DayComputation) -> dict[str, bytes]:
     files["domains.csv"] = _csv(doms[dom_cols].itertuples(index=False), dom_cols).encode()
     jobs = comp.jobs_table if comp.jobs_table is not None else pd.DataFrame()
     files["jobs.csv"] = _csv(jobs.itertuples(index=False), list(jobs.columns)).encode()
+    header = ["comparison", "family", "key", "a", "b", "change", "change_pct"]
+    files["comparisons.csv"] = _csv(daily_compare.csv_rows(cmp), header).encode()
+    files["runs.csv"] = _csv(daily_compare.run_rows(cmp), daily_compare.RUN_COLUMNS).encode()
     charts = _charts(comp)
     for name, data in charts.items():
         files[f"charts/{name}"] = data

@@ -154,3 +154,26 @@ def test_slow_path_explains_why_a_line_is_refused() -> None:
     assert row is None and "status" in why
     row, why = parse_line_slow("2026-11-22T10:00:00.000Z 200 12 http://h.fr/p - - m #1 - - - -")
     assert why == "" and row is not None and row["auth"] == "h.fr" and row["seed"] is True
+
+
+@pytest.mark.parametrize("engine", ["c", "polars"])
+def test_out_of_range_numbers_are_bad_lines_not_a_lost_log(tmp_path: Path, engine: str) -> None:
+    # unpadded, so both engines send them to the tolerant path; before the range check the
+    # first one made polars raise and the whole log (and day) was lost
+    good = ("2026-11-22T09:00:01.000Z   200       4000 http://www.site.fr/ - - text/html #001"
+            " 20261122090001000+12 sha1:AAAA http://www.site.fr/ -")  # fmt: skip
+    lines = [
+        "2026-11-22T09:00:02.000Z 200 99999999999999999999999 http://a.fr/ - - text/html #1 - - - -",
+        "2026-11-22T09:00:03.000Z 99999999999 4 http://a.fr/ - - text/html #1 - - - -",
+        good,
+    ]
+    log = tmp_path / "crawl.log"
+    log.write_text("\n".join(lines) + "\n")
+    agg = aggregate_crawl_log(log, engine=engine, workers=1)
+    assert (agg.lines, agg.bad_lines) == (3, 2)
+    assert [(b.line, b.reason.split(" ")[0]) for b in agg.bad_examples] == [
+        (1, "size"),
+        (2, "status"),
+    ]
+    assert all("out of range" in b.reason for b in agg.bad_examples)
+    assert agg.groups.rows() == [("www.site.fr", 200, "text/html", False, True, False, 1, 4000)]

@@ -140,3 +140,45 @@ def test_report_files_are_complete_and_identical_on_rerun(comp, tmp_path: Path) 
     assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == names
     assert {n: (out / n).read_bytes() for n in names} == first
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_a_log_the_parser_chokes_on_is_named_and_the_rest_computed(  # type: ignore[no-untyped-def]
+    golden_jobs, golden_history, monkeypatch
+) -> None:
+    import qa.daily
+
+    real = qa.daily.aggregate_crawl_log
+
+    def choke(path, **kwargs):  # type: ignore[no-untyped-def]
+        if "/jobs/1/" in str(path):
+            raise ValueError("unexpected parser failure\nsecond line of the message")
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(qa.daily, "aggregate_crawl_log", choke)
+    comp = compute_day(DAY, golden_jobs, DATA, history=golden_history)
+    jobs = comp.jobs_table.set_index("job_id")
+    assert jobs.loc[1, "log"] == "unreadable"
+    assert comp.problems[0].startswith("job 1 (demo-daily): ")
+    assert "ValueError: unexpected parser failure)" in comp.problems[0]
+    g = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
+    assert (g["urls"], g["bytes"]) == (5, 56_100)  # job 2's valid lines, hand-counted above
+
+
+def test_every_scope_has_sizes_origins_stops_and_hits(comp) -> None:  # type: ignore[no-untyped-def]
+    # hand-counted: job 1 (selective) crawled example-a.test (6 URLs, stop 0) and
+    # example-b.test (3 URLs, stop 1), one budget, one DNS and one trap hit; the broad jobs
+    # (2; 3 has no log) crawled site.fr (3 URLs, stop 0, registry) and example.com (2, stop 4)
+    rows = {(s, f, k): v for s, f, k, v in stats_rows(comp)}
+    assert rows[("job:1", "domain_sizes", "<10|domains")] == 2
+    assert rows[("job:1", "domain_sizes", "<10|complete")] == 1
+    assert rows[("job:1", "stop_reasons", "1|object limit")] == 1
+    assert rows[("job:1", "origins", "curator|urls")] == 9
+    assert rows[("job:1", "hits", "budget_hit_domains")] == 1
+    assert rows[("job:1", "hits", "dns_failure_domains")] == 1
+    assert rows[("kind:full", "domain_sizes", "<10|domains")] == 2
+    assert rows[("kind:full", "stop_reasons", "4|unfinished")] == 1
+    assert rows[("kind:full", "origins", "registry|urls")] == 3
+    assert rows[("kind:full", "origins", "unknown|urls")] == 2
+    assert rows[("kind:partial", "origins", "curator|domains")] == 2
+    # the per-domain lists stay in the day and harvest scopes only
+    assert not [k for k in rows if k[0].startswith(("job:", "kind:")) and k[1].startswith("top_")]

@@ -173,3 +173,43 @@ def test_compare_runs_defaults_to_the_last_two_runs(qa_settings, db_engine) -> N
                                "new": 0, "gone": 0}  # fmt: skip
     with pytest.raises(ValueError, match="no run before"):
         compare_runs(db_engine, 2, run_b=1)
+
+
+def test_each_report_carries_its_comparisons(qa_settings, db_engine) -> None:  # type: ignore[no-untyped-def]
+    run_daily(date(2025, 11, 20), qa_settings, engine=db_engine)  # last year's selective run
+    for day in DAYS:
+        run_daily(day, qa_settings, engine=db_engine)
+    first = qa_settings.path("qa", DAYS[0].isoformat())
+    text = (first / "comparisons.txt").read_text()
+    # 2026-11-20 against 2025-11-20: the same golden log (job 1) on both days
+    assert "This day (b) vs the same day a year before, 2025-11-20 (a)" in text
+    assert [ln.split() for ln in text.splitlines() if ln.startswith("general       urls ")] == [
+        ["general", "urls", "9", "9", "0", "+0.00%"]
+    ]
+    assert "run 1: harvest 1: no run before run 1 to compare with" in text
+    last = qa_settings.path("qa", DAYS[2].isoformat())
+    text = (last / "comparisons.txt").read_text()
+    # day 3: selective run 2 (job 4, golden job 1: 9 URLs) vs the broad job whose log is missing
+    assert "Selective (a) vs broad (b) jobs that ended this day" in text
+    urls_row = next(ln.split() for ln in text.splitlines() if ln.startswith("general       urls"))
+    assert urls_row[:4] == ["general", "urls", "9", "0"]
+    assert "(no figures stored for 2025-11-22)" in text
+    # the selective definition: run 2 vs run 1 from historyinfo (12 vs 6 objects; object limit)
+    assert "demo-daily (harvest 1), run 2 vs run 1:" in text
+    assert "grew: 1 (example-a.test)" in text and "hit_limits: 1 (example-b.test)" in text
+    assert "broad-2026 (harvest 2), run 2: run 2 has no harvest history yet" in text
+    runs = (last / "runs.csv").read_text().splitlines()
+    assert runs[0].startswith("harvest_id,run_a,run_b,domain,groups,objects_a,objects_b")
+    assert sorted(runs[1:]) == [
+        "1,1,2,example-a.test,grew,6,12,100,600,1200,complete,complete",
+        "1,1,2,example-b.test,hit_limits,3,3,0,300,300,complete,object limit",
+    ]
+    assert "selective_vs_broad,general,urls,9,0,-9," in (last / "comparisons.csv").read_text()
+    with db_engine.connect() as conn:
+        stored = conn.execute(
+            sa.text("SELECT summary FROM qa_reports WHERE day = :d"), {"d": DAYS[2]}
+        ).scalar()
+    assert "grew: 1 (example-a.test)" in stored["texts"]["comparisons.txt"]
+    before = _files(last)
+    run_daily(DAYS[2], qa_settings, engine=db_engine)
+    assert _files(last) == before
