@@ -1,4 +1,4 @@
-"""``harvestflow continuous ...``: launch an hour, crawl for a while, report, noise rules.
+"""``harvestflow continuous ...``: launch an hour, crawl, report, noise rules, host policies.
 
 Registered by harvestflow/cli.py through :func:`add_cli` (handlers import lazily).
 """
@@ -29,6 +29,10 @@ def add_cli(subparsers: Any) -> None:
     ru.add_argument("remove_pattern")
     ru.add_argument("--comment", default="")
     ru.set_defaults(func=cmd_rule)
+    hp = sub.add_parser("host-policy", help="override the revisit policy for one host")
+    hp.add_argument("host")
+    hp.add_argument("overrides", help='JSON of RevisitPolicy keys, e.g. {"max_wait_s": 3600}')
+    hp.set_defaults(func=cmd_host_policy)
 
 
 def _hour(value: str | None) -> dt.datetime:
@@ -66,4 +70,12 @@ def cmd_rule(args: argparse.Namespace) -> int:
     from harvestflow.db import get_engine
 
     add_rule(get_engine(), args.url_pattern, args.remove_pattern, args.comment)
+    return 0
+
+
+def cmd_host_policy(args: argparse.Namespace) -> int:
+    from harvest.continuous.store import set_host_policy
+    from harvestflow.db import get_engine
+
+    set_host_policy(get_engine(), args.host, json.loads(args.overrides))
     return 0

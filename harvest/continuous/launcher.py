@@ -8,6 +8,10 @@ month). Each (record, hour, seed) is written to continuous_launches first; only 
 not there yet are injected, so a re-run of the same hour injects nothing twice. Injecting makes
 the seed due at the event time in the URL state (its history is kept) and, when asked, resets the
 seed's quota of fetches since its last launch.
+
+Which revisit policy a seed's URLs get: the seed's template, the crawl profile its record's depth
+maps to in config/selection_mapping.toml (``depth_templates``), so that settings
+``[continuous.policy.<template>]`` apply to it; ``continuous`` when the depth maps to none.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from harvest.continuous.urlstate import new_state
 
 log = logging.getLogger(__name__)
 
+DEFAULT_TEMPLATE = "continuous"
 EVERY_MONTHS = {"MONTHLY": 1, "QUARTERLY": 3, "SIXMONTHLY": 6, "ANNUAL": 12}
 ALIASES = {
     "SIX-MONTHLY": "SIXMONTHLY",
@@ -101,9 +106,15 @@ def launch_hour(
     *,
     reset_quotas: bool = True,
     max_urls_per_launch: int = -1,
+    depth_templates: dict[str, str] | None = None,
 ) -> LaunchResult:
-    """Inject the seeds whose schedule fires in the hour starting at ``hour_start``."""
+    """Inject the seeds whose schedule fires in the hour starting at ``hour_start``.
+
+    ``depth_templates`` maps a record's depth to the template whose revisit policy its seeds
+    get (see the module doc); the frequency logged per launch is that of the schedule that fired.
+    """
     policy = policy or RevisitPolicy()
+    depth_templates = depth_templates or {}
     hour_start = hour_start.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
     result = LaunchResult(hour=hour_start.isoformat())
     with engine.begin() as conn:
@@ -115,13 +126,17 @@ def launch_hour(
             )
         ).all()
         for rec in records:
-            events = [e for s in rec.schedules or [] if (e := event_in_hour(s, hour_start))]
+            events = [
+                (e, normalise_frequency(s.get("frequency")))
+                for s in rec.schedules or []
+                if (e := event_in_hour(s, hour_start))
+            ]
             if not events:
                 continue
             result.records_due += 1
-            event = min(events)
-            freq = normalise_frequency((rec.schedules or [{}])[0].get("frequency"))
+            event, freq = min(events)
             scope = crawl_scope(rec.scope, rec.depth)
+            template = depth_templates.get(rec.depth or "", DEFAULT_TEMPLATE)
             for seed in [rec.seed_url, *(rec.supplementary_urls or [])]:
                 fresh = conn.execute(
                     sa.text(
@@ -139,6 +154,7 @@ def launch_hour(
                     seed,
                     rec.record_id,
                     scope,
+                    template,
                     event,
                     policy,
                     reset_quotas,
@@ -160,6 +176,7 @@ def _inject(
     seed: str,
     record_id: int,
     scope: str,
+    template: str,
     event: dt.datetime,
     policy: RevisitPolicy,
     reset_quotas: bool,
@@ -167,10 +184,12 @@ def _inject(
 ) -> None:
     conn.execute(
         sa.text(
-            "INSERT INTO continuous_seeds (seed_url, record_id, scope, max_urls_per_launch,"
-            " fetched_since_launch, last_launch) VALUES (:s, :r, :scope, :m, 0, :e)"
+            "INSERT INTO continuous_seeds (seed_url, record_id, scope, template,"
+            " max_urls_per_launch, fetched_since_launch, last_launch)"
+            " VALUES (:s, :r, :scope, :t, :m, 0, :e)"
             " ON CONFLICT (seed_url) DO UPDATE SET record_id = EXCLUDED.record_id,"
-            " scope = EXCLUDED.scope, max_urls_per_launch = EXCLUDED.max_urls_per_launch,"
+            " scope = EXCLUDED.scope, template = EXCLUDED.template,"
+            " max_urls_per_launch = EXCLUDED.max_urls_per_launch,"
             " last_launch = EXCLUDED.last_launch, fetched_since_launch = CASE WHEN :reset"
             " THEN 0 ELSE continuous_seeds.fetched_since_launch END"
         ),
@@ -178,6 +197,7 @@ def _inject(
             "s": seed,
             "r": record_id,
             "scope": scope,
+            "t": template,
             "m": max_urls,
             "e": event,
             "reset": reset_quotas,

@@ -129,5 +129,20 @@ def policy_from_settings(
     return policy
 
 
+def template_policies(conf: dict[str, Any] | None) -> dict[str, RevisitPolicy]:
+    """Every template named in settings [continuous.policy.<template>] → its policy.
+
+    Why all at once: one run revisits URLs of seeds with different templates; each URL gets the
+    policy of its seed's template (then its host's overrides), the base policy when its template
+    has no sub-table.
+    """
+    conf = conf or {}
+    return {
+        name: policy_from_settings(conf, name)
+        for name, value in conf.items()
+        if isinstance(value, dict) and name != "initial_wait_s"
+    }
+
+
 def due_after(now: dt.datetime, wait_s: float) -> dt.datetime:
     return now + dt.timedelta(seconds=wait_s)

@@ -99,14 +99,6 @@ def write_dedup_index(states: list[UrlState], path: Path) -> int:
     return len(lines)
 
 
-def _seed_scopes(engine: sa.Engine) -> dict[str, str]:
-    with engine.connect() as conn:
-        return {
-            r.seed_url: r.scope
-            for r in conn.execute(sa.text("SELECT seed_url, scope FROM continuous_seeds"))
-        }
-
-
 def run_batch(
     engine: sa.Engine,
     base_dir: Path,
@@ -115,6 +107,7 @@ def run_batch(
     max_urls: int = 500,
     max_run_s: int = 240,
     policy: RevisitPolicy | None = None,
+    policies: dict[str, RevisitPolicy] | None = None,
     template: dict[str, Any] | None = None,
     resolve: dict[str, str] | None = None,
     live_dir: Path | None = None,
@@ -124,8 +117,11 @@ def run_batch(
     """Fetch up to ``max_urls`` URLs due at ``now`` and update their state; see the module doc.
 
     ``max_run_s`` bounds the crawl (the crawler's time limit; URLs not reached stay due) so that
-    every capture of the run is replayable within minutes of its fetch. ``crawl`` runs the job (default: :func:`crawler.launch.crawl_in_subprocess`); ``live_dir``
-    (default ``<base_dir>/live``) receives the near-real-time index.
+    every capture of the run is replayable within minutes of its fetch. ``policy`` is the
+    default revisit policy, ``policies`` those of named templates (a URL gets its seed's
+    template's, then its host's overrides). ``crawl`` runs the job (default:
+    :func:`crawler.launch.crawl_in_subprocess`); ``live_dir`` (default ``<base_dir>/live``)
+    receives the near-real-time index.
     """
     logger = logger or log
     real_start = dt.datetime.now(dt.UTC)
@@ -133,7 +129,7 @@ def run_batch(
     # a simulated clock (tests, benchmark): fetch times are moved by the same offset
     shift = now - real_start
     base_dir = Path(base_dir)
-    book = store.PolicyBook(policy or RevisitPolicy(), store.host_overrides(engine))
+    book = store.PolicyBook(policy or RevisitPolicy(), store.host_overrides(engine), policies)
     due = store.due_states(engine, now, max_urls)
     run_id = now.strftime("%Y%m%d%H%M%S%f")
     result = BatchResult(run_id=run_id, due=len(due))
@@ -236,6 +232,11 @@ def update_from_run(
     states = {s.url: s for s in due}
     missing = {v.url for v in output.visits} - set(states)
     states.update(store.load_states(engine, missing))
+    seeds = store.seed_settings(engine)
+
+    def template_of(seed_url: str) -> str | None:
+        return seeds[seed_url][1] if seed_url in seeds else None
+
     changed_pages: set[str] = set()
     per_seed: Counter[str] = Counter()
     updated: dict[str, UrlState] = {}
@@ -244,7 +245,8 @@ def update_from_run(
         if state is None:  # fetched but not due (a seed redirect target): start its history
             seed = visit.seed or visit.url
             state = new_state(visit.url, host_of(visit.url), seed, 0, now, book.base)
-        state, verdict = apply_visit(state, visit, book.for_host(state.host))
+        policy = book.for_host(state.host, template_of(state.seed_url))
+        state, verdict = apply_visit(state, visit, policy)
         updated[visit.url] = state
         per_seed[state.seed_url] += 1
         result.visited += 1
@@ -258,18 +260,17 @@ def update_from_run(
             result.revisit_records += 1
         if verdict is not False:
             changed_pages.add(visit.url)
-    scopes = _seed_scopes(engine)
     fresh: dict[str, UrlState] = {}
     for url, via, hops, _ in output.discovered:
         parent = updated.get(via) or states.get(via)
         if parent is None or via not in changed_pages or url in fresh or url in updated:
             continue  # an unchanged page's links are not taken again
-        if not in_scope(url, parent.seed_url, scopes.get(parent.seed_url, "host")):
+        scope = seeds[parent.seed_url][0] if parent.seed_url in seeds else "host"
+        if not in_scope(url, parent.seed_url, scope):
             continue
         depth = parent.depth + (0 if hops.endswith("E") else 1)
-        fresh[url] = new_state(
-            url, host_of(url), parent.seed_url, depth, now, book.for_host(host_of(url))
-        )
+        policy = book.for_host(host_of(url), template_of(parent.seed_url))
+        fresh[url] = new_state(url, host_of(url), parent.seed_url, depth, now, policy)
     with engine.begin() as conn:
         store.save_states(conn, updated.values())
         result.new_urls = store.insert_new(conn, fresh.values())

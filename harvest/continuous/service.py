@@ -2,8 +2,10 @@
 
 Why here: the DAG tasks and ``harvestflow continuous ...`` call the same few functions with
 plain arguments; settings come from the optional [continuous] section of harvestflow.toml
-(``policy`` sub-table: RevisitPolicy keys; ``template``: crawler template keys for the runs;
-``batch_size``, ``max_run_s``, ``pause_s``, ``max_urls_per_launch``), code defaults otherwise.
+(``policy`` sub-table: RevisitPolicy keys, and ``policy.<template>`` sub-tables for the seeds
+of a template; ``template``: crawler template keys for the runs; ``batch_size``, ``max_run_s``,
+``pause_s``, ``max_urls_per_launch``), code defaults otherwise. A seed's template is the one
+its record's depth maps to in config/selection_mapping.toml.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from harvest.continuous.launcher import LaunchResult, launch_hour
-from harvest.continuous.policy import RevisitPolicy, policy_from_settings
+from harvest.continuous.policy import RevisitPolicy, policy_from_settings, template_policies
 from harvest.continuous.report import crawl_stats, format_host_report, host_report
 from harvest.continuous.run import BatchResult, run_batch
 
@@ -32,6 +34,13 @@ def conf() -> dict[str, Any]:
 
 def default_policy() -> RevisitPolicy:
     return policy_from_settings(conf().get("policy"))
+
+
+def depth_templates() -> dict[str, str]:
+    """A record's depth → the template its seeds get (config/selection_mapping.toml)."""
+    from harvest.selection.mapping import load_mapping
+
+    return {depth: str(spec["template"]) for depth, spec in load_mapping().depths.items()}
 
 
 def base_dir() -> Path:
@@ -58,6 +67,7 @@ def launch(
         default_policy(),
         reset_quotas=reset_quotas,
         max_urls_per_launch=int(conf().get("max_urls_per_launch", -1)),
+        depth_templates=depth_templates(),
     )
 
 
@@ -84,6 +94,7 @@ def crawl_for(
     deadline = time.monotonic() + duration_s
     out_dir = out_dir or base_dir()
     policy = default_policy()
+    policies = template_policies(settings.get("policy"))
     template = dict(settings.get("template") or {})
     results: list[BatchResult] = []
     done = 0
@@ -94,6 +105,7 @@ def crawl_for(
             max_urls=batch_size,
             max_run_s=int(settings.get("max_run_s", 240)),
             policy=policy,
+            policies=policies,
             template=template,
             resolve=resolve,
             logger=logger,

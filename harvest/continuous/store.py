@@ -102,22 +102,41 @@ def set_host_policy(engine: sa.Engine, host: str, overrides: dict) -> None:
         )
 
 
-class PolicyBook:
-    """The template's policy with each host's overrides applied (cached per host)."""
+def seed_settings(engine: sa.Engine) -> dict[str, tuple[str, str]]:
+    """Seed URL → (scope, template) of every seed the launcher injected."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT seed_url, scope, template FROM continuous_seeds"))
+        return {r.seed_url: (r.scope, r.template) for r in rows}
 
-    def __init__(self, base: RevisitPolicy, overrides: dict[str, dict]) -> None:
+
+class PolicyBook:
+    """Each URL's policy: its seed's template's (else the base one), then its host's overrides.
+
+    Why this order: a template says how a kind of site is revisited; an operator who overrides a
+    host means that host whatever template its seeds came with. Cached per (template, host).
+    """
+
+    def __init__(
+        self,
+        base: RevisitPolicy,
+        overrides: dict[str, dict],
+        templates: dict[str, RevisitPolicy] | None = None,
+    ) -> None:
         self.base = base
         self.overrides = overrides
-        self._cache: dict[str, RevisitPolicy] = {}
+        self.templates = templates or {}
+        self._cache: dict[tuple[str | None, str], RevisitPolicy] = {}
 
-    def for_host(self, host: str) -> RevisitPolicy:
-        if host not in self._cache:
+    def for_host(self, host: str, template: str | None = None) -> RevisitPolicy:
+        key = (template, host)
+        if key not in self._cache:
+            base = self.templates.get(template or "", self.base)
             try:
-                self._cache[host] = self.base.merged(self.overrides.get(host))
+                self._cache[key] = base.merged(self.overrides.get(host))
             except (TypeError, ValueError) as exc:
                 log.error("continuous_host_policy %s ignored: %s", host, exc)
-                self._cache[host] = self.base
-        return self._cache[host]
+                self._cache[key] = base
+        return self._cache[key]
 
 
 def count_seed_fetches(conn: sa.Connection, per_seed: dict[str, int]) -> None:
