@@ -36,10 +36,15 @@ def politeness_delay(
     crawl_delay_s: float | None,
     crawl_delay_cap_s: float,
 ) -> float:
-    """Seconds to wait after a fetch that took ``duration_s`` (Heritrix's rule)."""
+    """Seconds to wait after a fetch that took ``duration_s`` (Heritrix's rule).
+
+    A robots.txt ``Crawl-delay`` raises the wait, honoured up to the cap (Heritrix's
+    ``respectCrawlDelayUpToSeconds``): a site asking for an hour gets the cap, not our
+    usual few seconds.
+    """
     delay = min(max(factor * duration_s, min_s), max_s)
-    if crawl_delay_s is not None and crawl_delay_s <= crawl_delay_cap_s:
-        delay = max(delay, crawl_delay_s)
+    if crawl_delay_s is not None:
+        delay = max(delay, min(crawl_delay_s, crawl_delay_cap_s))
     return delay
 
 
@@ -76,8 +81,8 @@ class Politeness:
             # before the request that waited for robots.txt reaches the slot
             engine = self.crawler.engine
             slot = engine.downloader.slots.get(host) if engine is not None else None
-            if slot is not None and self.polite and float(delay) <= self.cap_s:
-                slot.delay = max(slot.delay, float(delay))
+            if slot is not None and self.polite:
+                slot.delay = max(slot.delay, min(float(delay), self.cap_s))
 
     def response_downloaded(self, response: Response, request: Request, spider: Any) -> None:
         engine = self.crawler.engine

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import re
 import subprocess
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -80,6 +81,23 @@ def test_every_warc_passes_warcio_check(crawl):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not list((crawl.out / "warcs").glob("*.open"))
+
+
+def test_warc_1_1_with_one_gzip_member_per_record(crawl):
+    for warc in sorted((crawl.out / "warcs").glob("*.warc.gz")):
+        data = warc.read_bytes()
+        with warc.open("rb") as fh:
+            it = ArchiveIterator(fh)
+            ends = []
+            for rec in it:
+                assert rec.rec_headers.protocol == "WARC/1.1"
+                it.read_to_end(rec)
+                offset, length = it.get_record_offset(), it.get_record_length()
+                assert data[offset : offset + 2] == b"\x1f\x8b", (warc.name, offset)
+                # the member holds exactly this record: it decompresses alone
+                assert zlib.decompress(data[offset : offset + length], 31).startswith(b"WARC/1.1")
+                ends.append(offset + length)
+        assert ends[-1] == len(data)
 
 
 def test_warc_names_follow_the_architecture(crawl):
@@ -156,6 +174,8 @@ def test_request_record_has_the_real_request_line_and_links_to_its_response(craw
     )
     assert meta.rec_headers.get_header("WARC-Concurrent-To") == rid
     assert b"hopsFromSeed: L" in meta.payload
+    assert f"via: {site.url('www.example-a.test', '/')}\r\n".encode() in meta.payload
+    assert f"sourceTag: {site.url('www.example-a.test', '/')}\r\n".encode() in meta.payload
     assert (
         f"outlink: {site.url('www.example-a.test', '/search?q=archive&page=3')} L".encode()
         in meta.payload
@@ -166,7 +186,13 @@ def test_warcinfo_comes_first_and_describes_the_job(crawl):
     (data,) = crawl.data_warcs()
     first = next(records(data))
     assert first.rec_type == "warcinfo"
-    for field in (b"software:", b"operator:", b"isPartOf: job 7", b"robots: obey"):
+    for field in (
+        b"software:",
+        b"operator:",
+        b"isPartOf: job 7",
+        b"description: template ",
+        b"robots: obey",
+    ):
         assert field in first.payload
     assert first.rec_headers.get_header("WARC-Filename") == data.name
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
+from crawler.politeness import politeness_delay
 from tests.crawler.conftest import make_job, run_crawl
 
 MIN_DELAY = 0.25
@@ -59,3 +60,13 @@ def test_no_politeness_fetches_a_host_in_parallel(fresh_site, tmp_path):
     overlapping = sum(1 for a, b in itertools.pairwise(reqs) if b.started < a.ended)
     gaps = [b.started - a.ended for a, b in itertools.pairwise(reqs)]
     assert overlapping > 0 or min(gaps) < MIN_DELAY / 5
+
+
+def test_delay_rule_with_heritrix_defaults_and_crawl_delay_cap():
+    rule = lambda d, cd=None: politeness_delay(d, 5.0, 3.0, 30.0, cd, 300.0)  # noqa: E731
+    assert rule(0.1) == 3.0  # 5 × 0.1 s is under the minimum
+    assert rule(2.0) == 10.0  # 5 × 2 s
+    assert rule(60.0) == 30.0  # the maximum
+    assert rule(0.1, 1.0) == 3.0  # a Crawl-delay below our delay changes nothing
+    assert rule(0.1, 45.0) == 45.0  # above it: honoured
+    assert rule(0.1, 3600.0) == 300.0  # honoured up to the cap
