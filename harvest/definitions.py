@@ -29,6 +29,8 @@ from harvest.schedule import (
 
 log = logging.getLogger(__name__)
 
+FINISHED = "schedule finished"  # the inactive reason of a definition whose schedule is over
+
 
 def channel_id(conn: Connection, name: str) -> int:
     cid = conn.execute(sa.text("SELECT id FROM harvestchannel WHERE name = :n"), {"n": name})
@@ -233,7 +235,8 @@ def _schedule_of(row: Any) -> Schedule:
 
 
 _PARTIAL_SQL = (
-    "SELECT h.harvest_id, h.name, h.isactive, h.numevents, s.timeunit, s.numtimeunits,"
+    "SELECT h.harvest_id, h.name, h.isactive, h.inactive_reason, h.numevents, s.timeunit,"
+    " s.numtimeunits,"
     " s.startdate, s.enddate, s.maxrepeats,"
     " (SELECT count(*) FROM harvest_runs r WHERE r.harvest_id = h.harvest_id"
     "  AND r.logical_date < :ld) AS runs_before,"
@@ -252,7 +255,9 @@ def due_definitions(
 
     A definition that already has a run at this date is always returned (re-running a DAG run
     redoes the same work); a definition whose schedule cannot be evaluated is deactivated with
-    the reason and skipped, the others go on.
+    the reason and skipped, the others go on. One deactivated because its schedule is over is
+    still evaluated, so that a backfill of a date inside the schedule harvests what was due then
+    (the schedule's end date and repeats leave later dates out); any other inactive one is not.
     """
     frequency_period(frequency)
     engine = engine_or_default(engine)
@@ -264,7 +269,7 @@ def due_definitions(
             if row.has_run:
                 due.append(row.harvest_id)
                 continue
-            if not row.isactive:
+            if not row.isactive and not (row.inactive_reason or "").startswith(FINISHED):
                 continue
             try:
                 if due_in_window(_schedule_of(row), frequency, ld, row.runs_before):
@@ -351,7 +356,7 @@ def advance_schedule(
             deactivate(conn, harvest_id, f"scheduling failed: {exc}")
             return result | {"next_date": None, "deactivated": str(exc)}
         if nxt is None:
-            deactivate(conn, harvest_id, f"schedule finished after {runs} run(s)")
+            deactivate(conn, harvest_id, f"{FINISHED} after {runs} run(s)")
             return result | {"next_date": None, "deactivated": "schedule finished"}
         conn.execute(
             sa.text(

@@ -254,3 +254,52 @@ def test_lost_database_connection_does_not_deactivate_a_definition(hdb, monkeypa
         p.generate_due_jobs([hid], LD, engine=hdb)
     with hdb.connect() as c:
         assert c.execute(sa.text("SELECT isactive FROM harvestdefinitions")).scalar() is True
+
+
+def test_backfill_inside_a_finished_schedule_harvests_what_was_due_then(hdb):
+    from datetime import timedelta
+
+    from harvest.definitions import ensure_schedule, ensure_selective_definition
+
+    day = timedelta(days=1)
+    d0 = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+    with hdb.begin() as c:
+        # events at 03:00 on the 1st, 2nd and 3rd of November, then nothing
+        ensure_schedule(c, "three", timeunit=2, numtimeunits=1, startdate=d0, enddate=d0 + 2 * day)
+        hid = ensure_selective_definition(c, "three-days", frequency="daily", schedule="three")
+    # the DAG ran on the 2nd and the 3rd (it was paused on the 1st)
+    for when in (d0 + day, d0 + 2 * day):
+        assert p.due_definitions("daily", when, engine=hdb) == [hid]
+        p.generate_jobs(hid, when, engine=hdb)
+        adv = p.advance_schedule(hid, when, engine=hdb)
+    assert adv["deactivated"] == "schedule finished"
+    assert p.due_definitions("daily", d0 + 3 * day, engine=hdb) == []  # after the end: nothing
+    # a backfill of the 1st harvests what was due then, once
+    assert p.due_definitions("daily", d0, engine=hdb) == [hid]
+    p.generate_jobs(hid, d0, engine=hdb)
+    p.advance_schedule(hid, d0, engine=hdb)
+    assert p.due_definitions("daily", d0, engine=hdb) == [hid]  # a re-run redoes the same run
+    assert p.due_definitions("daily", d0 - day, engine=hdb) == []  # before the start: nothing
+    with hdb.connect() as c:
+        nums = c.execute(
+            sa.text("SELECT harvest_num FROM harvest_runs WHERE harvest_id = :h ORDER BY 1"),
+            {"h": hid},
+        ).scalars()
+        assert list(nums) == [1, 2, 3]
+        row = c.execute(
+            sa.text("SELECT isactive FROM harvestdefinitions WHERE harvest_id = :h"), {"h": hid}
+        ).one()
+    assert not row.isactive  # the backfill does not reactivate it
+
+
+def test_a_definition_deactivated_by_hand_is_not_backfilled(hdb):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    with hdb.begin() as c:
+        c.execute(
+            sa.text(
+                "UPDATE harvestdefinitions SET isactive = false, inactive_reason = 'curator: paused'"
+                " WHERE harvest_id = :h"
+            ),
+            {"h": hid},
+        )
+    assert p.due_definitions("daily", LD, engine=hdb) == []
