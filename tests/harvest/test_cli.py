@@ -21,12 +21,23 @@ def test_domain_show_and_jobs_list(hdb, tmp_path, capsys):
     write_summary(path, {"example-a.test": (40, 12345, 1), "example-b.test": (7, 700, 0)})
     p.record_job_results(job, engine=hdb)
 
+    with hdb.begin() as c:  # example-b.test is an alias of example-a.test
+        c.execute(
+            sa.text(
+                "UPDATE domains SET alias = (SELECT domain_id FROM domains"
+                " WHERE name = 'example-a.test'), lastaliasupdate = now()"
+                " WHERE name = 'example-b.test'"
+            )
+        )
+    assert main(["domain", "show", "example-b.test"]) == 0
+    assert "  alias of example-a.test (since " in capsys.readouterr().out
     assert main(["domain", "show", "example-a.test"]) == 0
     out = capsys.readouterr().out
     assert "domain example-a.test" in out
     assert "demo (default): template demo_loopback" in out
     assert "http://www.example-a.test:8099/" in out
     assert "demo-daily job" in out and "40 objects" in out and "OBJECT_LIMIT" in out
+    assert "  aliases: example-b.test" in out
 
     assert main(["jobs", "list"]) == 0
     out = capsys.readouterr().out.splitlines()
