@@ -28,7 +28,7 @@ from crawler.crawllog import CrawlLog, LogEntry
 from crawler.dedup import EarlierCapture, load_index
 from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
-from crawler.records import metadata_record, warc_date
+from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
 from crawler.urls import canonical_key, host_of
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
@@ -120,6 +120,7 @@ class CrawlContext:
         self._cdx = self.cdx_path.open("a", encoding="utf-8", buffering=1)
         self.refused_hosts: dict[str, str] = {}  # host → address refused by the safety rule
         self.crawl_delays: dict[str, float] = {}  # host → robots.txt Crawl-delay (s)
+        self.dns_recorded: set[str] = set()  # hosts whose dns: record is written
         self.started = time.time()
         self.started_dt = dt.datetime.now(dt.UTC)
         self.urls_done = 0
@@ -381,6 +382,28 @@ class CrawlContext:
                 seed=hf.get("seed"),
                 annotations=annotations,
             )
+        )
+
+    def record_dns(self, host: str, address: str) -> None:
+        """A ``dns:`` record for a host name looked up in DNS (once per host and run).
+
+        Why: the archive then says which address a host had when it was crawled (Heritrix
+        writes the same). Addresses given with ``resolve`` are not DNS answers and get none;
+        no crawl.log line either (readers of crawl.log count URLs, not lookups).
+        """
+        host = host.lower()
+        if host in self.dns_recorded:
+            return
+        self.dns_recorded.add(host)
+        when = dt.datetime.now(dt.UTC)
+        record = dns_record(host, address, when)
+        ((name, offset, length),) = self.writer.write(record)
+        digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
+        # the 11 CDX fields pywb's cdx-indexer gives a dns record (see metadata_warc.cdx_lines)
+        uri = f"dns:{host}"
+        self.cdx_line(
+            f"{uri} {when.strftime('%Y%m%d%H%M%S')} {uri} text/dns 200 {digest} - -"
+            f" {length} {offset} {name}"
         )
 
     def cdx_line(self, line: str) -> None:

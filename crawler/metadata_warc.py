@@ -37,8 +37,11 @@ def cdx_lines(warc_path: Path) -> list[str]:
             status = http.get_statuscode() if http else "-"
             if rtype == "revisit":
                 mime = "warc/revisit"
+            elif http is None:  # a dns: record: pywb's cdx-indexer gives it 200
+                mime = record.rec_headers.get_header("Content-Type") or "unk"
+                status = "200"
             else:
-                ctype = http.get_header("Content-Type") if http else None
+                ctype = http.get_header("Content-Type")
                 mime = (ctype or "unk").split(";")[0].strip().lower() or "unk"
             digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
             redirect = (http.get_header("Location") if http else None) or "-"

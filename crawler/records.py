@@ -171,3 +171,20 @@ def resource_record(uri: str, date: str, content_type: str, body: bytes) -> ArcW
         warc_content_type=content_type,
         warc_headers_dict={"WARC-Date": date},
     )
+
+
+def dns_record(host: str, address: str, when: dt.datetime) -> ArcWarcRecord:
+    """A ``dns:`` response record as Heritrix writes one (``text/dns``): the lookup time, then
+    the answer in zone-file form. The TTL is left out (optional in that form): the system
+    resolver does not tell it, and a made-up one would be a false record."""
+    rr_type = "AAAA" if ":" in address else "A"
+    stamp = when.astimezone(dt.UTC).strftime("%Y%m%d%H%M%S")
+    body = f"{stamp}\n{host}.\tIN\t{rr_type}\t{address}\n".encode("ascii", "replace")
+    return _builder.create_warc_record(
+        f"dns:{host}",
+        "response",
+        payload=BytesIO(body),
+        length=len(body),
+        warc_content_type="text/dns",
+        warc_headers_dict={"WARC-Date": warc_date(when)},
+    )

@@ -94,6 +94,8 @@ def surt(url: str) -> str:
     """SURT key as the ``surt`` package writes it with its defaults (``com,example)/path?q``):
     reversed host without ``www.``, default port dropped, lower case, sorted query. (Session
     ids stay: the surt package only drops a few long-form ones, the seen-set drops more.)"""
+    if url[:4].lower() == "dns:":  # dns:host records: the surt package keeps them as they are
+        return url.lower()
     key = canonical_key(url, sessions=False)
     parts = urlsplit(key)
     host = (parts.hostname or "").removeprefix("www.")

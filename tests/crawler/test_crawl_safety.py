@@ -3,7 +3,14 @@ allowed by the template; robots.txt can be ignored by the template."""
 
 from __future__ import annotations
 
-from tests.crawler.conftest import make_job, run_crawl
+import re
+import subprocess
+
+from warcio.archiveiterator import ArchiveIterator
+
+from crawler.metadata_warc import cdx_lines
+from tests.crawler.conftest import ORACLE_BIN, REPO, make_job, run_crawl
+from tests.crawler.test_replay_pywb import our_cdx
 
 
 def test_private_addresses_are_refused_by_default(fresh_site, tmp_path):
@@ -24,6 +31,41 @@ def test_private_addresses_allowed_by_template(fresh_site, tmp_path):
     job = make_job(site, [named], {"allow_private_addresses": True})
     result = run_crawl(job, tmp_path / "job")
     assert result.line_for(named)[1] == "404"  # reached: the site has no "localhost" host
+    # the DNS answer is archived once, as Heritrix's dns: record, and indexed like pywb does
+    dns = []
+    for warc in result.data_warcs():
+        with warc.open("rb") as fh:
+            it = ArchiveIterator(fh)
+            for rec in it:
+                if rec.rec_headers.get_header("WARC-Target-URI", "").startswith("dns:"):
+                    dns.append((rec, rec.content_stream().read()))
+    assert len(dns) == 1
+    rec, body = dns[0]
+    assert rec.rec_type == "response"
+    assert rec.rec_headers.get_header("WARC-Target-URI") == "dns:localhost"
+    assert rec.rec_headers.get_header("Content-Type") == "text/dns"
+    stamp, answer = body.decode().splitlines()
+    assert re.fullmatch(r"\d{14}", stamp) and answer == "localhost.\tIN\tA\t127.0.0.1"
+    check = subprocess.run(
+        [str(REPO / ".venv/bin/warcio"), "check", *map(str, result.data_warcs())],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout
+    cdx_file = tmp_path / "index.cdx"
+    our_cdx(result.out / "warcs" / "7-metadata-1.warc.gz", cdx_file)
+    recorded = cdx_file.read_text().splitlines()[1:]
+    assert sorted(recorded) == sorted(ln for w in result.data_warcs() for ln in cdx_lines(w))
+    assert any(ln.startswith("dns:localhost ") and " text/dns 200 " in ln for ln in recorded)
+    if (ORACLE_BIN / "cdx-indexer").exists():  # pywb's classic indexer gives the same line
+        ref = subprocess.run(
+            [str(ORACLE_BIN / "cdx-indexer"), *map(str, result.data_warcs())],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        dns_line = next(ln for ln in recorded if ln.startswith("dns:"))
+        assert dns_line in ref
 
 
 def test_explicit_resolve_is_trusted_and_robots_can_be_ignored(fresh_site, tmp_path):

@@ -17,6 +17,7 @@ URLS = [
     "http://sub.example.co.uk/x;jsessionid=ABC?q=1",
     "http://www.example-a.test:8099/section/sub/deep.html",
     "http://example.org/search?q=archive&page=2",
+    "dns:www.Example.com",
 ]
 
 
