@@ -20,6 +20,19 @@ def test_defaults_come_from_settings_and_unknown_keys_are_ignored():
     assert spec.warc_prefix == "3-0"
 
 
+def test_resolve_comes_from_the_template_and_the_job_the_job_winning():
+    spec = from_dict(
+        {
+            "job_id": 1,
+            "seeds": ["http://a.org/"],
+            "template": {"resolve": {"a.org": "192.0.2.1", "b.org": "192.0.2.2"}},
+            "resolve": {"a.org": "192.0.2.9"},
+        }
+    )
+    assert spec.all_resolve == {"a.org": "192.0.2.9", "b.org": "192.0.2.2"}
+    assert spec.template.max_header_bytes == 262_144  # headers bounded by default
+
+
 def test_bad_values_name_the_key(tmp_path):
     with pytest.raises(JobSpecError, match=r"template.*max_hops"):
         from_dict({"job_id": 1, "seeds": [], "template": {"max_hops": "many"}})
