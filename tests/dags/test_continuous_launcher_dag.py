@@ -1,0 +1,71 @@
+"""The continuous_crawl_launcher DAG run with `airflow dags test` on the session's PostgreSQL:
+the run's logical hour is the launch hour, and a re-run of the same hour injects nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import airflow_runtime
+from harvestflow.settings import Settings
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+
+
+@pytest.fixture(scope="module")
+def airflow_ready(services: Settings) -> Settings:
+    airflow_runtime.prepare(services)
+    return services
+
+
+def dags_test(dag_id: str, logical_date: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    return subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id, logical_date],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engine) -> None:
+    schedules = [{"frequency": "DAILY", "startDate": "2026-11-01 06:20:00", "endDate": None}]
+    with db_engine.begin() as conn:
+        for seed, start in (("http://six.test/", "06"), ("http://seven.test/", "07")):
+            sched = [{**schedules[0], "startDate": f"2026-11-01 {start}:20:00"}]
+            conn.execute(
+                sa.text(
+                    "INSERT INTO selection_records (collection, seed_url, budget, frequency,"
+                    " depth, scope, schedules, theme) VALUES ('news', :s, 'small', 'daily',"
+                    " 'host', 'root', CAST(:sch AS jsonb), 'news')"
+                ),
+                {"s": seed, "sch": json.dumps(sched)},
+            )
+    first = dags_test("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    with db_engine.connect() as conn:
+        seeds = conn.execute(sa.text("SELECT seed_url, template FROM continuous_seeds")).all()
+        due = conn.execute(sa.text("SELECT url, next_due FROM continuous_url_state")).all()
+    assert [(r.seed_url, r.template) for r in seeds] == [("http://six.test/", "host_only")]
+    assert [(r.url, r.next_due.isoformat()) for r in due] == [
+        ("http://six.test/", "2026-11-22T06:20:00+00:00")
+    ]
+    with db_engine.begin() as conn:  # fetched since: the re-run must not reset it
+        conn.execute(sa.text("UPDATE continuous_seeds SET fetched_since_launch = 5"))
+    again = dags_test("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    with db_engine.connect() as conn:
+        launches = conn.execute(sa.text("SELECT count(*) FROM continuous_launches")).scalar_one()
+        fetched = conn.execute(
+            sa.text("SELECT fetched_since_launch FROM continuous_seeds")
+        ).scalar_one()
+    assert (launches, fetched) == (1, 5)
