@@ -36,13 +36,18 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             from airflow.sdk import get_current_context
 
             from crawler.launch import crawl_in_subprocess
+            from harvest.jobs import finished_summary
             from harvest.pipeline import mark_started
             from harvestflow.settings import get_settings
 
+            spec = Path(job_spec)
+            summary = finished_summary(spec)
+            if summary is not None:  # a re-run after the crawl finished: not crawled twice
+                task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
+                return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
             mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
-            spec = Path(job_spec)
             summary = crawl_in_subprocess(
                 spec,
                 spec.parent,

@@ -162,6 +162,24 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
     return str(path)
 
 
+def finished_summary(job_spec: str | Path) -> dict[str, Any] | None:
+    """The summary.json beside ``job_spec`` when the job's crawl already finished, else None.
+
+    Why: a crawl task cleared or retried after its crawl finished must not crawl the job again
+    into the same directory (a second set of WARCs under one job id); it reports the first
+    crawl's summary instead. An unfinished crawl has no summary and resumes from its state.
+    """
+    path = Path(job_spec).parent / "summary.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s): the crawl is run again", path, exc)
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def mark_started(
     job_id: int, engine: Engine | None = None, *, airflow_task: dict[str, Any] | None = None
 ) -> None:

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from harvest import pipeline as p
 from harvest.common import DONE, FAILED, NEW, STARTED, SUBMITTED
+from harvest.jobs import finished_summary
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
@@ -87,6 +88,9 @@ def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
     path = p.prepare_job(first[0], tmp_path, engine=hdb)
     p.mark_started(first[0], engine=hdb)
     assert p.prepare_job(first[0], tmp_path, engine=hdb) == path  # retried task: same dir
+    assert finished_summary(path) is None  # not crawled yet: a retried crawl task crawls
+    summary = write_summary(path, {"example-a.test": (1, 10, 0), "example-b.test": (1, 10, 0)})
+    assert finished_summary(path) == summary  # crawled: a re-run reports it, crawls nothing
     p.advance_schedule(hid, LD, engine=hdb)
     # backfill of an earlier day: a new run (own number), once
     earlier = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
