@@ -9,7 +9,9 @@ ignored), adds the new in-scope URLs found on changed pages, and indexes each WA
 collection as soon as the crawler closes it, during the run (`<data>/continuous/live`,
 replayable by pywb seconds to minutes after the fetch; WARCs rotate at 50 MB by default).
 Every 10 minutes and when the launcher injects seeds; one run at a time, ~9 minutes of
-crawling each, on the high-priority crawl pool.
+crawling each, on the high-priority crawl pool. Each bounded run is a DONE job; when the task
+wrote WARCs it wakes the `indexing_chain` (Asset `harvestflow://harvest/jobs-done`), so the
+permanent index takes them in minutes after they closed, not at the chain's hourly sweep.
 
 ## How to check it's working
 1. The `crawl` task log has one `continuous: due N / overdue M (max h late) / done K` line per
@@ -18,6 +20,8 @@ crawling each, on the high-priority crawl pool.
    intervals, change rates, backlog and overdue URLs.
 3. A page fetched minutes ago replays from the live collection:
    `wayback` started in `<data>/continuous/live` (config.yaml written there).
+4. After a crawl that wrote WARCs, `handed_off` ran (not skipped) and an `indexing_chain` run
+   follows.
 """
 
 from datetime import datetime, timedelta
@@ -25,7 +29,7 @@ from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import HIGH_PRIORITY_POOL, SEEDS_INJECTED, task_logger
+from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, SEEDS_INJECTED, task_logger
 
 CRAWL_MINUTES = 9
 
@@ -62,4 +66,14 @@ with DAG(
             task_logger().info("%s", line)
         return {"lines": len(text.splitlines())}
 
-    crawl() >> report()
+    @task.short_circuit
+    def wrote_warcs(result: dict[str, Any]) -> bool:
+        return int(result.get("warcs") or 0) > 0
+
+    @task(outlets=[HARVEST_DONE])
+    def handed_off() -> None:
+        """Wakes the indexing chain (the runs' jobs are DONE with their WARCs closed)."""
+
+    crawled = crawl()
+    crawled >> report()
+    wrote_warcs(crawled) >> handed_off()
