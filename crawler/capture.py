@@ -104,6 +104,12 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
 
     async def download_request(self, request: Request) -> Response:
         request.meta["hf_fetch_start"] = time.time()
+        # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
+        # before reading any of it: the capture would be lost. We keep the first
+        # max_response_bytes instead (cut by the bytes_received signal, WARC-Truncated), so the
+        # download itself gets no limit; the setting still bounds decompression
+        # (HttpCompressionMiddleware) once this key is gone again.
+        request.meta["download_maxsize"] = 0
         try:
             return await super().download_request(request)
         except DownloadFailedError as exc:
@@ -112,6 +118,8 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
                 log.warning("%s: response headers too large, connection dropped", request.url)
                 raise HeaderTooLarge() from exc
             raise
+        finally:
+            request.meta.pop("download_maxsize", None)
 
 
 def _str(value: bytes | str) -> str:

@@ -161,6 +161,8 @@ class Scope:
         )
         embedded = past_limit_ok and ("E" in tail or "X" in tail)
         if len(hops) > self.t.max_hops and not past_limit_ok:
+            # -4001 for embeds too (not Heritrix's -4002): the continuous crawl reads the
+            # -4001 lines of a max_hops 0 run as the links and embeds it found
             return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-hops")
         if self.in_seed_scope(url) or embedded:
             return ACCEPT

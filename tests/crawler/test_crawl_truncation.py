@@ -33,6 +33,13 @@ def test_truncation_and_rotation(site, tmp_path):
                         len(rec.content_stream().read()),
                     )
     assert found == ("length", 50_000)
+    # a declared Content-Length far past the limit is still captured, cut (not cancelled)
+    huge = site.url("static.example-a.test", "/big.bin?size=2000000")
+    result2 = run_crawl(
+        make_job(site, [huge], {"max_response_bytes": 50_000}), tmp_path / "huge", timeout=60
+    )
+    line = result2.line_for(huge)
+    assert line[1] == "200" and line[2] == "50000" and "lenTrunc" in line[11]
     warcs = result.data_warcs()
     assert len(warcs) >= 3
     assert [int(p.name.split("-")[3]) for p in warcs] == list(range(len(warcs)))
