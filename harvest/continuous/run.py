@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
@@ -85,9 +86,11 @@ def in_scope(url: str, seed: str, scope: str) -> bool:
         return False
     if scope == "domain":
         return registrable_domain(host_of(url)) == registrable_domain(host_of(seed))
-    if scope == "path":
-        prefix = seed.rsplit("/", 1)[0] + "/"
-        return url.startswith(prefix)
+    if scope == "path":  # same host, below the seed's directory (http and https alike)
+        if host_of(url) != host_of(seed):
+            return False
+        directory = urlsplit(seed).path.rsplit("/", 1)[0] + "/"
+        return (urlsplit(url).path or "/").startswith(directory)
     return host_of(url) == host_of(seed)
 
 

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from harvest.continuous.launcher import crawl_scope, event_in_hour
+from harvest.continuous.run import in_scope
 
 START = "2026-01-31 09:15:00"  # a Saturday, the 31st
 
@@ -48,3 +49,17 @@ def test_feed_scope_words_map_to_crawl_scopes() -> None:
     assert crawl_scope("subdomains", "domain") == "domain"
     assert crawl_scope("root", "host") == "host"
     assert crawl_scope(None, "page") == "path"
+
+
+def test_discovered_urls_stay_within_the_seeds_scope() -> None:
+    assert in_scope("http://A.test/x", "http://a.test/", "host")
+    assert not in_scope("http://www.a.test/x", "http://a.test/", "host")
+    assert in_scope("http://www.a.test/x", "http://a.test/", "domain")
+    assert not in_scope("http://b.test/x", "http://a.test/", "domain")
+    assert in_scope("https://a.test/news/1", "http://a.test/news/", "path")
+    assert in_scope("http://a.test/news/2026/1", "http://a.test/news/index.html", "path")
+    assert not in_scope("http://a.test/sport/1", "http://a.test/news/", "path")
+    assert not in_scope("http://b.test/news/1", "http://a.test/news/", "path")
+    assert not in_scope("http://evil.test/x", "http://a.test", "path"), "a seed without a path"
+    assert in_scope("http://a.test/anything", "http://a.test", "path")
+    assert not in_scope("mailto:x@a.test", "http://a.test/", "host")
