@@ -179,3 +179,57 @@ def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
     assert new.status == 3  # DONE
     assert json.loads((Path(new.job_dir) / "summary.json").read_text())["status"] == "complete"
     assert (job_dir / "job.json").exists()  # the dead job's directory is kept
+
+
+def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
+    airflow_ready, db_engine, site
+) -> None:
+    """The scheduled path (no harvest_id): transfer, due at the logical date, crawl, record,
+    advance; a definition whose schedule cannot be evaluated is deactivated, the other crawled."""
+    from datetime import UTC, datetime
+
+    from harvest.definitions import ensure_schedule, ensure_selective_definition
+    from harvest.pipeline import create_demo_definition
+
+    harvest_id = create_demo_definition(site.port, engine=db_engine)
+    when = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
+    with db_engine.begin() as conn:  # bad data: a schedule that ends before it starts
+        ensure_schedule(
+            conn, "broken", timeunit=2, numtimeunits=1, startdate=when, enddate=datetime(2026, 1, 1)
+        )
+        bad = ensure_selective_definition(conn, "bad", frequency="daily", schedule="broken")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    proc = subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", "selective_harvest_daily", when.isoformat()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with db_engine.connect() as conn:
+        jobs = conn.execute(
+            sa.text("SELECT job_id, status, logical_date FROM jobs WHERE harvest_id = :h"),
+            {"h": harvest_id},
+        ).all()
+        history = conn.execute(
+            sa.text("SELECT count(*) FROM historyinfo WHERE harvest_id = :h"), {"h": harvest_id}
+        ).scalar()
+        nextdate = conn.execute(
+            sa.text("SELECT nextdate FROM partialharvests WHERE harvest_id = :h"),
+            {"h": harvest_id},
+        ).scalar()
+        numevents = conn.execute(
+            sa.text("SELECT numevents FROM harvestdefinitions WHERE harvest_id = :h"),
+            {"h": harvest_id},
+        ).scalar()
+        broken = conn.execute(
+            sa.text(
+                "SELECT isactive, inactive_reason FROM harvestdefinitions WHERE harvest_id = :h"
+            ),
+            {"h": bad},
+        ).one()
+    assert [(j.status, j.logical_date) for j in jobs] == [(3, when)]  # one job, DONE
+    assert history == 2  # per-domain statistics of both demo domains
+    assert (nextdate, numevents) == (datetime(2026, 11, 23, 3, 0, tzinfo=UTC), 1)
+    assert not broken.isactive and "before it starts" in broken.inactive_reason
