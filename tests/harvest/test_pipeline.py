@@ -345,3 +345,24 @@ def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
     assert lines == [
         f"{url}\tsha1:NEW\t2026-11-21T03:00:01Z\t{previous}-{hid}-b.warc.gz\t0\t<urn:uuid:NEW>\t-\t-"
     ]
+
+
+def test_a_job_freezes_its_template_and_seed_list(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    # after generation a curator changes the seeds and an engineer the template
+    with hdb.begin() as c:
+        c.execute(sa.text("UPDATE seedlists SET seeds = 'http://changed.test/'"))
+        c.execute(
+            sa.text(
+                "UPDATE templates SET spec = jsonb_set(spec, '{max_hops}', '99')"
+                " WHERE name = 'demo_loopback'"
+            )
+        )
+    spec = json.loads(Path(p.prepare_job(job, tmp_path, engine=hdb)).read_text())
+    assert spec["seeds"] == ["http://www.example-a.test:8099/", "http://example-b.test:8099/"]
+    assert spec["template"]["max_hops"] != 99
+    # the next run's job takes the new seeds and template
+    later = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
+    spec2 = json.loads(Path(p.prepare_job(later, tmp_path, engine=hdb)).read_text())
+    assert spec2["seeds"] == ["http://changed.test/"] and spec2["template"]["max_hops"] == 99
