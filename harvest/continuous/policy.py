@@ -7,6 +7,8 @@ changed and multiplied by ``unchanged_factor`` when it did not, clamped to ``[mi
 max_wait_s]``. With ``use_elapsed`` the factor applies to the time actually elapsed since the
 previous visit rather than to the planned wait (a URL visited late learns from the real gap).
 URLs that cannot be judged (robots exclusion, DNS or connection failures) get ``fixed_wait_s``.
+Every ``verify_every``-th visit is sent without If-None-Match / If-Modified-Since: a server whose
+validators never change would otherwise answer 304 for ever and hide every change.
 
 Pure functions of their arguments, ``now`` included: the crawl, the tests and the simulated-clock
 benchmark all use the same code.
@@ -82,6 +84,9 @@ class RevisitPolicy:
     min_wait_s: float = 1 * HOUR
     max_wait_s: float = 30 * DAY
     fixed_wait_s: float = 1 * DAY  # robots, DNS, connection failures
+    # every Nth visit of a URL is unconditional (0: never), so that the digest can contradict
+    # validators that keep saying "not modified" (see urlstate: both indicators must agree)
+    verify_every: int = 10
 
     def merged(self, overrides: dict[str, Any] | None) -> RevisitPolicy:
         """A copy with ``overrides`` applied (unknown keys raise: a typo must not pass)."""

@@ -94,8 +94,20 @@ def in_scope(url: str, seed: str, scope: str) -> bool:
     return host_of(url) == host_of(seed)
 
 
-def write_dedup_index(states: list[UrlState], path: Path) -> int:
-    lines = sorted((ln for s in states if (ln := dedup_line(s))), key=lambda x: x.encode())
+def write_dedup_index(
+    states: list[UrlState],
+    path: Path,
+    policy_of: Callable[[UrlState], RevisitPolicy] | None = None,
+) -> int:
+    """The run's dedup index (byte order); ``policy_of`` gives each URL's ``verify_every``."""
+    lines = sorted(
+        (
+            ln
+            for s in states
+            if (ln := dedup_line(s, policy_of(s).verify_every if policy_of else 0))
+        ),
+        key=lambda x: x.encode(),
+    )
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
     os.replace(tmp, path)
@@ -143,7 +155,10 @@ def run_batch(
     out.mkdir(parents=True, exist_ok=True)
     result.out_dir = str(out)
     dedup_path = out / "dedup.tsv"
-    write_dedup_index(due, dedup_path)
+    seed_templates = {seed: tpl for seed, (_, tpl) in store.seed_settings(engine).items()}
+    write_dedup_index(
+        due, dedup_path, lambda s: book.for_host(s.host, seed_templates.get(s.seed_url))
+    )
     seeds = [s.url for s in due]
     job_template = {**RUN_DEFAULTS, **(template or {}), **FORCED_TEMPLATE}
     job_id, harvest_id = register_run(engine, run_id, real_start, seeds, job_template)

@@ -25,7 +25,9 @@ indicator said "changed". After a full download it is distrusted for good (``eta
 other validator changed (ETag equal but Last-Modified moved, or the reverse: the one that stayed
 equal is the one whose header would have skipped the download). The same holds for a 304 whose
 echoed validators disagree with the ones we asked with. A validator that changed while the
-content did not only costs a download, so it stays trusted.
+content did not only costs a download, so it stays trusted. A validator is only ever caught
+when a full download happens, so every ``verify_every``-th visit sends none (``dedup_line``):
+the digest of that download checks what the validators kept saying.
 """
 
 from __future__ import annotations
@@ -216,10 +218,15 @@ def apply_visit(
     return s, verdict
 
 
-def dedup_line(state: UrlState) -> str | None:
-    """The crawler's dedup index line of the URL's last full capture (None if there is none)."""
+def dedup_line(state: UrlState, verify_every: int = 0) -> str | None:
+    """The crawler's dedup index line of the URL's last full capture (None if there is none).
+
+    Its ETag / Last-Modified become the next visit's conditional headers: only trusted ones,
+    and none at all when the next visit is a ``verify_every``-th one (see the module doc).
+    """
     if not (state.digest and state.capture_file and state.capture_date):
         return None
+    verify = verify_every > 0 and (state.visits + 1) % verify_every == 0
     fields = [
         state.url,
         state.digest,
@@ -227,8 +234,8 @@ def dedup_line(state: UrlState) -> str | None:
         state.capture_file,
         str(state.capture_offset or 0),
         state.capture_record_id or "-",
-        _clean(state.etag if state.etag_trusted else None),
-        _clean(state.last_modified if state.lm_trusted else None),
+        _clean(state.etag if state.etag_trusted and not verify else None),
+        _clean(state.last_modified if state.lm_trusted and not verify else None),
     ]
     return "\t".join(fields)
 

@@ -198,3 +198,20 @@ def test_live_watcher_indexes_a_warc_as_soon_as_it_closes(tmp_path) -> None:
     writer.close()
     watcher.stop()  # the last pass takes the file closed at the end of the run
     assert len(watcher.indexed_at) == 2 and watcher.lines == 2
+
+
+def test_every_nth_visit_is_unconditional_so_a_lying_etag_is_caught() -> None:
+    p = RevisitPolicy(verify_every=4)
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, digest="sha1:A", etag='"v1"', last_modified=LM1), p)
+    for n in (1, 2):  # the server answers 304 to the conditional requests
+        assert dedup_line(s, p.verify_every).split("\t")[6:] == ['"v1"', LM1]
+        not_modified = _visit(60 * n, status=304, etag='"v1"', revisit_profile="x")
+        s, verdict = apply_visit(s, not_modified, p)
+        assert verdict is False
+    # visit 4: no conditional headers; the download shows the content changed under "v1"
+    assert dedup_line(s, p.verify_every).split("\t")[6:] == ["-", "-"]
+    assert dedup_line(s).split("\t")[6:] == ['"v1"', LM1], "verify_every 0: never"
+    s, verdict = apply_visit(s, _visit(240, digest="sha1:B", etag='"v1"', last_modified=LM2), p)
+    assert verdict is True and s.changes == 1
+    assert dedup_line(s, p.verify_every).split("\t")[6:] == ["-", LM2], "the ETag lied: dropped"
