@@ -265,9 +265,9 @@ def test_robots_txt_is_obeyed_and_logged(crawl, site):
     assert robots[1] == "200" and robots[4] == "P"
 
 
-def test_out_of_scope_links_are_logged_not_fetched(crawl, site):
-    # example-b links to www.example-a (in the job) — but trap.example-c is never linked;
-    # javascript:/mailto: links are not URLs to log at all
+def test_javascript_and_mailto_links_are_not_urls_to_log(crawl, site):
+    # (out-of-scope links, -5000, are proven in test_crawl_cli.py: in this job's domain scope
+    # every linked host is in scope, and trap.example-c is never linked)
     assert not any("mailto:" in f[3] or "javascript:" in f[3] for f in crawl.log_fields())
 
 
