@@ -203,8 +203,11 @@ def apply_visit(
             s.content_class = content_class(visit.mime)
         if visit.digest:
             s.digest = visit.digest
-        # keep the noise digest only while a rule applies (a removed rule stops using it)
-        s.noise_digest = visit.noise_digest
+        # keep the noise digest only while a rule applies (a removed rule stops using it); an
+        # identical-payload revisit has no body to strip, but its payload is the one the
+        # previous noise digest was taken from, so that digest still holds
+        if visit.noise_digest or visit.revisit_profile is None:
+            s.noise_digest = visit.noise_digest
     if visit.etag or visit.status != 304:
         s.etag = visit.etag
     if visit.last_modified or visit.status != 304:

@@ -215,3 +215,20 @@ def test_every_nth_visit_is_unconditional_so_a_lying_etag_is_caught() -> None:
     s, verdict = apply_visit(s, _visit(240, digest="sha1:B", etag='"v1"', last_modified=LM2), p)
     assert verdict is True and s.changes == 1
     assert dedup_line(s, p.verify_every).split("\t")[6:] == ["-", LM2], "the ETag lied: dropped"
+
+
+def test_an_identical_payload_revisit_keeps_the_noise_digest_for_the_next_visit() -> None:
+    rules = NoiseFilter([NoiseRule(r"a\.test/x", r'<span class="ts">[^<]*</span>')])
+    d1 = rules.digest("http://a.test/x", b'<p>news</p><span class="ts">10:00</span>')
+    p = RevisitPolicy()
+    s = new_state("http://a.test/x", "a.test", "http://a.test/", 0, T0, p)
+    s, _ = apply_visit(s, _visit(0, digest="sha1:S1", noise_digest=d1), p)
+    # the same bytes again: the crawler wrote a revisit record (no body, no noise digest read)
+    same = _visit(60, digest="sha1:S1", revisit_profile="identical-payload-digest")
+    s, verdict = apply_visit(s, same, p)
+    assert verdict is False and s.noise_digest == d1
+    # then only the clock moved: still unchanged for the policy
+    assert judge(s, _visit(120, digest="sha1:S2", noise_digest=d1)) is False
+    # a response without a noise digest (the rule was removed) stops using it
+    s, _ = apply_visit(s, _visit(180, digest="sha1:S3"), p)
+    assert s.noise_digest is None
