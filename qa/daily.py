@@ -381,6 +381,11 @@ def _human_bytes(n: float) -> str:
     return f"{value:.1f} TB"
 
 
+def _rate(value: float) -> str:
+    """A rate readable at both ends: 1,234.5 and 0.00125 (not "0.0" for a small test crawl)."""
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
 def summary_lines(result: dict) -> list[str]:
     """A few lines a curator can read at the end of the task log."""
     g = result.get("general", {})
@@ -388,7 +393,7 @@ def summary_lines(result: dict) -> list[str]:
         f"QA {result.get('day')}: {result.get('jobs', 0)} jobs, {int(g.get('urls', 0)):,} URLs "
         f"({_human_bytes(g.get('bytes', 0))}) on {int(g.get('domains', 0)):,} domains",
         f"  new {int(g.get('new_urls', 0)):,} / duplicate {int(g.get('duplicate_urls', 0)):,} "
-        f"URLs; {g.get('urls_per_s', 0):.1f} URLs/s over {g.get('duration_s', 0):.0f} s of crawl",
+        f"URLs; {_rate(g.get('urls_per_s', 0))} URLs/s over {g.get('duration_s', 0):.0f} s of crawl",
     ]
     mf = result.get("mime_family_share", {})
     if mf:
