@@ -102,6 +102,9 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "LOG_LEVEL": "INFO",
         "LOG_INSTALL_ROOT_HANDLER": False,
         "HTTPCACHE_ENABLED": False,
+        # never through an http_proxy/https_proxy from the environment: the address rule checks
+        # the address we connect to and WARC-IP-Address records it, so both must be the origin's
+        "HTTPPROXY_ENABLED": False,
     }
 
 

@@ -27,7 +27,18 @@ TOO_MANY_LINK_HOPS = -4001
 TRAP = -4000
 UNFETCHABLE = -7
 
-GLOBAL_TRAPS_FILE = Path(__file__).resolve().parent / "global_traps.txt"
+
+def global_traps_file() -> Path:
+    """config/traps/global.txt: the reviewed global trap list every crawl applies.
+
+    Why in config/ and not in the package: it is reviewed, versioned configuration like the
+    templates (the DB's global trap lists, loaded with ``harvestflow traps load``, add to it).
+    """
+    from harvestflow.settings import PROJECT_ROOT
+
+    return PROJECT_ROOT / "config" / "traps" / "global.txt"
+
+
 # characters no host name can hold (IDN letters are fine: they are IDNA-encoded to fetch)
 _BAD_HOST_CHARS = re.compile(r"[\x00-\x20\x7f\"#/<>?@\[\\\]^`{|}]")
 _CALENDAR = re.compile(r"(?<!\d)((?:19|20)\d\d)[-/_.]?(0[1-9]|1[0-2])(?!\d)")
@@ -71,7 +82,7 @@ class Scope:
         self.spec = spec
         self.t = spec.template
         traps = list(
-            global_traps if global_traps is not None else load_trap_file(GLOBAL_TRAPS_FILE)
+            global_traps if global_traps is not None else load_trap_file(global_traps_file())
         )
         traps += spec.crawler_traps
         self.trap_re = re.compile("|".join(f"(?:{p})" for p in traps)) if traps else None

@@ -79,3 +79,19 @@ def test_explicit_resolve_is_trusted_and_robots_can_be_ignored(fresh_site, tmp_p
     secret = site.url("www.example-a.test", "/private/secret.html")
     assert result.line_for(secret)[1] == "200"
     assert not site.served("www.example-a.test", "/robots.txt")
+
+
+def test_proxy_from_the_environment_is_not_used(fresh_site, tmp_path, monkeypatch):
+    """An http_proxy in the worker's environment would bypass the address rule and put the
+    proxy's address in WARC-IP-Address: the crawler connects to the origin itself."""
+    site = fresh_site
+    dead_proxy = "http://127.0.0.1:9"  # discard port: nothing listens there
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, dead_proxy)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    front = site.url("www.example-a.test", "/")
+    job = make_job(site, [front], {"max_hops": 0})
+    result = run_crawl(job, tmp_path / "job")
+    assert result.line_for(front)[1] == "200"
+    assert site.requests, "the origin server was not reached"
