@@ -156,34 +156,49 @@ def _merge_inputs(work: Path, copies: int) -> list[str]:
     return files
 
 
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def merge_bench(work: Path, rounds: int, copies: int) -> None:
-    """Our ``merge_sorted`` (in this process) against ``LC_ALL=C sort -m``, alternating."""
+    """Our ``merge_sorted`` (in this process) against ``LC_ALL=C sort -m``, alternating.
+
+    Wall-clock ratios per round and CPU-time ratios (user + system of the process and its
+    ``sort`` children): on a shared machine the CPU ratio moves less with the neighbours' load.
+    """
     from indexing.merge import merge_sorted
 
     files = _merge_inputs(work, copies)
     env = {**os.environ, "LC_ALL": "C"}
-    t_sort: list[float] = []
-    t_ours: list[float] = []
+    sort_runs: list[Run] = []
+    ours_runs: list[Run] = []
     print(f"merge, load average before: {_loadavg()}")
     for r in range(rounds):
         for side in ("sort", "ours") if r % 2 == 0 else ("ours", "sort"):
             if side == "sort":
-                t_sort.append(run_cmd(["sort", "-m", *files], work / "sorted-m.cdxj", env).wall)
+                sort_runs.append(run_cmd(["sort", "-m", *files], work / "sorted-m.cdxj", env))
             else:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), _cpu_s()
                 stats = merge_sorted([Path(p) for p in files], work / "merged.cdxj")
-                t_ours.append(time.perf_counter() - t)
-    ratios = [a / b for a, b in zip(t_ours, t_sort, strict=True)]
+                ours_runs.append(Run(time.perf_counter() - t, _cpu_s() - c, 0.0))
+    ratios = [a.wall / b.wall for a, b in zip(ours_runs, sort_runs, strict=True)]
+    cpu_ratios = [a.cpu / b.cpu for a, b in zip(ours_runs, sort_runs, strict=True)]
     same = (work / "merged.cdxj").read_bytes() == (work / "sorted-m.cdxj").read_bytes()
     t = time.perf_counter()
     merge_sorted([Path(p) for p in files], work / "merged-py.cdxj", engine="python")
     t_py = time.perf_counter() - t
     print(
         f"merge of {len(files)} sorted CDXJ files, {stats.lines} lines, {rounds} rounds:"
-        f" ours (sort -m -u | tee | sort -c -u, fsync) median {statistics.median(t_ours):.2f} s,"
-        f" LC_ALL=C sort -m median {statistics.median(t_sort):.2f} s; ratio median"
-        f" {statistics.median(ratios):.2f} (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
-        f" (target <= 1.2); identical output: {same};"
+        f" ours (sort -m -u -o, then sort -c -u + line count, fsync) median"
+        f" {statistics.median(x.wall for x in ours_runs):.2f} s,"
+        f" LC_ALL=C sort -m median {statistics.median(x.wall for x in sort_runs):.2f} s;"
+        f" wall ratio median {statistics.median(ratios):.2f}"
+        f" (rounds: {', '.join(f'{x:.2f}' for x in ratios)}) (target <= 1.2);"
+        f" CPU ratio median {statistics.median(cpu_ratios):.2f}"
+        f" (ours {statistics.median(x.cpu for x in ours_runs):.2f} CPU s,"
+        f" sort -m {statistics.median(x.cpu for x in sort_runs):.2f});"
+        f" identical output: {same};"
         f" pure-Python heapq engine (fallback, not the default): {t_py:.2f} s"
     )
     res = {}
