@@ -231,10 +231,13 @@ def read_ukwa_feed(
             schedules = item.get("schedules") or []
             if not schedules:
                 raise RecordError(where, "no schedules")
-            first = schedules[0]
-            freq = str(first.get("frequency") or "")
-            if freq.upper() == "DOMAINCRAWL":
+            # DOMAINCRAWL schedules belong to the broad crawl; every other one is harvested
+            schedules = [
+                s for s in schedules if str(s.get("frequency") or "").upper() != "DOMAINCRAWL"
+            ]
+            if not schedules:
                 raise RecordError(where, "DOMAINCRAWL targets are harvested by the broad crawl")
+            freq = str(schedules[0].get("frequency") or "")
             for sched in schedules:
                 parse_feed_date(sched.get("startDate"), where)
                 parse_feed_date(sched.get("endDate"), where)
@@ -262,6 +265,15 @@ def read_ukwa_feed(
                 schedules=[dict(s) for s in schedules],
                 technical_notes=f"UKWA depth {depth_word}, scope {scope}",
             )
-            yield _check_fields(rec, mapping)
+            rec = _check_fields(rec, mapping)
+            for number, sched in enumerate(schedules[1:], 2):
+                try:
+                    other = mapping.normalise_frequency(str(sched.get("frequency") or ""))
+                except ValueError as exc:
+                    raise RecordError(where, f"schedule {number}: {exc}") from None
+                refused = mapping.check(rec.budget, other, rec.depth)
+                if refused:
+                    raise RecordError(where, f"schedule {number} ({other}): {refused}")
+            yield rec
         except RecordError as exc:
             yield exc

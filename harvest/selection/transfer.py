@@ -37,37 +37,51 @@ _DAG_UNITS = {
 }
 
 
-def _anchor(row: Any, mapping: SelectionMapping) -> tuple[datetime | None, datetime | None]:
-    """(start, end) of a record's own schedule; (None, None) = its DAG's ticks."""
-    start = end = None
-    if row.schedules:
-        first = row.schedules[0]
-        where = f"selection record {row.record_id}"
-        start = parse_feed_date(first.get("startDate"), where)
-        end = parse_feed_date(first.get("endDate"), where)
-    if start is None and mapping.every_months(row.frequency):
-        # every N months without a start date: counted from the record's creation day
-        created = as_utc(row.created_at)
-        start = created.replace(hour=0, minute=0, second=0, microsecond=0)
-    return start, end
+Sched = tuple[str, datetime | None, datetime | None]  # (frequency, start, end)
+
+
+def _schedules(row: Any, mapping: SelectionMapping) -> list[Sched]:
+    """(frequency, start, end) of each of a record's schedules; start None = its DAG's ticks.
+
+    A crawl-feed target may have several schedules (say daily during an event, then weekly):
+    each one is harvested. A record without schedules has one, of its own frequency.
+    """
+    where = f"selection record {row.record_id}"
+    found: list[Sched] = []
+    for sched in row.schedules or [{"frequency": row.frequency}]:
+        freq = mapping.normalise_frequency(str(sched.get("frequency") or row.frequency))
+        start = parse_feed_date(sched.get("startDate"), where)
+        end = parse_feed_date(sched.get("endDate"), where)
+        if start is None and mapping.every_months(freq):
+            # every N months without a start date: counted from the record's creation day
+            created = as_utc(row.created_at)
+            start = created.replace(hour=0, minute=0, second=0, microsecond=0)
+        found.append((freq, start, end))
+    return found
 
 
 def _definition_for(
-    conn: Connection, row: Any, mapping: SelectionMapping, cache: dict[str, int]
+    conn: Connection,
+    collection: str,
+    sched: Sched,
+    mapping: SelectionMapping,
+    cache: dict[str, int],
 ) -> tuple[str, int]:
-    dag = mapping.dag_frequency(row.frequency)
-    start, end = _anchor(row, mapping)
-    name = f"{mapping.definition_prefix(row.collection)}-{dag}"
-    if mapping.every_months(row.frequency):
-        name += f"-every{mapping.every_months(row.frequency)}m"
+    freq, start, end = sched
+    dag = mapping.dag_frequency(freq)
+    months = mapping.every_months(freq)
+    name = f"{mapping.definition_prefix(collection)}-{dag}"
+    if months:
+        name += f"-every{months}m"
     if start is not None:
         name += f"-{start:%Y%m%d%H%M}"
+    if end is not None:  # targets with the same start but other ends must not share a schedule
+        name += f"-until{end:%Y%m%d%H%M}"
     if name in cache:
         return name, cache[name]
     schedule = None
     if start is not None:
         unit, every = _DAG_UNITS[dag]
-        months = mapping.every_months(row.frequency)
         if months:
             unit, every = MONTHLY, months
         schedule = ensure_schedule(
@@ -87,7 +101,7 @@ def _definition_for(
         name,
         frequency=dag,
         schedule=schedule_name,
-        comments=f"curators' selection: collection {row.collection}, {row.frequency}",
+        comments=f"curators' selection: collection {collection}, {freq}",
         audience=AUDIENCE,
     )
     log.debug("definition %s (id %s, schedule %s)", name, hid, schedule)
@@ -112,27 +126,37 @@ def transfer_selection_records(
                 " AND COALESCE(validation_status, '') <> 'invalid' ORDER BY record_id"
             )
         ).all()
-        rows = [
-            r for r in rows if frequency is None or mapping.dag_frequency(r.frequency) == frequency
-        ]
         seeds: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
         choices: dict[tuple[str, str], Any] = {}
         by_definition: dict[str, set[tuple[str, str]]] = defaultdict(set)
         cache: dict[str, int] = {}
         errors: list[str] = []
+        concerned = []
         for row in rows:
             try:
-                choice = mapping.config_for(
-                    row.budget, row.frequency, row.depth, ignore_robots=row.ignore_robots
-                )
-                name, _ = _definition_for(conn, row, mapping, cache)
+                scheds = [
+                    sched
+                    for sched in _schedules(row, mapping)
+                    if frequency is None or mapping.dag_frequency(sched[0]) == frequency
+                ]
+                planned = []
+                for sched in scheds:
+                    choice = mapping.config_for(
+                        row.budget, sched[0], row.depth, ignore_robots=row.ignore_robots
+                    )
+                    name, _ = _definition_for(conn, row.collection, sched, mapping, cache)
+                    planned.append((choice, name))
             except (ValueError, KeyError) as exc:
                 errors.append(f"record {row.record_id} ({row.seed_url}): {exc}")
                 continue
-            key = (registrable_domain(row.seed_url), choice.name)
-            choices[key] = choice
-            seeds[key].update(dict.fromkeys([row.seed_url, *(row.supplementary_urls or [])]))
-            by_definition[name].add(key)
+            if scheds:
+                concerned.append(row)
+            for choice, name in planned:
+                key = (registrable_domain(row.seed_url), choice.name)
+                choices[key] = choice
+                seeds[key].update(dict.fromkeys([row.seed_url, *(row.supplementary_urls or [])]))
+                by_definition[name].add(key)
+        rows = concerned
         config_ids: dict[tuple[str, str], int] = {}
         for key, choice in choices.items():
             ref = ensure_config(

@@ -277,3 +277,67 @@ def test_reimported_target_with_a_new_seed_is_not_flagged_against_itself(hdb, si
         ("ukwa:1", f"http://feed.test:{site}/a", "valid"),
         ("ukwa:7", f"http://feed.test:{site}/b", "warning"),
     ]
+
+
+@pytest.mark.services
+def test_a_target_with_several_schedules_is_harvested_by_each(hdb, site, tmp_path):
+    def sched(freq, start, end=None):
+        return {"frequency": freq, "startDate": start, "endDate": end}
+
+    event = {
+        "id": 9,
+        "title": "Election month, then weekly",
+        "seeds": [f"http://feed.test:{site}/"],
+        "schedules": [
+            sched("DAILY", "2026-03-01 06:00:00", "2026-03-31 23:00:00"),
+            sched("WEEKLY", "2026-04-01 06:00:00"),
+            sched("DOMAINCRAWL", None),  # the broad crawl's business
+        ],
+        "scope": "plus1",
+        "depth": "CAPPED",
+    }
+    large = {
+        **event,
+        "id": 10,
+        "seeds": [f"http://other.test:{site}/ok"],
+        "depth": "CAPPED_LARGE",
+        "schedules": [sched("MONTHLY", "2026-01-05 09:00:00"), sched("DAILY", None)],
+    }
+    path = tmp_path / "feed.json"
+    path.write_text(json.dumps([event, large]))
+    report = import_file(path, resolver=resolver, engine=hdb, theme="web")
+    assert report.inserted == 1
+    assert report.errors == [
+        (
+            "feed.json item 2 (id 10)",
+            "schedule 2 (daily): a large budget cannot be harvested daily"
+            " (it would not finish within the day)",
+        )
+    ]
+    result = transfer_selection_records(engine=hdb)
+    daily_name = "ukwa-daily-202603010600-until202603312300"
+    assert sorted(result["definitions"]) == [daily_name, "ukwa-weekly-202604010600"]
+    daily = result["definitions"][daily_name]
+    weekly = result["definitions"]["ukwa-weekly-202604010600"]
+
+    def due(frequency, y, m, d):
+        return p.due_definitions(frequency, datetime(y, m, d, tzinfo=UTC), engine=hdb)
+
+    assert daily in due("daily", 2026, 3, 2) and daily not in due("daily", 2026, 4, 2)
+    assert weekly not in due("weekly", 2026, 3, 29) and weekly in due("weekly", 2026, 4, 5)
+    with hdb.connect() as c:
+        configs = dict(
+            c.execute(
+                sa.text(
+                    "SELECT hc.harvest_id, c.name FROM harvest_configs hc"
+                    " JOIN configurations c USING (config_id)"
+                )
+            ).all()
+        )
+    assert configs == {daily: "sel-medium-daily-one_click", weekly: "sel-medium-weekly-one_click"}
+    # a weekly run's transfer concerns the record through its weekly schedule only
+    weekly_only = transfer_selection_records("weekly", engine=hdb)
+    assert weekly_only["records"] == 1 and list(weekly_only["definitions"]) == [
+        "ukwa-weekly-202604010600"
+    ]
+    assert transfer_selection_records("monthly", engine=hdb)["records"] == 0
