@@ -28,14 +28,17 @@ _UPSERT = sa.text(
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "url")
 )
 
-# the URLs due, oldest due first, skipping seeds whose launch quota is used up
+# the URLs due, oldest due first; of a seed with a launch quota only as many (its oldest due)
+# as the quota has left, so that one batch cannot overshoot it
 _DUE = sa.text(
-    f"SELECT {', '.join('u.' + c for c in COLUMNS)} FROM continuous_url_state u"
-    " LEFT JOIN continuous_seeds s ON s.seed_url = u.seed_url"
-    " WHERE u.next_due <= :now"
-    "   AND (s.seed_url IS NULL OR s.max_urls_per_launch < 0"
-    "        OR s.fetched_since_launch < s.max_urls_per_launch)"
-    " ORDER BY u.next_due, u.url LIMIT :limit"
+    f"SELECT {', '.join(COLUMNS)} FROM ("
+    f" SELECT {', '.join('u.' + c for c in COLUMNS)}, s.max_urls_per_launch AS q_max,"
+    "  s.fetched_since_launch AS q_used,"
+    "  row_number() OVER (PARTITION BY u.seed_url ORDER BY u.next_due, u.url) AS q_rank"
+    "  FROM continuous_url_state u LEFT JOIN continuous_seeds s ON s.seed_url = u.seed_url"
+    "  WHERE u.next_due <= :now) d"
+    " WHERE q_max IS NULL OR q_max < 0 OR q_used + q_rank <= q_max"
+    " ORDER BY next_due, url LIMIT :limit"
 )
 
 

@@ -59,8 +59,9 @@ def test_due_urls_come_oldest_first_and_a_used_up_seed_quota_holds_its_urls(
                 " fetched_since_launch) VALUES ('http://c.test/', 3, 3), ('http://a.test/', 3, 2)"
             )
         )
+    # c.test's quota is used up; a.test has one fetch left: its oldest due URL only
     urls = [s.url for s in due_states(db_engine, NOW, 10)]
-    assert urls == ["http://a.test/2", "http://b.test/1", "http://a.test/1"]
+    assert urls == ["http://a.test/2", "http://b.test/1"]
 
 
 def test_a_url_gets_its_templates_policy_then_its_hosts_overrides(
