@@ -233,3 +233,61 @@ def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
     assert history == 2  # per-domain statistics of both demo domains
     assert (nextdate, numevents) == (datetime(2026, 11, 23, 3, 0, tzinfo=UTC), 1)
     assert not broken.isactive and "before it starts" in broken.inactive_reason
+
+
+def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
+    airflow_ready, db_engine, site
+) -> None:
+    """Two due definitions, one job each: the crawler refuses one job's spec (bad template);
+    the other job is crawled and recorded, the failed one is FAILED with the reason, both
+    schedules advance."""
+    from datetime import UTC, datetime
+
+    from harvest.definitions import ensure_selective_definition
+    from harvest.domains import ensure_config
+    from harvest.pipeline import create_demo_definition
+
+    good = create_demo_definition(site.port, engine=db_engine)
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO templates (name, spec) SELECT 'broken_loopback',"
+                " jsonb_set(spec, '{scope}', '\"galaxy\"') FROM templates"
+                " WHERE name = 'demo_loopback'"
+            )
+        )
+        ref = ensure_config(
+            conn,
+            "example-b.test",
+            config_name="broken",
+            template="broken_loopback",
+            seeds=[site.url("example-b.test", "/")],
+            make_default=False,
+        )
+        bad = ensure_selective_definition(
+            conn, "broken-daily", frequency="daily", config_ids=[ref.config_id]
+        )
+    when = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", "selective_harvest_daily", when.isoformat()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    with db_engine.connect() as conn:
+        jobs = {
+            r.harvest_id: r
+            for r in conn.execute(
+                sa.text("SELECT harvest_id, status, harvest_errors FROM jobs ORDER BY job_id")
+            )
+        }
+        runs = conn.execute(
+            sa.text("SELECT harvest_id, advanced_at FROM harvest_runs ORDER BY harvest_id")
+        ).all()
+    assert set(jobs) == {good, bad}
+    assert jobs[good].status == 3  # DONE
+    assert jobs[bad].status == 4 and "summary.json" in jobs[bad].harvest_errors  # FAILED
+    assert [r.harvest_id for r in runs] == sorted([good, bad])
+    assert all(r.advanced_at is not None for r in runs)  # the schedules advanced all the same
