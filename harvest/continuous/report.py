@@ -3,7 +3,8 @@
 Why not the snapshot figures: a continuous crawl has no "total" or "finished"; what tells a
 curator whether it keeps up is visits against distinct URLs, the share of visits that found a
 change, how many URLs are overdue and by how much, and each host's backlog. The per-host report
-shows the revisit intervals the policy learnt and the change rates behind them.
+shows the revisit intervals the policy learnt and the change rates behind them. URLs of
+withdrawn targets (inactive selection records) keep their history but are never due or overdue.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+
+from harvest.continuous.store import LIVE_STATE
 
 # overdue = due longer ago than this (a URL due a minute ago is simply next in line)
 DEFAULT_GRACE_S = 900.0
@@ -56,7 +59,7 @@ def crawl_stats(
         " coalesce(avg(extract(epoch FROM :now - next_due)) FILTER (WHERE next_due < :late), 0)"
         "   AS mean_over,"
         " (SELECT count(*) FROM continuous_runs) AS runs"
-        " FROM continuous_url_state"
+        f" FROM {LIVE_STATE}"
     )
     with engine.connect() as conn:
         r = conn.execute(late, {"now": now, "late": now - dt.timedelta(seconds=grace_s)}).one()
@@ -86,7 +89,7 @@ def host_report(
         " count(*) FILTER (WHERE next_due < :late) AS overdue,"
         " coalesce(max(extract(epoch FROM :now - next_due) / 3600)"
         "   FILTER (WHERE next_due < :late), 0) AS max_overdue_h"
-        " FROM continuous_url_state GROUP BY host ORDER BY backlog DESC, host"
+        f" FROM {LIVE_STATE} GROUP BY host ORDER BY backlog DESC, host"
     )
     rows = []
     with engine.connect() as conn:

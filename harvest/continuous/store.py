@@ -28,6 +28,20 @@ _UPSERT = sa.text(
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c != "url")
 )
 
+# a URL whose seed came from a selection record that is no longer active (a curator withdrew
+# the target): its history is kept, but it is not revisited nor counted as due or overdue
+RETIRED = (
+    "EXISTS (SELECT 1 FROM continuous_seeds rs JOIN selection_records rr USING (record_id)"
+    " WHERE rs.seed_url = u.seed_url AND NOT rr.active)"
+)
+
+# the URL state as the statistics see it: next_due NULL (never due) for retired URLs
+LIVE_STATE = (
+    "(SELECT u.url, u.host, u.visits, u.changes, u.revisits, u.wait_s,"
+    f" CASE WHEN {RETIRED} THEN NULL ELSE u.next_due END AS next_due"
+    " FROM continuous_url_state u) AS continuous_url_state"
+)
+
 # the URLs due, oldest due first; of a seed with a launch quota only as many (its oldest due)
 # as the quota has left, so that one batch cannot overshoot it
 _DUE = sa.text(
@@ -36,7 +50,7 @@ _DUE = sa.text(
     "  s.fetched_since_launch AS q_used,"
     "  row_number() OVER (PARTITION BY u.seed_url ORDER BY u.next_due, u.url) AS q_rank"
     "  FROM continuous_url_state u LEFT JOIN continuous_seeds s ON s.seed_url = u.seed_url"
-    "  WHERE u.next_due <= :now) d"
+    f"  WHERE u.next_due <= :now AND NOT {RETIRED}) d"
     " WHERE q_max IS NULL OR q_max < 0 OR q_used + q_rank <= q_max"
     " ORDER BY next_due, url LIMIT :limit"
 )

@@ -140,3 +140,39 @@ def test_launch_records_the_frequency_that_fired_and_the_seeds_template(
     # never visited: a later launch keeps it due at its earliest event (it is only later due)
     due = {s.url: s.next_due for s in due_states(db_engine, nine + dt.timedelta(days=93), 10)}
     assert due["http://q.test/"] == nine.replace(hour=6)
+
+
+def test_urls_of_a_withdrawn_target_are_neither_due_nor_overdue(db_engine: sa.Engine) -> None:
+    from harvest.continuous.report import crawl_stats, host_report
+
+    with db_engine.begin() as conn:
+        record_id = conn.execute(
+            sa.text(
+                "INSERT INTO selection_records (collection, seed_url, budget, frequency, depth,"
+                " scope, schedules, theme) VALUES ('news', 'http://w.test/', 'small', 'daily',"
+                " 'host', 'root', '[]', 'news') RETURNING record_id"
+            )
+        ).scalar_one()
+        conn.execute(
+            sa.text("INSERT INTO continuous_seeds (seed_url, record_id) VALUES (:s, :r)"),
+            {"s": "http://w.test/", "r": record_id},
+        )
+    _states(
+        db_engine,
+        [("http://w.test/1", "http://w.test/", -120), ("http://k.test/1", "http://k.test/", -120)],
+    )
+    assert len(due_states(db_engine, NOW, 10)) == 2
+    with db_engine.begin() as conn:
+        conn.execute(sa.text("UPDATE selection_records SET active = false"))
+    assert [s.url for s in due_states(db_engine, NOW, 10)] == ["http://k.test/1"]
+    stats = crawl_stats(db_engine, NOW)
+    assert (stats.urls, stats.due, stats.overdue) == (2, 1, 1), "history kept, not due"
+    rows = {r["host"]: r for r in host_report(db_engine, NOW)}
+    assert (rows["w.test"]["urls"], rows["w.test"]["backlog"], rows["w.test"]["overdue"]) == (
+        1,
+        0,
+        0,
+    )
+    with db_engine.begin() as conn:  # the curator re-activates the target
+        conn.execute(sa.text("UPDATE selection_records SET active = true"))
+    assert len(due_states(db_engine, NOW, 10)) == 2
