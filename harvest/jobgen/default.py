@@ -97,8 +97,12 @@ def can_accept(
     # a domain appears once per job
     if config.domain in job.domains:
         return False
-    # snapshot jobs hold at most fixedDomainCountSnapshot domains
-    if limits.snapshot and len(job.configs) >= settings.fixed_domain_count_snapshot:
+    # snapshot jobs hold at most fixedDomainCountSnapshot domains (0: no such limit)
+    if (
+        limits.snapshot
+        and settings.fixed_domain_count_snapshot > 0
+        and len(job.configs) >= settings.fixed_domain_count_snapshot
+    ):
         return False
     # byte limit: not below the job's; equal to it when the job's limit came from a config
     cmp = compare_inf(config.max_bytes, job.max_bytes_per_domain)

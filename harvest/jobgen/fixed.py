@@ -2,9 +2,11 @@
 
 Why: the simpler generator, used where size estimates are not wanted: configurations are
 grouped by (template, attributes, max objects, max bytes) and each group fills jobs up to
-``fixed_domain_count_snapshot`` (snapshot) or ``fixed_domain_count_focused`` (selective) domains;
-0 means no limit. One open job per group is kept across chunks, so memory is bounded by the
-number of groups times the job size.
+``fixed_domain_count_snapshot`` (snapshot) or ``fixed_domain_count_focused`` (selective) domains.
+As in NetarchiveSuite's ``FixedDomainConfigurationCountJobGenerator``, a configuration joins a
+job only while the job holds fewer than that count, so a count of 0 (its default for selective
+harvests) gives one configuration per job. One open job per group is kept across chunks, so
+memory is bounded by the number of groups times the job size.
 """
 
 from __future__ import annotations
@@ -45,6 +47,6 @@ def generate(
             open_jobs[key] = job
         job.configs.append(config)
         job.domains.add(config.domain)
-        if capacity > 0 and len(job.configs) >= capacity:
+        if len(job.configs) >= max(capacity, 1):
             yield open_jobs.pop(key)
     yield from open_jobs.values()

@@ -136,10 +136,26 @@ def test_fixed_generator_groups_by_template_and_limits_and_fills_to_the_count():
     assert sorted(jobs) == [[1, 3], [2, 5], [4]]
 
 
-def test_fixed_generator_focused_count_zero_means_one_job_per_group():
-    configs = [cfg(i) for i in range(1, 8)]
+def test_fixed_generator_focused_count_zero_gives_one_configuration_per_job():
+    # NetarchiveSuite accepts a configuration while the job holds fewer than the count: with
+    # fixedDomainCountFocused 0 (its default) never, so each job has its first configuration only
+    configs = [cfg(i) for i in range(1, 4)]
     jobs = [j.config_ids for j in fixed.generate(configs, SELECTIVE, S)]
-    assert jobs == [[1, 2, 3, 4, 5, 6, 7]]
+    assert jobs == [[1], [2], [3]]
+
+
+def test_fixed_generator_focused_count_fills_selective_jobs():
+    settings = replace(S, fixed_domain_count_focused=3)
+    configs = [cfg(i) for i in range(1, 8)]
+    jobs = [j.config_ids for j in fixed.generate(configs, SELECTIVE, settings)]
+    assert jobs == [[1, 2, 3], [4, 5, 6], [7]]
+
+
+def test_default_generator_snapshot_count_zero_means_no_count_limit():
+    # the default generator checks fixedDomainCountSnapshot only when it is above 0
+    settings = replace(S, fixed_domain_count_snapshot=0)
+    limits = HarvestLimits(snapshot=True, max_bytes=-1)
+    assert split([cfg(i) for i in range(1, 6)], limits, settings) == [[1, 2, 3, 4, 5]]
 
 
 def test_can_accept_refuses_a_larger_limit_when_the_job_limit_came_from_a_configuration():
