@@ -363,11 +363,12 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     )
     comp.comparisons = daily_compare.build(comp, engine)
     report_dir = settings.path("qa", day.isoformat())
-    written = report.write_report(comp, report_dir)
-    summary = summary_of(comp, report_dir)
-    summary["files"] = [p.name for p in written]
-    stored = {**summary, **report.db_payload(report_dir)}
-    store.save_day(engine, comp.day, stats_rows(comp), report_dir, stored)
+    with store.day_lock(engine, day):  # an overlapping run of the same day waits here
+        written = report.write_report(comp, report_dir)
+        summary = summary_of(comp, report_dir)
+        summary["files"] = [p.name for p in written]
+        stored = {**summary, **report.db_payload(report_dir)}
+        store.save_day(engine, comp.day, stats_rows(comp), report_dir, stored)
     log.info("QA %s: report in %s (%d problems)", day, report_dir, len(comp.problems))
     return summary
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,32 @@ from sqlalchemy.engine import Engine
 log = logging.getLogger(__name__)
 
 _BATCH = 5000
+# pg_advisory_lock(namespace, key) namespace of the daily QA (others: 4242, 4243, preservation's)
+_LOCK_NS = 4808
+
+
+@contextmanager
+def day_lock(engine: Engine, day: date) -> Iterator[None]:
+    """Hold a PostgreSQL advisory lock on ``day`` while its report and rows are replaced.
+
+    Why: a manual run with the ``day`` param can overlap a scheduled run or a backfill of the
+    same day; unserialised, the two folder swaps race (one rename fails) and the second
+    DELETE misses the first one's not yet committed rows (primary-key error). Different days
+    never wait for each other.
+    """
+    with engine.connect() as conn:
+        conn.execute(
+            sa.text("SELECT pg_advisory_lock(:ns, :k)"), {"ns": _LOCK_NS, "k": day.toordinal()}
+        )
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(
+                sa.text("SELECT pg_advisory_unlock(:ns, :k)"),
+                {"ns": _LOCK_NS, "k": day.toordinal()},
+            )
+            conn.commit()
 
 
 def save_day(

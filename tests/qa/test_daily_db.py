@@ -213,3 +213,38 @@ def test_each_report_carries_its_comparisons(qa_settings, db_engine) -> None:  #
     before = _files(last)
     run_daily(DAYS[2], qa_settings, engine=db_engine)
     assert _files(last) == before
+
+
+def test_overlapping_runs_of_one_day_are_serialised(qa_settings, db_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # e.g. a manual run with the day param while a backfill computes the same day: the second
+    # run waits for the first one's report swap and row replacement; other days do not wait
+    import threading
+
+    from qa import report, store
+
+    real_lock, real_write = store.day_lock, report.write_report
+    at_lock, written = threading.Event(), []
+
+    def lock(engine, day):  # type: ignore[no-untyped-def]
+        if day == DAYS[2]:
+            at_lock.set()
+        return real_lock(engine, day)
+
+    def write(comp, folder):  # type: ignore[no-untyped-def]
+        written.append(comp.day)
+        return real_write(comp, folder)
+
+    monkeypatch.setattr(store, "day_lock", lock)
+    monkeypatch.setattr(report, "write_report", write)
+    worker = threading.Thread(
+        target=run_daily, args=(DAYS[2], qa_settings), kwargs={"engine": db_engine}
+    )
+    with real_lock(db_engine, DAYS[2]):  # stands for a first run in the middle of its writes
+        worker.start()
+        assert at_lock.wait(120)
+        run_daily(DAYS[0], qa_settings, engine=db_engine)  # another day: not blocked
+        worker.join(3)
+        assert written == [DAYS[0]], "a run of the same day did not wait for the lock"
+    worker.join(120)
+    assert written == [DAYS[0], DAYS[2]]
+    assert (qa_settings.path("qa", DAYS[2].isoformat()) / "index.html").is_file()
