@@ -4,7 +4,11 @@ The FastAPI app is mounted by Airflow's API server at ``/curator`` and listed in
 navigation ("Browse → Harvest curator"). Every request must carry Airflow's own login: the
 ``_token`` cookie the UI sets after sign-in, or an ``Authorization: Bearer`` JWT from
 ``POST /auth/token``; the user must be allowed Airflow's WEBSITE view. A browser without a
-session is sent to Airflow's login page; any other unauthenticated request gets 401.
+session is sent to Airflow's login page; any other request without a token gets 401, one with
+an invalid token 403 (as Airflow's own API), a user without the permission 403.
+
+Airflow shows the app in an iframe sandboxed without top navigation; links to Airflow's own
+pages (a job's task log) are routed by the pages' script (``templates/curator.js``).
 """
 
 from __future__ import annotations

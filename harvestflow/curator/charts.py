@@ -63,10 +63,9 @@ def progress_chart(job_id: int, samples: list[dict[str, Any]]) -> bytes:
     fig = Figure(figsize=(8, 3.2))
     ax = fig.subplots()
     times: list[Any] = [datetime.fromisoformat(s["time"].replace("Z", "+00:00")) for s in samples]
+    few = len(samples) < 50  # a short crawl has one or two samples: show them as dots
     for key in ("discovered", "queued", "downloaded"):
-        ax.plot(
-            times, [s[key] for s in samples], marker="." if len(samples) < 50 else None, label=key
-        )
+        ax.plot(times, [s[key] for s in samples], marker="o" if few else None, ms=5, label=key)
     ax.set_title(f"job {job_id}: crawl progress")
     ax.set_ylabel("URLs")
     ax.legend(loc="upper left")

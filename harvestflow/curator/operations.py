@@ -191,11 +191,14 @@ def preservation(conn: sa.Connection, page: int = 1, size: int = 50) -> dict[str
         "packages": _page(
             conn,
             "SELECT count(*) FROM preservation_packages",
-            "SELECT p.job_id, p.harvest_id, p.ark, p.status, p.staged_at, p.finished_at,"
+            "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.ark, p.status,"
+            " p.staged_at, p.finished_at,"
             " (SELECT count(*) FROM preservation_files f WHERE f.job_id = p.job_id) AS files,"
             " (SELECT count(*) FROM preservation_files f WHERE f.job_id = p.job_id"
             "   AND f.status = 'verified') AS verified"
-            " FROM preservation_packages p ORDER BY p.job_id DESC",
+            " FROM preservation_packages p"
+            " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
+            " ORDER BY p.job_id DESC",
             page,
             size,
         ),

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
 SEARCH_PAGE = 100
+STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
 
 
 def _templates() -> Jinja2Templates:
@@ -233,9 +234,11 @@ def create_app(
             status = operations.preservation(conn, _page_no(page_no), PAGE_SIZE)
         return page(request, "preservation.html", title="Preservation", s=status)
 
-    @app.get("/static/curator.css")
-    def css() -> Response:
-        return Response((HERE / "templates" / "curator.css").read_bytes(), media_type="text/css")
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise HTTPException(404, f"no static file {name!r}")
+        return Response((HERE / "templates" / name).read_bytes(), media_type=STATIC[name])
 
     return app
 

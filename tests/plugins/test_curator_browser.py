@@ -1,20 +1,25 @@
 """The curator views in a real browser, inside a real Airflow: `harvestflow up` on the demo's
 data dir (the session's shared `demo_platform`), sign-in through Airflow's login page, then
-every page shows the demo job and domain, charts render, a crawl.log search finds the lines
-the demo crawl is known to log, and requests without Airflow's login are refused."""
+every page shows the demo job and domain with their figures, charts render, a crawl.log search
+finds the lines the demo crawl is known to log, a job's "task log" link, clicked inside
+Airflow's UI, opens the log of the very crawl, and requests without Airflow's login are
+refused."""
 
 from __future__ import annotations
 
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -31,6 +36,7 @@ class Airflow:
     base: str
     user: str
     password: str
+    harvest_id: int  # the demo definition
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +52,9 @@ def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
     )
     out = Output(proc)
     try:
+        harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)
-        yield Airflow(login.group(1).rstrip("/"), login.group(2), login.group(3))
+        yield Airflow(login.group(1).rstrip("/"), login.group(2), login.group(3), harvest_id)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -59,6 +66,19 @@ def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
 
 def _main(driver: WebDriver) -> str:
     return driver.find_element(By.TAG_NAME, "main").text
+
+
+def _row(driver: WebDriver, pattern: str) -> str:
+    """Text of the first table row of the page matching the regular expression ``pattern``."""
+    for row in driver.find_elements(By.CSS_SELECTOR, "main tbody tr"):
+        if re.search(pattern, row.text):
+            return row.text
+    raise AssertionError(f"no row matching {pattern!r} in:\n{_main(driver)}")
+
+
+def _table(driver: WebDriver, heading: str) -> WebElement:
+    """The table right after the <h3> report heading ``heading``."""
+    return driver.find_element(By.XPATH, f"//h3[text()='{heading}']/following-sibling::table[1]")
 
 
 def _charts_render(driver: WebDriver) -> int:
@@ -90,71 +110,151 @@ def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
     return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
 
 
-def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
-    base, cur = airflow_up.base, airflow_up.base + "/curator"
-
-    # without Airflow's login: refused (401), a browser is sent to the login page (307)
-    for path in ("/", "/jobs/1", "/domains/example-a.test/size.png", "/static/curator.css"):
+def _refused_without_login(af: Airflow) -> None:
+    cur = af.base + "/curator"
+    paths = ["/", "/definitions", "/jobs", "/jobs/1", "/domains/example-a.test/size.png"]
+    paths += ["/qa", "/preload", "/preservation", "/static/curator.css", "/static/curator.js"]
+    for path in paths:
         assert httpx.get(cur + path, timeout=30).status_code == 401, path
+    forged = {"Authorization": "Bearer eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}
+    refused = httpx.get(cur + "/jobs", headers=forged, timeout=30)
+    assert refused.status_code == 403 and "Invalid JWT" in refused.text  # as Airflow's own API
     html = httpx.get(cur + "/jobs", headers={"Accept": "text/html"}, timeout=30)
     assert html.status_code == 307 and "/auth/login" in html.headers["location"]
 
-    with chromium() as driver:
-        airflow_login(driver, base, airflow_up.user, airflow_up.password)
 
-        # the plugin's page in Airflow's own UI embeds the curator app
-        driver.get(base + "/plugin/harvest-curator")
-        driver.implicitly_wait(30)
-        frame = driver.find_element(By.TAG_NAME, "iframe")
-        assert frame.get_attribute("src").rstrip("/").endswith("/curator")
-        driver.implicitly_wait(0)
+def _trigger_harvest(af: Airflow) -> tuple[httpx.Client, str]:
+    """A run of the demo definition through the scheduler and LocalExecutor (task logs on
+    disk, unlike the demo's in-process dag.test()); returns the API client and the run id."""
+    token = httpx.post(
+        f"{af.base}/auth/token", json={"username": af.user, "password": af.password}, timeout=30
+    )
+    assert token.status_code == 201, token.text
+    headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
+    api = httpx.Client(base_url=af.base, headers=headers, timeout=30)
+    deadline = time.monotonic() + 180
+    while api.get("/api/v2/dags/selective_harvest_daily").status_code != 200:
+        assert time.monotonic() < deadline, "selective_harvest_daily never parsed"
+        time.sleep(3)
+    run = api.post(
+        "/api/v2/dags/selective_harvest_daily/dagRuns",
+        json={"logical_date": None, "conf": {"harvest_id": af.harvest_id}},
+    )
+    assert run.status_code == 200, run.text
+    return api, run.json()["dag_run_id"]
+
+
+def _wait_run(api: httpx.Client, run_id: str, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    state = "?"
+    while time.monotonic() < deadline and state not in ("success", "failed"):
+        time.sleep(3)
+        state = api.get(f"/api/v2/dags/selective_harvest_daily/dagRuns/{run_id}").json()["state"]
+    assert state == "success", state
+
+
+def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
+    af = airflow_up
+    base, cur = af.base, af.base + "/curator"
+    _refused_without_login(af)
+    api, run_id = _trigger_harvest(af)
+
+    with chromium() as driver:
+        # a browser without a session is sent to Airflow's login page, then signs in there
+        driver.get(cur + "/jobs")
+        WebDriverWait(driver, 60).until(lambda d: "/auth/login" in d.current_url)
+        airflow_login(driver, base, af.user, af.password)
 
         driver.get(cur + "/definitions")
-        assert "demo-daily" in _main(driver)
+        # type, schedule, next date, channel, configurations, runs, last runs (done/jobs)
+        row = _row(driver, r"^\d+ demo-daily partial yes daily every 1 day\(s\) \d{4}-\d\d-\d\d ")
+        assert re.search(r"\d\d:\d\d:\d\d [A-Z]+ 2 \d+ .*#\d+: 1/1", row), row
 
+        # the demo's job is the first one (the list is newest first; more may run meanwhile)
         driver.get(cur + "/jobs")
-        assert "demo-daily" in _main(driver)
-        job_links = driver.find_elements(By.CSS_SELECTOR, "main a[href*='/curator/jobs/']")
-        job_url = next(
+        job_links = [
             a.get_attribute("href")
-            for a in job_links
+            for a in driver.find_elements(By.CSS_SELECTOR, "main a[href*='/curator/jobs/']")
             if re.search(r"/jobs/\d+$", a.get_attribute("href"))
-        )
+        ]
+        job_url = min(job_links, key=lambda u: int(u.rsplit("/", 1)[1]))
+        job_id = job_url.rsplit("/", 1)[1]
+        # status, channel, URLs, bytes, stop reasons, the task log link
+        row = _row(driver, rf"^{job_id} demo-daily 1 DONE [A-Z]+ ")
+        figures = re.search(r" (\d+) ([\d,]+) DOWNLOAD_COMPLETE task log$", row)
+        assert figures and int(figures[1]) > 40 and int(figures[2].replace(",", "")) > 5000, row
 
         driver.get(job_url)
         text = _main(driver)
         assert "demo-daily" in text and "complete" in text
-        assert "seeds-report" in text or "seeds report" in text.lower()
         assert _charts_render(driver) == 1  # progress over the crawl
-
-        # the job links to its crawl task instance in Airflow's UI; that task instance exists
+        # the reports as tables; the seeds report with its redirect column and the two seeds
+        seeds = _table(driver, "seeds-report")
+        header = [th.text for th in seeds.find_elements(By.TAG_NAME, "th")]
+        assert header == ["code", "status", "seed", "redirect"], header
+        assert "200 CRAWLED http://www.example-a.test:" in seeds.text
+        for report in ("crawl-report", "hosts-report", "mimetype-report", "responsecode-report"):
+            assert _table(driver, report).find_elements(By.CSS_SELECTOR, "tbody tr"), report
+        # the demo job's crawl task instance exists in Airflow (the demo ran it in process)
         link = driver.find_element(By.LINK_TEXT, "crawl task of this job").get_attribute("href")
         task = re.search(r"/dags/([^/]+)/runs/([^/]+)/tasks/([^/]+)(?:/mapped/(\d+))?$", link)
         assert task, link
-        api = f"{base}/api/v2/dags/{task[1]}/dagRuns/{task[2]}/taskInstances/{task[3]}"
-        api += f"/{task[4]}" if task[4] else ""
-        token = {"Authorization": "Bearer " + driver.get_cookie("_token")["value"]}
-        assert httpx.get(api, headers=token, timeout=30).json()["state"] == "success"
+        ti = f"/api/v2/dags/{task[1]}/dagRuns/{task[2]}/taskInstances/{task[3]}"
+        ti += f"/{task[4]}" if task[4] else ""
+        assert api.get(ti).json()["state"] == "success"
 
         # crawl.log search: the demo site has exactly two redirect pages on example-a
         rows = _search(driver, job_url, q=r"example-a\.test:\d+/redirect-30[12]")
         assert sorted(r[1] for r in rows) == ["301", "302"], rows
         rows = _search(driver, job_url, q="example-a", status="404")
         assert [r[3].rsplit("/", 1)[1] for r in rows] == ["missing.html"], rows
+        rows = _search(driver, job_url, mime="image/")
+        assert rows and all(r[6].startswith("image/") for r in rows), rows
         _search(driver, job_url, q="(unclosed")
         assert "invalid regular expression" in _main(driver)
 
         driver.get(cur + "/domains/example-a.test")
         text = _main(driver)
-        assert "example-a.test" in text and "demo-daily" in text
+        assert "demo_loopback" in text and "http://www.example-a.test:" in text  # config, seeds
+        _row(driver, rf" demo-daily {job_id} demo \d+ [\d,]+ DOWNLOAD_COMPLETE$")  # history
         assert _charts_render(driver) == 1  # size over time
 
         driver.get(cur + "/qa")
         day_url = driver.find_element(By.CSS_SELECTOR, "main a[href*='/curator/qa/']")
         driver.get(day_url.get_attribute("href"))
-        assert _charts_render(driver) >= 1
+        assert _charts_render(driver) >= 4  # sizes, MIME families, status, top domains…
+        assert re.search(r"\burls \d+", _table(driver, "general").text)
 
         driver.get(cur + "/preload")
-        assert "demo-preload" in _main(driver)
+        driver.find_element(By.LINK_TEXT, "demo-preload").click()
+        text = _main(driver)
+        assert "DNS active:" in text and "registry" in text
+        assert "example-c.test failed" in text  # the demo's unresolvable domain
+
         driver.get(cur + "/preservation")
-        assert "ark:/" in _main(driver)
+        text = _main(driver)
+        assert "empty: nothing waits for a person" in text  # the demo's manual queue
+        _row(driver, rf"^{job_id} demo-daily ark:/\S+ preserved ")
+
+        # inside Airflow's UI: the plugin's page embeds the curator views in an iframe; the
+        # "task log" link of the job crawled just now opens that crawl's log in Airflow
+        _wait_run(api, run_id)
+        driver.get(base + "/plugin/harvest-curator")
+        frame = WebDriverWait(driver, 60).until(
+            expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
+        )
+        assert frame.get_attribute("src").rstrip("/").endswith("/curator")
+        driver.switch_to.frame(frame)
+        WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.LINK_TEXT, "Jobs"))
+        driver.find_element(By.LINK_TEXT, "Jobs").click()
+        ours = WebDriverWait(driver, 60).until(
+            lambda d: d.find_element(By.CSS_SELECTOR, f"a[href*='/runs/{quote(run_id, safe='')}/']")
+        )
+        new_job = ours.find_element(By.XPATH, "ancestor::tr/td[1]").text
+        ours.click()
+        driver.switch_to.default_content()
+        WebDriverWait(driver, 60).until(
+            lambda d: f"crawl job {new_job}: " in d.find_element(By.TAG_NAME, "body").text
+        )
+        assert "/dags/selective_harvest_daily/runs/" in driver.current_url
+        assert "/tasks/harvest_job.crawl/" in driver.current_url

@@ -109,8 +109,12 @@ def test_bad_regex_is_a_message_and_a_good_one_finds_lines(client: TestClient, j
 
 def test_jobs_link_to_their_airflow_task_log(client: TestClient, job: int) -> None:
     link = "/dags/selective_harvest_daily/runs/manual__1/tasks/crawl/mapped/2"
-    assert f'href="{link}"' in client.get("/jobs").text
-    assert f'href="{link}"' in client.get(f"/jobs/{job}").text
+    assert f'href="{link}" target="_top" data-airflow-page>' in client.get("/jobs").text
+    assert f'href="{link}" target="_top" data-airflow-page>' in client.get(f"/jobs/{job}").text
+    # inside Airflow's sandboxed iframe such links are routed by this script (browser test)
+    script = client.get("/static/curator.js")
+    assert script.headers["content-type"].startswith("text/javascript")
+    assert "a[data-airflow-page]" in script.text
 
 
 def test_unknown_things_are_404(client: TestClient) -> None:
@@ -118,6 +122,8 @@ def test_unknown_things_are_404(client: TestClient) -> None:
     assert client.get("/domains/no.such.domain").status_code == 404
     assert client.get("/qa/not-a-day").status_code == 404
     assert client.get("/qa/2026-01-01/charts/..%2F..%2Fetc%2Fpasswd").status_code == 404
+    assert client.get("/static/..%2Fwebapp.py").status_code == 404
+    assert client.get("/static/base.html").status_code == 404
 
 
 def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) -> None:
