@@ -182,3 +182,35 @@ def test_every_scope_has_sizes_origins_stops_and_hits(comp) -> None:  # type: ig
     assert rows[("kind:partial", "origins", "curator|domains")] == 2
     # the per-domain lists stay in the day and harvest scopes only
     assert not [k for k in rows if k[0].startswith(("job:", "kind:")) and k[1].startswith("top_")]
+
+
+def test_stop_reasons_fall_back_to_the_crawlers_summary(tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a job without historyinfo rows yet: its stop reasons come from its summary.json
+    import json
+    import shutil
+
+    job_dir = tmp_path / "job2"
+    shutil.copytree(DATA / "jobs" / "2", job_dir)
+    (job_dir / "summary.json").write_text(json.dumps({"domains": {
+        "site.fr": {"stop_reason": 1, "objects": 3, "bytes": 54600},
+        "example.com": {"stop_reason": 0, "objects": 2, "bytes": 1500},
+        "broken.fr": {"stop_reason": "x"},
+    }}))  # fmt: skip
+    job = JobInfo(2, 2, "broad-2026", "full", 1, 3, None, None, str(job_dir))
+    comp = compute_day(DAY, [job], DATA)
+    stops = _table(comp, "stop_reasons", "stopreason")
+    assert {k: v["domains"] for k, v in stops.items() if v["domains"]} == {0: 1, 1: 1}
+    assert _table(comp, "domain_sizes", "bucket")["<10"]["complete"] == 1  # example.com
+    # historyinfo rows, when there are some, win over the summary
+    hist = pd.DataFrame([(2, "site.fr", 0, 3, 54600)],
+                        columns=["job_id", "domain", "stopreason", "objects", "bytes"])  # fmt: skip
+    comp = compute_day(DAY, [job], DATA, history=hist)
+    stops = _table(comp, "stop_reasons", "stopreason")
+    assert {k: v["domains"] for k, v in stops.items() if v["domains"]} == {0: 1}
+
+
+def test_top_domains_by_urls_ties_broken_by_name(comp) -> None:  # type: ignore[no-untyped-def]
+    top = comp.scopes["day"].tables["top_domains_urls"]
+    # 6, 3, 3, 2 captured URLs; example-b.test and site.fr tie at 3
+    assert list(zip(top["domain"], top["urls"], strict=True)) == [
+        ("example-a.test", 6), ("example-b.test", 3), ("site.fr", 3), ("example.com", 2)]  # fmt: skip
