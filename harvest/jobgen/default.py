@@ -58,7 +58,27 @@ def sort_key_for(limits: HarvestLimits) -> Callable[[ConfigInfo], tuple[str, str
     return key
 
 
-def new_job(config: ConfigInfo, limits: HarvestLimits) -> JobPlan:
+def job_expectation(
+    job: JobPlan, config: ConfigInfo, limits: HarvestLimits, settings: JobGenSettings
+) -> int:
+    """Expected objects of ``config`` in ``job``: under the job's per-domain limits.
+
+    Why not ``config.expected``: NetarchiveSuite sorts a chunk by the expectation under the
+    harvest's limits, but a job's limits are the harvest's narrowed by its first configuration,
+    and ``Job.addConfiguration`` / ``canAccept`` count each configuration under those. The two
+    differ only when a configuration narrowed the job's limits, so only then is it recomputed.
+    """
+    if (job.max_objects_per_domain, job.max_bytes_per_domain) == (
+        limits.max_objects,
+        limits.max_bytes,
+    ):
+        return config.expected
+    return expected_objects(config, settings, job.max_objects_per_domain, job.max_bytes_per_domain)
+
+
+def new_job(
+    config: ConfigInfo, limits: HarvestLimits, settings: JobGenSettings | None = None
+) -> JobPlan:
     """A job started by ``config``: its limits are the harvest's, narrowed by the config's."""
     job = JobPlan(
         template=config.template,
@@ -72,25 +92,36 @@ def new_job(config: ConfigInfo, limits: HarvestLimits) -> JobPlan:
     if compare_inf(config.max_objects, job.max_objects_per_domain) < 0:
         job.max_objects_per_domain = config.max_objects
         job.config_sets_object_limit = True
-    add_to_job(job, config)
+    expected = job_expectation(job, config, limits, settings) if settings else config.expected
+    add_to_job(job, config, expected)
     return job
 
 
-def add_to_job(job: JobPlan, config: ConfigInfo) -> None:
+def add_to_job(job: JobPlan, config: ConfigInfo, expected: int | None = None) -> None:
+    """Add ``config`` counted as ``expected`` objects (default: its chunk expectation)."""
+    if expected is None:
+        expected = config.expected
     if not job.configs:
-        job.min_expected = job.max_expected = config.expected
+        job.min_expected = job.max_expected = expected
     else:
-        job.min_expected = min(job.min_expected, config.expected)
-        job.max_expected = max(job.max_expected, config.expected)
+        job.min_expected = min(job.min_expected, expected)
+        job.max_expected = max(job.max_expected, expected)
     job.configs.append(config)
     job.domains.add(config.domain)
-    job.total_expected += config.expected
+    job.total_expected += expected
 
 
 def can_accept(
-    job: JobPlan, config: ConfigInfo, limits: HarvestLimits, settings: JobGenSettings
+    job: JobPlan,
+    config: ConfigInfo,
+    limits: HarvestLimits,
+    settings: JobGenSettings,
+    expected: int | None = None,
 ) -> bool:
-    """Whether ``config`` may join ``job`` (each clause is one NetarchiveSuite rule)."""
+    """Whether ``config`` may join ``job`` (each clause is one NetarchiveSuite rule).
+
+    ``expected``: the config's expectation under the job's limits (computed when None).
+    """
     # same template and attributes
     if config.template != job.template or config.attributes != job.attributes:
         return False
@@ -108,15 +139,17 @@ def can_accept(
     cmp = compare_inf(config.max_bytes, job.max_bytes_per_domain)
     if cmp < 0 or (job.config_sets_byte_limit and cmp != 0):
         return False
+    if expected is None:
+        expected = job_expectation(job, config, limits, settings)
     # total expected objects of the job
-    if job.configs and job.total_expected + config.expected > settings.max_total_size:
+    if job.configs and job.total_expected + expected > settings.max_total_size:
         return False
     # similar sizes: a spread up to minAbsoluteSizeDifference is accepted whatever the ratio;
     # beyond it the ratio high / low must not exceed maxRelativeSizeDifference. As
     # NetarchiveSuite's DefaultJobGenerator: a real (not integer) ratio, and an expectation of 0
     # counts as 1, so 0 beside 2500 is refused rather than waved through.
-    low = min(job.min_expected, config.expected)
-    high = max(job.max_expected, config.expected)
+    low = min(job.min_expected, expected)
+    high = max(job.max_expected, expected)
     if high - low <= settings.min_absolute_size_difference:
         return True
     return high <= settings.max_relative_size_difference * max(low, 1)
@@ -133,10 +166,12 @@ def split_chunk(
     jobs: list[JobPlan] = []
     current: JobPlan | None = None
     for config in chunk:
-        if current is not None and can_accept(current, config, limits, settings):
-            add_to_job(current, config)
-            continue
-        current = new_job(config, limits)
+        if current is not None:
+            expected = job_expectation(current, config, limits, settings)
+            if can_accept(current, config, limits, settings, expected):
+                add_to_job(current, config, expected)
+                continue
+        current = new_job(config, limits, settings)
         jobs.append(current)
     return jobs
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harvest.jobgen import default, fixed
-from harvest.jobgen.model import ConfigInfo, HarvestLimits, JobGenSettings
+from harvest.jobgen.expectation import expected_objects
+from harvest.jobgen.model import ConfigInfo, HarvestLimits, HistoryEntry, JobGenSettings
 
 S = JobGenSettings()
 SELECTIVE = HarvestLimits(snapshot=False)
@@ -159,7 +160,26 @@ def test_default_generator_snapshot_count_zero_means_no_count_limit():
 
 
 def test_can_accept_refuses_a_larger_limit_when_the_job_limit_came_from_a_configuration():
-    job = default.new_job(cfg(1, max_bytes=GB // 2), SELECTIVE)
+    job = default.new_job(cfg(1, max_bytes=GB // 2), SELECTIVE, S)
     assert job.config_sets_byte_limit and job.max_bytes_per_domain == GB // 2
     assert not default.can_accept(job, cfg(2, max_bytes=GB), SELECTIVE, S)
     assert default.can_accept(job, cfg(3, max_bytes=GB // 2), SELECTIVE, S)
+
+
+def test_a_configuration_is_counted_under_the_job_limits_not_the_harvest_ones():
+    # Snapshot budget 1000 objects per domain, no byte budget; both configurations have a 1e9
+    # byte limit, so the job started by the first has limits (1000 objects, 1e9 bytes).
+    # cfg 1: never harvested: min(5000, 1000) = 1000 either way.
+    # cfg 2: one complete harvest of 100 objects of 1e7 bytes each.
+    #   sorting (harvest limits 1000, -1): max 1000, 100 + (1000 - 100) / 10 = 190
+    #   in the job (1000, 1e9): max min(1000, 1e9 / 1e7 = 100) = 100, 100 + 0 / 10 = 100
+    # maxTotalSize 1150: 1000 + 100 fits (NetarchiveSuite counts 100), 1000 + 190 would not.
+    limits = HarvestLimits(snapshot=True, max_objects=1000)
+    settings = replace(S, max_total_size=1150)
+    big_objects = cfg(2)
+    big_objects.history = (HistoryEntry(100, 1_000_000_000, 0),)
+    assert expected_objects(big_objects, settings, 1000, -1) == 190
+    assert expected_objects(big_objects, settings, 1000, GB) == 100
+    jobs = list(default.generate([cfg(1), big_objects], limits, settings))
+    assert [j.config_ids for j in jobs] == [[1, 2]]
+    assert (jobs[0].total_expected, jobs[0].min_expected, jobs[0].max_expected) == (1100, 100, 1000)
