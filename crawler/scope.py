@@ -24,6 +24,7 @@ from crawler.urls import canonical_key, host_of, registrable_domain
 # Heritrix fetch status codes used for refusals
 OUT_OF_SCOPE = -5000
 TOO_MANY_LINK_HOPS = -4001
+TOO_MANY_EMBED_HOPS = -4002
 TRAP = -4000
 UNFETCHABLE = -7
 
@@ -172,8 +173,11 @@ class Scope:
         )
         embedded = past_limit_ok and ("E" in tail or "X" in tail)
         if len(hops) > self.t.max_hops and not past_limit_ok:
-            # -4001 for embeds too (not Heritrix's -4002): the continuous crawl reads the
-            # -4001 lines of a max_hops 0 run as the links and embeds it found
+            # Heritrix's codes: an embed (E/X) refused past its transclusion allowance is
+            # -4002, a link or redirect past the hop limit -4001 (the continuous crawl reads
+            # both, in a max_hops 0 run, as the links and embeds a page has)
+            if hops[-1:] in ("E", "X"):
+                return Decision(False, TOO_MANY_EMBED_HOPS, "err=too-many-embed-hops")
             return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-hops")
         if self.in_seed_scope(url) or embedded:
             return ACCEPT

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.crawllog import TOO_MANY_LINK_HOPS, parse_line
+from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS, parse_line
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
 
@@ -123,7 +123,7 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
                 continue
             via = "" if fields["via"] == "-" else fields["via"]
             seed = None if fields["seed"] == "-" else fields["seed"]
-            if status == TOO_MANY_LINK_HOPS:
+            if status in (TOO_MANY_LINK_HOPS, TOO_MANY_EMBED_HOPS):
                 out.discovered.append((url, via, hops, seed or via))
                 continue
             if status in (0, -5000, -5001, -4000, -5003, -5004):

@@ -73,5 +73,5 @@ def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) 
     assert result.line_for(s("/img/css-bg.png"))[1:5:3] == ["200", "EE"]
     assert result.line_for(s("/css/imported.css"))[1:5:3] == ["200", "EE"]
     far = result.line_for(s("/img/imported-bg.png"))
-    assert far[1] == "-4001" and far[4] == "EEE"
+    assert far[1] == "-4002" and far[4] == "EEE"
     assert not site.served("static.example-a.test", "/img/imported-bg.png")

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from crawler.jobspec import from_dict
-from crawler.scope import OUT_OF_SCOPE, TOO_MANY_LINK_HOPS, TRAP, UNFETCHABLE, Scope
+from crawler.scope import (
+    OUT_OF_SCOPE,
+    TOO_MANY_EMBED_HOPS,
+    TOO_MANY_LINK_HOPS,
+    TRAP,
+    UNFETCHABLE,
+    Scope,
+)
 
 
 def scope(kind: str, seeds: list[str], **template) -> Scope:
@@ -31,7 +38,7 @@ def test_transclusion_fetches_embeds_off_site_and_past_the_hop_limit():
     s = scope("host", ["http://www.a.org/"], max_hops=2, max_transclusion_hops=2)
     assert s.decide("http://cdn.b.net/i.png", "LE").accepted  # embed on another host
     assert s.decide("http://cdn.b.net/bg.png", "LEE").accepted  # CSS → image
-    assert s.decide("http://cdn.b.net/x.png", "LEEE").status == TOO_MANY_LINK_HOPS
+    assert s.decide("http://cdn.b.net/x.png", "LEEE").status == TOO_MANY_EMBED_HOPS
     assert s.decide("http://www.a.org/i.png", "LLE").accepted  # beyond max hops: still embed
     assert s.decide("http://www.a.org/deep", "LLL").status == TOO_MANY_LINK_HOPS
     assert s.decide("http://other.org/", "LR").status == OUT_OF_SCOPE  # redirect ≠ embed
