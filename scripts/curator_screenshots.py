@@ -37,10 +37,13 @@ def main(base: str, user: str, password: str) -> None:
     with chromium(width=1280, height=1000) as driver:
         airflow_login(driver, base, user, password)
         driver.get(cur + "/jobs")
-        job = next(
-            a.get_attribute("href")
-            for a in driver.find_elements(By.CSS_SELECTOR, "main a")
-            if re.search(r"/jobs/\d+$", a.get_attribute("href") or "")
+        job = min(  # the demo's job: the oldest
+            (
+                a.get_attribute("href")
+                for a in driver.find_elements(By.CSS_SELECTOR, "main a")
+                if re.search(r"/jobs/\d+$", a.get_attribute("href") or "")
+            ),
+            key=lambda url: int(url.rsplit("/", 1)[1]),
         )
         driver.get(cur + "/qa")
         day = driver.find_element(By.CSS_SELECTOR, "main a[href*='/curator/qa/']")
@@ -50,6 +53,7 @@ def main(base: str, user: str, password: str) -> None:
             "job": job + "?q=redirect&status=&mime=",
             "domain": cur + "/domains/example-a.test",
             "qa-day": day.get_attribute("href"),
+            "preload": cur + "/preload/demo-preload",
             "preservation": cur + "/preservation",
             "airflow-nav": base + "/plugin/harvest-curator",
         }
