@@ -57,6 +57,8 @@ class DayComparisons:
     kinds: pd.DataFrame | None = None  # a = selective, b = broad; None: not both ran
     year: pd.DataFrame | None = None  # a = same day last year, b = the day; None: not stored
     runs: list[RunOfDay] = field(default_factory=list)
+    jobs: int = 0
+    with_db: bool = False  # False: built from the day's figures alone (no year, no runs)
 
 
 def same_day_last_year(day: date) -> date:
@@ -73,7 +75,8 @@ def _totals(comp: DayComputation, scope: str) -> dict[tuple[str, str], float]:
 
 def build(comp: DayComputation, engine: Engine | None = None) -> DayComparisons:
     """All comparisons of the day; without ``engine`` only selective vs broad (no DB needed)."""
-    result = DayComparisons(comp.day, same_day_last_year(comp.day))
+    result = DayComparisons(comp.day, same_day_last_year(comp.day), jobs=len(comp.outcomes))
+    result.with_db = engine is not None
     if "kind:partial" in comp.scopes and "kind:full" in comp.scopes:
         result.kinds = diff_tables(_totals(comp, "kind:partial"), _totals(comp, "kind:full"))
     if engine is None:
@@ -118,14 +121,21 @@ def render_text(cmp: DayComparisons) -> str:
     head = f"Comparisons — {day}"
     out = [f"{head}\n{'=' * len(head)}\n"]
     out.append("Selective (a) vs broad (b) jobs that ended this day")
-    out.append(_diff_text(cmp.kinds) if cmp.kinds is not None
-               else "(jobs of one kind only ended this day: nothing to compare)\n")  # fmt: skip
+    if cmp.kinds is not None:
+        out.append(_diff_text(cmp.kinds))
+    elif cmp.jobs:
+        out.append("(jobs of one kind only ended this day: nothing to compare)\n")
+    else:
+        out.append("(no job ended this day)\n")
     out.append(f"This day (b) vs the same day a year before, {cmp.last_year} (a)")
-    out.append(_diff_text(cmp.year) if cmp.year is not None
-               else f"(no figures stored for {cmp.last_year})\n")  # fmt: skip
+    no_db = "(not computed: no harvest DB)\n"
+    if cmp.year is not None:
+        out.append(_diff_text(cmp.year))
+    else:
+        out.append(f"(no figures stored for {cmp.last_year})\n" if cmp.with_db else no_db)
     out.append("Harvest definitions that ran this day: this run (b) vs the previous run (a)")
     if not cmp.runs:
-        out.append("(no harvest history available)\n")
+        out.append("(no harvest definition ran this day)\n" if cmp.with_db else no_db)
     for entry in cmp.runs:
         title = f"- {entry.harvest_name} (harvest {entry.harvest_id}), run {entry.run}"
         if entry.result is None:

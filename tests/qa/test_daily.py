@@ -214,3 +214,19 @@ def test_top_domains_by_urls_ties_broken_by_name(comp) -> None:  # type: ignore[
     # 6, 3, 3, 2 captured URLs; example-b.test and site.fr tie at 3
     assert list(zip(top["domain"], top["urls"], strict=True)) == [
         ("example-a.test", 6), ("example-b.test", 3), ("site.fr", 3), ("example.com", 2)]  # fmt: skip
+
+
+def test_report_compares_selective_with_broad_jobs_of_the_day(comp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "2026-11-22"
+    write_report(comp, out)
+    text = (out / "comparisons.txt").read_text()
+    rows = {tuple(ln.split()[:2]): ln.split()[2:] for ln in text.splitlines() if "  " in ln}
+    # hand-counted: selective job 1 has 9 URLs / 29,100 bytes; broad jobs 2+3: 5 / 56,100
+    assert rows[("general", "urls")] == ["9", "5", "-4", "-44.44%"]
+    assert rows[("general", "bytes")] == ["29,100", "56,100", "27,000", "+92.78%"]
+    assert rows[("origins", "curator|urls")][:2] == ["9", "0"]
+    assert rows[("stop_reasons", "1|object")][:3] == ["limit", "1", "0"]  # example-b.test
+    assert "(not computed: no harvest DB)" in text
+    csv_text = (out / "comparisons.csv").read_text()
+    assert "selective_vs_broad,general,urls,9,5,-4,-44.44\n" in csv_text
+    assert "comparisons.txt" in (out / "index.html").read_text()
