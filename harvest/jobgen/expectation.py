@@ -73,4 +73,10 @@ def expected_objects(
             else settings.error_factor_best_effort
         )
         expectation = minimum + _div_trunc(maximum - minimum, factor)
+    # the configuration's own limits always cap it ("we always expect to actually hit this
+    # limit"): a harvest budget above what the configuration allows does not raise it
+    if (config.max_objects > UNLIMITED and maximum > config.max_objects) or (
+        config.max_bytes > UNLIMITED and maximum > config.max_bytes // per_object
+    ):
+        maximum = _max_objects(config.max_objects, config.max_bytes, per_object)
     return min_inf(expectation, maximum)

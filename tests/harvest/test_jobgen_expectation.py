@@ -85,3 +85,13 @@ def test_expectation_never_exceeds_the_maximum():
     # 30000 objects harvested complete, but the byte limit allows only 1e9 // 38000 = 26315
     h = [HistoryEntry(30000, 30000 * 38000, 0)]
     assert expected_objects(cfg(h), S) == 26315
+
+
+def test_the_configuration_limits_cap_a_larger_harvest_budget():
+    # snapshot budget 10000 objects; the configuration allows 1e9 bytes; best harvest complete,
+    # 100 objects of 1e7 bytes: maximum 10000 -> 100 + (10000 - 100) / 10 = 1090, but the
+    # configuration's own limit is 1e9 // 1e7 = 100 objects: 100
+    h = [HistoryEntry(100, 1_000_000_000, 0)]
+    assert expected_objects(cfg(h), S, harvest_max_objects=10000) == 100
+    # with an object limit of 50 on the configuration: capped at 50
+    assert expected_objects(cfg(h, max_objects=50), S, harvest_max_objects=10000) == 50

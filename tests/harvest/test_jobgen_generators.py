@@ -167,19 +167,26 @@ def test_can_accept_refuses_a_larger_limit_when_the_job_limit_came_from_a_config
 
 
 def test_a_configuration_is_counted_under_the_job_limits_not_the_harvest_ones():
-    # Snapshot budget 1000 objects per domain, no byte budget; both configurations have a 1e9
-    # byte limit, so the job started by the first has limits (1000 objects, 1e9 bytes).
-    # cfg 1: never harvested: min(5000, 1000) = 1000 either way.
-    # cfg 2: one complete harvest of 100 objects of 1e7 bytes each.
-    #   sorting (harvest limits 1000, -1): max 1000, 100 + (1000 - 100) / 10 = 190
-    #   in the job (1000, 1e9): max min(1000, 1e9 / 1e7 = 100) = 100, 100 + 0 / 10 = 100
-    # maxTotalSize 1150: 1000 + 100 fits (NetarchiveSuite counts 100), 1000 + 190 would not.
-    limits = HarvestLimits(snapshot=True, max_objects=1000)
-    settings = replace(S, max_total_size=1150)
-    big_objects = cfg(2)
-    big_objects.history = (HistoryEntry(100, 1_000_000_000, 0),)
-    assert expected_objects(big_objects, settings, 1000, -1) == 190
-    assert expected_objects(big_objects, settings, 1000, GB) == 100
-    jobs = list(default.generate([cfg(1), big_objects], limits, settings))
+    # Selective harvest (no harvest limits). Both configurations allow 1e9 bytes; cfg 1 also
+    # 50000 objects, so the job it starts has limits (50000 objects, 1e9 bytes).
+    # cfg 1: complete, 20000 objects of 10000 B: max min(50000, 1e9 / 1e4 = 100000) = 50000,
+    #   20000 + (50000 - 20000) / 10 = 23000 (the same in the job).
+    # cfg 2: complete, 1000 objects of 10000 B, no object limit:
+    #   sorting (its own limits): max 100000, 1000 + 99000 / 10 = 10900
+    #   in the job (50000, 1e9): max 50000, 1000 + 49000 / 10 = 5900
+    # maxTotalSize 30000: 23000 + 5900 fits (NetarchiveSuite), 23000 + 10900 would not.
+    settings = replace(S, max_total_size=30000)
+    first = cfg(1, max_objects=50000)
+    first.history = (HistoryEntry(20000, 200_000_000, 0),)
+    second = cfg(2)
+    second.history = (HistoryEntry(1000, 10_000_000, 0),)
+    assert expected_objects(first, settings) == 23000
+    assert expected_objects(second, settings) == 10900
+    assert expected_objects(second, settings, 50000, GB) == 5900
+    jobs = list(default.generate([second, first], SELECTIVE, settings))
     assert [j.config_ids for j in jobs] == [[1, 2]]
-    assert (jobs[0].total_expected, jobs[0].min_expected, jobs[0].max_expected) == (1100, 100, 1000)
+    assert (jobs[0].total_expected, jobs[0].min_expected, jobs[0].max_expected) == (
+        28900,
+        5900,
+        23000,
+    )
