@@ -180,21 +180,39 @@ def diff_runs(
     return table.reset_index(), groups
 
 
-def run_history(engine: Engine, harvest_id: int) -> pd.DataFrame:
-    """(run, domain, objects, bytes, stopreason) of every historyinfo row of a definition."""
+def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) -> pd.DataFrame:
+    """(run, domain, objects, bytes, stopreason) of a definition's historyinfo rows.
+
+    ``runs`` limits the rows to those runs: a broad definition's history holds millions of
+    rows per run, and the daily report compares two runs only.
+    """
+    only = " AND j.harvest_num = ANY(:runs)" if runs is not None else ""
     sql = sa.text(
         "SELECT j.harvest_num AS run, d.name AS domain, h.objectcount AS objects,"
         " h.bytecount AS bytes, h.stopreason FROM historyinfo h"
         " JOIN jobs j ON j.job_id = h.job_id"
         " JOIN configurations c ON c.config_id = h.config_id"
         " JOIN domains d ON d.domain_id = c.domain_id"
-        " WHERE h.harvest_id = :h ORDER BY j.harvest_num, d.name"
+        f" WHERE h.harvest_id = :h{only} ORDER BY j.harvest_num, d.name"
     )
+    params: dict[str, object] = {"h": harvest_id}
+    if runs is not None:
+        params["runs"] = list(runs)
     with engine.connect() as conn:
-        rows = conn.execute(sql, {"h": harvest_id}).all()
+        rows = conn.execute(sql, params).all()
     return pd.DataFrame(
         [tuple(r) for r in rows], columns=["run", "domain", "objects", "bytes", "stopreason"]
     )
+
+
+def history_runs(engine: Engine, harvest_id: int) -> list[int]:
+    """The run numbers of a definition that have harvest history, ascending."""
+    sql = sa.text(
+        "SELECT DISTINCT j.harvest_num FROM historyinfo h JOIN jobs j ON j.job_id = h.job_id"
+        " WHERE h.harvest_id = :h ORDER BY 1"
+    )
+    with engine.connect() as conn:
+        return [int(r[0]) for r in conn.execute(sql, {"h": harvest_id})]
 
 
 def compare_runs(
@@ -206,8 +224,7 @@ def compare_runs(
     threshold: float = 0.1,
 ) -> RunComparison:
     """Two runs of one harvest definition (default: its last two runs with history)."""
-    hist = run_history(engine, harvest_id)
-    runs = sorted(hist["run"].unique().tolist())
+    runs = history_runs(engine, harvest_id)
     if run_b is None:
         if not runs:
             raise ValueError(f"harvest {harvest_id}: no harvest history to compare")
@@ -217,6 +234,7 @@ def compare_runs(
         if not earlier:
             raise ValueError(f"harvest {harvest_id}: no run before run {run_b} to compare with")
         run_a = earlier[-1]
+    hist = run_history(engine, harvest_id, [run_a, run_b])
     table, groups = diff_runs(
         hist[hist["run"] == run_a], hist[hist["run"] == run_b], threshold=threshold
     )
