@@ -37,7 +37,7 @@ from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_
 from indexing.crashpoints import crashpoint
 from indexing.dedup import sidecar_lines
 from indexing.files import copy_verified, move, place, sha1_of
-from indexing.layout import Layout, harvest_id_of, is_warc_name
+from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,56 @@ def ingest(settings: Settings | None = None) -> list[str]:
                 if existing is None:
                     queued[target] += 1
             progress.advance()
+    taken += _take_in_strays(ctx, workers, queued)
     log.info("ingest: %d new files", len(taken))
+    return taken
+
+
+def _take_in_strays(ctx: _Ctx, workers: list[Path], queued: dict[Path, int]) -> list[str]:
+    """WARCs put by hand in a module's working directory (not from a job): into the chain.
+
+    Each module treats every file it finds in its directory: a WARC there that the manifest does
+    not know (e.g. an old file dropped in for re-indexing) is registered with that copy as its
+    source and goes through the whole chain from the index module. Runs after the jobs' files,
+    so that a job file placed by an ingest killed before its manifest row is taken in with its
+    job (above) and never mistaken for a stray. A stray whose name the manifest already holds is
+    left alone, with a warning.
+    """
+    dirs = [*workers] + [ctx.layout.module_dir(m) for m in ("transfer", "backup", "delete")]
+    found = [p for d in dirs if d.is_dir() for p in sorted(d.iterdir()) if is_warc_name(p.name)]
+    known = manifest.known_names(ctx.engine, [p.name for p in found])
+    taken: list[str] = []
+    for path in found:
+        name = path.name
+        if name in known:
+            entry = manifest.get(ctx.engine, name)
+            if entry is not None and entry.stage in ("done", "quarantined"):
+                log.warning("%s: already %s, extra copy %s left alone", name, entry.stage, path)
+            continue
+        target = (
+            path.parent
+            if path.parent in workers
+            else min(workers, key=lambda d: (queued[d], d.name))
+        )
+        size = path.stat().st_size
+        sha1 = sha1_of(path)
+        placed = move(path, target) if target != path.parent else path
+        harvest_id = harvest_id_of(name)
+        if manifest.insert(
+            ctx.engine,
+            file_name=name,
+            job_id=manifest.existing_job(ctx.engine, job_id_of(name)),
+            harvest_id=harvest_id,
+            source_path=str(placed),
+            size=size,
+            sha1=sha1,
+            stage="ingested",
+            worker=target.name,
+            collection=ctx.layout.collection_of(harvest_id),
+        ):
+            log.warning("%s: found in %s without a manifest row, taken in", name, path.parent)
+            taken.append(name)
+            queued[target] += 1
     return taken
 
 

@@ -112,6 +112,15 @@ def in_stages(engine: Engine, stages: tuple[str, ...]) -> list[Entry]:
         return [Entry(**r) for r in rows]
 
 
+def existing_job(engine: Engine, job_id: int | None) -> int | None:
+    """``job_id`` when the jobs table has it, else None (a file from elsewhere)."""
+    if job_id is None:
+        return None
+    with engine.connect() as conn:
+        found = conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id})
+        return job_id if found.first() else None
+
+
 def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
     """(job_id, harvest_id, job_dir) of the jobs whose WARCs are final.
 

@@ -208,6 +208,23 @@ def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Pa
     assert out.stdout.splitlines().count(CDX11_HEADER) == 2
 
 
+def test_harvestflow_index_cdx_command_prints_reference_lines(oracle: Path, tmp_path: Path):
+    # the installed entry point (the lead's CLI registers indexing.cli), not only python -m
+    harvestflow = Path(sys.executable).parent / "harvestflow"
+    a = write_warc(tmp_path / "a.warc.gz", n=15, seed=5)
+    b = write_warc(tmp_path / "b.warc.gz", n=15, seed=6)
+    for fmt in ("cdxj", "cdx11"):
+        out = subprocess.run(
+            [str(harvestflow), "index", "cdx", str(a), str(b), "--format", fmt],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        expected = reference_lines(oracle, a, fmt) + reference_lines(oracle, b, fmt)
+        assert out.stdout.splitlines() == expected
+
+
 def test_payload_skipping_mode_gives_the_same_lines(oracle: Path, tmp_path: Path):
     warc = write_warc(tmp_path / "s.warc.gz", n=150, seed=12)
     skipped = index_warc(warc, verify=False)

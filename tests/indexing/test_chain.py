@@ -17,6 +17,7 @@ from indexing.dedup import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
+from tests.indexing.warcgen import write_warc
 
 pytestmark = pytest.mark.services
 
@@ -217,11 +218,13 @@ def test_ingest_queues_each_file_on_the_worker_with_fewest_files(
     cfg: settings_mod.Settings, db_engine: sa.Engine
 ):
     hid = make_harvest(db_engine, "balance")
+    cfg["indexing"]["index_workers"] = 1
+    make_job(db_engine, cfg.data_dir, hid, files=2, seed=17, records=5)  # 2 data + 1 metadata
+    backlog = chain.ingest(cfg)  # one worker: w1 gets a backlog of 3 files
+    cfg["indexing"]["index_workers"] = 2
     make_job(db_engine, cfg.data_dir, hid, files=3, seed=11, records=5)  # 3 data + 1 metadata
     w1, w2 = Layout.from_settings(cfg).worker_dirs()
-    w1.mkdir(parents=True)
-    for i in range(3):  # w1 still has a backlog from an earlier ingest
-        (w1 / f"9-9-2026112200000000{i}-0000{i}-backlog.warc.gz").write_bytes(b"")
+    assert len(backlog) == 3 and len(list(w1.iterdir())) == 3
     taken = chain.ingest(cfg)
     assert len(taken) == 4
     workers = {name: (manifest.get(db_engine, name) or pytest.fail(name)).worker for name in taken}
@@ -313,3 +316,37 @@ def test_cleanup_deletes_only_originals_whose_copies_verify(
     assert all(w.exists() for w in (altered, bad_backup, no_backup, not_done))
     cfg["indexing"]["cleanup_requires_preservation"] = False
     assert cleanup.clean_arc_repository(cfg)["deleted"] == 0  # the other copies still fail
+
+
+def test_a_warc_dropped_in_a_working_directory_goes_through_the_chain(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, oracle: Path, tmp_path: Path
+):
+    hid = make_harvest(db_engine, "dropped")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=16, records=5)
+    layout = Layout.from_settings(cfg)
+    dropped = []
+    for i, where in enumerate((layout.module_dir("transfer"), layout.worker_dirs()[1])):
+        where.mkdir(parents=True, exist_ok=True)
+        name = f"77-{hid}-2026112203150000{i}-0000{i}-old.warc.gz"
+        dropped.append(write_warc(where / name, n=8, seed=160 + i))
+    originals = {p.name: (sha1_of(p), tmp_path / p.name) for p in dropped}
+    for p in dropped:
+        shutil.copy2(p, tmp_path / p.name)
+
+    result = chain.run_chain(cfg)
+    assert result["done"] == len(job_warcs(job_dir)) + len(dropped)
+    for name, (digest, _) in originals.items():
+        entry = manifest.get(db_engine, name) or pytest.fail(name)
+        assert entry.stage == "done" and entry.sha1 == digest
+        assert sha1_of(Path(entry.final_path or "")) == digest
+    for d in [*layout.worker_dirs(), layout.module_dir("transfer"), layout.module_dir("delete")]:
+        assert not any(d.iterdir()), d
+    merge.daily_merge(datetime.now(UTC).date(), cfg)
+    merge.bigmerge(cfg)
+    copies = [c for _, c in originals.values()]
+    assert layout.big_cdx("cdxj").read_text().splitlines() == expected_index(
+        oracle, job_warcs(job_dir) + copies, "cdxj"
+    )
+    # a copy of a file the chain already finished is left where it is (and said so)
+    again = shutil.copy2(copies[0], layout.module_dir("transfer") / copies[0].name)
+    assert chain.ingest(cfg) == [] and Path(again).exists()
