@@ -49,6 +49,8 @@ def _schedules(row: Any, mapping: SelectionMapping) -> list[Sched]:
     where = f"selection record {row.record_id}"
     found: list[Sched] = []
     for sched in row.schedules or [{"frequency": row.frequency}]:
+        if str(sched.get("frequency") or "").upper() == "DOMAINCRAWL":
+            continue  # the broad crawl's (records imported before these were left out)
         freq = mapping.normalise_frequency(str(sched.get("frequency") or row.frequency))
         start = parse_feed_date(sched.get("startDate"), where)
         end = parse_feed_date(sched.get("endDate"), where)

@@ -341,3 +341,13 @@ def test_a_target_with_several_schedules_is_harvested_by_each(hdb, site, tmp_pat
         "ukwa-weekly-202604010600"
     ]
     assert transfer_selection_records("monthly", engine=hdb)["records"] == 0
+    # a record stored with its DOMAINCRAWL schedule (an older import) transfers the same way
+    with hdb.begin() as c:
+        c.execute(
+            sa.text(
+                "UPDATE selection_records SET schedules = schedules"
+                ' || CAST(\'[{"frequency": "DOMAINCRAWL"}]\' AS jsonb)'
+            )
+        )
+    again = transfer_selection_records(engine=hdb)
+    assert not again["errors"] and sorted(again["definitions"]) == sorted(result["definitions"])
