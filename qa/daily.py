@@ -324,6 +324,12 @@ def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
     states: dict[str, int] = {}
     for out in comp.outcomes:
         states[out.state] = states.get(out.state, 0) + 1
+    run_changes = [
+        {"harvest": e.harvest_name, "harvest_id": e.harvest_id, "run": e.run,
+         "run_a": e.result.run_a, **e.result.counts()}
+        for e in (comp.comparisons.runs if comp.comparisons is not None else [])
+        if e.result is not None
+    ]  # fmt: skip
     return {
         "day": comp.day.isoformat(),
         "report_dir": str(report_dir),
@@ -334,6 +340,7 @@ def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
         "top_tlds": tld,
         "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
         "problems": comp.problems,
+        "run_changes": run_changes,
     }
 
 
@@ -408,6 +415,11 @@ def summary_lines(result: dict) -> list[str]:
         lines.append(
             f"  budget hits on {hits.get('budget_hit_domains', 0)} domains, DNS failures on "
             f"{hits.get('dns_failure_domains', 0)}, trap hits on {hits.get('trap_domains', 0)}"
+        )
+    for r in result.get("run_changes", [])[:5]:
+        lines.append(
+            f"  {r['harvest']} run {r['run']} vs run {r['run_a']}: grew {r['grew']}, shrank "
+            f"{r['shrank']}, newly failed {r['newly_failed']}, hit limits {r['hit_limits']}"
         )
     problems = result.get("problems", [])
     if problems:

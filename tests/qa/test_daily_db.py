@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 from qa.compare import compare_runs, selective_vs_broad, year_over_year
-from qa.daily import run_daily
+from qa.daily import run_daily, summary_lines
 
 from .conftest import DATA
 
@@ -198,6 +198,8 @@ def test_each_report_carries_its_comparisons(qa_settings, db_engine) -> None:  #
     assert "demo-daily (harvest 1), run 2 vs run 1:" in text
     assert "grew: 1 (example-a.test)" in text and "hit_limits: 1 (example-b.test)" in text
     assert "broad-2026 (harvest 2), run 2: run 2 has no harvest history yet" in text
+    lines = summary_lines(run_daily(DAYS[2], qa_settings, engine=db_engine))
+    assert "  demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in lines
     runs = (last / "runs.csv").read_text().splitlines()
     assert runs[0].startswith("harvest_id,run_a,run_b,domain,groups,objects_a,objects_b")
     assert sorted(runs[1:]) == [
