@@ -36,7 +36,7 @@ from indexing.backup import BackupTarget, copy_and_verify
 from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_lines_atomic
 from indexing.crashpoints import crashpoint
 from indexing.dedup import sidecar_lines
-from indexing.files import copy_verified, move, place, sha1_of
+from indexing.files import copy_verified, move, place, sha1_of, single_instance
 from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,11 @@ def ingest(settings: Settings | None = None) -> list[str]:
     worker with the fewest files queued. ``.open`` files (still being written) are never touched.
     """
     ctx = _Ctx(settings)
+    with single_instance(ctx.layout.lock_dir(), "ingest"):
+        return _ingest(ctx)
+
+
+def _ingest(ctx: _Ctx) -> list[str]:
     workers = ctx.layout.worker_dirs()
     for d in workers:
         d.mkdir(parents=True, exist_ok=True)

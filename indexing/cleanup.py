@@ -19,7 +19,8 @@ from harvestflow.settings import Settings, get_settings
 from indexing import manifest
 from indexing.backup import BackupTarget, verify
 from indexing.crashpoints import crashpoint
-from indexing.files import sha1_of
+from indexing.files import sha1_of, single_instance
+from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,11 @@ def _why_not(entry: manifest.Entry, settings: Settings, engine: Any) -> str | No
 def clean_arc_repository(settings: Settings | None = None) -> dict[str, Any]:
     """Delete the job originals of finished files; returns counts and what was kept and why."""
     settings = settings or get_settings()
+    with single_instance(Layout.from_settings(settings).lock_dir(), "cleanarcrepository"):
+        return _clean(settings)
+
+
+def _clean(settings: Settings) -> dict[str, Any]:
     engine = get_engine(settings.harvest_db_url)
     entries = [e for e in manifest.in_stages(engine, ("done",)) if e.source_deleted_at is None]
     deleted: list[str] = []

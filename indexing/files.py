@@ -7,12 +7,17 @@ and moving a file between working directories is one atomic rename.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import logging
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 BLOCK = 1 << 20
+log = logging.getLogger(__name__)
 
 
 class ChecksumMismatch(RuntimeError):
@@ -81,3 +86,25 @@ def move(src: Path, dest_dir: Path) -> Path:
     dest = dest_dir / src.name
     os.replace(src, dest)
     return dest
+
+
+@contextmanager
+def single_instance(lock_dir: Path, name: str) -> Iterator[None]:
+    """Hold the lock of module ``name`` (ingest, bigmerge, cleanarcrepository run single).
+
+    Why: two big merges at once would each rename their own result over the big file, and the
+    second would drop what the first added while the state file says it is in. A second caller
+    waits for the first to finish (then usually finds nothing left to do). ``flock`` on a file
+    under the data directory: released by the kernel when the holder dies, even by kill -9.
+    """
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f".{name}.lock", "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s: another %s is running, waiting for it", lock_dir, name)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

@@ -6,6 +6,7 @@ each step (a file's location is part of the chain's state) and on where each ind
     <data_dir>/indexing/index/<worker>/   files queued for a CDX worker (ingest feeds the emptiest)
     <data_dir>/indexing/transfer|backup|delete/   the next modules' working directories
     <data_dir>/indexing/quarantine/       damaged or non-WARC files, with a .reason.json each
+    <data_dir>/locks/.<module>.lock       flock of the single modules (ingest, bigmerge, cleanup)
     <index root>/cdx/daily/<day>/<file>.cdx(j)   per-file sorted CDX, written by the index module
     <index root>/path/daily/<day>/<file>.path    per-file PATH line, written by transfer
     <index root>/cdx/merged/<day>.cdx(j), path/merged/<day>.path   daily merge
@@ -78,6 +79,10 @@ class Layout:
 
     def worker_dirs(self) -> list[Path]:
         return [self.module_dir("index") / f"w{i}" for i in range(1, self.workers + 1)]
+
+    def lock_dir(self) -> Path:
+        """Where the single modules (ingest, bigmerge, cleanarcrepository) keep their locks."""
+        return self.data_dir / "locks"
 
     def quarantine_dir(self) -> Path:
         return self.module_dir("quarantine")

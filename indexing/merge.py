@@ -33,7 +33,7 @@ from typing import Any
 from harvestflow.settings import Settings, get_settings
 from indexing.cdx import SUFFIX
 from indexing.crashpoints import crashpoint
-from indexing.files import tmp_name
+from indexing.files import single_instance, tmp_name
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -251,6 +251,11 @@ def bigmerge(settings: Settings | None = None) -> dict[str, Any]:
     """Merge the daily merged files not yet included into the big sorted CDX and PATH files."""
     settings = settings or get_settings()
     layout = Layout.from_settings(settings)
+    with single_instance(layout.lock_dir(), "bigmerge"):
+        return _bigmerge_all(layout)
+
+
+def _bigmerge_all(layout: Layout) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for collection in layout.all_collections():
         for fmt in layout.formats:

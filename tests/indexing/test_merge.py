@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from indexing.merge import UnsortedIndexError, check_sorted, merge_sorted
+from harvestflow import settings as settings_mod
+from indexing.files import single_instance
+from indexing.layout import Layout
+from indexing.merge import UnsortedIndexError, bigmerge, check_sorted, merge_sorted
 
 
 def _sorted_file(path: Path, lines: list[bytes]) -> Path:
@@ -69,3 +75,41 @@ def test_byte_order_not_locale_order(tmp_path: Path, monkeypatch: pytest.MonkeyP
     b = _sorted_file(tmp_path / "b", [b"B\n", b"\xc3\xa9\n"])
     merge_sorted([a, b], tmp_path / "m")
     assert (tmp_path / "m").read_bytes() == b"B\na\n\xc3\xa9\n"
+
+
+def test_a_second_bigmerge_waits_for_the_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # bigmerge is single: two at once would each rename their own result over the big file
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    layout = Layout.from_settings(cfg)
+    layout.cdx_merged().mkdir(parents=True)
+    (layout.cdx_merged() / "2026-11-20.cdxj").write_bytes(b"a 1 {}\n")
+    done = threading.Event()
+
+    def run() -> None:
+        bigmerge(cfg)
+        done.set()
+
+    with single_instance(layout.lock_dir(), "bigmerge"):
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(1.0), "bigmerge ran while another held the lock"
+        assert not layout.big_cdx("cdxj").exists()
+    thread.join(60)
+    assert done.is_set() and layout.big_cdx("cdxj").read_bytes() == b"a 1 {}\n"
+    settings_mod.reset()
+
+
+def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path):
+    def hold_and_die() -> None:
+        with single_instance(tmp_path, "bigmerge"):
+            os._exit(0)  # like kill -9: no release
+
+    child = multiprocessing.get_context("fork").Process(target=hold_and_die)
+    child.start()
+    child.join(30)
+    assert child.exitcode == 0
+    started = time.monotonic()
+    with single_instance(tmp_path, "bigmerge"):
+        assert time.monotonic() - started < 5
