@@ -5,6 +5,7 @@ gets a clear answer, never a 500; the auth dependency guards every route."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,8 @@ def crawled(db_engine: sa.Engine, tmp_path: Path) -> Iterator[dict[str, Any]]:
         spec = Path(p.prepare_job(job, tmp_path / "jobs", engine=db_engine))
         data = json.loads(spec.read_text())
         data["template"].update({"min_delay_ms": 0, "max_delay_ms": 0, "delay_factor": 0})
+        # a seed that redirects, for the seeds report's redirect column
+        data["seeds"].append(f"http://www.example-a.test:{site.port}/redirect-301")
         spec.write_text(json.dumps(data))
         task = {
             "dag_id": "selective_harvest_daily",
@@ -54,7 +57,9 @@ def client(crawled: dict[str, Any], tmp_path: Path) -> TestClient:
     return TestClient(app)
 
 
-def _pages_show_the_crawled_job_its_domains_and_reports(client, crawled) -> None:
+def _pages_show_the_crawled_job_its_domains_and_reports(
+    client: TestClient, crawled: dict[str, Any]
+) -> None:
     job = crawled["job"]
     jobs = client.get("/jobs")
     assert jobs.status_code == 200 and f'href="/jobs/{job}"' in jobs.text
@@ -65,6 +70,11 @@ def _pages_show_the_crawled_job_its_domains_and_reports(client, crawled) -> None
     assert "DOWNLOAD_COMPLETE" in page.text or "complete" in page.text.lower()
     # the reports as tables, the seeds report among them (with its redirect column)
     assert "seeds-report" in page.text and "hosts-report" in page.text
+    seeds = page.text.split("<h3>seeds-report</h3>")[1].split("</table>")[0]
+    assert "<th>redirect</th>" in seeds
+    redirected = [row for row in seeds.split("<tr>") if "/redirect-301</td>" in row]
+    assert len(redirected) == 1 and "<td>301</td>" in redirected[0], seeds
+    assert re.search(r"<td>[^<]*/about\.html</td>", redirected[0]), redirected[0]
     # the link to the Airflow task log of the crawl, URL-quoted
     assert "http://af/dags/selective_harvest_daily/runs/r%201/tasks/harvest_job.crawl/mapped/0" in (
         page.text
@@ -78,7 +88,9 @@ def _pages_show_the_crawled_job_its_domains_and_reports(client, crawled) -> None
         assert client.get(path).status_code == 200, path
 
 
-def _crawl_log_search_returns_the_matching_lines(client, crawled) -> None:
+def _crawl_log_search_returns_the_matching_lines(
+    client: TestClient, crawled: dict[str, Any]
+) -> None:
     job = crawled["job"]
     log_lines = (crawled["dir"] / "logs" / "crawl.log").read_text().splitlines()
     expected = [ln.split()[3] for ln in log_lines if "robots.txt" in ln]
@@ -97,7 +109,9 @@ def _crawl_log_search_returns_the_matching_lines(client, crawled) -> None:
     assert "status must be an integer" in client.get(f"/jobs/{job}", params={"status": "x"}).text
 
 
-def _charts_are_pngs_and_bad_input_is_answered_plainly(client, crawled) -> None:
+def _charts_are_pngs_and_bad_input_is_answered_plainly(
+    client: TestClient, crawled: dict[str, Any]
+) -> None:
     job = crawled["job"]
     for path in (f"/jobs/{job}/progress.png", "/domains/example-a.test/size.png"):
         resp = client.get(path)
@@ -112,14 +126,16 @@ def _charts_are_pngs_and_bad_input_is_answered_plainly(client, crawled) -> None:
     assert "/domains/example-" not in client.get("/domains", params={"q": "%"}).text
 
 
-def test_pages_search_and_charts_after_a_real_crawl(client, crawled) -> None:
+def test_pages_search_and_charts_after_a_real_crawl(
+    client: TestClient, crawled: dict[str, Any]
+) -> None:
     """One crawl (≈10 s) serves the three groups of checks."""
     _pages_show_the_crawled_job_its_domains_and_reports(client, crawled)
     _crawl_log_search_returns_the_matching_lines(client, crawled)
     _charts_are_pngs_and_bad_input_is_answered_plainly(client, crawled)
 
 
-def test_every_route_goes_through_the_auth_dependency(db_engine, tmp_path) -> None:
+def test_every_route_goes_through_the_auth_dependency(db_engine: sa.Engine, tmp_path: Path) -> None:
     seen: list[str] = []
 
     def deny(request: Request) -> None:
