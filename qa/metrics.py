@@ -259,7 +259,13 @@ def compute(
         return fam
 
     # Domains: top by URLs and by bytes; the full table goes to CSV
-    fam.tables["domains"] = domains
+    # per domain, its size bucket and how its harvest stopped: *which* domains were collected
+    # completely, not only how many (domains.csv)
+    fam.tables["domains"] = domains.assign(
+        size_bucket=[size_bucket(u) if u else "" for u in domains["urls"].tolist()],
+        stop=[codes.STOP_REASONS.get(stop_by_domain.get(d, -1), "")
+              for d in domains["domain"].tolist()],
+    )  # fmt: skip
     top_urls = crawled.head(top_n)
     top_bytes = crawled.sort_values(
         ["bytes", "domain"], ascending=[False, True], kind="mergesort"

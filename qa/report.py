@@ -253,8 +253,8 @@ def render(comp: DayComputation) -> dict[str, bytes]:
     files: dict[str, bytes] = {name: text.encode("utf-8") for name, text in texts.items()}
     files["stats.csv"] = _csv(stats_rows(comp), ["scope", "family", "key", "value"]).encode()
     t = comp.scopes["day"].tables
-    dom_cols = ["domain", "tld", "urls", "bytes", "lines", "hosts", "dup_urls", "budget",
-                "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
+    dom_cols = ["domain", "tld", "urls", "bytes", "size_bucket", "stop", "lines", "hosts",
+                "dup_urls", "budget", "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
     doms = t["domains"].sort_values(["urls", "domain"], ascending=[False, True], kind="mergesort")
     files["domains.csv"] = _csv(doms[dom_cols].itertuples(index=False), dom_cols).encode()
     jobs = comp.jobs_table if comp.jobs_table is not None else pd.DataFrame()

@@ -3,6 +3,7 @@ report files (text per family, CSV, HTML + charts) being byte-identical on a re-
 
 from __future__ import annotations
 
+import csv
 from datetime import date
 from pathlib import Path
 
@@ -230,3 +231,15 @@ def test_report_compares_selective_with_broad_jobs_of_the_day(comp, tmp_path: Pa
     csv_text = (out / "comparisons.csv").read_text()
     assert "selective_vs_broad,general,urls,9,5,-4,-44.44\n" in csv_text
     assert "comparisons.txt" in (out / "index.html").read_text()
+
+
+def test_domains_csv_says_which_domains_were_collected_completely(comp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "2026-11-22"
+    write_report(comp, out)
+    rows = {r["domain"]: r for r in csv.DictReader((out / "domains.csv").open())}
+    # stop reasons from the golden history; invalid-c.test captured nothing (DNS failure)
+    assert {d: (r["urls"], r["size_bucket"], r["stop"]) for d, r in rows.items()} == {
+        "example-a.test": ("6", "<10", "complete"), "example-b.test": ("3", "<10", "object limit"),
+        "site.fr": ("3", "<10", "complete"), "example.com": ("2", "<10", "unfinished"),
+        "invalid-c.test": ("0", "", ""),
+    }  # fmt: skip
