@@ -14,6 +14,7 @@ pages (a job's task log) are routed by the pages' script (``templates/curator.js
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import HTTPException, Request
@@ -42,12 +43,25 @@ async def require_airflow_login(request: Request) -> None:
         raise HTTPException(status_code=403, detail="not allowed to see the curator views")
 
 
+def airflow_base_path(base_url: str) -> str:
+    """The path Airflow's UI is served under (``[api] base_url``), '' when it is at /."""
+    return urlsplit(base_url).path.rstrip("/")
+
+
 def _app() -> Any:
+    from airflow.configuration import conf
+
     from harvestflow.curator.webapp import create_app
     from harvestflow.db import get_engine
     from harvestflow.settings import get_settings
 
-    return create_app(get_engine, data_dir=get_settings().data_dir, auth=require_airflow_login)
+    return create_app(
+        get_engine,
+        data_dir=get_settings().data_dir,
+        auth=require_airflow_login,
+        # links to Airflow's own pages (task logs) keep a proxy's path prefix
+        airflow_base=airflow_base_path(conf.get("api", "base_url", fallback="") or ""),
+    )
 
 
 class HarvestflowCuratorPlugin(AirflowPlugin):

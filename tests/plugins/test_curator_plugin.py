@@ -1,0 +1,39 @@
+"""The Airflow plugin module without a running Airflow: what it registers, and where links to
+Airflow's own pages point when Airflow is served under a path prefix."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "harvestflow_curator.py"
+
+
+def _plugin() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("harvestflow_curator", PLUGIN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plugin_mounts_the_app_and_adds_a_browse_entry() -> None:
+    plugin = _plugin().HarvestflowCuratorPlugin
+    (app,) = plugin.fastapi_apps
+    assert app["url_prefix"] == "/curator"
+    paths = {getattr(route, "path", "") for route in app["app"].routes}
+    assert {"/", "/definitions", "/jobs", "/jobs/{job_id}", "/preservation"} <= paths
+    (view,) = plugin.external_views
+    assert view["href"] == "/curator/" and view["category"] == "browse"
+    assert view["destination"] == "nav"
+
+
+def test_airflow_links_keep_the_base_url_path() -> None:
+    base_path = _plugin().airflow_base_path
+    assert base_path("http://127.0.0.1:8080/") == ""
+    assert base_path("http://127.0.0.1:8080") == ""
+    assert base_path("https://archive.example/airflow/") == "/airflow"
+    assert base_path("") == ""
