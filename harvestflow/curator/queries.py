@@ -144,8 +144,11 @@ def _decorate_job(row: dict[str, Any]) -> None:
     row["stop_names"] = [STOP_REASON.get(s, str(s)) for s in (row.get("stopreasons") or [])]
 
 
-def job(conn: sa.Connection, job_id: int) -> dict[str, Any] | None:
-    """One job with its definition's name, or None."""
+def job(
+    conn: sa.Connection, job_id: int, history_page: int = 1, size: int = 50
+) -> dict[str, Any] | None:
+    """One job with its definition's name and its domains (paginated: a snapshot job has
+    thousands), or None."""
     rows = _rows(
         conn,
         "SELECT j.*, h.name AS harvest_name FROM jobs j"
@@ -157,16 +160,20 @@ def job(conn: sa.Connection, job_id: int) -> dict[str, Any] | None:
     row = rows[0]
     row["stopreasons"] = None
     _decorate_job(row)
-    row["history"] = _rows(
+    history_from = (
+        " FROM historyinfo hi JOIN configurations c ON c.config_id = hi.config_id"
+        " JOIN domains d ON d.domain_id = c.domain_id WHERE hi.job_id = :id"
+    )
+    row["history"] = _page(
         conn,
+        "SELECT count(*)" + history_from,
         "SELECT d.name AS domain, c.name AS config, hi.stopreason, hi.objectcount,"
-        " hi.bytecount, hi.harvest_time FROM historyinfo hi"
-        " JOIN configurations c ON c.config_id = hi.config_id"
-        " JOIN domains d ON d.domain_id = c.domain_id"
-        " WHERE hi.job_id = :id ORDER BY d.name",
+        " hi.bytecount, hi.harvest_time" + history_from + " ORDER BY d.name, c.name",
+        history_page,
+        size,
         id=job_id,
     )
-    for h in row["history"]:
+    for h in row["history"].rows:
         h["stop_name"] = STOP_REASON.get(h["stopreason"], str(h["stopreason"]))
     return row
 

@@ -97,17 +97,19 @@ def create_app(
 
     @app.get("/jobs", response_class=HTMLResponse)
     def jobs(
-        request: Request, page_no: int = 1, status: int | None = None, harvest_id: int | None = None
+        request: Request, page_no: int = 1, status: str = "", harvest_id: str = ""
     ) -> HTMLResponse:
+        # the filter form sends status= for "any": empty means no filter, not a bad integer
+        status_no, harvest_no = _opt_int(status, "status"), _opt_int(harvest_id, "harvest_id")
         with connect() as conn:
-            result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status, harvest_id)
+            result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status_no, harvest_no)
         for row in result.rows:
             row["task_link"] = _task_link(row.get("airflow_task"), airflow_base)
             if row["status"] == 2:  # STARTED: show where the crawl stands
                 samples = jobfiles.read_progress(_dir(row["job_dir"]), max_points=2)
                 row["progress"] = samples[-1] if samples else None
         return page(
-            request, "jobs.html", title="Jobs", p=result, status=status, harvest_id=harvest_id
+            request, "jobs.html", title="Jobs", p=result, status=status_no, harvest_id=harvest_no
         )
 
     @app.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -118,9 +120,10 @@ def create_app(
         status: str = "",
         mime: str = "",
         offset: int = 0,
+        page_no: int = 1,
     ) -> HTMLResponse:
         with connect() as conn:
-            row = queries.job(conn, job_id)
+            row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
         job_dir = _dir(row["job_dir"])
@@ -245,6 +248,20 @@ def create_app(
 
 def _page_no(value: int) -> int:
     return min(max(value, 1), 1_000_000)
+
+
+def _opt_int(value: str, name: str) -> int | None:
+    """An optional integer filter from a form: '' is None; anything else must be an integer."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise HTTPException(400, f"{name} must be an integer, not {value!r}") from exc
+    if abs(number) > 2**31 - 1:
+        raise HTTPException(400, f"{name} out of range: {value!r}")
+    return number
 
 
 def _day(value: str) -> str:

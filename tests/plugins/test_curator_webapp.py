@@ -168,6 +168,40 @@ def test_long_lists_are_paginated(client: TestClient, db_engine: sa.Engine) -> N
     assert "page-101.test" in last and "page-120.test" in last and "page-100.test" not in last
 
 
+def test_jobs_filter_form_any_status_and_bad_input(client: TestClient, job: int) -> None:
+    link = f'href="/jobs/{job}"'
+    # the form's "any" option sends an empty status: no filter, not an error
+    assert link in client.get("/jobs", params={"status": "", "harvest_id": ""}).text
+    assert link in client.get("/jobs", params={"status": "3"}).text
+    assert link not in client.get("/jobs", params={"status": "4"}).text
+    bad = client.get("/jobs", params={"status": "x"})
+    assert bad.status_code == 400 and "status must be an integer" in bad.text
+    assert client.get("/jobs", params={"harvest_id": "99999999999"}).status_code == 400
+
+
+def test_a_job_with_many_domains_pages_them(
+    client: TestClient, db_engine: sa.Engine, job: int
+) -> None:
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "WITH d AS (INSERT INTO domains (name) SELECT 'many-' || lpad(i::text, 3, '0')"
+                " || '.test' FROM generate_series(1, 70) i RETURNING domain_id),"
+                " c AS (INSERT INTO configurations (name, domain_id, template_id)"
+                " SELECT 'cfg', domain_id, (SELECT min(template_id) FROM templates) FROM d"
+                " RETURNING config_id)"
+                " INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
+                " harvest_id, job_id) SELECT 0, 1, 1, config_id,"
+                " (SELECT harvest_id FROM jobs WHERE job_id = :j), :j FROM c"
+            ),
+            {"j": job},
+        )
+    first = client.get(f"/jobs/{job}").text
+    assert first.count('href="/domains/many-') == 50 and "page 1 of 2 (70 rows)" in first
+    second = client.get(f"/jobs/{job}", params={"page_no": 2}).text
+    assert second.count('href="/domains/many-') == 20 and "many-070.test" in second
+
+
 def test_a_running_job_shows_its_progress(
     client: TestClient, db_engine: sa.Engine, job: int, tmp_path: Path
 ) -> None:
