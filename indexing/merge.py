@@ -198,25 +198,76 @@ def _day_kinds(layout: Layout, day: date, collection: str) -> list[tuple[Path, s
     return kinds
 
 
-def daily_merge(day: date, settings: Settings | None = None) -> dict[str, Any]:
-    """Merge the day's per-file CDX and PATH files into one sorted file per kind.
+def _inputs_record(out: Path) -> Path:
+    return out.with_name(out.name + ".inputs.json")
 
-    Backfillable and repeatable: it is a pure function of the day's per-file files (which stay in
-    place), so running it again for a day, or later for a past day, gives the complete result.
-    """
-    settings = settings or get_settings()
-    layout = Layout.from_settings(settings)
-    result: dict[str, Any] = {"day": day.isoformat(), "files": {}}
+
+def _merge_day(layout: Layout, day: date, result: dict[str, Any], *, only_changed: bool) -> None:
     for collection in layout.all_collections():
         for in_dir, suffix, out in _day_kinds(layout, day, collection):
             inputs = sorted(in_dir.glob("*" + suffix)) if in_dir.is_dir() else []
             if not inputs:
                 continue
-            stats = merge_sorted(inputs, out)  # checks byte order line by line as it writes
+            listing = [[p.name, p.stat().st_size] for p in inputs]
+            record = _inputs_record(out)
+            if (
+                only_changed
+                and out.exists()
+                and record.exists()
+                and json.loads(record.read_text()) == listing
+            ):
+                continue
+            stats = merge_sorted(inputs, out)  # checks the byte order of what it wrote
+            tmp = tmp_name(record)
+            tmp.write_text(json.dumps(listing))
+            os.replace(tmp, record)
             result["files"][str(out)] = {"inputs": stats.inputs, "lines": stats.lines}
+            if only_changed and day.isoformat() not in result["caught_up"]:
+                result["caught_up"].append(day.isoformat())
             log.info(
-                "daily merge %s: %d files, %d lines -> %s", day, stats.inputs, stats.lines, out
+                "daily merge %s%s: %d files, %d lines -> %s",
+                day,
+                " (files that came after its merge)" if only_changed else "",
+                stats.inputs,
+                stats.lines,
+                out,
             )
+
+
+def _earlier_days(layout: Layout, day: date) -> list[date]:
+    days: set[date] = set()
+    for collection in layout.all_collections():
+        root = layout.index_root(collection)
+        for daily in (root / "cdx" / "daily", root / "path" / "daily"):
+            for d in daily.iterdir() if daily.is_dir() else []:
+                try:
+                    found = date.fromisoformat(d.name)
+                except ValueError:
+                    continue
+                if found < day:
+                    days.add(found)
+    return sorted(days)
+
+
+def daily_merge(day: date, settings: Settings | None = None) -> dict[str, Any]:
+    """Merge the day's per-file CDX and PATH files into one sorted file per kind.
+
+    Backfillable and repeatable: it is a pure function of the day's per-file files (which stay in
+    place), so running it again for a day, or later for a past day, gives the complete result.
+
+    Late files: a file's lines go to the day it was first indexed (fixed in the manifest), but
+    its PATH line comes only with its transfer, which waits while no repository has room, and an
+    index write can straddle midnight. So each run also re-merges every earlier day whose
+    per-file files changed since that day's merge (the inputs of each merge are recorded beside
+    its output, ``<day>.<ext>.inputs.json``); bigmerge then takes the re-merged day again, its
+    duplicate lines dropped. No line waits more than a day to reach the big files.
+    """
+    settings = settings or get_settings()
+    layout = Layout.from_settings(settings)
+    result: dict[str, Any] = {"day": day.isoformat(), "files": {}, "caught_up": []}
+    _merge_day(layout, day, result, only_changed=False)
+    for earlier in _earlier_days(layout, day):
+        _merge_day(layout, earlier, result, only_changed=True)
     return result
 
 

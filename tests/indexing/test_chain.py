@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -350,3 +350,35 @@ def test_a_warc_dropped_in_a_working_directory_goes_through_the_chain(
     # a copy of a file the chain already finished is left where it is (and said so)
     again = shutil.copy2(copies[0], layout.module_dir("transfer") / copies[0].name)
     assert chain.ingest(cfg) == [] and Path(again).exists()
+
+
+def test_a_path_line_written_after_its_days_merge_reaches_the_big_files(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, oracle: Path
+):
+    hid = make_harvest(db_engine, "late-transfer")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=2, seed=18, records=5)
+    names = sorted(chain.ingest(cfg))
+    late, *others = names
+    for name in others:
+        chain.process_file(name, cfg)
+    cfg["indexing"]["min_free_bytes"] = 1 << 62  # no repository has room: late waits
+    with pytest.raises(chain.NoSpaceError):
+        chain.process_file(late, cfg)
+    today = datetime.now(UTC).date()
+    merge.daily_merge(today, cfg)
+    merge.bigmerge(cfg)
+    layout = Layout.from_settings(cfg)
+
+    def in_big_path() -> list[str]:
+        return sorted(line.split("\t")[0] for line in layout.big_path().read_text().splitlines())
+
+    assert in_big_path() == others
+    cfg["indexing"]["min_free_bytes"] = 0  # room again (say, the next day)
+    assert chain.process_file(late, cfg)["stage"] == "done"  # PATH line in its index day's dir
+    result = merge.daily_merge(today + timedelta(days=1), cfg)
+    assert result["caught_up"] == [today.isoformat()]
+    merge.bigmerge(cfg)
+    assert in_big_path() == names
+    expected = expected_index(oracle, job_warcs(job_dir), "cdxj")
+    assert layout.big_cdx("cdxj").read_text().splitlines() == expected  # each line once
+    assert merge.daily_merge(today + timedelta(days=2), cfg)["caught_up"] == []
