@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.demo_fixture import DemoPlatform
 from tests.platform.helpers import HARVESTFLOW
@@ -92,13 +92,8 @@ def _charts_render(driver: WebDriver) -> int:
     return len(images)
 
 
-def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
-    driver.get(url)
-    form = driver.find_element(By.CSS_SELECTOR, "form.filters")
-    for name, value in fields.items():
-        box = form.find_element(By.NAME, name)
-        box.clear()
-        box.send_keys(value)
+def _submit(driver: WebDriver, form: WebElement) -> None:
+    """Submit ``form`` and wait for the answer page to replace this one."""
     form.find_element(By.TAG_NAME, "button").click()
     # the click returns before the result page has replaced this one: reading at once could
     # read the old page (it failed so in CI under load)
@@ -106,6 +101,16 @@ def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
     WebDriverWait(driver, 60).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
+
+
+def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
+    driver.get(url)
+    form = driver.find_element(By.CSS_SELECTOR, "form.filters")
+    for name, value in fields.items():
+        box = form.find_element(By.NAME, name)
+        box.clear()
+        box.send_keys(value)
+    _submit(driver, form)
     rows = driver.find_elements(By.CSS_SELECTOR, "#search-results tbody tr")
     return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in rows]
 
@@ -183,6 +188,12 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         row = _row(driver, rf"^{job_id} demo-daily 1 DONE [A-Z]+ ")
         figures = re.search(r" (\d+) ([\d,]+) DOWNLOAD_COMPLETE task log$", row)
         assert figures and int(figures[1]) > 40 and int(figures[2].replace(",", "")) > 5000, row
+        # the filter form as it comes ("any" status) and with DONE selected
+        for choice in ("any", "DONE"):
+            form = driver.find_element(By.CSS_SELECTOR, "form.filters")
+            Select(form.find_element(By.NAME, "status")).select_by_visible_text(choice)
+            _submit(driver, form)
+            _row(driver, rf"^{job_id} demo-daily 1 DONE ")
 
         driver.get(job_url)
         text = _main(driver)
