@@ -115,6 +115,7 @@ def _ingest(ctx: _Ctx) -> list[str]:
                 taken.append(name)
                 if existing is None:
                     queued[target] += 1
+            crashpoint("ingest.recorded")
             progress.advance()
     taken += _take_in_strays(ctx, workers, queued)
     log.info("ingest: %d new files", len(taken))
@@ -256,6 +257,7 @@ def index_module(ctx: _Ctx, entry: manifest.Entry) -> None:
             entry.file_name + ".dedup"
         )
         write_lines_atomic(sidecar_lines(result.captures, entry.file_name), sidecar)
+        crashpoint("index.dedup_written")
     manifest.update(
         ctx.engine, entry.file_name, stage="indexed", indexed_at=True, records=len(result.captures)
     )
@@ -315,6 +317,7 @@ def backup_module(ctx: _Ctx, entry: manifest.Entry) -> None:
     copy_and_verify(local, location, entry.sha1, entry.size or 0, ctx.settings)
     crashpoint("backup.copied")
     manifest.update(ctx.engine, entry.file_name, stage="backedup", backed_up_at=True)
+    crashpoint("backup.recorded")
     move(local, ctx.layout.module_dir("delete"))
     entry.stage = "backedup"
 

@@ -14,9 +14,11 @@ import sqlalchemy as sa
 
 from harvestflow import db
 from harvestflow import settings as settings_mod
+from indexing.cdx import index_warc
 from indexing.chain import run_chain
 from indexing.cleanup import clean_arc_repository
 from indexing.crashpoints import ENV, EXIT_CODE
+from indexing.dedup import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from indexing.merge import bigmerge, daily_merge
@@ -26,13 +28,16 @@ pytestmark = pytest.mark.services
 
 CRASH_POINTS = [
     "ingest.placed",
+    "ingest.recorded",
     "index.wrote_cdx11",
     "index.wrote_cdxj",
+    "index.dedup_written",
     "index.recorded",
     "transfer.copied",
     "transfer.path_written",
     "transfer.recorded",
     "backup.copied",
+    "backup.recorded",
     "delete.unlinked",
     "merge.written",
     "bigmerge.renamed",
@@ -113,4 +118,9 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     assert not any(w.exists() for w in warcs)
     leftovers = [p for p in (cfg.data_dir / "indexing").rglob("*") if p.is_file()]
     assert leftovers == []
+    # the dedup index: each original capture (URL + digest) of the files exactly once
+    captures = [c for o in originals for c in index_warc(o).captures]
+    keys = {(c.url, c.digest) for c in captures if c.rec_type == "response" and c.url and c.digest}
+    dedup = build_dedup_index(hid, tmp_path / "dedup.txt", cfg).read_text().splitlines()
+    assert sorted(tuple(line.split("\t")[:2]) for line in dedup) == sorted(keys)
     settings_mod.reset()
