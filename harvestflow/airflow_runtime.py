@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from harvestflow.settings import PROJECT_ROOT, Settings
 
 log = logging.getLogger(__name__)
@@ -176,7 +178,21 @@ class AirflowProcesses:
             time.sleep(1)
         return False
 
+    def descendants(self) -> list[psutil.Process]:
+        """Every process below the components, whatever its process group.
+
+        Why: Airflow's task supervisor puts each task in a process group of its own, so a
+        killpg of the scheduler's group leaves a running task (and the crawler it started)
+        behind; "stop everything up started" has to follow the process tree instead.
+        """
+        found: list[psutil.Process] = []
+        for proc in self.procs.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                found.extend(psutil.Process(proc.pid).children(recursive=True))
+        return found
+
     def stop(self, timeout_s: float = 30) -> None:
+        tree = self.descendants()  # before the components exit and their children are reparented
         for proc in self.procs.values():
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -189,3 +205,14 @@ class AirflowProcesses:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        left = [p for p in tree if p.is_running()]
+        if left:
+            log.info("stopping %d process(es) left by Airflow's tasks", len(left))
+            for p in left:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.terminate()
+            _, alive = psutil.wait_procs(left, timeout=10)
+            for p in alive:
+                log.warning("process %d (%s) did not stop on SIGTERM: killed", p.pid, p.name())
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.kill()
