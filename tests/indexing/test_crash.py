@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import random
 import shutil
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -102,7 +104,13 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     _originals_safe(warcs, sums, cfg.data_dir, hid)
     assert _run(None) == 0
     assert _run(None) == 0  # and once more: nothing changes
+    _assert_complete(cfg, db_engine, hid, warcs, sums, originals, expected, tmp_path)
+    settings_mod.reset()
 
+
+def _assert_complete(  # type: ignore[no-untyped-def]
+    cfg, db_engine, hid, warcs, sums, originals, expected, tmp_path
+) -> None:
     layout = Layout.from_settings(cfg)
     for fmt in ("cdx11", "cdxj"):
         assert layout.big_cdx(fmt).read_text().splitlines() == expected[fmt]
@@ -123,4 +131,47 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     keys = {(c.url, c.digest) for c in captures if c.rec_type == "response" and c.url and c.digest}
     dedup = build_dedup_index(hid, tmp_path / "dedup.txt", cfg).read_text().splitlines()
     assert sorted(tuple(line.split("\t")[:2]) for line in dedup) == sorted(keys)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigkill_at_random_moments_then_rerun_indexes_each_warc_exactly_once(
+    seed: int,
+    db_engine: sa.Engine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    oracle: Path,
+):
+    """Real SIGKILLs at random times (mid-copy, mid-merge, mid-transaction), not named points."""
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    hid = make_harvest(db_engine, f"sigkill-{seed}")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=3, seed=20 + seed, records=40)
+    warcs = job_warcs(job_dir)
+    sums = {w.name: sha1_of(w) for w in warcs}
+    (tmp_path / "orig").mkdir()
+    originals = [Path(shutil.copy2(w, tmp_path / "orig" / w.name)) for w in warcs]
+    expected = {fmt: expected_index(oracle, originals, fmt) for fmt in ("cdx11", "cdxj")}
+
+    # each killed run keeps some progress; the delay grows until a run gets to its end
+    rnd = random.Random(seed)
+    kills = 0
+    for attempt in range(30):
+        db.dispose_engines()
+        child = multiprocessing.get_context("fork").Process(target=_run_all, args=(None,))
+        child.start()
+        child.join(rnd.uniform(0.5, 1.5) * 0.01 * 1.4**attempt)
+        if child.exitcode is not None:
+            assert child.exitcode == 0
+            break
+        os.kill(child.pid or 0, signal.SIGKILL)
+        child.join(30)
+        kills += 1
+        _originals_safe(warcs, sums, cfg.data_dir, hid)
+    assert kills >= 3, f"only {kills} run(s) killed"
+    assert _run(None) == 0
+    assert _run(None) == 0
+    _assert_complete(cfg, db_engine, hid, warcs, sums, originals, expected, tmp_path)
     settings_mod.reset()
