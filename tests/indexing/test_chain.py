@@ -382,3 +382,44 @@ def test_a_path_line_written_after_its_days_merge_reaches_the_big_files(
     expected = expected_index(oracle, job_warcs(job_dir), "cdxj")
     assert layout.big_cdx("cdxj").read_text().splitlines() == expected  # each line once
     assert merge.daily_merge(today + timedelta(days=2), cfg)["caught_up"] == []
+
+
+def _crawl_log_line(url: str, digest: str, notes: str) -> str:
+    return (
+        f"2026-11-22T03:15:02.123Z   200       1234 {url} L http://a.test/ text/html #001"
+        f" 20261122031502000+12 {digest} http://a.test/ {notes}\n"
+    )
+
+
+def test_dedup_index_keeps_the_originals_of_the_previous_runs_revisits(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, tmp_path: Path
+):
+    # run 1 stored a page, run 2 wrote a revisit of it (crawl.log: duplicate:digest); run 3's
+    # index (from run 2) must still hold run 1's capture, or run 3 stores the page again
+    hid = make_harvest(db_engine, "dedup-chain")
+    first, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=19, records=3)
+    second, second_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=19, records=3)
+    dedup_dir = Layout.from_settings(cfg).dedup_dir(hid)
+    dedup_dir.mkdir(parents=True)
+    page, changed, new = "http://a.test/page", "http://a.test/changed", "http://a.test/new"
+    f1, f2 = f"{first}-{hid}-x.warc.gz", f"{second}-{hid}-x.warc.gz"
+    lines1 = [
+        f"{changed}\tsha1:C1\t2026-11-21T03:00:00Z\t{f1}\t900\t<urn:uuid:c1>\t-\t-",
+        f'{page}\tsha1:P1\t2026-11-21T03:00:01Z\t{f1}\t100\t<urn:uuid:p1>\t"e1"\t-',
+    ]
+    lines2 = [
+        f"{changed}\tsha1:C2\t2026-11-22T03:00:00Z\t{f2}\t300\t<urn:uuid:c2>\t-\t-",
+        f"{new}\tsha1:N2\t2026-11-22T03:00:02Z\t{f2}\t500\t<urn:uuid:n2>\t-\t-",
+    ]
+    (dedup_dir / (f1 + ".dedup")).write_text("".join(x + "\n" for x in sorted(lines1)))
+    (dedup_dir / (f2 + ".dedup")).write_text("".join(x + "\n" for x in sorted(lines2)))
+    (second_dir / "logs").mkdir()
+    (second_dir / "logs" / "crawl.log").write_text(
+        _crawl_log_line(page, "sha1:P1", "duplicate:digest")
+        + _crawl_log_line(changed, "sha1:C2", "-")
+        + _crawl_log_line(new, "sha1:N2", "-")
+    )
+    out = build_dedup_index(hid, tmp_path / "run3.txt", cfg, job_ids=[second])
+    assert out.read_text().splitlines() == sorted(lines2[:1] + lines1[1:] + lines2[1:])
+    # run 1's capture of the changed page is not carried: run 2 stored a new version
+    assert "sha1:C1" not in out.read_text()

@@ -73,13 +73,26 @@ def two_crawls(tmp_path_factory: pytest.TempPathFactory):
             make_job(site, seeds, job_id=42, harvest_id=6, dedup_index=str(dedup)),
             base / "second",
         )
+        # a third run against the second run only (its revisits + crawl.log) as a selective job
+        for warc in (second.out / "warcs").glob("*.warc.gz"):
+            sidecar = layout.dedup_dir(6) / (warc.name + ".dedup")
+            lines = sidecar_lines(index_warc(warc).captures, warc.name)
+            sidecar.write_text("".join(line + "\n" for line in lines))
+        crawl_log = second.out / "logs" / "crawl.log"
+        dedup_second = build_dedup_index(
+            6, base / "dedup-second.txt", cfg, job_ids=[42], crawl_logs=[crawl_log]
+        )
+        third = run_crawl(
+            make_job(site, seeds, job_id=43, harvest_id=6, dedup_index=str(dedup_second)),
+            base / "third",
+        )
     finally:
         site.stop()
-    return first, second, dedup
+    return first, second, dedup, third
 
 
 def test_crawler_warcs_index_like_the_reference(two_crawls, oracle: Path):
-    first, second, _ = two_crawls
+    first, second, _, _ = two_crawls
     warcs = sorted((first.out / "warcs").glob("*.warc.gz")) + sorted(
         (second.out / "warcs").glob("*.warc.gz")
     )
@@ -92,7 +105,7 @@ def test_crawler_warcs_index_like_the_reference(two_crawls, oracle: Path):
 
 
 def test_revisits_from_dedup_index_replay_in_pywb(two_crawls, oracle: Path, tmp_path: Path):
-    first, second, dedup = two_crawls
+    first, second, dedup, _ = two_crawls
     assert dedup.read_text().strip()
     revisits = [
         c
@@ -139,3 +152,26 @@ def test_revisits_from_dedup_index_replay_in_pywb(two_crawls, oracle: Path, tmp_
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _main_records(crawl) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """URL -> (record type, payload digest) of each response or revisit the crawl wrote."""
+    found = {}
+    for warc in crawl.out.glob("warcs/*.warc.gz"):
+        for c in index_warc(warc).captures:
+            if c.rec_type in ("response", "revisit") and c.url and c.digest:
+                found[c.url] = (c.rec_type, c.digest)
+    return found
+
+
+def test_unchanged_pages_stay_deduplicated_run_after_run(two_crawls):
+    # the third run's index comes from the second run alone, which holds revisits for unchanged
+    # pages: their originals (first run) must be carried over, or the third run stores them again
+    _, second, _, third = two_crawls
+    in_second, in_third = _main_records(second), _main_records(third)
+    revisited = {u: d for u, (t, d) in in_second.items() if t == "revisit"}
+    assert revisited, "the second crawl wrote no revisit records"
+    same = [u for u, d in revisited.items() if u in in_third and in_third[u][1] == d]
+    assert same, "no page of the second run's revisits came back unchanged"
+    stored_again = [u for u in same if in_third[u][0] != "revisit"]
+    assert stored_again == []
