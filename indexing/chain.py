@@ -140,7 +140,11 @@ def _take_in_strays(ctx: _Ctx, workers: list[Path], queued: dict[Path, int]) -> 
         name = path.name
         if name in known:
             entry = manifest.get(ctx.engine, name)
-            if entry is not None and entry.stage in ("done", "quarantined"):
+            qdir = ctx.layout.quarantine_dir()
+            if entry is not None and entry.stage == "quarantined" and not (qdir / name).exists():
+                move(path, qdir)  # a quarantine killed between its manifest row and its move
+                log.warning("%s: quarantined, moved there from %s", name, path.parent)
+            elif entry is not None and entry.stage in ("done", "quarantined"):
                 log.warning("%s: already %s, extra copy %s left alone", name, entry.stage, path)
             continue
         target = (
@@ -229,6 +233,7 @@ def _quarantine(ctx: _Ctx, entry: manifest.Entry, local: Path, error: str, lines
     reason = {"file": entry.file_name, "source": entry.source_path, "error": error}
     write_lines_atomic([json.dumps(reason)], qdir / (entry.file_name + ".reason.json"))
     manifest.update(ctx.engine, entry.file_name, stage="quarantined", quarantined=True, error=error)
+    crashpoint("quarantine.recorded")
     move(local, qdir)
     log.error("%s quarantined: %s", entry.file_name, error)
 

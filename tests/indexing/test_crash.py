@@ -175,3 +175,30 @@ def test_sigkill_at_random_moments_then_rerun_indexes_each_warc_exactly_once(
     assert _run(None) == 0
     _assert_complete(cfg, db_engine, hid, warcs, sums, originals, expected, tmp_path)
     settings_mod.reset()
+
+
+def test_crash_while_quarantining_then_rerun_finishes_the_quarantine(
+    db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    hid = make_harvest(db_engine, "crash-quarantine")
+    job_id, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=23, records=10)
+    good = job_warcs(job_dir)[0]
+    bad = job_dir / "warcs" / f"{job_id}-{hid}-20261122031700000-00007-crawler.warc.gz"
+    bad.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+
+    assert _run("quarantine.recorded") == EXIT_CODE
+    assert _run(None) == 0
+    layout = Layout.from_settings(cfg)
+    assert (layout.quarantine_dir() / bad.name).exists()
+    working = [p.name for d in layout.worker_dirs() if d.is_dir() for p in d.iterdir()]
+    assert working == []
+    with db_engine.connect() as conn:
+        stages = dict(conn.execute(sa.text("SELECT file_name, stage FROM index_manifest")).all())
+    assert stages.pop(bad.name) == "quarantined"
+    assert set(stages.values()) == {"done"}
+    assert bad.exists()  # a quarantined original is never cleaned
+    settings_mod.reset()
