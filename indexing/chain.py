@@ -133,7 +133,13 @@ def _take_in_strays(ctx: _Ctx, workers: list[Path], queued: dict[Path, int]) -> 
     left alone, with a warning.
     """
     dirs = [*workers] + [ctx.layout.module_dir(m) for m in ("transfer", "backup", "delete")]
-    found = [p for d in dirs if d.is_dir() for p in sorted(d.iterdir()) if is_warc_name(p.name)]
+    found = [
+        p
+        for d in dirs
+        if d.is_dir()
+        for p in sorted(d.iterdir())
+        if is_warc_name(p.name) and p.is_file()
+    ]
     known = manifest.known_names(ctx.engine, [p.name for p in found])
     taken: list[str] = []
     for path in found:
