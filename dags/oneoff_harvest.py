@@ -75,10 +75,11 @@ with DAG(
 
     @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
     def advance(harvest_ids: list[int]) -> dict[str, Any]:
-        from harvest.pipeline import advance_schedule
+        """Close the run; a scheduled definition's counter and next date stay (an extra run)."""
+        from harvest.pipeline import finish_oneoff
 
         when = run_date(get_current_context())
-        return {str(h): advance_schedule(h, when) for h in harvest_ids}
+        return {str(h): finish_oneoff(h, when) for h in harvest_ids}
 
     harvest_ids = validate()
     jobs = generate_jobs_for(harvest_ids)

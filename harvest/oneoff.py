@@ -13,13 +13,14 @@ import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from harvest.common import engine_or_default
-from harvest.definitions import ensure_selective_definition
+from harvest.common import as_utc, engine_or_default
+from harvest.definitions import advance_schedule, ensure_selective_definition
 from harvest.domains import ensure_config, registrable_domain
 from harvest.selection.records import RecordError, normalise_url
 
@@ -169,3 +170,43 @@ def create_seedlist_harvest(
         template,
     )
     return hid
+
+
+def finish_oneoff(
+    harvest_id: int, logical_date: datetime, engine: Engine | None = None
+) -> dict[str, Any]:
+    """After a one-off run: close the run without moving the definition's schedule.
+
+    Why: a one-off of a scheduled definition is an extra run, not one of its schedule's events
+    (NetarchiveSuite's ``numEvents`` and next date belong to the schedule). Advancing it would
+    skip the next scheduled harvest and bring ``maxrepeats`` closer. Only the run is marked
+    finished; the run counter and next date are left alone. A definition without a schedule
+    (a seed-list one-off, a snapshot) has no next date, so it is advanced as usual (counter).
+    """
+    engine = engine_or_default(engine)
+    ld = as_utc(logical_date)
+    with engine.begin() as conn:
+        scheduled = conn.execute(
+            sa.text(
+                "SELECT p.frequency IS NOT NULL FROM partialharvests p WHERE p.harvest_id = :h"
+            ),
+            {"h": harvest_id},
+        ).scalar()
+        num = None
+        if scheduled:
+            num = conn.execute(
+                sa.text(
+                    "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now())"
+                    " WHERE harvest_id = :h AND logical_date = :d RETURNING harvest_num"
+                ),
+                {"h": harvest_id, "d": ld},
+            ).scalar()
+    if not scheduled:
+        return advance_schedule(harvest_id, ld, engine)
+    log.info(
+        "one-off run %s of scheduled definition %s at %s: its schedule is left as it was",
+        num,
+        harvest_id,
+        ld,
+    )
+    return {"harvest_id": harvest_id, "harvest_num": num, "next_date": None, "oneoff": True}

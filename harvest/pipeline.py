@@ -14,7 +14,8 @@ Order of a ``selective_harvest_<frequency>`` run::
 Broad crawl: ``create_snapshot_definition`` (step 1), ``create_step2_definition`` (step 2), then
 the same ``generate_jobs`` / ``prepare_job`` / ``record_job_results``. One-off harvests:
 ``validate_params`` then ``create_seedlist_harvest`` (or an existing definition id), then
-``generate_jobs``. Maintenance: ``resubmit_dead_jobs``.
+``generate_jobs``, then ``finish_oneoff`` (a scheduled definition's schedule is not moved).
+Maintenance: ``resubmit_dead_jobs``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from harvest.bootstrap import ensure_reference_data
 from harvest.definitions import advance_schedule, due_definitions
 from harvest.demo import create_demo_definition
 from harvest.jobs import list_jobs, mark_started, prepare_job
-from harvest.oneoff import PARAMS_SCHEMA, create_seedlist_harvest, validate_params
+from harvest.oneoff import (
+    PARAMS_SCHEMA,
+    create_seedlist_harvest,
+    finish_oneoff,
+    validate_params,
+)
 from harvest.planning import generate_due_jobs, generate_jobs
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
 from harvest.results import record_job_results
@@ -41,6 +47,7 @@ __all__ = [
     "due_definitions",
     "ensure_reference_data",
     "find_dead_jobs",
+    "finish_oneoff",
     "generate_due_jobs",
     "generate_jobs",
     "import_file",

@@ -137,3 +137,56 @@ def test_rerunning_a_failed_job_resubmits_it_and_follows_the_link(hdb, tmp_path)
     assert (result["job_id"], result["status"], result["history_rows"]) == (new, "DONE", 2)
     assert p.prepare_job(old, tmp_path, engine=hdb) == new_path  # and stays idempotent
     assert p.generate_jobs(hid, LD, engine=hdb) == [new]
+
+
+def test_oneoff_of_a_scheduled_definition_leaves_its_schedule_alone(hdb):
+    hid = p.create_demo_definition(8099, engine=hdb)  # a daily definition
+    p.generate_jobs(hid, LD, engine=hdb)
+    p.advance_schedule(hid, LD, engine=hdb)
+
+    def schedule_state():
+        with hdb.connect() as c:
+            return tuple(
+                c.execute(
+                    sa.text(
+                        "SELECT h.numevents, p.nextdate FROM harvestdefinitions h"
+                        " JOIN partialharvests p USING (harvest_id) WHERE harvest_id = :h"
+                    ),
+                    {"h": hid},
+                ).one()
+            )
+
+    before = schedule_state()
+    assert before == (1, datetime(2026, 11, 23, 3, 0, tzinfo=UTC))
+    # an engineer's one-off two days later: an extra run, with its own number and jobs
+    oneoff_at = datetime(2026, 11, 24, 14, 30, tzinfo=UTC)
+    jobs = p.generate_jobs(hid, oneoff_at, engine=hdb)
+    assert jobs
+    result = p.finish_oneoff(hid, oneoff_at, engine=hdb)
+    assert result["harvest_num"] == 2 and result["oneoff"] is True
+    assert p.finish_oneoff(hid, oneoff_at, engine=hdb)["harvest_num"] == 2  # idempotent
+    assert schedule_state() == before
+    with hdb.connect() as c:
+        advanced = c.execute(
+            sa.text(
+                "SELECT advanced_at FROM harvest_runs WHERE harvest_id = :h AND harvest_num = 2"
+            ),
+            {"h": hid},
+        ).scalar()
+    assert advanced is not None  # the run itself is closed
+
+
+def test_oneoff_of_a_seed_list_still_counts_its_run(hdb):
+    hid = create_seedlist_harvest(
+        ["http://www.example-a.test:8099/"], "demo_loopback", "manual__x", engine=hdb
+    )
+    p.generate_jobs(hid, LD, engine=hdb)
+    assert p.finish_oneoff(hid, LD, engine=hdb)["harvest_num"] == 1
+    with hdb.connect() as c:
+        assert (
+            c.execute(
+                sa.text("SELECT numevents FROM harvestdefinitions WHERE harvest_id = :h"),
+                {"h": hid},
+            ).scalar()
+            == 1
+        )
