@@ -166,12 +166,16 @@ def plan_jobs(
     generator: str = "default",
     settings: JobGenSettings | None = None,
     progress_interval_s: float | None = None,
+    as_of: datetime | None = None,
 ) -> Iterator[JobPlan]:
-    """The job plans of a definition, streamed (nothing is written)."""
+    """The job plans of a definition, streamed (nothing is written).
+
+    ``as_of``: the run's logical date, at which a snapshot's aliases are judged (None: now).
+    """
     settings = settings or JobGenSettings.from_settings()
     _, limits, _ = definition_limits(conn, harvest_id)
     interval = progress_interval_s or float(get_settings()["airflow"]["progress_interval_s"])
-    total = count_configs(conn, harvest_id)
+    total = count_configs(conn, harvest_id, as_of=as_of)
     progress = Progress(
         f"job generation (definition {harvest_id})",
         total,
@@ -181,7 +185,7 @@ def plan_jobs(
 
     def counted() -> Iterator[Any]:
         pending = 0
-        for config in stream_configs(conn, harvest_id):
+        for config in stream_configs(conn, harvest_id, as_of=as_of):
             pending += 1
             if pending == 1000:  # progress by batches: a call per row costs more than the row
                 progress.advance(pending)
@@ -237,7 +241,7 @@ def generate_jobs(
         traps = sorted(set(global_crawler_traps(conn)) | set(definition.crawlertraps or ()))
         jobs = []
         for index, plan in enumerate(
-            plan_jobs(conn, harvest_id, generator=generator, settings=settings)
+            plan_jobs(conn, harvest_id, generator=generator, settings=settings, as_of=ld)
         ):
             jobs.append(
                 _insert_job(

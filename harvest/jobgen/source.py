@@ -22,7 +22,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,11 +39,13 @@ BULK_WORK_MEM = "256MB"
 
 # configurations of a selective definition: its harvest_configs
 _PARTIAL_SET = "SELECT config_id FROM harvest_configs WHERE harvest_id = %(h)s"
-# a snapshot: every active domain's default configuration, minus live aliases
+# a snapshot: every active domain's default configuration, minus aliases live at the run's date
+# (``as_of``: the logical date, so a backfill judges them as they were then; NULL: now)
 _FULL_SET = (
     "SELECT d.defaultconfig AS config_id FROM domains d WHERE d.active"
     " AND d.defaultconfig IS NOT NULL"
-    " AND (d.alias IS NULL OR d.lastaliasupdate < now() - CAST(%(alias_timeout)s AS interval))"
+    " AND (d.alias IS NULL OR d.lastaliasupdate"
+    " < COALESCE(CAST(%(as_of)s AS timestamptz), now()) - CAST(%(alias_timeout)s AS interval))"
 )
 # a snapshot's second step: the domains that stopped on a harvest limit in the previous one
 _STEP2_SET = (
@@ -106,11 +108,20 @@ def config_query(kind: str, previous_harvest_id: int | None, *, bulk: bool | Non
     return template.format(config_set=config_set_query(kind, previous_harvest_id))
 
 
-def query_params(harvest_id: int, previous_harvest_id: int | None) -> dict[str, Any]:
+def query_params(
+    harvest_id: int, previous_harvest_id: int | None, as_of: datetime | None = None
+) -> dict[str, Any]:
+    """Parameters of :func:`config_query`; ``as_of`` is the moment aliases are judged at.
+
+    Why a moment: an alias expires ``ALIAS_TIMEOUT`` after its last update; a snapshot run (or
+    its backfill) must skip the aliases that were live at its logical date, not at the time the
+    task happens to run. None judges them now.
+    """
     return {
         "h": harvest_id,
         "prev": previous_harvest_id,
         "alias_timeout": f"{ALIAS_TIMEOUT.days} days",
+        "as_of": as_of,
     }
 
 
@@ -135,13 +146,13 @@ def _raw(conn: Connection) -> Any:
     return conn.connection.dbapi_connection
 
 
-def count_configs(conn: Connection, harvest_id: int) -> int:
+def count_configs(conn: Connection, harvest_id: int, *, as_of: datetime | None = None) -> int:
     """How many configurations the definition has (the set only: no history is read)."""
     kind, _, prev = definition_limits(conn, harvest_id)
     with _raw(conn).cursor() as cur:
         cur.execute(
             f"SELECT count(*) FROM ({config_set_query(kind, prev)}) q",
-            query_params(harvest_id, prev),
+            query_params(harvest_id, prev, as_of),
         )
         return int(cur.fetchone()[0])
 
@@ -155,9 +166,17 @@ def row_to_config(row: tuple[Any, ...]) -> ConfigInfo:
 
 
 def stream_configs(
-    conn: Connection, harvest_id: int, *, fetch_size: int = FETCH_SIZE, bulk: bool | None = None
+    conn: Connection,
+    harvest_id: int,
+    *,
+    fetch_size: int = FETCH_SIZE,
+    bulk: bool | None = None,
+    as_of: datetime | None = None,
 ) -> Iterator[ConfigInfo]:
-    """The definition's configurations in config_id order, through a server-side cursor."""
+    """The definition's configurations in config_id order, through a server-side cursor.
+
+    ``as_of``: the run's logical date, at which a snapshot's aliases are judged (None: now).
+    """
     kind, _, prev = definition_limits(conn, harvest_id)
     if bulk is None:
         bulk = kind == "full" and prev is None
@@ -167,7 +186,7 @@ def stream_configs(
             cur.execute(f"SET LOCAL work_mem = '{BULK_WORK_MEM}'")
     cursor = raw.cursor(name=f"jobgen_{uuid.uuid4().hex}")
     try:
-        cursor.execute(config_query(kind, prev, bulk=bulk), query_params(harvest_id, prev))
+        cursor.execute(config_query(kind, prev, bulk=bulk), query_params(harvest_id, prev, as_of))
         for batch in _prefetched(cursor, fetch_size):
             for row in batch:
                 yield row_to_config(row)

@@ -108,3 +108,40 @@ def test_fixed_generator_chosen_by_setting(hdb, monkeypatch):
     # the default generator would close every job after one configuration (5000 expected
     # objects each, max_total_size 5000): [1, 1, 1, 1, 1]
     assert sizes == [2, 2, 1]
+
+
+def test_backfilled_snapshot_judges_aliases_at_its_logical_date(hdb, tmp_path):
+    load_domains(hdb, ["a.test", "b.test", "c.test"])
+    past = datetime(2026, 3, 1, 3, 0, tzinfo=UTC)
+    with hdb.begin() as c:
+        ids = dict(c.execute(sa.text("SELECT name, domain_id FROM domains")).all())
+        # b: an alias 273 days old at the backfilled date (live then), over a year old today
+        # c: 455 days old at the backfilled date: expired then as now
+        for name, updated in (
+            ("b.test", datetime(2025, 6, 1, tzinfo=UTC)),
+            ("c.test", datetime(2024, 12, 1, tzinfo=UTC)),
+        ):
+            c.execute(
+                sa.text("UPDATE domains SET alias = :a, lastaliasupdate = :t WHERE name = :n"),
+                {"a": ids["a.test"], "t": updated, "n": name},
+            )
+    hid = create_snapshot_definition("broad-2026-03", engine=hdb)
+    jobs = p.generate_jobs(hid, past, engine=hdb)
+    spec = json.loads(Path(p.prepare_job(jobs[0], tmp_path, engine=hdb)).read_text())
+    assert len(jobs) == 1
+    assert [d["domain"] for d in spec["domains"]] == ["a.test", "c.test"]
+    # the same definition run today: b's alias has expired, b is harvested again
+    today = p.generate_jobs(hid, datetime.now(UTC), engine=hdb)
+    with hdb.connect() as c:
+        domains = (
+            c.execute(
+                sa.text(
+                    "SELECT d.name FROM job_configs jc JOIN configurations USING (config_id)"
+                    " JOIN domains d USING (domain_id) WHERE jc.job_id = ANY(:j) ORDER BY 1"
+                ),
+                {"j": today},
+            )
+            .scalars()
+            .all()
+        )
+    assert domains == ["a.test", "b.test", "c.test"]
