@@ -5,19 +5,32 @@ grouped by (template, attributes, max objects, max bytes) and each group fills j
 ``fixed_domain_count_snapshot`` (snapshot) or ``fixed_domain_count_focused`` (selective) domains.
 As in NetarchiveSuite's ``FixedDomainConfigurationCountJobGenerator``, a configuration joins a
 job only while the job holds fewer than that count, so a count of 0 (its default for selective
-harvests) gives one configuration per job. One open job per group is kept across chunks, so
-memory is bounded by the number of groups times the job size.
+harvests) gives one configuration per job.
+
+Order: like NetarchiveSuite's ``AbstractJobGenerator``, the stream is cut into chunks of
+``domain_config_subset_size`` and each chunk is sorted by the configuration's own name (its
+``ConfigNamesComparator``: the name only, not the domain). Java's ``Collections.sort`` is stable,
+so configurations of the same name keep the stream's order (config_id here). The order decides
+which configurations share a job when a group holds more than the count. One open job per group
+is kept across chunks (NetarchiveSuite's per-harvest state), so memory is bounded by one chunk
+plus the number of groups times the job size.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from harvest.jobgen.default import chunked
 from harvest.jobgen.model import ConfigInfo, HarvestLimits, JobGenSettings, JobPlan, min_inf
 
 
 def group_key(config: ConfigInfo) -> tuple[str, str, int, int]:
     return (config.template, config.attributes, config.max_objects, config.max_bytes)
+
+
+def config_name(config: ConfigInfo) -> str:
+    """The chunk order (NetarchiveSuite's ``ConfigNamesComparator``, used with a stable sort)."""
+    return config.name
 
 
 def generate(
@@ -30,23 +43,25 @@ def generate(
         else settings.fixed_domain_count_focused
     )
     open_jobs: dict[tuple[str, str, int, int], JobPlan] = {}
-    for config in configs:
-        key = group_key(config)
-        job = open_jobs.get(key)
-        if job is not None and config.domain in job.domains:
-            # a domain appears once per job: close this one early
-            yield open_jobs.pop(key)
-            job = None
-        if job is None:
-            job = JobPlan(
-                template=config.template,
-                attributes=config.attributes,
-                max_objects_per_domain=min_inf(config.max_objects, limits.max_objects),
-                max_bytes_per_domain=min_inf(config.max_bytes, limits.max_bytes),
-            )
-            open_jobs[key] = job
-        job.configs.append(config)
-        job.domains.add(config.domain)
-        if len(job.configs) >= max(capacity, 1):
-            yield open_jobs.pop(key)
+    for chunk in chunked(configs, max(settings.domain_config_subset_size, 1)):
+        chunk.sort(key=config_name)  # stable: equal names keep the stream's order
+        for config in chunk:
+            key = group_key(config)
+            job = open_jobs.get(key)
+            if job is not None and config.domain in job.domains:
+                # a domain appears once per job: close this one early
+                yield open_jobs.pop(key)
+                job = None
+            if job is None:
+                job = JobPlan(
+                    template=config.template,
+                    attributes=config.attributes,
+                    max_objects_per_domain=min_inf(config.max_objects, limits.max_objects),
+                    max_bytes_per_domain=min_inf(config.max_bytes, limits.max_bytes),
+                )
+                open_jobs[key] = job
+            job.configs.append(config)
+            job.domains.add(config.domain)
+            if len(job.configs) >= max(capacity, 1):
+                yield open_jobs.pop(key)
     yield from open_jobs.values()

@@ -53,6 +53,7 @@ class ConfigInfo:
 
     ``history`` is newest first. ``attributes`` is a canonical (sorted JSON) string of the
     configuration's template overrides: configurations only share a job with identical ones.
+    ``name`` is the configuration's own name (the fixed-count generator sorts by it).
     """
 
     config_id: int
@@ -64,6 +65,7 @@ class ConfigInfo:
     history: tuple[HistoryEntry, ...] = ()
     domain_id: int = 0
     expected: int = 0  # filled by the default generator
+    name: str = ""
 
 
 @dataclass

@@ -56,7 +56,7 @@ _STEP2_SET = (
 
 _COLUMNS = (
     "c.config_id, c.domain_id, d.name, t.name, c.attributes::text, c.maxobjects, c.maxbytes,"
-    " b.objectcount, b.bytecount, b.stopreason"
+    " b.objectcount, b.bytecount, b.stopreason, c.name"
 )
 _JOINS = (
     " JOIN configurations c ON c.config_id = cs.config_id"
@@ -159,10 +159,12 @@ def count_configs(conn: Connection, harvest_id: int, *, as_of: datetime | None =
 
 def row_to_config(row: tuple[Any, ...]) -> ConfigInfo:
     """A streamed row as a ConfigInfo whose history is its best harvest (or nothing)."""
-    cid, did, domain, template, attributes, maxobjects, maxbytes, objs, size, reason = row
+    cid, did, domain, template, attributes, maxobjects, maxbytes, objs, size, reason, name = row
     # positional: this runs once per configuration, millions of times for a snapshot
     history = () if objs is None else (HistoryEntry(objs, size, reason),)
-    return ConfigInfo(cid, domain, template, maxobjects, maxbytes, attributes, history, did)
+    return ConfigInfo(
+        cid, domain, template, maxobjects, maxbytes, attributes, history, did, 0, name
+    )
 
 
 def stream_configs(

@@ -190,3 +190,17 @@ def test_a_configuration_is_counted_under_the_job_limits_not_the_harvest_ones():
         5900,
         23000,
     )
+
+
+def test_fixed_generator_sorts_each_chunk_by_configuration_name_stably():
+    # NetarchiveSuite: chunks of domainConfigSubsetSize, each sorted by the configuration's name
+    # (ConfigNamesComparator, a stable sort), jobs under construction carried across chunks.
+    # Hand-checked, count 2, chunks of 4:
+    #   chunk 1: 1 zeta, 2 alpha, 3 mid, 4 alpha -> alpha 2, alpha 4, mid 3, zeta 1 -> [2, 4], [3, 1]
+    #   chunk 2: 5 beta, 6 alpha                 -> alpha 6, beta 5               -> [6, 5]
+    settings = replace(S, fixed_domain_count_snapshot=2, domain_config_subset_size=4)
+    limits = HarvestLimits(snapshot=True)
+    names = {1: "zeta", 2: "alpha", 3: "mid", 4: "alpha", 5: "beta", 6: "alpha"}
+    configs = [replace(cfg(i), name=n) for i, n in names.items()]
+    jobs = [j.config_ids for j in fixed.generate(configs, limits, settings)]
+    assert jobs == [[2, 4], [3, 1], [6, 5]]

@@ -79,3 +79,15 @@ def test_stopping_the_stream_early_releases_the_cursor(hdb):
         assert first == sorted(first)
         # the connection is usable afterwards in the same transaction
         assert c.execute(sa.text("SELECT count(*) FROM configurations")).scalar() == 40
+
+
+def test_the_configuration_name_is_streamed_in_both_query_forms(hdb):
+    # the fixed-count generator sorts by it (NetarchiveSuite's ConfigNamesComparator)
+    with hdb.begin() as c:
+        ensure_config(c, "n1.test", config_name="zeta", template="default_snapshot")
+        ensure_config(c, "n2.test", config_name="alpha", template="default_snapshot")
+    hid = create_snapshot_definition("snap", engine=hdb)
+    for bulk in (True, False):
+        with hdb.begin() as c:
+            names = [cfg.name for cfg in stream_configs(c, hid, bulk=bulk)]
+        assert names == ["zeta", "alpha"], f"bulk={bulk}"
