@@ -84,7 +84,8 @@ def validate_params(params: dict[str, Any], engine: Engine | None = None) -> One
         max_bytes = int(params.get("max_bytes", 1_000_000_000))
     except (TypeError, ValueError) as exc:
         raise OneOffError(f"max_objects/max_bytes: not a number ({exc})") from None
-    if max_objects < -1 or max_bytes < -1:
+    if max_objects < -1 or max_bytes < -1 or 0 in (max_objects, max_bytes):
+        # 0 would crawl nothing: job generation leaves such configurations out
         raise OneOffError("max_objects/max_bytes: -1 (unlimited) or a positive number")
     if bool(hid) == bool([s for s in raw_seeds if str(s).strip()]):
         raise OneOffError("give either harvest_id or seeds, not both and not neither")

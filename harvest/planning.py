@@ -5,6 +5,8 @@ logical date) gets its number once (``harvest_runs``) and its jobs are written i
 transaction as the run's ``job_count``, so a re-run returns the same job ids and a crash in the
 middle leaves nothing half-written. A job freezes its template (with the configurations'
 attribute overrides), its seed list and its crawler traps (global + domains + definition).
+Configurations that would crawl nothing (zero budget, no active seed) are left out and
+counted in the run's log (:mod:`harvest.jobgen.skip`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from harvest.definitions import deactivate, ensure_run
 from harvest.jobgen import default as default_generator
 from harvest.jobgen import fixed as fixed_generator
 from harvest.jobgen.model import HarvestLimits, JobGenSettings, JobPlan
+from harvest.jobgen.skip import SkipCounts, active_seeds, zero_budget
 from harvest.jobgen.source import count_configs, definition_limits, stream_configs
 from harvestflow.progress import Progress
 from harvestflow.settings import get_settings
@@ -89,8 +92,14 @@ def _insert_job(
     templates: dict[str, dict[str, Any]],
     traps: list[str],
     logical_date: datetime,
-) -> int:
-    ids = plan.config_ids
+    skipped: SkipCounts,
+) -> int | None:
+    """Write the planned job; None when none of its configurations has an active seed.
+
+    Configurations without an active seed are left out here (counted in ``skipped``), where
+    the job's seed lists are read anyway: checking them while streaming would add a join over
+    every seed list to the snapshot query.
+    """
     seeds_rows = conn.execute(
         sa.text(
             # driven by the id list (index lookups), not a scan of every seed list
@@ -100,15 +109,20 @@ def _insert_job(
             " JOIN seedlists s USING (seedlist_id) JOIN domains d ON d.domain_id = s.domain_id"
             " ORDER BY cs.config_id, s.seedlist_id"
         ),
-        {"ids": ids},
+        {"ids": plan.config_ids},
     ).all()
+    row_seeds = [(row, active_seeds(row.seeds)) for row in seeds_rows]
+    seeded = {row.config_id for row, active in row_seeds if active}
+    ids = [cid for cid in plan.config_ids if cid in seeded]
+    skipped.no_active_seeds += len(plan.config_ids) - len(ids)
+    if not ids:
+        return None
     seeds: dict[str, None] = {}
     job_traps: dict[str, None] = dict.fromkeys(traps)
-    for row in seeds_rows:
-        for line in row.seeds.splitlines():
-            if line.strip():
-                seeds[line.strip()] = None
-        job_traps.update(dict.fromkeys(row.crawlertraps or ()))
+    for row, active in row_seeds:
+        if row.config_id in seeded:
+            seeds.update(dict.fromkeys(active))
+            job_traps.update(dict.fromkeys(row.crawlertraps or ()))
     template = dict(templates[plan.template])
     template.update(json.loads(plan.attributes))
     template["name"] = plan.template
@@ -167,11 +181,14 @@ def plan_jobs(
     settings: JobGenSettings | None = None,
     progress_interval_s: float | None = None,
     as_of: datetime | None = None,
+    skipped: SkipCounts | None = None,
 ) -> Iterator[JobPlan]:
     """The job plans of a definition, streamed (nothing is written).
 
     ``as_of``: the run's logical date, at which a snapshot's aliases are judged (None: now).
+    Configurations with a zero object or byte budget are left out (counted in ``skipped``).
     """
+    skipped = skipped if skipped is not None else SkipCounts()
     settings = settings or JobGenSettings.from_settings()
     _, limits, _ = definition_limits(conn, harvest_id)
     interval = progress_interval_s or float(get_settings()["airflow"]["progress_interval_s"])
@@ -190,6 +207,9 @@ def plan_jobs(
             if pending == 1000:  # progress by batches: a call per row costs more than the row
                 progress.advance(pending)
                 pending = 0
+            if zero_budget(config, limits):
+                skipped.zero_budget += 1
+                continue
             yield config
         progress.advance(pending)
 
@@ -240,14 +260,26 @@ def generate_jobs(
         templates = _template_specs(conn)
         traps = sorted(set(global_crawler_traps(conn)) | set(definition.crawlertraps or ()))
         jobs = []
-        for index, plan in enumerate(
-            plan_jobs(conn, harvest_id, generator=generator, settings=settings, as_of=ld)
-        ):
-            jobs.append(
-                _insert_job(
-                    conn, definition, harvest_num, index, plan, limits, templates, traps, ld
-                )
+        skipped = SkipCounts()
+        plans = plan_jobs(
+            conn, harvest_id, generator=generator, settings=settings, as_of=ld, skipped=skipped
+        )
+        for plan in plans:
+            job_id = _insert_job(
+                conn,
+                definition,
+                harvest_num,
+                len(jobs),
+                plan,
+                limits,
+                templates,
+                traps,
+                ld,
+                skipped,
             )
+            if job_id is not None:
+                jobs.append(job_id)
+        skipped.log_summary(harvest_id, harvest_num)
         conn.execute(
             sa.text(
                 "UPDATE harvest_runs SET job_count = :c, generated_at = now()"

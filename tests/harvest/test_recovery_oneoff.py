@@ -115,6 +115,8 @@ def test_oneoff_form_errors_name_the_field(hdb):
         validate_params({"seeds": ["http://a.test/", "ftp://b.test/"]}, hdb)
     with pytest.raises(OneOffError, match="harvest_id: no harvest definition"):
         validate_params({"harvest_id": 999}, hdb)
+    with pytest.raises(OneOffError, match="positive number"):  # a zero budget crawls nothing
+        validate_params({"seeds": ["http://a.test/"], "max_bytes": 0}, hdb)
     hid = p.create_demo_definition(8099, engine=hdb)
     assert validate_params({"harvest_id": hid}, hdb).harvest_id == hid
 
