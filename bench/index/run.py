@@ -7,7 +7,7 @@ by line, then the time to merge the per-file sorted CDXJ files with our merge an
 times, are the result (the machine is shared). Usage:
 
     .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
-        [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only]
+        [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only] [--crawled]
 """
 
 from __future__ import annotations
@@ -227,18 +227,45 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="indexing rounds")
     ap.add_argument("--merge-rounds", type=int, default=6)
     ap.add_argument("--merge-copies", type=int, default=20, help="merge input: N x the index")
-    args = ap.parse_args()
-    warc_dir = args.data / "warcs"
-    subprocess.run(
-        [PY, str(Path(__file__).with_name("gen_warcs.py")), str(warc_dir), "--gb", str(args.gb)],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    ap.add_argument(
+        "--crawled",
+        action="store_true",
+        help="WARCs written by our crawler (crawl_warcs.py: a generated site crawled on loopback)"
+        " instead of WARCs generated in the crawler's layout (gen_warcs.py)",
     )
+    args = ap.parse_args()
+    if args.crawled:
+        subprocess.run(
+            [
+                PY,
+                str(Path(__file__).with_name("crawl_warcs.py")),
+                str(args.data),
+                "--gb",
+                str(args.gb * 1.25),
+            ],  # bodies compress by ~20 %: crawl a bit more than --gb
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        warc_dir = args.data / "crawl" / "warcs"
+    else:
+        warc_dir = args.data / "warcs"
+        subprocess.run(
+            [
+                PY,
+                str(Path(__file__).with_name("gen_warcs.py")),
+                str(warc_dir),
+                "--gb",
+                str(args.gb),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     warcs = sorted(str(p) for p in warc_dir.glob("*.warc.gz"))
     mb = sum(os.path.getsize(p) for p in warcs) / 1e6
     work = args.data / "out"
     work.mkdir(exist_ok=True)
-    print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB")
+    source = "crawled by our crawler" if args.crawled else "generated in our crawler's layout"
+    print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB, {source}")
 
     if not args.merge_only:
         index_bench(warcs, work, mb, args.processes, args.rounds)
