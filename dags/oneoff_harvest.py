@@ -56,11 +56,13 @@ with DAG(
     @task
     def validate() -> list[int]:
         """Check the form; create the one-off definition for a seed list."""
-        from harvest.pipeline import create_seedlist_harvest, validate_params
+        from harvest.pipeline import create_seedlist_harvest, start_oneoff, validate_params
 
         context = get_current_context()
         request = validate_params(dict(context["params"]))
         if request.harvest_id:
+            # an extra run: not one of the schedule's repeats
+            start_oneoff(request.harvest_id, run_date(context))
             return [request.harvest_id]
         harvest_id = create_seedlist_harvest(
             list(request.seeds),

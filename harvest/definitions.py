@@ -239,7 +239,7 @@ _PARTIAL_SQL = (
     " s.numtimeunits,"
     " s.startdate, s.enddate, s.maxrepeats,"
     " (SELECT count(*) FROM harvest_runs r WHERE r.harvest_id = h.harvest_id"
-    "  AND r.logical_date < :ld) AS runs_before,"
+    "  AND r.logical_date < :ld AND NOT r.oneoff) AS runs_before,"
     " EXISTS (SELECT 1 FROM harvest_runs r WHERE r.harvest_id = h.harvest_id"
     "  AND r.logical_date = :ld) AS has_run"
     " FROM harvestdefinitions h JOIN partialharvests p USING (harvest_id)"
@@ -280,11 +280,14 @@ def due_definitions(
     return due
 
 
-def ensure_run(conn: Connection, harvest_id: int, logical_date: datetime) -> tuple[int, bool]:
+def ensure_run(
+    conn: Connection, harvest_id: int, logical_date: datetime, *, oneoff: bool = False
+) -> tuple[int, bool]:
     """(harvest_num, created) of the run of ``harvest_id`` at ``logical_date``.
 
     Serialised per definition by a transaction-scoped advisory lock, so two concurrent tasks
-    cannot allocate two numbers for the same run.
+    cannot allocate two numbers for the same run. ``oneoff`` marks an engineer's extra run,
+    which the schedule's repeat count leaves out (a mark once set stays).
     """
     ld = as_utc(logical_date)
     conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": harvest_id})
@@ -293,15 +296,23 @@ def ensure_run(conn: Connection, harvest_id: int, logical_date: datetime) -> tup
         {"h": harvest_id, "d": ld},
     ).scalar()
     if num is not None:
+        if oneoff:
+            conn.execute(
+                sa.text(
+                    "UPDATE harvest_runs SET oneoff = true"
+                    " WHERE harvest_id = :h AND logical_date = :d"
+                ),
+                {"h": harvest_id, "d": ld},
+            )
         return int(num), False
     num = conn.execute(
         sa.text(
-            "INSERT INTO harvest_runs (harvest_id, logical_date, harvest_num) SELECT :h, :d,"
-            " GREATEST(COALESCE(max(r.harvest_num), 0),"
-            "  (SELECT numevents FROM harvestdefinitions WHERE harvest_id = :h)) + 1"
+            "INSERT INTO harvest_runs (harvest_id, logical_date, harvest_num, oneoff)"
+            " SELECT :h, :d, GREATEST(COALESCE(max(r.harvest_num), 0),"
+            "  (SELECT numevents FROM harvestdefinitions WHERE harvest_id = :h)) + 1, :o"
             " FROM harvest_runs r WHERE r.harvest_id = :h RETURNING harvest_num"
         ),
-        {"h": harvest_id, "d": ld},
+        {"h": harvest_id, "d": ld, "o": oneoff},
     ).scalar_one()
     return int(num), True
 
@@ -326,7 +337,8 @@ def advance_schedule(
             {"h": harvest_id, "d": ld},
         ).scalar()
         runs = conn.execute(
-            sa.text("SELECT count(*) FROM harvest_runs WHERE harvest_id = :h"), {"h": harvest_id}
+            sa.text("SELECT count(*) FROM harvest_runs WHERE harvest_id = :h AND NOT oneoff"),
+            {"h": harvest_id},
         ).scalar_one()
         conn.execute(
             sa.text(

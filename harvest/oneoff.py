@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvest.common import as_utc, engine_or_default
-from harvest.definitions import advance_schedule, ensure_selective_definition
+from harvest.definitions import advance_schedule, ensure_run, ensure_selective_definition
 from harvest.domains import ensure_config, registrable_domain
 from harvest.selection.records import RecordError, normalise_url
 
@@ -173,6 +173,18 @@ def create_seedlist_harvest(
     return hid
 
 
+def start_oneoff(harvest_id: int, logical_date: datetime, engine: Engine | None = None) -> int:
+    """Open the one-off run of an existing definition (its harvest number), marked one-off.
+
+    Why before job generation: from then on the run is in ``harvest_runs``, and a scheduled
+    run evaluated meanwhile must already see it as an extra run, not as one of its repeats.
+    """
+    engine = engine_or_default(engine)
+    with engine.begin() as conn:
+        num, _created = ensure_run(conn, harvest_id, as_utc(logical_date), oneoff=True)
+    return num
+
+
 def finish_oneoff(
     harvest_id: int, logical_date: datetime, engine: Engine | None = None
 ) -> dict[str, Any]:
@@ -197,8 +209,9 @@ def finish_oneoff(
         if scheduled:
             num = conn.execute(
                 sa.text(
-                    "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now())"
-                    " WHERE harvest_id = :h AND logical_date = :d RETURNING harvest_num"
+                    "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now()),"
+                    " oneoff = true WHERE harvest_id = :h AND logical_date = :d"
+                    " RETURNING harvest_num"
                 ),
                 {"h": harvest_id, "d": ld},
             ).scalar()

@@ -28,6 +28,7 @@ from harvest.oneoff import (
     PARAMS_SCHEMA,
     create_seedlist_harvest,
     finish_oneoff,
+    start_oneoff,
     validate_params,
 )
 from harvest.planning import generate_due_jobs, generate_jobs
@@ -57,6 +58,7 @@ __all__ = [
     "record_job_results",
     "resubmit_dead_jobs",
     "resubmit_job",
+    "start_oneoff",
     "transfer_selection_records",
     "validate_params",
 ]

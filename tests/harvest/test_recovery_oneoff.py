@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -176,6 +176,34 @@ def test_oneoff_of_a_scheduled_definition_leaves_its_schedule_alone(hdb):
             {"h": hid},
         ).scalar()
     assert advanced is not None  # the run itself is closed
+
+
+def test_a_oneoff_run_does_not_count_towards_the_schedules_repeats(hdb):
+    hid = p.create_demo_definition(8099, engine=hdb)  # daily from LD
+    with hdb.begin() as c:
+        c.execute(
+            sa.text(
+                "UPDATE schedules SET maxrepeats = 2 WHERE schedule_id ="
+                " (SELECT schedule_id FROM partialharvests WHERE harvest_id = :h)"
+            ),
+            {"h": hid},
+        )
+    assert hid in p.due_definitions("daily", LD, engine=hdb)
+    p.generate_jobs(hid, LD, engine=hdb)
+    p.advance_schedule(hid, LD, engine=hdb)
+    # an engineer's one-off the same afternoon, as the oneoff_harvest DAG runs it
+    oneoff_at = LD + timedelta(hours=11, minutes=30)
+    assert p.start_oneoff(hid, oneoff_at, engine=hdb) == 2
+    assert p.generate_jobs(hid, oneoff_at, engine=hdb)
+    p.finish_oneoff(hid, oneoff_at, engine=hdb)
+    # the schedule's second and last event is still due the next day, and is run 3
+    second = LD + timedelta(days=1)
+    assert hid in p.due_definitions("daily", second, engine=hdb)
+    p.generate_jobs(hid, second, engine=hdb)
+    result = p.advance_schedule(hid, second, engine=hdb)
+    assert result["harvest_num"] == 3
+    # and the schedule is over after its two events, not after two runs of any kind
+    assert hid not in p.due_definitions("daily", second + timedelta(days=1), engine=hdb)
 
 
 def test_oneoff_of_a_seed_list_still_counts_its_run(hdb):
