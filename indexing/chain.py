@@ -19,6 +19,7 @@ Public entry points (plain arguments, small results, no Airflow): :func:`ingest`
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import shutil
@@ -305,7 +306,18 @@ def transfer_module(ctx: _Ctx, entry: manifest.Entry) -> None:
     if not (
         final.is_file() and final.stat().st_size == entry.size and sha1_of(final) == entry.sha1
     ):
-        copy_verified(local, final, entry.sha1)
+        try:
+            copy_verified(local, final, entry.sha1)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            # the location filled up after it was chosen: nothing is there under the final name
+            # (and no PATH line names it yet), so the next attempt may choose again
+            manifest.update(ctx.engine, entry.file_name, final_path=None)
+            entry.final_path = None
+            raise NoSpaceError(
+                f"{entry.file_name}: {final.parent} filled up during the copy"
+            ) from exc
     crashpoint("transfer.copied")
     base = Path(entry.cdx_path) if entry.cdx_path else _cdx_base(ctx, entry)
     path_file = ctx.layout.path_daily(_day_of(base), entry.collection) / (entry.file_name + ".path")

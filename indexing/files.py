@@ -67,12 +67,16 @@ def copy_verified(src: Path, dest: Path, sha1: str) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = tmp_name(dest)
     h = hashlib.sha1()
-    with open(src, "rb") as fin, open(tmp, "wb") as fout:
-        while block := fin.read(BLOCK):
-            h.update(block)
-            fout.write(block)
-        fout.flush()
-        os.fsync(fout.fileno())
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            while block := fin.read(BLOCK):
+                h.update(block)
+                fout.write(block)
+            fout.flush()
+            os.fsync(fout.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # e.g. ENOSPC: do not leave a partial copy taking room
+        raise
     if h.hexdigest() != sha1:
         tmp.unlink(missing_ok=True)
         raise ChecksumMismatch(f"{src}: sha1 {h.hexdigest()} differs from ingest's {sha1}")

@@ -4,6 +4,7 @@ daily merge, bigmerge, cleanarcrepository, collections, quarantine, dedup index.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -423,3 +424,42 @@ def test_dedup_index_keeps_the_originals_of_the_previous_runs_revisits(
     assert out.read_text().splitlines() == sorted(lines2[:1] + lines1[1:] + lines2[1:])
     # run 1's capture of the changed page is not carried: run 2 stored a new version
     assert "sha1:C1" not in out.read_text()
+
+
+def test_a_location_that_fills_up_during_the_copy_is_chosen_again_later(
+    cfg: settings_mod.Settings, db_engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+):
+    import errno
+
+    from indexing import files
+
+    cfg["indexing"]["repository_locations"] = ["repository/full", "repository/roomy"]
+    hid = make_harvest(db_engine, "fills-up")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=24, records=5)
+    name = sorted(chain.ingest(cfg))[0]
+
+    class DiskFull:  # os, whose fsync fails as on a full file system
+        def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
+            return getattr(os, attr)
+
+        def fsync(self, fd: int) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(files, "os", DiskFull())
+        with pytest.raises(chain.NoSpaceError, match="filled up"):
+            chain.process_file(name, cfg)
+    full = cfg.data_dir / "repository" / "full"
+    assert [p for p in full.rglob("*") if p.is_file()] == []  # no partial copy left there
+    assert (manifest.get(db_engine, name) or pytest.fail(name)).final_path is None
+
+    real_usage = shutil.disk_usage
+    monkeypatch.setattr(
+        shutil,
+        "disk_usage",
+        lambda p: real_usage(p)._replace(free=0) if Path(p).name == "full" else real_usage(p),
+    )
+    assert chain.process_file(name, cfg)["stage"] == "done"
+    final = Path((manifest.get(db_engine, name) or pytest.fail(name)).final_path or "")
+    assert final == cfg.data_dir / "repository" / "roomy" / str(hid) / name
+    assert sha1_of(final) == sha1_of(job_dir / "warcs" / name)
