@@ -24,6 +24,7 @@ import operator
 import os
 import shutil
 import subprocess
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import date
@@ -202,25 +203,47 @@ def _inputs_record(out: Path) -> Path:
     return out.with_name(out.name + ".inputs.json")
 
 
+def _read_record(record: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_record(record: Path, data: dict[str, Any]) -> None:
+    tmp = tmp_name(record)
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, record)
+
+
 def _merge_day(layout: Layout, day: date, result: dict[str, Any], *, only_changed: bool) -> None:
+    """Merge one day; ``only_changed``: only the kinds whose per-file files changed since.
+
+    A change is seen first from the directory's mtime (every file arrives by a rename into it),
+    so that the earlier days cost one ``stat`` each, not a listing of their thousands of files;
+    then from the listing (names and sizes) recorded with the last merge.
+    """
     for collection in layout.all_collections():
         for in_dir, suffix, out in _day_kinds(layout, day, collection):
-            inputs = sorted(in_dir.glob("*" + suffix)) if in_dir.is_dir() else []
+            if not in_dir.is_dir():
+                continue
+            dir_mtime: int | None = in_dir.stat().st_mtime_ns  # before listing (see above)
+            if time.time_ns() - (dir_mtime or 0) < 2_000_000_000:
+                dir_mtime = None  # too recent to trust on a coarse-clock file system: list again
+            record = _inputs_record(out)
+            known = _read_record(record) if only_changed and out.exists() else {}
+            if dir_mtime is not None and known.get("dir_mtime_ns") == dir_mtime:
+                continue
+            inputs = sorted(in_dir.glob("*" + suffix))
             if not inputs:
                 continue
             listing = [[p.name, p.stat().st_size] for p in inputs]
-            record = _inputs_record(out)
-            if (
-                only_changed
-                and out.exists()
-                and record.exists()
-                and json.loads(record.read_text()) == listing
-            ):
+            if known.get("inputs") == listing:  # e.g. a file rewritten identically
+                _write_record(record, {"dir_mtime_ns": dir_mtime, "inputs": listing})
                 continue
             stats = merge_sorted(inputs, out)  # checks the byte order of what it wrote
-            tmp = tmp_name(record)
-            tmp.write_text(json.dumps(listing))
-            os.replace(tmp, record)
+            _write_record(record, {"dir_mtime_ns": dir_mtime, "inputs": listing})
             result["files"][str(out)] = {"inputs": stats.inputs, "lines": stats.lines}
             if only_changed and day.isoformat() not in result["caught_up"]:
                 result["caught_up"].append(day.isoformat())

@@ -8,6 +8,7 @@ import random
 import subprocess
 import threading
 import time
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from harvestflow import settings as settings_mod
 from indexing.files import single_instance
 from indexing.layout import Layout
-from indexing.merge import UnsortedIndexError, bigmerge, check_sorted, merge_sorted
+from indexing.merge import UnsortedIndexError, bigmerge, check_sorted, daily_merge, merge_sorted
 
 
 def _sorted_file(path: Path, lines: list[bytes]) -> Path:
@@ -113,3 +114,33 @@ def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path):
     started = time.monotonic()
     with single_instance(tmp_path, "bigmerge"):
         assert time.monotonic() - started < 5
+
+
+def test_daily_merge_remerges_an_earlier_day_that_got_files_after_its_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    layout = Layout.from_settings(cfg)
+    day = date(2026, 11, 20)
+    daily = layout.cdx_daily(day)
+    daily.mkdir(parents=True)
+    merged = layout.cdx_merged() / "2026-11-20.cdxj"
+
+    def age_dir() -> None:  # as if the day's files arrived long ago
+        past = time.time() - 3600
+        os.utime(daily, (past, past))
+
+    (daily / "a.warc.gz.cdxj").write_bytes(b"a 1 {}\n")
+    daily_merge(day, cfg)
+    assert merged.read_bytes() == b"a 1 {}\n"
+    age_dir()
+    assert daily_merge(day + timedelta(days=1), cfg)["caught_up"] == []  # unchanged: listed once
+    assert daily_merge(day + timedelta(days=1), cfg)["caught_up"] == []  # now by the mtime alone
+    (daily / "b.warc.gz.cdxj").write_bytes(b"b 2 {}\n")  # a late file
+    assert daily_merge(day + timedelta(days=2), cfg)["caught_up"] == ["2026-11-20"]
+    assert merged.read_bytes() == b"a 1 {}\nb 2 {}\n"
+    age_dir()
+    assert daily_merge(day + timedelta(days=3), cfg)["caught_up"] == []
+    settings_mod.reset()
