@@ -10,9 +10,12 @@ its record's depth maps to in config/selection_mapping.toml.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,36 @@ def launch(
     )
 
 
+@contextlib.contextmanager
+def steady_progress(
+    engine: sa.Engine, logger: logging.Logger, interval_s: float, done: Callable[[], int]
+) -> Iterator[None]:
+    """Log the due / overdue / done line every ``interval_s`` while the body runs.
+
+    Why a thread: a batch may run for minutes (``max_run_s``), and a curator reading the task
+    log should see where the crawl stands at a steady interval, not only between batches; the
+    crawler child's own progress lines say how the current batch goes.
+    """
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(interval_s):
+            try:
+                stats = crawl_stats(engine, dt.datetime.now(dt.UTC))
+            except sa.exc.SQLAlchemyError as exc:  # a DB hiccup must not end the crawl task
+                logger.warning("continuous: progress figures unavailable: %s", exc)
+                continue
+            logger.info("%s", stats.progress_line(done()))
+
+    thread = threading.Thread(target=beat, name="continuous-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def crawl_for(
     duration_s: float,
     *,
@@ -80,11 +113,13 @@ def crawl_for(
     pause_s: float | None = None,
     resolve: dict[str, str] | None = None,
     logger: logging.Logger | None = None,
+    progress_interval_s: float | None = None,
 ) -> dict[str, Any]:
     """Run bounded batches for about ``duration_s`` seconds (the long-running crawl task).
 
     Each batch fetches the URLs due at its start; when nothing is due the loop sleeps
-    ``pause_s``. After each batch the log gets the due / overdue / done line.
+    ``pause_s``. The log gets the due / overdue / done line after each batch and every
+    ``progress_interval_s`` (settings ``progress_interval_s``, default 60 s) in between.
     """
     logger = logger or log
     engine = _engine(engine)
@@ -96,30 +131,34 @@ def crawl_for(
     policy = default_policy()
     policies = template_policies(settings.get("policy"))
     template = dict(settings.get("template") or {})
+    interval = float(settings.get("progress_interval_s", 60.0))
+    if progress_interval_s is not None:
+        interval = progress_interval_s
     results: list[BatchResult] = []
     done = 0
-    while True:
-        batch = run_batch(
-            engine,
-            out_dir,
-            max_urls=batch_size,
-            max_run_s=int(settings.get("max_run_s", 240)),
-            policy=policy,
-            policies=policies,
-            template=template,
-            resolve=resolve,
-            logger=logger,
-        )
-        if batch.due:
-            results.append(batch)
-            done += batch.visited
-        logger.info("%s", crawl_stats(engine, dt.datetime.now(dt.UTC)).progress_line(done))
-        if time.monotonic() >= deadline:
-            break
-        if not batch.due:
-            time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
+    with steady_progress(engine, logger, interval, lambda: done):
+        while True:
+            batch = run_batch(
+                engine,
+                out_dir,
+                max_urls=batch_size,
+                max_run_s=int(settings.get("max_run_s", 240)),
+                policy=policy,
+                policies=policies,
+                template=template,
+                resolve=resolve,
+                logger=logger,
+            )
+            if batch.due:
+                results.append(batch)
+                done += batch.visited
+            logger.info("%s", crawl_stats(engine, dt.datetime.now(dt.UTC)).progress_line(done))
             if time.monotonic() >= deadline:
                 break
+            if not batch.due:
+                time.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
+                if time.monotonic() >= deadline:
+                    break
     return {
         "runs": len(results),
         "visited": done,

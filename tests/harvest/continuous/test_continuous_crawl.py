@@ -8,6 +8,7 @@ URL state lives in the test's PostgreSQL; pywb (test oracle) replays the live co
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import logging
 import socket
@@ -283,14 +284,25 @@ def test_crawl_for_runs_batches_and_logs_due_overdue_done(
         launch_hour(db_engine, yesterday, POLICY)
         caplog.set_level("INFO", logger="harvest.continuous")
         result = crawl_for(
-            0, engine=db_engine, out_dir=tmp_path, batch_size=10, resolve=site.resolve()
+            0,
+            engine=db_engine,
+            out_dir=tmp_path,
+            batch_size=10,
+            resolve=site.resolve(),
+            progress_interval_s=0.5,
         )
     finally:
         site.stop()
     assert result["runs"] == 1 and result["visited"] == 1 and result["new_urls"] == len(PAGES) + 1
     assert site.hits.get("/") == 1
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("continuous:")]
+    records = [r for r in caplog.records if r.getMessage().startswith("continuous: due")]
+    lines = [r.getMessage() for r in records]
     assert lines and "due 6 / overdue 0" in lines[-1] and "done 1" in lines[-1]
+    # while the batch ran (a crawler child: seconds), the line came at the steady interval too
+    during = [r for r in records if "done 0" in r.getMessage()]
+    assert len(during) >= 2, lines
+    gaps = [b.created - a.created for a, b in itertools.pairwise(during)]
+    assert all(gap > 0.3 for gap in gaps), gaps  # one line per interval, not a burst
     assert list((tmp_path / "live" / "index").glob("*.cdxj"))
     # the run is a DONE job of the "continuous" definition: the indexing chain takes it in
     from indexing.layout import harvest_id_of, job_id_of
