@@ -30,7 +30,7 @@ with DAG(
     tags=["qa"],
 ) as dag:
 
-    @task
+    @task(show_return_value_in_logs=False)  # the curator summary stays the last lines
     def daily_stats() -> dict[str, Any]:
         from qa.daily import run_daily, summary_lines
 
