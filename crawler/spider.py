@@ -9,8 +9,8 @@ status codes so that no failure is silent and none is fatal.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import scrapy
@@ -27,6 +27,9 @@ from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
 from crawler.links import extract_css, extract_html, extract_sitemap
 from crawler.urls import host_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 
@@ -124,3 +127,46 @@ class ArchiveSpider(scrapy.Spider):
 
     def closed(self, reason: str) -> None:
         self.ctx.end_reason = reason
+
+
+class ScheduleOutputMiddleware:
+    """The last spider middleware on a callback's output: schedules its Requests at once.
+
+    Why: Scrapy hands a callback's output, once through the spider middlewares, to
+    CONCURRENT_ITEMS asyncio worker tasks made per response (101 tasks with the default 100),
+    which then schedule the Requests; ArchiveSpider yields only Requests, and scheduling one
+    never waits. Here they are scheduled in the same order and in the same event-loop step as
+    those workers did, and nothing is left for the workers (CONCURRENT_ITEMS is 1 in
+    runner.scrapy_settings: 2 tasks per response). Anything else a callback yields is passed
+    on unchanged. Start requests do not come this way (``process_start``).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ScheduleOutputMiddleware:
+        return cls(crawler)
+
+    def _schedule(self, output: Any) -> bool:
+        if isinstance(output, scrapy.Request):
+            engine = self.crawler.engine
+            assert engine is not None
+            engine.crawl(output)
+            return True
+        return False
+
+    def process_spider_output(
+        self, response: Response, result: Iterable[Any], spider: Any = None
+    ) -> Iterable[Any]:
+        # a generator, like the middlewares before it: consumed where Scrapy consumed the output
+        for o in result:
+            if not self._schedule(o):
+                yield o
+
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterable[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
+        async for o in result:
+            if not self._schedule(o):
+                yield o
