@@ -2,10 +2,11 @@
  * qa._crawlscan: one pass over a piece of a Heritrix crawl.log, aggregated in C.
  *
  * Why: the daily QA's cost is per-line field splitting; polars' string kernels spend 3-4 x what
- * mawk spends. This scanner walks each line once, byte by byte, and sums lines and bytes per
- * ("authority MIME", status*8 + dup*4 + seed*2 + quota) -- the packed key of qa.crawllog --
- * in an open-addressing hash table, with the GIL released (so threads can scan ranges of one
- * mmap in parallel).
+ * mawk spends. This scanner walks each line once and sums lines and bytes per (authority, MIME,
+ * status*8 + dup*4 + seed*2 + quota) -- qa.crawllog's grouping -- in open-addressing hash
+ * tables (authority and MIME interned to ids, groups keyed by the ids; lines added in batches
+ * whose table slots are prefetched), with the GIL released (so threads can scan ranges of one
+ * mmap in parallel). result() gives the packed "authority MIME" keys, columns() the ids.
  *
  * It only accepts lines it is certain to read exactly as qa.crawllog's polars fast path does:
  * pure printable ASCII (no byte >= 0x80, no NUL, CR or 0x1f), Heritrix's fixed layout (status
@@ -25,24 +26,6 @@
 #endif
 
 typedef struct {
-    uint64_t hash;
-    int64_t code;
-    int64_t lines;
-    int64_t bytes;
-    size_t key_off; /* into the arena */
-    size_t key_len;
-    int used;
-} Entry;
-
-typedef struct {
-    Entry *slots;
-    size_t cap; /* power of two */
-    size_t count;
-    char *arena;
-    size_t arena_len, arena_cap;
-} Table;
-
-typedef struct {
     int64_t lineno;
     size_t off, len;
 } Odd;
@@ -60,41 +43,159 @@ static void init_classes(void) {
     cls[(unsigned char)' '] = 1;
 }
 
-static uint64_t hash_key(const char *p, size_t n, int64_t code) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
+/* Two tables instead of one keyed by the "authority MIME" string: the distinct authorities and
+ * MIME types (tens of thousands, cache-resident) are interned to small ids, and the groups are
+ * keyed by (authority id, MIME id, code) -- three integers in one 32-byte slot. A line then
+ * costs one probe into the large group table, where the string-keyed table cost two cache
+ * misses (slot, then the key in the arena), a byte-wise hash and a copy of the key: together
+ * ~60% of the scan (perf, 10^7 lines, 7.3 x 10^5 groups). */
+typedef struct {
+    uint64_t hash;
+    size_t off; /* into the arena: a probe needs no look-up in items */
+    uint32_t id1; /* id + 1; 0 = empty slot */
+    uint32_t len;
+} StrSlot;
+
+typedef struct {
+    size_t off;
+    uint32_t len;
+} StrItem;
+
+typedef struct {
+    StrSlot *slots;
+    size_t cap; /* power of two */
+    StrItem *items;
+    size_t count, items_cap;
+    char *arena;
+    size_t arena_len, arena_cap;
+} Strings;
+
+typedef struct {
+    uint32_t a, m; /* authority and MIME ids */
+    int64_t code;
+    int64_t lines; /* 0 = empty slot */
+    int64_t bytes;
+} Group;
+
+typedef struct {
+    Strings s;
+    Group *slots;
+    size_t cap; /* power of two */
+    size_t count;
+} Table;
+
+static uint64_t hash_bytes(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
     }
-    h ^= (uint64_t)code * 0x9E3779B97F4A7C15ULL;
-    h ^= h >> 29;
-    return h;
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+static uint64_t hash_group(uint32_t a, uint32_t m, int64_t code) {
+    uint64_t h = ((uint64_t)a << 32 | m) * 0x9E3779B97F4A7C15ULL;
+    h ^= (uint64_t)code * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 31;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 29);
 }
 
 static int table_init(Table *t) {
+    memset(t, 0, sizeof(Table));
+    t->s.cap = 1 << 12;
+    t->s.slots = calloc(t->s.cap, sizeof(StrSlot));
+    t->s.items_cap = 1 << 10;
+    t->s.items = malloc(t->s.items_cap * sizeof(StrItem));
+    t->s.arena_cap = 1 << 16;
+    t->s.arena = malloc(t->s.arena_cap);
     t->cap = 1 << 14;
-    t->count = 0;
-    t->slots = calloc(t->cap, sizeof(Entry));
-    t->arena_cap = 1 << 20;
-    t->arena_len = 0;
-    t->arena = malloc(t->arena_cap);
-    return t->slots && t->arena ? 0 : -1;
+    t->slots = calloc(t->cap, sizeof(Group));
+    return t->s.slots && t->s.items && t->s.arena && t->slots ? 0 : -1;
 }
 
 static void table_free(Table *t) {
+    free(t->s.slots);
+    free(t->s.items);
+    free(t->s.arena);
     free(t->slots);
-    free(t->arena);
 }
 
-static int table_grow(Table *t) {
+/* id of the string [p, p+n), added if new; -1 = out of memory */
+static int64_t intern_h(Strings *s, const char *p, size_t n, uint64_t h) {
+    size_t j = h & (s->cap - 1);
+    while (s->slots[j].id1) {
+        StrSlot *e = &s->slots[j];
+        if (e->hash == h && e->len == n && memcmp(s->arena + e->off, p, n) == 0)
+            return e->id1 - 1;
+        j = (j + 1) & (s->cap - 1);
+    }
+    if (n > UINT32_MAX || s->count >= UINT32_MAX - 1) return -1;
+    if (s->arena_len + n > s->arena_cap) {
+        size_t nc = (s->arena_len + n) * 2;
+        char *na = realloc(s->arena, nc);
+        if (!na) return -1;
+        s->arena = na;
+        s->arena_cap = nc;
+    }
+    if (s->count == s->items_cap) {
+        size_t nc = s->items_cap * 2;
+        StrItem *ni = realloc(s->items, nc * sizeof(StrItem));
+        if (!ni) return -1;
+        s->items = ni;
+        s->items_cap = nc;
+    }
+    memcpy(s->arena + s->arena_len, p, n);
+    s->items[s->count].off = s->arena_len;
+    s->items[s->count].len = (uint32_t)n;
+    s->arena_len += n;
+    s->slots[j].hash = h;
+    s->slots[j].off = s->arena_len - n;
+    s->slots[j].len = (uint32_t)n;
+    s->slots[j].id1 = (uint32_t)(s->count + 1);
+    int64_t id = (int64_t)s->count++;
+    if (s->count * 2 > s->cap) {
+        size_t ncap = s->cap * 2;
+        StrSlot *ns = calloc(ncap, sizeof(StrSlot));
+        if (!ns) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slots[i].id1) continue;
+            size_t k = s->slots[i].hash & (ncap - 1);
+            while (ns[k].id1) k = (k + 1) & (ncap - 1);
+            ns[k] = s->slots[i];
+        }
+        free(s->slots);
+        s->slots = ns;
+        s->cap = ncap;
+    }
+    return id;
+}
+
+static int64_t intern(Strings *s, const char *p, size_t n) {
+    return intern_h(s, p, n, hash_bytes(p, n));
+}
+
+static int groups_grow(Table *t) {
     size_t ncap = t->cap * 2;
-    Entry *ns = calloc(ncap, sizeof(Entry));
+    Group *ns = calloc(ncap, sizeof(Group));
     if (!ns) return -1;
     for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].used) continue;
-        size_t j = t->slots[i].hash & (ncap - 1);
-        while (ns[j].used) j = (j + 1) & (ncap - 1);
-        ns[j] = t->slots[i];
+        Group *g = &t->slots[i];
+        if (!g->lines) continue;
+        size_t j = hash_group(g->a, g->m, g->code) & (ncap - 1);
+        while (ns[j].lines) j = (j + 1) & (ncap - 1);
+        ns[j] = *g;
     }
     free(t->slots);
     t->slots = ns;
@@ -102,52 +203,66 @@ static int table_grow(Table *t) {
     return 0;
 }
 
-/* key = a + ' ' + b, given as two pieces so nothing is copied for a hit */
-static int table_add(Table *t, const char *a, size_t an, const char *b, size_t bn, int64_t code,
-                     int64_t size, char **scratch, size_t *scratch_cap) {
-    size_t kn = an + 1 + bn;
-    if (kn > *scratch_cap) {
-        size_t nc = kn * 2;
-        char *ns = realloc(*scratch, nc);
-        if (!ns) return -1;
-        *scratch = ns;
-        *scratch_cap = nc;
-    }
-    char *k = *scratch;
-    memcpy(k, a, an);
-    k[an] = ' ';
-    memcpy(k + an + 1, b, bn);
-    uint64_t h = hash_key(k, kn, code);
+static int group_add_h(Table *t, uint32_t a, uint32_t m, int64_t code, int64_t lines,
+                       int64_t size, uint64_t h) {
     size_t j = h & (t->cap - 1);
-    while (t->slots[j].used) {
-        Entry *e = &t->slots[j];
-        if (e->hash == h && e->code == code && e->key_len == kn &&
-            memcmp(t->arena + e->key_off, k, kn) == 0) {
-            e->lines += 1;
-            e->bytes += size;
+    while (t->slots[j].lines) {
+        Group *g = &t->slots[j];
+        if (g->a == a && g->m == m && g->code == code) {
+            g->lines += lines;
+            g->bytes += size;
             return 0;
         }
         j = (j + 1) & (t->cap - 1);
     }
-    if (t->arena_len + kn > t->arena_cap) {
-        size_t nc = (t->arena_len + kn) * 2;
-        char *na = realloc(t->arena, nc);
-        if (!na) return -1;
-        t->arena = na;
-        t->arena_cap = nc;
-    }
-    memcpy(t->arena + t->arena_len, k, kn);
-    Entry *e = &t->slots[j];
-    e->used = 1;
-    e->hash = h;
-    e->code = code;
-    e->lines = 1;
-    e->bytes = size;
-    e->key_off = t->arena_len;
-    e->key_len = kn;
-    t->arena_len += kn;
+    Group *g = &t->slots[j];
+    g->a = a;
+    g->m = m;
+    g->code = code;
+    g->lines = lines;
+    g->bytes = size;
     t->count++;
-    if (t->count * 2 > t->cap) return table_grow(t);
+    if (t->count * 2 > t->cap) return groups_grow(t);
+    return 0;
+}
+
+static int group_add(Table *t, uint32_t a, uint32_t m, int64_t code, int64_t lines,
+                     int64_t size) {
+    return group_add_h(t, a, m, code, lines, size, hash_group(a, m, code));
+}
+
+/* One parsed line, waiting in a batch. Why batches: nearly all of the scan's time is cache
+ * misses in the two tables (perf); hashing a batch's keys first and prefetching their slots
+ * lets the misses of BATCH lines overlap instead of being paid one after the other. */
+typedef struct {
+    const char *a, *m;
+    size_t an, mn;
+    int64_t code, size;
+    uint64_t ha, hm, hg;
+    uint32_t ia, im;
+} Rec;
+
+#define BATCH 32
+
+static int flush(Table *t, Rec *r, int n) {
+    Strings *s = &t->s;
+    for (int i = 0; i < n; i++) {
+        r[i].ha = hash_bytes(r[i].a, r[i].an);
+        r[i].hm = hash_bytes(r[i].m, r[i].mn);
+        __builtin_prefetch(&s->slots[r[i].ha & (s->cap - 1)]);
+        __builtin_prefetch(&s->slots[r[i].hm & (s->cap - 1)]);
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t ia = intern_h(s, r[i].a, r[i].an, r[i].ha);
+        int64_t im = ia < 0 ? -1 : intern_h(s, r[i].m, r[i].mn, r[i].hm);
+        if (im < 0) return -1;
+        r[i].ia = (uint32_t)ia;
+        r[i].im = (uint32_t)im;
+        r[i].hg = hash_group(r[i].ia, r[i].im, r[i].code);
+        __builtin_prefetch(&t->slots[r[i].hg & (t->cap - 1)], 1);
+    }
+    for (int i = 0; i < n; i++)
+        if (group_add_h(t, r[i].ia, r[i].im, r[i].code, 1, r[i].size, r[i].hg) < 0) return -1;
     return 0;
 }
 
@@ -207,9 +322,9 @@ static int parse_int_field(const char *p, const char *e, int allow_dash, int64_t
     return 1;
 }
 
-/* Parse one line; 1 = aggregated, 0 = odd, -1 = out of memory. */
-static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, const char **ts_max,
-                     char **scratch, size_t *scratch_cap) {
+/* Parse one line into *rec (added to the tables by flush); 1 = parsed, 0 = odd. */
+static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
+                     const char **ts_max) {
     if (n < 44 || !line_clean(l, n)) return 0;
     if (l[24] != ' ' || l[30] != ' ' || l[41] != ' ' || l[42] == ' ' || l[4] != '-' ||
         l[10] != 'T')
@@ -249,8 +364,12 @@ static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, con
     int64_t code = status * 8 + dup * 4 + seed * 2 + quota;
     if (*ts_min == NULL || memcmp(l, *ts_min, 24) < 0) *ts_min = l;
     if (*ts_max == NULL || memcmp(l, *ts_max, 24) > 0) *ts_max = l;
-    if (table_add(t, as, ae - as, fs[3], fe[3] - fs[3], code, size, scratch, scratch_cap) < 0)
-        return -1;
+    rec->a = as;
+    rec->an = ae - as;
+    rec->m = fs[3];
+    rec->mn = fe[3] - fs[3];
+    rec->code = code;
+    rec->size = size;
     return 1;
 }
 
@@ -258,15 +377,12 @@ static int scan_line(const char *l, size_t n, Table *t, const char **ts_min, con
  * crosses into Python once per range, as four flat buffers rather than millions of tuples. */
 typedef struct {
     PyObject_HEAD Table t;
-    char *scratch;
-    size_t scratch_cap;
     char ts_min[24], ts_max[24];
     int has_ts;
 } Scanner;
 
 static int Scanner_init(Scanner *self, PyObject *args, PyObject *kw) {
     table_free(&self->t);
-    memset(&self->t, 0, sizeof(Table));
     if (table_init(&self->t) < 0) {
         PyErr_NoMemory();
         return -1;
@@ -277,7 +393,6 @@ static int Scanner_init(Scanner *self, PyObject *args, PyObject *kw) {
 
 static void Scanner_dealloc(Scanner *self) {
     table_free(&self->t);
-    free(self->scratch);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -302,19 +417,28 @@ static PyObject *Scanner_feed(Scanner *self, PyObject *args) {
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
     size_t pos = 0;
+    Rec batch[BATCH];
+    int nb = 0;
     while (pos < len) {
         const char *l = buf + pos;
         const char *nl = memchr(l, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - l) : len - pos;
         lines++;
-        int r = scan_line(l, n, &self->t, &ts_min, &ts_max, &self->scratch, &self->scratch_cap);
-        if (r == 0) r = odd_add(&odd, lines, pos, n) < 0 ? -1 : 0;
-        if (r < 0) {
+        if (scan_line(l, n, &batch[nb], &ts_min, &ts_max)) {
+            if (++nb == BATCH) {
+                if (flush(&self->t, batch, nb) < 0) {
+                    failed = 1;
+                    break;
+                }
+                nb = 0;
+            }
+        } else if (odd_add(&odd, lines, pos, n) < 0) {
             failed = 1;
             break;
         }
         pos += n + (nl ? 1 : 0);
     }
+    if (!failed && nb && flush(&self->t, batch, nb) < 0) failed = 1;
     if (ts_min) {
         if (!self->has_ts || memcmp(ts_min, self->ts_min, 24) < 0) memcpy(self->ts_min, ts_min, 24);
         if (!self->has_ts || memcmp(ts_max, self->ts_max, 24) > 0) memcpy(self->ts_max, ts_max, 24);
@@ -352,9 +476,11 @@ PyDoc_STRVAR(result_doc,
 
 static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
     Table *t = &self->t;
+    const Strings *st = &t->s;
     size_t n = t->count, klen = 0;
     for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].used) klen += t->slots[i].key_len + 1;
+        if (t->slots[i].lines)
+            klen += (size_t)st->items[t->slots[i].a].len + 1 + st->items[t->slots[i].m].len + 1;
     PyObject *keys = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
     PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
     PyObject *counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
@@ -367,14 +493,18 @@ static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
     int64_t *bp = (int64_t *)PyBytes_AS_STRING(sums);
     size_t j = 0;
     for (size_t i = 0; i < t->cap; i++) {
-        Entry *e = &t->slots[i];
-        if (!e->used) continue;
+        Group *g = &t->slots[i];
+        if (!g->lines) continue;
+        const StrItem *ia = &st->items[g->a], *im = &st->items[g->m];
         if (j) *kp++ = '\n';
-        memcpy(kp, t->arena + e->key_off, e->key_len);
-        kp += e->key_len;
-        cp[j] = e->code;
-        lp[j] = e->lines;
-        bp[j] = e->bytes;
+        memcpy(kp, st->arena + ia->off, ia->len);
+        kp += ia->len;
+        *kp++ = ' ';
+        memcpy(kp, st->arena + im->off, im->len);
+        kp += im->len;
+        cp[j] = g->code;
+        lp[j] = g->lines;
+        bp[j] = g->bytes;
         j++;
     }
     if (self->has_ts)
@@ -384,6 +514,64 @@ static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
         result = Py_BuildValue("(OOOOOO)", keys, codes, counts, sums, Py_None, Py_None);
 done:
     Py_XDECREF(keys);
+    Py_XDECREF(codes);
+    Py_XDECREF(counts);
+    Py_XDECREF(sums);
+    return result;
+}
+
+PyDoc_STRVAR(columns_doc,
+             "columns() -> (strings, auth_ids, mime_ids, codes, lines, bytes, first_ts, last_ts)\n\n"
+             "The same groups as result(), with authority and MIME as indices (uint32 arrays, as\n"
+             "bytes) into strings: every distinct string, in id order, joined by newlines. Lets\n"
+             "Python build the unpacked table by gathering ~10^4 strings instead of splitting\n"
+             "~10^6 keys.");
+
+static PyObject *Scanner_columns(Scanner *self, PyObject *unused) {
+    Table *t = &self->t;
+    const Strings *st = &t->s;
+    size_t n = t->count, klen = 0;
+    for (size_t i = 0; i < st->count; i++) klen += (size_t)st->items[i].len + 1;
+    PyObject *strs = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
+    PyObject *aids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 4));
+    PyObject *mids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 4));
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *sums = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    PyObject *result = NULL;
+    if (!strs || !aids || !mids || !codes || !counts || !sums) goto done;
+    char *kp = PyBytes_AS_STRING(strs);
+    for (size_t i = 0; i < st->count; i++) {
+        if (i) *kp++ = '\n';
+        memcpy(kp, st->arena + st->items[i].off, st->items[i].len);
+        kp += st->items[i].len;
+    }
+    uint32_t *ap = (uint32_t *)PyBytes_AS_STRING(aids);
+    uint32_t *mp = (uint32_t *)PyBytes_AS_STRING(mids);
+    int64_t *cp = (int64_t *)PyBytes_AS_STRING(codes);
+    int64_t *lp = (int64_t *)PyBytes_AS_STRING(counts);
+    int64_t *bp = (int64_t *)PyBytes_AS_STRING(sums);
+    size_t j = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        Group *g = &t->slots[i];
+        if (!g->lines) continue;
+        ap[j] = g->a;
+        mp[j] = g->m;
+        cp[j] = g->code;
+        lp[j] = g->lines;
+        bp[j] = g->bytes;
+        j++;
+    }
+    if (self->has_ts)
+        result = Py_BuildValue("(OOOOOOs#s#)", strs, aids, mids, codes, counts, sums,
+                               self->ts_min, (Py_ssize_t)24, self->ts_max, (Py_ssize_t)24);
+    else
+        result = Py_BuildValue("(OOOOOOOO)", strs, aids, mids, codes, counts, sums, Py_None,
+                               Py_None);
+done:
+    Py_XDECREF(strs);
+    Py_XDECREF(aids);
+    Py_XDECREF(mids);
     Py_XDECREF(codes);
     Py_XDECREF(counts);
     Py_XDECREF(sums);
@@ -404,25 +592,27 @@ static PyObject *Scanner_absorb(Scanner *self, PyObject *arg) {
         PyErr_SetString(PyExc_RuntimeError, "Scanner not initialised");
         return NULL;
     }
-    for (size_t i = 0; i < o->t.cap; i++) {
-        Entry *e = &o->t.slots[i];
-        if (!e->used) continue;
-        const char *k = o->t.arena + e->key_off;
-        const char *sp = memchr(k, ' ', e->key_len); /* authority has no space: first one */
-        size_t an = sp ? (size_t)(sp - k) : e->key_len;
-        size_t bn = sp ? e->key_len - an - 1 : 0;
-        if (table_add(&self->t, k, an, k + an + 1, bn, e->code, e->bytes, &self->scratch,
-                      &self->scratch_cap) < 0)
+    /* the other table's string ids become this table's, once per distinct string */
+    const Strings *os = &o->t.s;
+    uint32_t *ids = malloc((os->count ? os->count : 1) * sizeof(uint32_t));
+    if (!ids) return PyErr_NoMemory();
+    for (size_t i = 0; i < os->count; i++) {
+        int64_t id = intern(&self->t.s, os->arena + os->items[i].off, os->items[i].len);
+        if (id < 0) {
+            free(ids);
             return PyErr_NoMemory();
-        /* table_add counted one line: correct to the other table's count */
-        uint64_t h = hash_key(k, e->key_len, e->code);
-        size_t j = h & (self->t.cap - 1);
-        while (!(self->t.slots[j].hash == h && self->t.slots[j].code == e->code &&
-                 self->t.slots[j].key_len == e->key_len &&
-                 memcmp(self->t.arena + self->t.slots[j].key_off, k, e->key_len) == 0))
-            j = (j + 1) & (self->t.cap - 1);
-        self->t.slots[j].lines += e->lines - 1;
+        }
+        ids[i] = (uint32_t)id;
     }
+    for (size_t i = 0; i < o->t.cap; i++) {
+        Group *g = &o->t.slots[i];
+        if (!g->lines) continue;
+        if (group_add(&self->t, ids[g->a], ids[g->m], g->code, g->lines, g->bytes) < 0) {
+            free(ids);
+            return PyErr_NoMemory();
+        }
+    }
+    free(ids);
     if (o->has_ts) {
         if (!self->has_ts || memcmp(o->ts_min, self->ts_min, 24) < 0)
             memcpy(self->ts_min, o->ts_min, 24);
@@ -435,6 +625,7 @@ static PyObject *Scanner_absorb(Scanner *self, PyObject *arg) {
 
 static PyMethodDef Scanner_methods[] = {
     {"absorb", (PyCFunction)Scanner_absorb, METH_O, absorb_doc},
+    {"columns", (PyCFunction)Scanner_columns, METH_NOARGS, columns_doc},
     {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, feed_doc},
     {"result", (PyCFunction)Scanner_result, METH_NOARGS, result_doc},
     {NULL, NULL, 0, NULL}};

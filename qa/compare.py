@@ -15,12 +15,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from qa.codes import LIMIT_STOP_REASONS, STOP_REASONS
+
+if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
+    # file-only runs do not pay its ~0.2 s import
+    from sqlalchemy.engine import Engine
 
 # Families whose values are not meaningful once summed over days (top-N lists, log states).
 _SKIP_FAMILIES = {"top_domains_urls", "top_domains_bytes", "logs"}
@@ -79,6 +82,8 @@ def diff_tables(a: dict[tuple[str, str], float], b: dict[tuple[str, str], float]
 
 
 def load_selection(engine: Engine, sel: Selection) -> dict[tuple[str, str], float]:
+    import sqlalchemy as sa
+
     sql = sa.text(
         "SELECT family, key, value FROM qa_stats"
         " WHERE day BETWEEN :a AND :b AND scope = :s ORDER BY day, family, key"
@@ -186,6 +191,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
     ``runs`` limits the rows to those runs: a broad definition's history holds millions of
     rows per run, and the daily report compares two runs only.
     """
+    import sqlalchemy as sa
+
     only = " AND j.harvest_num = ANY(:runs)" if runs is not None else ""
     sql = sa.text(
         "SELECT j.harvest_num AS run, d.name AS domain, h.objectcount AS objects,"
@@ -207,6 +214,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
 
 def history_runs(engine: Engine, harvest_id: int) -> list[int]:
     """The run numbers of a definition that have harvest history, ascending."""
+    import sqlalchemy as sa
+
     sql = sa.text(
         "SELECT DISTINCT j.harvest_num FROM historyinfo h JOIN jobs j ON j.job_id = h.job_id"
         " WHERE h.harvest_id = :h ORDER BY 1"

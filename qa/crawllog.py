@@ -88,6 +88,9 @@ class LogAggregate:
     first_ts: str | None = None
     last_ts: str | None = None
     elapsed_s: float = 0.0
+    # groups already in the GROUP_KEYS layout (the C scanner's table when there were no odd
+    # lines), not packed as (k, code)
+    unpacked: bool = False
 
     @property
     def valid_lines(self) -> int:
@@ -118,13 +121,18 @@ def _pack(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _unpack(packed: pl.DataFrame) -> pl.DataFrame:
+    parts = pl.col("k").str.splitn(" ", 2)
+    return expand(packed, parts.struct.field("field_0"), parts.struct.field("field_1"))
+
+
+def expand(df: pl.DataFrame, auth: pl.Expr, mime: pl.Expr) -> pl.DataFrame:
+    """The GROUP_KEYS table from ``df``'s code/lines/bytes and the given auth/MIME columns."""
     status = pl.col("code").floordiv(8)
     flags = pl.col("code") - status * 8
-    parts = pl.col("k").str.splitn(" ", 2)
-    return packed.select(
-        parts.struct.field("field_0").alias("auth"),
+    return df.select(
+        auth.alias("auth"),
         status.cast(pl.Int32).alias("status"),
-        parts.struct.field("field_1").alias("mime"),
+        mime.alias("mime"),
         (flags.floordiv(4) % 2 == 1).alias("dup"),
         (flags.floordiv(2) % 2 == 1).alias("seed"),
         (flags % 2 == 1).alias("quota"),
@@ -286,14 +294,17 @@ def aggregate_crawl_log(
         raise CrawlLogError(f"{path}: {exc}") from exc
     if workers is None:
         workers = min(os.cpu_count() or 1, 4) if total >= 4 * chunk_bytes else 1
-    # several ranges per worker, so the progress line moves while the pool works
-    parts_wanted = 1 if workers <= 1 else workers * 4
+    use_c = crawlscan.wanted(engine)
+    # polars path: several ranges per worker, so the progress line moves while the pool works;
+    # C scanner: one range per thread (its threads report progress per piece themselves, and
+    # every further range's table costs a merge of ~10^5-10^6 groups: 0.1 s CPU each, measured)
+    parts_wanted = 1 if workers <= 1 else workers if use_c else workers * 4
     ranges = split_ranges(path, parts_wanted) if total else []
     progress = Progress(
         f"crawl.log {path}", total, unit="bytes", interval_s=progress_interval_s, bar=bar
     )
     try:
-        if crawlscan.wanted(engine):
+        if use_c:
             pieces = crawlscan.aggregate_ranges(path, ranges, chunk_bytes, workers, progress)
         elif len(ranges) <= 1:
             pieces = [_aggregate_range(path, 0, total, chunk_bytes, progress)]
@@ -355,7 +366,10 @@ def _combine(path: Path, pieces: list[LogAggregate]) -> LogAggregate:
             result.last_ts = piece.last_ts
     if frames:
         # one frame (the C scanner's summed table, or one range) has unique keys already
-        result.groups = _unpack(frames[0] if len(frames) == 1 else _merge(frames))
+        if len(frames) == 1 and any(p.unpacked for p in pieces):
+            result.groups = frames[0]
+        else:
+            result.groups = _unpack(frames[0] if len(frames) == 1 else _merge(frames))
     return result
 
 

@@ -119,14 +119,15 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
         },
         schema={"auth": pl.String, "host": pl.String, "domain": pl.String, "tld": pl.String},
     )
-    g = g.with_columns(pl.col("auth").fill_null(""), pl.col("mime").fill_null("-")).join(
-        mapping, on="auth", how="left"
-    )
+    g = g.with_columns(pl.col("auth").fill_null(""), pl.col("mime").fill_null("-"))
     st = pl.col("status")
     cap = st.is_between(100, 599)
     lines = pl.col("lines")
     size = pl.col("bytes")
-    hosts = g.group_by(["job_id", "host", "domain", "tld"]).agg(
+    # every per-host figure is a sum: sum per (job, authority) first, on the ~10^6 grouped rows
+    # keyed by one string, then join the host/domain/TLD mapping and sum per host on the ~10^4
+    # rows left (joining and grouping the big table on four keys cost ~0.2 s more, measured)
+    per_auth = g.group_by(["job_id", "auth"]).agg(
         lines.filter(cap).sum().alias("urls"),
         size.filter(cap).sum().alias("bytes"),
         lines.sum().alias("lines"),
@@ -137,6 +138,12 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
         lines.filter(st.is_in(list(codes.TRAP_CODES))).sum().alias("trap"),
         lines.filter(st.is_in(list(codes.ROBOTS_CODES))).sum().alias("robots"),
         lines.filter(pl.col("seed")).sum().alias("seeds"),
+    )
+    sums = [c for c in per_auth.columns if c not in ("job_id", "auth")]
+    hosts = (
+        per_auth.join(mapping, on="auth", how="left")
+        .group_by(["job_id", "host", "domain", "tld"])
+        .agg(pl.col(c).sum() for c in sums)
     )
     status = g.group_by(["job_id", "status"]).agg(lines.sum().alias("lines"))
     mime = (

@@ -12,12 +12,15 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 
 from qa.hosts import domain_of_url
+
+if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
+    # file-only runs do not pay its ~0.2 s import
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,8 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def jobs_ended_on(engine: Engine, day: date) -> list[JobInfo]:
+    import sqlalchemy as sa
+
     start, end = day_bounds(day)
     sql = sa.text(
         "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, h.kind, j.harvest_num,"
@@ -63,6 +68,8 @@ def jobs_ended_on(engine: Engine, day: date) -> list[JobInfo]:
 
 def history_for_jobs(engine: Engine, job_ids: list[int]) -> pd.DataFrame:
     """(job_id, domain, stopreason, objects, bytes) of the jobs' historyinfo rows."""
+    import sqlalchemy as sa
+
     cols = ["job_id", "domain", "stopreason", "objects", "bytes"]
     if not job_ids:
         return pd.DataFrame(columns=cols)
@@ -101,6 +108,8 @@ def origin_classes(engine: Engine) -> dict[str, str]:
     Curators' selection records (their seed URLs' domains) count as curator-selected whatever
     the preload said; preload origins are classified from the source's kind, else its name.
     """
+    import sqlalchemy as sa
+
     result: dict[str, str] = {}
 
     def put(domain: str, cls: str) -> None:
@@ -125,6 +134,8 @@ def origin_classes(engine: Engine) -> dict[str, str]:
 
 def dns_check_counts(engine: Engine, day: date) -> dict[str, int]:
     """DNS checks made that day per class (active, failed, unknown)."""
+    import sqlalchemy as sa
+
     start, end = day_bounds(day)
     sql = sa.text(
         "SELECT class, count(*) FROM dns_checks WHERE checked_at >= :start AND checked_at < :end"

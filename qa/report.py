@@ -168,16 +168,18 @@ def _csv(rows: Iterable[Iterable[Any]], header: list[str]) -> str:
 
 
 def _charts(comp: DayComputation) -> dict[str, bytes]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # Figure + the Agg canvas directly: no pyplot (its import and backend selection cost
+    # ~0.3 s per run) and no global figure registry to close; the PNG bytes are the same
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     t = comp.scopes["day"].tables
     charts: dict[str, bytes] = {}
 
     def bar(name: str, labels: list[str], values: list[float], title: str, xlabel: str) -> None:
-        fig, ax = plt.subplots(figsize=(7, max(2.2, 0.32 * len(labels) + 1)))
+        fig = Figure(figsize=(7, max(2.2, 0.32 * len(labels) + 1)))
+        FigureCanvasAgg(fig)
+        ax = fig.subplots()
         ax.barh(range(len(labels)), values, color="#4a7ab5")
         ax.set_yticks(range(len(labels)), labels=labels)
         ax.invert_yaxis()
@@ -186,7 +188,6 @@ def _charts(comp: DayComputation) -> dict[str, bytes]:
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=80, metadata={"Software": None})
-        plt.close(fig)
         charts[name] = buf.getvalue()
 
     mf = t["mime_family"]

@@ -100,6 +100,31 @@ def test_generated_log_with_odd_lines_same_figures_as_polars(tmp_path: Path) -> 
     assert any("\ufffd" in a for a in got.groups["auth"].to_list() if a)
 
 
+def test_log_without_odd_lines_takes_the_columns_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no odd line anywhere: the scanners' tables go straight to the unpacked layout (interned
+    # authority/MIME ids gathered in polars), never through the packed "authority MIME" keys
+    rng = random.Random(9)
+    lines = [_line(rng, n).encode() for n in range(20_000)]
+    lines += [  # many distinct authorities and MIME types: both tables grow, absorb re-interns
+        _line(rng, n).replace("text/html", f"text/x-{n}").replace("www.h", f"w{n}.h").encode()
+        for n in range(9_000)
+    ]
+    log = tmp_path / "crawl.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    ref = aggregate_crawl_log(log, engine="polars", workers=1)
+
+    def packed(*args: object) -> None:
+        raise AssertionError("packed path taken for a log without odd lines")
+
+    monkeypatch.setattr(crawlscan, "_take_groups", packed)
+    for workers in (1, 2):
+        got = aggregate_crawl_log(log, engine="c", workers=workers, chunk_bytes=200 * 1024)
+        assert got.groups.schema == ref.groups.schema
+        assert _figures(got) == _figures(ref)
+
+
 def test_scan_returns_every_line_it_does_not_aggregate() -> None:
     from qa import _crawlscan
 
