@@ -317,6 +317,24 @@ def ensure_run(
     return int(num), True
 
 
+def close_run(
+    conn: Connection, harvest_id: int, logical_date: datetime, *, oneoff: bool = False
+) -> int | None:
+    """Mark the run at ``logical_date`` finished (once); its harvest_num, None if no run.
+
+    ``oneoff`` also marks it an extra run, left out of the schedule's repeat count.
+    """
+    num = conn.execute(
+        sa.text(
+            "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now()),"
+            " oneoff = oneoff OR :o WHERE harvest_id = :h AND logical_date = :d"
+            " RETURNING harvest_num"
+        ),
+        {"h": harvest_id, "d": as_utc(logical_date), "o": oneoff},
+    ).scalar()
+    return None if num is None else int(num)
+
+
 def advance_schedule(
     harvest_id: int, logical_date: datetime, engine: Engine | None = None
 ) -> dict[str, Any]:
@@ -329,13 +347,7 @@ def advance_schedule(
     engine = engine_or_default(engine)
     ld = as_utc(logical_date)
     with engine.begin() as conn:
-        num = conn.execute(
-            sa.text(
-                "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now())"
-                " WHERE harvest_id = :h AND logical_date = :d RETURNING harvest_num"
-            ),
-            {"h": harvest_id, "d": ld},
-        ).scalar()
+        num = close_run(conn, harvest_id, ld)
         runs = conn.execute(
             sa.text("SELECT count(*) FROM harvest_runs WHERE harvest_id = :h AND NOT oneoff"),
             {"h": harvest_id},

@@ -20,7 +20,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvest.common import as_utc, engine_or_default
-from harvest.definitions import advance_schedule, ensure_run, ensure_selective_definition
+from harvest.definitions import (
+    advance_schedule,
+    close_run,
+    ensure_run,
+    ensure_selective_definition,
+)
 from harvest.domains import ensure_config, registrable_domain
 from harvest.selection.records import RecordError, normalise_url
 
@@ -207,14 +212,7 @@ def finish_oneoff(
         ).scalar()
         num = None
         if scheduled:
-            num = conn.execute(
-                sa.text(
-                    "UPDATE harvest_runs SET advanced_at = COALESCE(advanced_at, now()),"
-                    " oneoff = true WHERE harvest_id = :h AND logical_date = :d"
-                    " RETURNING harvest_num"
-                ),
-                {"h": harvest_id, "d": ld},
-            ).scalar()
+            num = close_run(conn, harvest_id, ld, oneoff=True)
     if not scheduled:
         return advance_schedule(harvest_id, ld, engine)
     log.info(
