@@ -13,24 +13,12 @@ still group sensibly.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import ipaddress
 import pkgutil
-import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-_SUFFIX_RE = re.compile(r"^(?P<suffix>[.*!]*\w[\S]*)", re.UNICODE | re.MULTILINE)
-
-
-def _snapshot() -> bytes:
-    """tldextract's bundled public-suffix snapshot, read without importing the package."""
-    spec = importlib.util.find_spec("tldextract")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        with contextlib.suppress(OSError):
-            return (Path(folder) / ".tld_set_snapshot").read_bytes()
-    return pkgutil.get_data("tldextract", ".tld_set_snapshot") or b""
+from tldextract.suffix_list import extract_tlds_from_suffix_list
 
 
 def _load_rules() -> tuple[frozenset[str], frozenset[str]]:
@@ -40,11 +28,8 @@ def _load_rules() -> tuple[frozenset[str], frozenset[str]]:
     hosts); punycode forms of the Unicode rules are added so that crawl-log hosts (ASCII)
     match.
     """
-    raw = _snapshot().decode("utf-8")
-    # tldextract.suffix_list.extract_tlds_from_suffix_list's parse (public part only): importing
-    # tldextract itself pulls in requests, 50 ms of every QA run's start-up
-    public_text = raw.partition("// ===BEGIN PRIVATE DOMAINS===")[0]
-    public = [m.group("suffix") for m in _SUFFIX_RE.finditer(public_text)]
+    raw = pkgutil.get_data("tldextract", ".tld_set_snapshot") or b""
+    public, _private = extract_tlds_from_suffix_list(raw.decode("utf-8"))
     rules: set[str] = set()
     exceptions: set[str] = set()
     for rule in public:
