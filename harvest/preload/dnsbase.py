@@ -12,6 +12,8 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from harvest.common import tsv_field
+
 ACTIVE = "active"
 FAILED = "failed"
 UNKNOWN = "unknown"
@@ -93,24 +95,6 @@ def timed_out(cls: str, detail: str) -> bool:
         return False
     tries = detail.rpartition(": ")[2].split(",")
     return bool(tries) and all(t.strip() == "timeout" for t in tries)
-
-
-def tsv_field(value: str) -> str:
-    """A value made safe for one TSV column: backslash, tab, CR, LF and other control
-    characters escaped (``\\t``, ``\\x00``), so no value can add or shift a column or line."""
-    out = []
-    for char in value.replace("\\", "\\\\"):
-        if char == "\t":
-            out.append("\\t")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif ord(char) < 32 or 0x7F <= ord(char) < 0xA0 or char in "\u2028\u2029":
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def format_result(result: Result) -> str:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvest.preload.dnsbase import format_result, timed_out, tsv_field
+from harvest.common import tsv_field
+from harvest.preload.dnsbase import format_result, timed_out
 from harvest.preload.dnswire import (
     DnsChecker,
     DnsSettings,
