@@ -28,8 +28,9 @@ from sqlalchemy.exc import IntegrityError
 from harvest.common import engine_or_default, tsv_field
 from harvest.domains import registrable_domain
 from harvest.selection import urlcheck
+from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
-from harvest.selection.records import RecordError, SelectionRecord, read_csv, read_ukwa_feed
+from harvest.selection.records import RecordError, SelectionRecord, read_csv
 from harvest.selection.urlcheck import Resolver, UrlCheck
 
 log = logging.getLogger(__name__)
