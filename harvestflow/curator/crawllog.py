@@ -52,7 +52,15 @@ def compile_pattern(pattern: str) -> re2._Regexp | None:
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:
-        raise SearchError(f"invalid regular expression: {exc}") from exc
+        raise SearchError(f"invalid regular expression: {_re2_message(exc)}") from exc
+
+
+def _re2_message(exc: Exception) -> str:
+    """RE2's reason as text: the binding raises with bytes (``b'missing ]: ['``)."""
+    reason = exc.args[0] if exc.args else ""
+    if isinstance(reason, bytes):
+        return reason.decode("utf-8", errors="replace")
+    return str(reason)
 
 
 def parse_status(raw: str) -> str:
