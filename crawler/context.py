@@ -30,7 +30,7 @@ from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
-from crawler.urls import canonical_key, host_of
+from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 
@@ -256,6 +256,7 @@ class CrawlContext:
         self, url: str, hop: str, context: str, parent: dict[str, Any]
     ) -> scrapy.Request | None:
         """Decide on a discovered link (inside the caller's transaction)."""
+        url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
         except ValueError:
