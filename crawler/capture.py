@@ -34,7 +34,8 @@ from scrapy.http import Response
 from crawler import records
 from crawler.context import Capture, CrawlContext
 from crawler.errors import AddressRefused, HeaderTooLarge, QuotaExceeded
-from crawler.urls import canonical_key, host_of, surt
+from crawler.urls import canonical_key, host_of
+from harvestflow.formats.cdx import CdxEntry, http_mime
 
 log = logging.getLogger(__name__)
 
@@ -271,15 +272,13 @@ class WarcCaptureMiddleware:
         )
         placed = self.ctx.writer.write(req, main)
         name, offset, length = placed[1]
-        cdx_mime = (
-            "warc/revisit"
-            if main.rec_type == "revisit"
-            else (ctype.split(";")[0].strip().lower() or "unk")
-        )
-        self.ctx.cdx_line(
-            f"{surt(request.url)} {fetch_start.strftime('%Y%m%d%H%M%S')} {request.url} {cdx_mime}"
-            f" {response.status} {digest.split(':')[-1]} {_str(location) if location else '-'} -"
-            f" {length} {offset} {name}"
+        # the CDX line the reference indexer gives this record: its MIME from the header lines
+        # as written (after the write: warcio percent-encodes non-ASCII values as it writes)
+        is_revisit = main.rec_type == "revisit"
+        cdx_mime = "warc/revisit" if is_revisit else http_mime(main.http_headers.headers)
+        self.ctx.record_cdx(
+            CdxEntry(request.url, date, cdx_mime, str(response.status), digest, length, offset),
+            name,
         )
         domain = request.meta.pop("hf_reserved", None)
         capture = Capture(
@@ -294,7 +293,7 @@ class WarcCaptureMiddleware:
             counted=domain is not None,
             annotations=annotations,
             location=_str(location) if location else None,
-            revisit=main.rec_type == "revisit",
+            revisit=is_revisit,
         )
         request.meta["hf_capture"] = capture
         if domain is not None:

@@ -30,8 +30,9 @@ from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
-from crawler.urls import canonical_key, host_of
+from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+from harvestflow.formats.cdx import CdxEntry, cdx11_line
 
 log = logging.getLogger(__name__)
 SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
@@ -255,6 +256,7 @@ class CrawlContext:
         self, url: str, hop: str, context: str, parent: dict[str, Any]
     ) -> scrapy.Request | None:
         """Decide on a discovered link (inside the caller's transaction)."""
+        url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
         except ValueError:
@@ -398,16 +400,22 @@ class CrawlContext:
         when = dt.datetime.now(dt.UTC)
         record = dns_record(host, address, when)
         ((name, offset, length),) = self.writer.write(record)
-        digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
-        # the 11 CDX fields pywb's cdx-indexer gives a dns record (see metadata_warc.cdx_lines)
-        uri = f"dns:{host}"
-        self.cdx_line(
-            f"{uri} {when.strftime('%Y%m%d%H%M%S')} {uri} text/dns 200 {digest} - -"
-            f" {length} {offset} {name}"
+        # no HTTP headers: the reference indexer gives a dns record no MIME and no status
+        headers = record.rec_headers
+        entry = CdxEntry(
+            f"dns:{host}",
+            headers.get_header("WARC-Date"),
+            None,
+            None,
+            headers.get_header("WARC-Payload-Digest"),
+            length,
+            offset,
         )
+        self.record_cdx(entry, name)
 
-    def cdx_line(self, line: str) -> None:
-        self._cdx.write(line + "\n")
+    def record_cdx(self, entry: CdxEntry, filename: str) -> None:
+        """The CDX11 line of a record just written to data WARC ``filename``."""
+        self._cdx.write(cdx11_line(entry, filename) + "\n")
 
     def close_files(self) -> None:
         """Close the WARC, crawl.log and CDX files (the state stays open for the reports)."""

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.urls import without_fragment
 from harvestflow.settings import get_settings
 
 
@@ -167,7 +168,8 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
             raise JobSpecError(f"{where}: crawler_traps[{i}] {pattern!r}: {exc}") from exc
     job = JobSpec(
         job_id=int(data["job_id"]),
-        seeds=[s.strip() for s in seeds if s.strip()],
+        # captured under the URL the server is asked for (see urls.without_fragment)
+        seeds=list(dict.fromkeys(u for s in seeds if (u := without_fragment(s.strip())))),
         template=template,
         harvest_id=int(data.get("harvest_id") or 0),
         harvest_name=str(data.get("harvest_name") or ""),

@@ -12,16 +12,11 @@ continuation lines are glued on.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime
 
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
 INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
-_MIME_SPLIT = re.compile(r"[;\s]")
-_DATE_SPLIT = re.compile(r"[^\d]")
-_PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
 
 
 class IndexingError(Exception):
@@ -204,23 +199,3 @@ def fix_target_uri(uri: str | None) -> str | None:
     if " " in uri:
         uri = uri.replace(" ", "%20")
     return uri
-
-
-def mime_of(value: str | None) -> str | None:
-    """The CDX MIME field: the media type without parameters."""
-    if value:
-        return _MIME_SPLIT.split(value, 1)[0].strip()
-    return value
-
-
-def timestamp14(date: str) -> str:
-    """WARC-Date (ISO 8601) as the 14-digit CDX timestamp."""
-    if _PLAIN_DATE.match(date):
-        return date[0:4] + date[5:7] + date[8:10] + date[11:13] + date[14:16] + date[17:19]
-    nums = _DATE_SPLIT.split(date)
-    if nums[-1] == "":
-        nums = nums[:-1]
-    if len(nums) == 7:
-        nums[6] = (nums[6][:6] + "000000")[:6]
-    parts = [int(n) for n in nums]
-    return datetime(*parts).strftime("%Y%m%d%H%M%S")  # type: ignore[arg-type]

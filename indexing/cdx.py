@@ -2,35 +2,26 @@
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
 code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
-the fast gzip scanner first, the warcio-based one when the fast one declines the file.
-
-Formats (what cdxj-indexer writes, and its ``-11`` mode):
-- CDXJ: ``<surt> <timestamp> {"url", "mime", "status", "digest", "length", "offset",
-  "filename"}`` in that key order, a key left out when the record has no such value;
-- CDX11: header `` CDX N b a m s k r M S V g`` then ``surt timestamp url mime status digest
-  redirect meta length offset filename`` with ``-`` for a missing value and the digest without
-  its ``sha1:`` prefix.
+the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
+themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
+holds), so the crawler's CDX and the chain's cannot differ.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexing.capture import Capture, NotAWarcError, WarcDamage, timestamp14
+from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
+from indexing.capture import Capture, NotAWarcError, WarcDamage
 from indexing.refscan import scan_reference
-from indexing.surt import surt_or_url
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
 log = logging.getLogger(__name__)
 
-CDX11_HEADER = " CDX N b a m s k r M S V g"
-FORMATS = ("cdxj", "cdx11")
 SUFFIX = {"cdxj": ".cdxj", "cdx11": ".cdx"}
 
 
@@ -51,60 +42,6 @@ class IndexResult:
         if fmt == "cdx11":
             return [CDX11_HEADER] + [cdx11_line(c, name) for c in self.captures]
         raise ValueError(f"unknown CDX format {fmt!r} (expected one of {', '.join(FORMATS)})")
-
-
-def _fields(cap: Capture, filename: str) -> dict[str, str]:
-    index: dict[str, str] = {}
-    if cap.url is not None:
-        index["url"] = cap.url
-    if cap.mime is not None:
-        index["mime"] = cap.mime
-    if cap.status is not None:
-        index["status"] = cap.status
-    if cap.digest is not None:
-        index["digest"] = cap.digest
-    index["length"] = str(cap.length)
-    index["offset"] = str(cap.offset)
-    index["filename"] = filename
-    return index
-
-
-def _key_and_time(cap: Capture) -> tuple[str, str]:
-    key = surt_or_url(cap.url) if cap.url else "-"
-    return key, timestamp14(cap.date) if cap.date else "-"
-
-
-# values json.dumps writes unchanged (printable ASCII without quote or backslash)
-_JSON_PLAIN = re.compile(r"[ !#-\[\]-~]*\Z")
-
-
-def cdxj_line(cap: Capture, filename: str) -> str:
-    key, ts = _key_and_time(cap)
-    fields = _fields(cap, filename)
-    if _JSON_PLAIN.match("".join(fields.values())):
-        # json.dumps' own output for such values, without its per-call encoder set-up
-        body = ", ".join([f'"{k}": "{v}"' for k, v in fields.items()])
-        return f"{key} {ts} {{{body}}}"
-    return f"{key} {ts} {json.dumps(fields)}"
-
-
-def cdx11_line(cap: Capture, filename: str) -> str:
-    key, ts = _key_and_time(cap)
-    digest = cap.digest.split(":")[-1] if cap.digest is not None else "-"
-    parts = (
-        key,
-        ts,
-        cap.url,
-        cap.mime,
-        cap.status,
-        digest,
-        "-",
-        "-",
-        str(cap.length),
-        str(cap.offset),
-        filename,
-    )
-    return " ".join("-" if p is None else p for p in parts)
 
 
 def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
@@ -161,14 +98,10 @@ def write_lines_atomic(lines: Iterable[str], dest: Path) -> Path:
 
 
 __all__ = [
-    "CDX11_HEADER",
-    "FORMATS",
     "SUFFIX",
     "IndexResult",
     "NotAWarcError",
     "WarcDamage",
-    "cdx11_line",
-    "cdxj_line",
     "index_warc",
     "sorted_lines",
     "write_lines_atomic",

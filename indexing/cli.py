@@ -17,7 +17,8 @@ from datetime import UTC, date, datetime, timedelta
 from multiprocessing import get_context
 from pathlib import Path
 
-from indexing.cdx import FORMATS, NotAWarcError, index_warc
+from harvestflow.formats.cdx import FORMATS
+from indexing.cdx import NotAWarcError, index_warc
 
 
 @dataclass

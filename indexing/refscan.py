@@ -18,7 +18,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordbuilder import RecordBuilder
 
-from indexing.capture import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage, mime_of
+from harvestflow.formats.cdx import mime_of
+from indexing.capture import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage
 
 
 def _is_indexed(record: object) -> bool:

@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from harvestflow.formats.cdx import mime_of
 from indexing.capture import (
     HTTP_RECORD_TYPES,
     INDEXED_TYPES,
@@ -33,7 +34,6 @@ from indexing.capture import (
     NotAWarcError,
     WarcDamage,
     fix_target_uri,
-    mime_of,
     parse_headers,
 )
 

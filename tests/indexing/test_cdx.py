@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from indexing.cdx import CDX11_HEADER, NotAWarcError, index_warc
+from harvestflow.formats.cdx import CDX11_HEADER
+from indexing.cdx import NotAWarcError, index_warc
 from tests.indexing.conftest import reference_lines
 from tests.indexing.warcgen import write_warc
 
@@ -264,9 +265,9 @@ def test_payload_skipping_falls_back_when_members_hold_more_than_the_record(
 def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
     import json
 
+    from harvestflow.formats.cdx import _json_fields, cdxj_line
     from indexing.capture import Capture
-    from indexing.cdx import _fields, cdxj_line
 
     cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
     line = cdxj_line(cap, "f.warc.gz")
-    assert line.split(" ", 2)[2] == json.dumps(_fields(cap, "f.warc.gz"))
+    assert line.split(" ", 2)[2] == json.dumps(_json_fields(cap, "f.warc.gz"))
