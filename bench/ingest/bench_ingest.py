@@ -178,7 +178,14 @@ def main() -> int:
                 start = time.monotonic()
                 for path in sources:
                     client.upload_file(str(path), bucket, f"peer/{path.name}")
-                return time.monotonic() - start
+                elapsed = time.monotonic() - start
+                # upload_file raises on a failed upload; check what the store holds all the same
+                listed = client.list_objects_v2(Bucket=bucket, Prefix="peer/").get("Contents", [])
+                stored = {o["Key"]: o["Size"] for o in listed}
+                wanted = {f"peer/{p.name}": p.stat().st_size for p in sources}
+                if stored != wanted:
+                    raise SystemExit(f"benchmark FAILED: the peer's bucket holds {stored}")
+                return elapsed
 
             def ours(tag: str = tag, job_id: int = job_id) -> float:
                 data = copy.deepcopy(settings.data)
