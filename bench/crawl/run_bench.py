@@ -7,6 +7,9 @@ one port per "host"; politeness off. Prints URLs/s and peak RSS of each, the cov
   rate(harvestflow, host-partitioned processes) / rate(wget)                 (target ≥ 0.35)
 Not a timed test: numbers vary with the machine's load; ratios are taken within a round (the
 tools run back to back, order rotating between rounds) and their medians over rounds printed.
+The bare-Scrapy peer has the crawler's Scrapy tuning (bare_scrapy.py), so the overhead measures
+archiving. The run fails (exit 1, or SystemExit with a message) when a tool exits non-zero, a
+crawl does not end complete, or the tools' URL sets differ (or miss some of the site's URLs).
 """
 
 from __future__ import annotations

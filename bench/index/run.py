@@ -1,10 +1,12 @@
 """Indexing benchmark: our indexer vs cdxj-indexer, our merge vs ``LC_ALL=C sort -m``.
 
-Prints, for the same ≥1 GB of gzipped WARCs in one run: MB/s and records/s of cdxj-indexer and of
-``harvestflow index cdx`` (one process and ``--processes``), whether the outputs are identical line
-by line, then the time to merge the per-file sorted CDXJ files with our merge and with
-``LC_ALL=C sort -m``, and the merge's peak memory for two index sizes. Ratios, not absolute
-times, are the result (the machine is shared). Usage:
+Prints, for the same ≥1 GB of gzipped WARCs in one run: records per CPU-second (the headline)
+and, beside it, wall-clock records/s and MB/s of cdxj-indexer and of ``harvestflow index cdx``
+(one process and ``--processes``), whether the outputs are identical line by line, then the time
+to merge the per-file sorted CDXJ files with our merge and with ``LC_ALL=C sort -m`` given the
+same ``--batch-size``/buffer options as ours, and the merge's peak memory for two index sizes.
+Ratios, not absolute times, are the result (the machine is shared). A non-zero exit or an
+output differing from the peer's fails the run. Usage:
 
     .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
         [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only] [--crawled]
