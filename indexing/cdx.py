@@ -1,8 +1,9 @@
-"""CDX lines (11-field CDX and CDXJ) for a WARC file, identical to the reference indexer's.
+"""CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
 code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
-the fast gzip scanner first, the warcio-based one when the fast one declines the file.
+the fast gzip scanner first, the warcio-based one when the fast one declines the file (and for
+ARC files, read as the reference reads them: converted to WARC records).
 
 Formats (what cdxj-indexer writes, and its ``-11`` mode):
 - CDXJ: ``<surt> <timestamp> {"url", "mime", "status", "digest", "length", "offset",
@@ -22,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexing.capture import Capture, NotAWarcError, WarcDamage, timestamp14
+from indexing.capture import Capture, NotAWarcError, WarcDamage, sniff_format, timestamp14
 from indexing.refscan import scan_reference
 from indexing.surt import surt_or_url
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
@@ -36,12 +37,21 @@ SUFFIX = {"cdxj": ".cdxj", "cdx11": ".cdx"}
 
 @dataclass
 class IndexResult:
-    """The captures of one WARC, and the damage found (None when the file is sound)."""
+    """The captures of one WARC or ARC file, and the damage found (empty when it is sound)."""
 
     path: Path
     captures: list[Capture] = field(default_factory=list)
-    damage: WarcDamage | None = None
+    damages: list[WarcDamage] = field(default_factory=list)
     scanner: str = "fast"
+
+    @property
+    def damage(self) -> WarcDamage | None:
+        """The first damage (None when the file is sound)."""
+        return self.damages[0] if self.damages else None
+
+    def damage_text(self) -> str | None:
+        """Every damage in one sentence (None when the file is sound)."""
+        return "; ".join(str(d) for d in self.damages) or None
 
     def lines(self, fmt: str, filename: str | None = None) -> list[str]:
         """The file's index lines in record order (CDX11 with its header line first)."""
@@ -108,13 +118,16 @@ def cdx11_line(cap: Capture, filename: str) -> str:
 
 
 def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
-    """Read every indexed record of ``path``.
+    """Read every indexed record of ``path`` (a WARC or ARC file, gzipped or not).
 
-    Raises :class:`NotAWarcError` for a file that is not a WARC. A damaged file does not raise:
-    the result holds the captures before the damage and ``damage`` says where and why.
+    Raises :class:`NotAWarcError` for a file that is neither. A damaged file does not raise:
+    the result holds the captures read (before the damage, and after it in an uncompressed file,
+    where the scan resynchronises on the next record) and ``damages`` says where and why.
     ``verify=False`` does not inflate payloads (faster; corrupt payload bytes go unnoticed).
     """
     path = Path(path)
+    if sniff_format(path) == "arc":
+        return _index_reference(path, arc=True)
     result = IndexResult(path, scanner="fast" if verify else "skip")
     try:
         try:
@@ -130,14 +143,18 @@ def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
     except Fallback as why:
         log.debug("%s: general scanner (%s)", path, why)
     except WarcDamage as damage:
-        result.damage = damage
+        result.damages.append(damage)
         return result
+    return _index_reference(path, arc=False)
+
+
+def _index_reference(path: Path, *, arc: bool) -> IndexResult:
     result = IndexResult(path, scanner="warcio")
-    try:
-        for cap in scan_reference(path):
-            result.captures.append(cap)
-    except WarcDamage as damage:
-        result.damage = damage
+    for item in scan_reference(path, arc=arc):
+        if isinstance(item, WarcDamage):
+            result.damages.append(item)
+        else:
+            result.captures.append(item)
     return result
 
 

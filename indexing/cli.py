@@ -41,8 +41,7 @@ def _index_one(job: tuple[str, bool, str]) -> FileLines:
         return FileLines(path, error=f"cannot read: {exc}")
     lines = result.lines(fmt, Path(path).name)
     text = "\n".join(lines) + "\n" if lines else ""
-    damage = str(result.damage) if result.damage is not None else None
-    return FileLines(path, text, len(result.captures), damage)
+    return FileLines(path, text, len(result.captures), result.damage_text())
 
 
 def iter_results(

@@ -1,16 +1,23 @@
-"""General WARC scanner on warcio, reading records exactly the way the reference indexer does.
+"""General WARC and ARC scanner on warcio, reading records exactly the way the reference
+indexer does.
 
 Why: the fast scanner (:mod:`indexing.warcscan`) only takes the common, well-formed layout (one
-gzip member per record). Every other file (uncompressed WARCs, odd members, missing lengths) is
-read here with warcio's ``ArchiveIterator`` configured like cdxj-indexer (record parsing on, HTTP
-status lines not verified), so that both paths give the reference's lines.
+gzip member per record). Every other file (uncompressed WARCs, odd members, missing lengths, ARC
+files) is read here with warcio's ``ArchiveIterator`` configured like cdxj-indexer (record
+parsing on, HTTP status lines not verified, ARC records converted to WARC ones), so that both
+paths give the reference's lines.
+
+Unlike the reference, a record whose length does not land on the next record (warcio then skips a
+line with a warning, and may read the next records wrongly or not at all) is damage: it is
+reported with its offset and the scan resumes at the next valid record header.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -79,55 +86,213 @@ def _damage(offset: int, exc: BaseException) -> WarcDamage:
     return WarcDamage(offset, reason)
 
 
-def scan_reference(path: Path) -> Iterator[Capture]:
-    """Yield a :class:`Capture` per indexed record, raising like :func:`warcscan.scan_gzip`.
+class _QuietIterator(ArchiveIterator):
+    """warcio's iterator without its stderr warning on a bad record end (we report it)."""
 
-    Damage (whatever warcio raises on bytes it cannot parse, or a record whose block ends before
-    its Content-Length) raises :class:`WarcDamage` at the damaged record's offset, after the
-    captures of the records before it; the damaged record itself is not indexed.
+    INC_RECORD = ""
+
+
+# a record's first line: a WARC version line, or an ARC v1 header line
+# (``URL IP-address Archive-date Content-type Archive-length``, the URL may hold spaces)
+_WARC_LINE = re.compile(rb"WARC/(?:1\.0|1\.1|0\.17|0\.18)\r?\n")
+_ARC_LINE = re.compile(rb"\S[^\n]* \S+ \d{12,14} \S* ?\d+\r?\n")
+_RESYNC_WINDOW = 1 << 20
+HEADER_MAX = 1 << 22
+_FIELD = rb"[^\x00-\x08\x0a-\x1f\x7f]*"  # a field value: no control character but TAB
+_HEADER_BLOCK = re.compile(
+    rb"WARC/(?:1\.0|1\.1|0\.17|0\.18)(\r?\n)"
+    rb"(?:(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:|[ \t])" + _FIELD + rb"\r?\n)*\r?\n"
+)
+_WARC_TYPES = frozenset(
+    (
+        "warcinfo",
+        "response",
+        "resource",
+        "request",
+        "metadata",
+        "revisit",
+        "conversion",
+        "continuation",
+    )
+)
+_WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z\Z")
+
+
+def _resync_from(fh: BinaryIO, start: int, arc: bool) -> int:
+    """Where to look for the next record after damage at ``start``: after the damaged record's
+    header block (its length cannot be trusted, and may have swallowed the next records), or
+    right after ``start`` when no WARC record starts there (junk bytes before a record)."""
+    head = os.pread(fh.fileno(), 1 << 16, start)
+    if head.startswith(b"WARC/"):
+        for sep in (b"\r\n\r\n", b"\n\n"):
+            idx = head.find(sep)
+            if idx >= 0:
+                return start + idx + len(sep)
+    if not arc:
+        return start + 1
+    nl = head.find(b"\n")
+    return start + (nl + 1 if nl >= 0 else len(head))
+
+
+def _next_header(fh: BinaryIO, start: int, size: int, arc: bool) -> int | None:
+    """The offset of the first valid record start line at or after ``start`` (None: none)."""
+    pattern = _ARC_LINE if arc else _WARC_LINE
+    lead = b"\n" if arc else b"WARC/"
+    skip = 1 if arc else 0  # an ARC header starts a line; a WARC one may follow junk bytes
+    pos = start
+    while pos < size:
+        chunk = os.pread(fh.fileno(), _RESYNC_WINDOW + 4096, pos)
+        if not chunk:
+            return None
+        idx = chunk.find(lead)
+        while 0 <= idx < _RESYNC_WINDOW:
+            if pattern.match(chunk, idx + skip):
+                return pos + idx + skip
+            idx = chunk.find(lead, idx + 1)
+        pos += _RESYNC_WINDOW
+    return None
+
+
+def _bad_start(fh: BinaryIO, offset: int, arc: bool) -> bool:
+    """True when the ARC record read at ``offset`` does not start with a valid header line
+    (warcio reads any line with five fields as an ARC header, junk included)."""
+    line = os.pread(fh.fileno(), 4096, offset)
+    return not (line.startswith(b"filedesc://") or _ARC_LINE.match(line))
+
+
+def _bad_header(fh: BinaryIO, offset: int, record: object) -> tuple[str | None, int]:
+    """Why the WARC header block at ``offset`` (uncompressed file) is damaged, or None; and the
+    separator length its writer uses (4: CRLF CRLF, 2: a writer of LF-only lines).
+
+    warcio reads a garbled block without a word (a line without a colon is dropped, a damaged
+    WARC-Type makes a record silently unindexed): the block must be well-formed, with the
+    mandatory fields of ISO 28500 and a known record type. One ``pread`` of the header bytes.
+    """
+    size = (record.rec_headers.total_len or 0) * 2 + 256  # type: ignore[attr-defined]
+    head = os.pread(fh.fileno(), size, offset)
+    match = _HEADER_BLOCK.match(head)
+    if match is None:
+        if head.find(b"\r\n\r\n") < 0 and head.find(b"\n\n") < 0 and len(head) == size:
+            head = os.pread(fh.fileno(), HEADER_MAX, offset)  # a very long block
+            match = _HEADER_BLOCK.match(head)
+        if match is None:
+            return "malformed WARC header block (a line that is not a field)", 4
+    headers = record.rec_headers  # type: ignore[attr-defined]
+    rec_type = headers.get_header("WARC-Type")
+    if rec_type not in _WARC_TYPES:
+        return f"unknown WARC-Type {str(rec_type)[:40]!r}", 4
+    if not headers.get_header("WARC-Record-ID"):
+        return "no WARC-Record-ID", 4
+    if not _WARC_DATE.match(headers.get_header("WARC-Date") or ""):
+        return f"invalid WARC-Date {str(headers.get_header('WARC-Date'))[:40]!r}", 4
+    if not (headers.get_header("Content-Length") or "").isdigit():
+        return "invalid Content-Length", 4
+    return None, 2 if match.group(1) == b"\n" else 4
+
+
+def _off_boundary(
+    it: ArchiveIterator, offset: int, errors: int, arc: bool, separator: int = 4
+) -> bool:
+    """True when a record's block (uncompressed file) does not end on the record separator.
+
+    warcio counts a record followed by a line that is not blank (``err_count``), then skips
+    that line; between a WARC record and the next one the separator is exactly CRLF CRLF (a
+    Content-Length a few bytes short would otherwise pass as extra blank lines). Cheap: both are
+    numbers warcio keeps anyway. ``separator``: 2 for a writer of LF-only lines.
+    """
+    if it.err_count != errors:
+        return True
+    if arc:  # ARC writers end a record with one LF, some with a blank line more
+        return False
+    gap = it.offset - (offset + it.get_record_length())
+    return gap != separator
+
+
+def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcDamage]:
+    """Yield a :class:`Capture` per indexed record and a :class:`WarcDamage` per damaged spot.
+
+    ``arc``: the file is an ARC file (read as warcio's ``arc2warc`` does, like the reference
+    indexer). Damage (whatever warcio raises on bytes it cannot parse, a record whose block ends
+    before its Content-Length, or, in an uncompressed file, a record whose Content-Length does
+    not land on a record boundary) is yielded at the damaged record's offset; the damaged record
+    itself is not indexed. In an uncompressed file the scan then resynchronises on the next
+    valid record header after the damaged record's header (so a Content-Length that swallowed
+    the records after it loses none of them) and goes on; in a gzipped one it stops there.
     """
     builder = RecordBuilder()
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         plain = os.pread(fh.fileno(), 2, 0) != b"\x1f\x8b"  # uncompressed: offsets are bytes
-        fh.seek(0)
-        it = ArchiveIterator(fh, no_record_parse=False, arc2warc=False, verify_http=False)
-        first = True
-        while True:
-            offset = it.offset  # start of the record about to be read
-            try:
-                record = next(it)
-            except StopIteration:
-                # warcio ends quietly on a header block cut by the end of the file: bytes left
-                # over after the last record read are a truncated record
-                if plain and it.offset < size and _tail_is_data(fh, it.offset, size):
-                    raise WarcDamage(
-                        it.offset, "truncated record (the file ends inside its header block)"
-                    ) from None
+        start: int | None = 0
+        while start is not None:
+            damage = yield from _scan_from(fh, start, size, plain, arc, builder)
+            if damage is None:
                 return
-            except Exception as exc:  # any parse failure of warcio is damage
-                if first and isinstance(exc, ArchiveLoadFailed):
-                    reason = " ".join(str(exc).split())[:300]
-                    raise NotAWarcError(f"not a WARC file: {reason}") from exc
-                raise _damage(offset, exc) from exc
-            if record.format != "warc":
-                raise NotAWarcError(f"not a WARC file: {record.format.upper()} record found")
-            first = False
-            block = record.raw_stream  # ensure_digest may replace it with a copy it read
-            try:
-                capture = _capture(record, it, builder) if _is_indexed(record) else None
-                it.read_to_end()
-            except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
-                raise _damage(offset, exc) from exc
-            if plain and not _header_block_ends(fh, record, it):
-                raise WarcDamage(offset, "truncated record (the file ends inside its header block)")
-            missing = _missing(block)
-            if missing:
-                raise WarcDamage(
-                    offset, f"truncated record (file ends {missing} bytes before its end)"
+            yield damage
+            if not plain:
+                return
+            start = _next_header(fh, _resync_from(fh, damage.offset, arc), size, arc)
+
+
+def _scan_from(
+    fh: BinaryIO, start: int, size: int, plain: bool, arc: bool, builder: RecordBuilder
+) -> Generator[Capture, None, WarcDamage | None]:
+    """Captures from ``start`` on; returns the damage that stopped the scan (None: the end)."""
+    fh.seek(start)
+    it = _QuietIterator(fh, no_record_parse=False, arc2warc=arc, verify_http=False)
+    first = start == 0
+    while True:
+        offset = it.offset  # start of the record about to be read
+        errors = it.err_count
+        try:
+            record = next(it)
+        except StopIteration:
+            # warcio ends quietly on a header block cut by the end of the file: bytes left
+            # over after the last record read are a truncated record
+            if plain and it.offset < size and _tail_is_data(fh, it.offset, size):
+                return WarcDamage(
+                    it.offset, "truncated record (the file ends inside its header block)"
                 )
-            if capture is not None:
-                yield capture
+            return None
+        except Exception as exc:  # any parse failure of warcio is damage
+            if first and isinstance(exc, ArchiveLoadFailed):
+                reason = " ".join(str(exc).split())[:300]
+                raise NotAWarcError(f"not a WARC or ARC file: {reason}") from exc
+            return _damage(offset, exc)
+        if record.format != "warc":  # an ARC record in a file sniffed as WARC
+            return WarcDamage(offset, f"{record.format.upper()} record in a WARC file")
+        separator = 4
+        if plain and arc and _bad_start(fh, offset, arc):
+            return WarcDamage(offset, "invalid ARC record header line")
+        if plain and not arc:
+            why, separator = _bad_header(fh, offset, record)
+            if why is not None:
+                return WarcDamage(offset, why)
+        first = False
+        block = record.raw_stream  # ensure_digest may replace it with a copy it read
+        try:
+            capture = _capture(record, it, builder) if _is_indexed(record) else None
+            it.read_to_end()
+        except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
+            return _damage(offset, exc)
+        if plain and not _header_block_ends(fh, record, it):
+            return WarcDamage(offset, "truncated record (the file ends inside its header block)")
+        missing = _missing(block)
+        if missing:
+            return WarcDamage(
+                offset, f"truncated record (file ends {missing} bytes before its end)"
+            )
+        if plain and _off_boundary(it, offset, errors, arc, separator):
+            # the bytes after the block are not the record separator: the block's declared
+            # length does not end where the record ends (bytes inserted, lost or overwritten)
+            declared = record.rec_headers.get_header("Content-Length")
+            return WarcDamage(
+                offset,
+                f"record length {declared} does not end on a record boundary (no record"
+                f" separator at byte {offset + it.get_record_length()})",
+            )
+        if capture is not None:
+            yield capture
 
 
 def _capture(record: object, it: ArchiveIterator, builder: RecordBuilder) -> Capture:

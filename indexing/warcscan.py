@@ -165,7 +165,9 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                 raise Fallback("very large WARC header block") from None
         except ValueError as exc:
             if first_member:
-                raise NotAWarcError(f"not a WARC file: first line {exc.args[0][:80]!r}") from None
+                raise NotAWarcError(
+                    f"not a WARC or ARC file: first line {exc.args[0][:80]!r}"
+                ) from None
             reason = f"invalid WARC record, first line {exc.args[0][:80]!r}"
             raise WarcDamage(m.start, reason) from None
     if warc is None:  # empty member: the reference skips it too
@@ -294,7 +296,7 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture]:
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         if size == 0:
-            raise NotAWarcError("not a WARC file: empty file")
+            raise NotAWarcError("not a WARC or ARC file: empty file")
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mm[:2] != _GZIP_MAGIC:
                 raise Fallback("not gzip-compressed")
