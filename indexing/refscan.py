@@ -95,7 +95,8 @@ class _QuietIterator(ArchiveIterator):
 # a record's first line: a WARC version line, or an ARC v1 header line
 # (``URL IP-address Archive-date Content-type Archive-length``, the URL may hold spaces)
 _WARC_LINE = re.compile(rb"WARC/(?:1\.0|1\.1|0\.17|0\.18)\r?\n")
-_ARC_LINE = re.compile(rb"\S[^\n]* \S+ \d{12,14} \S* ?\d+\r?\n")
+_ARC_LINE = re.compile(rb"\S[^\n]* \S+ \d{12,18} \S* ?\d+\r?\n")
+_ARC_LIKE = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*:\S* ")  # starts with a URL and a space
 _RESYNC_WINDOW = 1 << 20
 HEADER_MAX = 1 << 22
 _FIELD = rb"[^\x00-\x08\x0a-\x1f\x7f]*"  # a field value: no control character but TAB
@@ -153,11 +154,18 @@ def _next_header(fh: BinaryIO, start: int, size: int, arc: bool) -> int | None:
     return None
 
 
-def _bad_start(fh: BinaryIO, offset: int, arc: bool) -> bool:
-    """True when the ARC record read at ``offset`` does not start with a valid header line
-    (warcio reads any line with five fields as an ARC header, junk included)."""
-    line = os.pread(fh.fileno(), 4096, offset)
-    return not (line.startswith(b"filedesc://") or _ARC_LINE.match(line))
+def _bad_arc_line(fh: BinaryIO, offset: int) -> str | None:
+    """Why the ARC record header line at ``offset`` is invalid, or None.
+
+    warcio reads any line with five fields as an ARC header (junk included, and a length of
+    ``-1`` or ``abc`` as an empty record): the line must end with a date of 12 to 18 digits
+    (14 in ARC v1; some writers wrote more, which the reference truncates), a content type and
+    a non-negative length.
+    """
+    line = os.pread(fh.fileno(), 4096, offset).split(b"\n", 1)[0]
+    if _ARC_LINE.match(line + b"\n"):
+        return None
+    return f"invalid ARC record header line {line[:120].decode('latin-1')!r}"
 
 
 def _bad_header(fh: BinaryIO, offset: int, record: object) -> tuple[str | None, int]:
@@ -191,7 +199,13 @@ def _bad_header(fh: BinaryIO, offset: int, record: object) -> tuple[str | None, 
 
 
 def _off_boundary(
-    it: ArchiveIterator, offset: int, errors: int, arc: bool, separator: int = 4
+    fh: BinaryIO,
+    size: int,
+    it: ArchiveIterator,
+    offset: int,
+    errors: int,
+    arc: bool,
+    separator: int = 4,
 ) -> bool:
     """True when a record's block (uncompressed file) does not end on the record separator.
 
@@ -202,10 +216,16 @@ def _off_boundary(
     """
     if it.err_count != errors:
         return True
-    if arc:  # ARC writers end a record with one LF, some with a blank line more
-        return False
     gap = it.offset - (offset + it.get_record_length())
-    return gap != separator
+    if not arc:
+        return gap != separator
+    # ARC writers end a record with one LF, some with none or more blank lines, so the gap
+    # proves little: the record's length must land on an ARC header line (or the end); one
+    # that starts like a header but is invalid is the next record's damage, not this one's
+    if it.offset >= size:
+        return False
+    line = os.pread(fh.fileno(), 4096, it.offset).split(b"\n", 1)[0]
+    return not (_ARC_LIKE.match(line) and line.count(b" ") >= 4)
 
 
 def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcDamage]:
@@ -228,10 +248,12 @@ def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcD
             damage = yield from _scan_from(fh, start, size, plain, arc, builder)
             if damage is None:
                 return
-            yield damage
             if not plain:
+                yield damage
                 return
             start = _next_header(fh, _resync_from(fh, damage.offset, arc), size, arc)
+            after = "no record after it" if start is None else f"next record at byte {start}"
+            yield WarcDamage(damage.offset, f"{damage.reason} ({after})")
 
 
 def _scan_from(
@@ -262,9 +284,11 @@ def _scan_from(
         if record.format != "warc":  # an ARC record in a file sniffed as WARC
             return WarcDamage(offset, f"{record.format.upper()} record in a WARC file")
         separator = 4
-        if plain and arc and _bad_start(fh, offset, arc):
-            return WarcDamage(offset, "invalid ARC record header line")
-        if plain and not arc:
+        if plain and arc:
+            why = _bad_arc_line(fh, offset)
+            if why is not None:
+                return WarcDamage(offset, why)
+        elif plain:
             why, separator = _bad_header(fh, offset, record)
             if why is not None:
                 return WarcDamage(offset, why)
@@ -275,14 +299,14 @@ def _scan_from(
             it.read_to_end()
         except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
             return _damage(offset, exc)
-        if plain and not _header_block_ends(fh, record, it):
+        if plain and not arc and not _header_block_ends(fh, record, it):
             return WarcDamage(offset, "truncated record (the file ends inside its header block)")
         missing = _missing(block)
         if missing:
             return WarcDamage(
                 offset, f"truncated record (file ends {missing} bytes before its end)"
             )
-        if plain and _off_boundary(it, offset, errors, arc, separator):
+        if plain and _off_boundary(fh, size, it, offset, errors, arc, separator):
             # the bytes after the block are not the record separator: the block's declared
             # length does not end where the record ends (bytes inserted, lost or overwritten)
             declared = record.rec_headers.get_header("Content-Length")
