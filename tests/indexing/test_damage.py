@@ -92,7 +92,7 @@ def test_index_cdx_reports_damage_and_not_an_archive_and_goes_on(oracle: Path, t
     bad = tmp_path / "plain-bad.warc"
     pos, size = _insert_junk(plain, bad, 3)
     notes = tmp_path / "notes.txt"
-    notes.write_text("shopping list\neggs\n")
+    notes.write_text("shopping list for the weekend\neggs\n")  # five fields: warcio's ARC
     out = subprocess.run(
         [str(HARVESTFLOW), "index", "cdx", str(notes), str(bad), str(good), "--processes", "1"],
         capture_output=True,
@@ -102,7 +102,7 @@ def test_index_cdx_reports_damage_and_not_an_archive_and_goes_on(oracle: Path, t
     )
     # 2: a file could not be indexed at all; 1: damage only
     assert out.returncode == 2, out.stderr
-    assert f"{notes}: not a WARC or ARC file: first line 'shopping list'" in out.stderr
+    assert f"{notes}: not a WARC or ARC file: first line 'shopping list for the weekend'" in out.stderr
     assert "ARC record found" not in out.stderr
     damaged = max(s for s in _record_starts(plain.read_bytes()) if s <= pos)
     assert f"{bad}: damaged at byte offset {damaged}:" in out.stderr
@@ -123,3 +123,42 @@ def test_index_cdx_reports_damage_and_not_an_archive_and_goes_on(oracle: Path, t
         [str(HARVESTFLOW), "index", "cdx", str(bad)], capture_output=True, text=True, timeout=300
     )
     assert only_damage.returncode == 1
+
+
+@pytest.mark.services
+def test_the_chain_quarantines_a_damaged_uncompressed_warc_with_every_intact_line(
+    db_engine, oracle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from harvestflow import settings as settings_mod
+    from indexing import chain
+    from indexing.layout import Layout
+
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    settings_mod.reset()
+    try:
+        cfg = settings_mod.get_settings()
+        layout = Layout.from_settings(cfg)
+        worker = layout.worker_dirs()[0]
+        worker.mkdir(parents=True)
+        good = write_warc(tmp_path / "retro-00001.warc", n=40, gz=False, seed=24)
+        bad = worker / "retro-00001.warc"
+        pos, size = _insert_junk(good, bad, 5)
+        damaged = max(s for s in _record_starts(good.read_bytes()) if s <= pos)
+        assert chain.ingest(cfg) == [bad.name]
+        result = chain.process_file(bad.name, cfg)
+        assert result["quarantined"] and result["stage"] == "quarantined"
+        assert f"damaged at byte offset {damaged}:" in result["error"]
+        kept = (layout.quarantine_dir() / (bad.name + ".cdxj")).read_text().splitlines()
+        intact = [
+            line
+            for offset, line in (
+                _shifted(ref, pos, size) for ref in reference_lines(oracle, good, "cdxj")
+            )
+            if offset != damaged
+        ]
+        assert sorted(intact, key=lambda s: s.encode()) == [
+            line for line in kept if f'"offset": "{damaged}"' not in line
+        ]
+        assert any(int(json.loads(line.split(" ", 2)[2])["offset"]) > pos for line in kept)
+    finally:
+        settings_mod.reset()
