@@ -102,7 +102,7 @@ HEADER_MAX = 1 << 22
 _FIELD = rb"[^\x00-\x08\x0a-\x1f\x7f]*"  # a field value: no control character but TAB
 _HEADER_BLOCK = re.compile(
     rb"WARC/(?:1\.0|1\.1|0\.17|0\.18)(\r?\n)"
-    rb"(?:(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:|[ \t])" + _FIELD + rb"\r?\n)*\r?\n"
+    rb"(?:(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:|[ \t])" + _FIELD + rb"\r?\n)*\r?\n\Z"
 )
 _WARC_TYPES = frozenset(
     (
@@ -116,6 +116,9 @@ _WARC_TYPES = frozenset(
         "continuation",
     )
 )
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_VERSION_LINES = tuple(v + b"\r\n" for v in (b"WARC/1.0", b"WARC/1.1", b"WARC/0.17", b"WARC/0.18"))
+_MANDATORY = ("warc-type", "warc-record-id", "warc-date", "content-length")
 _WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z\Z")
 
 
@@ -168,34 +171,55 @@ def _bad_arc_line(fh: BinaryIO, offset: int) -> str | None:
     return f"invalid ARC record header line {line[:120].decode('latin-1')!r}"
 
 
-def _bad_header(fh: BinaryIO, offset: int, record: object) -> tuple[str | None, int]:
+def _bad_header(fh: BinaryIO, offset: int, record: object, size: int = 0) -> tuple[str | None, int]:
     """Why the WARC header block at ``offset`` (uncompressed file) is damaged, or None; and the
     separator length its writer uses (4: CRLF CRLF, 2: a writer of LF-only lines).
 
     warcio reads a garbled block without a word (a line without a colon is dropped, a damaged
     WARC-Type makes a record silently unindexed): the block must be well-formed, with the
-    mandatory fields of ISO 28500 and a known record type. One ``pread`` of the header bytes.
+    mandatory fields of ISO 28500 and a known record type. One ``pread`` of the header bytes
+    (``size``: how many; by default twice what warcio read, in characters).
     """
-    size = (record.rec_headers.total_len or 0) * 2 + 256  # type: ignore[attr-defined]
+    size = size or (record.rec_headers.total_len or 0) * 2 + 256  # type: ignore[attr-defined]
     head = os.pread(fh.fileno(), size, offset)
-    match = _HEADER_BLOCK.match(head)
-    if match is None:
-        if head.find(b"\r\n\r\n") < 0 and head.find(b"\n\n") < 0 and len(head) == size:
-            head = os.pread(fh.fileno(), HEADER_MAX, offset)  # a very long block
-            match = _HEADER_BLOCK.match(head)
-        if match is None:
-            return "malformed WARC header block (a line that is not a field)", 4
     headers = record.rec_headers  # type: ignore[attr-defined]
-    rec_type = headers.get_header("WARC-Type")
+    stop, separator = head.find(b"\r\n\r\n"), 4
+    block = head[: stop + 4]
+    lines = block.count(b"\n")
+    # the common case without a regular expression over the block: CRLF line ends only (as
+    # many CRs as LFs), no control character, as many lines as fields warcio kept (it drops a
+    # line without a colon), and the exact version line (warcio takes "WARC/1.0junk")
+    plain = (
+        stop >= 0
+        and block.count(b"\r") == lines
+        and lines - 2 == len(headers.headers)
+        and block.startswith(_VERSION_LINES)
+        and not _CONTROL.search(block)
+    )
+    if not plain:
+        lf = head.find(b"\n\n")
+        if lf >= 0 and (stop < 0 or lf < stop):  # a writer of LF-only lines
+            stop, separator = lf, 2
+        elif stop < 0 and len(head) == size < HEADER_MAX:  # a very long block
+            return _bad_header(fh, offset, record, HEADER_MAX)
+        block = head[: stop + separator] if stop >= 0 else head
+    if not plain and not _HEADER_BLOCK.fullmatch(block):
+        return "malformed WARC header block (a line that is not a field)", separator
+    fields = dict.fromkeys(_MANDATORY, "")
+    for name, value in headers.headers:
+        key = name.lower()
+        if key in fields and not fields[key]:
+            fields[key] = value
+    rec_type = fields["warc-type"]
     if rec_type not in _WARC_TYPES:
-        return f"unknown WARC-Type {str(rec_type)[:40]!r}", 4
-    if not headers.get_header("WARC-Record-ID"):
-        return "no WARC-Record-ID", 4
-    if not _WARC_DATE.match(headers.get_header("WARC-Date") or ""):
-        return f"invalid WARC-Date {str(headers.get_header('WARC-Date'))[:40]!r}", 4
-    if not (headers.get_header("Content-Length") or "").isdigit():
-        return "invalid Content-Length", 4
-    return None, 2 if match.group(1) == b"\n" else 4
+        return f"unknown WARC-Type {rec_type[:40]!r}", separator
+    if not fields["warc-record-id"]:
+        return "no WARC-Record-ID", separator
+    if not _WARC_DATE.match(fields["warc-date"]):
+        return f"invalid WARC-Date {fields['warc-date'][:40]!r}", separator
+    if not fields["content-length"].isdigit():
+        return "invalid Content-Length", separator
+    return None, separator
 
 
 def _off_boundary(
