@@ -121,8 +121,8 @@ def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
     """Read every indexed record of ``path`` (a WARC or ARC file, gzipped or not).
 
     Raises :class:`NotAWarcError` for a file that is neither. A damaged file does not raise:
-    the result holds the captures read (before the damage, and after it in an uncompressed file,
-    where the scan resynchronises on the next record) and ``damages`` says where and why.
+    the result holds the captures of every readable record (the scan resynchronises on the next
+    record after a damaged one) and ``damages`` says where and why.
     ``verify=False`` does not inflate payloads (faster; corrupt payload bytes go unnoticed).
     """
     path = Path(path)
@@ -131,31 +131,30 @@ def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
     result = IndexResult(path, scanner="fast" if verify else "skip")
     try:
         try:
-            for cap in scan_gzip(path, verify=verify):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=verify))
             return result
         except SkipUnsafe as why:
             log.debug("%s: inflating every member (%s)", path, why)
             result = IndexResult(path)
-            for cap in scan_gzip(path, verify=True):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=True))
             return result
     except Fallback as why:
         log.debug("%s: general scanner (%s)", path, why)
-    except WarcDamage as damage:
-        result.damages.append(damage)
-        return result
     return _index_reference(path, arc=False)
 
 
 def _index_reference(path: Path, *, arc: bool) -> IndexResult:
     result = IndexResult(path, scanner="warcio")
-    for item in scan_reference(path, arc=arc):
+    _collect(result, scan_reference(path, arc=arc))
+    return result
+
+
+def _collect(result: IndexResult, items: Iterable[Capture | WarcDamage]) -> None:
+    for item in items:
         if isinstance(item, WarcDamage):
             result.damages.append(item)
         else:
             result.captures.append(item)
-    return result
 
 
 def sorted_lines(lines: Iterable[str]) -> list[str]:

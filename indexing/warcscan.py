@@ -281,12 +281,15 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     )
 
 
-def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture]:
-    """Yield a :class:`Capture` per indexed record (in file order).
+def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDamage]:
+    """Yield a :class:`Capture` per indexed record (in file order) and a :class:`WarcDamage`
+    per damaged stretch.
 
-    Raises :class:`NotAWarcError` for a file that is not a WARC, :class:`WarcDamage` at the first
-    damaged member (after the good ones were yielded) and :class:`Fallback` (before anything was
-    yielded only if the problem is in the first record) when the general scanner must be used.
+    Raises :class:`NotAWarcError` for a file that is not a WARC, and :class:`Fallback` (before
+    anything was yielded only if the problem is in the first record) when the general scanner
+    must be used. After a damaged member the scan resynchronises on the next gzip member that
+    inflates to a WARC record (the damage's reason says where), so the records after it are
+    kept.
 
     ``verify=False`` skips inflating payloads (member ends found from the gzip trailer): several
     times faster, same lines, but a corrupt payload (bad CRC) is then not noticed; it raises
@@ -302,12 +305,27 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture]:
                 raise Fallback("not gzip-compressed")
             pos = 0
             first = True
+            damage: WarcDamage | None = None  # reported once the scan is back on its feet
             while pos < size:
-                if mm[pos : pos + 2] != _GZIP_MAGIC:
-                    raise WarcDamage(pos, "bytes that are not a gzip member")
-                m = _Member(mm, pos, size)
-                cap = _member_capture(m, first, state)
+                try:
+                    if mm[pos : pos + 2] != _GZIP_MAGIC:
+                        raise WarcDamage(pos, "bytes that are not a gzip member")
+                    m = _Member(mm, pos, size)
+                    cap = _member_capture(m, first, state)
+                except WarcDamage as exc:
+                    damage = damage or exc
+                    # the next member start (1f 8b 08); a false match only fails again
+                    nxt = mm.find(_GZIP_MAGIC + b"\x08", pos + 1)
+                    if nxt < 0:
+                        break
+                    pos = nxt
+                    continue
+                if damage is not None:
+                    yield WarcDamage(damage.offset, f"{damage.reason} (next record at byte {pos})")
+                    damage = None
                 first = False
                 pos = m.end
                 if cap is not None:
                     yield cap
+            if damage is not None:
+                yield WarcDamage(damage.offset, f"{damage.reason} (no record after it)")

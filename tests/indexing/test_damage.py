@@ -71,6 +71,37 @@ def test_inserted_bytes_are_damage_at_the_record_and_the_rest_is_indexed(
     assert len(got) >= len(expected)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_inserted_bytes_in_a_gzipped_warc_lose_only_the_damaged_member(
+    oracle: Path, tmp_path: Path, seed: int
+):
+    good = write_warc(tmp_path / "good.warc.gz", n=50, seed=31)
+    bad = tmp_path / "good-bad.warc.gz"
+    pos, size = _insert_junk(good, bad, seed)
+    # member starts, from the reference's offsets and the records it does not index
+    data = good.read_bytes()
+    starts, at = [], data.find(b"\x1f\x8b\x08")
+    while at >= 0:
+        starts.append(at)
+        at = data.find(b"\x1f\x8b\x08", at + 1)
+    ref_offsets = {int(_shifted(line, 0, 0)[0]) for line in reference_lines(oracle, good, "cdxj")}
+    assert ref_offsets <= set(starts)
+    damaged = max(s for s in starts if s <= pos)
+
+    result = index_warc(bad)
+    assert result.scanner == "fast"
+    assert [d.offset for d in result.damages] == [damaged], result.damage_text()
+    expected = [
+        line
+        for offset, line in (
+            _shifted(ref, pos, size) for ref in reference_lines(oracle, good, "cdxj")
+        )
+        if offset != damaged
+    ]
+    got = result.lines("cdxj", "good.warc.gz")
+    assert [line for line in got if f'"offset": "{damaged}"' not in line] == expected
+
+
 def test_several_damaged_spots_are_each_reported(oracle: Path, tmp_path: Path):
     good = write_warc(tmp_path / "two.warc", n=50, gz=False, seed=22)
     data = good.read_bytes()
@@ -102,7 +133,9 @@ def test_index_cdx_reports_damage_and_not_an_archive_and_goes_on(oracle: Path, t
     )
     # 2: a file could not be indexed at all; 1: damage only
     assert out.returncode == 2, out.stderr
-    assert f"{notes}: not a WARC or ARC file: first line 'shopping list for the weekend'" in out.stderr
+    assert (
+        f"{notes}: not a WARC or ARC file: first line 'shopping list for the weekend'" in out.stderr
+    )
     assert "ARC record found" not in out.stderr
     damaged = max(s for s in _record_starts(plain.read_bytes()) if s <= pos)
     assert f"{bad}: damaged at byte offset {damaged}:" in out.stderr
