@@ -261,29 +261,65 @@ def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcD
     not land on a record boundary) is yielded at the damaged record's offset; the damaged record
     itself is not indexed. In an uncompressed file the scan then resynchronises on the next
     valid record header after the damaged record's header (so a Content-Length that swallowed
-    the records after it loses none of them) and goes on; in a gzipped one it stops there.
+    the records after it loses none of them) and goes on; in a gzipped one on the next gzip
+    member that reads.
     """
     builder = RecordBuilder()
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         plain = os.pread(fh.fileno(), 2, 0) != b"\x1f\x8b"  # uncompressed: offsets are bytes
         start: int | None = 0
+        pending: WarcDamage | None = None  # gzip: reported once a member reads again
         while start is not None:
-            damage = yield from _scan_from(fh, start, size, plain, arc, builder)
+            damage, read = yield from _scan_from(fh, start, size, plain, arc, builder)
+            if pending is not None and (read or damage is None or damage.offset != start):
+                yield WarcDamage(pending.offset, f"{pending.reason} (next record at byte {start})")
+                pending = None
             if damage is None:
                 return
-            if not plain:
-                yield damage
-                return
-            start = _next_header(fh, _resync_from(fh, damage.offset, arc), size, arc)
-            after = "no record after it" if start is None else f"next record at byte {start}"
-            yield WarcDamage(damage.offset, f"{damage.reason} ({after})")
+            if plain:
+                start = _next_header(fh, _resync_from(fh, damage.offset, arc), size, arc)
+                after = "no record after it" if start is None else f"next record at byte {start}"
+                yield WarcDamage(damage.offset, f"{damage.reason} ({after})")
+                continue
+            # gzip: the next member start (1f 8b 08); a false match, those bytes inside
+            # compressed data, fails at once and the search goes on
+            pending = pending or damage
+            start = _find(fh, b"\x1f\x8b\x08", damage.offset + 1, size)
+            if start is None:
+                yield WarcDamage(pending.offset, f"{pending.reason} (no record after it)")
+
+
+def _find(fh: BinaryIO, needle: bytes, start: int, size: int) -> int | None:
+    """Offset of the first ``needle`` at or after ``start`` (read by windows), or None."""
+    pos = start
+    while pos < size:
+        chunk = os.pread(fh.fileno(), _RESYNC_WINDOW + len(needle), pos)
+        idx = chunk.find(needle)
+        if idx >= 0:
+            return pos + idx
+        pos += _RESYNC_WINDOW
+    return None
 
 
 def _scan_from(
     fh: BinaryIO, start: int, size: int, plain: bool, arc: bool, builder: RecordBuilder
+) -> Generator[Capture, None, tuple[WarcDamage | None, int]]:
+    """Captures from ``start`` on; returns the damage that stopped the scan (None: the end of
+    the file) and how many records were read before it."""
+    damage = yield from _scan_records(fh, start, size, plain, arc, builder, read := [0])
+    return damage, read[0]
+
+
+def _scan_records(
+    fh: BinaryIO,
+    start: int,
+    size: int,
+    plain: bool,
+    arc: bool,
+    builder: RecordBuilder,
+    read: list[int],
 ) -> Generator[Capture, None, WarcDamage | None]:
-    """Captures from ``start`` on; returns the damage that stopped the scan (None: the end)."""
     fh.seek(start)
     it = _QuietIterator(fh, no_record_parse=False, arc2warc=arc, verify_http=False)
     first = start == 0
@@ -339,6 +375,7 @@ def _scan_from(
                 f"record length {declared} does not end on a record boundary (no record"
                 f" separator at byte {offset + it.get_record_length()})",
             )
+        read[0] += 1
         if capture is not None:
             yield capture
 

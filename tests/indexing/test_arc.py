@@ -164,3 +164,21 @@ def test_pywb_replays_arc_captures_with_our_index(oracle: Path, tmp_path: Path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_corrupt_member_of_an_arc_gz_loses_only_its_record(oracle: Path, tmp_path: Path):
+    good = write_arc(tmp_path / "good.arc.gz")
+    reference = reference_lines(oracle, good, "cdx11")[1:]
+    offsets = [int(line.split()[-2]) for line in reference]
+    target = offsets[3]
+    data = bytearray(good.read_bytes())
+    for i in range(target + 20, target + 40):
+        data[i] ^= 0x5A
+    bad = tmp_path / "bad.arc.gz"
+    bad.write_bytes(bytes(data))
+    result = index_warc(bad)
+    assert [d.offset for d in result.damages] == [target], result.damage_text()
+    assert f"next record at byte {offsets[4]}" in result.damages[0].reason
+    assert result.lines("cdx11", "good.arc.gz")[1:] == [
+        line for line in reference if int(line.split()[-2]) != target
+    ]
