@@ -77,9 +77,12 @@ def sniff_format(path: Path) -> str:
             head = zlib.decompressobj(31).decompress(head, 4096)
         except zlib.error:
             return "warc"
-    if head.startswith(b"WARC/"):
+    # blank lines before the first record are damage the scanners report (the records after
+    # them are still read), not a reason to reject the file
+    start = head.lstrip(b"\r\n")
+    if start.startswith(b"WARC/"):
         return "warc"
-    if head.startswith(b"filedesc://"):
+    if start.startswith(b"filedesc://"):
         return "arc"
     first = head.split(b"\n", 1)[0][:80]
     raise NotAWarcError(f"not a WARC or ARC file: first line {_decode(first)!r}")

@@ -195,3 +195,16 @@ def test_the_chain_quarantines_a_damaged_uncompressed_warc_with_every_intact_lin
         assert any(int(json.loads(line.split(" ", 2)[2])["offset"]) > pos for line in kept)
     finally:
         settings_mod.reset()
+
+
+def test_blank_lines_before_the_first_record_are_damage_not_a_silent_empty_index(
+    oracle: Path, tmp_path: Path
+):
+    # cdxj-indexer prints nothing at all for such a file, and says nothing
+    good = write_warc(tmp_path / "lead.warc", n=20, gz=False, seed=25)
+    bad = tmp_path / "lead-bad.warc"
+    bad.write_bytes(b"\r\n" + good.read_bytes())
+    result = index_warc(bad)
+    assert [d.offset for d in result.damages] == [0]
+    expected = [_shifted(line, 0, 2)[1] for line in reference_lines(oracle, good, "cdxj")]
+    assert result.lines("cdxj", "lead.warc") == expected
