@@ -12,7 +12,9 @@ continuation lines are glued on.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
 INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
@@ -24,7 +26,7 @@ class IndexingError(Exception):
 
 
 class NotAWarcError(IndexingError):
-    """The file is not a WARC file at all (rejected, nothing indexed)."""
+    """The file is neither a WARC nor an ARC file (rejected, nothing indexed)."""
 
 
 class WarcDamage(IndexingError):
@@ -51,6 +53,34 @@ class Capture:
     record_id: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+
+
+def sniff_format(path: Path) -> str:
+    """``"warc"`` or ``"arc"`` from the file's first line (inflated if gzipped).
+
+    Why: an ARC file is read as ARC (its first record is always the ``filedesc://`` header),
+    anything else must start with a WARC version line; warcio alone would read a text file as an
+    ARC record. Raises :class:`NotAWarcError` naming what was found. A gzip start that does not
+    inflate is left to the scanners, which report it as damage at offset 0.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 14)
+    if not head:
+        raise NotAWarcError("not a WARC or ARC file: empty file")
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(31).decompress(head, 4096)
+        except zlib.error:
+            return "warc"
+    # blank lines before the first record are damage the scanners report (the records after
+    # them are still read), not a reason to reject the file
+    start = head.lstrip(b"\r\n")
+    if start.startswith(b"WARC/"):
+        return "warc"
+    if start.startswith(b"filedesc://"):
+        return "arc"
+    first = head.split(b"\n", 1)[0][:80]
+    raise NotAWarcError(f"not a WARC or ARC file: first line {_decode(first)!r}")
 
 
 class Headers:

@@ -1,10 +1,11 @@
-"""CDX lines (11-field CDX and CDXJ) for a WARC file, identical to the reference indexer's.
+"""CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
 code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
 the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
 themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
-holds), so the crawler's CDX and the chain's cannot differ.
+holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the reference
+reads them: converted to WARC records.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
-from indexing.capture import Capture, NotAWarcError, WarcDamage
+from indexing.capture import Capture, NotAWarcError, WarcDamage, sniff_format
 from indexing.refscan import scan_reference
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
@@ -27,12 +28,21 @@ SUFFIX = {"cdxj": ".cdxj", "cdx11": ".cdx"}
 
 @dataclass
 class IndexResult:
-    """The captures of one WARC, and the damage found (None when the file is sound)."""
+    """The captures of one WARC or ARC file, and the damage found (empty when it is sound)."""
 
     path: Path
     captures: list[Capture] = field(default_factory=list)
-    damage: WarcDamage | None = None
+    damages: list[WarcDamage] = field(default_factory=list)
     scanner: str = "fast"
+
+    @property
+    def damage(self) -> WarcDamage | None:
+        """The first damage (None when the file is sound)."""
+        return self.damages[0] if self.damages else None
+
+    def damage_text(self) -> str | None:
+        """Every damage in one sentence (None when the file is sound)."""
+        return "; ".join(str(d) for d in self.damages) or None
 
     def lines(self, fmt: str, filename: str | None = None) -> list[str]:
         """The file's index lines in record order (CDX11 with its header line first)."""
@@ -45,37 +55,43 @@ class IndexResult:
 
 
 def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
-    """Read every indexed record of ``path``.
+    """Read every indexed record of ``path`` (a WARC or ARC file, gzipped or not).
 
-    Raises :class:`NotAWarcError` for a file that is not a WARC. A damaged file does not raise:
-    the result holds the captures before the damage and ``damage`` says where and why.
+    Raises :class:`NotAWarcError` for a file that is neither. A damaged file does not raise:
+    the result holds the captures of every readable record (the scan resynchronises on the next
+    record after a damaged one) and ``damages`` says where and why.
     ``verify=False`` does not inflate payloads (faster; corrupt payload bytes go unnoticed).
     """
     path = Path(path)
+    if sniff_format(path) == "arc":
+        return _index_reference(path, arc=True)
     result = IndexResult(path, scanner="fast" if verify else "skip")
     try:
         try:
-            for cap in scan_gzip(path, verify=verify):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=verify))
             return result
         except SkipUnsafe as why:
             log.debug("%s: inflating every member (%s)", path, why)
             result = IndexResult(path)
-            for cap in scan_gzip(path, verify=True):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=True))
             return result
     except Fallback as why:
         log.debug("%s: general scanner (%s)", path, why)
-    except WarcDamage as damage:
-        result.damage = damage
-        return result
+    return _index_reference(path, arc=False)
+
+
+def _index_reference(path: Path, *, arc: bool) -> IndexResult:
     result = IndexResult(path, scanner="warcio")
-    try:
-        for cap in scan_reference(path):
-            result.captures.append(cap)
-    except WarcDamage as damage:
-        result.damage = damage
+    _collect(result, scan_reference(path, arc=arc))
     return result
+
+
+def _collect(result: IndexResult, items: Iterable[Capture | WarcDamage]) -> None:
+    for item in items:
+        if isinstance(item, WarcDamage):
+            result.damages.append(item)
+        else:
+            result.captures.append(item)
 
 
 def sorted_lines(lines: Iterable[str]) -> list[str]:
