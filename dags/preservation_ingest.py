@@ -8,6 +8,10 @@ put the job in the manual queue with the reason. Woken by the indexing chain (As
 `harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
 an object twice.
 
+A job whose ingest fails (after its retries) makes the run failed; the other jobs go on and
+`report` (the teardown of `ready_jobs`) still runs and emits
+`harvestflow://preservation/packages-preserved`.
+
 ## How to check it's working
 1. After `harvestflow demo`, `harvestflow preservation queue` lists no job in the manual queue.
 2. `harvestflow ark verify <ARK>` on an ARK from the task log says the check character is valid.
@@ -45,10 +49,12 @@ with DAG(
 
         return ingest(job_id)
 
-    @task(trigger_rule="all_done", outlets=[PRESERVED])
+    @task(outlets=[PRESERVED])
     def report(results: list[dict[str, Any]]) -> dict[str, Any]:
         from preservation.report import preservation_report
 
         return preservation_report(run_date(get_current_context()).date())
 
-    report(ingest_job.expand(job_id=ready_jobs()))
+    jobs = ready_jobs()
+    # not on_failure_fail_dagrun: that would hide the ingest_job tasks from the run state
+    report(ingest_job.expand(job_id=jobs)).as_teardown(setups=jobs)
