@@ -8,7 +8,7 @@ removal from the indexing area). Woken by a finished harvest (Asset
 `harvestflow://harvest/jobs-done`) and hourly as a sweep. Each module is restartable: a killed
 run re-run indexes every file exactly once.
 
-A file whose module fails (after its retries) makes the run failed; the other files go on, and
+A file whose module fails (after its retries), or that is quarantined, makes the run failed; the other files go on, and
 `chain_done` (the teardown of `pending`) still runs and emits
 `harvestflow://indexing/files-indexed`, so preservation takes the files that went through.
 
@@ -53,11 +53,18 @@ with DAG(
 
         return pending_files()
 
-    @task(retries=2)
+    @task(retries=2, map_index_template="{{ task.op_kwargs['file_name'] }}")
     def process_file(file_name: str) -> dict[str, Any]:
+        """The file's remaining modules; a file quarantined by them fails this task (no retry:
+        a damaged file stays damaged), so the run shows red and names it."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from indexing.chain import process_file as run_modules
 
-        return run_modules(file_name)
+        result = run_modules(file_name)
+        if result["quarantined"]:
+            raise AirflowFailException(f"{file_name} quarantined: {result['error']}")
+        return result
 
     @task(outlets=[FILES_INDEXED])
     def chain_done(results: list[dict[str, Any]]) -> dict[str, int]:

@@ -8,7 +8,8 @@ put the job in the manual queue with the reason. Woken by the indexing chain (As
 `harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
 an object twice.
 
-A job whose ingest fails (after its retries) makes the run failed; the other jobs go on and
+A job whose ingest fails (after its retries), or that a serious error put in the manual queue,
+makes the run failed; the other jobs go on and
 `report` (the teardown of `ready_jobs`) still runs and emits
 `harvestflow://preservation/packages-preserved`.
 
@@ -43,11 +44,23 @@ with DAG(
         task_logger().info("%d job(s) ready for preservation: %s", len(jobs), jobs)
         return jobs
 
-    @task(retries=3, retry_delay=timedelta(minutes=1), retry_exponential_backoff=True)
+    @task(
+        retries=3,
+        retry_delay=timedelta(minutes=1),
+        retry_exponential_backoff=True,
+        map_index_template="job {{ task.op_kwargs['job_id'] }}",
+    )
     def ingest_job(job_id: int) -> dict[str, Any]:
+        """One job's package; a serious error put it in the manual queue: this task fails (no
+        retry, a person must act), so the run shows red and names the job and the reason."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from preservation.ingest import ingest_job as ingest
 
-        return ingest(job_id)
+        result = ingest(job_id)
+        if result.get("status") == "manual":
+            raise AirflowFailException(f"job {job_id} put in the manual queue: {result['error']}")
+        return result
 
     @task(outlets=[PRESERVED])
     def report(results: list[dict[str, Any]]) -> dict[str, Any]:
