@@ -85,9 +85,14 @@ def run_dag(
 
 
 def task_states(task_instances: Any) -> dict[str, str]:
-    """{task_id, with ``[map_index]`` for a mapped task: state} of a run's task instances."""
+    """{task_id, with ``[map index]`` for a mapped task: state} of a run's task instances.
+
+    A mapped task with a ``map_index_template`` (a file name, a job) is named by it, as the UI
+    names it: "process_file[1-2-….warc.gz]" says which file failed, "process_file[3]" does not.
+    """
     states = {}
     for ti in task_instances:
-        key = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"
+        index = getattr(ti, "rendered_map_index", None) or ti.map_index
+        key = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{index}]"
         states[key] = str(getattr(ti.state, "value", ti.state))
     return states
