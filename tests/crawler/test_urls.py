@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-import pytest
-
 from crawler.urls import canonical_key, registrable_domain, surt
-from tests.crawler.conftest import ORACLE_BIN
+from tests.conftest import oracle
 
 URLS = [
     "http://www.Example.com:80/a/b?b=2&a=1#frag",
@@ -38,11 +36,10 @@ def test_registrable_domain_uses_the_bundled_suffix_list():
     assert registrable_domain("127.0.0.1") == "127.0.0.1"
 
 
-@pytest.mark.skipif(not (ORACLE_BIN / "python").exists(), reason="oracle venv missing")
 def test_surt_matches_the_surt_package():
     code = "import json,sys,surt; print(json.dumps([surt.surt(u) for u in json.load(sys.stdin)]))"
     proc = subprocess.run(
-        [str(ORACLE_BIN / "python"), "-c", code],
+        [str(oracle("python")), "-c", code],
         input=json.dumps(URLS),
         capture_output=True,
         text=True,
