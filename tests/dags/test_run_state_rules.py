@@ -11,6 +11,7 @@ needs no database and names the DAG and task that break the rule.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -81,3 +82,16 @@ def test_the_harvest_done_asset_waits_for_every_job_record(dag_id: str) -> None:
     final = RULES[dag_id][1]
     assert "harvest_job.record" in dag.get_task(final).upstream_task_ids
     assert [a.uri for a in dag.get_task(final).outlets] == ["harvestflow://harvest/jobs-done"]
+
+
+def test_a_failed_continuous_crawl_fails_the_run_through_its_hand_off() -> None:
+    """continuous_crawl keeps ``report`` as an all_done leaf (its own failure counts): the
+    crawl is not a leaf, but its failure reaches the counted ``handed_off`` as upstream_failed
+    through all_success tasks only."""
+    dag = _load(DAGS / "continuous_crawl.py")
+    assert counted_tasks(dag) == {"report", "handed_off"}
+    assert dag.get_task("report").trigger_rule == "all_done"
+    path = ["crawl", "wrote_warcs", "handed_off"]
+    for up, down in itertools.pairwise(path):
+        assert dag.get_task(down).upstream_task_ids == {up}
+        assert dag.get_task(down).trigger_rule == "all_success"
