@@ -25,7 +25,7 @@ from crawler import crawllog
 from crawler import state as st
 from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
-from crawler.links import extract_css, extract_html, extract_sitemap
+from crawler.links import EXTRACT_FAIL, extract_css, extract_sitemap, html_links
 from crawler.urls import host_of
 
 if TYPE_CHECKING:
@@ -97,13 +97,18 @@ class ArchiveSpider(scrapy.Spider):
             return links
         try:
             if isinstance(response, HtmlResponse):
-                links += extract_html(response.selector.root, response.url)
+                found, note = html_links(response.text, response.url)
+                links += found
+                if note:  # the tree parser gave up: the streaming scan found these
+                    cap.annotations.append(note)
+                    log.info("%s: HTML tree parse gave up, links scanned instead", response.url)
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
             elif self.ctx.spec.template.extract_sitemaps and "xml" in cap.mime:
                 links += extract_sitemap(response.body, response.url)
         except Exception as exc:  # a page we cannot parse is still archived
             log.warning("link extraction failed for %s: %s", response.url, exc)
+            cap.annotations.append(EXTRACT_FAIL)
         return links
 
     def parse(self, response: Response, **kwargs: Any) -> Iterable[scrapy.Request]:
