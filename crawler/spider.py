@@ -25,6 +25,7 @@ from crawler import crawllog
 from crawler import state as st
 from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
+from crawler.inflate import release_inflated
 from crawler.links import EXTRACT_FAIL, extract_css, extract_sitemap, html_links
 from crawler.urls import host_of
 
@@ -118,10 +119,13 @@ class ArchiveSpider(scrapy.Spider):
         if cap is None:  # not captured (should not happen): keep the crawl going
             log.error("no capture for %s", response.url)
             return []
-        return self.ctx.finish_capture(request, cap, self.links_of(response, cap))
+        links = self.links_of(response, cap)
+        release_inflated(request)  # the inflated body is read: its budget is free again
+        return self.ctx.finish_capture(request, cap, links)
 
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
         request = failure.request  # type: ignore[attr-defined]
+        release_inflated(request)
         cap: Capture | None = request.meta.get("hf_capture")
         if cap is not None:  # captured, then failed later (e.g. a bad gzip body)
             log.warning("post-capture failure for %s: %s", request.url, failure.value)

@@ -34,34 +34,36 @@ def response(
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-def _zeros_compressed(inflated: int, wbits: int, chunk: int = 1 << 20) -> bytes:
+def _zeros_compressed(inflated: int, wbits: int, prefix: bytes, chunk: int = 1 << 20) -> bytes:
     # ISA-L's level 1 makes a 1 GiB bomb in ~0.05 s (zlib's level 9 takes ~2.5 s)
     from isal import isal_zlib
 
     comp = isal_zlib.compressobj(1, isal_zlib.DEFLATED, wbits)
     zeros = bytes(chunk)
-    parts = [comp.compress(zeros) for _ in range(inflated // chunk)]
+    parts = [comp.compress(prefix)]
+    parts += [comp.compress(zeros) for _ in range(inflated // chunk)]
     parts.append(comp.flush())
     return b"".join(parts)
 
 
-def gzip_bomb(inflated: int) -> bytes:
-    """A gzip body of zeros that inflates to ``inflated`` bytes (~1/1000 of it on the wire)."""
-    return _zeros_compressed(inflated, 31)
+def gzip_bomb(inflated: int, prefix: bytes = b"") -> bytes:
+    """A gzip body: ``prefix``, then zeros up to ``inflated`` bytes (~1/1000 on the wire)."""
+    return _zeros_compressed(inflated, 31, prefix)
 
 
-def deflate_bomb(inflated: int) -> bytes:
-    """A zlib-wrapped deflate body (HTTP's ``deflate``) of zeros inflating to ``inflated``."""
-    return _zeros_compressed(inflated, 15)
+def deflate_bomb(inflated: int, prefix: bytes = b"") -> bytes:
+    """A zlib-wrapped deflate body (HTTP's ``deflate``): ``prefix``, then zeros."""
+    return _zeros_compressed(inflated, 15, prefix)
 
 
-def brotli_bomb(inflated: int, chunk: int = 1 << 20) -> bytes:
-    """A brotli (``br``) body of zeros inflating to ``inflated`` bytes."""
+def brotli_bomb(inflated: int, prefix: bytes = b"") -> bytes:
+    """A brotli (``br``) body: ``prefix``, then zeros up to ``inflated`` bytes."""
     import brotli
 
     comp = brotli.Compressor(quality=1)
-    zeros = bytes(chunk)
-    parts = [comp.process(zeros) for _ in range(inflated // chunk)]
+    zeros = bytes(1 << 20)
+    parts = [comp.process(prefix)]
+    parts += [comp.process(zeros) for _ in range(inflated >> 20)]
     parts.append(comp.finish())
     return b"".join(parts)
 
