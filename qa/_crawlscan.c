@@ -661,7 +661,10 @@ PyMODINIT_FUNC PyInit__crawlscan(void) {
     if (PyType_Ready(&ScannerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+    /* the line rules this build applies (qa.crawlscan refuses an older build: 2 = exactly 12
+     * fields, whitespace other than the space refused) */
+    if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
+        PyModule_AddIntConstant(m, "LINE_RULES", 2) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -54,9 +54,7 @@ def server() -> Iterator[HostileServer]:
         for path, ctype in CONTENT_TYPES.items():
             srv.routes[path] = response(b"<html><body>hostile</body></html>", content_type=ctype)
         for path, location in LOCATIONS.items():
-            srv.routes[path] = response(
-                b"", status=b"302 Found", headers=[(b"Location", location)]
-            )
+            srv.routes[path] = response(b"", status=b"302 Found", headers=[(b"Location", location)])
         yield srv
 
 
