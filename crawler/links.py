@@ -201,11 +201,14 @@ def html_links(text: str, page_url: str) -> tuple[list[Link], str | None]:
 
 
 # one token of an HTML document for the streaming scan: a comment, a script or style element
-# (its content is not markup), or a start tag with its attributes (quoted values may hold ">")
+# (its content is not markup), or a start tag with its attributes (quoted values may hold ">").
+# No part of a tag may cross a "<": a hostile page of unclosed tags or quotes then costs one
+# pass to the next "<" per tag, not one to the end of the document (quadratic: minutes).
+_TAG_ATTRS = r"""((?:[^<>"']|"[^"<]*"|'[^'<]*')*)"""
 _TOKEN = re.compile(
     r"<!--.*?(?:-->|\Z)"
-    r"|<(script|style)\b((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>(.*?)(?:</\1\s*>|\Z)"
-    r"|<([a-zA-Z][a-zA-Z0-9:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>",
+    rf"|<(script|style)\b{_TAG_ATTRS}>(.*?)(?:</\1\s*>|\Z)"
+    rf"|<([a-zA-Z][a-zA-Z0-9:-]*){_TAG_ATTRS}>",
     re.DOTALL | re.IGNORECASE,
 )
 _ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")

@@ -127,3 +127,13 @@ def test_deep_documents_fall_back_to_the_scan_and_say_so():
         links, note = html_links(html, PAGE)
         assert note == EXTRACT_SCAN
         assert [u.rsplit("/", 1)[1] for u, _, _ in links] == ["before", "inside", "after"]
+
+
+def test_the_scan_stays_linear_on_unclosed_tags_and_quotes():
+    # each of these made the first scan pattern run from every "<" to the end of the document
+    # (quadratic: minutes for these 0.3-1 MB pages); the deep nest forces the scan
+    nest = "<div>" * 3000 + '<a href="/link">a</a>'
+    for junk in ("<a ", '<a href="x ', "<a href='x ", "<a x=\"'"):
+        links, note = html_links(nest + junk * 100_000, PAGE)  # no ">" after the junk
+        assert note == EXTRACT_SCAN
+        assert [u for u, _, _ in links] == ["http://www.example.org/link"], junk
