@@ -7,8 +7,8 @@ response that inflates to 2 GiB made the crawler allocate that much; four at onc
 the bytes as sent, digests and all, before this middleware (590, Scrapy's slot) sees the
 response. What is left to inflate is what the spider reads for links, so:
 
-- a body only link extraction would read (HTML, XML, CSS, text, or no declared type) is
-  inflated, 64 KiB of output at a time, up to the template's ``max_inflate_bytes``; any other
+- a body only link extraction would read (HTML, XML, CSS, text, or no declared type; and
+  robots.txt, whatever its type) is inflated, 64 KiB of output at a time, up to the template's ``max_inflate_bytes``; any other
   type (images, video, PDF…) is not inflated at all: the spider gets an empty body;
 - all inflated bodies alive in the process (from this middleware until the spider has read
   them) share ``inflate_budget_bytes``; a response arriving while the budget is spent gets
@@ -231,7 +231,8 @@ class BoundedDecompressionMiddleware:
         ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         mime = ctype.split(";")[0].strip().lower()
         token: Reservation | None = None
-        if not wants_body(mime) or not response.body:
+        wanted = wants_body(mime) or response.url.endswith("/robots.txt")
+        if not wanted or not response.body:
             body, cut = b"", False
         else:
             grant = self.budget.reserve(self.limit, MIN_INFLATE)

@@ -125,3 +125,28 @@ def test_bombs_are_archived_whole_and_inflated_within_bounds(tmp_path: Path) -> 
         timeout=120,
     )
     assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_compressed_robots_txt_of_any_type_is_still_read(tmp_path: Path) -> None:
+    # only bodies link extraction reads are inflated; robots.txt is read whatever its type
+    robots = b"User-agent: *\nDisallow: /private/\n"
+    with hostile_server() as srv:
+        srv.routes["/robots.txt"] = response(
+            gzip_bomb(0, robots),
+            content_type=b"application/octet-stream",
+            headers=[(b"Content-Encoding", b"gzip")],
+        )
+        srv.routes["/"] = response(b'<a href="/private/x">p</a><a href="/public">q</a>')
+        srv.routes["/public"] = response(b"ok", content_type=b"text/plain")
+        srv.routes["/private/x"] = response(b"secret", content_type=b"text/plain")
+        job = {
+            "job_id": 22,
+            "harvest_id": 2,
+            "seeds": [srv.url("/")],
+            "template": {**FAST_TEMPLATE, "obey_robots": True},
+            "resolve": {HOST: "127.0.0.1"},
+        }
+        code, _ = run_measured(job, tmp_path / "job")
+        served = set(srv.requests)
+    assert code == 0
+    assert "/public" in served and "/private/x" not in served
