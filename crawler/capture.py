@@ -108,8 +108,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
         # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
         # before reading any of it: the capture would be lost. We keep the first
         # max_response_bytes instead (cut by the bytes_received signal, WARC-Truncated), so the
-        # download itself gets no limit; the setting still bounds decompression
-        # (HttpCompressionMiddleware) once this key is gone again.
+        # download itself gets no limit; decompression has its own bounds (crawler.inflate).
         request.meta["download_maxsize"] = 0
         try:
             return await super().download_request(request)

@@ -49,6 +49,10 @@ class Template:
     download_timeout_s: float = 30.0
     max_response_bytes: int = 100_000_000
     max_header_bytes: int = 262_144  # the whole header section of a response
+    # inflated (Content-Encoding) bytes link extraction reads of one response, and of all the
+    # responses a crawler process holds at once (crawler/inflate.py); the WARC keeps all it got
+    max_inflate_bytes: int = 32 * 1024 * 1024
+    inflate_budget_bytes: int = 64 * 1024 * 1024
     max_redirects: int = 5
     max_url_length: int = 2083
     concurrent_requests: int = 16

@@ -72,6 +72,9 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
             "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+            # Content-Encoding is decoded by crawler.inflate, bounded, and only for link extraction
+            "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+            "crawler.inflate.BoundedDecompressionMiddleware": 590,
             **_UNUSED_DOWNLOADER_MW,
             "crawler.capture.WarcCaptureMiddleware": 950,
         },
@@ -108,8 +111,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "RETRY_TIMES": t.retries,
         "RETRY_HTTP_CODES": [],
         "DOWNLOAD_TIMEOUT": t.download_timeout_s,
-        # the capture middleware truncates at max_response_bytes; Scrapy's own limit (which
-        # discards the response) only guards decompression bombs
+        # the capture middleware truncates at max_response_bytes (the handler lifts Scrapy's own
+        # limit, which would discard the response); decompression is bounded by crawler.inflate
         "DOWNLOAD_MAXSIZE": max(t.max_response_bytes * 10, 1 << 20),
         "DOWNLOAD_WARNSIZE": 0,
         "DOWNLOAD_DELAY": t.min_delay_ms / 1000.0 if polite else 0,
