@@ -88,6 +88,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
+            "crawler.sitemaps.RobotsSitemaps": 530,
             **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {

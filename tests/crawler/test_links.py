@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import lxml.html
 
-from crawler.links import css_urls, extract_css, extract_html, extract_sitemap, parse_srcset
+from crawler.links import css_urls, extract_css, extract_html, parse_srcset
 
 PAGE = "http://www.example.org/dir/page.html"
 
@@ -76,13 +76,3 @@ def test_base_href_and_meta_refresh():
         ("http://other.example.org/x/next.html", "R"),
         ("http://other.example.org/x/y.html", "L"),
     }
-
-
-def test_sitemap_locs():
-    xml = b"""<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-    <url><loc>http://h/a</loc></url><url><loc> http://h/b </loc></url></urlset>"""
-    assert extract_sitemap(xml, "http://h/sitemap.xml") == [
-        ("http://h/a", "M", "sitemap/loc"),
-        ("http://h/b", "M", "sitemap/loc"),
-    ]
-    assert extract_sitemap(b"not xml", "http://h/") == []
