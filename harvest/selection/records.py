@@ -56,6 +56,11 @@ class SelectionRecord:
     scope: str | None = None
     ignore_robots: bool = False
     schedules: list[dict[str, Any]] = field(default_factory=list)
+    # the crawl feed's login fields: the secret itself is in the credential store, named by
+    # secret_id (harvestflow/credentials.py), never in the feed nor in this table
+    login_page_url: str | None = None
+    logout_url: str | None = None
+    secret_id: str | None = None
 
     @property
     def all_urls(self) -> list[str]:
@@ -71,6 +76,16 @@ def normalise_url(raw: str, where: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RecordError(where, f"{raw!r} is not an http(s) URL")
     return canonicalize_url(value, keep_fragments=False)
+
+
+def _optional_url(value: Any, where: str, name: str) -> str | None:
+    """A feed's optional URL field (login or logout page), checked like a seed."""
+    if value in (None, ""):
+        return None
+    try:
+        return normalise_url(str(value), where)
+    except RecordError:
+        raise RecordError(where, f"{name}: {value!r} is not an http(s) URL") from None
 
 
 def _bool(value: Any, where: str, name: str) -> bool:
@@ -264,6 +279,9 @@ def read_ukwa_feed(
                 ignore_robots=bool(item.get("ignoreRobotsTxt", False)),
                 schedules=[dict(s) for s in schedules],
                 technical_notes=f"UKWA depth {depth_word}, scope {scope}",
+                login_page_url=_optional_url(item.get("loginPageUrl"), where, "loginPageUrl"),
+                logout_url=_optional_url(item.get("logoutUrl"), where, "logoutUrl"),
+                secret_id=str(item["secretId"]) if item.get("secretId") not in (None, "") else None,
             )
             rec = _check_fields(rec, mapping)
             for number, sched in enumerate(schedules[1:], 2):
