@@ -74,8 +74,9 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
             "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
             **_UNUSED_DOWNLOADER_MW,
-            # before CookiesMiddleware (700): a request waiting for a form login gets its cookies
-            "crawler.credentials.LoginMiddleware": 650,
+            # before CookiesMiddleware (700): a request waiting for a form login gets its cookies;
+            # only in jobs with credentials (it imports the credential store)
+            **({"crawler.credentials.LoginMiddleware": 650} if ctx.spec.credentials else {}),
             "crawler.capture.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {

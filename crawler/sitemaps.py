@@ -113,7 +113,7 @@ def parse_sitemap(body: bytes, url: str, depth: int, limit: int) -> list[Link]:
     data = inflate(body, limit)
     if not data.strip():
         return []
-    if data.lstrip()[:1] != b"<":
+    if data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] != b"<":  # BOM, then XML?
         found = _text_sitemap(data, url)[:MAX_URLS]
         return [(u, HOP, URL_CONTEXT) for u in found]
     try:
@@ -128,14 +128,17 @@ def parse_sitemap(body: bytes, url: str, depth: int, limit: int) -> list[Link]:
         return []
     context = INDEX_CONTEXT if is_index else URL_CONTEXT
     out: list[Link] = []
-    for entry in sitemap:
-        loc = (entry.get("loc") or "").strip()
-        if not loc:
-            continue
-        out.append((urljoin(url, loc), HOP, context))
-        if len(out) >= MAX_URLS:
-            log.warning("%s: more than %d locations, the rest is not read", url, MAX_URLS)
-            break
+    try:
+        for entry in sitemap:
+            loc = (entry.get("loc") or "").strip()
+            if not loc:
+                continue
+            out.append((urljoin(url, loc), HOP, context))
+            if len(out) >= MAX_URLS:
+                log.warning("%s: more than %d locations, the rest is not read", url, MAX_URLS)
+                break
+    except SyntaxError as exc:  # lxml gives up past what it could recover: keep what was read
+        log.warning("%s: sitemap broken after %d locations: %s", url, len(out), exc)
     return out
 
 

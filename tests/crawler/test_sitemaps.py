@@ -41,6 +41,11 @@ def test_gzip_text_and_limits():
         ("http://h/t1", "M", URL_CONTEXT),
         ("https://h/t2", "M", URL_CONTEXT),
     ]
+    bom = b"\xef\xbb\xbf" + URLSET
+    assert [u for u, _, _ in parse_sitemap(bom, "http://h/s.xml", 1, 10_000)] == [
+        "http://h/a",
+        "http://h/b",
+    ]
     with pytest.raises(SitemapError, match="inflates past"):
         inflate(gzip.compress(b" " * 5000), 1000)
     with pytest.raises(SitemapError, match="not a sitemap"):
