@@ -185,7 +185,19 @@ def apply_feed_login(
     logout_url: str | None,
 ) -> bool:
     """The crawl feed's login fields of a target set on the credential its ``secretId`` names
-    (stored beforehand with ``harvestflow credentials set --secret-id``); False if none is."""
+    (stored beforehand with ``harvestflow credentials set --secret-id``); False if none is.
+    Raises :class:`CredentialError` if another credential is already stored for ``domain``."""
+    clash = conn.execute(
+        sa.text(
+            "SELECT credential_id FROM credentials WHERE domain = :d AND harvest_id IS NULL"
+            " AND secret_id IS DISTINCT FROM :s"
+        ),
+        {"d": domain, "s": secret_id},
+    ).scalar()
+    if clash is not None:
+        raise CredentialError(
+            f"secretId {secret_id!r}: credential {clash} is already stored for {domain}"
+        )
     found = conn.execute(
         sa.text(
             "UPDATE credentials SET domain = :d, login_url = COALESCE(:li, login_url),"

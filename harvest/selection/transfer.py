@@ -24,7 +24,7 @@ from harvest.domains import ensure_config, registrable_domain
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import parse_feed_date
-from harvestflow.credentials import apply_feed_login
+from harvestflow.credentials import CredentialError, apply_feed_login
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +120,14 @@ def _feed_logins(conn: Connection, rows: list[Any]) -> list[str]:
         where = f"record {row.record_id} ({row.seed_url})"
         domain = registrable_domain(row.seed_url)
         if row.secret_id:
-            if not apply_feed_login(
-                conn, row.secret_id, domain, row.login_page_url, row.logout_url
-            ):
+            try:
+                applied = apply_feed_login(
+                    conn, row.secret_id, domain, row.login_page_url, row.logout_url
+                )
+            except CredentialError as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+            if not applied:
                 problems.append(
                     f"{where}: secretId {row.secret_id!r} names no stored credential; store it"
                     f" with `harvestflow credentials set {domain} --secret-id {row.secret_id}"

@@ -30,12 +30,15 @@ def test_feed_login_fields_reach_the_job_spec_by_reference(hdb, site, tmp_path):
     )
     other = dict(items[0], id=5, seeds=[f"http://other.test:{site}/ok"], secretId="missing-1")
     path = tmp_path / "feed.json"
-    path.write_text(json.dumps([items[0], other]))
+    clash = dict(items[0], id=7, seeds=[f"http://www.good.test:{site}/ok"], secretId="clash-1")
+    path.write_text(json.dumps([items[0], other, clash]))
+    set_credential("good.test", "basic", "x", "y", engine=hdb)
+    set_credential("placeholder2.test", "basic", "x", "y", secret_id="clash-1", engine=hdb)
     cid = set_credential(
         "placeholder.test", "basic", "login-anne-7", PASSWORD, secret_id="ukwa-secret-9", engine=hdb
     )
     report = import_file(path, resolver=resolver, engine=hdb, theme="web")
-    assert report.inserted == 2, report.text()
+    assert report.inserted == 3, report.text()
     with hdb.connect() as conn:
         row = conn.execute(
             sa.text(
@@ -47,6 +50,7 @@ def test_feed_login_fields_reach_the_job_spec_by_reference(hdb, site, tmp_path):
 
     result = transfer_selection_records(engine=hdb)
     assert [e for e in result["errors"] if "missing-1" in e and "harvestflow credentials set" in e]
+    assert [e for e in result["errors"] if "clash-1" in e and "already stored for good.test" in e]
     (secret,) = load_secrets([cid], engine=hdb)
     assert secret.ref.domain == "feed.test" and secret.ref.kind == "form"
     assert secret.ref.logout_url == f"http://feed.test:{site}/logout"
@@ -56,7 +60,9 @@ def test_feed_login_fields_reach_the_job_spec_by_reference(hdb, site, tmp_path):
     jobs = p.generate_jobs(monthly, datetime(2026, 12, 6, tzinfo=UTC), engine=hdb)
     job_json = Path(p.prepare_job(jobs[0], tmp_path, engine=hdb))
     spec = json.loads(job_json.read_text())
-    assert spec["credentials"] == [
+    # the job holds feed.test and good.test (same schedule): each domain's credential
+    assert sorted(c["domain"] for c in spec["credentials"]) == ["feed.test", "good.test"]
+    assert [c for c in spec["credentials"] if c["domain"] == "feed.test"] == [
         {
             "id": cid,
             "domain": "feed.test",
