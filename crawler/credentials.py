@@ -6,7 +6,8 @@ by reference (harvestflow/credentials.py); this middleware reads them decrypted 
 and, for the hosts of each credential's domain,
 
 - ``basic``: sends ``Authorization: Basic`` with every request (pre-emptively, as Scrapy's
-  HttpAuthMiddleware does for its domain);
+  HttpAuthMiddleware does for its domain); with a realm, only in answer to a ``401``
+  challenge of that realm (like Digest below);
 - ``digest``: answers a ``401`` Digest challenge (of the credential's realm, if it names one)
   by fetching the URL again with the computed ``Authorization`` (the 401 is archived);
 - ``form``: before the host's first request, fetches the login page, fills its form (the form
@@ -87,6 +88,20 @@ def digest_authorization(secret: Secret, request: Request, challenge: str) -> st
     ureq = UrlRequest(request.url, data=request.body or None, method=request.method)
     value = handler.get_authorization(ureq, params)
     return f"Digest {value}" if value else None
+
+
+def answer_challenge(secret: Secret, request: Request, challenge: str) -> str | None:
+    """The ``Authorization`` answering one ``WWW-Authenticate`` challenge with ``secret``, or
+    None (another scheme, another realm)."""
+    scheme = challenge.split(" ", 1)[0].lower()
+    if scheme != secret.ref.kind or " " not in challenge:
+        return None
+    if scheme == "digest":
+        return digest_authorization(secret, request, challenge)
+    params = parse_keqv_list(parse_http_list(challenge.split(" ", 1)[1]))
+    if secret.ref.realm and params.get("realm") != secret.ref.realm:
+        return None
+    return basic_auth_header(secret.username, secret.password).decode("latin-1")
 
 
 _PASSWORD_FORM = '//form[.//input[translate(@type,"PASSWORD","password")="password"]]'
@@ -192,7 +207,11 @@ class LoginMiddleware:
             if is_logout(request.url, secret.ref.logout_url):
                 self._inc("logout_refused")
                 raise Refused("err=logout-url")
-            if secret.ref.kind == "basic" and b"Authorization" not in request.headers:
+            if (
+                secret.ref.kind == "basic"
+                and not secret.ref.realm
+                and b"Authorization" not in request.headers
+            ):
                 request.headers[b"Authorization"] = basic_auth_header(
                     secret.username, secret.password
                 )
@@ -206,12 +225,10 @@ class LoginMiddleware:
             return response
         challenges = [v.decode("latin-1") for v in response.headers.getlist(b"WWW-Authenticate")]
         for secret in self._for(request.url):
-            if secret.ref.kind != "digest":
+            if secret.ref.kind not in ("basic", "digest"):
                 continue
             for challenge in challenges:
-                if not challenge.lower().startswith("digest "):
-                    continue
-                value = digest_authorization(secret, request, challenge)
+                value = answer_challenge(secret, request, challenge)
                 if value is None:
                     continue
                 retry = request.replace(dont_filter=True)
@@ -219,7 +236,7 @@ class LoginMiddleware:
                 retry.meta["hf_auth_retried"] = True
                 for key in ("hf_capture", "hf_truncated"):
                     retry.meta.pop(key, None)
-                self._inc("digest_answered")
+                self._inc(f"{secret.ref.kind}_answered")
                 return retry
         return response
 
