@@ -16,6 +16,8 @@ and, for the hosts of each credential's domain,
   session cookies it sets are kept for the host by Scrapy's CookiesMiddleware (order 700, after
   this one at 650, so that the request that waited for the login carries them). The login
   page and the POST are archived and logged as prerequisites (hop ``P``);
+- a redirect to a form credential's login page means the session ended: the crawler logs in
+  again (at most :data:`MAX_RELOGINS` times) and fetches the URL again;
 - a credential's ``logout_url`` (and any URL under it) is never fetched: -5001 in crawl.log.
 
 Secrets never leave memory: the WARC request records carry ``[redacted]`` for Authorization
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urljoin, urlsplit
 from urllib.request import (
@@ -57,12 +60,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOGIN_META = {"hf_login": True, "dont_obey_robotstxt": True}
+MAX_RELOGINS = 10  # form logins again after a session ended, per credential and crawl
+RETRIES_PER_URL = 3  # fetches of one URL again after a redirect to the login page
 
 
 def covers(domain: str, host: str) -> bool:
     """Whether a credential for ``domain`` (a domain or one host) applies to ``host``."""
     host = host.lower()
     return host == domain or host.endswith("." + domain)
+
+
+def same_page(url: str, other: str) -> bool:
+    """Same host and path (what a redirect to the login page is recognised by)."""
+    a, b = urlsplit(url), urlsplit(other)
+    return a.netloc.lower() == b.netloc.lower() and (a.path or "/") == (b.path or "/")
 
 
 def is_logout(url: str, logout_url: str | None) -> bool:
@@ -166,6 +177,8 @@ class LoginMiddleware:
         self.secrets = secrets
         self.stats = crawler.stats
         self._logins: dict[int, asyncio.Future[bool]] = {}
+        self._login_done: dict[int, float] = {}  # credential → when its last login ended
+        self._relogins: dict[int, int] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LoginMiddleware:
@@ -218,9 +231,11 @@ class LoginMiddleware:
             elif secret.ref.kind == "form":
                 await self._logged_in(secret)
 
-    def process_response(
+    async def process_response(
         self, request: Request, response: Response, spider: Any = None
     ) -> Request | Response:
+        if 300 <= response.status < 400 and not request.meta.get("hf_login"):
+            return await self._session_expired(request, response)
         if response.status != 401 or request.meta.get("hf_auth_retried"):
             return response
         challenges = [v.decode("latin-1") for v in response.headers.getlist(b"WWW-Authenticate")]
@@ -238,6 +253,43 @@ class LoginMiddleware:
                     retry.meta.pop(key, None)
                 self._inc(f"{secret.ref.kind}_answered")
                 return retry
+        return response
+
+    async def _session_expired(self, request: Request, response: Response) -> Request | Response:
+        """A redirect to a form credential's login page: the session ended (or the request
+        left with an older session). Log in again if no newer session exists (at most
+        MAX_RELOGINS times a crawl), then fetch the URL again (at most RETRIES_PER_URL times).
+        The redirect itself is archived like any response."""
+        location = response.headers.get(b"Location")
+        tries = int(request.meta.get("hf_relogged", 0))
+        if not location or tries >= RETRIES_PER_URL:
+            return response
+        target = urljoin(request.url, location.decode("latin-1").strip())
+        for secret in self._for(request.url):
+            ref = secret.ref
+            if ref.kind != "form" or not ref.login_url or not same_page(target, ref.login_url):
+                continue
+            future = self._logins.get(ref.id)
+            if future is not None and future.done():
+                if not future.result():
+                    return response  # the login itself failed (logged): not tried again
+                sent = float(request.meta.get("hf_fetch_start") or 0.0)
+                if sent >= self._login_done.get(ref.id, 0.0):  # the newest session ended
+                    if self._relogins.get(ref.id, 0) >= MAX_RELOGINS:
+                        return response
+                    self._relogins[ref.id] = self._relogins.get(ref.id, 0) + 1
+                    del self._logins[ref.id]
+                    self._inc("form_relogin")
+                    log.info(
+                        "credential %s: session ended at %s, logging in again", ref.id, request.url
+                    )
+            if not await self._logged_in(secret):
+                return response
+            retry = request.replace(dont_filter=True)
+            retry.meta["hf_relogged"] = tries + 1
+            for key in ("hf_capture", "hf_truncated"):
+                retry.meta.pop(key, None)
+            return retry
         return response
 
     async def _logged_in(self, secret: Secret) -> bool:
@@ -305,6 +357,7 @@ class LoginMiddleware:
             self._inc("form_failed")
             return False
         ok = answer.status < 400
+        self._login_done[ref.id] = time.time()
         self._inc("form_ok" if ok else "form_failed")
         log.info(
             "credential %s: form login at %s answered HTTP %s", ref.id, ref.login_url, answer.status

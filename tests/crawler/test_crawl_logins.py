@@ -56,8 +56,22 @@ def _digest_ok(req: Served) -> bool:
 
 
 class _Members:
-    def __init__(self) -> None:
+    def __init__(self, session_pages: int = 0) -> None:
+        self.session_pages = session_pages  # members' pages a session may see (0: no end)
+        self.sessions: dict[str, int] = {}  # session id → members' pages served
         self.site = MiniSite(self.handle, (WWW, BASIC, DIGEST))
+
+    def _session_ok(self, req: Served) -> bool:
+        cookies = dict(
+            c.strip().split("=", 1) for c in req.headers.get("Cookie", "").split(";") if "=" in c
+        )
+        sid = cookies.get("sid")
+        if sid not in self.sessions:
+            return False
+        if self.session_pages and self.sessions[sid] >= self.session_pages:
+            return False
+        self.sessions[sid] += 1
+        return True
 
     def u(self, host: str, path: str) -> str:
         return self.site.url(host, path)
@@ -81,17 +95,18 @@ class _Members:
                 ok = form == {"csrf": ["tok-42"], "user": [USER], "pass": [PASSWORD]}
                 if not ok:
                     return _page("Wrong login")
+                sid = f"{SESSION}-{len(self.sessions)}"
+                self.sessions[sid] = 0
                 return Reply(
-                    302,
-                    b"",
-                    [("Location", "/members/"), ("Set-Cookie", f"sid={SESSION}; Path=/")],
+                    302, b"", [("Location", "/members/"), ("Set-Cookie", f"sid={sid}; Path=/")]
                 )
             if p.startswith("/members/"):
-                if f"sid={SESSION}" not in req.headers.get("Cookie", ""):
+                if not self._session_ok(req):
                     return Reply(302, b"", [("Location", "/login")])
                 if p == "/members/":
-                    return _page("Members home", '<a href="/members/article.html">article</a>')
-                if p == "/members/article.html":
+                    links = "".join(f'<a href="/members/a{i}.html">{i}</a>' for i in range(5))
+                    return _page("Members home", '<a href="/members/article.html">a</a>' + links)
+                if p == "/members/article.html" or p.startswith("/members/a"):
                     return _page("Members article")
             if p == "/logout":
                 return _page("Logged out")
@@ -243,3 +258,40 @@ def test_warcs_with_redacted_requests_are_valid(db_engine, members, tmp_path):
         text=True,
     )
     assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_a_form_session_that_ends_is_opened_again(db_engine, tmp_path):
+    """The site ends a session after 2 members' pages (redirect to /login): the crawler logs
+    in again and every page is captured; the login is not repeated for nothing."""
+    m = _Members(session_pages=2)
+    try:
+        done = _cli(
+            "set",
+            WWW,
+            "--kind",
+            "form",
+            "--username",
+            USER,
+            "--password-stdin",
+            "--login-url",
+            m.u(WWW, "/login"),
+            stdin=PASSWORD + "\n",
+        )
+        assert done.returncode == 0, done.stderr
+        with db_engine.connect() as conn:
+            refs = refs_for_job(conn, 2, ["members.test"])
+        job = make_job(
+            m.site,
+            [m.u(WWW, "/members/")],
+            {"max_hops": 1, "connections_per_host": 1},
+            credentials=[r.__dict__ for r in refs],
+        )
+        result = run_crawl(job, tmp_path / "job")
+    finally:
+        m.site.stop()
+    for i in range(5):
+        assert result.line_for(m.u(WWW, f"/members/a{i}.html"))[1] == "200"
+    logins = [s for s in m.site.served if s.method == "POST"]
+    # 7 members' pages, 2 a session: at least 4 sessions; requests that left with a session
+    # that has ended since are sent again with the newer one, not each with a login of its own
+    assert 4 <= len(logins) < 7, [s.path for s in m.site.served]
