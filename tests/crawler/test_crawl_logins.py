@@ -258,6 +258,9 @@ def test_warcs_with_redacted_requests_are_valid(db_engine, members, tmp_path):
         text=True,
     )
     assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+    removed = _cli("remove", str(refs[0].id))
+    assert removed.returncode == 0 and _cli("list").stdout.strip() == "no credentials"
+    assert _cli("remove", str(refs[0].id)).returncode == 1
 
 
 def test_a_form_session_that_ends_is_opened_again(db_engine, tmp_path):
