@@ -175,6 +175,10 @@ class RobotsSitemaps:
         t = self.ctx.spec.template
         if not (t.extract_sitemaps and t.obey_robots):
             raise NotConfigured
+        # the source tag of a host's sitemaps: its first seed (none for a host without seeds)
+        self.seed_of_host: dict[str, str] = {}
+        for seed in reversed(self.ctx.spec.seeds):
+            self.seed_of_host[host_of(seed)] = seed
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
     @classmethod
@@ -187,8 +191,7 @@ class RobotsSitemaps:
         if not found:
             return
         robots = robots_url(request.url)
-        host = host_of(request.url)
-        seed = next((s for s in self.ctx.spec.seeds if host_of(s) == host), None)
+        seed = self.seed_of_host.get(host_of(request.url))
         links = [(urljoin(robots, u.strip()), HOP, ROBOTS_CONTEXT) for u in found if u.strip()]
         stats = self.crawler.stats
         if stats is not None:

@@ -109,6 +109,7 @@ def test_robots_sitemap_index_gzip_text_and_bounds(maps, tmp_path):
     # robots.txt (P) → index (M) → gzipped sitemap (M) → the page (M), via the sitemap
     assert hidden[1] == "200" and hidden[4] == "PMMM", hidden
     assert hidden[5] == maps.u("/maps/pages.xml.gz")
+    assert hidden[10] == maps.u("/")  # source tag: the seed of the robots.txt's host
     assert result.line_for(maps.u("/maps/index.xml"))[5] == maps.u("/robots.txt")
     # a text sitemap listed by the index
     assert result.line_for(maps.u("/from-text.html"))[1] == "200"
