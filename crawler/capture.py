@@ -34,6 +34,7 @@ from scrapy.http import Response
 from crawler import records
 from crawler.context import Capture, CrawlContext
 from crawler.errors import AddressRefused, HeaderTooLarge, QuotaExceeded
+from crawler.redact import redact_request
 from crawler.urls import canonical_key, host_of
 from harvestflow.formats.cdx import CdxEntry, http_mime
 
@@ -265,9 +266,13 @@ class WarcCaptureMiddleware:
             annotations.append("duplicate:digest")
         if main is None:
             main = records.response_record(request.url, http, body, date, resp_id, ip, truncated)
-        req_headers = [("Host", urlparse_netloc(request.url)), *header_list(request.headers)]
+        req_headers, req_body = redact_request(
+            [("Host", urlparse_netloc(request.url)), *header_list(request.headers)],
+            request.body or b"",
+            request.meta,
+        )
         req = records.request_record(
-            request.url, request.method, req_headers, request.body or b"", date, resp_id
+            request.url, request.method, req_headers, req_body, date, resp_id
         )
         placed = self.ctx.writer.write(req, main)
         name, offset, length = placed[1]

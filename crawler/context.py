@@ -17,11 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 import scrapy
 
-from crawler import crawllog
+from crawler import crawllog, sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog import CrawlLog, LogEntry
@@ -205,16 +204,12 @@ class CrawlContext:
                     continue
                 self.state.add(key, seed, "", None, seed, "seed", self._domain(seed))
                 if self.spec.template.extract_sitemaps:
-                    sitemap = urljoin(seed, "/sitemap.xml")
-                    self.state.add(
-                        canonical_key(sitemap),
-                        sitemap,
-                        "M",
-                        seed,
-                        seed,
-                        "sitemap",
-                        self._domain(seed),
-                    )
+                    # queued like discovered links (scope, traps, budget); listed by pending()
+                    parent = {"hops": "", "url": seed, "seed": seed}
+                    for url, hop, context in sitemaps.seed_links(seed):
+                        self.consider(url, hop, context, parent)
+            if self.outbox is not None:
+                self.outbox.flush()
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
@@ -243,6 +238,22 @@ class CrawlContext:
             if req is not None:
                 new.append(req)
         self.state.set_meta("inbox_offset", str(offset))
+        if self.outbox is not None:
+            self.outbox.flush()
+        self.state.commit()
+        return new
+
+    def discovered(
+        self, links: list[tuple[str, str, str]], parent: dict[str, Any]
+    ) -> list[scrapy.Request]:
+        """Links found outside a spider callback (robots.txt's Sitemap: lines), decided in one
+        transaction like a page's links."""
+        new: list[scrapy.Request] = []
+        self.state.begin()
+        for url, hop, context in links:
+            req = self.consider(url, hop, context, parent)
+            if req is not None:
+                new.append(req)
         if self.outbox is not None:
             self.outbox.flush()
         self.state.commit()

@@ -93,6 +93,8 @@ class JobSpec:
     from_email: str = ""
     operator: str = ""
     organisation: str = ""
+    # logins by reference (harvestflow/credentials.py): id, domain, kind, login/logout URL
+    credentials: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -170,6 +172,12 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
             re.compile(pattern)
         except re.error as exc:
             raise JobSpecError(f"{where}: crawler_traps[{i}] {pattern!r}: {exc}") from exc
+    credentials = data.get("credentials") or []
+    for i, ref in enumerate(credentials):
+        if not isinstance(ref, dict) or not isinstance(ref.get("id"), int):
+            raise JobSpecError(f"{where}: credentials[{i}] must be an object with an integer id")
+        if set(ref) & {"username", "password", "secret"}:
+            raise JobSpecError(f"{where}: credentials[{i}]: a job spec never holds a secret")
     job = JobSpec(
         job_id=int(data["job_id"]),
         # captured under the URL the server is asked for (see urls.without_fragment)
@@ -192,6 +200,7 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
         from_email=str(data.get("from") or conf.get("from", "")),
         operator=str(data.get("operator") or conf.get("operator", "")),
         organisation=str(data.get("organisation") or conf.get("organisation", "harvestflow")),
+        credentials=[dict(c) for c in credentials],
         raw=data,
     )
     if not job.warc_prefix:

@@ -1,4 +1,4 @@
-"""Link extraction from HTML, CSS and sitemaps, with Heritrix's hop types.
+"""Link extraction from HTML and CSS, with Heritrix's hop types (sitemaps: crawler/sitemaps.py).
 
 Why our own extractor and not Scrapy's LinkExtractor: an archival crawler needs *every*
 resource a page uses, each tagged as a navigation link (``L``) or an embed (``E``, fetched even
@@ -162,23 +162,6 @@ def extract_html(root: Any, page_url: str) -> list[Link]:
         if not isinstance(tag, str):
             continue  # comments, processing instructions
         out.extend(_links_from_element(el, tag.lower(), base))
-    return out
-
-
-def extract_sitemap(body: bytes, base: str) -> list[Link]:
-    """``<loc>`` URLs of a sitemap or sitemap index (hop ``M``: manifest)."""
-    try:
-        root = etree.fromstring(
-            body, parser=etree.XMLParser(resolve_entities=False, no_network=True)
-        )
-    except etree.XMLSyntaxError:
-        return []
-    out: list[Link] = []
-    for el in root.iter():
-        if isinstance(el.tag, str) and el.tag.rsplit("}", 1)[-1] == "loc" and el.text:
-            url = _absolute(base, el.text)
-            if url:
-                out.append((url, "M", "sitemap/loc"))
     return out
 
 

@@ -26,7 +26,8 @@ from crawler import state as st
 from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
 from crawler.inflate import release_inflated
-from crawler.links import EXTRACT_FAIL, extract_css, extract_sitemap, html_links
+from crawler.links import EXTRACT_FAIL, extract_css, html_links
+from crawler.sitemaps import is_sitemap_context, links_of_response
 from crawler.urls import host_of
 
 if TYPE_CHECKING:
@@ -97,7 +98,14 @@ class ArchiveSpider(scrapy.Spider):
         if cap.status == 304 or not response.body:
             return links
         try:
-            if isinstance(response, HtmlResponse):
+            hf = response.meta.get("hf") or {}
+            if self.ctx.spec.template.extract_sitemaps and is_sitemap_context(hf.get("context")):
+                if cap.status == 200:
+                    t = self.ctx.spec.template
+                    links += links_of_response(
+                        response.body, response.url, hf, t.max_response_bytes
+                    )
+            elif isinstance(response, HtmlResponse):
                 found, note = html_links(response.text, response.url)
                 links += found
                 if note:  # the tree parser gave up: the streaming scan found these
@@ -105,8 +113,6 @@ class ArchiveSpider(scrapy.Spider):
                     log.info("%s: HTML tree parse gave up, links scanned instead", response.url)
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
-            elif self.ctx.spec.template.extract_sitemaps and "xml" in cap.mime:
-                links += extract_sitemap(response.body, response.url)
         except Exception as exc:  # a page we cannot parse is still archived
             log.warning("link extraction failed for %s: %s", response.url, exc)
             cap.annotations.append(EXTRACT_FAIL)

@@ -18,6 +18,7 @@ from harvest.selection.records import (
     SelectionRecord,
     check_fields,
     normalise_url,
+    optional_url,
     parse_feed_date,
 )
 from harvest.selection.seeds import SeedError, check_text
@@ -138,6 +139,9 @@ def _feed_record(
         schedules=[dict(s) for s in schedules],
         technical_notes=f"UKWA depth {depth_word}, scope {scope}",
         text=raw,
+        login_page_url=optional_url(item.get("loginPageUrl"), where, "loginPageUrl"),
+        logout_url=optional_url(item.get("logoutUrl"), where, "logoutUrl"),
+        secret_id=str(item["secretId"]) if item.get("secretId") not in (None, "") else None,
     )
     rec = check_fields(rec, mapping)
     for number, sched in enumerate(schedules[1:], 2):

@@ -141,11 +141,12 @@ _UPSERT = """
 INSERT INTO selection_records AS s (external_id, collection, title, seed_url, supplementary_urls,
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
     content_notes, technical_notes, creator, curator, created_by, modified_by,
-    validation_status, validation_detail)
+    validation_status, validation_detail, login_page_url, logout_url, secret_id)
 VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
     :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
     :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
-    :user, :user, :validation_status, :validation_detail)
+    :user, :user, :validation_status, :validation_detail, :login_page_url, :logout_url,
+    :secret_id)
 ON CONFLICT ({key}) DO UPDATE SET
     collection = EXCLUDED.collection, title = EXCLUDED.title, seed_url = EXCLUDED.seed_url,
     supplementary_urls = EXCLUDED.supplementary_urls, budget = EXCLUDED.budget,
@@ -157,15 +158,18 @@ ON CONFLICT ({key}) DO UPDATE SET
     creator = COALESCE(s.creator, EXCLUDED.creator),
     validation_status = EXCLUDED.validation_status,
     validation_detail = EXCLUDED.validation_detail,
+    login_page_url = EXCLUDED.login_page_url, logout_url = EXCLUDED.logout_url,
+    secret_id = EXCLUDED.secret_id,
     modified_at = now(), modified_by = EXCLUDED.modified_by, transferred_at = NULL
 WHERE (s.collection, s.title, s.seed_url, s.supplementary_urls, s.budget, s.frequency, s.depth,
        s.scope, s.ignore_robots, s.schedules, s.active, s.theme, s.keywords, s.content_notes,
-       s.technical_notes)
+       s.technical_notes, s.login_page_url, s.logout_url, s.secret_id)
    IS DISTINCT FROM
       (EXCLUDED.collection, EXCLUDED.title, EXCLUDED.seed_url, EXCLUDED.supplementary_urls,
        EXCLUDED.budget, EXCLUDED.frequency, EXCLUDED.depth, EXCLUDED.scope,
        EXCLUDED.ignore_robots, EXCLUDED.schedules, EXCLUDED.active, EXCLUDED.theme,
-       EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes)
+       EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes,
+       EXCLUDED.login_page_url, EXCLUDED.logout_url, EXCLUDED.secret_id)
 RETURNING (xmax = 0) AS inserted
 """
 
@@ -193,6 +197,9 @@ def _params(rec: SelectionRecord, user: str | None, status: str, detail: str | N
         "user": user,
         "validation_status": status,
         "validation_detail": detail,
+        "login_page_url": rec.login_page_url,
+        "logout_url": rec.logout_url,
+        "secret_id": rec.secret_id,
     }
 
 

@@ -60,6 +60,11 @@ class SelectionRecord:
     ignore_robots: bool = False
     schedules: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""  # the row as read, for the rejects file
+    # the crawl feed's login fields: the secret itself is in the credential store, named by
+    # secret_id (harvestflow/credentials.py), never in the feed nor in this table
+    login_page_url: str | None = None
+    logout_url: str | None = None
+    secret_id: str | None = None
 
     @property
     def all_urls(self) -> list[str]:
@@ -72,6 +77,16 @@ def normalise_url(raw: str, where: str) -> str:
         return check_seed_url(raw)
     except SeedError as exc:
         raise RecordError(where, str(exc)) from None
+
+
+def optional_url(value: Any, where: str, name: str) -> str | None:
+    """A feed's optional URL field (login or logout page), checked like a seed."""
+    if value in (None, ""):
+        return None
+    try:
+        return normalise_url(str(value), where)
+    except RecordError:
+        raise RecordError(where, f"{name}: {value!r} is not an http(s) URL") from None
 
 
 def _bool(value: Any, where: str, name: str) -> bool:

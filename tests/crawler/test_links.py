@@ -9,7 +9,6 @@ from crawler.links import (
     css_urls,
     extract_css,
     extract_html,
-    extract_sitemap,
     html_links,
     parse_srcset,
     scan_html,
@@ -88,16 +87,6 @@ def test_base_href_and_meta_refresh():
         ("http://other.example.org/x/next.html", "R"),
         ("http://other.example.org/x/y.html", "L"),
     }
-
-
-def test_sitemap_locs():
-    xml = b"""<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-    <url><loc>http://h/a</loc></url><url><loc> http://h/b </loc></url></urlset>"""
-    assert extract_sitemap(xml, "http://h/sitemap.xml") == [
-        ("http://h/a", "M", "sitemap/loc"),
-        ("http://h/b", "M", "sitemap/loc"),
-    ]
-    assert extract_sitemap(b"not xml", "http://h/") == []
 
 
 def _pairs(links: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
