@@ -77,6 +77,13 @@ def _ours(tmp_path: Path, run_bench: ModuleType) -> Settings:
     return Settings(settings)
 
 
+REPLACED = {
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": (
+        "crawler.inflate.BoundedDecompressionMiddleware"
+    ),
+}
+
+
 def _disabled_builtins(s: Settings, key: str) -> set[str]:
     return {k for k, v in s.getdict(key).items() if v is None and k.startswith("scrapy.")}
 
@@ -86,8 +93,13 @@ def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
     ours, peer = _ours(tmp_path, run_bench), Settings(bare.SETTINGS)
     differing = {k: (peer.get(k), ours.get(k)) for k in TUNING_KEYS if peer.get(k) != ours.get(k)}
     assert differing == {}, "bare Scrapy peer vs crawler (peer, ours)"
+    # built-ins the crawler replaces by a bounded equivalent in the same slot: the peer keeps
+    # Scrapy's own (bare Scrapy must still decode gzip to find links), so both do the same work
+    for builtin, replacement in REPLACED.items():
+        mws = ours.getdict("DOWNLOADER_MIDDLEWARES")
+        assert mws[builtin] is None and mws[replacement] == 590, replacement
     for key in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
-        assert _disabled_builtins(peer, key) == _disabled_builtins(ours, key), key
+        assert _disabled_builtins(peer, key) == _disabled_builtins(ours, key) - set(REPLACED), key
     # the scheduling middleware that goes with CONCURRENT_ITEMS = 1, at the same place
     name = "crawler.spider.ScheduleOutputMiddleware"
     assert peer.getdict("SPIDER_MIDDLEWARES")[name] == ours.getdict("SPIDER_MIDDLEWARES")[name]

@@ -69,7 +69,7 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
         "pending": "success",
         "chain_done": "success",
     }
-    assert "not a WARC file" in proc.stdout + proc.stderr
+    assert "not a WARC or ARC file" in proc.stdout + proc.stderr
     with db_engine.connect() as conn:
         stages = dict(conn.execute(sa.text("SELECT file_name, stage FROM index_manifest")).all())
     assert stages == {junk.name: "quarantined", **{name: "done" for name in good}}

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from harvest import pipeline as p
 from harvest.common import DONE, FAILED, NEW, STARTED, SUBMITTED
 from harvest.jobs import finished_summary
+from harvestflow import settings as settings_mod
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
@@ -164,7 +165,18 @@ def test_job_carries_global_domain_and_definition_traps(hdb, tmp_path):
     )
 
 
-def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path):
+@pytest.fixture
+def own_data_dir(tmp_path, monkeypatch):
+    """A data directory of the test's own: the session's may hold another test's dedup sidecars
+    for harvest 1 / job 1 (ids restart with every fresh database), which the builder would read."""
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    settings_mod.reset()
+    yield tmp_path / "data"
+    monkeypatch.undo()
+    settings_mod.reset()
+
+
+def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_data_dir):
     hid = p.create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
     path1 = p.prepare_job(first, tmp_path, engine=hdb)
