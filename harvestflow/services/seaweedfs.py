@@ -104,7 +104,11 @@ class EmbeddedSeaweedFS:
             "-master.volumeSizeLimitMB=1024",
             f"-volume.port={self.volume_port}",
             f"-volume.port.grpc={self.volume_port + 10000}",
-            "-volume.max=100",
+            # sparse volume files (no preallocation): a slot costs nothing until written; with
+            # master.toml's growth of 2 volumes per collection this is room for ~200 buckets
+            # (the default growth of 7 volumes a bucket filled 100 slots at the 15th bucket,
+            # and every later PutObject failed with InternalError)
+            "-volume.max=400",
             # no 10 s grace before the volume server stops (nothing load-balances here)
             "-volume.preStopSeconds=0",
             "-filer",
@@ -118,6 +122,20 @@ class EmbeddedSeaweedFS:
             "-s3.port.lance=0",
             f"-s3.config={self.data_dir / 's3-identities.json'}",
         ]
+
+    def _write_master_config(self) -> None:
+        """``master.toml`` in the working directory (where ``weed`` looks first).
+
+        Why: SeaweedFS gives each new collection (an S3 bucket) 7 volumes at once by default,
+        which on one embedded server exhausts the volume slots after ~15 buckets. Two volumes
+        a collection are plenty on one disk.
+        """
+        atomic = self.data_dir / "master.toml.tmp"
+        atomic.write_text(
+            "# written by harvestflow (services/seaweedfs.py): volumes grown per collection\n"
+            "[master.volume_growth]\ncopy_1 = 2\ncopy_2 = 2\ncopy_3 = 3\ncopy_other = 1\n"
+        )
+        atomic.replace(self.data_dir / "master.toml")
 
     def start(self, timeout_s: float = 60) -> bool:
         """Start unless running; True when this call started it. Waits until S3 answers."""
@@ -133,6 +151,7 @@ class EmbeddedSeaweedFS:
                 )
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         self._write_s3_config()
+        self._write_master_config()
         log.info("starting SeaweedFS S3 on %s (data %s)", self.endpoint_url, self.data_dir)
         with open(self.logfile, "ab") as out:
             proc = subprocess.Popen(
