@@ -4,6 +4,7 @@ flat until the merges and ``harvestflow access reindex`` put them into the ZipNu
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import shutil
@@ -100,5 +101,35 @@ def test_new_files_are_served_without_restart_and_never_twice(
             assert got and len(got) == len({(c["timestamp"], c["offset"]) for c in got})
         assert cdx(cfg.url, "all", urls[0]) == first
         assert cdx(cfg.url, "all", urls[2]) == live_captures
+    finally:
+        service.stop()
+
+
+def test_a_collection_is_served_under_its_name_and_in_all(
+    access_settings: settings_mod.Settings, tmp_path: Path
+):
+    data = copy.deepcopy(access_settings.data)
+    data["indexing"]["collections"] = {"4": "elections"}
+    settings = settings_mod.Settings(data, access_settings.source)
+    layout = Layout.from_settings(settings)
+    cfg = AccessConfig.from_settings(settings)
+    rnd = random.Random(11)
+    urls = site_urls(rnd, 12)
+    mine, other = urls[0::2], urls[1::2]
+    warc_c = tmp_path / "1-4-20261120000000000-00000-crawler.warc.gz"
+    warc_m = tmp_path / "2-5-20261120000000000-00000-crawler.warc.gz"
+    write_captures(warc_c, mine, rnd, datetime(2025, 1, 1, tzinfo=UTC))
+    write_captures(warc_m, other, rnd, datetime(2025, 1, 1, tzinfo=UTC))
+    day = date(2026, 11, 20)
+    index_into_daily(warc_c, layout, day, "elections")
+    index_into_daily(warc_m, layout, day)
+    merge.daily_merge(day, settings)
+    merge.bigmerge(settings)
+    service = ReplayService(settings)
+    service.start()
+    try:
+        assert cdx(cfg.url, "elections", mine[0]) and cdx(cfg.url, "all", mine[0])
+        assert cdx(cfg.url, "all", other[0]) and not cdx(cfg.url, "elections", other[0])
+        assert cdx(cfg.url, "elections", mine[0]) == cdx(cfg.url, "all", mine[0])
     finally:
         service.stop()

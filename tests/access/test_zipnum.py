@@ -36,7 +36,7 @@ pytestmark = pytest.mark.skipif(
 DAY = date(2026, 11, 20)
 
 
-def index_into_daily(warc: Path, layout: Layout, day: date) -> Path:
+def index_into_daily(warc: Path, layout: Layout, day: date, collection: str = "") -> Path:
     """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day."""
     out = subprocess.run(
         [sys.executable, "-m", "harvestflow.cli", "index", "cdx", str(warc), "--format", "cdxj"],
@@ -44,7 +44,7 @@ def index_into_daily(warc: Path, layout: Layout, day: date) -> Path:
         capture_output=True,
     ).stdout
     lines = sorted(set(out.splitlines()))
-    dest = layout.cdx_daily(day) / (warc.name + ".cdxj")
+    dest = layout.cdx_daily(day, collection) / (warc.name + ".cdxj")
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(b"".join(line + b"\n" for line in lines))
     return dest
