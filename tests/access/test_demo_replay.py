@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import signal
 import subprocess
@@ -33,6 +34,9 @@ pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 def replay(demo_platform: DemoPlatform, replay_venv: Path) -> Iterator[str]:
     """``harvestflow access serve`` on the demo's data dir; yields its base URL."""
     demo_platform.check()
+    # the demo's indexing_merge built the ZipNum (its refresh_access task), before any serve
+    state = json.loads((demo_platform.data / "access/zipnum/all/all.state.json").read_text())
+    assert state["lines"] > 12 and state["inputs"]["main"]["signature"]
     proc = subprocess.Popen(
         [HARVESTFLOW, "access", "serve"],
         env=demo_platform.env,
@@ -94,7 +98,7 @@ def test_demo_seed_page_replays_with_banner_and_calendar(
         assert f"{when.month}/{when.day}/{when.year}" in banner, banner[:500]
         assert when.strftime("%M:%S") in banner, banner[:500]
         driver.get(f"{replay}all/*/{seed}")
-        wait.until(lambda d: "captures)" in d.find_element(By.TAG_NAME, "body").text)
+        wait.until(lambda d: "All-time (" in d.find_element(By.TAG_NAME, "body").text)
         calendar = driver.find_element(By.TAG_NAME, "body").text
         n = len(captures)
         assert f"All-time ({n} capture{'s' if n > 1 else ''})" in calendar, calendar[:300]

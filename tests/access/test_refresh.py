@@ -133,3 +133,10 @@ def test_a_collection_is_served_under_its_name_and_in_all(
         assert cdx(cfg.url, "elections", mine[0]) == cdx(cfg.url, "all", mine[0])
     finally:
         service.stop()
+
+
+def test_access_setup_is_idempotent(replay_venv: Path) -> None:
+    """``harvestflow access setup`` on an existing replay venv: nothing to do, exit 0."""
+    before = (replay_venv / "bin" / "wayback").stat().st_mtime_ns
+    subprocess.run([sys.executable, "-m", "harvestflow.cli", "access", "setup"], check=True)
+    assert (replay_venv / "bin" / "wayback").stat().st_mtime_ns == before
