@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -154,29 +157,86 @@ def reindex(settings: Settings | None = None, *, force: bool = False) -> dict[st
     return result
 
 
+class Lister:
+    """Listings of the per-file CDXJ folders and ZipNum states, re-read only when changed.
+
+    Why: ``access serve`` refreshes every few seconds, and the chain keeps every day's per-file
+    files; one ``stat`` per day folder (and per state file) is what a pass costs once warm. A
+    folder changed in the last two seconds is listed again (coarse file-system clocks).
+    """
+
+    def __init__(self) -> None:
+        self._dirs: dict[Path, tuple[int, list[str]]] = {}
+        self._states: dict[Path, tuple[int, dict[str, Any]]] = {}
+
+    def cdxj_names(self, folder: Path) -> list[str]:
+        try:
+            mtime = folder.stat().st_mtime_ns
+        except FileNotFoundError:
+            return []
+        hit = self._dirs.get(folder)
+        if hit and hit[0] == mtime and time.time_ns() - mtime > 2_000_000_000:
+            return hit[1]
+        names = sorted(p.name for p in folder.glob("*.cdxj") if not p.name.startswith("."))
+        self._dirs[folder] = (mtime, names)
+        return names
+
+    def state(self, cfg: AccessConfig, coll: str) -> dict[str, Any]:
+        path = cfg.zipnum_dir(coll) / f"{coll}.state.json"
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        hit = self._states.get(path)
+        if hit and hit[0] == mtime:
+            return hit[1]
+        state = zipnum.read_state(cfg.zipnum_dir(coll), coll)
+        self._states[path] = (mtime, state)
+        return state
+
+
+def _day_dirs(root: Root) -> list[Path]:
+    daily = root.path / "cdx" / "daily"
+    return sorted(daily.iterdir()) if daily.is_dir() else []
+
+
 def _recent_files(
-    layout: Layout, coll_roots: list[Root], state: dict[str, Any]
+    coll_roots: list[Root], state: dict[str, Any], lister: Lister
 ) -> Iterator[tuple[str, Path]]:
     """(link name, target) of the per-file CDXJ files the collection's ZipNum lacks."""
     built = state.get("inputs") or {}
     for root in coll_roots:
         covered = (built.get(root.tag) or {}).get("covered") or {}
-        daily = root.path / "cdx" / "daily"
-        for day_dir in sorted(daily.iterdir()) if daily.is_dir() else []:
+        for day_dir in _day_dirs(root):
             skip = set(covered.get(day_dir.name + ".cdxj", []))
-            for f in sorted(day_dir.glob("*.cdxj")):
-                if f.name not in skip and not f.name.startswith("."):
-                    yield f"{root.tag}--{day_dir.name}--{f.name}", f
+            for name in lister.cdxj_names(day_dir):
+                if name not in skip:
+                    yield f"{root.tag}--{day_dir.name}--{name}", day_dir / name
 
 
-def _indexed_names(layout: Layout) -> set[str]:
-    """WARC names the chain has written a per-file CDXJ for (in any root, any day)."""
-    names: set[str] = set()
+_WARC_DAY = re.compile(r"-(\d{8})\d{9}-")
+
+
+def _indexed_by_chain(layout: Layout, cdxj_name: str, lister: Lister) -> bool:
+    """Whether the chain wrote a per-file CDXJ for this live file's WARC.
+
+    Only the day folders from the day before the WARC's own timestamp on are looked at (the
+    chain indexes a file after it is written); a name without a timestamp is looked for in all.
+    """
+    match = _WARC_DAY.search(cdxj_name)
+    since = f"{match.group(1)[:4]}-{match.group(1)[4:6]}-{match.group(1)[6:]}" if match else ""
     for root in roots(layout):
-        daily = root.path / "cdx" / "daily"
-        for f in daily.glob("*/*.cdxj") if daily.is_dir() else []:
-            names.add(f.name.removesuffix(".cdxj"))
-    return names
+        for day_dir in _day_dirs(root):
+            if day_dir.name >= _day_before(since) and cdxj_name in lister.cdxj_names(day_dir):
+                return True
+    return False
+
+
+def _day_before(iso_day: str) -> str:
+    try:
+        return (date.fromisoformat(iso_day) - timedelta(days=1)).isoformat()
+    except ValueError:
+        return ""
 
 
 def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
@@ -198,25 +258,25 @@ def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
     return added, removed
 
 
-def refresh(settings: Settings | None = None) -> dict[str, Any]:
+def refresh(settings: Settings | None = None, lister: Lister | None = None) -> dict[str, Any]:
     """Point each collection's folder of flat index files at what its ZipNum does not have yet.
 
-    Cheap (directory listings and symbolic links, no index data read) and idempotent; pywb
-    re-lists a folder whose mtime changed, so new captures are served without a restart.
+    Cheap (directory listings and symbolic links, no index data read; with a long-lived
+    ``lister``, one ``stat`` per folder once warm) and idempotent; pywb re-lists a folder whose
+    mtime changed, so new captures are served without a restart.
     """
     settings = settings or get_settings()
     layout = Layout.from_settings(settings)
     cfg = AccessConfig.from_settings(settings)
+    lister = lister or Lister()
     live = live_dir(settings) / "index"
-    indexed = _indexed_names(layout) if live.is_dir() else set()
     result: dict[str, Any] = {}
     for coll, rts in access_collections(layout).items():
-        state = zipnum.read_state(cfg.zipnum_dir(coll), coll)
-        want = dict(_recent_files(layout, rts, state))
-        if coll == ALL and live.is_dir():
-            for f in sorted(live.glob("*.cdxj")):
-                if f.name.removesuffix(".cdxj") not in indexed and not f.name.startswith("."):
-                    want[f"live--{f.name}"] = f.resolve()
+        want = dict(_recent_files(rts, lister.state(cfg, coll), lister))
+        if coll == ALL:
+            for name in lister.cdxj_names(live):
+                if not _indexed_by_chain(layout, name, lister):
+                    want[f"live--{name}"] = live.resolve() / name
         added, removed = _sync_links(cfg.recent_dir(coll), want)
         result[coll] = {"files": len(want), "added": added, "removed": removed}
         if added or removed:

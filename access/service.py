@@ -21,7 +21,7 @@ from typing import Any
 
 from access import pywbconfig
 from access.config import AccessConfig
-from access.index import refresh, reindex
+from access.index import Lister, refresh, reindex
 from access.resolver import make_server
 from harvestflow.services import ServiceError
 from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
@@ -106,9 +106,10 @@ class ReplayService:
         self._threads.append(thread)
 
     def _refresh_loop(self) -> None:
+        lister = Lister()
         while not self._stop.wait(self.cfg.refresh_interval_s):
             try:
-                refresh(self.settings)
+                refresh(self.settings, lister)
             except Exception:  # keep serving; the next pass retries
                 log.exception("access refresh failed")
 
