@@ -54,7 +54,7 @@ class AccessConfig:
             resolver_port=int(sec.get("resolver_port", 8091)),
             venv=venv if venv.is_absolute() else PROJECT_ROOT / venv,
             root=settings.path(str(sec.get("data_subdir") or "access")),
-            block_lines=max(1, int(sec.get("zipnum_block_lines", 3000))),
+            block_lines=max(1, int(sec.get("zipnum_block_lines", 1000))),
             shard_blocks=max(1, int(sec.get("zipnum_shard_blocks", 10000))),
             max_blocks=max(1, int(sec.get("zipnum_max_blocks", 100))),
             refresh_interval_s=float(sec.get("refresh_interval_s", 30)),

@@ -185,7 +185,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_file(self, path: Path, rng: tuple[int, int | None] | None, body: bool) -> None:
         size = path.stat().st_size
-        first, last = (0, size - 1) if rng is None else (rng[0], min(rng[1] or size - 1, size - 1))
+        first, last = 0, size - 1
+        if rng is not None:
+            first = rng[0]
+            last = size - 1 if rng[1] is None else min(rng[1], size - 1)
         if first >= size:
             self._reply(416, b"range not satisfiable\n", body)
             return

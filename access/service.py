@@ -71,16 +71,15 @@ class ReplayService:
         self.cfg.log_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
         env["PYWB_CONFIG_FILE"] = str(config)
-        # the child keeps its own descriptors of the logs; ours close at once
-        with (
-            open(self.cfg.log_dir / "pywb.log", "ab") as out,
-            open(self.cfg.access_log, "ab") as err,
-        ):
+        # stderr: gevent's request lines and pywb's log; stdout only gets pywb's print()s (a
+        # "Dir ... unchanged" line per query and folder source): dropped. The child keeps its
+        # own descriptor of the log; ours closes at once.
+        with open(self.cfg.access_log, "ab") as err:
             self.proc = subprocess.Popen(
                 [str(self.cfg.wayback), "-p", str(self.cfg.port), "-b", self.cfg.host],
                 cwd=self.cfg.root,
                 env=env,
-                stdout=out,
+                stdout=subprocess.DEVNULL,
                 stderr=err,
                 start_new_session=True,
             )

@@ -159,7 +159,7 @@ def build(
     out_dir: Path,
     name: str,
     *,
-    block_lines: int = 3000,
+    block_lines: int = 1000,
     shard_blocks: int = 10000,
     state: dict[str, Any] | None = None,
 ) -> BuildResult:
