@@ -11,7 +11,8 @@ preserved copy in S3. pywb tries each location in turn until one opens.
 pywb reads this file once at start; everything it names is re-read while serving (the summary
 and path index on each lookup, the loc file and the link folder when their mtime changes), so
 reindexing never needs a restart. The files it names must exist before it starts: a path index
-missing at start would be taken for a folder prefix until the next restart.
+missing at start would be taken for a folder prefix until the next restart. The banner is
+pywb's own plus a line naming the capture's collection and harvest (``access/banner.html``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from access.config import AccessConfig
 from access.index import access_collections, live_dir
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
+
+BANNER = Path(__file__).with_name("banner.html")
 
 
 def _ensure_file(path: Path) -> None:
@@ -54,6 +57,7 @@ def render(settings: Settings | None = None) -> str:
         "enable_auto_colls: false",
         "framed_replay: true",
         "enable_memento: true",
+        "banner_html: harvestflow_banner.html",
         "collections:",
     ]
     for coll, rts in access_collections(layout).items():
@@ -85,6 +89,12 @@ def write(settings: Settings | None = None) -> Path:
     text = render(settings)
     cfg.root.mkdir(parents=True, exist_ok=True)
     (cfg.root / "no-auto-collections").mkdir(exist_ok=True)
+    # pywb looks for templates in <cwd>/templates first: our banner around pywb's own
+    banner = cfg.root / "templates" / "harvestflow_banner.html"
+    banner.parent.mkdir(exist_ok=True)
+    banner_tmp = banner.with_name(f".{banner.name}.{os.getpid()}.tmp")
+    banner_tmp.write_text(BANNER.read_text(encoding="utf-8"), encoding="utf-8")
+    os.replace(banner_tmp, banner)
     tmp = cfg.config_file.with_name(f".config.yaml.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, cfg.config_file)

@@ -1,7 +1,7 @@
 """After ``harvestflow demo`` (the session's shared run), ``harvestflow access serve`` replays the
 sample site's seed page with every embed from the archive (the sample site is stopped once the
-demo ends), and in headless Chromium pywb's banner states the capture's date and time and the
-calendar lists the captures."""
+demo ends), and in headless Chromium pywb's banner states the capture's date and time (and
+ours the collection and the harvest definition and job) and the calendar lists the captures."""
 
 from __future__ import annotations
 
@@ -97,6 +97,12 @@ def test_demo_seed_page_replays_with_banner_and_calendar(
         banner = driver.find_element(By.TAG_NAME, "body").text
         assert f"{when.month}/{when.day}/{when.year}" in banner, banner[:500]
         assert when.strftime("%M:%S") in banner, banner[:500]
+        # our line: the collection and the harvest (definition, job) of the capture
+        job_log = next(log for log in logs if f" {seed} " in log.read_text())
+        hid, jid = job_log.parts[-5], job_log.parts[-4]  # jobs/<harvest>/<job>/<ts>/logs/
+        wait.until(lambda d: "job" in d.find_element(By.ID, "hf-capture-info").text)
+        info = driver.find_element(By.ID, "hf-capture-info").text
+        assert f"collection all · harvest definition {hid}, job {jid}" in info, info
         driver.get(f"{replay}all/*/{seed}")
         wait.until(lambda d: "All-time (" in d.find_element(By.TAG_NAME, "body").text)
         calendar = driver.find_element(By.TAG_NAME, "body").text
