@@ -34,7 +34,9 @@ from scrapy.http import Response
 from crawler import records
 from crawler.context import Capture, CrawlContext
 from crawler.errors import AddressRefused, HeaderTooLarge, QuotaExceeded
-from crawler.urls import canonical_key, host_of, surt
+from crawler.redact import redact_request
+from crawler.urls import canonical_key, host_of
+from harvestflow.formats.cdx import CdxEntry, http_mime
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +109,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
         # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
         # before reading any of it: the capture would be lost. We keep the first
         # max_response_bytes instead (cut by the bytes_received signal, WARC-Truncated), so the
-        # download itself gets no limit; the setting still bounds decompression
-        # (HttpCompressionMiddleware) once this key is gone again.
+        # download itself gets no limit; decompression has its own bounds (crawler.inflate).
         request.meta["download_maxsize"] = 0
         try:
             return await super().download_request(request)
@@ -265,21 +266,23 @@ class WarcCaptureMiddleware:
             annotations.append("duplicate:digest")
         if main is None:
             main = records.response_record(request.url, http, body, date, resp_id, ip, truncated)
-        req_headers = [("Host", urlparse_netloc(request.url)), *header_list(request.headers)]
+        req_headers, req_body = redact_request(
+            [("Host", urlparse_netloc(request.url)), *header_list(request.headers)],
+            request.body or b"",
+            request.meta,
+        )
         req = records.request_record(
-            request.url, request.method, req_headers, request.body or b"", date, resp_id
+            request.url, request.method, req_headers, req_body, date, resp_id
         )
         placed = self.ctx.writer.write(req, main)
         name, offset, length = placed[1]
-        cdx_mime = (
-            "warc/revisit"
-            if main.rec_type == "revisit"
-            else (ctype.split(";")[0].strip().lower() or "unk")
-        )
-        self.ctx.cdx_line(
-            f"{surt(request.url)} {fetch_start.strftime('%Y%m%d%H%M%S')} {request.url} {cdx_mime}"
-            f" {response.status} {digest.split(':')[-1]} {_str(location) if location else '-'} -"
-            f" {length} {offset} {name}"
+        # the CDX line the reference indexer gives this record: its MIME from the header lines
+        # as written (after the write: warcio percent-encodes non-ASCII values as it writes)
+        is_revisit = main.rec_type == "revisit"
+        cdx_mime = "warc/revisit" if is_revisit else http_mime(main.http_headers.headers)
+        self.ctx.record_cdx(
+            CdxEntry(request.url, date, cdx_mime, str(response.status), digest, length, offset),
+            name,
         )
         domain = request.meta.pop("hf_reserved", None)
         capture = Capture(
@@ -294,7 +297,7 @@ class WarcCaptureMiddleware:
             counted=domain is not None,
             annotations=annotations,
             location=_str(location) if location else None,
-            revisit=main.rec_type == "revisit",
+            revisit=is_revisit,
         )
         request.meta["hf_capture"] = capture
         if domain is not None:

@@ -17,11 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 import scrapy
 
-from crawler import crawllog
+from crawler import crawllog, sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog import CrawlLog, LogEntry
@@ -30,8 +29,9 @@ from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
-from crawler.urls import canonical_key, host_of
+from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+from harvestflow.formats.cdx import CdxEntry, cdx11_line
 
 log = logging.getLogger(__name__)
 SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
@@ -204,16 +204,12 @@ class CrawlContext:
                     continue
                 self.state.add(key, seed, "", None, seed, "seed", self._domain(seed))
                 if self.spec.template.extract_sitemaps:
-                    sitemap = urljoin(seed, "/sitemap.xml")
-                    self.state.add(
-                        canonical_key(sitemap),
-                        sitemap,
-                        "M",
-                        seed,
-                        seed,
-                        "sitemap",
-                        self._domain(seed),
-                    )
+                    # queued like discovered links (scope, traps, budget); listed by pending()
+                    parent = {"hops": "", "url": seed, "seed": seed}
+                    for url, hop, context in sitemaps.seed_links(seed):
+                        self.consider(url, hop, context, parent)
+            if self.outbox is not None:
+                self.outbox.flush()
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
@@ -247,6 +243,22 @@ class CrawlContext:
         self.state.commit()
         return new
 
+    def discovered(
+        self, links: list[tuple[str, str, str]], parent: dict[str, Any]
+    ) -> list[scrapy.Request]:
+        """Links found outside a spider callback (robots.txt's Sitemap: lines), decided in one
+        transaction like a page's links."""
+        new: list[scrapy.Request] = []
+        self.state.begin()
+        for url, hop, context in links:
+            req = self.consider(url, hop, context, parent)
+            if req is not None:
+                new.append(req)
+        if self.outbox is not None:
+            self.outbox.flush()
+        self.state.commit()
+        return new
+
     def _domain(self, url: str) -> str:
         return self.budgets.domain_for(host_of(url))
 
@@ -255,6 +267,7 @@ class CrawlContext:
         self, url: str, hop: str, context: str, parent: dict[str, Any]
     ) -> scrapy.Request | None:
         """Decide on a discovered link (inside the caller's transaction)."""
+        url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
         except ValueError:
@@ -398,16 +411,22 @@ class CrawlContext:
         when = dt.datetime.now(dt.UTC)
         record = dns_record(host, address, when)
         ((name, offset, length),) = self.writer.write(record)
-        digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
-        # the 11 CDX fields pywb's cdx-indexer gives a dns record (see metadata_warc.cdx_lines)
-        uri = f"dns:{host}"
-        self.cdx_line(
-            f"{uri} {when.strftime('%Y%m%d%H%M%S')} {uri} text/dns 200 {digest} - -"
-            f" {length} {offset} {name}"
+        # no HTTP headers: the reference indexer gives a dns record no MIME and no status
+        headers = record.rec_headers
+        entry = CdxEntry(
+            f"dns:{host}",
+            headers.get_header("WARC-Date"),
+            None,
+            None,
+            headers.get_header("WARC-Payload-Digest"),
+            length,
+            offset,
         )
+        self.record_cdx(entry, name)
 
-    def cdx_line(self, line: str) -> None:
-        self._cdx.write(line + "\n")
+    def record_cdx(self, entry: CdxEntry, filename: str) -> None:
+        """The CDX11 line of a record just written to data WARC ``filename``."""
+        self._cdx.write(cdx11_line(entry, filename) + "\n")
 
     def close_files(self) -> None:
         """Close the WARC, crawl.log and CDX files (the state stays open for the reports)."""

@@ -13,6 +13,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestflow.formats.crawllog import parse_line
+from harvestflow.formats.fields import MAX_MIME_CHARS, clean_field
+
+__all__ = ["parse_line"]  # re-exported: the reports and the continuous crawl read with it
+
 # Heritrix FetchStatusCodes used by the crawler
 DNS_FAILED = -6
 DNS_UNRESOLVABLE = -1
@@ -31,6 +36,9 @@ BLOCKED_BY_PROCESSOR = -5002
 BLOCKED_BY_QUOTA = -5003
 BLOCKED_BY_RUNTIME_LIMIT = -5004
 ROBOTS_PRECLUDED = -9998
+
+# one annotation (an error message is part of some)
+MAX_ANNOTATION_CHARS = 200
 
 
 @dataclass
@@ -56,7 +64,12 @@ def iso_ms(when: dt.datetime) -> str:
 
 
 def format_line(e: LogEntry) -> str:
-    """One crawl.log line (12 space-separated fields)."""
+    """One crawl.log line (12 space-separated fields).
+
+    Every value a server or a link could choose (URL, via, seed, MIME type, annotations built
+    from error messages) goes through the one sanitiser, so no value can add, shift or forge a
+    field or a line (harvestflow.formats.fields).
+    """
     when = e.when or dt.datetime.now(dt.UTC)
     size = "-" if e.size is None else str(e.size)
     if e.fetch_start is not None:
@@ -69,15 +82,17 @@ def format_line(e: LogEntry) -> str:
         iso_ms(when),
         f"{e.status:>5}",
         f"{size:>10}",
-        e.url.replace(" ", "%20"),
+        clean_field(e.url),
         e.hops or "-",
-        (e.via or "-").replace(" ", "%20"),
-        (e.mime or "-").replace(" ", ""),
+        clean_field(e.via),
+        clean_field(e.mime, MAX_MIME_CHARS),
         f"#{e.thread:03d}",
         fetch,
-        e.digest or "-",
-        (e.seed or "-").replace(" ", "%20"),
-        ",".join(e.annotations) if e.annotations else "-",
+        clean_field(e.digest),
+        clean_field(e.seed),
+        ",".join(clean_field(a, MAX_ANNOTATION_CHARS, extra=",") for a in e.annotations)
+        if e.annotations
+        else "-",
     ]
     return " ".join(fields)
 
@@ -118,28 +133,6 @@ class CrawlLog:
 
     def close(self) -> None:
         self._fh.close()
-
-
-def parse_line(line: str) -> dict[str, str] | None:
-    """The fields of a crawl.log line by name (None for a malformed line)."""
-    parts = line.split()
-    if len(parts) < 12:
-        return None
-    names = [
-        "time",
-        "status",
-        "size",
-        "url",
-        "hops",
-        "via",
-        "mime",
-        "thread",
-        "fetch",
-        "digest",
-        "seed",
-        "annotations",
-    ]
-    return dict(zip(names, parts[:12], strict=True))
 
 
 # the header line of progress-statistics.log (Heritrix's columns)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler.urls import without_fragment
 from harvestflow.settings import get_settings
 
 
@@ -48,6 +49,10 @@ class Template:
     download_timeout_s: float = 30.0
     max_response_bytes: int = 100_000_000
     max_header_bytes: int = 262_144  # the whole header section of a response
+    # inflated (Content-Encoding) bytes link extraction reads of one response, and of all the
+    # responses a crawler process holds at once (crawler/inflate.py); the WARC keeps all it got
+    max_inflate_bytes: int = 32 * 1024 * 1024
+    inflate_budget_bytes: int = 64 * 1024 * 1024
     max_redirects: int = 5
     max_url_length: int = 2083
     concurrent_requests: int = 16
@@ -88,6 +93,8 @@ class JobSpec:
     from_email: str = ""
     operator: str = ""
     organisation: str = ""
+    # logins by reference (harvestflow/credentials.py): id, domain, kind, login/logout URL
+    credentials: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -165,9 +172,16 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
             re.compile(pattern)
         except re.error as exc:
             raise JobSpecError(f"{where}: crawler_traps[{i}] {pattern!r}: {exc}") from exc
+    credentials = data.get("credentials") or []
+    for i, ref in enumerate(credentials):
+        if not isinstance(ref, dict) or not isinstance(ref.get("id"), int):
+            raise JobSpecError(f"{where}: credentials[{i}] must be an object with an integer id")
+        if set(ref) & {"username", "password", "secret"}:
+            raise JobSpecError(f"{where}: credentials[{i}]: a job spec never holds a secret")
     job = JobSpec(
         job_id=int(data["job_id"]),
-        seeds=[s.strip() for s in seeds if s.strip()],
+        # captured under the URL the server is asked for (see urls.without_fragment)
+        seeds=list(dict.fromkeys(u for s in seeds if (u := without_fragment(s.strip())))),
         template=template,
         harvest_id=int(data.get("harvest_id") or 0),
         harvest_name=str(data.get("harvest_name") or ""),
@@ -186,6 +200,7 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
         from_email=str(data.get("from") or conf.get("from", "")),
         operator=str(data.get("operator") or conf.get("operator", "")),
         organisation=str(data.get("organisation") or conf.get("organisation", "harvestflow")),
+        credentials=[dict(c) for c in credentials],
         raw=data,
     )
     if not job.warc_prefix:

@@ -1,4 +1,4 @@
-"""Link extraction from HTML, CSS and sitemaps, with Heritrix's hop types.
+"""Link extraction from HTML and CSS, with Heritrix's hop types (sitemaps: crawler/sitemaps.py).
 
 Why our own extractor and not Scrapy's LinkExtractor: an archival crawler needs *every*
 resource a page uses, each tagged as a navigation link (``L``) or an embed (``E``, fetched even
@@ -9,6 +9,7 @@ from (``a/@href``, ``img/@srcset``, ``css``…), written to the metadata record'
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -41,6 +42,11 @@ _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.
 _CSS_IMPORT = re.compile(r"""@import\s+(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
 _REFRESH_URL = re.compile(r"""url\s*=\s*['"]?([^'"\s;]+)""", re.IGNORECASE)
 _SKIP_SCHEMES = ("javascript:", "mailto:", "data:", "tel:", "about:", "#")
+
+# annotations of a page's crawl.log line: links found by the streaming scan (the tree parser
+# gave up), or none found because extraction failed altogether
+EXTRACT_SCAN = "extractScan"
+EXTRACT_FAIL = "extractFail"
 
 
 def parse_srcset(value: str) -> list[str]:
@@ -159,18 +165,82 @@ def extract_html(root: Any, page_url: str) -> list[Link]:
     return out
 
 
-def extract_sitemap(body: bytes, base: str) -> list[Link]:
-    """``<loc>`` URLs of a sitemap or sitemap index (hop ``M``: manifest)."""
+def html_links(text: str, page_url: str) -> tuple[list[Link], str | None]:
+    """Links of an HTML document and the annotation to log (None when the tree parse was whole).
+
+    The tree is built as Scrapy's selector builds it (parsel: stripped text without NULs, UTF-8,
+    lenient, ``huge_tree``); a fatal parser error (too deep, a resource limit) means a partial
+    tree, so the streaming scan reads the whole text instead.
+    """
+    body = text.strip().replace("\x00", "").encode("utf-8") or b"<html/>"
+    parser = etree.HTMLParser(recover=True, encoding="utf-8", huge_tree=True)
     try:
-        root = etree.fromstring(
-            body, parser=etree.XMLParser(resolve_entities=False, no_network=True)
-        )
-    except etree.XMLSyntaxError:
-        return []
+        root = etree.fromstring(body, parser=parser, base_url=page_url)
+    except etree.LxmlError:
+        root = None
+    if root is not None and not parser.error_log.filter_from_fatals():
+        return extract_html(root, page_url), None
+    return scan_html(text, page_url), EXTRACT_SCAN
+
+
+# one token of an HTML document for the streaming scan: a comment, a script or style element
+# (its content is not markup), or a start tag with its attributes (quoted values may hold ">").
+# No part of a tag may cross a "<": a hostile page of unclosed tags or quotes then costs one
+# pass to the next "<" per tag, not one to the end of the document (quadratic: minutes).
+_TAG_ATTRS = r"""((?:[^<>"']|"[^"<]*"|'[^'<]*')*)"""
+_TOKEN = re.compile(
+    r"<!--.*?(?:-->|\Z)"
+    rf"|<(script|style)\b{_TAG_ATTRS}>(.*?)(?:</\1\s*>|\Z)"
+    rf"|<([a-zA-Z][a-zA-Z0-9:-]*){_TAG_ATTRS}>",
+    re.DOTALL | re.IGNORECASE,
+)
+_ATTR = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
+_SCANNED_TAGS = {*_EMBED_ATTRS, *_LINK_ATTRS, "object", "link", "meta", "style", "base"}
+
+
+class _ScannedTag:
+    """What ``_links_from_element`` reads of an lxml element: ``get(attr)`` and ``text``."""
+
+    __slots__ = ("attrs", "text")
+
+    def __init__(self, attrs: dict[str, str], text: str | None = None) -> None:
+        self.attrs = attrs
+        self.text = text
+
+    def get(self, name: str) -> str | None:
+        return self.attrs.get(name)
+
+
+def _attributes(raw: str) -> dict[str, str]:
+    attrs: dict[str, str] = {}
+    for m in _ATTR.finditer(raw):
+        name = m.group(1).lower()
+        if name not in attrs:  # the first of a repeated attribute wins, as in the tree
+            value = next((g for g in m.groups()[1:] if g is not None), "")
+            attrs[name] = html.unescape(value)
+    return attrs
+
+
+def scan_html(text: str, page_url: str) -> list[Link]:
+    """Links of an HTML document from a flat scan of its tags (no tree, no depth limit)."""
+    tags: list[tuple[str, _ScannedTag]] = []
+    for m in _TOKEN.finditer(text):
+        special, special_attrs, content, name, raw = m.groups()
+        if special:
+            tag = special.lower()
+            attrs = _attributes(special_attrs or "")
+            tags.append((tag, _ScannedTag(attrs, content if tag == "style" else None)))
+        elif name:
+            tag = name.lower()
+            if tag in _SCANNED_TAGS or (raw and "style" in raw.lower()):
+                tags.append((tag, _ScannedTag(_attributes(raw or ""))))
+    base = page_url
+    for tag, el in tags:
+        href = el.get("href") if tag == "base" else None
+        if href:
+            base = urljoin(page_url, href.strip())
+            break
     out: list[Link] = []
-    for el in root.iter():
-        if isinstance(el.tag, str) and el.tag.rsplit("}", 1)[-1] == "loc" and el.text:
-            url = _absolute(base, el.text)
-            if url:
-                out.append((url, "M", "sitemap/loc"))
+    for tag, el in tags:
+        out.extend(_links_from_element(el, tag, base))
     return out

@@ -16,12 +16,17 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from crawler.records import resource_record, warc_date
-from crawler.urls import surt
 from crawler.warcfiles import WARC_VERSION
+from harvestflow.formats.cdx import CDX11_HEADER, CdxEntry, cdx11_line, mime_of, parse_cdx11
 
 
 def cdx_lines(warc_path: Path) -> list[str]:
-    """Classic 11-field CDX lines (``N b a m s k r M S V g``) of a WARC's captures."""
+    """CDX11 lines of a data WARC, read again (a file repaired after a crash, or not recorded).
+
+    The crawler's data WARCs hold request, response, revisit and ``application/warc-fields``
+    metadata records: the response and revisit records are the ones the reference indexer
+    lists, with the fields it derives (see :mod:`harvestflow.formats.cdx`).
+    """
     lines: list[str] = []
     name = warc_path.name
     with warc_path.open("rb") as fh:
@@ -30,27 +35,18 @@ def cdx_lines(warc_path: Path) -> list[str]:
             rtype = record.rec_type
             if rtype not in ("response", "revisit"):
                 continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
-            date = record.rec_headers.get_header("WARC-Date") or ""
-            digits = "".join(ch for ch in date if ch.isdigit())[:14]
-            http = record.http_headers
-            status = http.get_statuscode() if http else "-"
-            if rtype == "revisit":
-                mime = "warc/revisit"
-            elif http is None:  # a dns: record: pywb's cdx-indexer gives it 200
-                mime = record.rec_headers.get_header("Content-Type") or "unk"
-                status = "200"
-            else:
-                ctype = http.get_header("Content-Type")
-                mime = (ctype or "unk").split(";")[0].strip().lower() or "unk"
-            digest = (record.rec_headers.get_header("WARC-Payload-Digest") or "-").split(":")[-1]
-            redirect = (http.get_header("Location") if http else None) or "-"
+            headers, http = record.rec_headers, record.http_headers
+            mime: str | None = "warc/revisit"
+            if rtype != "revisit":  # a dns: response has no HTTP headers, hence no MIME
+                mime = mime_of(http.get_header("Content-Type")) if http else None
+            status = http.get_statuscode() if http else None
+            url = headers.get_header("WARC-Target-URI")
+            date = headers.get_header("WARC-Date")
+            digest = headers.get_header("WARC-Payload-Digest")
             it.read_to_end(record)
             offset, length = it.get_record_offset(), it.get_record_length()
-            lines.append(
-                f"{surt(url)} {digits} {url} {mime} {status or '-'} {digest} {redirect} - "
-                f"{length} {offset} {name}"
-            )
+            entry = CdxEntry(url, date, mime, status, digest, length, offset)
+            lines.append(cdx11_line(entry, name))
     return lines
 
 
@@ -95,18 +91,18 @@ def write_metadata_warc(
                 ctype = "application/json" if path.suffix == ".json" else "text/plain"
                 uri = f"metadata://{organisation}/crawl/{section}/{path.name}?{query}"
                 writer.write_record(resource_record(uri, date, ctype, path.read_bytes()))
-        cdx = [" CDX N b a m s k r M S V g"]
+        cdx = [CDX11_HEADER]
         body: list[str] = []
         sizes = {w.name: w.stat().st_size for w in data_warcs}
         covered: set[str] = set()
         if recorded_cdx is not None and recorded_cdx.exists():
-            for line in recorded_cdx.read_text(encoding="utf-8").splitlines():
-                parts = line.split(" ")
-                if len(parts) != 11 or parts[10] not in sizes or parts[10] in (reindex or ()):
+            for line in recorded_cdx.read_bytes().decode("utf-8").split("\n"):
+                rec = parse_cdx11(line)
+                if rec is None or rec.filename not in sizes or rec.filename in (reindex or ()):
                     continue
-                if int(parts[9]) + int(parts[8]) <= sizes[parts[10]]:
+                if rec.offset + rec.length <= sizes[rec.filename]:
                     body.append(line)
-                    covered.add(parts[10])
+                    covered.add(rec.filename)
         for warc in data_warcs:
             if warc.name not in covered or warc.name in (reindex or ()):
                 body += cdx_lines(warc)

@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 from http import HTTPStatus
 from io import BytesIO
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
@@ -82,7 +82,33 @@ def response_http_headers(
     except ValueError:
         reason = ""
     kept = [(RENAMED_HEADERS.get(k.lower(), k), v) for k, v in headers]
-    return StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol=protocol or "HTTP/1.1")
+    http = StatusAndHeaders(f"{status} {reason}".strip(), kept, protocol=protocol or "HTTP/1.1")
+    if not all(k.isascii() and v.isascii() for k, v in http.headers):
+        _percent_encode(http)
+    return http
+
+
+# every printable ASCII character but '%' stays as is when a header is percent-encoded
+_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
+
+
+def _percent_encode(http: StatusAndHeaders) -> None:
+    """Non-ASCII header names and values percent-encoded (UTF-8), as warcio does when it writes.
+
+    Why here: warcio encodes them at write time, but leaves some non-ASCII in place (any name;
+    a value with parameters whose non-ASCII text is outside them, such as a server's
+    ``Content-Type: t\u00e9xt/html; charset=utf-8``) and then fails the write, so the capture
+    would be lost. warcio's own encoding is applied first (what it would have written), and
+    whatever is left non-ASCII is encoded whole.
+    """
+    http.percent_encode_non_ascii_headers()
+    http.headers = [
+        (
+            k if k.isascii() else quote(k, safe=_HEADER_SAFE),
+            v if v.isascii() else quote(v, safe=_HEADER_SAFE + " "),
+        )
+        for k, v in http.headers
+    ]
 
 
 def response_record(

@@ -1,5 +1,9 @@
 """Heritrix's end-of-crawl reports, computed from crawl.log and the frontier state.
 
+Every value a server could choose (hosts and URLs from links, MIME types, the seeds' redirect
+targets from ``Location``) goes through harvestflow.formats.fields, so no report column shifts;
+crawl.log lines with the wrong field count are left out and named in crawler.log.
+
 Why from crawl.log: it is the one record that survives restarts (a resumed job appends to it),
 so reports written from it cover every run of the job, and they agree with the log a curator
 can grep. Formats (headers and columns) follow Heritrix 3 so existing scripts read them.
@@ -7,6 +11,7 @@ can grep. Formats (headers and columns) follow Heritrix 3 so existing scripts re
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter, defaultdict
@@ -16,6 +21,10 @@ from pathlib import Path
 from crawler.crawllog import parse_line
 from crawler.state import CrawlState
 from crawler.urls import canonical_key, host_of
+from harvestflow.formats.crawllog import split_line
+from harvestflow.formats.fields import clean_field
+
+log = logging.getLogger(__name__)
 
 CRAWL_STATUS_TEXT = {
     "complete": "Finished",
@@ -62,6 +71,7 @@ class Tally:
     codes: Counter[str] = field(default_factory=Counter)
     sources: Counter[tuple[str, str]] = field(default_factory=Counter)
     by_key: dict[str, tuple[int, str]] = field(default_factory=dict)
+    bad_lines: int = 0
 
 
 def tally_crawl_log(path: Path) -> Tally:
@@ -69,9 +79,17 @@ def tally_crawl_log(path: Path) -> Tally:
     if not path.exists():
         return t
     with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, 1):
             f = parse_line(line)
             if f is None:
+                t.bad_lines += 1
+                if t.bad_lines <= 10:
+                    log.warning(
+                        "%s:%d: bad crawl.log line left out of the reports: %s",
+                        path,
+                        lineno,
+                        split_line(line)[1],
+                    )
                 continue
             try:
                 status = int(f["status"])
@@ -141,6 +159,8 @@ def write_reports(
     """Write the six Heritrix reports (+ source report); returns the tally for the summary."""
     report_dir.mkdir(parents=True, exist_ok=True)
     t = tally_crawl_log(crawl_log)
+    if t.bad_lines:
+        log.warning("%s: %d bad line(s) left out of the reports", crawl_log, t.bad_lines)
     elapsed = max(time.time() - started, 1e-6)
     crawled = [s for s in seeds if t.by_key.get(canonical_key(s), (0, ""))[0] > 0]
     lines = [
@@ -174,7 +194,8 @@ def write_reports(
     for seed in seeds:
         code = t.by_key.get(canonical_key(seed), (0, ""))[0]
         status = "CRAWLED" if code > 0 else "NOTCRAWLED"
-        out.append(f"{code} {status} {seed} {redirects.get(seed, '')}".rstrip())
+        redirect = clean_field(redirects.get(seed), empty="")
+        out.append(f"{code} {status} {clean_field(seed)} {redirect}".rstrip())
     _write(report_dir / "seeds-report.txt", "\n".join(out) + "\n")
 
     remaining = state.queued_by_host()
@@ -184,24 +205,24 @@ def write_reports(
     ]
     for host, h in sorted(t.hosts.items(), key=lambda kv: (-kv[1].urls, kv[0])):
         out.append(
-            f"{h.urls} {h.bytes} {host} {h.robots} {remaining.get(host, 0)} {h.novel_urls}"
+            f"{h.urls} {h.bytes} {clean_field(host)} {h.robots} {remaining.get(host, 0)} {h.novel_urls}"
             f" {h.novel_bytes} {h.dup_urls} {h.dup_bytes} {h.notmod_urls} {h.notmod_bytes}"
         )
     _write(report_dir / "hosts-report.txt", "\n".join(out) + "\n")
 
     out = ["[#urls] [#bytes] [mime-types]"]
     for mime, n in sorted(t.mimes.items(), key=lambda kv: (-kv[1], kv[0])):
-        out.append(f"{n} {t.mime_bytes[mime]} {mime}")
+        out.append(f"{n} {t.mime_bytes[mime]} {clean_field(mime)}")
     _write(report_dir / "mimetype-report.txt", "\n".join(out) + "\n")
 
     out = ["[#urls] [rescode]"]
     for rescode, n in sorted(t.codes.items(), key=lambda kv: (-kv[1], kv[0])):
-        out.append(f"{n} {rescode}")
+        out.append(f"{n} {clean_field(rescode)}")
     _write(report_dir / "responsecode-report.txt", "\n".join(out) + "\n")
 
     out = ["[source] [host] [#urls]"]
     for (source, host), n in sorted(t.sources.items(), key=lambda kv: (kv[0][0], -kv[1])):
-        out.append(f"{source} {host} {n}")
+        out.append(f"{clean_field(source)} {clean_field(host)} {n}")
     _write(report_dir / "source-report.txt", "\n".join(out) + "\n")
 
     out = [
@@ -218,8 +239,8 @@ def write_reports(
         q = queued.get(host, [])
         hs = t.hosts.get(host, HostStats())
         out.append(
-            f"{host} 1 {len(q)} {enqueues[host]} 0 1(1) - - {hs.urls}/-1 {hs.errors}"
-            f" {q[0] if q else '-'} {q[-1] if q else '-'}"
+            f"{clean_field(host)} 1 {len(q)} {enqueues[host]} 0 1(1) - - {hs.urls}/-1 {hs.errors}"
+            f" {clean_field(q[0] if q else None)} {clean_field(q[-1] if q else None)}"
         )
     _write(report_dir / "frontier-report.txt", "\n".join(out) + "\n")
     return t

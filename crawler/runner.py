@@ -37,7 +37,8 @@ STATUS_BY_REASON = {"finished": "complete", "closespider_timeout": "time_limit"}
 # Scrapy middlewares a harvestflow crawl has no use for (each is one more coroutine step per
 # request or response):
 _UNUSED_DOWNLOADER_MW: dict[str, None] = {
-    # sends credentials from the spider's http_user/http_pass, which ArchiveSpider never sets
+    # sends one spider-wide login (http_user/http_pass): crawler.credentials.LoginMiddleware
+    # does the job's logins instead (Basic, Digest, forms; per credential domain)
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
     # downloader/* byte and count stats (it serialises each request and response's headers
     # to count their size); nothing reads them: crawl.log and the reports count from captures
@@ -72,7 +73,13 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
             "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+            # Content-Encoding is decoded by crawler.inflate, bounded, and only for link extraction
+            "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+            "crawler.inflate.BoundedDecompressionMiddleware": 590,
             **_UNUSED_DOWNLOADER_MW,
+            # before CookiesMiddleware (700): a request waiting for a form login gets its cookies;
+            # only in jobs with credentials (it imports the credential store)
+            **({"crawler.credentials.LoginMiddleware": 650} if ctx.spec.credentials else {}),
             "crawler.capture.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
@@ -88,6 +95,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
+            "crawler.sitemaps.RobotsSitemaps": 530,
             **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
@@ -108,8 +116,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "RETRY_TIMES": t.retries,
         "RETRY_HTTP_CODES": [],
         "DOWNLOAD_TIMEOUT": t.download_timeout_s,
-        # the capture middleware truncates at max_response_bytes; Scrapy's own limit (which
-        # discards the response) only guards decompression bombs
+        # the capture middleware truncates at max_response_bytes (the handler lifts Scrapy's own
+        # limit, which would discard the response); decompression is bounded by crawler.inflate
         "DOWNLOAD_MAXSIZE": max(t.max_response_bytes * 10, 1 << 20),
         "DOWNLOAD_WARNSIZE": 0,
         "DOWNLOAD_DELAY": t.min_delay_ms / 1000.0 if polite else 0,

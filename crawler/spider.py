@@ -25,7 +25,9 @@ from crawler import crawllog
 from crawler import state as st
 from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
-from crawler.links import extract_css, extract_html, extract_sitemap
+from crawler.inflate import release_inflated
+from crawler.links import EXTRACT_FAIL, extract_css, html_links
+from crawler.sitemaps import is_sitemap_context, links_of_response
 from crawler.urls import host_of
 
 if TYPE_CHECKING:
@@ -96,14 +98,24 @@ class ArchiveSpider(scrapy.Spider):
         if cap.status == 304 or not response.body:
             return links
         try:
-            if isinstance(response, HtmlResponse):
-                links += extract_html(response.selector.root, response.url)
+            hf = response.meta.get("hf") or {}
+            if self.ctx.spec.template.extract_sitemaps and is_sitemap_context(hf.get("context")):
+                if cap.status == 200:
+                    t = self.ctx.spec.template
+                    links += links_of_response(
+                        response.body, response.url, hf, t.max_response_bytes
+                    )
+            elif isinstance(response, HtmlResponse):
+                found, note = html_links(response.text, response.url)
+                links += found
+                if note:  # the tree parser gave up: the streaming scan found these
+                    cap.annotations.append(note)
+                    log.info("%s: HTML tree parse gave up, links scanned instead", response.url)
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
-            elif self.ctx.spec.template.extract_sitemaps and "xml" in cap.mime:
-                links += extract_sitemap(response.body, response.url)
         except Exception as exc:  # a page we cannot parse is still archived
             log.warning("link extraction failed for %s: %s", response.url, exc)
+            cap.annotations.append(EXTRACT_FAIL)
         return links
 
     def parse(self, response: Response, **kwargs: Any) -> Iterable[scrapy.Request]:
@@ -113,10 +125,13 @@ class ArchiveSpider(scrapy.Spider):
         if cap is None:  # not captured (should not happen): keep the crawl going
             log.error("no capture for %s", response.url)
             return []
-        return self.ctx.finish_capture(request, cap, self.links_of(response, cap))
+        links = self.links_of(response, cap)
+        release_inflated(request)  # the inflated body is read: its budget is free again
+        return self.ctx.finish_capture(request, cap, links)
 
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
         request = failure.request  # type: ignore[attr-defined]
+        release_inflated(request)
         cap: Capture | None = request.meta.get("hf_capture")
         if cap is not None:  # captured, then failed later (e.g. a bad gzip body)
             log.warning("post-capture failure for %s: %s", request.url, failure.value)

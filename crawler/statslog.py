@@ -19,6 +19,7 @@ from twisted.internet import task
 
 from crawler.context import CrawlContext
 from crawler.crawllog import PROGRESS_HEADER as HEADER
+from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -79,7 +80,8 @@ class ProgressStatistics:
         self.fh.write(line + "\n")
         self.last = (now, ctx.urls_done, ctx.bytes_done)
         hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
-        detail = ", ".join(f"{h}:{n}" for h, n in hosts) or "none"
+        # host names come from links a server wrote: one sanitiser keeps them on this line
+        detail = ", ".join(f"{clean_field(h, 253)}:{n}" for h, n in hosts) or "none"
         progress_log.info(
             "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
             " %d failures | queues: %s",

@@ -1,11 +1,11 @@
-"""URL helpers: canonical keys for the seen-set, hosts, registrable domains, SURT keys.
+"""URL helpers: canonical keys for the seen-set, hosts, registrable domains, fragments.
 
 Why: the seen-set must treat ``http://Example.com:80/a?b=2&a=1#top`` and
 ``http://example.com/a?a=1&b=2`` as one URL, and session ids that change on every link
 (``;jsessionid=…``, ``?sid=…``) must not make every page look new — that is how session-id
 explosions are bounded. w3lib does the heavy lifting; we add host case, default ports and
-session parameters. The SURT function is our own small one (the ``surt`` package is AGPL and may
-only be a test oracle).
+session parameters. These keys are the crawler's own and never written to an index: the SURT
+keys of CDX lines are the reference ones of :mod:`harvestflow.formats.surt`.
 """
 
 from __future__ import annotations
@@ -90,21 +90,12 @@ def canonical_key(url: str, *, sessions: bool = True) -> str:
     return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
 
-def surt(url: str) -> str:
-    """SURT key as the ``surt`` package writes it with its defaults (``com,example)/path?q``):
-    reversed host without ``www.``, default port dropped, lower case, sorted query. (Session
-    ids stay: the surt package only drops a few long-form ones, the seen-set drops more.)"""
-    if url[:4].lower() == "dns:":  # dns:host records: the surt package keeps them as they are
-        return url.lower()
-    key = canonical_key(url, sessions=False)
-    parts = urlsplit(key)
-    host = (parts.hostname or "").removeprefix("www.")
-    labels = host.split(".")
-    labels.reverse()
-    out = ",".join(labels)
-    if parts.port and parts.port != DEFAULT_PORTS.get(parts.scheme):
-        out += f":{parts.port}"
-    out += ")" + (parts.path or "/").lower()
-    if parts.query:
-        out += "?" + "&".join(sorted(parts.query.lower().split("&")))
-    return out.lower()
+def without_fragment(url: str) -> str:
+    """``url`` as a server is asked for it: everything before the first ``#``.
+
+    Why: a fragment is never sent, so a capture is stored (WARC-Target-URI, crawl.log, CDX) and
+    replayed under the URL without it, and ``/a#x`` and ``/a#y`` are one fetch. Nothing else of
+    the URL changes: the query string stays as linked, in its order (a ``#`` cannot appear before
+    the fragment unescaped, so the first one starts it).
+    """
+    return url.partition("#")[0]

@@ -12,6 +12,10 @@ harvest history; each finished step wakes the indexing chain. Manual trigger (ye
 2. Trigger with a `name` (e.g. `broad-2026`); `step1_jobs` logs the jobs generated.
 3. `harvestflow domain show <domain>` shows the step-1 history row with its stop reason;
    domains with stop reason 1/2 (object/size limit) appear again in step 2.
+
+A failed crawl in either step makes the run failed; history is still recorded for every job,
+step 2 still runs for the domains step 1 stopped on their limit, and `done` (the teardown of
+`step2_definition`) still wakes the indexing chain.
 """
 
 from datetime import datetime
@@ -69,7 +73,7 @@ with DAG(
             )
         ]
 
-    @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+    @task(outlets=[HARVEST_DONE])
     def done(step2: list[int]) -> dict[str, Any]:
         return {"step2_definitions": step2}
 
@@ -80,4 +84,4 @@ with DAG(
     step1_crawl >> step2
     step2_jobs = generate_jobs_for.override(task_id="step2_jobs")(step2)
     step2_crawl = crawl_job_group(LOW_PRIORITY_POOL, "step2_job").expand(job_id=step2_jobs)
-    step2_crawl >> done(step2)
+    step2_crawl >> done(step2).as_teardown(setups=step2, on_failure_fail_dagrun=True)

@@ -9,6 +9,9 @@ jobs on the pool of their channel: selective jobs on `crawl_high`, snapshot jobs
 1. `harvestflow jobs list --status 1` (or 2) shows a job whose worker died.
 2. After this DAG's run, that job is RESUBMITTED (5) and `jobs list` shows its new copy DONE.
 3. The `resubmit` task log names old → new job ids.
+
+A failed crawl of a resubmitted copy makes the run failed; `done` (the teardown of `resubmit`)
+still runs and wakes the indexing chain for the copies that finished.
 """
 
 from datetime import datetime
@@ -66,7 +69,7 @@ with DAG(
     def low(split: dict[str, list[int]]) -> list[int]:
         return split["low"]
 
-    @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+    @task(outlets=[HARVEST_DONE])
     def done(split: dict[str, list[int]]) -> dict[str, Any]:
         return {k: len(v) for k, v in split.items()}
 
@@ -75,4 +78,4 @@ with DAG(
         job_id=high(jobs)
     )
     crawled_low = crawl_job_group(LOW_PRIORITY_POOL, "low_priority_job").expand(job_id=low(jobs))
-    [crawled_high, crawled_low] >> done(jobs)
+    [crawled_high, crawled_low] >> done(jobs).as_teardown(setups=jobs, on_failure_fail_dagrun=True)

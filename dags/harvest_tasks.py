@@ -5,6 +5,13 @@ frozen job spec → crawl it (a crawler subprocess whose progress lines stream i
 log) on the channel's pool → record per-domain history and stop reasons, even after a failed
 crawl (partial output is kept and post-processed). Mapped per job, so one failing job never
 blocks the others.
+
+Why setup/teardown: ``record`` is the teardown of ``prepare`` (Airflow runs it once the crawl
+is done, whatever its outcome), and Airflow leaves teardowns out when it decides a run's state.
+So the crawl task itself is a leaf for the run state: a failed crawl makes the DAG run failed,
+while its job is still recorded and the other jobs go on. The group returns ``record``, so a
+task set downstream of the group (``group >> advance``) waits for every job's record, not only
+for the crawls: the HARVEST_DONE Asset must not wake indexing before the jobs are marked DONE.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
     """A task group to ``.expand(job_id=...)``, crawling on ``pool`` (also its queue)."""
 
     @task_group(group_id=group_id)
-    def harvest_job(job_id: int) -> None:
+    def harvest_job(job_id: int) -> Any:
         @task
         def prepare(job_id: int) -> str:
             from harvest.pipeline import prepare_job
@@ -56,13 +63,16 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             )
             return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
 
-        @task(trigger_rule="all_done")
+        @task
         def record(job_id: int) -> dict[str, Any]:
             from harvest.pipeline import record_job_results
 
             return record_job_results(job_id)
 
-        crawl(job_id, prepare(job_id)) >> record(job_id)
+        spec = prepare(job_id)
+        recorded = record(job_id).as_teardown(setups=spec)
+        crawl(job_id, spec) >> recorded
+        return recorded
 
     return harvest_job
 

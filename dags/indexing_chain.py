@@ -8,6 +8,10 @@ removal from the indexing area). Woken by a finished harvest (Asset
 `harvestflow://harvest/jobs-done`) and hourly as a sweep. Each module is restartable: a killed
 run re-run indexes every file exactly once.
 
+A file whose module fails (after its retries), or that is quarantined, makes the run failed; the other files go on, and
+`chain_done` (the teardown of `pending`) still runs and emits
+`harvestflow://indexing/files-indexed`, so preservation takes the files that went through.
+
 ## How to check it's working
 1. After a harvest (or `harvestflow demo`), this DAG runs by itself; its `ingest` task log lists
    the files taken in, each `process_file` log the CDX line count and final path.
@@ -49,13 +53,20 @@ with DAG(
 
         return pending_files()
 
-    @task(retries=2)
+    @task(retries=2, map_index_template="{{ task.op_kwargs['file_name'] }}")
     def process_file(file_name: str) -> dict[str, Any]:
+        """The file's remaining modules; a file quarantined by them fails this task (no retry:
+        a damaged file stays damaged), so the run shows red and names it."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from indexing.chain import process_file as run_modules
 
-        return run_modules(file_name)
+        result = run_modules(file_name)
+        if result["quarantined"]:
+            raise AirflowFailException(f"{file_name} quarantined: {result['error']}")
+        return result
 
-    @task(trigger_rule="all_done", outlets=[FILES_INDEXED])
+    @task(outlets=[FILES_INDEXED])
     def chain_done(results: list[dict[str, Any]]) -> dict[str, int]:
         done = [r for r in results if r]
         task_logger().info("%d file(s) went through the chain", len(done))
@@ -63,4 +74,6 @@ with DAG(
 
     files = pending()
     ingest() >> files
-    chain_done(process_file.expand(file_name=files))
+    # not on_failure_fail_dagrun: a teardown counted for the run state would hide its upstream
+    # process_file tasks from it (Airflow counts a task only when nothing counted follows it)
+    chain_done(process_file.expand(file_name=files)).as_teardown(setups=files)

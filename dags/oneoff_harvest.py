@@ -12,6 +12,9 @@ harvests, and the finished harvest wakes the indexing chain.
    while `harvestflow up` serves the sample site.
 2. The `validate` task log names the definition created; the `crawl` log streams progress.
 3. `harvestflow jobs list` shows the job DONE.
+
+The run is failed when the form is invalid or a crawl failed (`advance` still closes the run
+and wakes the indexing chain for the jobs that finished: it is the teardown of `validate`).
 """
 
 from datetime import datetime
@@ -75,7 +78,7 @@ with DAG(
         task_logger().info("one-off definition %s for %d seed(s)", harvest_id, len(request.seeds))
         return [harvest_id]
 
-    @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+    @task(outlets=[HARVEST_DONE])
     def advance(harvest_ids: list[int]) -> dict[str, Any]:
         """Close the run; a scheduled definition's counter and next date stay (an extra run)."""
         from harvest.pipeline import finish_oneoff
@@ -85,4 +88,6 @@ with DAG(
 
     harvest_ids = validate()
     jobs = generate_jobs_for(harvest_ids)
-    crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance(harvest_ids)
+    crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance(harvest_ids).as_teardown(
+        setups=harvest_ids, on_failure_fail_dagrun=True
+    )

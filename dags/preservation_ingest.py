@@ -8,6 +8,11 @@ put the job in the manual queue with the reason. Woken by the indexing chain (As
 `harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
 an object twice.
 
+A job whose ingest fails (after its retries), or that a serious error put in the manual queue,
+makes the run failed; the other jobs go on and
+`report` (the teardown of `ready_jobs`) still runs and emits
+`harvestflow://preservation/packages-preserved`.
+
 ## How to check it's working
 1. After `harvestflow demo`, `harvestflow preservation queue` lists no job in the manual queue.
 2. `harvestflow ark verify <ARK>` on an ARK from the task log says the check character is valid.
@@ -39,16 +44,30 @@ with DAG(
         task_logger().info("%d job(s) ready for preservation: %s", len(jobs), jobs)
         return jobs
 
-    @task(retries=3, retry_delay=timedelta(minutes=1), retry_exponential_backoff=True)
+    @task(
+        retries=3,
+        retry_delay=timedelta(minutes=1),
+        retry_exponential_backoff=True,
+        map_index_template="job {{ task.op_kwargs['job_id'] }}",
+    )
     def ingest_job(job_id: int) -> dict[str, Any]:
+        """One job's package; a serious error put it in the manual queue: this task fails (no
+        retry, a person must act), so the run shows red and names the job and the reason."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from preservation.ingest import ingest_job as ingest
 
-        return ingest(job_id)
+        result = ingest(job_id)
+        if result.get("status") == "manual":
+            raise AirflowFailException(f"job {job_id} put in the manual queue: {result['error']}")
+        return result
 
-    @task(trigger_rule="all_done", outlets=[PRESERVED])
+    @task(outlets=[PRESERVED])
     def report(results: list[dict[str, Any]]) -> dict[str, Any]:
         from preservation.report import preservation_report
 
         return preservation_report(run_date(get_current_context()).date())
 
-    report(ingest_job.expand(job_id=ready_jobs()))
+    jobs = ready_jobs()
+    # not on_failure_fail_dagrun: that would hide the ingest_job tasks from the run state
+    report(ingest_job.expand(job_id=jobs)).as_teardown(setups=jobs)

@@ -9,6 +9,12 @@ generate jobs (a definition whose generation fails is deactivated with the reaso
 on) → per job (mapped task group, one failing job never blocks the others): prepare
 the frozen job spec, crawl it on the high-priority channel, record per-domain history → advance
 each definition's schedule → emit HARVEST_DONE, which wakes the indexing chain.
+
+Run state: recording and advancing are Airflow teardowns, so they run after failed crawls too,
+and the run is failed when a crawl (or job generation) failed, success only when all did their
+work. ``advance_schedules`` also counts (``on_failure_fail_dagrun``): a schedule that could not
+be advanced is a failed run. It emits HARVEST_DONE whenever it ran, failed jobs or not: the
+indexing chain takes in only DONE jobs, so the jobs that finished are indexed at once.
 """
 
 from __future__ import annotations
@@ -74,7 +80,7 @@ def build_selective_harvest(
                 return [int(only)]
             return due(frequency, run_date(context))
 
-        @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
+        @task(outlets=[HARVEST_DONE])
         def advance_schedules(harvest_ids: list[int]) -> dict[str, Any]:
             from harvest.definitions import advance_schedule
 
@@ -84,5 +90,7 @@ def build_selective_harvest(
         harvest_ids = due_definitions()
         transfer_selection() >> harvest_ids
         jobs = generate_due_jobs_for(harvest_ids)
-        crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance_schedules(harvest_ids)
+        crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance_schedules(
+            harvest_ids
+        ).as_teardown(setups=harvest_ids, on_failure_fail_dagrun=True)
     return dag

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--user", default=None, help="recorded as creator/modifier")
     imp.add_argument("--collection", default="ukwa", help="collection of feed items that name none")
     imp.add_argument("--theme", default=None, help="theme of feed items that name none")
+    imp.add_argument(
+        "--rejects",
+        type=Path,
+        default=None,
+        help="where the refused rows go (default <data_dir>/selection/rejects/FILE.rejects.tsv)",
+    )
     imp.set_defaults(func=cmd_selection_import)
     tr = sub.add_parser("transfer", help="transfer active records to harvest definitions")
     tr.add_argument("--frequency", default=None)
@@ -81,16 +88,24 @@ def _fmt_size(n: int | None) -> str:
 
 
 def cmd_selection_import(args: argparse.Namespace) -> int:
+    """Exit 0: every record imported; 1: some refused (named, in the rejects file), the
+    others imported; 2: the file could not be read as records at all (nothing imported)."""
     from harvest.selection.importer import import_file
+    from harvest.selection.records import SelectionFileError
 
-    report = import_file(
-        args.file,
-        fmt=args.format,
-        check_urls=not args.no_url_check,
-        user=args.user,
-        collection=args.collection,
-        theme=args.theme,
-    )
+    try:
+        report = import_file(
+            args.file,
+            fmt=args.format,
+            check_urls=not args.no_url_check,
+            user=args.user,
+            collection=args.collection,
+            theme=args.theme,
+            rejects_path=args.rejects,
+        )
+    except (OSError, SelectionFileError) as exc:
+        print(f"harvestflow selection import: {exc}", file=sys.stderr)
+        return 2
     print(report.text())
     return 0 if not report.errors else 1
 

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.common import DONE
+from harvestflow.formats.cdx import parse_cdx11
 
 log = logging.getLogger(__name__)
 
@@ -70,20 +71,19 @@ def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
     Revisit records and captures without a digest are left out (nothing to refer to); the
     record id, ETag and Last-Modified are not in a CDX and are written as "-".
     """
-    with cdx_path.open(encoding="utf-8", errors="replace") as fh:
+    with cdx_path.open(encoding="utf-8", errors="replace", newline="\n") as fh:
         for lineno, line in enumerate(fh, 1):
             if line.startswith(" CDX") or not line.strip():
                 continue
-            fields = line.rstrip("\n").split(" ")
-            if len(fields) != 11:
+            rec = parse_cdx11(line)
+            if rec is None:
                 log.warning("%s line %d: not an 11-field CDX line, skipped", cdx_path, lineno)
                 continue
-            _, date, url, mime, _status, digest, _, _, _, offset, filename = fields
-            if digest == "-" or mime == "warc/revisit":
+            if rec.digest == "-" or rec.mime == "warc/revisit":
                 continue
-            if not digest.startswith("sha1:"):
-                digest = "sha1:" + digest
-            yield "\t".join((url, digest, _cdx_date_to_iso(date), filename, offset, "-", "-", "-"))
+            digest = rec.digest if rec.digest.startswith("sha1:") else "sha1:" + rec.digest
+            date = _cdx_date_to_iso(rec.timestamp)
+            yield "\t".join((rec.url, digest, date, rec.filename, str(rec.offset), "-", "-", "-"))
 
 
 def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from harvest.common import (
     engine_or_default,
     utcnow,
 )
+from harvestflow.credentials import refs_for_job
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,13 @@ def job_domains(conn: Connection, job: Any) -> list[dict[str, Any]]:
 
 
 def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> dict[str, Any]:
-    """The job spec (job.json) of a jobs row: see the contract in the brief / ARCHITECTURE §4."""
+    """The job spec (job.json) of a jobs row: see the contract in the brief / ARCHITECTURE §4.
+
+    Credentials of the job's domains are given by reference only (no secret in job.json): the
+    crawler reads them decrypted at run time (harvestflow/credentials.py).
+    """
+    domains = job_domains(conn, job)
+    credentials = refs_for_job(conn, job.harvest_id, [d["domain"] for d in domains])
     return {
         "job_id": job.job_id,
         "harvest_id": job.harvest_id,
@@ -78,7 +86,7 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         "snapshot": job.snapshot,
         "seeds": [s for s in job.seedlist.splitlines() if s.strip()],
         "template": dict(job.template),
-        "domains": job_domains(conn, job),
+        "domains": domains,
         # the harvest's per-domain limits (NetarchiveSuite's forceMaxObjects/Bytes)
         "max_objects": int(job.forcemaxobjects),
         "max_bytes": int(job.forcemaxbytes),
@@ -87,6 +95,7 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         "resolve": dict(job.resolve or {}),
         "dedup_index": dedup_index,
         "warc_prefix": f"{job.job_id}-{job.harvest_id}",
+        "credentials": [asdict(ref) for ref in credentials],
     }
 
 

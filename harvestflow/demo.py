@@ -100,11 +100,8 @@ def run_demo(keep_services: bool = False) -> int:
         ]
         airflow_log = settings.path("demo", "airflow-demo.log")
         print(f"[demo] Airflow's own output (task logs) goes to {airflow_log}")
-        for dag_id, conf in steps:
-            print(f"[demo] running DAG {dag_id} …", flush=True)
-            with output_to(airflow_log):
-                states = dagrun.run_dag(dag_id, conf=conf)
-            print(f"[demo]   {dag_id}: success ({len(states)} task instances)", flush=True)
+        if run_steps(steps, airflow_log) != 0:
+            return 1
         print_outputs(settings, harvest_id)
         print(f"[demo] done in {time.monotonic() - t0:.0f}s")
         return 0
@@ -114,6 +111,29 @@ def run_demo(keep_services: bool = False) -> int:
         if not keep_services and started:
             db.dispose_engines()
             services.stop_all(settings)
+
+
+def run_steps(steps: list[tuple[str, dict[str, Any]]], airflow_log: Path) -> int:
+    """Run each DAG of ``steps`` in turn; 0 when every run and every task of it succeeded.
+
+    Prints each task's state. At the first run that failed, or that has a task that did not
+    succeed, it prints which tasks and stops (the later DAGs take this one's output): 1.
+    """
+    for dag_id, conf in steps:
+        print(f"[demo] running DAG {dag_id} …", flush=True)
+        try:
+            with output_to(airflow_log):
+                states = dagrun.run_dag(dag_id, conf=conf)
+        except dagrun.DagRunFailed as failed:
+            print(f"[demo]   {dag_id}: FAILED (run {failed.run_state})", flush=True)
+            for task_id, state in failed.states.items():
+                print(f"[demo]     task {task_id}: {state}", flush=True)
+            print(f"[demo] FAILED: {failed}; task logs in {airflow_log}", file=sys.stderr)
+            return 1
+        print(f"[demo]   {dag_id}: success ({len(states)} task instances)", flush=True)
+        for task_id, state in states.items():
+            print(f"[demo]     task {task_id}: {state}", flush=True)
+    return 0
 
 
 @contextlib.contextmanager

@@ -12,16 +12,13 @@ continuation lines are glued on.
 
 from __future__ import annotations
 
-import re
+import zlib
 from dataclasses import dataclass
-from datetime import datetime
+from pathlib import Path
 
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
 INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
-_MIME_SPLIT = re.compile(r"[;\s]")
-_DATE_SPLIT = re.compile(r"[^\d]")
-_PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
 
 
 class IndexingError(Exception):
@@ -29,7 +26,7 @@ class IndexingError(Exception):
 
 
 class NotAWarcError(IndexingError):
-    """The file is not a WARC file at all (rejected, nothing indexed)."""
+    """The file is neither a WARC nor an ARC file (rejected, nothing indexed)."""
 
 
 class WarcDamage(IndexingError):
@@ -56,6 +53,34 @@ class Capture:
     record_id: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+
+
+def sniff_format(path: Path) -> str:
+    """``"warc"`` or ``"arc"`` from the file's first line (inflated if gzipped).
+
+    Why: an ARC file is read as ARC (its first record is always the ``filedesc://`` header),
+    anything else must start with a WARC version line; warcio alone would read a text file as an
+    ARC record. Raises :class:`NotAWarcError` naming what was found. A gzip start that does not
+    inflate is left to the scanners, which report it as damage at offset 0.
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 14)
+    if not head:
+        raise NotAWarcError("not a WARC or ARC file: empty file")
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(31).decompress(head, 4096)
+        except zlib.error:
+            return "warc"
+    # blank lines before the first record are damage the scanners report (the records after
+    # them are still read), not a reason to reject the file
+    start = head.lstrip(b"\r\n")
+    if start.startswith(b"WARC/"):
+        return "warc"
+    if start.startswith(b"filedesc://"):
+        return "arc"
+    first = head.split(b"\n", 1)[0][:80]
+    raise NotAWarcError(f"not a WARC or ARC file: first line {_decode(first)!r}")
 
 
 class Headers:
@@ -204,23 +229,3 @@ def fix_target_uri(uri: str | None) -> str | None:
     if " " in uri:
         uri = uri.replace(" ", "%20")
     return uri
-
-
-def mime_of(value: str | None) -> str | None:
-    """The CDX MIME field: the media type without parameters."""
-    if value:
-        return _MIME_SPLIT.split(value, 1)[0].strip()
-    return value
-
-
-def timestamp14(date: str) -> str:
-    """WARC-Date (ISO 8601) as the 14-digit CDX timestamp."""
-    if _PLAIN_DATE.match(date):
-        return date[0:4] + date[5:7] + date[8:10] + date[11:13] + date[14:16] + date[17:19]
-    nums = _DATE_SPLIT.split(date)
-    if nums[-1] == "":
-        nums = nums[:-1]
-    if len(nums) == 7:
-        nums[6] = (nums[6][:6] + "000000")[:6]
-    parts = [int(n) for n in nums]
-    return datetime(*parts).strftime("%Y%m%d%H%M%S")  # type: ignore[arg-type]

@@ -1,47 +1,48 @@
-"""CDX lines (11-field CDX and CDXJ) for a WARC file, identical to the reference indexer's.
+"""CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
 code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
-the fast gzip scanner first, the warcio-based one when the fast one declines the file.
-
-Formats (what cdxj-indexer writes, and its ``-11`` mode):
-- CDXJ: ``<surt> <timestamp> {"url", "mime", "status", "digest", "length", "offset",
-  "filename"}`` in that key order, a key left out when the record has no such value;
-- CDX11: header `` CDX N b a m s k r M S V g`` then ``surt timestamp url mime status digest
-  redirect meta length offset filename`` with ``-`` for a missing value and the digest without
-  its ``sha1:`` prefix.
+the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
+themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
+holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the reference
+reads them: converted to WARC records.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexing.capture import Capture, NotAWarcError, WarcDamage, timestamp14
+from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
+from indexing.capture import Capture, NotAWarcError, WarcDamage, sniff_format
 from indexing.refscan import scan_reference
-from indexing.surt import surt_or_url
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
 log = logging.getLogger(__name__)
 
-CDX11_HEADER = " CDX N b a m s k r M S V g"
-FORMATS = ("cdxj", "cdx11")
 SUFFIX = {"cdxj": ".cdxj", "cdx11": ".cdx"}
 
 
 @dataclass
 class IndexResult:
-    """The captures of one WARC, and the damage found (None when the file is sound)."""
+    """The captures of one WARC or ARC file, and the damage found (empty when it is sound)."""
 
     path: Path
     captures: list[Capture] = field(default_factory=list)
-    damage: WarcDamage | None = None
+    damages: list[WarcDamage] = field(default_factory=list)
     scanner: str = "fast"
+
+    @property
+    def damage(self) -> WarcDamage | None:
+        """The first damage (None when the file is sound)."""
+        return self.damages[0] if self.damages else None
+
+    def damage_text(self) -> str | None:
+        """Every damage in one sentence (None when the file is sound)."""
+        return "; ".join(str(d) for d in self.damages) or None
 
     def lines(self, fmt: str, filename: str | None = None) -> list[str]:
         """The file's index lines in record order (CDX11 with its header line first)."""
@@ -53,92 +54,44 @@ class IndexResult:
         raise ValueError(f"unknown CDX format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
 
-def _fields(cap: Capture, filename: str) -> dict[str, str]:
-    index: dict[str, str] = {}
-    if cap.url is not None:
-        index["url"] = cap.url
-    if cap.mime is not None:
-        index["mime"] = cap.mime
-    if cap.status is not None:
-        index["status"] = cap.status
-    if cap.digest is not None:
-        index["digest"] = cap.digest
-    index["length"] = str(cap.length)
-    index["offset"] = str(cap.offset)
-    index["filename"] = filename
-    return index
-
-
-def _key_and_time(cap: Capture) -> tuple[str, str]:
-    key = surt_or_url(cap.url) if cap.url else "-"
-    return key, timestamp14(cap.date) if cap.date else "-"
-
-
-# values json.dumps writes unchanged (printable ASCII without quote or backslash)
-_JSON_PLAIN = re.compile(r"[ !#-\[\]-~]*\Z")
-
-
-def cdxj_line(cap: Capture, filename: str) -> str:
-    key, ts = _key_and_time(cap)
-    fields = _fields(cap, filename)
-    if _JSON_PLAIN.match("".join(fields.values())):
-        # json.dumps' own output for such values, without its per-call encoder set-up
-        body = ", ".join([f'"{k}": "{v}"' for k, v in fields.items()])
-        return f"{key} {ts} {{{body}}}"
-    return f"{key} {ts} {json.dumps(fields)}"
-
-
-def cdx11_line(cap: Capture, filename: str) -> str:
-    key, ts = _key_and_time(cap)
-    digest = cap.digest.split(":")[-1] if cap.digest is not None else "-"
-    parts = (
-        key,
-        ts,
-        cap.url,
-        cap.mime,
-        cap.status,
-        digest,
-        "-",
-        "-",
-        str(cap.length),
-        str(cap.offset),
-        filename,
-    )
-    return " ".join("-" if p is None else p for p in parts)
-
-
 def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
-    """Read every indexed record of ``path``.
+    """Read every indexed record of ``path`` (a WARC or ARC file, gzipped or not).
 
-    Raises :class:`NotAWarcError` for a file that is not a WARC. A damaged file does not raise:
-    the result holds the captures before the damage and ``damage`` says where and why.
+    Raises :class:`NotAWarcError` for a file that is neither. A damaged file does not raise:
+    the result holds the captures of every readable record (the scan resynchronises on the next
+    record after a damaged one) and ``damages`` says where and why.
     ``verify=False`` does not inflate payloads (faster; corrupt payload bytes go unnoticed).
     """
     path = Path(path)
+    if sniff_format(path) == "arc":
+        return _index_reference(path, arc=True)
     result = IndexResult(path, scanner="fast" if verify else "skip")
     try:
         try:
-            for cap in scan_gzip(path, verify=verify):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=verify))
             return result
         except SkipUnsafe as why:
             log.debug("%s: inflating every member (%s)", path, why)
             result = IndexResult(path)
-            for cap in scan_gzip(path, verify=True):
-                result.captures.append(cap)
+            _collect(result, scan_gzip(path, verify=True))
             return result
     except Fallback as why:
         log.debug("%s: general scanner (%s)", path, why)
-    except WarcDamage as damage:
-        result.damage = damage
-        return result
+    return _index_reference(path, arc=False)
+
+
+def _index_reference(path: Path, *, arc: bool) -> IndexResult:
     result = IndexResult(path, scanner="warcio")
-    try:
-        for cap in scan_reference(path):
-            result.captures.append(cap)
-    except WarcDamage as damage:
-        result.damage = damage
+    _collect(result, scan_reference(path, arc=arc))
     return result
+
+
+def _collect(result: IndexResult, items: Iterable[Capture | WarcDamage]) -> None:
+    for item in items:
+        if isinstance(item, WarcDamage):
+            result.damages.append(item)
+        else:
+            result.captures.append(item)
 
 
 def sorted_lines(lines: Iterable[str]) -> list[str]:
@@ -161,14 +114,10 @@ def write_lines_atomic(lines: Iterable[str], dest: Path) -> Path:
 
 
 __all__ = [
-    "CDX11_HEADER",
-    "FORMATS",
     "SUFFIX",
     "IndexResult",
     "NotAWarcError",
     "WarcDamage",
-    "cdx11_line",
-    "cdxj_line",
     "index_warc",
     "sorted_lines",
     "write_lines_atomic",

@@ -258,7 +258,7 @@ def index_module(ctx: _Ctx, entry: manifest.Entry) -> None:
         return
     lines = {fmt: sorted_lines(result.lines(fmt, entry.file_name)) for fmt in ctx.layout.formats}
     if result.damage is not None:
-        error = f"{local.name}: {result.damage} ({len(result.captures)} records before it kept)"
+        error = f"{local.name}: {result.damage_text()} ({len(result.captures)} records kept)"
         _quarantine(ctx, entry, local, error, lines)
         return
     for fmt, fmt_lines in lines.items():

@@ -1,7 +1,10 @@
 """``harvestflow index ...`` subcommands (registered by the lead's CLI through :func:`add_cli`).
 
-- ``index cdx WARC... [--format cdxj|cdx11]``: index lines on stdout, in record order, exactly
-  what cdxj-indexer (or ``cdxj-indexer -11``) prints for the same files: the code the chain runs.
+- ``index cdx FILE... [--format cdxj|cdx11]``: index lines of WARC or ARC files on stdout, in
+  record order, exactly what cdxj-indexer (or ``cdxj-indexer -11``) prints for the same files:
+  the code the chain runs. Exit 1 when a file is damaged (its readable records are printed, the
+  damage is named with its offset on stderr), 2 when a file could not be indexed at all.
+- ``index delivery DIR --name NAME``: a retrospective delivery as one job (indexing.delivery).
 - ``index run``: ingest + every pending file through the chain; ``index merge [--day D]``;
   ``index bigmerge``; ``index clean``; ``index dedup HARVEST_ID OUT [--job J ...]``.
 """
@@ -17,7 +20,8 @@ from datetime import UTC, date, datetime, timedelta
 from multiprocessing import get_context
 from pathlib import Path
 
-from indexing.cdx import FORMATS, NotAWarcError, index_warc
+from harvestflow.formats.cdx import FORMATS
+from indexing.cdx import NotAWarcError, index_warc
 
 
 @dataclass
@@ -41,8 +45,7 @@ def _index_one(job: tuple[str, bool, str]) -> FileLines:
         return FileLines(path, error=f"cannot read: {exc}")
     lines = result.lines(fmt, Path(path).name)
     text = "\n".join(lines) + "\n" if lines else ""
-    damage = str(result.damage) if result.damage is not None else None
-    return FileLines(path, text, len(result.captures), damage)
+    return FileLines(path, text, len(result.captures), result.damage_text())
 
 
 def iter_results(
@@ -113,13 +116,23 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     return _print({"dedup_index": str(path)})
 
 
+def cmd_delivery(args: argparse.Namespace) -> int:
+    from indexing.delivery import register_delivery
+
+    result = register_delivery(args.directory, args.name)
+    _print(result.as_dict())
+    for name, why in result.refused.items():
+        print(f"index delivery: {args.directory}/{name}: refused: {why}", file=sys.stderr)
+    return 1 if result.refused or not (result.registered or result.already) else 0
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register ``index`` and its subcommands; each sets ``func`` returning an exit code."""
     index = subparsers.add_parser("index", help="CDX indexing chain")
     sub = index.add_subparsers(dest="index_command", required=True)
 
-    cdx = sub.add_parser("cdx", help="print the CDX/CDXJ lines of WARC files")
-    cdx.add_argument("warcs", nargs="+", metavar="WARC")
+    cdx = sub.add_parser("cdx", help="print the CDX/CDXJ lines of WARC or ARC files")
+    cdx.add_argument("warcs", nargs="+", metavar="WARC_OR_ARC")
     cdx.add_argument("--format", choices=FORMATS, default="cdxj")
     cdx.add_argument("--processes", type=int, default=2, help="files indexed in parallel")
     cdx.add_argument(
@@ -129,6 +142,15 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help="do not inflate payloads (much faster; corrupt payload bytes go unnoticed)",
     )
     cdx.set_defaults(func=cmd_cdx)
+
+    delivery = sub.add_parser(
+        "delivery",
+        help="register a directory of delivered ARC/WARC files as one job (indexed and"
+        " preserved like a harvest's)",
+    )
+    delivery.add_argument("directory", type=Path)
+    delivery.add_argument("--name", required=True, help="the delivery's name (unique)")
+    delivery.set_defaults(func=cmd_delivery)
 
     sub.add_parser("run", help="ingest and run every pending file through the chain").set_defaults(
         func=cmd_run

@@ -25,6 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
+from harvestflow.formats.crawllog import split_line
 from harvestflow.settings import Settings, get_settings
 from indexing.capture import Capture
 from indexing.files import tmp_name
@@ -72,12 +73,25 @@ def duplicate_keys(crawl_log: Path) -> set[tuple[bytes, bytes]]:
     annotations, ``duplicate:digest`` or ``duplicate:server-not-modified``.
     """
     keys: set[tuple[bytes, bytes]] = set()
+    bad, first = 0, ""
     with open(crawl_log, "rb") as fh:
-        for raw in fh:
-            fields = raw.split()
-            if len(fields) >= 12 and b"duplicate:" in fields[11] and fields[9][:5] == b"sha1:":
-                keys.add((fields[3], fields[9]))
+        for lineno, raw in enumerate(fh, 1):
+            # one field rule for every reader: a shifted or forged line (a server's own digest
+            # and duplicate:digest) must not put a key in the index
+            fields, why = split_line(raw.decode("utf-8", "surrogateescape"))
+            if why:
+                bad += 1
+                first = first or f"line {lineno}: {why}"
+                continue
+            if "duplicate:" in fields[11] and fields[9].startswith("sha1:"):
+                keys.add((_raw(fields[3]), _raw(fields[9])))
+    if bad:
+        log.warning("%s: %d bad crawl.log line(s) skipped (first at %s)", crawl_log, bad, first)
     return keys
+
+
+def _raw(field: str) -> bytes:
+    return field.encode("utf-8", "surrogateescape")
 
 
 def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:

@@ -5,7 +5,7 @@ each step (a file's location is part of the chain's state) and on where each ind
 
     <data_dir>/indexing/index/<worker>/   files queued for a CDX worker (ingest feeds the emptiest)
     <data_dir>/indexing/transfer|backup|delete/   the next modules' working directories
-    <data_dir>/indexing/quarantine/       damaged or non-WARC files, with a .reason.json each
+    <data_dir>/indexing/quarantine/       damaged files, files neither WARC nor ARC, with a .reason.json each
     <data_dir>/locks/.<module>.lock       flock of the single modules (ingest, bigmerge, cleanup)
     <index root>/cdx/daily/<day>/<file>.cdx(j)   per-file sorted CDX, written by the index module
     <index root>/path/daily/<day>/<file>.path    per-file PATH line, written by transfer
@@ -31,9 +31,15 @@ _META_WARC = re.compile(r"^(\d+)-metadata-\d+\.warc(\.gz)?$")
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
+
+
 def is_warc_name(name: str) -> bool:
-    """A finished WARC file name (never the ``.open`` files a crawler is still writing)."""
-    return (name.endswith((".warc.gz", ".warc"))) and not name.startswith(".")
+    """A finished WARC or ARC file name (never the ``.open`` files a crawler is still writing).
+
+    ARC files (legacy collections, retrospective deliveries) go through the chain like WARCs.
+    """
+    return name.endswith(ARCHIVE_SUFFIXES) and not name.startswith(".")
 
 
 def harvest_id_of(name: str) -> int | None:

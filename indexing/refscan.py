@@ -1,16 +1,22 @@
-"""General WARC scanner on warcio, reading records exactly the way the reference indexer does.
+"""General WARC and ARC scanner on warcio, reading records exactly the way the reference
+indexer does.
 
 Why: the fast scanner (:mod:`indexing.warcscan`) only takes the common, well-formed layout (one
-gzip member per record). Every other file (uncompressed WARCs, odd members, missing lengths) is
-read here with warcio's ``ArchiveIterator`` configured like cdxj-indexer (record parsing on, HTTP
-status lines not verified), so that both paths give the reference's lines.
+gzip member per record). Every other file (uncompressed WARCs, odd members, missing lengths, ARC
+files) is read here with warcio's ``ArchiveIterator`` configured like cdxj-indexer (record
+parsing on, HTTP status lines not verified, ARC records converted to WARC ones), so that both
+paths give the reference's lines.
+
+Unlike the reference, a record whose length does not land on the next record (warcio then skips a
+line with a warning, and may read the next records wrongly or not at all) is damage: it is
+reported with its offset and the scan resumes at the next valid record header.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +24,16 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordbuilder import RecordBuilder
 
-from indexing.capture import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage, mime_of
+from harvestflow.formats.cdx import mime_of
+from indexing.boundaries import (
+    bad_arc_line,
+    bad_header,
+    find_bytes,
+    next_header,
+    off_boundary,
+    resync_from,
+)
+from indexing.capture import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage
 
 
 def _is_indexed(record: object) -> bool:
@@ -79,55 +94,126 @@ def _damage(offset: int, exc: BaseException) -> WarcDamage:
     return WarcDamage(offset, reason)
 
 
-def scan_reference(path: Path) -> Iterator[Capture]:
-    """Yield a :class:`Capture` per indexed record, raising like :func:`warcscan.scan_gzip`.
+class _QuietIterator(ArchiveIterator):
+    """warcio's iterator without its stderr warning on a bad record end (we report it)."""
 
-    Damage (whatever warcio raises on bytes it cannot parse, or a record whose block ends before
-    its Content-Length) raises :class:`WarcDamage` at the damaged record's offset, after the
-    captures of the records before it; the damaged record itself is not indexed.
+    INC_RECORD = ""
+
+
+def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcDamage]:
+    """Yield a :class:`Capture` per indexed record and a :class:`WarcDamage` per damaged spot.
+
+    ``arc``: the file is an ARC file (read as warcio's ``arc2warc`` does, like the reference
+    indexer). Damage (whatever warcio raises on bytes it cannot parse, a record whose block ends
+    before its Content-Length, or, in an uncompressed file, a record whose Content-Length does
+    not land on a record boundary) is yielded at the damaged record's offset; the damaged record
+    itself is not indexed. In an uncompressed file the scan then resynchronises on the next
+    valid record header after the damaged record's header (so a Content-Length that swallowed
+    the records after it loses none of them) and goes on; in a gzipped one on the next gzip
+    member that reads.
     """
     builder = RecordBuilder()
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         plain = os.pread(fh.fileno(), 2, 0) != b"\x1f\x8b"  # uncompressed: offsets are bytes
-        fh.seek(0)
-        it = ArchiveIterator(fh, no_record_parse=False, arc2warc=False, verify_http=False)
-        first = True
-        while True:
-            offset = it.offset  # start of the record about to be read
-            try:
-                record = next(it)
-            except StopIteration:
-                # warcio ends quietly on a header block cut by the end of the file: bytes left
-                # over after the last record read are a truncated record
-                if plain and it.offset < size and _tail_is_data(fh, it.offset, size):
-                    raise WarcDamage(
-                        it.offset, "truncated record (the file ends inside its header block)"
-                    ) from None
+        start: int | None = 0
+        pending: WarcDamage | None = None  # gzip: reported once a member reads again
+        while start is not None:
+            damage, read = yield from _scan_from(fh, start, size, plain, arc, builder)
+            if pending is not None and (read or damage is None or damage.offset != start):
+                yield WarcDamage(pending.offset, f"{pending.reason} (next record at byte {start})")
+                pending = None
+            if damage is None:
                 return
-            except Exception as exc:  # any parse failure of warcio is damage
-                if first and isinstance(exc, ArchiveLoadFailed):
-                    reason = " ".join(str(exc).split())[:300]
-                    raise NotAWarcError(f"not a WARC file: {reason}") from exc
-                raise _damage(offset, exc) from exc
-            if record.format != "warc":
-                raise NotAWarcError(f"not a WARC file: {record.format.upper()} record found")
-            first = False
-            block = record.raw_stream  # ensure_digest may replace it with a copy it read
-            try:
-                capture = _capture(record, it, builder) if _is_indexed(record) else None
-                it.read_to_end()
-            except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
-                raise _damage(offset, exc) from exc
-            if plain and not _header_block_ends(fh, record, it):
-                raise WarcDamage(offset, "truncated record (the file ends inside its header block)")
-            missing = _missing(block)
-            if missing:
-                raise WarcDamage(
-                    offset, f"truncated record (file ends {missing} bytes before its end)"
+            if plain:
+                start = next_header(fh, resync_from(fh, damage.offset, arc), size, arc)
+                after = "no record after it" if start is None else f"next record at byte {start}"
+                yield WarcDamage(damage.offset, f"{damage.reason} ({after})")
+                continue
+            # gzip: the next member start (1f 8b 08); a false match, those bytes inside
+            # compressed data, fails at once and the search goes on
+            pending = pending or damage
+            start = find_bytes(fh, b"\x1f\x8b\x08", damage.offset + 1, size)
+            if start is None:
+                yield WarcDamage(pending.offset, f"{pending.reason} (no record after it)")
+
+
+def _scan_from(
+    fh: BinaryIO, start: int, size: int, plain: bool, arc: bool, builder: RecordBuilder
+) -> Generator[Capture, None, tuple[WarcDamage | None, int]]:
+    """Captures from ``start`` on; returns the damage that stopped the scan (None: the end of
+    the file) and how many records were read before it."""
+    damage = yield from _scan_records(fh, start, size, plain, arc, builder, read := [0])
+    return damage, read[0]
+
+
+def _scan_records(
+    fh: BinaryIO,
+    start: int,
+    size: int,
+    plain: bool,
+    arc: bool,
+    builder: RecordBuilder,
+    read: list[int],
+) -> Generator[Capture, None, WarcDamage | None]:
+    fh.seek(start)
+    it = _QuietIterator(fh, no_record_parse=False, arc2warc=arc, verify_http=False)
+    first = start == 0
+    while True:
+        offset = it.offset  # start of the record about to be read
+        errors = it.err_count
+        try:
+            record = next(it)
+        except StopIteration:
+            # warcio ends quietly on a header block cut by the end of the file: bytes left
+            # over after the last record read are a truncated record
+            if plain and it.offset < size and _tail_is_data(fh, it.offset, size):
+                return WarcDamage(
+                    it.offset, "truncated record (the file ends inside its header block)"
                 )
-            if capture is not None:
-                yield capture
+            return None
+        except Exception as exc:  # any parse failure of warcio is damage
+            if first and isinstance(exc, ArchiveLoadFailed):
+                reason = " ".join(str(exc).split())[:300]
+                raise NotAWarcError(f"not a WARC or ARC file: {reason}") from exc
+            return _damage(offset, exc)
+        if record.format != "warc":  # an ARC record in a file sniffed as WARC
+            return WarcDamage(offset, f"{record.format.upper()} record in a WARC file")
+        separator = 4
+        if plain and arc:
+            why = bad_arc_line(fh, offset)
+            if why is not None:
+                return WarcDamage(offset, why)
+        elif plain:
+            why, separator = bad_header(fh, offset, record)
+            if why is not None:
+                return WarcDamage(offset, why)
+        first = False
+        block = record.raw_stream  # ensure_digest may replace it with a copy it read
+        try:
+            capture = _capture(record, it, builder) if _is_indexed(record) else None
+            it.read_to_end()
+        except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
+            return _damage(offset, exc)
+        if plain and not arc and not _header_block_ends(fh, record, it):
+            return WarcDamage(offset, "truncated record (the file ends inside its header block)")
+        missing = _missing(block)
+        if missing:
+            return WarcDamage(
+                offset, f"truncated record (file ends {missing} bytes before its end)"
+            )
+        if plain and off_boundary(fh, size, it, offset, errors, arc, separator):
+            # the bytes after the block are not the record separator: the block's declared
+            # length does not end where the record ends (bytes inserted, lost or overwritten)
+            declared = record.rec_headers.get_header("Content-Length")
+            return WarcDamage(
+                offset,
+                f"record length {declared} does not end on a record boundary (no record"
+                f" separator at byte {offset + it.get_record_length()})",
+            )
+        read[0] += 1
+        if capture is not None:
+            yield capture
 
 
 def _capture(record: object, it: ArchiveIterator, builder: RecordBuilder) -> Capture:

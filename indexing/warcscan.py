@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from harvestflow.formats.cdx import mime_of
 from indexing.capture import (
     HTTP_RECORD_TYPES,
     INDEXED_TYPES,
@@ -33,7 +34,6 @@ from indexing.capture import (
     NotAWarcError,
     WarcDamage,
     fix_target_uri,
-    mime_of,
     parse_headers,
 )
 
@@ -165,7 +165,9 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                 raise Fallback("very large WARC header block") from None
         except ValueError as exc:
             if first_member:
-                raise NotAWarcError(f"not a WARC file: first line {exc.args[0][:80]!r}") from None
+                raise NotAWarcError(
+                    f"not a WARC or ARC file: first line {exc.args[0][:80]!r}"
+                ) from None
             reason = f"invalid WARC record, first line {exc.args[0][:80]!r}"
             raise WarcDamage(m.start, reason) from None
     if warc is None:  # empty member: the reference skips it too
@@ -279,12 +281,15 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     )
 
 
-def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture]:
-    """Yield a :class:`Capture` per indexed record (in file order).
+def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDamage]:
+    """Yield a :class:`Capture` per indexed record (in file order) and a :class:`WarcDamage`
+    per damaged stretch.
 
-    Raises :class:`NotAWarcError` for a file that is not a WARC, :class:`WarcDamage` at the first
-    damaged member (after the good ones were yielded) and :class:`Fallback` (before anything was
-    yielded only if the problem is in the first record) when the general scanner must be used.
+    Raises :class:`NotAWarcError` for a file that is not a WARC, and :class:`Fallback` (before
+    anything was yielded only if the problem is in the first record) when the general scanner
+    must be used. After a damaged member the scan resynchronises on the next gzip member that
+    inflates to a WARC record (the damage's reason says where), so the records after it are
+    kept.
 
     ``verify=False`` skips inflating payloads (member ends found from the gzip trailer): several
     times faster, same lines, but a corrupt payload (bad CRC) is then not noticed; it raises
@@ -294,18 +299,33 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture]:
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         if size == 0:
-            raise NotAWarcError("not a WARC file: empty file")
+            raise NotAWarcError("not a WARC or ARC file: empty file")
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             if mm[:2] != _GZIP_MAGIC:
                 raise Fallback("not gzip-compressed")
             pos = 0
             first = True
+            damage: WarcDamage | None = None  # reported once the scan is back on its feet
             while pos < size:
-                if mm[pos : pos + 2] != _GZIP_MAGIC:
-                    raise WarcDamage(pos, "bytes that are not a gzip member")
-                m = _Member(mm, pos, size)
-                cap = _member_capture(m, first, state)
+                try:
+                    if mm[pos : pos + 2] != _GZIP_MAGIC:
+                        raise WarcDamage(pos, "bytes that are not a gzip member")
+                    m = _Member(mm, pos, size)
+                    cap = _member_capture(m, first, state)
+                except WarcDamage as exc:
+                    damage = damage or exc
+                    # the next member start (1f 8b 08); a false match only fails again
+                    nxt = mm.find(_GZIP_MAGIC + b"\x08", pos + 1)
+                    if nxt < 0:
+                        break
+                    pos = nxt
+                    continue
+                if damage is not None:
+                    yield WarcDamage(damage.offset, f"{damage.reason} (next record at byte {pos})")
+                    damage = None
                 first = False
                 pos = m.end
                 if cap is not None:
                     yield cap
+            if damage is not None:
+                yield WarcDamage(damage.offset, f"{damage.reason} (no record after it)")

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from preservation.errors import ChecksumMismatch, MissingFile
 
-WARC_SUFFIXES = (".warc.gz", ".warc")
+WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")  # ARC: legacy collections, deliveries
 # indexing chain stages at which a file is in the repository, copied and sha1-checked
 # (the chain records final_path *before* copying, so final_path alone is not enough)
 FINAL_STAGES = ("transferred", "backedup", "done")

@@ -9,11 +9,12 @@
  * mmap in parallel). result() gives the packed "authority MIME" keys, columns() the ids.
  *
  * It only accepts lines it is certain to read exactly as qa.crawllog's polars fast path does:
- * pure printable ASCII (no byte >= 0x80, no NUL, CR or 0x1f), Heritrix's fixed layout (status
- * right-aligned at 25..29, size at 31..40), plain integers, and nine single-space separated
- * fields after them. Any other line (blank ones too) is returned untouched ("odd") with its line
- * number, and Python parses the odd lines with the reference polars/slow path. So the result
- * never depends on this file's idea of an edge case.
+ * ASCII with no whitespace but the space (no byte >= 0x80, no NUL, TAB, VT, FF, CR, 0x1c-0x1f),
+ * Heritrix's fixed layout (status right-aligned at 25..29, size at 31..40), plain integers, and
+ * exactly nine non-empty single-space separated fields after them (a 13th extra-info field, or
+ * the extra fields of a shifted or forged line, go to the reference, which decides). Any other
+ * line (blank ones too) is returned untouched ("odd") with its line number, and Python parses
+ * the odd lines with the reference polars/slow path. So the result never depends on this file's idea of an edge case.
  */
 #define PY_SSIZE_T_CLEAN
 #define _GNU_SOURCE
@@ -35,11 +36,17 @@ typedef struct {
     size_t n, cap;
 } OddList;
 
-/* byte classes: 0 ordinary, 1 space, 2 refuse (non-ASCII, NUL, CR, 0x1f) */
+/* byte classes: 0 ordinary, 1 space, 2 refuse (non-ASCII, NUL, whitespace other than ' ') */
 static unsigned char cls[256];
 
 static void init_classes(void) {
-    for (int c = 0; c < 256; c++) cls[c] = (c >= 0x80 || c == 0 || c == '\r' || c == 0x1f) ? 2 : 0;
+    /* every byte Python's str.split() (the reference's field rule) takes as whitespace, other
+     * than the space: TAB, VT, FF, CR, 0x1c-0x1f; and NUL, and every non-ASCII byte */
+    for (int c = 0; c < 256; c++)
+        cls[c] = (c >= 0x80 || c == 0 || c == '\t' || c == 0x0b || c == 0x0c || c == '\r' ||
+                  (c >= 0x1c && c <= 0x1f))
+                     ? 2
+                     : 0;
     cls[(unsigned char)' '] = 1;
 }
 
@@ -281,16 +288,17 @@ static int odd_add(OddList *o, int64_t lineno, size_t off, size_t len) {
     return 0;
 }
 
-/* 1 when [p, p+n) has no byte >= 0x80, NUL, CR or 0x1f (16 bytes at a time where SSE2 is). */
+/* 1 when [p, p+n) has no class-2 byte (16 clean bytes at a time where SSE2 is). */
 static int line_clean(const char *p, size_t n) {
     size_t i = 0;
 #ifdef __SSE2__
-    const __m128i cr = _mm_set1_epi8('\r'), us = _mm_set1_epi8(0x1f), z = _mm_setzero_si128();
+    /* a crawl.log line has no byte below 0x20 (control) nor from 0x80 (non-ASCII): a block
+     * with any of them goes to the per-byte check below, which refuses exactly class 2 */
+    const __m128i sp = _mm_set1_epi8(0x20);
     for (; i + 16 <= n; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, us)),
-                                   _mm_cmpeq_epi8(v, z));
-        if (_mm_movemask_epi8(_mm_or_si128(bad, v))) return 0; /* v's high bit: non-ASCII */
+        /* signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them too */
+        if (_mm_movemask_epi8(_mm_cmplt_epi8(v, sp))) break;
     }
 #endif
     for (; i < n; i++)
@@ -336,15 +344,18 @@ static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
     const char *fs[9];
     const char *fe[9];
     const char *end = l + n;
+    if (memchr(l, ' ', 24)) return 0; /* a timestamp with a space: not one field */
     fs[0] = l + 42;
     for (int f = 0; f < 8; f++) {
         const char *sp = memchr(fs[f], ' ', end - fs[f]);
-        if (!sp) return 0;
+        if (!sp || sp == fs[f]) return 0; /* too few fields, or an empty one (two spaces) */
         fe[f] = sp;
         fs[f + 1] = sp + 1;
     }
     fe[8] = end;
     if (fe[8] == fs[8]) return 0; /* empty annotations: not in the layout */
+    /* a 13th field (Heritrix's extra info) or more: the reference path decides */
+    if (memchr(fs[8], ' ', fe[8] - fs[8])) return 0;
     /* authority: third "/"-separated piece of the URI, else the whole URI */
     const char *ua = fs[0], *ue = fe[0];
     const char *s1 = memchr(ua, '/', ue - ua);
@@ -650,7 +661,10 @@ PyMODINIT_FUNC PyInit__crawlscan(void) {
     if (PyType_Ready(&ScannerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+    /* the line rules this build applies (qa.crawlscan refuses an older build: 2 = exactly 12
+     * fields, whitespace other than the space refused) */
+    if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
+        PyModule_AddIntConstant(m, "LINE_RULES", 2) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -5,12 +5,15 @@ Heritrix's fixed layout in bulk; everything else (unpadded fields, tabs, hand-ed
 comes here, one line at a time, and either becomes a row or a reason a curator can read in the
 report. A row must also fit the grouped table's column types (status Int32, size Int64): an
 out-of-range number is a corrupt line to name, not an exception that would lose the whole log
-(and, without the guard below, the whole day's report).
+(and, without the guard below, the whole day's report). A line must have exactly Heritrix's 12
+fields (or a 13th extra-info ``{...}``): a line with more is shifted or forged, and bad.
 """
 
 from __future__ import annotations
 
 import re
+
+from harvestflow.formats.crawllog import field_count_error
 
 _TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 # the grouped table's status column is Int32; a size over a petabyte is a corrupt line, and the
@@ -22,8 +25,9 @@ SIZE_MAX = 10**15
 def parse_line_slow(text: str) -> tuple[dict[str, object] | None, str]:
     """Tolerant parse of one line (any whitespace between fields); (row, "") or (None, why)."""
     parts = text.split()
-    if len(parts) < 12:
-        return None, f"{len(parts)} fields, 12 expected (truncated line?)"
+    why = field_count_error(parts)
+    if why:
+        return None, why
     ts, status_s, size_s, uri, hop, _via, mime = parts[:7]
     ann = parts[11]
     if not _TS_RE.match(ts):

@@ -183,6 +183,13 @@ def piece_bounds(
         pos = stop
 
 
+# what Python's str.split() (the slow path's, and every reader's, field rule) takes as
+# whitespace, besides the space; 0x1f never reaches polars (see _aggregate_chunk)
+_OTHER_WHITESPACE = (
+    "[\t\n\x0b\x0c\r\x1c-\x1e\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+
+
 def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:
     """Vectorised parse of the rows in Heritrix's fixed layout; adds ``ok`` per row."""
     line = pl.col("l")
@@ -203,12 +210,19 @@ def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:
         size_raw.cast(pl.Int64, strict=False).alias("size"),
         (size_raw == "-").alias("nosize"),
         line.str.slice(42).alias("rest"),
+        (
+            line.str.contains(_OTHER_WHITESPACE)
+            | line.str.slice(0, 24).str.contains(" ", literal=True)
+            | line.str.slice(42).str.contains("  ", literal=True)
+        ).alias("odd_space"),
     )
     # Splitting the materialised remainder is ~3x faster than splitting a slice expression
-    # (measured); splitn keeps an optional 13th field (extra info) inside the last one.
-    parsed = fixed.with_columns(pl.col("rest").str.splitn(" ", 9).alias("f")).unnest("f")
+    # (measured); splitn keeps whatever follows the 12th field (Heritrix's extra info, or the
+    # fields of a shifted or forged line) in field_9.
+    parsed = fixed.with_columns(pl.col("rest").str.splitn(" ", 10).alias("f")).unnest("f")
     uri = pl.col("field_0")
     ann = pl.col("field_8")
+    extra = pl.col("field_9")
     return parsed.select(
         "i",
         "ts",
@@ -222,6 +236,17 @@ def _parse_fixed(df: pl.DataFrame) -> pl.DataFrame:
             & (pl.col("size").is_not_null() | pl.col("nosize"))
             & ann.is_not_null()
             & (ann != "")
+            # exactly 12 fields as str.split() sees them (the slow path decides the rest): no
+            # whitespace but single spaces, a 13th field only as a {...} extra-info object
+            & ~pl.col("odd_space")
+            & (
+                extra.is_null()
+                | (
+                    extra.str.starts_with("{")
+                    & extra.str.ends_with("}")
+                    & ~extra.str.contains(" ", literal=True)
+                )
+            )
         ).alias("ok"),
         # scheme://authority/... ; "dns:host" lines have no slash and keep the whole URI,
         # cleaned later on the distinct values (see hosts.host_of)

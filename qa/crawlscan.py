@@ -32,10 +32,22 @@ from qa import crawllog
 
 log = logging.getLogger(__name__)
 
+# the line rules of qa/_crawlscan.c this module expects: a build from an older C file (an
+# install not rebuilt since) would accept lines the reference now rejects
+LINE_RULES = 2
+
 _ext: ModuleType | None
 try:
     _ext = importlib.import_module("qa._crawlscan")
 except ImportError:  # not compiled here: qa.crawllog falls back to polars
+    _ext = None
+if _ext is not None and getattr(_ext, "LINE_RULES", 1) != LINE_RULES:
+    log.warning(
+        "qa._crawlscan is an old build (line rules %s, %d expected): rebuild it with"
+        " pip install -e .; using the polars crawl.log path",
+        getattr(_ext, "LINE_RULES", 1),
+        LINE_RULES,
+    )
     _ext = None
 
 

@@ -168,7 +168,11 @@ def part1(args: argparse.Namespace) -> None:
         f_fetches, f_captured, f_total, interval = simulate_fixed(
             pages, args.days, fetches, args.seed
         )
-        assert total == f_total, "both strategies see the same change history"
+        if total != f_total:
+            raise SystemExit(
+                f"benchmark FAILED: the two strategies saw different change histories"
+                f" ({total} vs {f_total} changes)"
+            )
         print(
             f"{name:>17}: {fetches} fetches, {captured}/{total} changes captured "
             f"({captured / total:.1%}), {sim_s:.1f} s to simulate"

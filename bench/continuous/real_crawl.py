@@ -119,7 +119,10 @@ def _crawl(
         "max_running_time_s": 600,
     }
     (out / "job.json").write_text(json.dumps(job))
-    crawl_in_subprocess(out / "job.json", out / "crawl")
+    # raises CrawlFailed on a non-zero exit; a run cut short would skew the comparison too
+    summary = crawl_in_subprocess(out / "job.json", out / "crawl")
+    if summary["status"] != "complete":
+        raise SystemExit(f"benchmark FAILED: crawl {out} ended {summary['status']!r}")
     return read_run(out / "crawl", NoiseFilter([])).visits
 
 

@@ -108,8 +108,12 @@ def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
             box: dict[str, object] = {}
 
             def run_crawl() -> None:
-                box["summary"] = crawl_in_subprocess(job_path, base / "crawl")
-                crawl_done.set()
+                try:
+                    box["summary"] = crawl_in_subprocess(job_path, base / "crawl")
+                except Exception as exc:  # reported by the main thread
+                    box["error"] = exc
+                finally:
+                    crawl_done.set()
 
             threading.Thread(target=run_crawl, daemon=True).start()
             log_path = base / "crawl" / "logs" / "crawl.log"
@@ -129,7 +133,11 @@ def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
                     if _status(f"http://127.0.0.1:{wport}/live/{ts}id_/{url}") == 200:
                         latencies.append((dt.datetime.now(dt.UTC) - when).total_seconds())
                         done.add(url)
+                if pywb.poll() is not None:
+                    raise SystemExit(f"benchmark FAILED: pywb exited {pywb.returncode}")
                 if crawl_done.is_set():
+                    if "error" in box:
+                        raise SystemExit(f"benchmark FAILED: the crawl failed: {box['error']}")
                     if deadline is None:
                         crawled = time.time()
                         watcher.stop()  # the last file, closed when the crawl ends
@@ -138,7 +146,8 @@ def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
                         break
                 time.sleep(0.5)
             summary = box["summary"]
-            assert isinstance(summary, dict)
+            if not isinstance(summary, dict) or summary.get("status") != "complete":
+                raise SystemExit(f"benchmark FAILED: the crawl did not complete: {summary}")
             during = sum(1 for t in watcher.indexed_at.values() if t.timestamp() < crawled)
             pending = set(fetched) - done
         finally:

@@ -7,6 +7,9 @@ one port per "host"; politeness off. Prints URLs/s and peak RSS of each, the cov
   rate(harvestflow, host-partitioned processes) / rate(wget)                 (target ≥ 0.35)
 Not a timed test: numbers vary with the machine's load; ratios are taken within a round (the
 tools run back to back, order rotating between rounds) and their medians over rounds printed.
+The bare-Scrapy peer has the crawler's Scrapy tuning (bare_scrapy.py), so the overhead measures
+archiving. The run fails (exit 1, or SystemExit with a message) when a tool exits non-zero, a
+crawl does not end complete, or the tools' URL sets differ (or miss some of the site's URLs).
 """
 
 from __future__ import annotations
@@ -51,27 +54,59 @@ def start_nginx(root: Path, site: Path, ports: list[int]) -> tuple[subprocess.Po
     proc = subprocess.Popen(["nginx", "-p", str(root), "-c", str(conf), "-g", "daemon off;"])
     for p in ports:
         for _ in range(100):
+            if proc.poll() is not None:
+                raise BenchFailed(f"benchmark FAILED: nginx exited {proc.returncode} (see {root})")
             try:
                 socket.create_connection(("127.0.0.1", p), timeout=0.2).close()
                 break
             except OSError:
                 time.sleep(0.05)
+        else:
+            proc.kill()
+            raise BenchFailed(f"benchmark FAILED: nginx does not listen on port {p}")
     return proc, ports
 
 
+class BenchFailed(SystemExit):
+    """A peer that failed, did not complete, or covered other URLs: the figures mean nothing."""
+
+
 def run_group(cmds: list[list[str]], log: Path) -> tuple[float, int]:
-    """Run commands in parallel; (wall seconds, sum of their peak RSS in KB)."""
+    """Run commands in parallel; (wall seconds, sum of their peak RSS in KB).
+
+    Any exit code but 0 fails the benchmark (the crawler exits 3 for an unfinished crawl).
+    """
     start = time.time()
     with log.open("w") as fh:
         procs = [subprocess.Popen(c, stdout=fh, stderr=subprocess.STDOUT, cwd=REPO) for c in cmds]
         rss = 0
-        for p in procs:
+        failed = []
+        for p, cmd in zip(procs, cmds, strict=True):
             _, status, usage = os.wait4(p.pid, 0)
             p.returncode = os.waitstatus_to_exitcode(status)
-            if p.returncode not in (0, 3):
-                raise SystemExit(f"{cmds[procs.index(p)][:4]} failed ({p.returncode}), see {log}")
+            if p.returncode != 0:
+                failed.append(f"{' '.join(cmd[:4])} ... exited {p.returncode}")
             rss += usage.ru_maxrss
+    if failed:
+        raise BenchFailed("benchmark FAILED: " + "; ".join(failed) + f" (output in {log})")
     return time.time() - start, rss
+
+
+def coverage_problems(sets: dict[str, set[str]], ref_name: str, expected: int) -> list[str]:
+    """Why the peers' URL sets cannot be compared (empty when every set equals the reference's
+    and the reference has the ``expected`` number of URLs)."""
+    ref = sets[ref_name]
+    problems = []
+    if len(ref) != expected:
+        problems.append(f"{ref_name} fetched {len(ref)} URLs, the site has {expected}")
+    for name, got in sets.items():
+        if name != ref_name and got != ref:
+            only_here, only_ref = sorted(got - ref), sorted(ref - got)
+            problems.append(
+                f"{name}: {len(got & ref)} URLs common with {ref_name}, {len(only_here)} only"
+                f" here {only_here[:3]}, {len(only_ref)} only in {ref_name} {only_ref[:3]}"
+            )
+    return problems
 
 
 def hf_urls(out: Path) -> set[str]:
@@ -108,13 +143,19 @@ HF_COMMON = [
 
 
 def run_bare(out: Path, seeds: list[str]) -> dict:
-    """(b) bare Scrapy following the same links, archiving nothing."""
-    urls_file = out / "bare.urls"
-    urls_file.unlink(missing_ok=True)
+    """(b) bare Scrapy following the same links, archiving nothing (tuned as our crawler)."""
+    result_file = out / "bare.json"
+    result_file.unlink(missing_ok=True)
     wall, rss = run_group(
-        [[PY, str(HERE / "bare_scrapy.py"), str(urls_file), *seeds]], out / "bare.log"
+        [[PY, str(HERE / "bare_scrapy.py"), str(result_file), *seeds]], out / "bare.log"
     )
-    got = norm(set(urls_file.read_text().split()))
+    result = json.loads(result_file.read_text())
+    if result["reason"] != "finished" or result["errors"]:
+        raise BenchFailed(
+            f"benchmark FAILED: bare Scrapy did not complete (finish reason {result['reason']!r},"
+            f" {result['errors']} errors logged; see {out / 'bare.log'})"
+        )
+    got = norm(set(result["urls"]))
     return {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
 
 
@@ -129,9 +170,15 @@ def run_harvestflow(job_out: Path, seeds: list[str], processes: int) -> dict:
     for s in seeds:
         cmd += ["--seed", s]
     wall, rss = run_group([cmd], job_out.with_suffix(".log"))
+    summary = json.loads((job_out / "summary.json").read_text())
+    if summary["status"] != "complete":
+        raise BenchFailed(
+            f"benchmark FAILED: harvestflow x{processes} crawl status {summary['status']!r},"
+            f" not complete (see {job_out.with_suffix('.log')})"
+        )
     got = norm(hf_urls(job_out))
     if processes > 1:  # the children's peak RSS (the parent's is in rss)
-        rss += json.loads((job_out / "summary.json").read_text())["peak_rss_kb"]
+        rss += summary["peak_rss_kb"]
     return {"urls": len(got), "s": wall, "rss_kb": rss, "set": got}
 
 
@@ -204,9 +251,9 @@ def main() -> int:
         nginx.terminate()
         nginx.wait()
     print(f"site: {args.hosts} hosts x {args.pages} pages = {expected} URLs (+ seeds)")
-    ref = rounds[-1]["wget"]["set"]
     px = f"harvestflow x{args.processes}"
     per_round = []
+    coverage: list[str] = []
     for r, results in enumerate(rounds, 1):
         print(f"round {r} (load average {loads[r - 1]:.1f} at its end)")
         print(f"{'tool':<16} {'URLs':>6} {'seconds':>8} {'URLs/s':>8} {'peak RSS MB':>12}")
@@ -215,12 +262,8 @@ def main() -> int:
             print(
                 f"{name:<16} {res['urls']:>6} {res['s']:>8.1f} {res['rate']:>8.1f} {res['rss_kb'] / 1024:>12.0f}"
             )
-        for name, res in results.items():
-            if res["set"] != ref:
-                print(
-                    f"COVERAGE DIFFERS {name}: {len(res['set'] & ref)} common with wget, "
-                    f"{len(res['set'] - ref)} only here, {len(ref - res['set'])} only in wget"
-                )
+        problems = coverage_problems({n: v["set"] for n, v in results.items()}, "wget", expected)
+        coverage += [f"round {r}: {p}" for p in problems]
         hf1, bare, wget = results["harvestflow x1"], results["bare scrapy"], results["wget"]
         per_round.append(
             {
@@ -231,9 +274,6 @@ def main() -> int:
                 "peak RSS harvestflow x1 / bare Scrapy": hf1["rss_kb"] / bare["rss_kb"],
             }
         )
-    print(
-        f"coverage: every tool's URL set equals wget's in every round unless listed above ({len(ref)} URLs)"
-    )
     ratios = {}
     for key in per_round[0]:
         values = [pr[key] for pr in per_round]
@@ -246,6 +286,8 @@ def main() -> int:
         json.dumps(
             {
                 "ratios": ratios,
+                "coverage_problems": coverage,
+                "load_average_1min": loads,
                 "per_round": per_round,
                 "rounds": [
                     {k: {kk: vv for kk, vv in v.items() if kk != "set"} for k, v in rd.items()}
@@ -255,6 +297,12 @@ def main() -> int:
             indent=1,
         )
     )
+    if coverage:
+        print(
+            "benchmark FAILED: the peers did not crawl the same URLs:\n  " + "\n  ".join(coverage)
+        )
+        return 1
+    print(f"coverage: every tool fetched the same {expected} URLs in every round")
     return 0
 
 

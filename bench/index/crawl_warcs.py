@@ -129,6 +129,10 @@ def crawl(out: Path, gb: float) -> list[Path]:
             cwd=REPO,
             stdout=subprocess.DEVNULL,
         )
+        # exit code 0 also means a crawl stopped by its time limit: only a complete one counts
+        status = json.loads((out / "crawl" / "summary.json").read_text())["status"]
+        if status != "complete":
+            raise SystemExit(f"crawl for the index benchmark ended {status!r}, not complete")
     finally:
         server.shutdown()
     return sorted(warc_dir.glob("*.warc.gz"))

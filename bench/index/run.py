@@ -1,10 +1,12 @@
 """Indexing benchmark: our indexer vs cdxj-indexer, our merge vs ``LC_ALL=C sort -m``.
 
-Prints, for the same ≥1 GB of gzipped WARCs in one run: MB/s and records/s of cdxj-indexer and of
-``harvestflow index cdx`` (one process and ``--processes``), whether the outputs are identical line
-by line, then the time to merge the per-file sorted CDXJ files with our merge and with
-``LC_ALL=C sort -m``, and the merge's peak memory for two index sizes. Ratios, not absolute
-times, are the result (the machine is shared). Usage:
+Prints, for the same ≥1 GB of gzipped WARCs in one run: records per CPU-second (the headline)
+and, beside it, wall-clock records/s and MB/s of cdxj-indexer and of ``harvestflow index cdx``
+(one process and ``--processes``), whether the outputs are identical line by line, then the time
+to merge the per-file sorted CDXJ files with our merge and with ``LC_ALL=C sort -m`` given the
+same ``--batch-size``/buffer options as ours, and the merge's peak memory for two index sizes.
+Ratios, not absolute times, are the result (the machine is shared). A non-zero exit or an
+output differing from the peer's fails the run. Usage:
 
     .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
         [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only] [--crawled]
@@ -21,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLE = REPO / ".oracle-venv" / "bin" / "cdxj-indexer"
@@ -29,6 +32,7 @@ PY = sys.executable
 MERGE_CODE = """
 import resource, sys, time
 from pathlib import Path
+from typing import Any
 from indexing.merge import merge_sorted
 t = time.perf_counter()
 stats = merge_sorted([Path(p) for p in sys.argv[2:]], Path(sys.argv[1]))
@@ -54,6 +58,10 @@ def run_cmd(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> Run
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"benchmark FAILED: {' '.join(cmd[:6])} ... exited {proc.returncode} (stdout in {out})"
+        )
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
@@ -109,28 +117,42 @@ def index_bench(warcs: list[str], work: Path, mb: float, processes: int, rounds:
     diffs = {name: line_diff(ref, work / _slug(name)) for name, _ in configs[1:]}
     ref_runs = runs[configs[0][0]]
     print(f"{records} records, {mb:.0f} MB; medians over {rounds} rounds")
+    # headline: records per CPU-second (user + system of the whole process tree), which the
+    # number of processes does not flatter; wall-clock throughput beside it
     print(
-        f"{'indexer':36} {'wall s':>7} {'MB/s':>6} {'rec/s':>7} {'x ref':>6} {'CPU s':>6}"
-        f" {'rec/CPU-s':>9} {'x ref':>6} {'RSS MB':>6} lines differing"
+        f"{'indexer':36} {'rec/CPU-s':>9} {'x ref':>6} {'CPU s':>6} {'wall s':>7} {'rec/s':>7}"
+        f" {'x ref':>6} {'MB/s':>6} {'RSS MB':>6} lines differing"
     )
+    table: dict[str, tuple[float, float, float, float]] = {}
     for name, _ in configs:
         rr = runs[name]
         wall = statistics.median(x.wall for x in rr)
         cpu = statistics.median(x.cpu for x in rr)
         x_wall = statistics.median(a.wall / b.wall for a, b in zip(ref_runs, rr, strict=True))
         x_cpu = statistics.median(a.cpu / b.cpu for a, b in zip(ref_runs, rr, strict=True))
+        table[name] = (records / cpu, x_cpu, records / wall, x_wall)
         print(
-            f"{name:36} {wall:7.1f} {mb / wall:6.1f} {records / wall:7.0f} {x_wall:6.2f}"
-            f" {cpu:6.1f} {records / cpu:9.0f} {x_cpu:6.2f} {max(x.rss_mb for x in rr):6.0f}"
-            f" {diffs.get(name, 0)}"
+            f"{name:36} {records / cpu:9.0f} {x_cpu:6.2f} {cpu:6.1f} {wall:7.1f}"
+            f" {records / wall:7.0f} {x_wall:6.2f} {mb / wall:6.1f}"
+            f" {max(x.rss_mb for x in rr):6.0f} {diffs.get(name, 0)}"
         )
+    one, multi = "harvestflow 1 proc, verify", f"harvestflow {processes} proc, verify"
+    print(
+        f"HEADLINE records per CPU-second (verify): {table[one][0]:.0f} with 1 process"
+        f" ({table[one][1]:.2f} x cdxj-indexer), {table[multi][0]:.0f} with {processes}"
+        f" ({table[multi][1]:.2f} x); beside it, {processes}-process throughput"
+        f" {table[multi][2]:.0f} records/s ({table[multi][3]:.2f} x cdxj-indexer's wall-clock"
+        f" rate); load average {_loadavg()}"
+    )
+    if any(diffs.values()):
+        raise SystemExit(f"benchmark FAILED: lines differ from cdxj-indexer's: {diffs}")
     ref11, ours11 = work / "ref.cdx", work / "ours.cdx"
     run_cmd([str(ORACLE), "-11", *warcs], ref11)
     run_cmd(_ours(warcs, processes, True, "cdx11"), ours11)
-    print(
-        f"CDX11 ({records} records): lines differing from cdxj-indexer -11: "
-        f"{line_diff(ref11, ours11)}"
-    )
+    diff11 = line_diff(ref11, ours11)
+    print(f"CDX11 ({records} records): lines differing from cdxj-indexer -11: {diff11}")
+    if diff11:
+        raise SystemExit(f"benchmark FAILED: {diff11} CDX11 lines differ from cdxj-indexer -11")
     print(f"load average after: {_loadavg()}")
 
 
@@ -161,6 +183,45 @@ def _cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def sort_tuning(merge_cmd: list[str]) -> list[str]:
+    """The options of our ``sort -m`` command that tune it (batch size, buffer, threads...):
+    everything but the merge itself, ``-u``, ``-o FILE`` and the inputs."""
+    args = merge_cmd[merge_cmd.index("-m") + 1 :]
+    args = args[: args.index("--")] if "--" in args else [a for a in args if a.startswith("-")]
+    tuning: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif a not in ("-u", "--unique") and not a.startswith("--output"):
+            tuning.append(a)
+    return tuning
+
+
+def our_sort_command(files: list[str], output: Path) -> list[str]:
+    """The ``sort -m`` command line our merge runs for ``files`` (recorded from one untimed run)."""
+    import indexing.merge as merge
+
+    seen: list[list[str]] = []
+    real_run = subprocess.run
+
+    def spy(cmd: Any, *a: Any, **kw: Any) -> Any:
+        if isinstance(cmd, list) and "-m" in cmd:
+            seen.append([str(c) for c in cmd])
+        return real_run(cmd, *a, **kw)
+
+    merge.subprocess.run = spy  # type: ignore[assignment]
+    try:
+        merge.merge_sorted([Path(p) for p in files], output)
+    finally:
+        merge.subprocess.run = real_run
+    if not seen:
+        raise SystemExit("benchmark FAILED: our merge did not run sort -m (sort(1) missing?)")
+    return seen[0]
+
+
 def merge_bench(work: Path, rounds: int, copies: int) -> None:
     """Our ``merge_sorted`` (in this process) against ``LC_ALL=C sort -m``, alternating.
 
@@ -171,13 +232,22 @@ def merge_bench(work: Path, rounds: int, copies: int) -> None:
 
     files = _merge_inputs(work, copies)
     env = {**os.environ, "LC_ALL": "C"}
+    # the peer runs with the batch size and buffer options our merge gives sort
+    ours_cmd = our_sort_command(files, work / "merged.cdxj")
+    tuning = sort_tuning(ours_cmd)
+    peer_cmd = ["sort", "-m", *tuning, *files]
+    print(
+        f"merge: ours runs sort {' '.join(ours_cmd[1 : ours_cmd.index('--')])} -- <files>;"
+        f" peer: LC_ALL=C sort -m {' '.join(tuning)} <files> (same tuning; sort's default"
+        f" buffer size unless listed)"
+    )
     sort_runs: list[Run] = []
     ours_runs: list[Run] = []
     print(f"merge, load average before: {_loadavg()}")
     for r in range(rounds):
         for side in ("sort", "ours") if r % 2 == 0 else ("ours", "sort"):
             if side == "sort":
-                sort_runs.append(run_cmd(["sort", "-m", *files], work / "sorted-m.cdxj", env))
+                sort_runs.append(run_cmd(peer_cmd, work / "sorted-m.cdxj", env))
             else:
                 t, c = time.perf_counter(), _cpu_s()
                 stats = merge_sorted([Path(p) for p in files], work / "merged.cdxj")
@@ -192,15 +262,19 @@ def merge_bench(work: Path, rounds: int, copies: int) -> None:
         f"merge of {len(files)} sorted CDXJ files, {stats.lines} lines, {rounds} rounds:"
         f" ours (sort -m -u -o, then sort -c -u + line count, fsync) median"
         f" {statistics.median(x.wall for x in ours_runs):.2f} s,"
-        f" LC_ALL=C sort -m median {statistics.median(x.wall for x in sort_runs):.2f} s;"
+        f" LC_ALL=C sort -m {' '.join(tuning)} median"
+        f" {statistics.median(x.wall for x in sort_runs):.2f} s;"
         f" wall ratio median {statistics.median(ratios):.2f}"
         f" (rounds: {', '.join(f'{x:.2f}' for x in ratios)}) (target <= 1.2);"
         f" CPU ratio median {statistics.median(cpu_ratios):.2f}"
         f" (ours {statistics.median(x.cpu for x in ours_runs):.2f} CPU s,"
         f" sort -m {statistics.median(x.cpu for x in sort_runs):.2f});"
         f" identical output: {same};"
-        f" pure-Python heapq engine (fallback, not the default): {t_py:.2f} s"
+        f" pure-Python heapq engine (fallback, not the default): {t_py:.2f} s;"
+        f" load average {_loadavg()}"
     )
+    if not same:
+        raise SystemExit("benchmark FAILED: our merged output differs from sort -m's")
     res = {}
     for label, subset in (("small", files[: len(files) // 4]), ("big", files)):
         out = subprocess.run(

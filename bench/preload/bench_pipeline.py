@@ -82,7 +82,11 @@ def main() -> None:
         )
         t_collect = time.monotonic() - t0
         stat = collected["sources"][0]
-        assert stat["valid"] == valid and stat["rejected"] == bad, (stat, valid, bad)
+        if stat["valid"] != valid or stat["rejected"] != bad:
+            raise SystemExit(
+                f"benchmark FAILED: collect_sources counted {stat}, the file has {valid} valid"
+                f" and {bad} garbage lines"
+            )
         t0 = time.monotonic()
         for chunk in collected["chunks"]:
             dns_check_chunk("bench", chunk, hosts_file=str(hosts), static_only=True)

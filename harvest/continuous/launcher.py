@@ -24,7 +24,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from crawler.urls import host_of
+from crawler.urls import host_of, without_fragment
 from harvest.continuous import store
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.urlstate import new_state
@@ -137,7 +137,9 @@ def launch_hour(
             event, freq = min(events)
             scope = crawl_scope(rec.scope, rec.depth)
             template = depth_templates.get(rec.depth or "", DEFAULT_TEMPLATE)
-            for seed in [rec.seed_url, *(rec.supplementary_urls or [])]:
+            # stored as the crawler captures it: without a fragment (never sent to a server)
+            seeds = [rec.seed_url, *(rec.supplementary_urls or [])]
+            for seed in dict.fromkeys(without_fragment(s) for s in seeds):
                 fresh = conn.execute(
                     sa.text(
                         "INSERT INTO continuous_launches (record_id, launch_hour, seed_url,"

@@ -2,11 +2,15 @@
 
 Why a chain of bounded runs instead of one endless crawler process: the URL state in PostgreSQL
 is the frontier, so a run is just "fetch the URLs due now, in order of due time": a crawler job
-(black box, its job spec) whose seeds are the due URLs, with ``max_hops`` 0 and no transclusion
-hops (links and embeds are only *noted*, as crawl.log ``-4001`` lines, and become new URLs of
-the state if they are in their seed's scope and their page changed), and a dedup index built from
-the state (so an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent
-as If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
+(black box, its job spec) whose seeds are the due URLs, with ``max_hops`` 0 (links are only
+*noted*, as crawl.log ``-4001`` lines, and become new URLs of the state if they are in their
+seed's scope and their page changed) but the selective crawler's transclusion hops: a page's
+images, stylesheets and scripts — on a CDN host too — are fetched with it, as the selective
+crawler fetches them (``crawler.scope``), so the page replays whole; they get a URL state of
+their own, and the dedup index of a run also holds the earlier captures of every URL of the due
+URLs' seeds, so an unchanged embed becomes a revisit record. The dedup index is built from the
+state (an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent as
+If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
 its WARCs are indexed into the live collection as each one closes, during the run (a
 :class:`~harvest.continuous.nrt.LiveWatcher`; a small ``warc_max_size`` in the template makes
 files close often, so captures become replayable minutes after their fetch), and a
@@ -45,13 +49,13 @@ FORCED_TEMPLATE = {
     "name": "continuous",
     "scope": "host",
     "max_hops": 0,
-    "max_transclusion_hops": 0,
     "dedup_mime_exclude": "",
     "extract_sitemaps": False,
 }
 
-# defaults a template may change: files small enough to close (and go live) during a run
-RUN_DEFAULTS = {"warc_max_size": 50_000_000}
+# defaults a template may change: files small enough to close (and go live) during a run; a
+# page's embeds (and theirs: a stylesheet's images) fetched with it, as in a selective crawl
+RUN_DEFAULTS = {"warc_max_size": 50_000_000, "max_transclusion_hops": 2}
 
 CrawlFn = Callable[..., dict[str, Any]]
 
@@ -156,8 +160,13 @@ def run_batch(
     result.out_dir = str(out)
     dedup_path = out / "dedup.tsv"
     seed_templates = {seed: tpl for seed, (_, tpl) in store.seed_settings(engine).items()}
+    # the due URLs' last captures, and those of their seeds' other URLs (embeds fetched with
+    # a page are often not due themselves)
+    known = due + store.captured_states_of_seeds(
+        engine, {s.seed_url for s in due}, [s.url for s in due]
+    )
     write_dedup_index(
-        due, dedup_path, lambda s: book.for_host(s.host, seed_templates.get(s.seed_url))
+        known, dedup_path, lambda s: book.for_host(s.host, seed_templates.get(s.seed_url))
     )
     seeds = [s.url for s in due]
     job_template = {**RUN_DEFAULTS, **(template or {}), **FORCED_TEMPLATE}

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS, parse_line
+from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
+from harvestflow.formats.crawllog import FIELDS, split_line
 
 log = logging.getLogger(__name__)
 PROFILE_SUFFIXES = ("identical-payload-digest", "server-not-modified")
@@ -111,11 +112,12 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
         return out
     with log_path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
-            fields = parse_line(line)
-            if fields is None:
+            parts, why = split_line(line)
+            if why:
                 out.bad_lines += 1
-                log.warning("%s:%d: malformed crawl.log line skipped", log_path, lineno)
+                log.warning("%s:%d: bad crawl.log line skipped: %s", log_path, lineno, why)
                 continue
+            fields = dict(zip(FIELDS, parts, strict=True))
             status = int(fields["status"])
             hops = "" if fields["hops"] == "-" else fields["hops"]
             url = fields["url"]

@@ -80,6 +80,30 @@ def load_states(engine: sa.Engine, urls: Iterable[str]) -> dict[str, UrlState]:
         return {r.url: _row_state(r) for r in rows}
 
 
+def captured_states_of_seeds(
+    engine: sa.Engine, seeds: Iterable[str], skip: Iterable[str]
+) -> list[UrlState]:
+    """The URLs of ``seeds`` with a capture, but those in ``skip`` (the run's due URLs).
+
+    Why: a run fetches a page's embeds with it whether or not they are due themselves; with
+    their earlier captures in the run's dedup index an unchanged embed is a revisit record
+    (and a conditional request), not one more full copy on every visit of its page.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        return []
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT {', '.join(COLUMNS)} FROM continuous_url_state"
+                " WHERE seed_url = ANY(:seeds) AND digest IS NOT NULL"
+                " AND NOT (url = ANY(:skip)) ORDER BY url"
+            ),
+            {"seeds": seeds, "skip": list(skip)},
+        )
+        return [_row_state(r) for r in rows]
+
+
 def save_states(conn: sa.Connection, states: Iterable[UrlState]) -> int:
     """UPSERT the states (inside the caller's transaction); returns how many."""
     rows = [{c: getattr(s, c) for c in COLUMNS} for s in states]

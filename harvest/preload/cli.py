@@ -61,10 +61,22 @@ def add_cli(subparsers: Any) -> None:
     parser.epilog = DEMO_HELP
 
 
+def _nameserver(text: str) -> str:
+    """argparse type of ``--nameserver``: a malformed value is a usage error (exit 2)."""
+    from harvest.preload.dnsbase import parse_nameserver
+
+    try:
+        parse_nameserver(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _dns_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nameserver",
         action="append",
+        type=_nameserver,
         metavar="HOST[:PORT]",
         help="nameserver to ask (repeatable; default [preload] nameservers, else resolv.conf)",
     )
@@ -94,34 +106,70 @@ def _dns_settings(args: argparse.Namespace) -> Any:
     return dns_settings(get_settings(), args.nameserver, args.hosts_file, **overrides)
 
 
+# exit codes of check-dns (README): rejected lines and a run nobody answered are not success
+EXIT_REJECTED = 1
+EXIT_NO_ANSWER = 3
+
+
 def cmd_check_dns(args: argparse.Namespace) -> int:
+    from harvest.preload.dnsbase import format_result, timed_out
     from harvest.preload.dnscheck import (
+        RejectedLine,
         check_dns_file,
         default_processes,
         iter_check,
-        read_domain_lines,
+        read_checked_names,
+        rejects_file,
     )
+    from harvest.preload.store import preload_settings
     from harvestflow.settings import get_settings
 
     if not args.file.is_file():
         print(f"harvestflow preload check-dns: no such file: {args.file}", file=sys.stderr)
         return 2
     dns = _dns_settings(args)
-    processes = args.processes or default_processes(get_settings())
+    settings = get_settings()
+    extra = frozenset(str(s).lower() for s in preload_settings(settings)["extra_suffixes"])
+    processes = args.processes or default_processes(settings)
+    rejected: list[RejectedLine] = []
     if args.output is not None:
-        counts = check_dns_file(args.file, args.output, dns, processes=processes, bar=True)
+        counts = check_dns_file(
+            args.file,
+            args.output,
+            dns,
+            processes=processes,
+            bar=True,
+            extra_suffixes=extra,
+            rejected=rejected,
+        )
         print(
             f"{args.output}: {counts['names']} names, active {counts.get('active', 0)},"
             f" failed {counts.get('failed', 0)}, unknown {counts.get('unknown', 0)}"
-            f" ({counts['resumed']} from an earlier interrupted run)",
+            f" ({counts['resumed']} from an earlier interrupted run),"
+            f" {counts['rejected']} lines rejected ({rejects_file(args.output)})",
             file=sys.stderr,
         )
-        return 0
-    out = sys.stdout
-    for domain, cls, detail in iter_check(read_domain_lines(args.file), dns, processes):
-        out.write(f"{domain}\t{cls}\t{detail}\n")
-    out.flush()
-    return 0
+        checked = sum(counts.get(c, 0) for c in ("active", "failed", "unknown"))
+        timeouts = counts["timeouts"]
+    else:
+        out = sys.stdout
+        checked = timeouts = 0
+        names = read_checked_names(args.file, extra, rejected)
+        for domain, cls, detail in iter_check(names, dns, processes):
+            out.write(format_result((domain, cls, detail)))
+            checked += 1
+            timeouts += timed_out(cls, detail)
+        out.flush()
+    for line in rejected:
+        print(f"REJECTED {line.message(str(args.file))}", file=sys.stderr)
+    if checked and timeouts == checked:
+        print(
+            f"harvestflow preload check-dns: no answer at all: all {checked} names timed out"
+            " (is the nameserver reachable?)",
+            file=sys.stderr,
+        )
+        return EXIT_NO_ANSWER
+    return EXIT_REJECTED if rejected else 0
 
 
 def _parse_source(text: str) -> dict[str, Any]:

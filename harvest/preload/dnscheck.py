@@ -17,9 +17,12 @@ import os
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harvest.common import tsv_field
+from harvest.preload.dnsbase import format_result, timed_out
 from harvest.preload.dnswire import (
     DnsChecker,
     DnsSettings,
@@ -28,6 +31,7 @@ from harvest.preload.dnswire import (
     parse_nameserver,
     read_hosts_file,
 )
+from harvest.preload.normalise import RejectedDomain, normalise_host
 from harvestflow.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -232,12 +236,68 @@ def iter_check(
 
 # --- files ---------------------------------------------------------------------------------------
 def read_domain_lines(path: Path) -> Iterator[str]:
-    """Names of a one-per-line file; blank lines and # comments skipped."""
+    """Names of a one-per-line file; blank lines and # comments skipped.
+
+    For the preload's own chunk files (already normalised); a file given by a person goes
+    through :func:`read_checked_names`.
+    """
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
             name = line.strip()
             if name and not name.startswith("#"):
                 yield name
+
+
+NOT_UTF8 = "not-utf-8"
+
+
+@dataclass(frozen=True)
+class RejectedLine:
+    """A line of a name list that is not a domain name: never asked, reported with its line."""
+
+    line: int
+    reason: str  # one of harvest.preload.normalise's reason words, or NOT_UTF8
+    detail: str
+    text: str
+
+    def message(self, source: str) -> str:
+        detail = f" ({tsv_field(self.detail)})" if self.detail else ""
+        return f"{source} line {self.line}: {self.reason}{detail}: {tsv_field(self.text)[:200]}"
+
+    def tsv(self) -> str:
+        fields = (str(self.line), self.reason, self.detail[:300], self.text[:300])
+        return "\t".join(tsv_field(f) for f in fields) + "\n"
+
+
+REJECTS_HEADER = "line\treason\tdetail\ttext\n"
+
+
+def read_checked_names(
+    path: Path, extra_suffixes: frozenset[str], rejects: list[RejectedLine]
+) -> Iterator[str]:
+    """The host names of a person's one-per-line list, as DNS asks them (IDN in punycode).
+
+    Why checked: a URL, a line with spaces, tabs or NUL, a wildcard, an IP address or a bare
+    public suffix is no name to ask DNS about; asked anyway it came back with a class that
+    looked like a verdict (a URL ``active``), and a tab in it shifted the output's columns.
+    Each such line is appended to ``rejects`` (with its number) instead; blank lines and
+    ``#`` comments are skipped. The checks are the preload's (``normalise_host``), with
+    ``extra_suffixes`` accepted as suffixes (``test``).
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                text = raw.decode("utf-8", errors="replace").strip()
+                rejects.append(RejectedLine(number, NOT_UTF8, str(exc), text))
+                continue
+            if not line or line.startswith("#"):
+                continue
+            try:
+                yield normalise_host(line, extra_suffixes).host
+            except RejectedDomain as exc:
+                rejects.append(RejectedLine(number, exc.reason, exc.detail, line))
 
 
 def _done_in(path: Path) -> set[str]:
@@ -256,21 +316,30 @@ def check_dns_file(
     settings: DnsSettings,
     processes: int = 1,
     bar: bool = False,
+    extra_suffixes: frozenset[str] = frozenset(),
+    rejected: list[RejectedLine] | None = None,
 ) -> dict[str, int]:
     """Check every name of ``input_path`` into ``output_path`` (``domain<TAB>class<TAB>detail``).
 
     Results go to ``<output>.part`` as they come (flushed often) and the file is renamed when
     complete; a re-run after a kill reads the part file and checks only the names missing
-    from it, so nothing is lost or repeated.
+    from it, so nothing is lost or repeated. Lines that are not domain names are written to
+    ``<output>.rejects.tsv`` (``line, reason, detail, text``) and counted as ``rejected``;
+    ``timeouts`` counts the names no nameserver answered at all. ``rejected`` (when given)
+    receives the rejected lines too.
     """
     part = output_path.with_name(output_path.name + ".part")
+    rejects_path = rejects_file(output_path)
     done = _done_in(part)
     if done:
         log.info("resuming %s: %d names already checked", part, len(done))
         _truncate_torn_line(part)
-    total = sum(1 for _ in read_domain_lines(input_path))
-    counts: dict[str, int] = {"names": total, "resumed": len(done)}
-    todo = (n for n in read_domain_lines(input_path) if n not in done)
+    rejected = [] if rejected is None else rejected
+    total = sum(1 for _ in read_checked_names(input_path, extra_suffixes, rejected))
+    counts: dict[str, int] = {"names": total, "resumed": len(done), "rejected": len(rejected)}
+    counts["timeouts"] = 0
+    write_rejects(rejects_path, rejected)
+    todo = (n for n in read_checked_names(input_path, extra_suffixes, []) if n not in done)
     with (
         part.open("a", encoding="utf-8") as out,
         Progress("dns check", total, unit="domains", bar=bar) as progress,
@@ -278,8 +347,9 @@ def check_dns_file(
         progress.advance(len(done))
         pending = 0
         for domain, cls, detail in iter_check(todo, settings, processes=processes):
-            out.write(f"{domain}\t{cls}\t{detail}\n")
+            out.write(format_result((domain, cls, detail)))
             counts[cls] = counts.get(cls, 0) + 1
+            counts["timeouts"] += timed_out(cls, detail)
             pending += 1
             if pending >= 5000:
                 out.flush()
@@ -290,6 +360,20 @@ def check_dns_file(
         os.fsync(out.fileno())
     os.replace(part, output_path)
     return counts
+
+
+def rejects_file(output_path: Path) -> Path:
+    """Where the rejected lines of a check written to ``output_path`` go."""
+    return output_path.with_name(output_path.name + ".rejects.tsv")
+
+
+def write_rejects(path: Path, rejected: list[RejectedLine]) -> None:
+    """The rejects file (header + one line each), written whole under a temporary name."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(REJECTS_HEADER)
+        handle.writelines(r.tsv() for r in rejected)
+    os.replace(tmp, path)
 
 
 def _truncate_torn_line(path: Path) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from harvest.common import tsv_field
 from harvest.preload.normalise import RejectedDomain, domain_of_url, normalise_host
 from harvest.preload.store import copy_upsert, engine_for, ensure_run, preload_settings, run_dir
 from harvestflow.progress import Progress
@@ -118,7 +119,7 @@ def _raw_items(
 
 
 def _clean(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\t", "\\t")[:300]
+    return tsv_field(text)[:300]
 
 
 def collect_sources(

@@ -1,7 +1,10 @@
 """``harvestflow selection import FILE``: validate curators' records and store them (UPSERT).
 
-Why this order: rows that cannot be read or whose (budget, frequency, depth) is refused are
-reported with their row and reason and left out; the URLs not yet known anywhere are checked
+Why this order: every record is validated before anything is written (encoding, NUL, field
+sizes, URL syntax, scheme, host and port, dates, the mapping: see ``records`` and ``seeds``);
+rows that cannot be read or are refused are reported with their file, line (or feed item)
+and reason, written to a rejects file, and left out — the good ones are still imported, in
+one transaction per batch of ``BATCH`` records; the URLs not yet known anywhere are checked
 online (refused on 4xx/5xx or no DNS, reported on 3xx with the target); duplicates of a URL,
 host or domain already present are flagged but kept (the same URL may be in several
 collections). The rest is written with UPSERTs keyed by the feed id, else by (collection,
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +25,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from harvest.common import engine_or_default
+from harvest.common import engine_or_default, tsv_field
 from harvest.domains import registrable_domain
 from harvest.selection import urlcheck
+from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
-from harvest.selection.records import RecordError, SelectionRecord, read_csv, read_ukwa_feed
+from harvest.selection.records import RecordError, SelectionRecord, read_csv
 from harvest.selection.urlcheck import Resolver, UrlCheck
 
 log = logging.getLogger(__name__)
+
+BATCH = 500  # records written per transaction
+REJECTS_HEADER = "source\twhere\treason\ttext\n"
 
 
 @dataclass
@@ -42,6 +50,7 @@ class ImportReport:
     unchanged: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)  # (row, reason): not imported
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (row, flag): imported
+    rejects_path: str = ""  # the refused rows as read, with their reasons (TSV)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -52,6 +61,7 @@ class ImportReport:
             "unchanged": self.unchanged,
             "errors": [f"{w}: {r}" for w, r in self.errors],
             "warnings": [f"{w}: {r}" for w, r in self.warnings],
+            "rejects_path": self.rejects_path,
         }
 
     def text(self) -> str:
@@ -60,8 +70,10 @@ class ImportReport:
             f"{self.unchanged} unchanged, {len(self.errors)} refused, "
             f"{len(self.warnings)} warnings"
         ]
-        lines += [f"  REFUSED {w}: {r}" for w, r in self.errors]
-        lines += [f"  warning {w}: {r}" for w, r in self.warnings]
+        lines += [f"  REFUSED {w}: {tsv_field(r)}" for w, r in self.errors]
+        lines += [f"  warning {w}: {tsv_field(r)}" for w, r in self.warnings]
+        if self.errors and self.rejects_path:
+            lines.append(f"  refused rows written to {self.rejects_path}")
         return "\n".join(lines)
 
 
@@ -129,11 +141,12 @@ _UPSERT = """
 INSERT INTO selection_records AS s (external_id, collection, title, seed_url, supplementary_urls,
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
     content_notes, technical_notes, creator, curator, created_by, modified_by,
-    validation_status, validation_detail)
+    validation_status, validation_detail, login_page_url, logout_url, secret_id)
 VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
     :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
     :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
-    :user, :user, :validation_status, :validation_detail)
+    :user, :user, :validation_status, :validation_detail, :login_page_url, :logout_url,
+    :secret_id)
 ON CONFLICT ({key}) DO UPDATE SET
     collection = EXCLUDED.collection, title = EXCLUDED.title, seed_url = EXCLUDED.seed_url,
     supplementary_urls = EXCLUDED.supplementary_urls, budget = EXCLUDED.budget,
@@ -145,15 +158,18 @@ ON CONFLICT ({key}) DO UPDATE SET
     creator = COALESCE(s.creator, EXCLUDED.creator),
     validation_status = EXCLUDED.validation_status,
     validation_detail = EXCLUDED.validation_detail,
+    login_page_url = EXCLUDED.login_page_url, logout_url = EXCLUDED.logout_url,
+    secret_id = EXCLUDED.secret_id,
     modified_at = now(), modified_by = EXCLUDED.modified_by, transferred_at = NULL
 WHERE (s.collection, s.title, s.seed_url, s.supplementary_urls, s.budget, s.frequency, s.depth,
        s.scope, s.ignore_robots, s.schedules, s.active, s.theme, s.keywords, s.content_notes,
-       s.technical_notes)
+       s.technical_notes, s.login_page_url, s.logout_url, s.secret_id)
    IS DISTINCT FROM
       (EXCLUDED.collection, EXCLUDED.title, EXCLUDED.seed_url, EXCLUDED.supplementary_urls,
        EXCLUDED.budget, EXCLUDED.frequency, EXCLUDED.depth, EXCLUDED.scope,
        EXCLUDED.ignore_robots, EXCLUDED.schedules, EXCLUDED.active, EXCLUDED.theme,
-       EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes)
+       EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes,
+       EXCLUDED.login_page_url, EXCLUDED.logout_url, EXCLUDED.secret_id)
 RETURNING (xmax = 0) AS inserted
 """
 
@@ -181,6 +197,9 @@ def _params(rec: SelectionRecord, user: str | None, status: str, detail: str | N
         "user": user,
         "validation_status": status,
         "validation_detail": detail,
+        "login_page_url": rec.login_page_url,
+        "logout_url": rec.logout_url,
+        "secret_id": rec.secret_id,
     }
 
 
@@ -207,6 +226,29 @@ def read_records(
     return good, bad
 
 
+def default_rejects_path(path: Path) -> Path:
+    """``<data_dir>/selection/rejects/<file name>.rejects.tsv`` (as the preload's run folder)."""
+    from harvestflow.settings import get_settings
+
+    return get_settings().path("selection", "rejects", f"{path.name}.rejects.tsv")
+
+
+def write_rejects(target: Path, source: str, rejects: list[tuple[str, str, str]]) -> None:
+    """The refused rows (where, reason, text as read), one escaped TSV line each.
+
+    Written whole under a temporary name, then renamed; written even when empty, so that a
+    rejects file never outlives the import it belongs to.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(REJECTS_HEADER)
+        for where, reason, text in rejects:
+            fields = (source, where, reason[:1000], text[:2000])
+            handle.write("\t".join(tsv_field(f) for f in fields) + "\n")
+    os.replace(tmp, target)
+
+
 def import_file(
     path: Path | str,
     *,
@@ -219,8 +261,12 @@ def import_file(
     timeout: float = 10.0,
     engine: Engine | None = None,
     mapping: SelectionMapping | None = None,
+    rejects_path: Path | None = None,
 ) -> ImportReport:
-    """Import a CSV export or a UKWA JSON crawl feed; returns the report (see module doc)."""
+    """Import a CSV export or a UKWA JSON crawl feed; returns the report (see module doc).
+
+    The refused rows go to ``rejects_path`` (default :func:`default_rejects_path`).
+    """
     path = Path(path)
     mapping = mapping or load_mapping()
     engine = engine_or_default(engine)
@@ -228,6 +274,7 @@ def import_file(
     records, refused = read_records(path, mapping, fmt, collection=collection, theme=theme)
     report.rows = len(records) + len(refused)
     report.errors += [(e.where, e.reason) for e in refused]
+    rejects = [(e.where, e.reason, e.text) for e in refused]
 
     with engine.begin() as conn:
         known = _Known(conn)
@@ -237,44 +284,52 @@ def import_file(
         verdicts = urlcheck.check_urls(new_urls, resolver=resolver, timeout=timeout)
 
     seen_keys: dict[tuple[str, str], str] = {}
-    with engine.begin() as conn:
-        for rec in records:
-            key = (rec.external_id or "", rec.collection + "\x00" + rec.seed_url)
-            first = seen_keys.get(key)
-            if first is not None:
-                report.errors.append((rec.where, f"same record as {first}; left out"))
-                continue
-            seen_keys[key] = rec.where
-            problems = [verdicts[u] for u in rec.all_urls if u in verdicts]
-            invalid = [v for v in problems if v.verdict == "invalid"]
-            if invalid:
-                report.errors.append((rec.where, "; ".join(v.message for v in invalid)))
-                continue
-            flags = [v.message for v in problems if v.verdict == "redirect"]
-            flags += known.flags(rec)
-            for flag in flags:
-                report.warnings.append((rec.where, flag))
-            status = "warning" if flags else ("valid" if check_urls else "unchecked")
-            conflict = "external_id" if rec.external_id else "collection, seed_url"
-            try:
-                with conn.begin_nested():
-                    row = conn.execute(
-                        sa.text(_UPSERT.format(key=conflict)),
-                        _params(rec, user, status, "; ".join(flags) or None),
-                    ).first()
-            except IntegrityError as exc:
-                reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-                report.errors.append((rec.where, f"conflicts with another record ({reason})"))
-                continue
-            if row is None:
-                report.unchanged += 1
-            elif row.inserted:
-                report.inserted += 1
-            else:
-                report.updated += 1
-            for url in rec.all_urls:
-                known.add(
-                    url, rec.collection, _record_key(rec.external_id, rec.collection, rec.seed_url)
-                )
+
+    def refuse(rec: SelectionRecord, reason: str) -> None:
+        report.errors.append((rec.where, reason))
+        rejects.append((rec.where, reason, rec.text))
+
+    for start in range(0, len(records), BATCH):
+        with engine.begin() as conn:
+            for rec in records[start : start + BATCH]:
+                key = (rec.external_id or "", rec.collection + "\x00" + rec.seed_url)
+                first = seen_keys.get(key)
+                if first is not None:
+                    refuse(rec, f"same record as {first}; left out")
+                    continue
+                seen_keys[key] = rec.where
+                problems = [verdicts[u] for u in rec.all_urls if u in verdicts]
+                invalid = [v for v in problems if v.verdict == "invalid"]
+                if invalid:
+                    refuse(rec, "; ".join(v.message for v in invalid))
+                    continue
+                flags = [v.message for v in problems if v.verdict == "redirect"]
+                flags += known.flags(rec)
+                for flag in flags:
+                    report.warnings.append((rec.where, flag))
+                status = "warning" if flags else ("valid" if check_urls else "unchecked")
+                conflict = "external_id" if rec.external_id else "collection, seed_url"
+                try:
+                    with conn.begin_nested():
+                        row = conn.execute(
+                            sa.text(_UPSERT.format(key=conflict)),
+                            _params(rec, user, status, "; ".join(flags) or None),
+                        ).first()
+                except IntegrityError as exc:
+                    reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+                    refuse(rec, f"conflicts with another record ({reason})")
+                    continue
+                if row is None:
+                    report.unchanged += 1
+                elif row.inserted:
+                    report.inserted += 1
+                else:
+                    report.updated += 1
+                record_key = _record_key(rec.external_id, rec.collection, rec.seed_url)
+                for url in rec.all_urls:
+                    known.add(url, rec.collection, record_key)
+    target = rejects_path or default_rejects_path(path)
+    write_rejects(target, path.name, rejects)
+    report.rejects_path = str(target)
     log.info("%s", report.text().splitlines()[0])
     return report

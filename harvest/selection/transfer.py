@@ -24,6 +24,7 @@ from harvest.domains import ensure_config, registrable_domain
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import parse_feed_date
+from harvestflow.credentials import CredentialError, apply_feed_login
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,32 @@ def _definition_for(
     return name, hid
 
 
+def _feed_logins(conn: Connection, rows: list[Any]) -> list[str]:
+    """The crawl feed's login fields put on the credential each target's ``secretId`` names
+    (its domain: the target's); what cannot be done is said, naming the record."""
+    problems = []
+    for row in rows:
+        where = f"record {row.record_id} ({row.seed_url})"
+        domain = registrable_domain(row.seed_url)
+        if row.secret_id:
+            try:
+                applied = apply_feed_login(
+                    conn, row.secret_id, domain, row.login_page_url, row.logout_url
+                )
+            except CredentialError as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+            if not applied:
+                problems.append(
+                    f"{where}: secretId {row.secret_id!r} names no stored credential; store it"
+                    f" with `harvestflow credentials set {domain} --secret-id {row.secret_id}"
+                    " --kind form --login-url URL --username NAME`"
+                )
+        elif row.login_page_url:
+            problems.append(f"{where}: loginPageUrl without secretId: crawled without login")
+    return problems
+
+
 def transfer_selection_records(
     frequency: str | None = None,
     engine: Engine | None = None,
@@ -177,6 +204,7 @@ def transfer_selection_records(
             config_ids[key] = ref.config_id
         for name, hid in cache.items():
             set_configs(conn, hid, [config_ids[k] for k in by_definition[name]], replace=True)
+        errors += _feed_logins(conn, rows)
         # selection definitions of this frequency no active record points to any more
         stale = conn.execute(
             sa.text(

@@ -48,7 +48,10 @@ def domain_size_chart(name: str, history: list[dict[str, Any]]) -> bytes:
     ax_objects.plot(times, [h["objectcount"] for h in history], color="0.6", linewidth=1)
     ax_objects.scatter(times, [h["objectcount"] for h in history], c=colors, zorder=3)
     ax_objects.set_ylabel("objects")
-    ax_bytes.set_title(f"{name}: size per harvest (red: stopped by a limit)")
+    # a name is plain text: "$...$" in it must not be read as math text (which can fail)
+    ax_bytes.set_title(
+        f"{name}: size per harvest (red: stopped by a limit)", parse_math=False, usetex=False
+    )
     if not history:
         ax_bytes.text(0.5, 0.5, "no harvest yet", ha="center", transform=ax_bytes.transAxes)
     ax_bytes.set_ylim(bottom=0)
@@ -66,7 +69,7 @@ def progress_chart(job_id: int, samples: list[dict[str, Any]]) -> bytes:
     few = len(samples) < 50  # a short crawl has one or two samples: show them as dots
     for key in ("discovered", "queued", "downloaded"):
         ax.plot(times, [s[key] for s in samples], marker="o" if few else None, ms=5, label=key)
-    ax.set_title(f"job {job_id}: crawl progress")
+    ax.set_title(f"job {job_id}: crawl progress", parse_math=False, usetex=False)
     ax.set_ylabel("URLs")
     ax.legend(loc="upper left")
     _time_axis(ax, times, timedelta(minutes=1))

@@ -4,7 +4,8 @@ Why RE2: a curator's pattern runs on the api-server, and Python's backtracking e
 minutes on a pattern like ``(a+)+b``. RE2 matches in time linear in the line, so no pattern
 can stall the server; the file is streamed (never loaded whole), lines are cut at
 ``MAX_LINE_CHARS``, and a scan stops after ``max_scan`` lines or ``time_budget_s`` seconds,
-saying so in the result.
+saying so in the result. Lines without exactly crawl.log's 12 fields are never matched: they
+are counted and the first is named (harvestflow.formats.crawllog).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import re2
+
+from harvestflow.formats.crawllog import split_line
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,9 @@ class SearchResult:
     scanned: int = 0
     more: bool = False  # another page exists
     stopped: str = ""  # why the scan stopped early ('' = end of file)
+    bad_lines: int = 0  # lines scanned that are not crawl.log lines (wrong field count)
+    first_bad: int = 0  # the line number of the first of them
+    bad_reason: str = ""
 
 
 def compile_pattern(pattern: str) -> re2._Regexp | None:
@@ -52,7 +58,15 @@ def compile_pattern(pattern: str) -> re2._Regexp | None:
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:
-        raise SearchError(f"invalid regular expression: {exc}") from exc
+        raise SearchError(f"invalid regular expression: {_re2_message(exc)}") from exc
+
+
+def _re2_message(exc: Exception) -> str:
+    """RE2's reason as text: the binding raises with bytes (``b'missing ]: ['``)."""
+    reason = exc.args[0] if exc.args else ""
+    if isinstance(reason, bytes):
+        return reason.decode("utf-8", errors="replace")
+    return str(reason)
 
 
 def parse_status(raw: str) -> str:
@@ -96,9 +110,14 @@ def search_crawl_log(
             if result.scanned > max_scan:
                 result.stopped = f"{max_scan:,} lines scanned"
                 break
-            line = line.rstrip("\n")[:MAX_LINE_CHARS]
-            fields = line.split()
-            if len(fields) < 7:
+            line = line.rstrip("\n")
+            fields, why = split_line(line)
+            line = line[:MAX_LINE_CHARS]  # what the pattern searches
+            if why:
+                # a shifted or forged line would show a server's own columns: named, not shown
+                result.bad_lines += 1
+                if result.bad_lines == 1:
+                    result.first_bad, result.bad_reason = result.scanned, why
                 continue
             if want_status and fields[1] != want_status:
                 continue
@@ -114,6 +133,6 @@ def search_crawl_log(
             if len(result.lines) >= limit:
                 result.more = True
                 break
-            result.lines.append(fields[:12])
+            result.lines.append(fields)
     log.debug("crawl.log search %s: %d lines scanned", path, result.scanned)
     return result

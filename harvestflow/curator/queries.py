@@ -22,6 +22,10 @@ from qa import codes
 JOB_STATUS = codes.JOB_STATUS
 STOP_REASON = STOP_REASON_NAMES
 TIME_UNIT = {1: "hour", 2: "day", 3: "week", 4: "month", 5: "minute"}
+# PostgreSQL's integer column ranges: a number beyond its column's is refused before SQL
+SMALLINT_MAX = 2**15 - 1
+INTEGER_MAX = 2**31 - 1
+BIGINT_MAX = 2**63 - 1
 
 
 @dataclass
@@ -250,6 +254,11 @@ def domain(
     for h in dom["history"].rows:
         h["stop_name"] = STOP_REASON.get(h["stopreason"], str(h["stopreason"]))
     return dom
+
+
+def domain_exists(conn: sa.Connection, name: str) -> bool:
+    """Whether ``name`` is a domain of the harvest database (charts only for those)."""
+    return bool(_rows(conn, "SELECT 1 FROM domains WHERE name = :name", name=name))
 
 
 def domain_sizes(conn: sa.Connection, name: str, limit: int = 2000) -> list[dict[str, Any]]:

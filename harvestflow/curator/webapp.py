@@ -18,11 +18,12 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
@@ -34,6 +35,8 @@ HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
 SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
+# a job id as the bigserial column holds it: a larger number is refused (422), not sent to SQL
+JobId = Annotated[int, PathParam(ge=0, le=queries.BIGINT_MAX)]
 
 
 def _templates() -> Jinja2Templates:
@@ -58,6 +61,7 @@ def create_app(
     ``airflow_base`` prefixes links to Airflow's own pages (task logs): '' for the same host.
     """
     deps = [Depends(auth)] if auth is not None else []
+    deps.append(Depends(_refuse_nul))  # after authentication: a stranger gets 401 first
     app = FastAPI(
         title="harvestflow curator views", dependencies=deps, docs_url=None, redoc_url=None
     )
@@ -100,7 +104,8 @@ def create_app(
         request: Request, page_no: int = 1, status: str = "", harvest_id: str = ""
     ) -> HTMLResponse:
         # the filter form sends status= for "any": empty means no filter, not a bad integer
-        status_no, harvest_no = _opt_int(status, "status"), _opt_int(harvest_id, "harvest_id")
+        status_no = _opt_int(status, "status", queries.SMALLINT_MAX)
+        harvest_no = _opt_int(harvest_id, "harvest_id", queries.INTEGER_MAX)
         with connect() as conn:
             result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status_no, harvest_no)
         for row in result.rows:
@@ -115,7 +120,7 @@ def create_app(
     @app.get("/jobs/{job_id}", response_class=HTMLResponse)
     def job(
         request: Request,
-        job_id: int,
+        job_id: JobId,
         q: str = "",
         status: str = "",
         mime: str = "",
@@ -154,7 +159,7 @@ def create_app(
         )
 
     @app.get("/jobs/{job_id}/progress.png")
-    def job_progress_chart(job_id: int) -> Response:
+    def job_progress_chart(job_id: JobId) -> Response:
         from harvestflow.curator import charts  # matplotlib: only where a chart is drawn
 
         with connect() as conn:
@@ -182,6 +187,8 @@ def create_app(
         from harvestflow.curator import charts
 
         with connect() as conn:
+            if not queries.domain_exists(conn, name):
+                raise HTTPException(404, f"no domain {name!r}")
             history = queries.domain_sizes(conn, name)
         return png(charts.domain_size_chart(name, history))
 
@@ -250,8 +257,21 @@ def _page_no(value: int) -> int:
     return min(max(value, 1), 1_000_000)
 
 
-def _opt_int(value: str, name: str) -> int | None:
-    """An optional integer filter from a form: '' is None; anything else must be an integer."""
+def _refuse_nul(request: Request) -> None:
+    """400 for a NUL byte in any path or query parameter.
+
+    Why here, once: PostgreSQL text cannot hold NUL, so such a value reaching a bound
+    parameter made the driver raise (a 500), and no name, run id or search can contain one.
+    """
+    params = [*request.path_params.items(), *request.query_params.multi_items()]
+    for name, value in params:
+        if "\x00" in str(value):
+            raise HTTPException(400, f"{name}: a NUL byte is not allowed in a parameter")
+
+
+def _opt_int(value: str, name: str, maximum: int) -> int | None:
+    """An optional integer filter from a form: '' is None; anything else must be an integer
+    within ±``maximum`` (the range of the column it is compared with)."""
     value = value.strip()
     if not value:
         return None
@@ -259,7 +279,7 @@ def _opt_int(value: str, name: str) -> int | None:
         number = int(value)
     except ValueError as exc:
         raise HTTPException(400, f"{name} must be an integer, not {value!r}") from exc
-    if abs(number) > 2**31 - 1:
+    if abs(number) > maximum:
         raise HTTPException(400, f"{name} out of range: {value!r}")
     return number
 

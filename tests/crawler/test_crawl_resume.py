@@ -85,6 +85,15 @@ def test_kill_9_then_resume(site, tmp_path):
                 if rec.rec_type in ("response", "revisit"):
                     captures.append((warc.name, str(it.get_record_offset())))
     assert sorted((ln.split(" ")[10], ln.split(" ")[9]) for ln in cdx) == sorted(captures)
+    # ... and each line is the reference indexer's (recorded, or read again after the repair)
+    data = [str(p) for p in warcs if "metadata" not in p.name]
+    ref = subprocess.run(
+        [str(REPO / ".oracle-venv/bin/cdxj-indexer"), "-11", *data],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert sorted(cdx) == sorted(ln for ln in ref if not ln.startswith(" CDX"))
     names = [p.name for p in warcs if "metadata" not in p.name]
     serials = [int(n.split("-")[3]) for n in names]
     assert serials == list(range(len(serials)))  # rotation continued numbering after restart

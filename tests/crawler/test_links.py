@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import lxml.html
 
-from crawler.links import css_urls, extract_css, extract_html, extract_sitemap, parse_srcset
+from crawler.links import (
+    EXTRACT_SCAN,
+    css_urls,
+    extract_css,
+    extract_html,
+    html_links,
+    parse_srcset,
+    scan_html,
+)
 
 PAGE = "http://www.example.org/dir/page.html"
 
 
 def links_of(html: str, url: str = PAGE) -> set[tuple[str, str]]:
     return {(u, h) for u, h, _ in extract_html(lxml.html.fromstring(html), url)}
+
+
+RICH = """<html><head><link rel="stylesheet" href="/s.css"><link rel="canonical" href="c.html">
+<script src="j.js"></script><style>h1{background:url(st.png)}</style></head><body>
+<a href="a.html">a</a><area href="/ar.html"><img src="i.png" srcset="i2.png 2x">
+<picture><source srcset="p1.webp 1x, p2.webp 2x"><img src="p.png"></picture>
+<iframe src="f.html"></iframe><embed src="e.swf"><object data="o.swf"></object>
+<frameset><frame src="fr.html"></frameset>
+<video src="v.mp4" poster="poster.jpg"><source src="v.webm"></video><audio src="a.mp3"></audio>
+<div style="background-image: url('d.png')">x</div><table background="t.gif"></table>
+<a href="javascript:void(0)">no</a><a href="mailto:x@y">no</a><a href="#top">no</a>
+</body></html>"""
 
 
 def test_srcset_candidates_with_descriptors_and_commas_in_urls():
@@ -30,16 +50,7 @@ def test_css_url_and_import_forms():
 
 
 def test_html_elements_give_links_and_embeds():
-    html = """<html><head><link rel="stylesheet" href="/s.css"><link rel="canonical" href="c.html">
-    <script src="j.js"></script><style>h1{background:url(st.png)}</style></head><body>
-    <a href="a.html">a</a><area href="/ar.html"><img src="i.png" srcset="i2.png 2x">
-    <picture><source srcset="p1.webp 1x, p2.webp 2x"><img src="p.png"></picture>
-    <iframe src="f.html"></iframe><embed src="e.swf"><object data="o.swf"></object>
-    <frameset><frame src="fr.html"></frameset>
-    <video src="v.mp4" poster="poster.jpg"><source src="v.webm"></video><audio src="a.mp3"></audio>
-    <div style="background-image: url('d.png')">x</div><table background="t.gif"></table>
-    <a href="javascript:void(0)">no</a><a href="mailto:x@y">no</a><a href="#top">no</a>
-    </body></html>"""
+    html = RICH
     got = links_of(html)
     base = "http://www.example.org/dir/"
     expected = {
@@ -78,11 +89,40 @@ def test_base_href_and_meta_refresh():
     }
 
 
-def test_sitemap_locs():
-    xml = b"""<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-    <url><loc>http://h/a</loc></url><url><loc> http://h/b </loc></url></urlset>"""
-    assert extract_sitemap(xml, "http://h/sitemap.xml") == [
-        ("http://h/a", "M", "sitemap/loc"),
-        ("http://h/b", "M", "sitemap/loc"),
-    ]
-    assert extract_sitemap(b"not xml", "http://h/") == []
+def _pairs(links: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    return sorted(links)
+
+
+def test_the_streaming_scan_finds_what_the_tree_finds():
+    base_page = RICH.replace("<head>", '<head><base href="/b/">')
+    for html in (RICH, base_page):
+        tree = extract_html(lxml.html.fromstring(html), PAGE)
+        assert _pairs(scan_html(html, PAGE)) == _pairs(tree)
+        assert html_links(html, PAGE) == (tree, None)  # a whole tree: no annotation
+    # comments and script text are not markup, for the scan as for the tree
+    html = '<!-- <a href="c.html"> --><script>x="<a href=s.html>"</script><a href=\'q.html?a=1&amp;b=2\' title="1>0">'
+    assert [u for u, _, _ in scan_html(html, PAGE)] == ["http://www.example.org/dir/q.html?a=1&b=2"]
+
+
+def test_deep_documents_fall_back_to_the_scan_and_say_so():
+    for depth in (10_000, 100_000):
+        html = (
+            '<a href="/before">b</a>'
+            + "<div>" * depth
+            + '<a href="/inside">i</a>'
+            + "</div>" * depth
+            + '<a href="/after">a</a>'
+        )
+        links, note = html_links(html, PAGE)
+        assert note == EXTRACT_SCAN
+        assert [u.rsplit("/", 1)[1] for u, _, _ in links] == ["before", "inside", "after"]
+
+
+def test_the_scan_stays_linear_on_unclosed_tags_and_quotes():
+    # each of these made the first scan pattern run from every "<" to the end of the document
+    # (quadratic: minutes for these 0.3-1 MB pages); the deep nest forces the scan
+    nest = "<div>" * 3000 + '<a href="/link">a</a>'
+    for junk in ("<a ", '<a href="x ', "<a href='x ", "<a x=\"'"):
+        links, note = html_links(nest + junk * 100_000, PAGE)  # no ">" after the junk
+        assert note == EXTRACT_SCAN
+        assert [u for u, _, _ in links] == ["http://www.example.org/link"], junk

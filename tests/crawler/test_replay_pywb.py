@@ -12,16 +12,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestflow.samplesite import start
-from tests.crawler.conftest import ORACLE_BIN, make_job, run_crawl
-
-pytestmark = pytest.mark.skipif(
-    not (ORACLE_BIN / "wayback").exists(),
-    reason="pywb oracle venv missing: run bash scripts/setup-oracles.sh",
-)
+from tests.conftest import oracle
+from tests.crawler.conftest import make_job, run_crawl
 
 
 def free_port() -> int:
@@ -79,7 +74,7 @@ def test_pywb_replays_pages_with_their_images_and_css(tmp_path):
     )
     wport = free_port()
     proc = subprocess.Popen(
-        [str(ORACLE_BIN / "wayback"), "-p", str(wport), "-b", "127.0.0.1"],
+        [str(oracle("wayback")), "-p", str(wport), "-b", "127.0.0.1"],
         cwd=coll,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

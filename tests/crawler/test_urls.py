@@ -1,24 +1,8 @@
-"""Canonical keys for the seen-set, and SURT keys equal to the ``surt`` package's (oracle)."""
+"""Canonical keys for the seen-set (the SURT keys are tested in tests/formats/test_surt.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
-import pytest
-
-from crawler.urls import canonical_key, registrable_domain, surt
-from tests.crawler.conftest import ORACLE_BIN
-
-URLS = [
-    "http://www.Example.com:80/a/b?b=2&a=1#frag",
-    "https://example.com:443/",
-    "http://example.com:8080/path/Page.HTML?Z=1&a=2",
-    "http://sub.example.co.uk/x;jsessionid=ABC?q=1",
-    "http://www.example-a.test:8099/section/sub/deep.html",
-    "http://example.org/search?q=archive&page=2",
-    "dns:www.Example.com",
-]
+from crawler.urls import canonical_key, registrable_domain
 
 
 def test_canonical_key_merges_spellings_and_drops_session_ids():
@@ -36,19 +20,3 @@ def test_registrable_domain_uses_the_bundled_suffix_list():
     assert registrable_domain("www.bbc.co.uk") == "bbc.co.uk"
     assert registrable_domain("static.example-a.test") == "example-a.test"
     assert registrable_domain("127.0.0.1") == "127.0.0.1"
-
-
-@pytest.mark.skipif(not (ORACLE_BIN / "python").exists(), reason="oracle venv missing")
-def test_surt_matches_the_surt_package():
-    code = "import json,sys,surt; print(json.dumps([surt.surt(u) for u in json.load(sys.stdin)]))"
-    proc = subprocess.run(
-        [str(ORACLE_BIN / "python"), "-c", code],
-        input=json.dumps(URLS),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    expected = json.loads(proc.stdout)
-    ours = [surt(u) for u in URLS]
-    for url, mine, theirs in zip(URLS, ours, expected, strict=True):
-        assert mine == theirs, url

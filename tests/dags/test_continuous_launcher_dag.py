@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from harvestflow import airflow_runtime
 from harvestflow.settings import Settings
+from tests.dags.runstates import asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -52,6 +53,11 @@ def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engin
             )
     first = dags_test("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    run = last_run(airflow_ready, "continuous_crawl_launcher")
+    assert (run.state, run.tasks) == ("success", {"launch": "success"})
+    assert asset_events(airflow_ready, run) == [
+        ("launch", "harvestflow://continuous/seeds-injected")
+    ]
     with db_engine.connect() as conn:
         seeds = conn.execute(sa.text("SELECT seed_url, template FROM continuous_seeds")).all()
         due = conn.execute(sa.text("SELECT url, next_due FROM continuous_url_state")).all()
@@ -63,6 +69,8 @@ def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engin
         conn.execute(sa.text("UPDATE continuous_seeds SET fetched_since_launch = 5"))
     again = dags_test("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    rerun = last_run(airflow_ready, "continuous_crawl_launcher")
+    assert (rerun.state, rerun.tasks) == ("success", {"launch": "success"})
     with db_engine.connect() as conn:
         launches = conn.execute(sa.text("SELECT count(*) FROM continuous_launches")).scalar_one()
         fetched = conn.execute(

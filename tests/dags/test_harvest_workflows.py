@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from harvestflow import airflow_runtime, samplesite
 from harvestflow.settings import Settings
+from tests.dags.runstates import RunStates, asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -35,15 +36,30 @@ def site() -> Iterator[samplesite.SampleSite]:
     running.stop()
 
 
-def dags_test(dag_id: str, conf: dict) -> subprocess.CompletedProcess[str]:
+def dags_test(
+    dag_id: str, conf: dict | None = None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in this session's Airflow environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    conf_args = ["-c", json.dumps(conf)] if conf is not None else []
     return subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", dag_id, "-c", json.dumps(conf)],
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id, *args, *conf_args],
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
+
+
+def succeeded(proc: subprocess.CompletedProcess[str], settings: Settings, dag_id: str) -> RunStates:
+    """The run's states, after checking the run and every task of it succeeded (or skipped)."""
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, output
+    run = last_run(settings, dag_id)
+    assert run.state == "success", (run, output)
+    bad = {k: v for k, v in run.tasks.items() if v not in ("success", "skipped")}
+    assert bad == {}, output
+    return run
 
 
 def test_oneoff_harvest_crawls_a_seed_list_from_the_form(airflow_ready, db_engine, site) -> None:
@@ -59,7 +75,15 @@ def test_oneoff_harvest_crawls_a_seed_list_from_the_form(airflow_ready, db_engin
             "resolve": {host: "127.0.0.1" for host in SAMPLE_HOSTS},
         },
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = succeeded(proc, airflow_ready, "oneoff_harvest")
+    assert run.tasks == {
+        "advance": "success",
+        "generate_jobs_for": "success",
+        "harvest_job.crawl[0]": "success",
+        "harvest_job.prepare[0]": "success",
+        "harvest_job.record[0]": "success",
+        "validate": "success",
+    }
     with db_engine.connect() as conn:
         job = conn.execute(
             sa.text(
@@ -80,6 +104,17 @@ def test_oneoff_harvest_refuses_an_invalid_form(airflow_ready, db_engine) -> Non
     proc = dags_test("oneoff_harvest", {"seeds": [], "template": "demo_loopback"})
     assert proc.returncode != 0
     assert "give either harvest_id or seeds" in proc.stdout + proc.stderr
+    run = last_run(airflow_ready, "oneoff_harvest")
+    assert run.state == "failed"
+    assert run.tasks["validate"] == "failed"
+    # nothing downstream ran: no job, and advance (validate's teardown) has no run to close
+    assert {k: v for k, v in run.tasks.items() if k != "validate"} == {
+        "advance": "upstream_failed",
+        "generate_jobs_for": "upstream_failed",
+        "harvest_job.crawl": "upstream_failed",
+        "harvest_job.prepare": "upstream_failed",
+        "harvest_job.record": "upstream_failed",
+    }
     with db_engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM jobs")).scalar() == 0
 
@@ -125,7 +160,16 @@ def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
     proc = dags_test(
         "broad_crawl", {"name": "broad-test", "step1_max_objects": 5, "step2_max_objects": 1000}
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = succeeded(proc, airflow_ready, "broad_crawl")
+    step1_crawls = run.of("step1_job.crawl[")
+    assert step1_crawls and set(step1_crawls.values()) == {"success"}
+    assert len(run.of("step1_job.record[")) == len(step1_crawls)
+    assert run.of("step2_job.") == {
+        "step2_job.crawl[0]": "success",
+        "step2_job.prepare[0]": "success",
+        "step2_job.record[0]": "success",
+    }
+    assert run.tasks["done"] == "success"
     with db_engine.connect() as conn:
         rows = conn.execute(
             sa.text(
@@ -166,7 +210,19 @@ def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
         )
 
     proc = dags_test("harvest_maintenance", {"stale_after_s": 600})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = succeeded(proc, airflow_ready, "harvest_maintenance")
+    assert run.tasks == {
+        "done": "success",
+        "high": "success",
+        "high_priority_job.crawl[0]": "success",
+        "high_priority_job.prepare[0]": "success",
+        "high_priority_job.record[0]": "success",
+        "low": "success",
+        "low_priority_job.crawl": "skipped",  # no snapshot job to resubmit: nothing mapped
+        "low_priority_job.prepare": "skipped",
+        "low_priority_job.record": "skipped",
+        "resubmit": "success",
+    }
     with db_engine.connect() as conn:
         old = conn.execute(
             sa.text("SELECT status, resubmitted_as_job FROM jobs WHERE job_id = :j"), {"j": job_id}
@@ -198,15 +254,18 @@ def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
             conn, "broken", timeunit=2, numtimeunits=1, startdate=when, enddate=datetime(2026, 1, 1)
         )
         bad = ensure_selective_definition(conn, "bad", frequency="daily", schedule="broken")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    proc = subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", "selective_harvest_daily", when.isoformat()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = dags_test("selective_harvest_daily", None, when.isoformat())
+    # the definition that cannot be evaluated is deactivated with its reason, not a failure
+    run = succeeded(proc, airflow_ready, "selective_harvest_daily")
+    assert run.tasks == {
+        "advance_schedules": "success",
+        "due_definitions": "success",
+        "generate_due_jobs_for": "success",
+        "harvest_job.crawl[0]": "success",
+        "harvest_job.prepare[0]": "success",
+        "harvest_job.record[0]": "success",
+        "transfer_selection": "success",
+    }
     with db_engine.connect() as conn:
         jobs = conn.execute(
             sa.text("SELECT job_id, status, logical_date FROM jobs WHERE harvest_id = :h"),
@@ -240,7 +299,7 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
 ) -> None:
     """Two due definitions, one job each: the crawler refuses one job's spec (bad template);
     the other job is crawled and recorded, the failed one is FAILED with the reason, both
-    schedules advance."""
+    schedules advance, and the run is failed with that job's crawl task failed."""
     from datetime import UTC, datetime
 
     from harvest.definitions import ensure_selective_definition
@@ -268,19 +327,17 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
             conn, "broken-daily", frequency="daily", config_ids=[ref.config_id]
         )
     when = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", "selective_harvest_daily", when.isoformat()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = dags_test("selective_harvest_daily", None, when.isoformat())
+    assert proc.returncode != 0, "a run with a failed crawl must not exit 0"
+    assert "DagRun failed" in proc.stdout + proc.stderr
     with db_engine.connect() as conn:
         jobs = {
             r.harvest_id: r
             for r in conn.execute(
-                sa.text("SELECT harvest_id, status, harvest_errors FROM jobs ORDER BY job_id")
+                sa.text(
+                    "SELECT harvest_id, status, harvest_errors, airflow_task FROM jobs"
+                    " ORDER BY job_id"
+                )
             )
         }
         runs = conn.execute(
@@ -291,3 +348,25 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
     assert jobs[bad].status == 4 and "summary.json" in jobs[bad].harvest_errors  # FAILED
     assert [r.harvest_id for r in runs] == sorted([good, bad])
     assert all(r.advanced_at is not None for r in runs)  # the schedules advanced all the same
+
+    run = last_run(airflow_ready, "selective_harvest_daily")
+    assert run.state == "failed"
+    failing = jobs[bad].airflow_task["map_index"]  # the crawl task that crawled the bad job
+    working = 1 - failing
+    assert run.tasks == {
+        "transfer_selection": "success",
+        "due_definitions": "success",
+        "generate_due_jobs_for": "success",
+        f"harvest_job.prepare[{failing}]": "success",
+        f"harvest_job.crawl[{failing}]": "failed",
+        f"harvest_job.record[{failing}]": "success",  # bookkeeping ran after the failure
+        f"harvest_job.prepare[{working}]": "success",
+        f"harvest_job.crawl[{working}]": "success",
+        f"harvest_job.record[{working}]": "success",
+        "advance_schedules": "success",
+    }
+    assert jobs[good].airflow_task["map_index"] == working
+    # the indexing chain is woken for the job that finished
+    assert asset_events(airflow_ready, run) == [
+        ("advance_schedules", "harvestflow://harvest/jobs-done")
+    ]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from indexing.cdx import CDX11_HEADER, NotAWarcError, index_warc
+from harvestflow.formats.cdx import CDX11_HEADER
+from indexing.cdx import NotAWarcError, index_warc
 from tests.indexing.conftest import reference_lines
 from tests.indexing.warcgen import write_warc
 
@@ -158,20 +159,26 @@ def test_corrupt_member_is_reported_with_offset(oracle: Path, tmp_path: Path):
     bad = tmp_path / "corrupt.warc.gz"
     bad.write_bytes(bytes(data))
     result = index_warc(bad)
-    assert result.damage is not None
+    assert result.damage is not None and len(result.damages) == 1
     assert result.damage.offset == target
-    assert all(c.offset < target for c in result.captures)
-    assert len(result.captures) == sum(1 for o in offsets if o < target)
+    resumed = int(result.damage.reason.rsplit("next record at byte ", 1)[1].rstrip(")"))
+    assert target < resumed <= offsets[11]
+    # the scan resynchronises on the next member: every other record keeps its line
+    assert result.lines("cdxj", "good.warc.gz") == [
+        line
+        for line in reference_lines(oracle, good, "cdxj")
+        if f'"offset": "{target}"' not in line
+    ]
 
 
 def test_non_warc_files_are_rejected_with_a_clear_message(tmp_path: Path):
     text = tmp_path / "notes.warc.gz"
     text.write_text("this is not a web archive\n")
-    with pytest.raises(NotAWarcError, match="not a WARC file"):
+    with pytest.raises(NotAWarcError, match="not a WARC or ARC file"):
         index_warc(text)
     gzipped = tmp_path / "page.warc.gz"
     gzipped.write_bytes(gzip.compress(b"<html>hello</html>\r\n\r\n"))
-    with pytest.raises(NotAWarcError, match="not a WARC file: first line"):
+    with pytest.raises(NotAWarcError, match="not a WARC or ARC file: first line"):
         index_warc(gzipped)
     empty = tmp_path / "empty.warc.gz"
     empty.write_bytes(b"")
@@ -202,7 +209,7 @@ def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Pa
         check=False,
     )
     assert out.returncode == 2
-    assert "junk.warc.gz: not a WARC file" in out.stderr
+    assert "junk.warc.gz: not a WARC or ARC file" in out.stderr
     expected = reference_lines(oracle, a, "cdx11") + reference_lines(oracle, b, "cdx11")
     assert out.stdout.splitlines() == expected
     assert out.stdout.splitlines().count(CDX11_HEADER) == 2
@@ -264,9 +271,9 @@ def test_payload_skipping_falls_back_when_members_hold_more_than_the_record(
 def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
     import json
 
+    from harvestflow.formats.cdx import _json_fields, cdxj_line
     from indexing.capture import Capture
-    from indexing.cdx import _fields, cdxj_line
 
     cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
     line = cdxj_line(cap, "f.warc.gz")
-    assert line.split(" ", 2)[2] == json.dumps(_fields(cap, "f.warc.gz"))
+    assert line.split(" ", 2)[2] == json.dumps(_json_fields(cap, "f.warc.gz"))

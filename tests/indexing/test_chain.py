@@ -110,7 +110,7 @@ def test_damaged_and_non_warc_files_are_quarantined_and_never_cleaned(
     assert results[truncated.name]["quarantined"]
     assert "damaged at byte offset" in results[truncated.name]["error"]
     assert results[junk.name]["quarantined"]
-    assert "not a WARC file" in results[junk.name]["error"]
+    assert "not a WARC or ARC file" in results[junk.name]["error"]
     others = [r for n, r in results.items() if n not in (truncated.name, junk.name)]
     assert others and all(r["stage"] == "done" for r in others)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,20 +17,54 @@ from tests.demo_fixture import DemoPlatform
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
+DAG_IDS = (
+    "broad_crawl_preload",
+    "selective_harvest_daily",
+    "indexing_chain",
+    "preservation_ingest",
+    "indexing_merge",
+    "daily_qa_stats",
+)
+
+
+def task_states(stdout: str) -> dict[str, dict[str, str]]:
+    """{dag_id: {task: state}} from the demo's '[demo]   DAG: …' / '[demo]     task T: S' lines."""
+    runs: dict[str, dict[str, str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        header = re.fullmatch(r"\[demo\]   (\w+): (success|FAILED) .*", line)
+        if header:
+            current = runs.setdefault(header.group(1), {})
+            continue
+        task = re.fullmatch(r"\[demo\]     task (.+): (\w+)", line)
+        if task:
+            assert current is not None, line
+            current[task.group(1)] = task.group(2)
+    return runs
+
 
 def test_demo_runs_the_whole_cycle_from_a_clean_data_dir(demo_platform: DemoPlatform) -> None:
     data, env = demo_platform.data, demo_platform.env
     demo_platform.check()
     stdout = demo_platform.stdout  # the demo ran once for the session
-    for dag_id in (
-        "broad_crawl_preload",
-        "selective_harvest_daily",
-        "indexing_chain",
-        "preservation_ingest",
-        "indexing_merge",
-        "daily_qa_stats",
-    ):
-        assert f"{dag_id}: success" in stdout
+    runs = task_states(stdout)
+    assert list(runs) == list(DAG_IDS)  # every run, in order, each listing its tasks
+    for dag_id in DAG_IDS:
+        assert f"[demo]   {dag_id}: success (" in stdout
+        assert runs[dag_id], f"{dag_id}: no task states printed"
+        bad = {t: s for t, s in runs[dag_id].items() if s not in ("success", "skipped")}
+        assert bad == {}, f"{dag_id}: {bad}"
+    harvest = runs["selective_harvest_daily"]
+    for task in ("harvest_job.prepare[0]", "harvest_job.crawl[0]", "harvest_job.record[0]"):
+        assert harvest[task] == "success", task
+    assert harvest["advance_schedules"] == "success"
+    indexed = {t: s for t, s in runs["indexing_chain"].items() if t.startswith("process_file[")}
+    assert len(indexed) >= 2 and set(indexed.values()) == {"success"}  # data + metadata WARC
+    assert runs["indexing_chain"]["chain_done"] == "success"
+    preserved = {t: s for t, s in runs["preservation_ingest"].items() if t.startswith("ingest_")}
+    ((task, state),) = preserved.items()  # the one demo job, named by its id
+    assert task.startswith("ingest_job[job ") and state == "success"
+    assert runs["preservation_ingest"]["report"] == "success"
 
     # crawl: one job, complete, WARCs accepted by warcio's own checker
     summaries = list(data.glob("jobs/*/*/*/summary.json"))
@@ -49,9 +84,8 @@ def test_demo_runs_the_whole_cycle_from_a_clean_data_dir(demo_platform: DemoPlat
     big = data / "index" / "cdx" / "big.cdxj"
     lines = big.read_bytes().splitlines()
     assert lines == sorted(lines)
-    assert any(line.startswith(b"test,example-a)/ ") for line in lines) or any(
-        b"test,example-a" in line for line in lines
-    )
+    front = f"test,example-a:{env['HARVESTFLOW_SAMPLESITE__PORT']})/ ".encode()
+    assert any(line.startswith(front) for line in lines), lines[:20]
 
     # preservation: every data WARC is in the bucket with its bytes
     s3 = boto3.client(

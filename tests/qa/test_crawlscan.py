@@ -160,3 +160,40 @@ def test_missing_extension_falls_back_to_polars_with_a_warning(
     assert "not built" in caplog.text
     assert _figures(got) == _figures(ref)
     assert isinstance(got.groups, pl.DataFrame)
+
+
+SHIFTED = [  # a value with whitespace in it, written by an older crawler or another tool
+    # a forged 14-field line (Content-Type "text/html x y"): the server's digest, seed, notes
+    b"2026-11-22T09:00:01.000Z   200       4000 http://forged.fr/ - - text/html x y #001 2+1"
+    b" sha1:FORGED http://evil.fr/ duplicate:digest",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://tab.fr/ - - text/html\tx #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://vt.fr/ - - text/html\x0bx #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://fs.fr/ - - text/html\x1cx #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://ls.fr/ - - text/\xe2\x80\xa8x #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://nbsp.fr/ - - text/\xc2\xa0x #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://ideo.fr/ - - text/\xe3\x80\x80x #001 2+1 s - -",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://13.fr/ - - text/html #001 2+1 s - - extra",
+    b"2026-11-22T09:00:01.000Z   200       4000 http://2sp.fr/ - - text/html #001 2+1  s - - x",
+]
+EXTRA_INFO = (  # Heritrix's -extraInfo: a 13th field holding a JSON object, accepted
+    b"2026-11-22T09:00:01.000Z   200       4000 http://extra.fr/ - - text/html #001 2+1 s - -"
+    b' {"contentSize":4000,"warcFilename":"x.warc.gz"}'
+)
+
+
+@pytest.mark.parametrize("engine", ["c", "polars"])
+def test_shifted_and_forged_lines_are_bad_lines(tmp_path: Path, engine: str) -> None:
+    rng = random.Random(10)
+    lines = [_line(rng, n).encode() for n in range(300)]
+    for n, bad in enumerate(SHIFTED):
+        lines.insert(20 * n + 5, bad)
+    lines.append(EXTRA_INFO)
+    log = tmp_path / "crawl.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    got = aggregate_crawl_log(log, engine=engine, workers=1)
+    assert got.bad_lines == len(SHIFTED)
+    assert [b.line for b in got.bad_examples] == [lines.index(b) + 1 for b in SHIFTED]
+    assert "14 fields" in got.bad_examples[0].reason
+    auths = set(got.groups["auth"].to_list())
+    assert "extra.fr" in auths and not auths & {"forged.fr", "tab.fr", "13.fr", "2sp.fr"}
+    assert _figures(got) == _figures(aggregate_crawl_log(log, engine="polars", workers=1))

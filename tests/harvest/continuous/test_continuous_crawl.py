@@ -31,10 +31,9 @@ from harvest.continuous.report import crawl_stats, host_report
 from harvest.continuous.run import CrawlFn, run_batch
 from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
+from tests.conftest import oracle
 from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
 
-REPO = Path(__file__).resolve().parents[3]
-WAYBACK = REPO / ".oracle-venv" / "bin" / "wayback"
 FAST = {
     "delay_factor": 0.0,
     "min_delay_ms": 0,
@@ -102,13 +101,11 @@ def test_launcher_injects_each_due_seed_once_per_hour(db_engine: sa.Engine) -> N
     assert counts == {"http://a.test/": 0, "http://b.test/": 99}
 
 
-def start_pywb(live: Path) -> subprocess.Popen[bytes] | None:
-    if not WAYBACK.exists():
-        return None
+def start_pywb(live: Path) -> subprocess.Popen[bytes]:
     pywb_config(live)
     port = free_port()
     proc = subprocess.Popen(
-        [str(WAYBACK), "-p", str(port), "-b", "127.0.0.1"],
+        [str(oracle("wayback")), "-p", str(port), "-b", "127.0.0.1"],
         cwd=live,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -208,14 +205,12 @@ def test_adaptive_revisits_learn_rhythms_and_ignore_noise(
     assert row["urls"] == 8 and row["min_wait_h"] == round(25 / 60, 2) and row["max_wait_h"] > 1
 
 
-@pytest.mark.skipif(not WAYBACK.exists(), reason="oracle venv (pywb) missing")
 def test_a_capture_is_replayable_through_pywb_minutes_after_its_fetch(
     db_engine: sa.Engine, tmp_path: Path
 ) -> None:
     site = RhythmSite()
     live = tmp_path / "live"
     pywb = start_pywb(live)
-    assert pywb is not None
     try:
         seed = site.url("/every")
         add_record(db_engine, seed)

@@ -7,9 +7,12 @@ import random
 import subprocess
 from pathlib import Path
 
-from indexing.surt import surt, surt_or_url
+from harvestflow.formats.surt import surt, surt_or_url
 
 EDGE_CASES = [
+    "http://www.Example.com:80/a/b?b=2&a=1#frag",
+    "http://sub.example.co.uk/x;jsessionid=ABC?q=1",
+    "dns:www.Example.com",
     "http://www.example.com/",
     "https://www.Example.com:443/a/b/../c/./d/?b=2&a=1#frag",
     "http://www2.example.com:8080/Path/To/Page.HTML?Z=1&y&x=",

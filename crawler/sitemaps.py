@@ -1,0 +1,203 @@
+"""Sitemaps (sitemaps.org) as Heritrix and the UK Web Archive read them.
+
+Why: pages that no other page links to (archives, old news, deep product pages) are often
+listed only in a site's sitemap. When the template's ``extract_sitemaps`` is on, the crawl
+reads the sitemaps of its hosts: ``/sitemap.xml`` of each seed host and every ``Sitemap:`` line
+of the robots.txt files it fetches, sitemap indexes (nested, up to :data:`MAX_INDEX_DEPTH`),
+gzipped sitemaps (``.xml.gz``, also when served as ``application/x-gzip`` without a
+Content-Encoding) and plain-text sitemaps (one URL a line). Every URL found is a discovered
+link with hop ``M`` (manifest), decided by the normal scope, trap and budget rules, with the
+sitemap as its ``via``.
+
+A sitemap may be hostile: its inflated size is bounded (the protocol's 50 MB, and never more
+than the template's ``max_response_bytes``), at most :data:`MAX_URLS` locations are read from
+one file, entities are never resolved (Scrapy's :class:`~scrapy.utils.sitemap.Sitemap` parser).
+
+A response is read as a sitemap only when its request was queued as one (the link context in
+:data:`SITEMAP_CONTEXTS`, kept in the persistent frontier), never because its MIME type says
+XML: a feed or an XML page linked from HTML is archived, not parsed for URLs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
+from scrapy.utils.gz import gunzip
+from scrapy.utils.sitemap import Sitemap
+
+from crawler.links import Link
+from crawler.urls import host_of
+
+if TYPE_CHECKING:
+    import scrapy
+    from scrapy.crawler import Crawler
+
+    from crawler.context import CrawlContext
+
+log = logging.getLogger(__name__)
+
+HOP = "M"
+SEED_CONTEXT = "sitemap"  # /sitemap.xml of a seed host
+ROBOTS_CONTEXT = "robots/sitemap"  # a Sitemap: line of robots.txt
+INDEX_CONTEXT = "sitemapindex/loc"  # a sitemap listed by a sitemap index
+URL_CONTEXT = "sitemap/loc"  # a page listed by a sitemap
+SITEMAP_CONTEXTS = frozenset({SEED_CONTEXT, ROBOTS_CONTEXT, INDEX_CONTEXT})
+
+MAX_INFLATED_BYTES = 50 * 1024 * 1024  # the protocol's limit for one (uncompressed) sitemap
+MAX_URLS = 50_000  # the protocol's limit of locations in one sitemap
+MAX_INDEX_DEPTH = 3  # sitemap → index → index → sitemap; deeper indexes are not followed
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class SitemapError(ValueError):
+    """A sitemap that cannot be read (too large once inflated, broken gzip)."""
+
+
+def seed_sitemap_url(seed: str) -> str:
+    """``/sitemap.xml`` of a seed's host (scheme and port kept)."""
+    return urljoin(seed, "/sitemap.xml")
+
+
+def seed_links(seed: str) -> list[Link]:
+    """What a seed's host adds to the frontier when the template extracts sitemaps: its
+    ``/sitemap.xml`` (robots.txt, fetched as every host's prerequisite when the template obeys
+    it, is read by :class:`RobotsSitemaps`; a crawl that ignores robots.txt never fetches it)."""
+    return [(seed_sitemap_url(seed), HOP, SEED_CONTEXT)]
+
+
+def robots_url(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/robots.txt"
+
+
+def index_depth(hops: str) -> int:
+    """How many sitemaps led to this one (the trailing manifest hops of its path)."""
+    return len(hops) - len(hops.rstrip(HOP))
+
+
+def inflate(body: bytes, limit: int) -> bytes:
+    """The sitemap's bytes: gunzipped when they are gzip (``.xml.gz``), at most ``limit``."""
+    if body[:2] != GZIP_MAGIC:
+        if len(body) > limit:
+            raise SitemapError(f"sitemap of {len(body)} bytes is over the {limit}-byte limit")
+        return body
+    try:
+        return gunzip(body, max_size=limit)
+    except _DecompressionMaxSizeExceeded as exc:
+        raise SitemapError(f"gzipped sitemap inflates past the {limit}-byte limit") from exc
+    except (OSError, EOFError) as exc:
+        raise SitemapError(f"broken gzip: {exc}") from exc
+
+
+def _text_sitemap(data: bytes, base: str) -> list[str]:
+    """A plain-text sitemap: one absolute http(s) URL a line (sitemaps.org, "Text file")."""
+    urls = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line.lower().startswith(("http://", "https://")):
+            urls.append(urljoin(base, line))
+    return urls
+
+
+def parse_sitemap(body: bytes, url: str, depth: int, limit: int) -> list[Link]:
+    """Links of a fetched sitemap: ``(url, "M", context)`` for its pages and its sitemaps.
+
+    ``depth`` is :func:`index_depth` of the sitemap itself; an index found at
+    :data:`MAX_INDEX_DEPTH` is not followed further (logged).
+    """
+    data = inflate(body, limit)
+    if not data.strip():
+        return []
+    if data.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] != b"<":  # BOM, then XML?
+        found = _text_sitemap(data, url)[:MAX_URLS]
+        return [(u, HOP, URL_CONTEXT) for u in found]
+    try:
+        sitemap = Sitemap(data)
+    except (StopIteration, SyntaxError, ValueError) as exc:
+        raise SitemapError(f"not a sitemap ({exc or 'empty document'})") from exc
+    if sitemap.type not in ("urlset", "sitemapindex"):
+        raise SitemapError(f"not a sitemap (root element {sitemap.type!r})")
+    is_index = sitemap.type == "sitemapindex"
+    if is_index and depth >= MAX_INDEX_DEPTH:
+        log.warning("%s: sitemap index nested %d deep, not followed", url, depth)
+        return []
+    context = INDEX_CONTEXT if is_index else URL_CONTEXT
+    out: list[Link] = []
+    try:
+        for entry in sitemap:
+            loc = (entry.get("loc") or "").strip()
+            if not loc:
+                continue
+            out.append((urljoin(url, loc), HOP, context))
+            if len(out) >= MAX_URLS:
+                log.warning("%s: more than %d locations, the rest is not read", url, MAX_URLS)
+                break
+    except SyntaxError as exc:  # lxml gives up past what it could recover: keep what was read
+        log.warning("%s: sitemap broken after %d locations: %s", url, len(out), exc)
+    return out
+
+
+def links_of_response(body: bytes, url: str, hf: dict[str, Any], max_bytes: int) -> list[Link]:
+    """Links of a response queued as a sitemap, [] for any other response. A bad sitemap is
+    logged and gives no links (it is archived all the same)."""
+    context = hf.get("context")
+    if context not in SITEMAP_CONTEXTS:
+        return []
+    try:
+        return parse_sitemap(
+            body, url, index_depth(hf.get("hops", "")), min(MAX_INFLATED_BYTES, max_bytes)
+        )
+    except SitemapError as exc:
+        log.warning("sitemap %s not read: %s", url, exc)
+        return []
+
+
+def is_sitemap_context(context: str | None) -> bool:
+    return context in SITEMAP_CONTEXTS
+
+
+class RobotsSitemaps:
+    """Extension: the ``Sitemap:`` lines of each robots.txt the robots middleware parsed are
+    queued (hop ``M`` after the robots.txt prerequisite ``P``, robots.txt as ``via``).
+
+    Off (NotConfigured) unless the template extracts sitemaps and obeys robots.txt (a crawl
+    that ignores robots.txt does not fetch it: only ``/sitemap.xml`` of its seed hosts is read).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        t = self.ctx.spec.template
+        if not (t.extract_sitemaps and t.obey_robots):
+            raise NotConfigured
+        # the source tag of a host's sitemaps: its first seed (none for a host without seeds)
+        self.seed_of_host: dict[str, str] = {}
+        for seed in reversed(self.ctx.spec.seeds):
+            self.seed_of_host[host_of(seed)] = seed
+        crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsSitemaps:
+        return cls(crawler)
+
+    def robots_parsed(self, robotparser: Any, request: scrapy.Request, **_: Any) -> None:
+        parser = getattr(robotparser, "rp", None)
+        found = list(getattr(parser, "sitemaps", []) or [])
+        if not found:
+            return
+        robots = robots_url(request.url)
+        seed = self.seed_of_host.get(host_of(request.url))
+        links = [(urljoin(robots, u.strip()), HOP, ROBOTS_CONTEXT) for u in found if u.strip()]
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("sitemaps/robots_lines", len(links))
+        parent = {"hops": "P", "url": robots, "seed": seed}
+        engine = self.crawler.engine
+        for req in self.ctx.discovered(links, parent):
+            if engine is not None:
+                engine.crawl(req)

@@ -1,0 +1,216 @@
+"""Retrospective deliveries (ARC or WARC files from elsewhere, e.g. the Internet Archive) as jobs.
+
+Why a job: everything downstream is organised by job — the indexing chain ingests the files of
+finished jobs, preservation packages one job per BagIt bag with its metadata WARC first, and the
+three levels harvest definition → job → file must be rebuildable from storage alone. So a delivery
+directory is registered as **one job** of a harvest definition named ``delivery:<name>``
+(inactive, never scheduled), status DONE, channel ``DELIVERY``, with no crawl dates (the daily
+QA, which reports on crawls, leaves it out). Its job directory holds ``warcs/`` with the delivered
+files (hard links, else copies; the delivered originals are never touched) and a metadata WARC we
+write, ``<job>-metadata-1.warc.gz``: a ``warcinfo`` record naming the delivery and its source
+directory, and a ``metadata`` record listing every delivered file with its size, SHA-1 and
+format. From there the ordinary chain indexes, transfers, backs up and cleans the files, and
+preservation packages the delivery as one bag.
+
+A file that is neither WARC nor ARC, or whose name the index manifest already holds (it would be
+skipped by the ingest, and missing from the delivery's package), is refused with a message; the
+others are registered. A delivery is registered once: registering the same name again does
+nothing (a later delivery is registered under another name).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from warcio.warcwriter import WARCWriter
+
+from harvest.common import DONE
+from harvestflow.db import get_engine
+from harvestflow.settings import Settings, get_settings
+from indexing import manifest
+from indexing.capture import NotAWarcError, sniff_format
+from indexing.files import place, sha1_of
+from indexing.layout import is_warc_name
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "DELIVERY"
+TEMPLATE = "delivery"
+
+
+@dataclass
+class DeliveryResult:
+    """What registering a delivery did."""
+
+    name: str
+    job_id: int | None = None
+    harvest_id: int | None = None
+    job_dir: str | None = None
+    registered: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    already: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def _definition_name(name: str) -> str:
+    return f"delivery:{name}"
+
+
+def _existing_job(conn: sa.Connection, name: str) -> tuple[int, int, str] | None:
+    row = conn.execute(
+        sa.text(
+            "SELECT j.job_id, j.harvest_id, j.job_dir FROM jobs j"
+            " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id WHERE h.name = :n"
+        ),
+        {"n": _definition_name(name)},
+    ).first()
+    return (int(row[0]), int(row[1]), str(row[2])) if row else None
+
+
+def _candidates(source: Path, result: DeliveryResult) -> list[tuple[Path, str]]:
+    """(path, format) of the delivered archive files; the others are refused with a reason."""
+    found: list[tuple[Path, str]] = []
+    for path in sorted(source.iterdir()):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        if not is_warc_name(path.name):
+            result.refused[path.name] = "not named .arc, .arc.gz, .warc or .warc.gz"
+            continue
+        try:
+            found.append((path, sniff_format(path)))
+        except NotAWarcError as exc:
+            result.refused[path.name] = str(exc)
+        except OSError as exc:
+            result.refused[path.name] = f"cannot read: {exc}"
+    return found
+
+
+def _metadata_warc(
+    dest: Path, name: str, source: Path, files: list[tuple[Path, str, int, str]]
+) -> None:
+    """The delivery's metadata WARC: what was delivered, from where, with fixity values."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    with open(tmp, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        writer.write_record(
+            writer.create_warcinfo_record(
+                dest.name,
+                {
+                    "software": "harvestflow indexing.delivery",
+                    "format": "WARC File Format 1.0",
+                    "description": f"retrospective delivery {name!r} from {source}",
+                    "isPartOf": _definition_name(name),
+                },
+            )
+        )
+        listing = "".join(
+            json.dumps({"file": p.name, "size": size, "sha1": sha1, "format": fmt}) + "\n"
+            for p, fmt, size, sha1 in files
+        ).encode("utf-8")
+        writer.write_record(
+            writer.create_warc_record(
+                f"metadata://harvestflow/delivery/{name}/files",
+                "metadata",
+                payload=io.BytesIO(listing),
+                warc_content_type="application/x-ndjson",
+            )
+        )
+    tmp.replace(dest)
+
+
+def register_delivery(
+    source: Path | str, name: str, settings: Settings | None = None
+) -> DeliveryResult:
+    """Register the archive files of directory ``source`` as the job of delivery ``name``."""
+    settings = settings or get_settings()
+    source = Path(source).resolve()
+    result = DeliveryResult(name)
+    if not source.is_dir():
+        raise NotADirectoryError(f"delivery {name!r}: {source} is not a directory")
+    engine = get_engine(settings.harvest_db_url)
+    with engine.connect() as conn:
+        existing = _existing_job(conn, name)
+    if existing is not None:
+        result.job_id, result.harvest_id, result.job_dir = existing
+        result.already = True
+        log.warning("delivery %r: already registered as job %s, nothing done", name, existing[0])
+        return result
+    candidates = _candidates(source, result)
+    known = manifest.known_names(engine, [p.name for p, _ in candidates])
+    for path, _ in candidates:
+        if path.name in known:
+            result.refused[path.name] = "a file of this name is already in the index manifest"
+    files = [(p, fmt, p.stat().st_size, sha1_of(p)) for p, fmt in candidates if p.name not in known]
+    if not files:
+        log.error("delivery %r: no archive file to register in %s", name, source)
+        return result
+    with engine.begin() as conn:
+        harvest_id = int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO harvestdefinitions (name, comments, kind, isactive,"
+                    " inactive_reason) VALUES (:n, :c, 'partial', false, :r) RETURNING harvest_id"
+                ),
+                {
+                    "n": _definition_name(name),
+                    "c": f"retrospective delivery from {source}",
+                    "r": "a delivery, never harvested",
+                },
+            ).scalar_one()
+        )
+        job_id = int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                    " template_name, template, seedlist)"
+                    " VALUES (:h, 1, 0, :s, :c, :t, CAST(:spec AS jsonb), '')"
+                    " RETURNING job_id"
+                ),
+                {
+                    "h": harvest_id,
+                    "s": DONE,
+                    "c": CHANNEL,
+                    "t": TEMPLATE,
+                    "spec": json.dumps({"delivery": name, "source": str(source)}),
+                },
+            ).scalar_one()
+        )
+        job_dir = settings.data_dir / "deliveries" / f"{job_id}-{_safe(name)}"
+        warcs = job_dir / "warcs"
+        warcs.mkdir(parents=True, exist_ok=True)
+        for path, *_ in files:
+            place(path, warcs / path.name)
+        _metadata_warc(warcs / f"{job_id}-metadata-1.warc.gz", name, source, files)
+        # the job becomes visible to the chain (job_dir set) only with its files in place
+        conn.execute(
+            sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
+            {"d": str(job_dir), "j": job_id},
+        )
+    result.job_id, result.harvest_id, result.job_dir = job_id, harvest_id, str(job_dir)
+    result.registered = [p.name for p, *_ in files]
+    log.info(
+        "delivery %r: %d files registered as job %s (%s); %d refused",
+        name,
+        len(files),
+        job_id,
+        job_dir,
+        len(result.refused),
+    )
+    for file_name, why in result.refused.items():
+        log.error("delivery %r: %s refused: %s", name, file_name, why)
+    return result
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "delivery"
+
+
+__all__ = ["DeliveryResult", "register_delivery"]

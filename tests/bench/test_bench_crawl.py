@@ -1,0 +1,112 @@
+"""The crawl benchmark's peer is tuned as our crawler, and a coverage difference fails the run.
+
+Why: the benchmark's archiving overhead (1 − rate(harvestflow) / rate(bare Scrapy)) only
+measures archiving if bare Scrapy runs with the crawler's Scrapy tuning; these tests compare the
+peer's settings with ``crawler.runner.scrapy_settings`` for the benchmark's own command line, so
+a change to either shows up here instead of silently skewing the figure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+from scrapy.settings import Settings
+
+from crawler import cli, jobspec, runner
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "crawl"
+
+# every setting that changes how Scrapy schedules, downloads or processes a response
+TUNING_KEYS = [
+    "TWISTED_REACTOR",
+    "ASYNCIO_EVENT_LOOP",
+    "CONCURRENT_ITEMS",
+    "CONCURRENT_REQUESTS",
+    "CONCURRENT_REQUESTS_PER_DOMAIN",
+    "CONCURRENT_REQUESTS_PER_IP",
+    "DOWNLOAD_DELAY",
+    "RANDOMIZE_DOWNLOAD_DELAY",
+    "DOWNLOAD_TIMEOUT",
+    "DOWNLOAD_MAXSIZE",
+    "DOWNLOAD_WARNSIZE",
+    "DNS_TIMEOUT",
+    "RETRY_ENABLED",
+    "RETRY_TIMES",
+    "RETRY_HTTP_CODES",
+    "REDIRECT_ENABLED",
+    "METAREFRESH_ENABLED",
+    "HTTPERROR_ALLOW_ALL",
+    "COOKIES_ENABLED",
+    "HTTPCACHE_ENABLED",
+    "HTTPPROXY_ENABLED",
+    "TELNETCONSOLE_ENABLED",
+    "REMOTE_CONTROL_ENABLED",
+    "DUPEFILTER_CLASS",
+    "SCHEDULER_MEMORY_QUEUE",
+    "SCHEDULER_PRIORITY_QUEUE",
+    "DEPTH_PRIORITY",
+    "LOG_LEVEL",
+]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_crawl_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ours(tmp_path: Path, run_bench: ModuleType) -> Settings:
+    """crawler.runner's Scrapy settings for the benchmark's command line."""
+    parser = cli.argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    args = parser.parse_args(
+        ["--out", str(tmp_path), *run_bench.HF_COMMON, "--seed", "http://127.0.0.1:1/"]
+    )
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(cli.adhoc_spec(args)))
+    ctx = SimpleNamespace(spec=jobspec.load(job), partition=None)
+    settings = runner.scrapy_settings(ctx)  # type: ignore[arg-type]
+    settings.pop("HARVESTFLOW_CONTEXT")
+    return Settings(settings)
+
+
+def _disabled_builtins(s: Settings, key: str) -> set[str]:
+    return {k for k, v in s.getdict(key).items() if v is None and k.startswith("scrapy.")}
+
+
+def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
+    bare, run_bench = _load("bare_scrapy"), _load("run_bench")
+    ours, peer = _ours(tmp_path, run_bench), Settings(bare.SETTINGS)
+    differing = {k: (peer.get(k), ours.get(k)) for k in TUNING_KEYS if peer.get(k) != ours.get(k)}
+    assert differing == {}, "bare Scrapy peer vs crawler (peer, ours)"
+    for key in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
+        assert _disabled_builtins(peer, key) == _disabled_builtins(ours, key), key
+    # the scheduling middleware that goes with CONCURRENT_ITEMS = 1, at the same place
+    name = "crawler.spider.ScheduleOutputMiddleware"
+    assert peer.getdict("SPIDER_MIDDLEWARES")[name] == ours.getdict("SPIDER_MIDDLEWARES")[name]
+    handlers = ours.getdict("DOWNLOAD_HANDLERS")
+    disabled = {k for k, v in handlers.items() if v is None}
+    assert {k for k, v in peer.getdict("DOWNLOAD_HANDLERS").items() if v is None} == disabled
+    assert bare.GC_YOUNG_THRESHOLD == runner.GC_YOUNG_THRESHOLD
+
+
+def test_coverage_problems_names_every_difference() -> None:
+    run_bench = _load("run_bench")
+    same = {"a", "b", "c"}
+    assert run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 3) == []
+    problems = run_bench.coverage_problems(
+        {"wget": same, "bare": {"a", "b"}, "x1": {"a", "b", "c", "d"}}, "wget", 3
+    )
+    assert len(problems) == 2
+    assert problems[0].startswith("bare: 2 URLs common with wget, 0 only here [], 1 only in wget")
+    assert "1 only here ['d']" in problems[1]
+    # the reference itself short of the site's URLs (every peer missing the same pages)
+    short = run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 4)
+    assert short == ["wget fetched 3 URLs, the site has 4"]

@@ -1,0 +1,114 @@
+"""A run of the indexing chain or of preservation in which one file or job fails is red, names
+that file or job, and still does the rest: the other files and jobs go through, the bookkeeping
+teardown runs and its Asset wakes the next stage. `airflow dags test` (dag.test()) on the
+session's real PostgreSQL and SeaweedFS; states read from Airflow's metadata DB.
+
+The harvest DAGs' case (one job's crawl fails) is in test_harvest_workflows.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import airflow_runtime
+from harvestflow.settings import Settings
+from tests.dags.runstates import asset_events, last_run
+from tests.indexing.chainkit import job_warcs, make_harvest
+from tests.indexing.chainkit import make_job as make_indexing_job
+from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+
+
+@pytest.fixture(scope="module")
+def airflow_ready(services: Settings) -> Settings:
+    airflow_runtime.prepare(services)
+    return services
+
+
+def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(extra_env)
+    return subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through(
+    airflow_ready: Settings, db_engine: sa.Engine
+) -> None:
+    hid = make_harvest(db_engine, "chain-dag")
+    job_id, job_dir = make_indexing_job(db_engine, airflow_ready.data_dir, hid, files=2, seed=5)
+    good = [w.name for w in job_warcs(job_dir)]  # 2 data WARCs + the metadata WARC
+    junk = job_dir / "warcs" / f"{job_id}-{hid}-20261122031800000-00008-crawler.warc.gz"
+    junk.write_text("<html>not a warc</html>\n")
+
+    proc = dags_test("indexing_chain", HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0")
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode != 0, output
+    run = last_run(airflow_ready, "indexing_chain")
+    assert run.state == "failed"
+    assert run.named == {
+        f"process_file[{junk.name}]": "failed",  # quarantined: named, not retried
+        **{f"process_file[{name}]": "success" for name in good},
+    }
+    assert {k: v for k, v in run.tasks.items() if not k.startswith("process_file")} == {
+        "ingest": "success",
+        "pending": "success",
+        "chain_done": "success",
+    }
+    assert "not a WARC file" in proc.stdout + proc.stderr
+    with db_engine.connect() as conn:
+        stages = dict(conn.execute(sa.text("SELECT file_name, stage FROM index_manifest")).all())
+    assert stages == {junk.name: "quarantined", **{name: "done" for name in good}}
+    # preservation is woken for the files that went through
+    assert asset_events(airflow_ready, run) == [
+        ("chain_done", "harvestflow://indexing/files-indexed")
+    ]
+
+
+def test_preservation_run_is_red_when_one_job_goes_to_the_manual_queue(
+    airflow_ready: Settings,
+    db_engine: sa.Engine,
+    fresh_bucket: str,
+    make_job,  # noqa: F811
+) -> None:  # type: ignore[no-untyped-def]
+    kept = make_job((300_000,), harvest_name="pres-dag")
+    broken = make_job((200_000,), harvest_name="pres-dag")
+    lost = next(p for n, p in broken.files.items() if n != broken.metadata_name)
+    lost.unlink()  # a repository file that is gone: a serious error, for a person to act on
+
+    proc = dags_test("preservation_ingest")
+    output = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode != 0, output
+    run = last_run(airflow_ready, "preservation_ingest")
+    assert run.state == "failed"
+    assert run.named == {
+        f"ingest_job[job {broken.job_id}]": "failed",
+        f"ingest_job[job {kept.job_id}]": "success",
+    }
+    assert {k: v for k, v in run.tasks.items() if not k.startswith("ingest_job")} == {
+        "ready_jobs": "success",
+        "report": "success",
+    }
+    assert f"job {broken.job_id} put in the manual queue" in proc.stdout + proc.stderr
+    with db_engine.connect() as conn:
+        status = dict(
+            conn.execute(sa.text("SELECT job_id, status FROM preservation_packages")).all()
+        )
+    assert status == {kept.job_id: "preserved", broken.job_id: "manual"}
+    assert asset_events(airflow_ready, run) == [
+        ("report", "harvestflow://preservation/packages-preserved")
+    ]

@@ -1,0 +1,176 @@
+"""Curator pages under hostile and careless parameters: 4xx, never a 500.
+
+Every GET route of the app is found by walking ``app.routes`` (a route added later is walked
+too), and each of its path and query parameters gets every value of ``HOSTILE`` in turn while
+the other path parameters name things that exist (so the value reaches the queries, the file
+readers and the charts behind a 404 check). Values are written percent-encoded, exactly as a
+browser or a script would send them: NUL bytes, integers beyond the columns' ranges, matplotlib
+math text, 10 kB strings, escapes that are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import sqlalchemy as sa
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from harvestflow.curator.webapp import create_app
+
+PNG = b"\x89PNG\r\n\x1a\n"
+MATH_DOMAIN = "$\\frac{x$.test"  # not valid math text: matplotlib raised on it as a title
+DAY = "2026-11-22"
+
+# name -> the value as it appears in the URL (already percent-encoded)
+HOSTILE = {
+    "NUL": "%00",
+    "NUL inside": "x%00y",
+    "not UTF-8": "%ff%fe",
+    "control characters": "%01%1b%7f",
+    "smallint + 1": "40000",
+    "integer + 1": "2147483648",
+    "bigint + 1": "9223372036854775808",
+    "huge": "9" * 40,
+    "negative": "-1",
+    "negative huge": "-" + "9" * 40,
+    "math text": quote("$\\mathrm{x}$", safe=""),
+    "bad math text": quote("$\\frac{x$", safe=""),
+    "10 kB": "a" * 10_240,
+    "dot dot": "..",
+    "bad regex": quote("[", safe=""),
+}
+
+
+def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
+    """A job with a crawl.log, two domains with history (one named as math text), a QA day
+    and a preload run; returns a valid value per path parameter name."""
+    from harvest.bootstrap import ensure_reference_data
+    from harvest.definitions import ensure_selective_definition
+
+    ensure_reference_data(engine)
+    job_dir = tmp_path / "job"
+    (job_dir / "logs").mkdir(parents=True)
+    (job_dir / "logs" / "crawl.log").write_text(
+        "2026-11-22T03:09:30.180Z 200 2136 http://web.test/ - - text/html #000 x sha1:B - -\n"
+    )
+    (job_dir / "logs" / "progress-statistics.log").write_text(
+        "  timestamp discovered queued downloaded doc/s KB/s dl-failures\n"
+        "2026-11-22T03:09:30Z 10 8 2 1.00(1.00) 2(1) 0 0 0 0 0 0 0\n"
+    )
+    qa_dir = tmp_path / "qa"
+    (qa_dir / "charts").mkdir(parents=True)
+    with engine.begin() as conn:
+        hid = ensure_selective_definition(conn, "hostile-test", frequency=None)
+        job = conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                " template_name, template, seedlist, job_dir) VALUES (:h, 1, 0, 3, 'FOCUSED',"
+                " 't', CAST('{}' AS jsonb), 'http://web.test/', :d) RETURNING job_id"
+            ),
+            {"h": hid, "d": str(job_dir)},
+        ).scalar_one()
+        for name in ("web.test", MATH_DOMAIN):
+            conn.execute(
+                sa.text(
+                    "WITH d AS (INSERT INTO domains (name) VALUES (:n) RETURNING domain_id),"
+                    " c AS (INSERT INTO configurations (name, domain_id, template_id)"
+                    " SELECT 'cfg', domain_id, (SELECT min(template_id) FROM templates) FROM d"
+                    " RETURNING config_id)"
+                    " INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
+                    " harvest_id, job_id) SELECT 0, 10, 1000, config_id, :h, :j FROM c"
+                ),
+                {"n": name, "h": hid, "j": job},
+            )
+        conn.execute(
+            sa.text(
+                "INSERT INTO qa_reports (day, report_dir, summary)"
+                " VALUES (:day, :dir, CAST(:s AS jsonb))"
+            ),
+            {"day": DAY, "dir": str(qa_dir), "s": json.dumps({"jobs": 1})},
+        )
+        conn.execute(sa.text("INSERT INTO preload_runs (run_id) VALUES ('run-1')"))
+    return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1"}
+
+
+@pytest.fixture
+def seeded(db_engine: sa.Engine, tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
+    valid = _seed(db_engine, tmp_path)
+    app = create_app(lambda: db_engine, data_dir=tmp_path)
+    return TestClient(app, raise_server_exceptions=False), valid
+
+
+def _routes(client: TestClient) -> list[APIRoute]:
+    return [r for r in client.app.routes if isinstance(r, APIRoute) and "GET" in r.methods]
+
+
+def _urls(route: APIRoute, valid: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(parameter, hostile value name, URL) for every parameter of ``route``."""
+    path_params = [p.name for p in route.dependant.path_params]
+    query_params = [p.alias for p in route.dependant.query_params]
+
+    def path_with(target: str, value: str) -> str:
+        path = route.path_format
+        for name in path_params:
+            path = path.replace("{" + name + "}", value if name == target else valid[name])
+        return path
+
+    urls = []
+    for label, value in HOSTILE.items():
+        for name in path_params:
+            urls.append((name, label, path_with(name, value)))
+        for name in query_params:
+            urls.append((name, label, f"{path_with('', '')}?{name}={value}"))
+    return urls
+
+
+def test_every_route_answers_hostile_parameters_without_a_5xx(
+    seeded: tuple[TestClient, dict[str, str]],
+) -> None:
+    client, valid = seeded
+    routes = _routes(client)
+    assert len(routes) >= 15  # the walk found the app's pages, charts and static files
+    failures, walked = [], set()
+    for route in routes:
+        for param, label, url in _urls(route, valid):
+            walked.add(route.path)
+            resp = client.get(url)
+            if resp.status_code >= 500:
+                failures.append(f"{route.path} {param}={label}: {resp.status_code}")
+    parameterless = {r.path for r in routes if not r.dependant.path_params}
+    parameterless -= {r.path for r in routes if r.dependant.query_params}
+    assert walked | parameterless == {r.path for r in routes}
+    assert not failures, "\n".join(failures)
+
+
+def test_nul_and_out_of_range_numbers_are_400(seeded: tuple[TestClient, dict[str, str]]) -> None:
+    client, valid = seeded
+    for url in ("/domains/%00", "/domains?q=%00", "/preload/x%00y", "/domains/a%00/size.png"):
+        resp = client.get(url)
+        assert resp.status_code == 400, (url, resp.status_code, resp.text[:200])
+        assert "NUL" in resp.text
+    resp = client.get("/jobs?status=40000")
+    assert resp.status_code == 400 and "status out of range" in resp.text
+    assert client.get("/jobs/99999999999999999999").status_code == 422
+    assert client.get(f"/jobs/{valid['job_id']}").status_code == 200
+
+
+def test_charts_are_plain_text_and_only_for_known_domains(
+    seeded: tuple[TestClient, dict[str, str]],
+) -> None:
+    client, _ = seeded
+    resp = client.get(f"/domains/{quote(MATH_DOMAIN, safe='')}/size.png")
+    assert resp.status_code == 200 and resp.content.startswith(PNG)
+    unknown = quote("$\\mathrm{x}$", safe="")
+    missing = client.get(f"/domains/{unknown}/size.png")
+    assert missing.status_code == 404
+
+
+def test_a_regex_error_is_shown_as_text(seeded: tuple[TestClient, dict[str, str]]) -> None:
+    client, valid = seeded
+    page = client.get(f"/jobs/{valid['job_id']}", params={"q": "["}).text
+    assert "invalid regular expression: missing ]: [" in page
+    assert "b&#39;" not in page and "b'" not in page
