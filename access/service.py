@@ -66,7 +66,13 @@ class ReplayService:
             )
         reindex(self.settings)
         config = pywbconfig.write(self.settings)
-        self._resolver = make_server(self.settings, self.cfg.host, self.cfg.resolver_port)
+        try:
+            self._resolver = make_server(self.settings, self.cfg.host, self.cfg.resolver_port)
+        except OSError as exc:
+            raise ServiceError(
+                f"WARC resolver: cannot listen on {self.cfg.host}:{self.cfg.resolver_port} ({exc});"
+                " set [access] resolver_port (HARVESTFLOW_ACCESS__RESOLVER_PORT)"
+            ) from exc
         self._spawn("warc-resolver", self._resolver.serve_forever)
         self.cfg.log_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}

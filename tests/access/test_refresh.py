@@ -14,6 +14,8 @@ import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pytest
+
 from access.config import AccessConfig
 from access.index import live_dir
 from access.service import ReplayService
@@ -140,3 +142,25 @@ def test_access_setup_is_idempotent(replay_venv: Path) -> None:
     before = (replay_venv / "bin" / "wayback").stat().st_mtime_ns
     subprocess.run([sys.executable, "-m", "harvestflow.cli", "access", "setup"], check=True)
     assert (replay_venv / "bin" / "wayback").stat().st_mtime_ns == before
+
+
+def test_a_taken_port_gives_a_clear_error_and_config_prints(
+    access_settings: settings_mod.Settings,
+) -> None:
+    import socket
+
+    from harvestflow.services import ServiceError
+
+    cfg = AccessConfig.from_settings(access_settings)
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", cfg.resolver_port))
+        blocker.listen()
+        with pytest.raises(ServiceError, match="resolver_port"):
+            ReplayService(access_settings).start()
+    out = subprocess.run(
+        [sys.executable, "-m", "harvestflow.cli", "access", "config"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "collections:\n  all:\n" in out and str(cfg.summary("all")) in out
