@@ -1,7 +1,9 @@
 """# Index merge (Airflow DAG)
 
 Daily: the day's CDX and PATH files are merged into sorted daily files (**merge**), then into the
-big sorted CDX and PATH files the Wayback Machine reads (**bigmerge**, single), then job WARCs
+big sorted CDX and PATH files the Wayback Machine reads (**bigmerge**, single), the replay
+service's ZipNum indexes are rebuilt from them and its not-yet-merged files refreshed, without
+restarting it (**refresh_access**, idempotent: unchanged inputs, nothing rebuilt), and job WARCs
 are removed from the crawl area only when indexed, transferred and, if configured, backed up and
 verified (**cleanarcrepository**, single). Byte-order sorting (LC_ALL=C semantics), checked after
 each merge. Backfillable: a past date re-merges that day, idempotently.
@@ -9,6 +11,8 @@ each merge. Backfillable: a past date re-merges that day, idempotently.
 ## How to check it's working
 1. Trigger it (or wait for midnight UTC); the `merge` task log gives the day's line counts.
 2. `var/index/cdx/` holds the big CDX file; `LC_ALL=C sort -c` on it succeeds.
+3. The `refresh_access` log names the ZipNum indexes built (`var/access/zipnum/all/all.idx`);
+   a capture of the day answers at `http://127.0.0.1:8090/all/cdx?url=…`.
 """
 
 from datetime import datetime
@@ -42,9 +46,16 @@ with DAG(
         return merge_big()
 
     @task
+    def refresh_access() -> dict[str, Any]:
+        from access.index import reindex
+
+        return reindex()
+
+    @task
     def clean_arc_repository() -> dict[str, Any]:
         from indexing.cleanup import clean_arc_repository as clean
 
         return clean()
 
-    merge() >> bigmerge() >> clean_arc_repository()
+    big = bigmerge()
+    merge() >> big >> [refresh_access(), clean_arc_repository()]

@@ -26,6 +26,7 @@ STAGE_CLIS = (
     "preservation.cli",
     "qa.cli",
     "harvestflow.credentials_cli",
+    "access.cli",
 )
 
 

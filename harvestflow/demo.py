@@ -191,4 +191,8 @@ def print_outputs(settings: Settings, harvest_id: int) -> None:
     for p in preserved:
         print(f"preserved {p.file_name}: {p.ark} s3://{settings.s3.bucket}/{p.s3_key} ({p.status})")
     print(f"QA reports:  {settings.path('qa')}")
+    access = settings.path(str(settings.get("access", "data_subdir", "access") or "access"))
+    replay = str(settings.get("access", "url", "") or "http://127.0.0.1:8090/").rstrip("/")
+    print(f"replay index: {access / 'zipnum'} (ZipNum); `harvestflow access serve`, then")
+    print(f"  {replay}/all/*/<url> lists the captures of a URL, {replay}/all/<ts>/<url> replays")
     print(f"preload:     {settings.path('preload', 'demo-preload')}")

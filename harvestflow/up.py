@@ -1,4 +1,5 @@
-"""``harvestflow up``: services, Airflow's four components and the sample site, until Ctrl-C.
+"""``harvestflow up``: services, Airflow's four components, the replay service (pywb, when its
+virtualenv is set up) and the sample site, until Ctrl-C.
 
 A second ``up`` reuses everything under the data directory (databases, object store, Airflow's
 metadata and login). Ctrl-C (or SIGTERM) stops what this command started, and only that: a
@@ -23,6 +24,7 @@ def run_up(with_sample_site: bool = True) -> int:
     started = services.start_all(settings)
     procs = airflow_runtime.AirflowProcesses(settings)
     site: Any = None
+    replay: Any = None
     stopping = False
 
     def _terminate(signum: int, frame: Any) -> None:
@@ -45,6 +47,7 @@ def run_up(with_sample_site: bool = True) -> int:
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
+        replay = _start_replay(settings)
         user, password = airflow_runtime.ensure_login(settings)
         af = settings["airflow"]
         print(
@@ -57,6 +60,10 @@ def run_up(with_sample_site: bool = True) -> int:
             if dead:
                 print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
                 return 1
+            if replay is not None and not replay.running():
+                print(f"replay service stopped; see {replay.cfg.access_log}", flush=True)
+                replay.stop()
+                replay = None
             time.sleep(2)
     except KeyboardInterrupt:
         stopping = True
@@ -65,7 +72,24 @@ def run_up(with_sample_site: bool = True) -> int:
         if stopping:
             print("stopping …", flush=True)
         procs.stop()
+        if replay is not None:
+            replay.stop()
         if site is not None:
             site.stop()
         if started:
             services.stop_all(settings)
+
+
+def _start_replay(settings: Any) -> Any:
+    """The replay service beside Airflow, or None (with the reason) when it cannot start."""
+    from access.service import ReplayService
+    from harvestflow.services import ServiceError
+
+    replay = ReplayService(settings)
+    try:
+        replay.start()
+    except ServiceError as exc:
+        print(f"replay service not started: {exc}", flush=True)
+        return None
+    print(f"replay (pywb): {replay.cfg.url}all/  access log: {replay.cfg.access_log}", flush=True)
+    return replay

@@ -222,3 +222,14 @@ def manual_queue(conn: sa.Connection) -> list[dict[str, Any]]:
         )
     ).mappings()
     return [dict(r) for r in rows]
+
+
+def preserved_key(conn: sa.Connection, file_name: str) -> str | None:
+    """The S3 key of the verified preserved copy of ``file_name`` (for replay), if any."""
+    return conn.execute(
+        sa.text(
+            "SELECT s3_key FROM preservation_files WHERE file_name = :n AND status = 'verified'"
+            " AND s3_key IS NOT NULL ORDER BY verified_at DESC NULLS LAST LIMIT 1"
+        ),
+        {"n": file_name},
+    ).scalar()

@@ -95,6 +95,8 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_S3__FILER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
+        "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
+        "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
     }
 
 

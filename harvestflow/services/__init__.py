@@ -136,7 +136,31 @@ def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
     return [
         ServiceStatus("postgresql", settings.postgres_embedded, pg_running, pg_addr),
         ServiceStatus("s3", settings.s3_embedded, s3_running, settings.s3.endpoint_url),
+        replay_status(settings),
     ]
+
+
+def replay_status(settings: Settings) -> ServiceStatus:
+    """The replay service (``harvestflow access serve``): pywb's home page and our resolver's
+    health page both answer. Read from the settings only (core does not import ``access``)."""
+    from urllib.parse import urlsplit
+
+    url = str(settings.get("access", "url", "") or "http://127.0.0.1:8090/").rstrip("/") + "/"
+    host = urlsplit(url).hostname or "127.0.0.1"
+    resolver = f"http://{host}:{int(settings.get('access', 'resolver_port', 8091))}/health"
+    running = _http_ok(url) and _http_ok(resolver)
+    return ServiceStatus("replay", True, running, f"{url} (WARC resolver {resolver[:-7]})")
+
+
+def _http_ok(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return 200 <= int(resp.status) < 400
+    except (OSError, urllib.error.URLError):
+        return False
 
 
 def _endpoint_answers(url: str) -> bool:

@@ -80,6 +80,9 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
         harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)
         base, user, password = login.group(1).rstrip("/"), login.group(2), login.group(3)
+        replay = out.wait_for(r"replay \(pywb\): (http://\S+)all/", 10).group(1)
+        assert replay == env["HARVESTFLOW_ACCESS__URL"]
+        assert httpx.get(replay, timeout=10).status_code == 200
 
         assert httpx.get(f"{base}/api/v2/dags", timeout=10).status_code in (401, 403)
         token = httpx.post(
@@ -122,3 +125,6 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
     assert proc.returncode == 0, "".join(out.lines)[-3000:]
     assert not port_open("127.0.0.1", api_port)
     assert not port_open("127.0.0.1", pg_port)
+    assert not port_open(
+        "127.0.0.1", int(env["HARVESTFLOW_ACCESS__URL"].rsplit(":", 1)[1].strip("/"))
+    )

@@ -1,0 +1,2 @@
+"""Access to the archive: the replay service (pywb as a separate program), its ZipNum indexes and
+WARC resolution. pywb is GPL-3.0 and never imported here: it is started as a program."""

@@ -1,0 +1,100 @@
+"""The access service's settings and the places of its generated files, from ``[access]``.
+
+Why one place: the replay service (pywb), our WARC resolver, the index builder, the DAG task and
+``harvestflow services status`` must agree on where pywb's configuration, the ZipNum indexes,
+the links to the not-yet-merged index files and the logs live:
+
+    <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
+    <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
+    <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
+    <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harvestflow.settings import PROJECT_ROOT, Settings, SettingsError, get_settings
+
+ALL = "all"
+_COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class AccessConfig:
+    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths."""
+
+    url: str
+    host: str
+    port: int
+    resolver_port: int
+    venv: Path
+    root: Path
+    block_lines: int
+    shard_blocks: int
+    max_blocks: int
+    refresh_interval_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> AccessConfig:
+        settings = settings or get_settings()
+        sec = settings.data.get("access") or {}
+        url = str(sec.get("url") or "http://127.0.0.1:8090/")
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
+            raise SettingsError(f"[access] url: want http://HOST:PORT/, got {url!r}")
+        venv = Path(str(sec.get("venv") or ".replay-venv"))
+        return cls(
+            url=url.rstrip("/") + "/",
+            host=parts.hostname,
+            port=parts.port,
+            resolver_port=int(sec.get("resolver_port", 8091)),
+            venv=venv if venv.is_absolute() else PROJECT_ROOT / venv,
+            root=settings.path(str(sec.get("data_subdir") or "access")),
+            block_lines=max(1, int(sec.get("zipnum_block_lines", 1000))),
+            shard_blocks=max(1, int(sec.get("zipnum_shard_blocks", 10000))),
+            max_blocks=max(1, int(sec.get("zipnum_max_blocks", 100))),
+            refresh_interval_s=float(sec.get("refresh_interval_s", 30)),
+        )
+
+    @property
+    def wayback(self) -> Path:
+        """pywb's replay server program in its own virtualenv."""
+        return self.venv / "bin" / "wayback"
+
+    @property
+    def resolver_url(self) -> str:
+        return f"http://{self.host}:{self.resolver_port}/warc/"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def access_log(self) -> Path:
+        return self.log_dir / "access.log"
+
+    def zipnum_dir(self, coll: str) -> Path:
+        return self.root / "zipnum" / _checked(coll)
+
+    def summary(self, coll: str) -> Path:
+        return self.zipnum_dir(coll) / f"{coll}.idx"
+
+    def recent_dir(self, coll: str) -> Path:
+        return self.root / "recent" / _checked(coll)
+
+    def replay_url(self, coll: str, timestamp: str, url: str, modifier: str = "") -> str:
+        return f"{self.url}{coll}/{timestamp}{modifier}/{url}"
+
+
+def _checked(coll: str) -> str:
+    if not _COLL.match(coll):
+        raise SettingsError(f"bad access collection name {coll!r}")
+    return coll

@@ -1,0 +1,245 @@
+"""Our WARC resolver: pywb's last place to look for a WARC, serving byte ranges over loopback.
+
+Why a small server of ours rather than S3 URLs in pywb's path index: presigned URLs expire and a
+public bucket would expose the preservation store, while pywb's own S3 loader cannot be told our
+endpoint. pywb asks ``GET /warc/<file name>`` with a ``Range`` header when the chain's PATH index
+did not open the file (moved, or deleted from the repository); this server finds the file from
+the harvest database at that moment, in order:
+
+1. the repository copy the index manifest records (``final_path``), if present;
+2. the verified backup copy (``backup_location``: a path, or ``s3://bucket/key``);
+3. the verified preserved copy (``preservation_files.s3_key`` in the preservation bucket);
+
+and streams the requested range from it (S3 ``GetObject`` with ``Range``). Answers are cached
+for a minute per file name. Credentials stay in this process; it binds to loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from harvestflow.db import get_engine
+from harvestflow.settings import Settings
+from indexing import manifest
+from preservation.records import preserved_key
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+_CHUNK = 1 << 16
+_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a WARC was found: a local ``path``, or (``bucket``, ``key``) on our S3."""
+
+    path: Path | None = None
+    bucket: str | None = None
+    key: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.path) if self.path else f"s3://{self.bucket}/{self.key}"
+
+
+class WarcLocator:
+    """File name → :class:`Location`, from the index manifest and the preservation records."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = get_engine(settings.harvest_db_url)
+        self._cache: dict[str, tuple[float, Location | None]] = {}
+        self._lock = threading.Lock()
+        self._s3: Any = None
+
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+            from botocore.config import Config
+
+            s3 = self.settings.s3
+            self._s3 = boto3.client(
+                "s3",
+                endpoint_url=s3.endpoint_url,
+                aws_access_key_id=s3.access_key,
+                aws_secret_access_key=s3.secret_key,
+                region_name=s3.region,
+                config=Config(
+                    connect_timeout=5,
+                    read_timeout=60,
+                    retries={"max_attempts": 4, "mode": "standard"},
+                    s3={"addressing_style": "path"},
+                ),
+            )
+        return self._s3
+
+    def locate(self, name: str) -> Location | None:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(name)
+        if hit and now - hit[0] < _TTL_S and (hit[1] is None or self._still_there(hit[1])):
+            return hit[1]
+        found = self._lookup(name)
+        with self._lock:
+            self._cache[name] = (now, found)
+        return found
+
+    @staticmethod
+    def _still_there(loc: Location) -> bool:
+        return loc.path is None or loc.path.is_file()
+
+    def _lookup(self, name: str) -> Location | None:
+        entry = manifest.get(self.engine, name)
+        if entry is not None:
+            if entry.final_path and Path(entry.final_path).is_file():
+                return Location(path=Path(entry.final_path))
+            backup = entry.backup_location or ""
+            if backup.startswith("s3://"):
+                bucket, _, key = backup[5:].partition("/")
+                return Location(bucket=bucket, key=key)
+            if backup and Path(backup).is_file():
+                return Location(path=Path(backup))
+        with self.engine.connect() as conn:
+            preserved = preserved_key(conn, name)
+        if preserved:
+            return Location(bucket=self.settings.s3.bucket, key=preserved)
+        return None
+
+
+def _parse_range(header: str | None) -> tuple[int, int | None] | None:
+    """(first byte, last byte or None) of a ``bytes=a-b`` header; None for the whole file."""
+    if not header:
+        return None
+    match = _RANGE.match(header.strip())
+    if not match:
+        raise ValueError(f"unsupported Range {header!r}")
+    last = int(match.group(2)) if match.group(2) else None
+    return int(match.group(1)), last
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.info("resolver %s " + format, self.client_address[0], *args)
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def _serve(self, body: bool) -> None:
+        if self.path == "/health":
+            self._reply(200, b"ok\n", body)
+            return
+        if not self.path.startswith("/warc/"):
+            self._reply(404, b"not found\n", body)
+            return
+        name = unquote(self.path[len("/warc/") :])
+        if not _NAME.match(name):
+            self._reply(400, f"bad WARC name {name!r}\n".encode(), body)
+            return
+        try:
+            rng = _parse_range(self.headers.get("Range"))
+        except ValueError as exc:
+            self._reply(416, f"{exc}\n".encode(), body)
+            return
+        try:
+            loc = self.server.locator.locate(name)
+        except Exception as exc:  # the database is down: say so, pywb tries no further
+            log.exception("resolver: looking up %s failed", name)
+            self._reply(503, f"{name}: lookup failed: {exc}\n".encode(), body)
+            return
+        if loc is None:
+            self._reply(404, f"{name}: no copy known\n".encode(), body)
+            return
+        try:
+            if loc.path is not None:
+                self._send_file(loc.path, rng, body)
+            else:
+                self._send_s3(loc, rng, body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception as exc:
+            log.warning("resolver: %s from %s failed: %s", name, loc, exc)
+            self._reply(502, f"{name}: reading {loc} failed: {exc}\n".encode(), body)
+
+    def _reply(self, status: int, text: bytes, body: bool) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(text)))
+        self.end_headers()
+        if body:
+            self.wfile.write(text)
+
+    def _send_file(self, path: Path, rng: tuple[int, int | None] | None, body: bool) -> None:
+        size = path.stat().st_size
+        first, last = 0, size - 1
+        if rng is not None:
+            first = rng[0]
+            last = size - 1 if rng[1] is None else min(rng[1], size - 1)
+        if first >= size:
+            self._reply(416, b"range not satisfiable\n", body)
+            return
+        length = last - first + 1
+        with open(path, "rb") as fh:
+            self._headers(rng is not None, first, last, length, size)
+            if body:
+                fh.seek(first)
+                remaining = length
+                while remaining > 0:
+                    chunk = fh.read(min(_CHUNK, remaining))
+                    if not chunk:
+                        break
+                    self.wfile.write(chunk)
+                    remaining -= len(chunk)
+
+    def _send_s3(self, loc: Location, rng: tuple[int, int | None] | None, body: bool) -> None:
+        client = self.server.locator.s3()
+        args: dict[str, Any] = {"Bucket": loc.bucket, "Key": loc.key}
+        if rng is not None:
+            args["Range"] = f"bytes={rng[0]}-{'' if rng[1] is None else rng[1]}"
+        obj = client.get_object(**args)
+        length = int(obj["ContentLength"])
+        size = length
+        first, last = 0, length - 1
+        if rng is not None and obj.get("ContentRange"):
+            span, _, total = str(obj["ContentRange"]).removeprefix("bytes ").partition("/")
+            first, last = (int(x) for x in span.split("-"))
+            size = int(total) if total.isdigit() else -1
+        self._headers(rng is not None, first, last, length, size)
+        if body:
+            shutil.copyfileobj(obj["Body"], self.wfile, _CHUNK)
+        obj["Body"].close()
+
+    def _headers(self, partial: bool, first: int, last: int, length: int, size: int) -> None:
+        self.send_response(206 if partial else 200)
+        self.send_header("Content-Type", "application/warc")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Length", str(length))
+        if partial:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{size if size >= 0 else '*'}")
+        self.end_headers()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    locator: WarcLocator
+
+
+def make_server(settings: Settings, host: str, port: int) -> _Server:
+    """The resolver bound to ``host:port`` (call ``serve_forever`` in a thread)."""
+    server = _Server((host, port), _Handler)
+    server.locator = WarcLocator(settings)
+    return server

@@ -1,0 +1,163 @@
+"""The replay service: pywb run as a program from its own virtualenv, with our resolver beside it.
+
+Why this module owns the process: pywb is GPL-3.0, so the platform never imports it; it runs
+``<venv>/bin/wayback`` with a ``config.yaml`` generated from our settings (:mod:`access.pywbconfig`),
+in the access folder, its request log (gevent's access lines and pywb's errors, from its
+stderr) appended to ``<access>/logs/access.log``. Beside it, in this process: our WARC resolver
+(:mod:`access.resolver`) and a thread that refreshes the flat index files every
+``refresh_interval_s`` (:func:`access.index.refresh`), so new captures appear without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from access import pywbconfig
+from access.config import AccessConfig
+from access.index import Lister, refresh, reindex
+from access.resolver import make_server
+from harvestflow.services import ServiceError
+from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+SETUP_SCRIPT = PROJECT_ROOT / "scripts" / "setup-replay.sh"
+
+
+def setup(settings: Settings | None = None) -> None:
+    """Create the replay virtualenv with pywb (idempotent; ``scripts/setup-replay.sh``)."""
+    cfg = AccessConfig.from_settings(settings)
+    env = {**os.environ, "REPLAY_VENV": str(cfg.venv)}
+    subprocess.run(["bash", str(SETUP_SCRIPT)], env=env, check=True)
+
+
+def http_ok(url: str, timeout: float = 5.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return 200 <= resp.status < 400
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+class ReplayService:
+    """pywb + resolver + refresh thread; ``start`` / ``stop`` / ``healthy``."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.cfg = AccessConfig.from_settings(self.settings)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._resolver: Any = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, timeout_s: float = 120.0) -> None:
+        """Reindex what changed, write pywb's config, start the resolver and pywb; wait healthy."""
+        if not self.cfg.wayback.exists():
+            raise ServiceError(
+                f"pywb is not installed in {self.cfg.venv}: run `harvestflow access setup`"
+                " (scripts/setup-replay.sh)"
+            )
+        reindex(self.settings)
+        config = pywbconfig.write(self.settings)
+        try:
+            self._resolver = make_server(self.settings, self.cfg.host, self.cfg.resolver_port)
+        except OSError as exc:
+            raise ServiceError(
+                f"WARC resolver: cannot listen on {self.cfg.host}:{self.cfg.resolver_port} ({exc});"
+                " set [access] resolver_port (HARVESTFLOW_ACCESS__RESOLVER_PORT)"
+            ) from exc
+        self._spawn("warc-resolver", self._resolver.serve_forever)
+        self.cfg.log_dir.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        env["PYWB_CONFIG_FILE"] = str(config)
+        # stderr: gevent's request lines and pywb's log; stdout only gets pywb's print()s (a
+        # "Dir ... unchanged" line per query and folder source): dropped. The child keeps its
+        # own descriptor of the log; ours closes at once.
+        with open(self.cfg.access_log, "ab") as err:
+            self.proc = subprocess.Popen(
+                [str(self.cfg.wayback), "-p", str(self.cfg.port), "-b", self.cfg.host],
+                cwd=self.cfg.root,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while not self.healthy():
+            if self.proc.poll() is not None:
+                self.stop()
+                raise ServiceError(
+                    f"pywb exited with {self.proc.returncode} at start; see {self.cfg.access_log}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise ServiceError(
+                    f"pywb did not answer on {self.cfg.url}; see {self.cfg.access_log}"
+                )
+            time.sleep(0.3)
+        self._spawn("access-refresh", self._refresh_loop)
+        log.info("replay service on %s (resolver %s)", self.cfg.url, self.cfg.resolver_url)
+
+    def _spawn(self, name: str, target: Any) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _refresh_loop(self) -> None:
+        lister = Lister()
+        while not self._stop.wait(self.cfg.refresh_interval_s):
+            try:
+                refresh(self.settings, lister)
+            except Exception:  # keep serving; the next pass retries
+                log.exception("access refresh failed")
+
+    def healthy(self) -> bool:
+        return http_ok(self.cfg.url) and http_ok(self.cfg.resolver_url.replace("/warc/", "/health"))
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._resolver is not None:
+            self._resolver.shutdown()
+            self._resolver.server_close()
+            self._resolver = None
+
+    def serve_forever(self) -> int:
+        """Start, then wait until pywb exits or Ctrl-C / SIGTERM; stop everything."""
+        import signal
+
+        def _terminate(signum: int, frame: Any) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, _terminate)
+        self.start()
+        print(f"replay: {self.cfg.url}all/  (access log {self.cfg.access_log})", flush=True)
+        try:
+            while self.running():
+                time.sleep(1)
+            log.error(
+                "pywb exited with %s; see %s",
+                self.proc and self.proc.returncode,
+                self.cfg.access_log,
+            )
+            return 1
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            self.stop()

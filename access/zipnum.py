@@ -1,0 +1,243 @@
+"""ZipNum sharded index: the layout pywb and the Internet Archive read for large collections.
+
+Why: a flat CDXJ file of a national archive is tens of gigabytes; pywb binary-searches it with
+many small reads, and every copy of it costs its full size. ZipNum cuts the sorted lines into
+blocks of ``block_lines`` lines, gzip-compresses each block on its own (one gzip member) and
+appends it to a shard file; a small **summary** (``<name>.idx``) has one line per block::
+
+    <urlkey> <timestamp of the block's first line>\\t<part>\\t<offset>\\t<length>\\t<block number>
+
+and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, a path
+relative to the loc file's folder). A lookup binary-searches the summary, then inflates one or a
+few blocks (pywb ``pywb/warcserver/index/zipnum.py``: ``ZipNumIndexSource``, ``LocMapResolver``).
+
+Swapping while pywb serves: pywb opens the summary by name for every query and re-reads the loc
+file when its mtime changes, and adds the loc's entries to what it knew. So each build writes its
+shards under new part names (``<name>-<generation>-<nn>``), then the loc, then the summary, each
+through a temporary name and a rename; the previous generation's shards stay until the next
+build (a query that opened the old summary can still read them).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
+
+SHARD_SUFFIX = ".cdxj.gz"
+EMPTY_KEY = b"! 00000000000000"
+
+
+class ZipNumError(ValueError):
+    """Input that cannot become a ZipNum index (unsorted lines, not CDXJ), with where."""
+
+
+@dataclass
+class BuildResult:
+    summary: Path
+    lines: int
+    blocks: int
+    shards: list[Path]
+    generation: int
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _replace_atomic(tmp: Path, dest: Path) -> None:
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, dest)
+
+
+def block_key(line: bytes) -> bytes:
+    """``<urlkey> <timestamp>`` of a CDXJ (or CDX) line: the summary's key for its block."""
+    parts = line.split(b" ", 2)
+    if len(parts) < 2 or not parts[1][:14].isdigit():
+        raise ZipNumError(f"not a CDXJ line: {line[:120]!r}")
+    return parts[0] + b" " + parts[1]
+
+
+def merged_lines(inputs: list[Path]) -> Iterator[bytes]:
+    """The lines of byte-sorted ``inputs`` in byte order, each line once, order checked."""
+    with ExitStack() as stack:
+        files = [stack.enter_context(open(p, "rb", buffering=1 << 20)) for p in inputs]
+        source: Iterable[bytes] = files[0] if len(files) == 1 else heapq.merge(*files)
+        prev = b""
+        for n, raw in enumerate(source, 1):
+            line = raw if raw.endswith(b"\n") else raw + b"\n"
+            if line <= prev:
+                if line == prev:
+                    continue
+                raise ZipNumError(
+                    f"input line {n} {line[:120]!r} sorts before the line above it:"
+                    f" {', '.join(map(str, inputs))} must be byte-order sorted (LC_ALL=C)"
+                )
+            prev = line
+            yield line
+
+
+class _ShardWriter:
+    """Appends gzip blocks to shard files, one summary line per block."""
+
+    def __init__(self, out_dir: Path, name: str, generation: int, shard_blocks: int) -> None:
+        self.out_dir = out_dir
+        self.prefix = f"{name}-{generation:06d}"
+        self.shard_blocks = shard_blocks
+        self.shards: list[tuple[str, Path, Path]] = []  # part, tmp, final
+        self.fh: BinaryIO | None = None
+        self.offset = 0
+        self.in_shard = 0
+        self.blocks = 0
+
+    def _next_shard(self) -> None:
+        self.close()
+        part = f"{self.prefix}-{len(self.shards):02d}"
+        final = self.out_dir / (part + SHARD_SUFFIX)
+        tmp = _tmp(final)
+        self.shards.append((part, tmp, final))
+        self.fh = open(tmp, "wb")  # noqa: SIM115 (closed by close() or discard())
+        self.offset = 0
+        self.in_shard = 0
+
+    def write_block(self, lines: list[bytes], summary: BinaryIO) -> None:
+        """One gzip member of ``lines``; no lines: the empty index's single empty block, keyed
+        ``!`` (before every SURT), since pywb fails on a summary without lines."""
+        if self.fh is None or self.in_shard >= self.shard_blocks:
+            self._next_shard()
+        assert self.fh is not None
+        comp = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip member
+        data = comp.compress(b"".join(lines)) + comp.flush()
+        self.fh.write(data)
+        part = self.shards[-1][0]
+        key = block_key(lines[0]) if lines else EMPTY_KEY
+        summary.write(
+            b"%s\t%s\t%d\t%d\t%d\n" % (key, part.encode(), self.offset, len(data), self.blocks)
+        )
+        self.offset += len(data)
+        self.in_shard += 1
+        self.blocks += 1
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+            self.fh.close()
+            self.fh = None
+
+    def discard(self) -> None:
+        self.close()
+        for _, tmp, _ in self.shards:
+            tmp.unlink(missing_ok=True)
+
+
+def _state_file(out_dir: Path, name: str) -> Path:
+    return out_dir / f"{name}.state.json"
+
+
+def read_state(out_dir: Path, name: str) -> dict[str, Any]:
+    """What the last build recorded (``generation``, ``inputs``, caller's ``extra``), or {}."""
+    try:
+        data = json.loads(_state_file(out_dir, name).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def build(
+    lines: Iterable[bytes],
+    out_dir: Path,
+    name: str,
+    *,
+    block_lines: int = 1000,
+    shard_blocks: int = 10000,
+    state: dict[str, Any] | None = None,
+) -> BuildResult:
+    """Write the ZipNum index ``<out_dir>/<name>.idx`` (+ ``.loc``, shards) of sorted ``lines``.
+
+    ``lines`` are byte-sorted CDXJ lines ending in a newline (:func:`merged_lines`). ``state``
+    is recorded beside the summary once everything is in place (what the caller needs to know
+    later, e.g. which inputs it was built from). Shards of generations older than the previous
+    one are removed.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    generation = int(read_state(out_dir, name).get("generation", 0)) + 1
+    writer = _ShardWriter(out_dir, name, generation, shard_blocks)
+    summary = out_dir / f"{name}.idx"
+    loc = out_dir / f"{name}.loc"
+    summary_tmp, loc_tmp = _tmp(summary), _tmp(loc)
+    n = 0
+    try:
+        with open(summary_tmp, "wb") as idx:
+            block: list[bytes] = []
+            for line in lines:
+                block.append(line)
+                n += 1
+                if len(block) >= block_lines:
+                    writer.write_block(block, idx)
+                    block = []
+            if block or n == 0:
+                writer.write_block(block, idx)
+        writer.close()
+        for _, tmp, final in writer.shards:
+            os.replace(tmp, final)
+        with open(loc_tmp, "wb") as fh:
+            for part, _, final in writer.shards:
+                fh.write(f"{part}\t{final.name}\n".encode())
+        _replace_atomic(loc_tmp, loc)  # the loc first: parts named in the summary resolve
+        _replace_atomic(summary_tmp, summary)
+    except BaseException:
+        writer.discard()
+        summary_tmp.unlink(missing_ok=True)
+        loc_tmp.unlink(missing_ok=True)
+        raise
+    state_path = _state_file(out_dir, name)
+    state_tmp = _tmp(state_path)
+    state_tmp.write_text(json.dumps({**(state or {}), "generation": generation, "lines": n}))
+    _replace_atomic(state_tmp, state_path)
+    _remove_old_generations(out_dir, name, keep=(generation, generation - 1))
+    shards = [final for _, _, final in writer.shards]
+    log.info("zipnum %s: %d lines, %d blocks, %d shard(s)", summary, n, writer.blocks, len(shards))
+    return BuildResult(summary, n, writer.blocks, shards, generation)
+
+
+def _remove_old_generations(out_dir: Path, name: str, keep: tuple[int, ...]) -> None:
+    for path in out_dir.glob(f"{name}-*{SHARD_SUFFIX}"):
+        gen = path.name[len(name) + 1 :].split("-", 1)[0]
+        if gen.isdigit() and int(gen) not in keep:
+            path.unlink(missing_ok=True)
+
+
+def ensure_empty(out_dir: Path, name: str) -> Path:
+    """An empty ZipNum index if none exists yet (pywb needs the summary file to start)."""
+    summary = out_dir / f"{name}.idx"
+    if not summary.exists():
+        build(iter(()), out_dir, name, state={"inputs": {}})
+    return summary
+
+
+def iter_lines(summary: Path) -> Iterator[bytes]:
+    """Every CDXJ line of a ZipNum index, in order (for checks and tests)."""
+    base = summary.parent
+    locs = dict(
+        line.split("\t", 1) for line in summary.with_suffix(".loc").read_text().splitlines()
+    )
+    with open(summary, "rb") as idx:
+        for row in idx:
+            key, part, offset, length = row.rstrip(b"\n").split(b"\t")[:4]
+            with open(base / locs[part.decode()].strip(), "rb") as fh:
+                fh.seek(int(offset))
+                data = zlib.decompress(fh.read(int(length)), 31)
+            if key == EMPTY_KEY and not data:
+                continue
+            yield from data.splitlines(keepends=True)

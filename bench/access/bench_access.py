@@ -1,0 +1,307 @@
+"""Replay index benchmark: pywb on our ZipNum index against pywb on the flat CDXJ file.
+
+Why: at broad-crawl scale a flat CDXJ is too slow and too large for pywb; the access service
+builds a ZipNum index instead (``access.zipnum``). This measures it against the peer, the same
+pywb (the replay venv's) serving the flat file, in the same run:
+
+- build: ``harvestflow access reindex --force`` (our ZipNum of the big CDXJ) against ``gzip -6``
+  of the same bytes; sizes on disk (summary + loc + shards against the flat file);
+- lookups through pywb's CDX API, one at a time, a connection each: exact URLs and prefix
+  queries (a host's URLs), both ``limit=100``, each **cold** (the index files' cached pages dropped
+  with ``posix_fadvise(DONTNEED)`` first) then **warm** (the same queries again): p50 / p95
+  latency and lookups per second, ZipNum / flat ratios. Every answer is compared between the
+  two servers.
+
+The CDXJ is generated: ``--captures`` lines over ``--hosts`` hosts (Zipf-like sizes: a few very
+large sites, a long tail of small ones; subdomains; several captures per URL), SURT keys as
+pywb computes them for these URLs, sorted in byte order. Usage:
+
+    .venv/bin/python bench/access/bench_access.py [--captures 2000000] [--hosts 20000]
+        [--queries 1000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+TLDS = ["fr", "fr", "fr", "com", "org", "net", "eu", "re"]
+SUBS = ["", "www.", "www.", "news.", "blog.", "shop."]
+
+
+def host_name(i: int) -> tuple[str, str]:
+    """(host, SURT host part) of host number ``i``; ``www.`` is dropped by SURT."""
+    rnd = random.Random(i)
+    sub = rnd.choice(SUBS)
+    base, tld = f"site{i:06d}", rnd.choice(TLDS)
+    surt = f"{tld},{base}" + (f",{sub[:-1]}" if sub and sub != "www." else "")
+    return f"{sub}{base}.{tld}", surt
+
+
+def generate(path: Path, captures: int, hosts: int, seed: int = 20) -> None:
+    """``captures`` CDXJ lines over ``hosts`` hosts, sorted in byte order (LC_ALL=C sort)."""
+    rnd = random.Random(seed)
+    weights = [1.0 / (k + 1) ** 0.9 for k in range(hosts)]  # Zipf-like site sizes
+    names = [host_name(i) for i in range(hosts)]
+    raw = path.with_suffix(".unsorted")
+    with open(raw, "w", encoding="utf-8") as out:
+        done = 0
+        while done < captures:
+            batch = min(100_000, captures - done)
+            for h in rnd.choices(range(hosts), weights, k=batch):
+                host, surt = names[h]
+                path_part = rnd.choice(
+                    [
+                        "/",
+                        f"/article/{rnd.randrange(5000)}.html",
+                        f"/img/{rnd.randrange(2000)}.jpg",
+                        f"/section{rnd.randrange(30)}/",
+                        f"/css/s{rnd.randrange(5)}.css",
+                    ]
+                )
+                ts = (
+                    f"20{rnd.randrange(10, 26)}{rnd.randrange(1, 13):02d}{rnd.randrange(1, 29):02d}"
+                )
+                ts += f"{rnd.randrange(24):02d}{rnd.randrange(60):02d}{rnd.randrange(60):02d}"
+                fields = {
+                    "url": f"http://{host}{path_part}",
+                    "mime": "text/html",
+                    "status": "200",
+                    "digest": f"sha1:{rnd.getrandbits(160):040X}"[:37],
+                    "length": str(rnd.randrange(300, 90_000)),
+                    "offset": str(rnd.randrange(0, 1_000_000_000)),
+                    "filename": f"{h % 97 + 1}-3-{ts}000-{rnd.randrange(100):05d}-crawler.warc.gz",
+                }
+                out.write(f"{surt}){path_part} {ts} {json.dumps(fields)}\n")
+            done += batch
+    env = {**os.environ, "LC_ALL": "C"}
+    subprocess.run(["sort", "-u", "-S", "25%", "-o", str(path), str(raw)], env=env, check=True)
+    raw.unlink()
+
+
+def drop_cache(paths: list[Path]) -> None:
+    """Evict the files' pages from the page cache (no root needed for clean pages)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+class Client:
+    """CDX API client of one pywb: a connection per lookup (with keep-alive, gevent's separate
+    writes of headers and body meet Nagle and delayed ACKs: +40 ms a lookup, on both sides)."""
+
+    def __init__(self, base: str, coll: str) -> None:
+        host, port = base.split("//")[1].strip("/").split(":")
+        self.host, self.port = host, int(port)
+        self.coll = coll
+
+    def query(self, params: dict[str, str]) -> tuple[float, bytes]:
+        q = urlencode({**params, "output": "json", "fl": "urlkey,timestamp,url,digest,offset"})
+        t0 = time.perf_counter()
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+        conn.request("GET", f"/{self.coll}/cdx?{q}", headers={"Connection": "close"})
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        elapsed = time.perf_counter() - t0
+        if resp.status != 200:
+            raise RuntimeError(f"{params}: HTTP {resp.status} {body[:200]!r}")
+        return elapsed, body
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def wait_up(base: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    import urllib.request
+
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(base, timeout=2):
+                return
+        except OSError:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError("flat pywb exited") from None
+            time.sleep(0.2)
+    raise RuntimeError(f"{base} did not start")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--captures", type=int, default=2_000_000)
+    ap.add_argument("--hosts", type=int, default=20_000)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--block-lines", type=int, help="ZipNum block size (default: the setting)")
+    ap.add_argument("--keep", type=Path, help="work directory kept (and reused) between runs")
+    args = ap.parse_args()
+
+    from tests.conftest import free_port  # loopback ports below the ephemeral range
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-access-"))
+    data = work / "data"
+    os.environ.update(
+        {
+            "HARVESTFLOW_DATA_DIR": str(data),
+            "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
+            "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
+            "HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S": "3600",
+        }
+    )
+    if args.block_lines:
+        os.environ["HARVESTFLOW_ACCESS__ZIPNUM_BLOCK_LINES"] = str(args.block_lines)
+    from access.config import AccessConfig
+    from access.service import ReplayService
+    from harvestflow.settings import get_settings
+    from indexing.layout import Layout
+
+    settings = get_settings()
+    cfg = AccessConfig.from_settings(settings)
+    flat = Layout.from_settings(settings).big_cdx("cdxj")
+    flat.parent.mkdir(parents=True, exist_ok=True)
+    marker = work / f"generated-{args.captures}-{args.hosts}"
+    if not marker.exists():
+        t0 = time.perf_counter()
+        generate(flat, args.captures, args.hosts)
+        marker.touch()
+        print(f"generated {flat} in {time.perf_counter() - t0:.0f}s")
+    lines = int(
+        subprocess.run(
+            ["wc", "-l", str(flat)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
+    flat_size = flat.stat().st_size
+
+    # --- build: gzip of the same bytes (peer) vs our ZipNum (reindex --force)
+    t0 = time.perf_counter()
+    with open(flat, "rb") as src:
+        subprocess.run(["gzip", "-6", "-c"], stdin=src, stdout=subprocess.DEVNULL, check=True)
+    gzip_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "harvestflow.cli", "access", "reindex", "--force"],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    build_s = time.perf_counter() - t0
+    zdir = cfg.zipnum_dir("all")
+    zfiles = [p for p in zdir.iterdir() if p.name.endswith((".idx", ".loc", ".cdxj.gz"))]
+    current = {p for p in zfiles if not p.name.endswith(".cdxj.gz")} | {
+        zdir / line.split("\t")[1].strip() for line in (zdir / "all.loc").read_text().splitlines()
+    }
+    zsize = sum(p.stat().st_size for p in current)
+
+    # --- queries: exact URLs of random captures, prefix queries of random hosts
+    rnd = random.Random(7)
+    sample = []
+    with open(flat, "rb") as fh:
+        for _ in range(args.queries):
+            fh.seek(rnd.randrange(flat_size))
+            fh.readline()
+            line = fh.readline() or fh.readline()
+            if line:
+                sample.append(json.loads(line.split(b" ", 2)[2])["url"])
+    shapes = {
+        # answers capped as a replay's lookup needs them (the largest sites' front pages have
+        # tens of thousands of captures: without a cap both sides time the JSON, not the lookup)
+        "exact": [{"url": u, "limit": "100"} for u in sample],
+        "prefix": [
+            {
+                "url": u.split("/", 3)[0] + "//" + u.split("/", 3)[2] + "/",
+                "matchType": "prefix",
+                "limit": "100",
+            }
+            for u in sample
+        ],
+    }
+
+    service = ReplayService(settings)
+    service.start()
+    flat_dir = work / "flat-pywb"
+    flat_dir.mkdir(exist_ok=True)
+    (flat_dir / "config.yaml").write_text(f"collections:\n  flat:\n    index: {flat}\n")
+    flat_port = free_port()
+    flat_proc = subprocess.Popen(
+        [str(cfg.wayback), "-p", str(flat_port), "-b", "127.0.0.1"],
+        cwd=flat_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    flat_base = f"http://127.0.0.1:{flat_port}/"
+    results: dict[tuple[str, str, str], list[float]] = {}
+    try:
+        wait_up(flat_base, flat_proc)
+        clients = {"zipnum": Client(cfg.url, "all"), "flat": Client(flat_base, "flat")}
+        files = {"zipnum": current, "flat": {flat}}
+        for shape, queries in shapes.items():
+            for temp in ("cold", "warm"):
+                answers: dict[str, list[bytes]] = {"flat": [], "zipnum": []}
+                for name in ("flat", "zipnum"):
+                    results[(shape, temp, name)] = []
+                    if temp == "cold":
+                        drop_cache(sorted(files[name]))
+                    for params in queries:
+                        elapsed, body = clients[name].query(params)
+                        results[(shape, temp, name)].append(elapsed)
+                        answers[name].append(body)
+                bad = sum(a != b for a, b in zip(answers["flat"], answers["zipnum"], strict=True))
+                if bad:
+                    raise SystemExit(
+                        f"{shape}/{temp}: {bad} answers differ between flat and ZipNum"
+                    )
+    finally:
+        flat_proc.terminate()
+        flat_proc.wait(15)
+        service.stop()
+
+    print(
+        f"\nindex: {lines:,} captures over {args.hosts:,} hosts, flat CDXJ {flat_size / 1e6:.1f} MB"
+    )
+    print(
+        f"ZipNum on disk {zsize / 1e6:.1f} MB = {zsize / flat_size:.1%} of the flat file"
+        f" (target <= 25%)"
+    )
+    print(
+        f"build: ZipNum {build_s:.1f}s, gzip -6 {gzip_s:.1f}s, ratio {build_s / gzip_s:.2f}"
+        f" (target <= 1.5)"
+    )
+    print(f"lookups ({len(sample)} per shape, sequential, pywb CDX API, identical answers):")
+    print(f"{'shape':<7} {'cache':<5} {'index':<7} {'p50 ms':>8} {'p95 ms':>8} {'per s':>7}")
+    for (shape, temp, name), times in results.items():
+        print(
+            f"{shape:<7} {temp:<5} {name:<7} {1000 * statistics.median(times):8.1f}"
+            f" {1000 * pct(times, 95):8.1f} {len(times) / sum(times):7.0f}"
+        )
+    for shape in shapes:
+        for temp in ("cold", "warm"):
+            z, f = results[(shape, temp, "zipnum")], results[(shape, temp, "flat")]
+            print(
+                f"{shape} {temp}: ZipNum/flat p50 {statistics.median(z) / statistics.median(f):.2f},"
+                f" p95 {pct(z, 95) / pct(f, 95):.2f}"
+            )
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The ZipNum index the access service builds answers exactly what the flat CDXJ answers.
+
+The flat big CDXJ comes from the indexing chain's own merges (per-file CDXJ from
+``harvestflow index cdx``, ``daily_merge``, ``bigmerge``). The reference is pywb from the
+oracle venv serving that flat file; the candidate is our replay service (pywb from the replay
+venv) serving the ZipNum built by ``access.index.reindex`` with small blocks, so that most
+answers cross block boundaries. Both are asked the same thousands of CDX API queries (exact,
+prefix, host, domain) and must give the same captures in the same order.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from datetime import UTC, date, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from access import zipnum
+from access.config import AccessConfig
+from access.index import refresh, reindex
+from access.service import ReplayService
+from harvestflow import settings as settings_mod
+from indexing import merge
+from indexing.layout import Layout
+from tests.access.conftest import ORACLE_WAYBACK, cdx, flat_pywb
+from tests.access.sitegen import site_urls, write_captures
+
+pytestmark = pytest.mark.skipif(
+    not ORACLE_WAYBACK.exists(), reason="pywb oracle venv missing: bash scripts/setup-oracles.sh"
+)
+
+DAY = date(2026, 11, 20)
+
+
+def index_into_daily(warc: Path, layout: Layout, day: date, collection: str = "") -> Path:
+    """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day."""
+    out = subprocess.run(
+        [sys.executable, "-m", "harvestflow.cli", "index", "cdx", str(warc), "--format", "cdxj"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    lines = sorted(set(out.splitlines()))
+    dest = layout.cdx_daily(day, collection) / (warc.name + ".cdxj")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(b"".join(line + b"\n" for line in lines))
+    return dest
+
+
+def make_warcs(
+    tmp: Path, rnd: random.Random, files: int, hosts: int
+) -> tuple[list[Path], list[str]]:
+    urls = site_urls(rnd, hosts)
+    rnd.shuffle(urls)
+    warcs = []
+    for i in range(files):
+        warc = tmp / f"{i + 1}-3-20261120000000000-{i:05d}-crawler.warc.gz"
+        write_captures(warc, urls[i::files], rnd, datetime(2025, 1, 1, tzinfo=UTC))
+        warcs.append(warc)
+    return warcs, urls
+
+
+def test_zipnum_answers_exactly_what_the_flat_cdxj_answers(
+    access_settings: settings_mod.Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__ZIPNUM_BLOCK_LINES", "16")
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__ZIPNUM_SHARD_BLOCKS", "40")
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__ZIPNUM_MAX_BLOCKS", "1000")
+    settings_mod.reset()
+    settings = settings_mod.get_settings()
+    layout = Layout.from_settings(settings)
+    rnd = random.Random(18)
+    warcs, urls = make_warcs(tmp_path, rnd, files=4, hosts=120)
+    for warc in warcs:
+        index_into_daily(warc, layout, DAY)
+    merge.daily_merge(DAY, settings)
+    merge.bigmerge(settings)
+    big = layout.big_cdx("cdxj")
+    flat_lines = big.read_bytes().splitlines(keepends=True)
+    assert len(flat_lines) > 2000
+
+    built = reindex(settings)
+    cfg = AccessConfig.from_settings(settings)
+    assert built["built"]["all"]["lines"] == len(flat_lines)
+    assert built["recent"]["all"]["files"] == 0  # everything is in the ZipNum
+    assert built["built"]["all"]["blocks"] > 100
+    assert len(list(cfg.zipnum_dir("all").glob("*.cdxj.gz"))) > 1  # several shards
+
+    hosts = sorted({urlsplit(u).netloc for u in urls if not urlsplit(u).port})
+    domains = sorted({".".join(h.split(".")[-2:]) for h in hosts})
+    queries: list[tuple[str, str | None]] = [(u, "exact") for u in urls]
+    # pywb's short prefix syntax: a trailing * (e.g. every image of a host)
+    queries += [(u.split("/img/")[0] + "/img/*", None) for u in urls if "/img/" in u][:300]
+    queries += [(u[:-3], "prefix") for u in urls if not u.endswith("/") and "?" not in u][:400]
+    queries += [(h, "host") for h in hosts]
+    queries += [(d, "domain") for d in domains]
+    queries += [("http://not-archived.test/", "exact"), ("nothing.test", "domain")]
+
+    service = ReplayService(settings)
+    service.start()
+    try:
+        with flat_pywb(big, tmp_path / "flat") as flat_base:
+            compared = 0
+            empty: list[tuple[str, str | None]] = []
+            for url, match in queries:
+                want = cdx(flat_base, "flat", url, match)
+                got = cdx(cfg.url, "all", url, match)
+                assert got == want, (url, match, len(got), len(want))
+                compared += len(want)
+                if not want:
+                    empty.append((url, match))
+            exact_empty = sum(1 for u in urls if not cdx(cfg.url, "all", u))
+    finally:
+        service.stop()
+    print(f"{len(queries)} queries, {compared} captures compared, {len(empty)} empty answers")
+    assert len(queries) > 2000
+    assert exact_empty == 0  # every archived URL is found (the comparison is not vacuous)
+    assert len(empty) == 2, empty[:20]  # only the two URLs never archived
+    assert compared > 4 * len(queries)
+
+
+def test_zipnum_build_is_atomic_idempotent_and_keeps_the_previous_generation(
+    access_settings: settings_mod.Settings, tmp_path: Path
+):
+    settings = access_settings
+    layout = Layout.from_settings(settings)
+    cfg = AccessConfig.from_settings(settings)
+    rnd = random.Random(5)
+    warcs, _ = make_warcs(tmp_path, rnd, files=2, hosts=10)
+    index_into_daily(warcs[0], layout, DAY)
+    merge.daily_merge(DAY, settings)
+    merge.bigmerge(settings)
+    first = reindex(settings)
+    assert set(first["built"]) == {"all"}
+    assert reindex(settings)["unchanged"] == ["all"]  # same inputs: nothing rebuilt
+    gen1 = zipnum.read_state(cfg.zipnum_dir("all"), "all")["generation"]
+
+    # a later day's file: served flat at once, then in the ZipNum after the merges
+    later = date(2026, 11, 21)
+    index_into_daily(warcs[1], layout, later)
+    assert refresh(settings)["all"]["files"] == 1
+    merge.daily_merge(later, settings)
+    merge.bigmerge(settings)
+    second = reindex(settings)
+    assert second["built"]["all"]["lines"] == len(layout.big_cdx("cdxj").read_bytes().splitlines())
+    assert second["recent"]["all"]["files"] == 0
+    state = zipnum.read_state(cfg.zipnum_dir("all"), "all")
+    assert state["generation"] == gen1 + 1
+    gens = {p.name.split("-")[1] for p in cfg.zipnum_dir("all").glob("*.cdxj.gz")}
+    assert gens == {f"{gen1:06d}", f"{gen1 + 1:06d}"}  # the previous one kept for open readers
+    assert list(zipnum.iter_lines(cfg.summary("all"))) == (
+        layout.big_cdx("cdxj").read_bytes().splitlines(keepends=True)
+    )
+    assert not [p for p in cfg.zipnum_dir("all").iterdir() if p.name.endswith(".tmp")]
