@@ -32,6 +32,7 @@ from crawler.scope import Scope
 from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
+from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)
 SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
@@ -328,7 +329,8 @@ class CrawlContext:
             ("fetchTimeMs", str(cap.duration_ms)),
         ]
         fields = [(k, v) for k, v in fields if v]
-        fields += [("outlink", f"{u} {h} {c}") for u, h, c in links]
+        # a link's URL is the page's text: one field, so no server can add a warc-fields line
+        fields += [("outlink", f"{clean_field(u)} {h} {c}") for u, h, c in links]
         self.writer.write(metadata_record(request.url, cap.date, cap.record_id, fields))
         new: list[scrapy.Request] = []
         self.state.begin()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from qa.crawllog import aggregate_crawl_log
 from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
@@ -109,6 +110,28 @@ def test_no_server_value_shifts_a_crawl_log_or_report_column(
         assert len(seeds_rows[server.url(path)]) == 4, path  # the redirect is one column
     mime_rows = _rows(reports / "mimetype-report.txt")[1:]
     assert len(mime_rows) >= len(CONTENT_TYPES)
+
+    # the metadata records' application/warc-fields: one "name: value" a line, and an outlink
+    # value is exactly "URL hop context" whatever the page's links hold
+    outlinks = 0
+    for warc in sorted((result.out / "warcs").glob("*.warc.gz")):
+        with warc.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                if (
+                    record.rec_type != "metadata"
+                    or record.content_type != "application/warc-fields"
+                ):
+                    continue
+                body = record.content_stream().read().decode("utf-8")
+                lines = body.split("\r\n")
+                assert lines[-1] == "" and len(body.splitlines()) == len(lines) - 1, body[:300]
+                for line in lines[:-1]:
+                    name, _, value = line.partition(": ")
+                    assert name in {"via", "hopsFromSeed", "sourceTag", "fetchTimeMs", "outlink"}
+                    if name == "outlink":
+                        outlinks += 1
+                        assert len(value.split()) == 3, value[:300]
+    assert outlinks >= len(CONTENT_TYPES) + len(ODD_LINKS)
 
     for engine in ("c", "polars"):
         agg = aggregate_crawl_log(log_path, engine=engine, workers=1)
