@@ -96,6 +96,11 @@ def read_records(
                             raise EOFError(f"record cut short: {missing} bytes of its block missing")
                         in_record = False
                         yield Record(current, rec, payload, truncated)
+                    # warcio ends quietly when the file ends inside a record's headers
+                    if it.offset < size and mm[it.offset : size].strip(b"\r\n\t "):
+                        missing = size - it.offset
+                        why = f"file ends inside a record ({missing} bytes after the last whole one)"
+                        yield Damage(it.offset, why, None)
                     return
                 except _READ_ERRORS as exc:
                     # damage inside the record being read, or in the headers of the next one
