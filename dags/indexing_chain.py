@@ -13,6 +13,9 @@ run re-run indexes every file exactly once.
    the files taken in, each `process_file` log the CDX line count and final path.
 2. `harvestflow index cdx var/repository/loc1/<file>.warc.gz` prints the capture's CDXJ lines.
 3. The `preservation_ingest` DAG starts next (Asset `harvestflow://indexing/files-indexed`).
+4. Beside the chain, `extract_text` puts each indexed file's HTML, text and PDF captures into the
+   full-text index (its log: documents extracted, duplicates, skipped, failed with offsets);
+   `harvestflow search query "some words"` then finds them.
 """
 
 from datetime import datetime
@@ -61,6 +64,24 @@ with DAG(
         task_logger().info("%d file(s) went through the chain", len(done))
         return {"files": len(done)}
 
+    @task(trigger_rule="all_done")
+    def text_pending() -> list[str]:
+        """Files past the index module whose text is not yet searchable (new and left over)."""
+        from indexing.fulltext import pending_files as text_files
+
+        return text_files()
+
+    @task(retries=2)
+    def extract_text(file_name: str) -> dict[str, Any]:
+        from indexing.fulltext import extract_file
+
+        result = extract_file(file_name)
+        task_logger().info("%s: %s", file_name, result)
+        return result
+
     files = pending()
     ingest() >> files
-    chain_done(process_file.expand(file_name=files))
+    processed = process_file.expand(file_name=files)
+    chain_done(processed)
+    processed >> (texts := text_pending())
+    extract_text.expand(file_name=texts)

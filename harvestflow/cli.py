@@ -25,6 +25,7 @@ STAGE_CLIS = (
     "indexing.cli",
     "preservation.cli",
     "qa.cli",
+    "search.cli",
 )
 
 

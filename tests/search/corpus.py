@@ -157,7 +157,7 @@ def gz_member_count(path: Path) -> int:
 __all__ = ["PDF", "Page", "gzip", "pages", "tiny_pdf", "write_pages"]
 
 
-def chain_job(engine, data_dir: Path, name: str, files: list[list[Page]], cut: tuple[int, ...] = (), **kw) -> list[str]:  # type: ignore[no-untyped-def]
+def chain_job(engine, data_dir: Path, name: str, files: list[list[Page]], cut: tuple[int, ...] = (), run: bool = True, **kw) -> list[str]:  # type: ignore[no-untyped-def]
     """A finished job whose WARCs hold ``files``, run through the indexing chain; file names."""
     import json
 
@@ -183,5 +183,6 @@ def chain_job(engine, data_dir: Path, name: str, files: list[list[Page]], cut: t
         name = f"{job_id}-{hid}-20261122031500{serial:03d}-{serial:05d}-crawler.warc.gz"
         write_pages(job_dir / "warcs" / name, items, cut_last=serial in cut, **kw)
         names.append(name)
-    run_chain()
+    if run:
+        run_chain()
     return names
