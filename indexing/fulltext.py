@@ -69,9 +69,10 @@ def _wanted(rec: ArcWarcRecord) -> bool:
     if rec.rec_type != "response" or rec.http_headers is None:
         return False
     status = rec.http_headers.get_statuscode()
-    return bool(status and status.startswith("2")) and kind_of(
-        mime_of(rec.http_headers.get_header("Content-Type"))
-    ) is not None
+    return (
+        bool(status and status.startswith("2"))
+        and kind_of(mime_of(rec.http_headers.get_header("Content-Type"))) is not None
+    )
 
 
 def _capture(rec: ArcWarcRecord, offset: int, meta: FileMeta) -> CaptureRecord | None:
@@ -141,8 +142,13 @@ def extract_warc(
             if isinstance(item, Damage):
                 state.failed += 1
                 where = f"resumed at {item.resumed_at}" if item.resumed_at else "nothing after it"
-                log.error("%s: damaged record at offset %d skipped (%s; %s)",
-                          meta.file_name, item.offset, item.error, where)
+                log.error(
+                    "%s: damaged record at offset %d skipped (%s; %s)",
+                    meta.file_name,
+                    item.offset,
+                    item.error,
+                    where,
+                )
                 if len(state.errors) < MAX_ERRORS_KEPT:
                     state.errors.append({"offset": item.offset, "error": item.error})
             else:
@@ -159,7 +165,11 @@ def extract_warc(
         crashpoint("fulltext.done_recorded")
     log.info(
         "%s: %d documents extracted, %d duplicate captures, %d skipped, %d failed",
-        meta.file_name, state.extracted, state.duplicates, state.skipped, state.failed,
+        meta.file_name,
+        state.extracted,
+        state.duplicates,
+        state.skipped,
+        state.failed,
     )
     return state
 
@@ -193,8 +203,11 @@ def _take(
         return
     if item.truncated:
         state.skipped += 1
-        log.warning("%s: payload at offset %d larger than the limit, not extracted",
-                    meta.file_name, item.offset)
+        log.warning(
+            "%s: payload at offset %d larger than the limit, not extracted",
+            meta.file_name,
+            item.offset,
+        )
         return
     content_type = rec.http_headers.get_header("Content-Type") if rec.http_headers else None
     try:
@@ -225,10 +238,12 @@ def _fail(state: FileProgress, meta: FileMeta, offset: int, error: str) -> None:
 # the chain's entry points
 def _readable_copy(layout: Layout, entry: manifest.Entry) -> Path | None:
     """Where the chain has the file now: its repository copy, else a working copy."""
-    if entry.final_path and Path(entry.final_path).is_file():
-        if Path(entry.final_path).stat().st_size == entry.size:
-            return Path(entry.final_path)
-    dirs = [*layout.worker_dirs()] + [layout.module_dir(m) for m in ("transfer", "backup", "delete")]
+    final = Path(entry.final_path) if entry.final_path else None
+    if final is not None and final.is_file() and final.stat().st_size == entry.size:
+        return final
+    dirs = [*layout.worker_dirs()] + [
+        layout.module_dir(m) for m in ("transfer", "backup", "delete")
+    ]
     for d in dirs:
         if (d / entry.file_name).is_file():
             return d / entry.file_name

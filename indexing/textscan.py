@@ -93,13 +93,17 @@ def read_records(
                         it.read_to_end()  # the rest of the record: digests verified, end found
                         missing = getattr(rec.raw_stream, "limit", 0)
                         if missing:
-                            raise EOFError(f"record cut short: {missing} bytes of its block missing")
+                            raise EOFError(
+                                f"record cut short: {missing} bytes of its block missing"
+                            )
                         in_record = False
                         yield Record(current, rec, payload, truncated)
                     # warcio ends quietly when the file ends inside a record's headers
                     if it.offset < size and mm[it.offset : size].strip(b"\r\n\t "):
                         missing = size - it.offset
-                        why = f"file ends inside a record ({missing} bytes after the last whole one)"
+                        why = (
+                            f"file ends inside a record ({missing} bytes after the last whole one)"
+                        )
                         yield Damage(it.offset, why, None)
                     return
                 except _READ_ERRORS as exc:

@@ -89,7 +89,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     rx = sub.add_parser("reindex", help="rebuild the full-text index from the WARCs")
     rx.add_argument("--collection", help='only this collection ("" = the main one)')
     rx.set_defaults(func=cmd_reindex)
-    q = sub.add_parser("query", help="search: words, \"phrases\", -exclusion, site:, domain:")
+    q = sub.add_parser("query", help='search: words, "phrases", -exclusion, site:, domain:')
     q.add_argument("text")
     q.add_argument("--page", type=int, default=1)
     q.add_argument("--per-page", type=int, default=10)
@@ -97,9 +97,15 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--mime", action="append", default=[], help="facet filter")
     q.add_argument("--collection", action="append", default=[], help="facet filter")
     q.add_argument("--lang", action="append", default=[], help="facet filter")
-    q.add_argument("--block", action="append", default=[], metavar="SURT",
-                   help="hide captures under this SURT prefix (as an access rule would)")
-    q.add_argument("--embargo-days", type=int, default=0,
-                   help="hide captures younger than this many days")
+    q.add_argument(
+        "--block",
+        action="append",
+        default=[],
+        metavar="SURT",
+        help="hide captures under this SURT prefix (as an access rule would)",
+    )
+    q.add_argument(
+        "--embargo-days", type=int, default=0, help="hide captures younger than this many days"
+    )
     q.add_argument("--json", action="store_true", help="JSON output (snippets as HTML)")
     q.set_defaults(func=cmd_query)

@@ -51,7 +51,7 @@ class Extracted:
 
 
 def kind_of(mime: str | None) -> str | None:
-    """"html", "text" or "pdf" for a MIME type this module reads, else None."""
+    """ "html", "text" or "pdf" for a MIME type this module reads, else None."""
     if not mime:
         return None
     if mime in HTML_TYPES:
@@ -78,24 +78,24 @@ def _language(text: str, declared: str | None) -> str:
     return declared if lang in ("", "unknown") else str(lang)
 
 
-def _decode(data: bytes, charset: str | None, html: bool) -> tuple[str, str]:
-    encoding = charset or detect_encoding(data, from_html_meta=html)
+def _decode(data: bytes, charset: str | None, html: bool) -> str:
+    """The payload as text: the declared charset, else detected (WHATWG names, UTF-8 fallback)."""
+    encoding = charset or detect_encoding(data, from_html_meta=html) or "utf-8"
     try:
-        return bytes_to_str(data, encoding), encoding
+        return str(bytes_to_str(data, encoding))
     except (LookupError, ValueError):  # an unknown label in the header: detect instead
-        encoding = detect_encoding(data, from_html_meta=html)
-        return bytes_to_str(data, encoding), encoding
+        return str(bytes_to_str(data, detect_encoding(data, from_html_meta=html) or "utf-8"))
 
 
 def extract_html(data: bytes, charset: str | None = None) -> Extracted:
-    text, encoding = _decode(data, charset, html=True)
+    text = _decode(data, charset, html=True)
     tree = HTMLTree.parse(text)
     title = " ".join((tree.title or "").split())
     main = extract_plain_text(tree, main_content=True)
     if len(main.strip()) < MIN_MAIN_CHARS:
         main = extract_plain_text(tree, main_content=False)
     declared = None
-    root = tree.document.query_selector("html")
+    root = tree.document.query_selector("html") if tree.document is not None else None
     if root is not None:
         declared = root.getattr("lang")
     outlinks = len(tree.body.query_selector_all("a[href]")) if tree.body is not None else 0
@@ -103,7 +103,7 @@ def extract_html(data: bytes, charset: str | None = None) -> Extracted:
 
 
 def extract_text(data: bytes, charset: str | None = None) -> Extracted:
-    text, _ = _decode(data, charset, html=False)
+    text = _decode(data, charset, html=False)
     text = text.strip()
     first = text.split("\n", 1)[0].strip()[:200] if text else ""
     return Extracted(first, text, _language(text, None), 0)

@@ -220,8 +220,7 @@ class PgSearchBackend:
             )
             gone = conn.execute(
                 sa.text(
-                    "DELETE FROM fulltext_captures WHERE file_name = ANY(:f)"
-                    " RETURNING year, digest"
+                    "DELETE FROM fulltext_captures WHERE file_name = ANY(:f) RETURNING year, digest"
                 ),
                 {"f": file_names},
             ).all()
@@ -254,8 +253,9 @@ class PgSearchBackend:
         with self.engine.connect() as conn:
             conn.execute(sa.text("SET TRANSACTION READ ONLY"))
             total = int(
-                conn.execute(sa.text(cte + " SELECT count(DISTINCT digest) FROM v"), params)
-                .scalar_one()
+                conn.execute(
+                    sa.text(cte + " SELECT count(DISTINCT digest) FROM v"), params
+                ).scalar_one()
             )
             rows = conn.execute(sa.text(cte + _PAGE_SQL), params).mappings().all()
             facet_rows = conn.execute(sa.text(cte + _FACET_SQL), params).all() if total else []

@@ -30,7 +30,6 @@ def parse_query(raw: str, **filters: Any) -> Query:
             else:  # a host or URL names its registrable domain (www.bbc.co.uk -> bbc.co.uk)
                 domains.append(registrable_domain(value.split("/", 1)[0]))
         return " "
+
     text = _FILTER.sub(take, raw.replace("\x00", " "))
-    return Query(
-        text=" ".join(text.split()), sites=tuple(sites), domains=tuple(domains), **filters
-    )
+    return Query(text=" ".join(text.split()), sites=tuple(sites), domains=tuple(domains), **filters)

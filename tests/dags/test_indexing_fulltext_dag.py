@@ -32,7 +32,10 @@ def test_indexing_chain_run_makes_the_new_captures_searchable(
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     proc = subprocess.run(
         [HARVESTFLOW, "airflow", "dags", "test", "indexing_chain", "-c", json.dumps({})],
-        env=env, capture_output=True, text=True, timeout=900,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with db_engine.connect() as conn:

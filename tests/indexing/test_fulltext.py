@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import db
 from harvestflow import settings as settings_mod
 from harvestflow.settings import PROJECT_ROOT
 from indexing.crashpoints import ENV, EXIT_CODE
@@ -68,10 +67,14 @@ def test_damaged_records_are_named_and_the_rest_indexed(
 def _big_file(tmp_path: Path, n: int = 120) -> tuple[Path, list[Page]]:
     base = pages()
     items = [
-        Page(f"http://site{i % 7}.example.org/p{i}", (
-            f"<html lang='en'><title>Page {i}</title><p>Unique word w{i}x and the shared"
-            f" story of item number {i} in the kill test corpus.</p></html>").encode(),
-            "text/html")
+        Page(
+            f"http://site{i % 7}.example.org/p{i}",
+            (
+                f"<html lang='en'><title>Page {i}</title><p>Unique word w{i}x and the shared"
+                f" story of item number {i} in the kill test corpus.</p></html>"
+            ).encode(),
+            "text/html",
+        )
         for i in range(n)
     ]
     items += base[:5]
@@ -83,9 +86,9 @@ def _state(engine: sa.Engine) -> tuple[int, int, list[tuple[str, int]]]:
     with engine.connect() as conn:
         docs = conn.execute(sa.text("SELECT count(*) FROM fulltext_docs")).scalar_one()
         caps = conn.execute(sa.text("SELECT count(*) FROM fulltext_captures")).scalar_one()
-        dup = conn.execute(sa.text(
-            "SELECT url, count(*) FROM fulltext_captures GROUP BY url HAVING count(*) > 1"
-        )).all()
+        dup = conn.execute(
+            sa.text("SELECT url, count(*) FROM fulltext_captures GROUP BY url HAVING count(*) > 1")
+        ).all()
     return int(docs), int(caps), [tuple(r) for r in dup]
 
 
@@ -104,7 +107,11 @@ print(state.extracted, state.duplicates, state.skipped, state.failed)
 def _child(warc: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(warc)],
-        env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -140,9 +147,10 @@ def test_sigkill_in_the_middle_of_extraction_resumes_without_duplicates(
     resumed_from = -1
     while time.monotonic() < deadline and child.poll() is None:
         with db_engine.connect() as conn:
-            row = conn.execute(sa.text(
-                "SELECT next_offset, status FROM fulltext_files WHERE file_name = :f"
-            ), {"f": warc.name}).first()
+            row = conn.execute(
+                sa.text("SELECT next_offset, status FROM fulltext_files WHERE file_name = :f"),
+                {"f": warc.name},
+            ).first()
         if row is not None and row[0] > 0 and row[1] == "running":
             resumed_from = int(row[0])
             break

@@ -104,15 +104,25 @@ def pages(host_fr: str = "www.bnf-test.fr", host_en: str = "news.example.org") -
         Page(f"http://{host_en}/contact", BOILERPLATE_ONLY.encode(), "text/html"),
         Page(f"http://{host_en}/report.pdf", PDF, "application/pdf"),
         Page(f"http://{host_en}/calendar", SHARED_PAGE.encode(), "text/html"),
-        Page(f"http://mirror.example.net/calendar", SHARED_PAGE.encode(), "text/html"),
-        Page(f"http://{host_en}/missing", b"<html><title>Not found</title>zeppelin</html>",
-             "text/html", status="404 Not Found"),
+        Page("http://mirror.example.net/calendar", SHARED_PAGE.encode(), "text/html"),
+        Page(
+            f"http://{host_en}/missing",
+            b"<html><title>Not found</title>zeppelin</html>",
+            "text/html",
+            status="404 Not Found",
+        ),
         Page(f"http://{host_en}/logo.png", b"\x89PNG\r\n\x1a\nzeppelin", "image/png"),
     ]
 
 
-def write_pages(path: Path, items: list[Page], *, revisit_of: Page | None = None,
-                revisit_date: str = "2026-11-23T03:15:00Z", cut_last: bool = False) -> Path:
+def write_pages(
+    path: Path,
+    items: list[Page],
+    *,
+    revisit_of: Page | None = None,
+    revisit_date: str = "2026-11-23T03:15:00Z",
+    cut_last: bool = False,
+) -> Path:
     """A WARC of ``items`` (response + request each); a revisit record; the last record cut."""
     buf = io.BytesIO()
     w = WARCWriter(buf, gzip=True)
@@ -126,20 +136,27 @@ def write_pages(path: Path, items: list[Page], *, revisit_of: Page | None = None
             protocol="HTTP/1.1",
         )
         rec = w.create_warc_record(
-            page.url, "response", payload=io.BytesIO(page.body), http_headers=http,
+            page.url,
+            "response",
+            payload=io.BytesIO(page.body),
+            http_headers=http,
             warc_headers_dict={"WARC-Date": page.date},
         )
         members.append(buf.tell())
         w.write_record(rec)
         digests[page.url] = rec.rec_headers.get_header("WARC-Payload-Digest")
     if revisit_of is not None and revisit_of.url in digests:
-        http = StatusAndHeaders("200 OK", [("Content-Type", revisit_of.content_type)],
-                                protocol="HTTP/1.1")
+        http = StatusAndHeaders(
+            "200 OK", [("Content-Type", revisit_of.content_type)], protocol="HTTP/1.1"
+        )
         members.append(buf.tell())
         w.write_record(
             w.create_revisit_record(
-                revisit_of.url, digest=digests[revisit_of.url], refers_to_uri=revisit_of.url,
-                refers_to_date=revisit_of.date, http_headers=http,
+                revisit_of.url,
+                digest=digests[revisit_of.url],
+                refers_to_uri=revisit_of.url,
+                refers_to_date=revisit_of.date,
+                http_headers=http,
                 warc_headers_dict={"WARC-Date": revisit_date},
             )
         )
@@ -157,7 +174,15 @@ def gz_member_count(path: Path) -> int:
 __all__ = ["PDF", "Page", "gzip", "pages", "tiny_pdf", "write_pages"]
 
 
-def chain_job(engine, data_dir: Path, name: str, files: list[list[Page]], cut: tuple[int, ...] = (), run: bool = True, **kw) -> list[str]:  # type: ignore[no-untyped-def]
+def chain_job(
+    engine,
+    data_dir: Path,
+    name: str,
+    files: list[list[Page]],
+    cut: tuple[int, ...] = (),
+    run: bool = True,
+    **kw,
+) -> list[str]:  # type: ignore[no-untyped-def]
     """A finished job whose WARCs hold ``files``, run through the indexing chain; file names."""
     import json
 
@@ -166,17 +191,29 @@ def chain_job(engine, data_dir: Path, name: str, files: list[list[Page]], cut: t
     from indexing.chain import run_chain
 
     with engine.begin() as conn:
-        hid = int(conn.execute(sa.text(
-            "INSERT INTO harvestdefinitions (name, kind) VALUES (:n, 'partial') RETURNING harvest_id"
-        ), {"n": name}).scalar_one())
-        job_id = int(conn.execute(sa.text(
-            "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, template_name,"
-            " template, seedlist) VALUES (:h, 1, 0, 3, 'CIBLEE', 'default', CAST(:t AS jsonb),"
-            " 'http://example.com/') RETURNING job_id"
-        ), {"h": hid, "t": json.dumps({})}).scalar_one())
+        hid = int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO harvestdefinitions (name, kind) VALUES (:n, 'partial') RETURNING harvest_id"
+                ),
+                {"n": name},
+            ).scalar_one()
+        )
+        job_id = int(
+            conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, template_name,"
+                    " template, seedlist) VALUES (:h, 1, 0, 3, 'CIBLEE', 'default', CAST(:t AS jsonb),"
+                    " 'http://example.com/') RETURNING job_id"
+                ),
+                {"h": hid, "t": json.dumps({})},
+            ).scalar_one()
+        )
         job_dir = data_dir / "jobs" / str(hid) / str(job_id) / "20261122031500"
-        conn.execute(sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
-                     {"d": str(job_dir), "j": job_id})
+        conn.execute(
+            sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
+            {"d": str(job_dir), "j": job_id},
+        )
     (job_dir / "warcs").mkdir(parents=True)
     names = []
     for serial, items in enumerate(files):

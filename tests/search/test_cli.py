@@ -19,7 +19,11 @@ pytestmark = pytest.mark.services
 def _hf(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(PROJECT_ROOT / ".venv" / "bin" / "harvestflow"), *args],
-        capture_output=True, text=True, env=dict(os.environ), cwd=PROJECT_ROOT, timeout=300,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        cwd=PROJECT_ROOT,
+        timeout=300,
     )
 
 
@@ -46,7 +50,14 @@ def test_reindex_then_query_prints_results_and_facets(
     assert "  2 other capture(s) of the same content" in lines
     assert any("[harvest] [calendar]" in line for line in lines)
     assert "host: mirror.example.net 1, news.example.org 1" in lines
-    blocked = _hf("search", "query", "calendar", "--block", "org,example,news)/",
-                  "--block", "net,example,mirror)/")
+    blocked = _hf(
+        "search",
+        "query",
+        "calendar",
+        "--block",
+        "org,example,news)/",
+        "--block",
+        "net,example,mirror)/",
+    )
     assert blocked.stdout.splitlines()[0] == "0 result(s); 0-0"
     settings_mod.reset()

@@ -48,8 +48,9 @@ def test_pdf_text_and_title() -> None:
     got = extract(PDF, "application/pdf")
     assert got.title == "Dirigible annual report"
     assert "dirigible preservation programme" in got.text
-    untitled = extract(tiny_pdf("Only a body line here", "").replace(b"/Title ()", b""),
-                       "application/pdf")
+    untitled = extract(
+        tiny_pdf("Only a body line here", "").replace(b"/Title ()", b""), "application/pdf"
+    )
     assert untitled.title == "Only a body line here"
 
 
@@ -59,7 +60,7 @@ def test_a_broken_pdf_is_an_extraction_error() -> None:
 
 
 def test_plain_text_and_unknown_types() -> None:
-    got = extract("Premier ligne\nla suite du texte".encode(), "text/plain", "text/plain")
+    got = extract(b"Premier ligne\nla suite du texte", "text/plain", "text/plain")
     assert (got.title, got.text) == ("Premier ligne", "Premier ligne\nla suite du texte")
     assert kind_of("image/png") is None
     with pytest.raises(ExtractionError):

@@ -31,8 +31,9 @@ def indexed(db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     settings_mod.reset()
     cfg = settings_mod.get_settings()
     items = pages()
-    names = chain_job(db_engine, cfg.data_dir, "fulltext", [items[:5], items[5:]],
-                      revisit_of=items[5])
+    names = chain_job(
+        db_engine, cfg.data_dir, "fulltext", [items[:5], items[5:]], revisit_of=items[5]
+    )
     assert sorted(pending_files()) == sorted(names)
     results = [extract_file(n) for n in names]
     assert pending_files() == []
@@ -99,7 +100,9 @@ def test_duplicates_collapse_and_facets_count_payloads(indexed) -> None:  # type
     assert dict(everything.facets["mime"]) == {"text/html": 5, "application/pdf": 1}
     assert dict(everything.facets["lang"]) == {"en": 4, "fr": 2}
     assert dict(everything.facets["domain"]) == {
-        "example.org": 4, "bnf-test.fr": 2, "example.net": 1,
+        "example.org": 4,
+        "bnf-test.fr": 2,
+        "example.net": 1,
     }
     # a facet value's count is the number of hits its filter gives
     for host, count in everything.facets["host"]:
