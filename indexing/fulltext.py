@@ -311,11 +311,17 @@ def reindex(
     backend = get_backend(settings)
     backend.delete_files([e.file_name for e in entries])
     totals = {"files": 0, "extracted": 0, "duplicates": 0, "skipped": 0, "failed": 0}
+    totals["unreadable_files"] = 0
     with Progress("reindex", len(entries), unit="files", bar=progress_bar) as progress:
         for e in entries:
-            result = extract_file(e.file_name, settings, backend)
+            progress.advance()
+            try:
+                result = extract_file(e.file_name, settings, backend)
+            except OSError as exc:  # a copy gone missing: named, the other files go on
+                log.error("%s: not reindexed: %s", e.file_name, exc)
+                totals["unreadable_files"] += 1
+                continue
             totals["files"] += 1
             for key in ("extracted", "duplicates", "skipped", "failed"):
                 totals[key] += int(result.get(key, 0))
-            progress.advance()
     return totals

@@ -27,8 +27,13 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         f"{totals['files']} file(s): {totals['extracted']} documents extracted,"
         f" {totals['duplicates']} duplicate captures, {totals['skipped']} skipped,"
         f" {totals['failed']} failed"
+        + (
+            f"; {totals['unreadable_files']} file(s) unreadable"
+            if totals["unreadable_files"]
+            else ""
+        )
     )
-    return 1 if totals["failed"] else 0
+    return 1 if totals["failed"] or totals["unreadable_files"] else 0
 
 
 def _print(result: SearchResult) -> None:

@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS fulltext_captures (
     job_id integer,
     PRIMARY KEY (year, file_name, file_offset)
 ) PARTITION BY LIST (year);
-CREATE INDEX IF NOT EXISTS fulltext_captures_digest_idx ON fulltext_captures (year, digest);
+CREATE INDEX IF NOT EXISTS fulltext_captures_digest_idx ON fulltext_captures (digest);
 CREATE INDEX IF NOT EXISTS fulltext_captures_file_idx ON fulltext_captures (file_name);
 CREATE INDEX IF NOT EXISTS fulltext_captures_host_idx ON fulltext_captures (host);
 CREATE INDEX IF NOT EXISTS fulltext_captures_domain_idx ON fulltext_captures (domain);
