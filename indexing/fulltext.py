@@ -19,6 +19,7 @@ the file's errors and the log, and reading goes on at the next record.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,6 +46,7 @@ from search.model import CaptureRecord, Document, FileProgress, SearchBackend
 log = logging.getLogger(__name__)
 
 READY_STAGES = ("indexed", "transferred", "backedup", "done")  # after the index module
+_domain_of = functools.lru_cache(maxsize=65536)(registrable_domain)  # hosts repeat in a file
 MAX_ERRORS_KEPT = 100
 
 
@@ -102,7 +104,7 @@ def _capture(rec: ArcWarcRecord, offset: int, meta: FileMeta) -> CaptureRecord |
         url=url,
         surt=surt_or_url(url),
         host=host,
-        domain=registrable_domain(host) if host else "",
+        domain=_domain_of(host) if host else "",
         captured_at=datetime.fromisoformat(date.replace("Z", "+00:00")),
         status=status,
         mime=mime,
