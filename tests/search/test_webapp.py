@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from search.model import AccessRules
-from search.webapp import create_app
+from search.webapp import app_from_settings, create_app
 
 pytestmark = pytest.mark.services
 
@@ -70,3 +70,15 @@ def test_blocked_captures_never_shown_and_bad_parameters_refused(indexed) -> Non
     assert client.get("/", params={"q": "x" * 2000}).status_code == 422
     assert client.get("/", params={"q": "x", "host": "a\x00b"}).status_code == 400
     assert client.get("/", params={"q": "a\x00b"}).status_code == 200
+
+
+def test_the_configured_app_links_to_the_access_service(indexed) -> None:  # type: ignore[no-untyped-def]
+    from harvestflow.settings import Settings, get_settings
+
+    real = get_settings()
+    default = TestClient(app_from_settings(real)).get("/", params={"q": "dirigible"}).text
+    assert 'href="http://127.0.0.1:8090/all/20261122031500/http://news.example.org/' in default
+    # the access service's [access] url (issue 18) moves the links with it
+    moved = Settings({**real.data, "access": {"url": "http://access.test:9000/"}}, real.source)
+    html = TestClient(app_from_settings(moved)).get("/", params={"q": "dirigible"}).text
+    assert 'href="http://access.test:9000/all/20261122031500/http://news.example.org/' in html
