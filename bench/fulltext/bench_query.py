@@ -27,9 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _vocabulary(rnd: random.Random, n: int = 5000) -> list[str]:
-    syllables = (
-        ["ba", "be", "bi", "bo", "bu", "da", "de", "di", "do", "du", "ka", "ke", "ki", "ko", "ku", "la", "le", "li", "lo", "lu", "ma", "me", "mi", "mo", "mu", "na", "ne", "ni", "no", "nu", "pa", "pe", "pi", "po", "pu", "ra", "re", "ri", "ro", "ru", "sa", "se", "si", "so", "su", "ta", "te", "ti", "to", "tu"]
-    )
+    syllables = [c + v for c in "bdklmnprst" for v in "aeiou"]
     words: set[str] = set()
     while len(words) < n:
         words.add("".join(rnd.choice(syllables) for _ in range(rnd.randint(2, 4))))
