@@ -17,6 +17,9 @@ A file whose module fails (after its retries), or that is quarantined, makes the
    the files taken in, each `process_file` log the CDX line count and final path.
 2. `harvestflow index cdx var/repository/loc1/<file>.warc.gz` prints the capture's CDXJ lines.
 3. The `preservation_ingest` DAG starts next (Asset `harvestflow://indexing/files-indexed`).
+4. Beside the chain, `extract_text` puts each indexed file's HTML, text and PDF captures into the
+   full-text index (its log: documents extracted, duplicates, skipped, failed with offsets);
+   `harvestflow search query "some words"` then finds them.
 """
 
 from datetime import datetime
@@ -72,8 +75,28 @@ with DAG(
         task_logger().info("%d file(s) went through the chain", len(done))
         return {"files": len(done)}
 
+    @task
+    def text_pending() -> list[str]:
+        """Files past the index module whose text is not yet searchable (new and left over)."""
+        from indexing.fulltext import pending_files as text_files
+
+        return text_files()
+
+    @task(retries=2)
+    def extract_text(file_name: str) -> dict[str, Any]:
+        from indexing.fulltext import extract_file
+
+        result = extract_file(file_name)
+        task_logger().info("%s: %s", file_name, result)
+        return result
+
     files = pending()
     ingest() >> files
     # not on_failure_fail_dagrun: a teardown counted for the run state would hide its upstream
     # process_file tasks from it (Airflow counts a task only when nothing counted follows it)
-    chain_done(process_file.expand(file_name=files)).as_teardown(setups=files)
+    processed = process_file.expand(file_name=files)
+    chain_done(processed).as_teardown(setups=files)
+    # text extraction waits for every file of the run (all_success): a failed file makes the
+    # run red through it; the good files' text is then extracted by the next run (left over)
+    processed >> (texts := text_pending())
+    extract_text.expand(file_name=texts)

@@ -27,6 +27,7 @@ STAGE_CLIS = (
     "qa.cli",
     "harvestflow.credentials_cli",
     "access.cli",
+    "search.cli",
 )
 
 

@@ -26,6 +26,7 @@ from qa import codes, metrics
 from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log, empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
+from search.backends import get_backend
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class DayComputation:
     # qa.daily_compare.DayComparisons, set by run_daily (needs the DB); the report falls back
     # to the comparisons the day's own figures allow (selective vs broad)
     comparisons: Any = None
+    # full-text extraction of the WARCs finished that day (search backend's day_counts)
+    fulltext: dict[str, int] | None = None
 
 
 def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> JobOutcome:
@@ -348,6 +351,7 @@ def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
         "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
         "problems": comp.problems,
         "run_changes": run_changes,
+        **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
     }
 
 
@@ -376,6 +380,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
         workers=int(settings.get("qa", "log_workers", 0)) or None,
     )
     comp.comparisons = daily_compare.build(comp, engine)
+    comp.fulltext = get_backend(settings).day_counts(day)
     report_dir = settings.path("qa", day.isoformat())
     with store.day_lock(engine, day):  # an overlapping run of the same day waits here
         written = report.write_report(comp, report_dir)
@@ -427,6 +432,13 @@ def summary_lines(result: dict) -> list[str]:
         lines.append(
             f"  {r['harvest']} run {r['run']} vs run {r['run_a']}: grew {r['grew']}, shrank "
             f"{r['shrank']}, newly failed {r['newly_failed']}, hit limits {r['hit_limits']}"
+        )
+    ft = result.get("fulltext")
+    if ft:
+        lines.append(
+            f"  full text: {ft['extracted']:,} documents extracted from {ft['files']:,} WARC(s),"
+            f" {ft['duplicates']:,} duplicate captures, {ft['skipped']:,} skipped,"
+            f" {ft['failed']:,} failed"
         )
     problems = result.get("problems", [])
     if problems:

@@ -31,7 +31,8 @@ RULES: dict[str, tuple[set[str], str, bool]] = {
     "oneoff_harvest": ({"harvest_job.crawl"}, "advance", True),
     "broad_crawl": ({"step1_job.crawl", "step2_job.crawl"}, "done", True),
     "harvest_maintenance": ({"high_priority_job.crawl", "low_priority_job.crawl"}, "done", True),
-    "indexing_chain": ({"process_file"}, "chain_done", False),
+    # process_file's failure reaches the run through text_pending → extract_text (all_success)
+    "indexing_chain": ({"extract_text"}, "chain_done", False),
     "preservation_ingest": ({"ingest_job"}, "report", False),
 }
 

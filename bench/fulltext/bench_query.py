@@ -1,0 +1,170 @@
+"""Benchmark: query latency of the PostgreSQL search backend on a generated index.
+
+    .venv/bin/python bench/fulltext/bench_query.py [--docs 200000] [--queries 40] [--keep DIR]
+
+Starts an embedded PostgreSQL in a temporary folder (``--keep DIR`` reuses one), loads N
+documents through ``PgSearchBackend.add`` (one capture each, 2 capture years, 2,000 hosts,
+English/French/other texts of 150–400 Zipf-distributed words from a 5,000-word vocabulary), then
+times ``search()`` — the whole page: total, 10 collapsed hits with snippets, six facets — for
+single words (from frequent to rare), two-word phrases taken from the texts, and faceted queries
+(a word with ``site:`` and a year). Prints p50/p95 per query shape and the index size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def _vocabulary(rnd: random.Random, n: int = 5000) -> list[str]:
+    syllables = [c + v for c in "bdklmnprst" for v in "aeiou"]
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rnd.choice(syllables) for _ in range(rnd.randint(2, 4))))
+    return sorted(words)
+
+
+def _text(rnd: random.Random, vocab: list[str]) -> str:
+    n = rnd.randint(150, 400)
+    return " ".join(vocab[min(int(rnd.paretovariate(0.8)) - 1, len(vocab) - 1)] for _ in range(n))
+
+
+def load(n: int, vocab: list[str]) -> list[str]:
+    from harvestflow.db import get_engine
+    from search.model import CaptureRecord, Document, FileProgress
+    from search.pg import PgSearchBackend
+
+    backend = PgSearchBackend(get_engine())
+    rnd = random.Random(7)
+    texts: list[str] = []
+    batch = 1000
+    started = time.monotonic()
+    for start in range(0, n, batch):
+        docs, caps = [], []
+        for i in range(start, min(n, start + batch)):
+            text = _text(rnd, vocab)
+            if len(texts) < 200:
+                texts.append(text)
+            digest = f"sha1:BENCH{i:020d}"
+            lang = rnd.choices(["en", "fr", "de"], [6, 3, 1])[0]
+            host = f"www.site{rnd.randint(1, 2000)}.example"
+            docs.append(Document(digest, " ".join(text.split()[:6]), text, lang, 10))
+            caps.append(CaptureRecord(
+                file_name=f"bench-{i // 10000}.warc.gz", offset=i, url=f"http://{host}/p/{i}",
+                surt=f"example,{host[4:-8]})/p/{i}", host=host, domain=host[4:],
+                captured_at=datetime(rnd.choice([2025, 2026]), 1 + i % 12, 1, tzinfo=UTC),
+                status=200, mime="text/html", digest=digest, record_type="response",
+                collection=rnd.choice(["", "elections"]), harvest_id=1, job_id=1,
+            ))  # fmt: skip
+        backend.add(docs, caps, FileProgress(f"bench-{start}", done=True))
+        if start % 20000 == 0:
+            print(f"  loaded {start + len(docs):,} documents, {time.monotonic() - started:.0f} s")
+    print(f"load: {n:,} documents in {time.monotonic() - started:.0f} s")
+    return texts
+
+
+def run(queries: int, vocab: list[str], texts: list[str]) -> None:
+    from harvestflow.db import get_engine
+    from search.pg import PgSearchBackend
+    from search.query import parse_query
+
+    backend = PgSearchBackend(get_engine())
+    rnd = random.Random(11)
+    ranks = [int(len(vocab) * (k / queries) ** 3) for k in range(queries)]  # frequent to rare
+    words = [vocab[r] for r in ranks]
+    phrases = []
+    for _ in range(queries):
+        tokens = rnd.choice(texts).split()
+        j = rnd.randrange(len(tokens) - 1)
+        phrases.append(f'"{tokens[j]} {tokens[j + 1]}"')
+    faceted = [f"{w} site:site{rnd.randint(1, 2000)}.example" for w in words]
+    shapes = {"single word": words, "two-word phrase": phrases, "word + site: + year": faceted}
+    backend.search(parse_query(words[0]))  # warm-up
+    for shape, items in shapes.items():
+        times, totals = [], []
+        for q in items:
+            kw = {"years": (2026,)} if shape.startswith("word +") else {}
+            t0 = time.perf_counter()
+            result = backend.search(parse_query(q, **kw))
+            times.append((time.perf_counter() - t0) * 1000)
+            totals.append(result.total)
+        times.sort()
+        p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+        print(
+            f"{shape:22s} p50 {statistics.median(times):8.1f} ms  p95 {p95:8.1f} ms  "
+            f"max {times[-1]:8.1f} ms  hits median {int(statistics.median(totals)):,}"
+            f" max {max(totals):,}"
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--docs", type=int, default=200_000)
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--keep", type=Path)
+    args = ap.parse_args()
+    from tests.conftest import free_port
+
+    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-fulltext-", dir="/tmp"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(data_dir, 0o755)
+    port_file = data_dir / "bench-port"
+    port = int(port_file.read_text()) if port_file.exists() else free_port()
+    port_file.write_text(str(port))
+    os.environ.update(HARVESTFLOW_DATA_DIR=str(data_dir), HARVESTFLOW_POSTGRES__PORT=str(port),
+                      HARVESTFLOW_POSTGRES__URL="")  # fmt: skip
+    import sqlalchemy as sa
+
+    from harvestflow import db, services
+    from harvestflow.settings import get_settings, reset
+
+    reset()
+    settings = get_settings()
+    pg = services.postgres_for(settings)
+    pg.start()
+    try:
+        db.ensure_database(settings.harvest_db_url)
+        engine = db.get_engine(settings.harvest_db_url)
+        db.migrate(engine)
+        vocab = _vocabulary(random.Random(3))
+        with engine.connect() as conn:
+            have = conn.execute(sa.text("SELECT count(*) FROM fulltext_docs")).scalar_one()
+        texts = (
+            load(args.docs, vocab)
+            if have < args.docs
+            else [_text(random.Random(7), vocab) for _ in range(50)]
+        )
+        with engine.begin() as conn:
+            conn.execute(sa.text("ANALYZE fulltext_docs; ANALYZE fulltext_captures"))
+            size = conn.execute(
+                sa.text(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                    " JOIN pg_inherits i ON i.inhrelid = c.oid"
+                    " WHERE i.inhparent IN ('fulltext_docs'::regclass, 'fulltext_captures'::regclass)"
+                )
+            ).scalar_one()
+        size = int(size or 0)
+        print(
+            f"index size: {size / 1e6:,.0f} MB for {args.docs:,} documents"
+            f" ({size / 1e6 / args.docs * 1e6:,.0f} MB per million)"
+        )
+        run(args.queries, vocab, texts)
+    finally:
+        db.dispose_engines()
+        if not args.keep:
+            pg.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""The text-extraction module of the indexing chain: every WARC, once, into the search index.
+
+Why a module beside the file chain rather than a step inside it: extraction (PDFs especially)
+is slower than indexing and must never hold a file back from transfer, backup and preservation;
+it reads the file where the chain left it (the repository copy once transferred) and keeps its
+own state, so a file becomes searchable minutes after it is indexed, and a failure here leaves
+replay and preservation untouched. Quarantined files are not extracted: replay cannot show
+their captures either.
+
+Each file is read once, in order. For every response (and revisit) record of an HTML, plain
+text or PDF payload, its capture is recorded (URL, SURT, host, registrable domain, time,
+status, MIME, payload digest, collection, harvest definition, job); the payload's text is
+extracted only when its digest is new (revisits and duplicate payloads point at the text
+already stored). Documents, captures and the file's checkpoint are written together every
+``batch`` records, so a process killed anywhere resumes after the last batch and writes nothing
+twice (every write is also idempotent). A damaged record is skipped, named with its offset in
+the file's errors and the log, and reading goes on at the next record.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from warcio.recordloader import ArcWarcRecord
+
+from harvest.domains import registrable_domain
+from harvestflow.db import get_engine
+from harvestflow.formats.cdx import mime_of
+from harvestflow.formats.surt import surt_or_url
+from harvestflow.progress import Progress
+from harvestflow.settings import Settings, get_settings
+from indexing import manifest
+from indexing.crashpoints import crashpoint
+from indexing.layout import Layout
+from indexing.textscan import Damage, Record, read_records
+from search.backends import get_backend
+from search.extract import ExtractionError, extract, kind_of
+from search.model import CaptureRecord, Document, FileProgress, SearchBackend
+
+log = logging.getLogger(__name__)
+
+READY_STAGES = ("indexed", "transferred", "backedup", "done")  # after the index module
+_domain_of = functools.lru_cache(maxsize=65536)(registrable_domain)  # hosts repeat in a file
+MAX_ERRORS_KEPT = 100
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    """What the manifest knows about a WARC, copied onto each of its captures."""
+
+    file_name: str
+    collection: str = ""
+    harvest_id: int | None = None
+    job_id: int | None = None
+
+
+def _limits(settings: Settings) -> tuple[int, int]:
+    batch = int(settings.get("fulltext", "batch_records", 200))
+    max_payload = int(settings.get("fulltext", "max_payload_bytes", 20_000_000))
+    return max(1, batch), max_payload
+
+
+def _wanted(rec: ArcWarcRecord) -> bool:
+    """Read the payload of this record? (Only 2xx responses of a type we extract.)"""
+    if rec.rec_type != "response" or rec.http_headers is None:
+        return False
+    status = rec.http_headers.get_statuscode()
+    return (
+        bool(status and status.startswith("2"))
+        and kind_of(mime_of(rec.http_headers.get_header("Content-Type"))) is not None
+    )
+
+
+def _capture(rec: ArcWarcRecord, offset: int, meta: FileMeta) -> CaptureRecord | None:
+    """The capture of a response/revisit record of a text type (None for any other record)."""
+    if rec.rec_type not in ("response", "revisit"):
+        return None
+    url = rec.rec_headers.get_header("WARC-Target-URI") or ""
+    if not url.startswith(("http:", "https:")):
+        return None
+    http = rec.http_headers
+    content_type = http.get_header("Content-Type") if http is not None else None
+    mime = mime_of(content_type) or ""
+    if rec.rec_type == "response" and kind_of(mime) is None:
+        return None
+    if rec.rec_type == "revisit" and mime and kind_of(mime) is None:
+        return None
+    digest = rec.rec_headers.get_header("WARC-Payload-Digest")
+    date = rec.rec_headers.get_header("WARC-Date") or ""
+    if not digest or not date:
+        return None
+    status_text = http.get_statuscode() if http is not None else None
+    status = int(status_text) if status_text and status_text.isdigit() else None
+    host = (urlsplit(url).hostname or "").lower()
+    return CaptureRecord(
+        file_name=meta.file_name,
+        offset=offset,
+        url=url,
+        surt=surt_or_url(url),
+        host=host,
+        domain=_domain_of(host) if host else "",
+        captured_at=datetime.fromisoformat(date.replace("Z", "+00:00")),
+        status=status,
+        mime=mime,
+        digest=digest,
+        record_type=rec.rec_type,
+        collection=meta.collection,
+        harvest_id=meta.harvest_id,
+        job_id=meta.job_id,
+    )
+
+
+def extract_warc(
+    path: Path,
+    meta: FileMeta,
+    backend: SearchBackend,
+    settings: Settings | None = None,
+    *,
+    progress_bar: bool = False,
+) -> FileProgress:
+    """Extract ``path`` into ``backend``, resuming from its checkpoint; returns the counts."""
+    settings = settings or get_settings()
+    batch_size, max_payload = _limits(settings)
+    state = backend.progress(meta.file_name) or FileProgress(meta.file_name)
+    if state.done:
+        return state
+    if state.resume_offset >= 0:
+        log.info("%s: resuming after the record at offset %d", meta.file_name, state.resume_offset)
+    seen: set[str] = set()  # digests whose text this run has stored or queued
+    docs: list[Document] = []
+    caps: list[CaptureRecord] = []
+    pending = 0
+    size = path.stat().st_size
+    with Progress(f"extract {meta.file_name}", size, unit="bytes", bar=progress_bar) as bar:
+        for item in read_records(path, max(state.resume_offset, 0), _wanted, max_payload):
+            if item.offset <= state.resume_offset:
+                continue  # taken into account before the restart
+            if isinstance(item, Damage):
+                state.failed += 1
+                where = f"resumed at {item.resumed_at}" if item.resumed_at else "nothing after it"
+                log.error(
+                    "%s: damaged record at offset %d skipped (%s; %s)",
+                    meta.file_name,
+                    item.offset,
+                    item.error,
+                    where,
+                )
+                if len(state.errors) < MAX_ERRORS_KEPT:
+                    state.errors.append({"offset": item.offset, "error": item.error})
+            else:
+                _take(item, meta, backend, state, seen, docs, caps)
+            state.resume_offset = item.offset
+            bar.advance(max(0, item.offset - bar.done))
+            pending += 1
+            if pending >= batch_size:
+                backend.add(docs, caps, state)
+                crashpoint("fulltext.batch_written")
+                docs, caps, pending = [], [], 0
+        state.done = True
+        backend.add(docs, caps, state)
+        crashpoint("fulltext.done_recorded")
+    log.info(
+        "%s: %d documents extracted, %d duplicate captures, %d skipped, %d failed",
+        meta.file_name,
+        state.extracted,
+        state.duplicates,
+        state.skipped,
+        state.failed,
+    )
+    return state
+
+
+def _take(
+    item: Record,
+    meta: FileMeta,
+    backend: SearchBackend,
+    state: FileProgress,
+    seen: set[str],
+    docs: list[Document],
+    caps: list[CaptureRecord],
+) -> None:
+    rec = item.record
+    try:
+        cap = _capture(rec, item.offset, meta)
+    except ValueError as exc:  # a WARC-Date that is no date, ...
+        _fail(state, meta, item.offset, f"unreadable record headers: {exc}")
+        return
+    if cap is None:
+        return
+    if cap.status is not None and not 200 <= cap.status < 300:
+        state.skipped += 1  # an error page, a redirect: no text worth finding
+        return
+    if rec.rec_type == "revisit" or cap.digest in seen or backend.known_digests([cap.digest]):
+        state.duplicates += 1
+        caps.append(cap)
+        return
+    if item.payload is None:
+        state.skipped += 1
+        return
+    if item.truncated:
+        state.skipped += 1
+        log.warning(
+            "%s: payload at offset %d larger than the limit, not extracted",
+            meta.file_name,
+            item.offset,
+        )
+        return
+    content_type = rec.http_headers.get_header("Content-Type") if rec.http_headers else None
+    try:
+        got = extract(item.payload, cap.mime, content_type)
+    except ExtractionError as exc:
+        _fail(state, meta, item.offset, str(exc))
+        return
+    except Exception as exc:  # an extractor bug on one odd payload must not stop the file
+        _fail(state, meta, item.offset, f"{type(exc).__name__}: {exc}")
+        return
+    if not got.text and not got.title:
+        state.skipped += 1
+        return
+    seen.add(cap.digest)
+    state.extracted += 1
+    docs.append(Document(cap.digest, got.title, got.text, got.lang, got.outlinks))
+    caps.append(cap)
+
+
+def _fail(state: FileProgress, meta: FileMeta, offset: int, error: str) -> None:
+    state.failed += 1
+    log.error("%s: record at offset %d not extracted: %s", meta.file_name, offset, error)
+    if len(state.errors) < MAX_ERRORS_KEPT:
+        state.errors.append({"offset": offset, "error": error})
+
+
+# --------------------------------------------------------------------------------------------
+# the chain's entry points
+def _readable_copy(layout: Layout, entry: manifest.Entry) -> Path | None:
+    """Where the chain has the file now: its repository copy, else a working copy."""
+    final = Path(entry.final_path) if entry.final_path else None
+    if final is not None and final.is_file() and final.stat().st_size == entry.size:
+        return final
+    dirs = [*layout.worker_dirs()] + [
+        layout.module_dir(m) for m in ("transfer", "backup", "delete")
+    ]
+    for d in dirs:
+        if (d / entry.file_name).is_file():
+            return d / entry.file_name
+    src = Path(entry.source_path)
+    return src if src.is_file() else None
+
+
+def extract_file(
+    file_name: str,
+    settings: Settings | None = None,
+    backend: SearchBackend | None = None,
+    *,
+    progress_bar: bool = False,
+) -> dict[str, Any]:
+    """Extract one WARC of the chain (idempotent: a finished file is left as it is)."""
+    settings = settings or get_settings()
+    if not settings.get("fulltext", "enabled", True):
+        return {"file": file_name, "status": "disabled"}
+    engine = get_engine(settings.harvest_db_url)
+    entry = manifest.get(engine, file_name)
+    if entry is None:
+        raise KeyError(f"{file_name}: not in the index manifest (run ingest first)")
+    if entry.stage not in READY_STAGES:
+        log.info("%s: stage %s, not extracted", file_name, entry.stage)
+        return {"file": file_name, "status": entry.stage}
+    path = _readable_copy(Layout.from_settings(settings), entry)
+    if path is None:
+        raise FileNotFoundError(f"{file_name}: no readable copy (final path {entry.final_path})")
+    backend = backend or get_backend(settings)
+    meta = FileMeta(file_name, entry.collection, entry.harvest_id, entry.job_id)
+    state = extract_warc(path, meta, backend, settings, progress_bar=progress_bar)
+    return {
+        "file": file_name,
+        "status": "done",
+        "extracted": state.extracted,
+        "duplicates": state.duplicates,
+        "skipped": state.skipped,
+        "failed": state.failed,
+        "errors": state.errors[:10],
+    }
+
+
+def pending_files(settings: Settings | None = None) -> list[str]:
+    """Files past the index module whose extraction is not finished (what the DAG maps over)."""
+    settings = settings or get_settings()
+    if not settings.get("fulltext", "enabled", True):
+        return []
+    engine = get_engine(settings.harvest_db_url)
+    names = [e.file_name for e in manifest.in_stages(engine, READY_STAGES)]
+    done = get_backend(settings).files_done(names) if names else set()
+    return [n for n in names if n not in done]
+
+
+def reindex(
+    collection: str | None = None, settings: Settings | None = None, *, progress_bar: bool = False
+) -> dict[str, int]:
+    """Rebuild the search index from the WARCs (of one collection, or all)."""
+    settings = settings or get_settings()
+    engine = get_engine(settings.harvest_db_url)
+    entries = [
+        e
+        for e in manifest.in_stages(engine, READY_STAGES)
+        if collection is None or e.collection == collection
+    ]
+    backend = get_backend(settings)
+    backend.delete_files([e.file_name for e in entries])
+    totals = {"files": 0, "extracted": 0, "duplicates": 0, "skipped": 0, "failed": 0}
+    totals["unreadable_files"] = 0
+    with Progress("reindex", len(entries), unit="files", bar=progress_bar) as progress:
+        for e in entries:
+            progress.advance()
+            try:
+                result = extract_file(e.file_name, settings, backend)
+            except OSError as exc:  # a copy gone missing: named, the other files go on
+                log.error("%s: not reindexed: %s", e.file_name, exc)
+                totals["unreadable_files"] += 1
+                continue
+            totals["files"] += 1
+            for key in ("extracted", "duplicates", "skipped", "failed"):
+                totals[key] += int(result.get(key, 0))
+    return totals

@@ -1,0 +1,162 @@
+"""The search interface: what is stored, what is asked, what comes back, and access rules.
+
+Why this narrow: a backend implements :class:`SearchBackend` (five methods) over these plain
+records, so the PostgreSQL default (:mod:`search.pg`) and an OpenSearch or Solr backend for
+billions of documents (docs/scaling.md) are interchangeable modules; the chain, the CLI and the
+pages never see SQL.
+
+Access rules arrive as data (:class:`AccessRules`: blocked SURT prefixes and embargoes), not as
+a callback, so each backend can apply them inside its query: a blocked capture is then never
+counted, never a hit and never a snippet, and paging and facet counts stay exact.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Protocol
+
+FACETS = ("year", "host", "domain", "mime", "collection", "lang")
+HIT_START = "\x02"  # snippet highlight markers: never in extracted text, escaped apart from it
+HIT_END = "\x03"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One extracted payload (identified by its payload digest)."""
+
+    digest: str
+    title: str
+    text: str
+    lang: str
+    outlinks: int
+
+
+@dataclass(frozen=True)
+class CaptureRecord:
+    """One capture (a response or revisit record) whose payload is a :class:`Document`."""
+
+    file_name: str
+    offset: int
+    url: str
+    surt: str
+    host: str
+    domain: str
+    captured_at: datetime
+    status: int | None
+    mime: str
+    digest: str
+    record_type: str
+    collection: str = ""
+    harvest_id: int | None = None
+    job_id: int | None = None
+
+
+@dataclass
+class FileProgress:
+    """Where the extraction of one WARC stands: its checkpoint, stored with the documents.
+
+    ``resume_offset`` is the offset of the last record taken into account (-1: none), so a
+    restarted extraction skips every record up to it; the counts and errors cover exactly those
+    records, because the backend stores them in the same write as the batch they describe.
+    """
+
+    file_name: str
+    resume_offset: int = -1
+    extracted: int = 0
+    duplicates: int = 0
+    skipped: int = 0
+    failed: int = 0
+    errors: list[dict[str, object]] = field(default_factory=list)
+    done: bool = False
+
+
+@dataclass(frozen=True)
+class AccessRules:
+    """What may not be shown: SURT prefixes blocked outright, and embargoes after capture.
+
+    The future access-rules module (issue 18) builds this from its versioned rules; until then
+    callers pass it explicitly. A SURT prefix ``org,example)/private`` covers that path and
+    below; ``org,example,`` covers every subdomain; an embargo with the prefix ``""`` covers all.
+    """
+
+    blocked: tuple[str, ...] = ()
+    embargoes: tuple[tuple[str, timedelta], ...] = ()
+    now: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str  # words, "phrases", -exclusion, OR (websearch syntax); site:/domain: parsed apart
+    sites: tuple[str, ...] = ()  # host[/path] prefixes
+    domains: tuple[str, ...] = ()  # registrable domains
+    years: tuple[int, ...] = ()
+    mimes: tuple[str, ...] = ()
+    collections: tuple[str, ...] = ()
+    langs: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    page: int = 1
+    per_page: int = 10
+    access: AccessRules = field(default_factory=AccessRules)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: a payload, shown through its most recent visible capture."""
+
+    digest: str
+    title: str
+    url: str
+    captured_at: datetime
+    mime: str
+    collection: str
+    lang: str
+    snippet: str  # plain text with HIT_START/HIT_END around matches
+    other_captures: int  # other visible captures of the same payload
+    score: float
+
+    def snippet_html(self) -> str:
+        escaped = html.escape(self.snippet)
+        return escaped.replace(HIT_START, "<mark>").replace(HIT_END, "</mark>")
+
+    def snippet_text(self, start: str = "[", end: str = "]") -> str:
+        return self.snippet.replace(HIT_START, start).replace(HIT_END, end)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: Query
+    total: int  # collapsed hits (payloads) in all pages
+    hits: list[Hit]
+    facets: dict[str, list[tuple[str, int]]]  # facet -> (value, payloads) by count
+
+
+class SearchBackend(Protocol):
+    """What the chain and the pages need from a search backend."""
+
+    def known_digests(self, digests: list[str]) -> set[str]:
+        """The digests among ``digests`` whose text is already stored (not extracted again)."""
+
+    def add(
+        self, documents: list[Document], captures: list[CaptureRecord], progress: FileProgress
+    ) -> None:
+        """Store documents, captures and the file's checkpoint at once; idempotent."""
+
+    def progress(self, file_name: str) -> FileProgress | None:
+        """The stored checkpoint of a WARC (None: never started)."""
+
+    def files_done(self, file_names: list[str]) -> set[str]:
+        """The WARCs among ``file_names`` whose extraction finished."""
+
+    def day_counts(self, day: date) -> dict[str, int]:
+        """Files finished on ``day`` and their extracted/duplicates/skipped/failed counts (QA)."""
+
+    def delete_files(self, file_names: list[str]) -> int:
+        """Forget these WARCs: captures, checkpoints, texts no capture uses any more."""
+
+    def search(self, query: Query) -> SearchResult:
+        """One page of collapsed hits with snippets, and the facets of all hits."""
+
+    def count(self) -> tuple[int, int]:
+        """(documents, captures) stored."""

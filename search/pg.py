@@ -1,0 +1,394 @@
+"""The PostgreSQL search backend (the embedded default), over the tables of sql/017_fulltext.sql.
+
+Why PostgreSQL full text and not a search server: the archive already runs PostgreSQL, and
+``tsvector`` with a GIN index per yearly partition answers word, phrase and exclusion queries
+(``websearch_to_tsquery``) with ranking and highlighting (``ts_headline``) at the scale of a
+national archive's selective collections. Each document is parsed with its language's text
+configuration (french, english, simple), and a query is parsed once per configuration, so that
+"bibliothèques" finds "bibliothèque" in a French page. Every value is a bound parameter.
+
+Results collapse identical payloads: the hit of a digest is its most recent visible capture,
+with the number of other visible captures; facets count payloads (a facet value's count is the
+number of hits its filter would give). Access rules are part of the WHERE clause.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from harvestflow.formats.surt import surt_or_url
+from search.model import (
+    FACETS,
+    HIT_END,
+    HIT_START,
+    AccessRules,
+    CaptureRecord,
+    Document,
+    FileProgress,
+    Hit,
+    Query,
+    SearchResult,
+)
+
+log = logging.getLogger(__name__)
+
+CONFIGS = {"fr": "french", "en": "english"}  # other languages: "simple" (no stemming)
+MAX_TSV_CHARS = 300_000  # body characters indexed (tsvector positions stop at 16,383 anyway)
+SNIPPET_CHARS = 100_000  # body characters ts_headline reads
+FACET_LIMIT = 20
+_HEADLINE = (
+    f"StartSel={HIT_START}, StopSel={HIT_END}, MaxWords=30, MinWords=12, "
+    'MaxFragments=2, FragmentDelimiter=" … "'
+)
+_QUERY_OF_CFG = (
+    "CASE d.cfg WHEN 'french'::regconfig THEN q.fr WHEN 'english'::regconfig THEN q.en"
+    " ELSE q.si END"
+)
+
+
+def config_of(lang: str) -> str:
+    return CONFIGS.get(lang, "simple")
+
+
+def _like_prefix(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class PgSearchBackend:
+    """:class:`search.model.SearchBackend` on the harvest database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # --- writing ---------------------------------------------------------------------------
+    def known_digests(self, digests: list[str]) -> set[str]:
+        if not digests:
+            return set()
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT DISTINCT digest FROM fulltext_docs WHERE digest = ANY(:d)"),
+                {"d": list(set(digests))},
+            )
+            return {r[0] for r in rows}
+
+    def add(
+        self, documents: list[Document], captures: list[CaptureRecord], progress: FileProgress
+    ) -> None:
+        with self.engine.begin() as conn:
+            if captures:
+                self._add(conn, documents, captures)
+            conn.execute(
+                sa.text(
+                    "INSERT INTO fulltext_files (file_name, status, next_offset, extracted,"
+                    " duplicates, skipped, failed, errors, finished_at) VALUES (:f, :s, :o, :e,"
+                    " :d, :k, :x, CAST(:errors AS jsonb), CASE WHEN :done THEN now() END)"
+                    " ON CONFLICT (file_name) DO UPDATE SET status = EXCLUDED.status,"
+                    " next_offset = EXCLUDED.next_offset, extracted = EXCLUDED.extracted,"
+                    " duplicates = EXCLUDED.duplicates, skipped = EXCLUDED.skipped,"
+                    " failed = EXCLUDED.failed, errors = EXCLUDED.errors,"
+                    " finished_at = EXCLUDED.finished_at"
+                ),
+                {
+                    "f": progress.file_name,
+                    "s": "done" if progress.done else "running",
+                    "o": progress.resume_offset,
+                    "e": progress.extracted,
+                    "d": progress.duplicates,
+                    "k": progress.skipped,
+                    "x": progress.failed,
+                    "errors": json.dumps(progress.errors),
+                    "done": progress.done,
+                },
+            )
+
+    def progress(self, file_name: str) -> FileProgress | None:
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    sa.text(
+                        "SELECT status, next_offset, extracted, duplicates, skipped, failed,"
+                        " errors FROM fulltext_files WHERE file_name = :f"
+                    ),
+                    {"f": file_name},
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return None
+        return FileProgress(
+            file_name,
+            int(row["next_offset"]),
+            row["extracted"],
+            row["duplicates"],
+            row["skipped"],
+            row["failed"],
+            list(row["errors"]),
+            row["status"] == "done",
+        )
+
+    def files_done(self, file_names: list[str]) -> set[str]:
+        """The files among ``file_names`` whose extraction finished."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT file_name FROM fulltext_files WHERE status = 'done'"
+                    " AND file_name = ANY(:f)"
+                ),
+                {"f": file_names},
+            )
+            return {r[0] for r in rows}
+
+    def day_counts(self, day: date) -> dict[str, int]:
+        """Files finished on ``day`` (UTC) and their documents extracted, skipped, failed."""
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    sa.text(
+                        "SELECT count(*) AS files, coalesce(sum(extracted), 0) AS extracted,"
+                        " coalesce(sum(duplicates), 0) AS duplicates,"
+                        " coalesce(sum(skipped), 0) AS skipped, coalesce(sum(failed), 0) AS failed"
+                        " FROM fulltext_files WHERE finished_at >= :a AND finished_at < :b"
+                    ),
+                    {
+                        "a": datetime.combine(day, time(), UTC),
+                        "b": datetime.combine(day + timedelta(days=1), time(), UTC),
+                    },
+                )
+                .mappings()
+                .one()
+            )
+        return {k: int(v) for k, v in row.items()}
+
+    def _add(
+        self, conn: Connection, documents: list[Document], captures: list[CaptureRecord]
+    ) -> None:
+        for year in sorted({c.captured_at.year for c in captures}):
+            conn.execute(sa.text("SELECT fulltext_ensure_year(:y)"), {"y": year})
+        conn.execute(
+            sa.text(
+                "INSERT INTO fulltext_captures (year, file_name, file_offset, url, surt, host,"
+                " domain, captured_at, status, mime, digest, record_type, collection, harvest_id,"
+                " job_id) VALUES (:year, :file_name, :offset, :url, :surt, :host, :domain,"
+                " :captured_at, :status, :mime, :digest, :record_type, :collection, :harvest_id,"
+                " :job_id) ON CONFLICT DO NOTHING"
+            ),
+            [{"year": c.captured_at.year, **c.__dict__} for c in captures],
+        )
+        by_digest = {d.digest: d for d in documents}
+        years = {(c.captured_at.year, c.digest) for c in captures if c.digest in by_digest}
+        if years:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO fulltext_docs (year, digest, title, body, lang, cfg, outlinks,"
+                    " tsv) VALUES (:year, :digest, :title, :body, :lang, CAST(:cfg AS regconfig),"
+                    " :outlinks, setweight(to_tsvector(CAST(:cfg AS regconfig), :title), 'A')"
+                    " || setweight(to_tsvector(CAST(:cfg AS regconfig), :body), 'D'))"
+                    " ON CONFLICT DO NOTHING"
+                ),
+                [_doc_params(year, by_digest[digest]) for year, digest in sorted(years)],
+            )
+        # a payload seen in another year (a revisit, a later capture) or captured before its
+        # text arrived: copy the text into every year that has a capture of it
+        conn.execute(
+            sa.text(
+                "INSERT INTO fulltext_docs (year, digest, title, body, lang, cfg, outlinks, tsv,"
+                " extracted_at) SELECT DISTINCT ON (c.year, c.digest) c.year, d.digest, d.title,"
+                " d.body, d.lang, d.cfg, d.outlinks, d.tsv, d.extracted_at"
+                " FROM fulltext_captures c JOIN fulltext_docs d ON d.digest = c.digest"
+                " WHERE c.digest = ANY(:digests)"
+                " AND NOT EXISTS (SELECT 1 FROM fulltext_docs x"
+                "                 WHERE x.year = c.year AND x.digest = c.digest)"
+                " ORDER BY c.year, c.digest, d.year ON CONFLICT DO NOTHING"
+            ),
+            {"digests": sorted({c.digest for c in captures})},
+        )
+
+    def delete_files(self, file_names: list[str]) -> int:
+        if not file_names:
+            return 0
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.text("DELETE FROM fulltext_files WHERE file_name = ANY(:f)"), {"f": file_names}
+            )
+            gone = conn.execute(
+                sa.text(
+                    "DELETE FROM fulltext_captures WHERE file_name = ANY(:f) RETURNING year, digest"
+                ),
+                {"f": file_names},
+            ).all()
+            pairs = sorted({(r[0], r[1]) for r in gone})
+            if pairs:
+                conn.execute(
+                    sa.text(
+                        "DELETE FROM fulltext_docs d USING unnest(CAST(:y AS smallint[]),"
+                        " CAST(:d AS text[])) AS x(year, digest)"
+                        " WHERE d.year = x.year AND d.digest = x.digest AND NOT EXISTS"
+                        " (SELECT 1 FROM fulltext_captures c"
+                        "  WHERE c.year = d.year AND c.digest = d.digest)"
+                    ),
+                    {"y": [p[0] for p in pairs], "d": [p[1] for p in pairs]},
+                )
+        return len(gone)
+
+    def count(self) -> tuple[int, int]:
+        with self.engine.connect() as conn:
+            docs = conn.execute(sa.text("SELECT count(DISTINCT digest) FROM fulltext_docs"))
+            caps = conn.execute(sa.text("SELECT count(*) FROM fulltext_captures"))
+            return int(docs.scalar_one()), int(caps.scalar_one())
+
+    # --- searching -------------------------------------------------------------------------
+    def search(self, query: Query) -> SearchResult:
+        cte, params = _visible_captures(query)
+        per_page = max(1, min(query.per_page, 100))
+        page = max(1, query.page)
+        params |= {"limit": per_page, "offset": (page - 1) * per_page, "opts": _HEADLINE}
+        with self.engine.connect() as conn:
+            conn.execute(sa.text("SET TRANSACTION READ ONLY"))
+            total = int(
+                conn.execute(
+                    sa.text(cte + " SELECT count(DISTINCT digest) FROM v"), params
+                ).scalar_one()
+            )
+            rows = conn.execute(sa.text(cte + _PAGE_SQL), params).mappings().all()
+            facet_rows = conn.execute(sa.text(cte + _FACET_SQL), params).all() if total else []
+        hits = [
+            Hit(
+                digest=r["digest"],
+                title=r["title"],
+                url=r["url"],
+                captured_at=r["captured_at"],
+                mime=r["mime"],
+                collection=r["collection"],
+                lang=r["lang"],
+                snippet=" ".join((r["snippet"] or "").split()),
+                other_captures=int(r["n"]) - 1,
+                score=float(r["score"]),
+            )
+            for r in rows
+        ]
+        return SearchResult(query, total, hits, _facets(facet_rows))
+
+
+_PAGE_SQL = f"""
+, page AS (
+    SELECT * FROM (
+        SELECT DISTINCT ON (digest) year, digest, url, captured_at, mime, collection, lang,
+               score, count(*) OVER (PARTITION BY digest) AS n
+        FROM v ORDER BY digest, captured_at DESC, url
+    ) h ORDER BY score DESC, captured_at DESC, digest LIMIT :limit OFFSET :offset
+)
+SELECT p.*, d.title,
+       ts_headline(d.cfg, left(d.body, {SNIPPET_CHARS}), {_QUERY_OF_CFG}, :opts) AS snippet
+FROM page p JOIN fulltext_docs d ON d.year = p.year AND d.digest = p.digest, q
+ORDER BY p.score DESC, p.captured_at DESC, p.digest
+"""
+
+_FACET_SQL = """
+SELECT year::text, host, domain, mime, collection, lang, count(DISTINCT digest),
+       GROUPING(year, host, domain, mime, collection, lang)
+FROM v GROUP BY GROUPING SETS ((year), (host), (domain), (mime), (collection), (lang))
+"""
+
+
+def _facets(rows: Iterable[Any]) -> dict[str, list[tuple[str, int]]]:
+    facets: dict[str, list[tuple[str, int]]] = {f: [] for f in FACETS}
+    for row in rows:
+        values = row[:6]
+        grouping = int(row[7])
+        for i, name in enumerate(FACETS):
+            if not grouping & (1 << (5 - i)):  # this facet is the grouped column
+                facets[name].append((values[i] or "", int(row[6])))
+    for name in facets:
+        facets[name].sort(key=lambda vc: (-vc[1], vc[0]))
+        del facets[name][FACET_LIMIT:]
+    return facets
+
+
+def _access_sql(rules: AccessRules, params: dict[str, Any]) -> list[str]:
+    where = []
+    if rules.blocked:
+        params["blocked"] = [_like_prefix(p) for p in rules.blocked]
+        where.append("NOT (c.surt LIKE ANY(CAST(:blocked AS text[])))")
+    now = rules.now or datetime.now(UTC)
+    for i, (prefix, period) in enumerate(rules.embargoes):
+        params[f"emb_p{i}"] = _like_prefix(prefix)
+        params[f"emb_t{i}"] = now - period
+        where.append(f"NOT (c.surt LIKE :emb_p{i} AND c.captured_at > :emb_t{i})")
+    return where
+
+
+def _visible_captures(query: Query) -> tuple[str, dict[str, Any]]:
+    """The CTEs ``q`` (the query per configuration), ``m`` (matching texts) and ``v``."""
+    params: dict[str, Any] = {"q": query.text}
+    doc_where = []
+    if query.text.strip():
+        doc_where.append(
+            "((d.cfg = 'french'::regconfig AND d.tsv @@ q.fr)"
+            " OR (d.cfg = 'english'::regconfig AND d.tsv @@ q.en)"
+            " OR (d.cfg = 'simple'::regconfig AND d.tsv @@ q.si))"
+        )
+    if query.years:
+        params["years"] = list(query.years)
+        doc_where.append("d.year = ANY(:years)")
+    if query.langs:
+        params["langs"] = list(query.langs)
+        doc_where.append("d.lang = ANY(:langs)")
+    cap_where = _access_sql(query.access, params)
+    for name, column in (
+        ("mimes", "mime"),
+        ("collections", "collection"),
+        ("hosts", "host"),
+        ("domains", "domain"),
+    ):
+        values = getattr(query, name)
+        if values:
+            params[name] = [v.lower() if name in ("hosts", "domains") else v for v in values]
+            cap_where.append(f"c.{column} = ANY(:{name})")
+    site_terms = []
+    for i, site in enumerate(query.sites):
+        host, _, path = site.lower().partition("/")
+        params[f"site_h{i}"] = host
+        params[f"site_s{i}"] = "%." + host.replace("%", "\\%").replace("_", "\\_")
+        term = f"(c.host = :site_h{i} OR c.host LIKE :site_s{i})"
+        if path:
+            key = surt_or_url(f"http://{host}/{path}")
+            params[f"site_p{i}"] = _like_prefix(key.split(")", 1)[1] if ")" in key else key)
+            term = f"({term} AND substr(c.surt, strpos(c.surt, ')') + 1) LIKE :site_p{i})"
+        site_terms.append(term)
+    if site_terms:
+        cap_where.append("(" + " OR ".join(site_terms) + ")")
+    cte = f"""
+WITH q AS (
+    SELECT websearch_to_tsquery('french', :q) AS fr, websearch_to_tsquery('english', :q) AS en,
+           websearch_to_tsquery('simple', :q) AS si
+), m AS (
+    SELECT d.year, d.digest, d.lang, ts_rank_cd(d.tsv, {_QUERY_OF_CFG}) AS score
+    FROM fulltext_docs d, q WHERE {" AND ".join(doc_where) or "TRUE"}
+), v AS (
+    SELECT c.year, c.digest, c.url, c.captured_at, c.mime, c.collection, c.host, c.domain,
+           m.lang, m.score
+    FROM fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest
+    WHERE {" AND ".join(cap_where) or "TRUE"}
+)"""
+    return cte, params
+
+
+def _doc_params(year: int, doc: Document) -> dict[str, Any]:
+    cfg = config_of(doc.lang)
+    return {
+        "year": year,
+        "digest": doc.digest,
+        "title": doc.title[:2000],
+        "body": doc.text[:MAX_TSV_CHARS],
+        "lang": doc.lang,
+        "cfg": cfg,
+        "outlinks": doc.outlinks,
+    }

@@ -1,0 +1,48 @@
+"""The indexing_chain DAG, run with `airflow dags test` on the session's PostgreSQL: a finished
+job's WARC goes through the chain and its pages are searchable when the run ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvestflow import airflow_runtime
+from harvestflow import settings as settings_mod
+from search.backends import get_backend
+from search.query import parse_query
+from tests.search.corpus import chain_job, pages
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.services]
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+
+
+def test_indexing_chain_run_makes_the_new_captures_searchable(
+    services: settings_mod.Settings, db_engine: sa.Engine
+) -> None:
+    airflow_runtime.prepare(services)
+    items = pages()
+    (name,) = chain_job(db_engine, services.data_dir, "dag", [items], run=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    proc = subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", "indexing_chain", "-c", json.dumps({})],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with db_engine.connect() as conn:
+        row = conn.execute(
+            sa.text("SELECT status, extracted FROM fulltext_files WHERE file_name = :f"),
+            {"f": name},
+        ).one()
+    assert tuple(row) == ("done", 6)
+    hits = get_backend().search(parse_query('"salles de recherche"')).hits
+    assert [h.url for h in hits] == [items[0].url]
