@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from harvestflow import airflow_runtime
 from harvestflow.settings import Settings
 from tests.dags.runstates import asset_events, last_run
-from tests.indexing.chainkit import job_warcs, make_harvest
+from tests.indexing.chainkit import job_warcs, make_harvest, wipe_chain_dirs
 from tests.indexing.chainkit import make_job as make_indexing_job
 from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
 
@@ -49,6 +49,7 @@ def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]
 def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through(
     airflow_ready: Settings, db_engine: sa.Engine
 ) -> None:
+    wipe_chain_dirs(airflow_ready.data_dir)
     hid = make_harvest(db_engine, "chain-dag")
     job_id, job_dir = make_indexing_job(db_engine, airflow_ready.data_dir, hid, files=2, seed=5)
     good = [w.name for w in job_warcs(job_dir)]  # 2 data WARCs + the metadata WARC

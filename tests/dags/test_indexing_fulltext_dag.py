@@ -16,6 +16,7 @@ from harvestflow import airflow_runtime
 from harvestflow import settings as settings_mod
 from search.backends import get_backend
 from search.query import parse_query
+from tests.indexing.chainkit import wipe_chain_dirs
 from tests.search.corpus import chain_job, pages
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.services]
@@ -27,6 +28,7 @@ def test_indexing_chain_run_makes_the_new_captures_searchable(
     services: settings_mod.Settings, db_engine: sa.Engine
 ) -> None:
     airflow_runtime.prepare(services)
+    wipe_chain_dirs(services.data_dir)
     items = pages()
     (name,) = chain_job(db_engine, services.data_dir, "dag", [items], run=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}

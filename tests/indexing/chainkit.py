@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import sqlalchemy as sa
 
 from tests.indexing.conftest import reference_lines
 from tests.indexing.warcgen import write_warc
+
+
+def wipe_chain_dirs(data_dir: Path) -> None:
+    """Remove the job directories and the chain's working, index and repository folders.
+
+    Why: DAG tests share their pytest session's data directory while each gets a fresh database
+    whose ids restart at 1, so job 1's directory and files of an earlier test would collide
+    with (or be taken in as) this test's.
+    """
+    for name in ("jobs", "indexing", "index", "repository"):
+        shutil.rmtree(data_dir / name, ignore_errors=True)
 
 
 def make_harvest(engine: sa.Engine, name: str) -> int:
