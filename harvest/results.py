@@ -22,6 +22,7 @@ from harvest.common import (
     DONE,
     FAILED,
     STATUS_NAMES,
+    STOP_REASON_NAMES,
     STOP_UNFINISHED,
     as_utc,
     engine_or_default,
@@ -104,8 +105,8 @@ def _record_history(
                 objects = int(entry.get("objects", 0))
                 size = int(entry.get("bytes", 0))
                 reason = int(entry.get("stop_reason", STOP_UNFINISHED))
-                if not 0 <= reason <= 6:
-                    raise ValueError(f"stop reason {reason} not in 0..6")
+                if reason not in STOP_REASON_NAMES:
+                    raise ValueError(f"stop reason {reason} not in {sorted(STOP_REASON_NAMES)}")
             except (TypeError, ValueError) as exc:
                 problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
                 objects, size, reason = 0, 0, STOP_UNFINISHED
