@@ -168,6 +168,7 @@ class JobControl:
         self.waiting: list[tuple[JobAction, float]] = []
         self.closing = False
         self.time_limit: DelayedCall | None = None
+        self.recheck: DelayedCall | None = None
         self.log_path = self.ctx.log_dir / ACTIONS_LOG
         self._restore_filters()
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
@@ -268,9 +269,9 @@ class JobControl:
             else:  # resumed before the in-flight fetches finished
                 self._mark(action, "applied", "paused, then resumed before it was quiet")
         self.waiting = still
-        if still and self.loop is not None:
+        if still and (self.recheck is None or not self.recheck.active()):
             # look again soon: the poll interval is for the database, not for this
-            _reactor().callLater(0.2, self._check_waiting)
+            self.recheck = _reactor().callLater(0.2, self._check_waiting)
 
     def _stop(self, action: JobAction, queued: int, left: str) -> None:
         if self.closing:
@@ -381,8 +382,9 @@ class JobControl:
     def closed(self, spider: Any, reason: str) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
-        if self.time_limit is not None and self.time_limit.active():
-            self.time_limit.cancel()
+        for call in (self.time_limit, self.recheck):
+            if call is not None and call.active():
+                call.cancel()
         for name, n in sorted(self.controls.rejected.items()):
             log.info("job control: filter %s rejected %d URLs", name, n)
         # what was asked and not done (the crawl ended first) is refused, never left pending

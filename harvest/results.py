@@ -164,10 +164,14 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
             status = DONE
             details = "; ".join(problems) or None
+            crawl_status = summary.get("status")
             errors = (
                 None
-                if summary.get("status") == "complete"
-                else (f"crawl ended: {summary.get('status')}")
+                if crawl_status == "complete"
+                # an operator's stop (crawler/control.py): DONE, and said so
+                else "crawl stopped by operator"
+                if crawl_status == "stopped"
+                else f"crawl ended: {crawl_status}"
             )
         else:
             status = FAILED
