@@ -188,9 +188,11 @@ def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, t
             saved = conn.execute(sa.text("SELECT crawlertraps FROM harvestdefinitions")).scalar()
         assert "/t/" in saved  # the next run of the definition starts with it
 
-        limits = wait_for(request(job_id, "limits", {"max_objects": 5000}, "bob"), 90)
+        new_limits = {"max_objects": 5000, "max_time_s": 3600}
+        limits = wait_for(request(job_id, "limits", new_limits, "bob"), 90)
         assert limits is not None and limits.state == "applied"
         assert "max objects 5000" in (limits.message or "")
+        assert "max running time 3600s" in (limits.message or "")
 
         # stop: a clean end, stopped by operator
         stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
