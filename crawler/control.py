@@ -167,6 +167,8 @@ class JobControl:
         # pause/stop actions waiting for the downloader to empty: (action, deadline)
         self.waiting: list[tuple[JobAction, float]] = []
         self.closing = False
+        # actions taken: a poll that runs before their mark is committed must not repeat them
+        self.taken: set[int] = set()
         self.time_limit: DelayedCall | None = None
         self.recheck: DelayedCall | None = None
         self.log_path = self.ctx.log_dir / ACTIONS_LOG
@@ -212,10 +214,10 @@ class JobControl:
 
     def _apply_all(self, actions: list[JobAction]) -> None:
         self.poll_failures = 0
-        waiting = {a.action_id for a, _ in self.waiting}
         for action in actions:
-            if action.action_id in waiting or self.closing:
+            if action.action_id in self.taken or self.closing:
                 continue
+            self.taken.add(action.action_id)
             try:
                 self.apply(action)
             except Exception as exc:  # a bad action is refused, the crawl goes on
