@@ -13,9 +13,18 @@ from dataclasses import dataclass, field
 from crawler.jobspec import JobSpec
 from crawler.urls import registrable_domain
 
-# NetarchiveSuite StopReason
-COMPLETE, OBJECT_LIMIT, SIZE_LIMIT, CONFIG_SIZE_LIMIT = 0, 1, 2, 3
-UNFINISHED, CONFIG_OBJECT_LIMIT, TIME_LIMIT = 4, 5, 6
+# NetarchiveSuite StopReason (and the operator's): harvestflow/formats/stop_reasons.py
+from harvestflow.formats.stop_reasons import (  # noqa: F401 - re-exported for the crawler
+    COMPLETE,
+    CONFIG_OBJECT_LIMIT,
+    CONFIG_SIZE_LIMIT,
+    OBJECT_LIMIT,
+    SIZE_LIMIT,
+    STOPPED_BY_OPERATOR,
+    TIME_LIMIT,
+    UNFINISHED,
+)
+
 QUOTA_OBJECTS = "Q:groupMaxFetchSuccesses"
 QUOTA_BYTES = "Q:groupMaxAllKb"
 
@@ -130,3 +139,22 @@ class Budgets:
         """Bytes of a fetch that does not count as an object (robots.txt)."""
         st = self._get(domain)
         st.bytes += nbytes
+
+    def set_limits(self, max_objects: int | None = None, max_bytes: int | None = None) -> None:
+        """An operator's new per-domain limits for the running job (-1: none).
+
+        They replace the job-level (harvest) limits; a configuration's own limits still apply.
+        A domain stopped by the old limit that the new one no longer exhausts may go on (URLs
+        already refused with -5003 are not fetched again, as in Heritrix).
+        """
+        if max_objects is not None:
+            self.spec.max_objects = max_objects
+        if max_bytes is not None:
+            self.spec.max_bytes = max_bytes
+        for name, st in list(self.domains.items()):
+            del self.domains[name]
+            fresh = self._get(name)
+            fresh.config_id, fresh.objects, fresh.bytes = st.config_id, st.objects, st.bytes
+            fresh.inflight = st.inflight
+            if st.stop_reason is not None and self._exhausted(fresh, reserving=False):
+                fresh.stop_reason = st.stop_reason

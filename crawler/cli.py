@@ -189,4 +189,4 @@ def run_from_args(args: argparse.Namespace) -> int:
         summary = _run_job(job_file, args.out, args.processes, interval)
     sys.stdout.write("SUMMARY " + json.dumps(summary, sort_keys=True) + "\n")
     sys.stdout.flush()
-    return 0 if summary["status"] in ("complete", "time_limit") else 3
+    return 0 if summary["status"] in ("complete", "time_limit", "stopped") else 3

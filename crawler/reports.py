@@ -30,6 +30,7 @@ CRAWL_STATUS_TEXT = {
     "complete": "Finished",
     "time_limit": "Finished - Timelimit hit",
     "unfinished": "Aborted by operator",
+    "stopped": "Finished - Stopped by operator",
 }
 
 

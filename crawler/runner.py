@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from crawler import jobspec
-from crawler.budget import COMPLETE, TIME_LIMIT, UNFINISHED
+from crawler.budget import COMPLETE, STOPPED_BY_OPERATOR, TIME_LIMIT, UNFINISHED
 from crawler.context import CrawlContext
+from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.handoff import Partition
 from crawler.jobspec import JobSpec, freeze_job
 from crawler.jobspec import write_json as _write_json
@@ -31,7 +32,12 @@ log = logging.getLogger(__name__)
 # allocations between young-generation collections during a crawl (Python's default is 700)
 GC_YOUNG_THRESHOLD = 20_000
 
-STATUS_BY_REASON = {"finished": "complete", "closespider_timeout": "time_limit"}
+STATUS_BY_REASON = {
+    "finished": "complete",
+    "closespider_timeout": "time_limit",
+    # crawler.control: an operator's stop action (the job is DONE, like a finished one)
+    STOP_BY_OPERATOR: "stopped",
+}
 
 
 # Scrapy middlewares a harvestflow crawl has no use for (each is one more coroutine step per
@@ -55,7 +61,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
     """Scrapy settings for the job's template."""
     t = ctx.spec.template
     polite = t.delay_factor > 0 or t.min_delay_ms > 0
-    return {
+    settings: dict[str, Any] = {
         "HARVESTFLOW_CONTEXT": ctx,
         "BOT_NAME": "harvestflow",
         "USER_AGENT": ctx.spec.user_agent,
@@ -142,6 +148,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         # the address we connect to and WARC-IP-Address records it, so both must be the origin's
         "HTTPPROXY_ENABLED": False,
     }
+    return control_settings(ctx, settings)
 
 
 def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None) -> dict:
@@ -161,6 +168,8 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
                 reason = TIME_LIMIT
             elif status == "unfinished" and remaining.get(name):
                 reason = UNFINISHED
+            elif status == "stopped" and remaining.get(name):
+                reason = STOPPED_BY_OPERATOR
             else:
                 reason = COMPLETE
         domains[name] = {

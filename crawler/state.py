@@ -152,6 +152,12 @@ class CrawlState:
         for row in rows:
             self.add(*row)
 
+    def checkpoint(self) -> None:
+        """Commit and copy the write-ahead log into the database file (an operator's pause:
+        the frontier on disk is complete and self-contained)."""
+        self.commit()
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         self.commit()
         self.db.close()

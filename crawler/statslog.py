@@ -27,6 +27,7 @@ progress_log = logging.getLogger("crawler.progress")
 END_LINES = {
     "finished": "CRAWL ENDED - Finished",
     "closespider_timeout": "CRAWL ENDING - Timelimit hit",
+    "stopped_by_operator": "CRAWL ENDED - Stopped by operator",
 }
 
 

@@ -75,6 +75,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     dead = sub.add_parser("resubmit-dead", help="resubmit jobs left by a dead worker")
     dead.add_argument("--older-than", type=int, default=3600, help="seconds without progress")
     dead.set_defaults(func=cmd_jobs_resubmit_dead)
+    from harvest.control_cli import add_control_cli
+
+    add_control_cli(sub)
 
 
 def _fmt_size(n: int | None) -> str:

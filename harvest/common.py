@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from harvestflow.db import get_engine
+from harvestflow.formats import stop_reasons as _sr
 from harvestflow.settings import get_settings
 
 # NetarchiveSuite job status codes (sql/001 comments)
@@ -29,18 +30,12 @@ STATUS_NAMES = {
     FAILED_REJECTED: "FAILED_REJECTED",
 }
 
-# NetarchiveSuite stop reasons
-STOP_COMPLETE, STOP_OBJECT_LIMIT, STOP_SIZE_LIMIT, STOP_CONFIG_SIZE_LIMIT = 0, 1, 2, 3
-STOP_UNFINISHED, STOP_CONFIG_OBJECT_LIMIT, STOP_TIME_LIMIT = 4, 5, 6
-STOP_REASON_NAMES = {
-    0: "DOWNLOAD_COMPLETE",
-    1: "OBJECT_LIMIT",
-    2: "SIZE_LIMIT",
-    3: "CONFIG_SIZE_LIMIT",
-    4: "DOWNLOAD_UNFINISHED",
-    5: "CONFIG_OBJECT_LIMIT",
-    6: "TIME_LIMIT",
-}
+# NetarchiveSuite stop reasons (and the operator's): harvestflow/formats/stop_reasons.py
+STOP_COMPLETE, STOP_OBJECT_LIMIT, STOP_SIZE_LIMIT = _sr.COMPLETE, _sr.OBJECT_LIMIT, _sr.SIZE_LIMIT
+STOP_CONFIG_SIZE_LIMIT, STOP_UNFINISHED = _sr.CONFIG_SIZE_LIMIT, _sr.UNFINISHED
+STOP_CONFIG_OBJECT_LIMIT, STOP_TIME_LIMIT = _sr.CONFIG_OBJECT_LIMIT, _sr.TIME_LIMIT
+STOP_STOPPED_BY_OPERATOR = _sr.STOPPED_BY_OPERATOR
+STOP_REASON_NAMES = _sr.NAMES
 
 
 def engine_or_default(engine: Engine | None) -> Engine:

@@ -96,6 +96,8 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         "dedup_index": dedup_index,
         "warc_prefix": f"{job.job_id}-{job.harvest_id}",
         "credentials": [asdict(ref) for ref in credentials],
+        # the crawler polls job_actions for operators' actions (crawler/control.py)
+        "job_control": True,
     }
 
 

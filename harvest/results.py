@@ -22,6 +22,7 @@ from harvest.common import (
     DONE,
     FAILED,
     STATUS_NAMES,
+    STOP_REASON_NAMES,
     STOP_UNFINISHED,
     as_utc,
     engine_or_default,
@@ -104,8 +105,8 @@ def _record_history(
                 objects = int(entry.get("objects", 0))
                 size = int(entry.get("bytes", 0))
                 reason = int(entry.get("stop_reason", STOP_UNFINISHED))
-                if not 0 <= reason <= 6:
-                    raise ValueError(f"stop reason {reason} not in 0..6")
+                if reason not in STOP_REASON_NAMES:
+                    raise ValueError(f"stop reason {reason} not in {sorted(STOP_REASON_NAMES)}")
             except (TypeError, ValueError) as exc:
                 problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
                 objects, size, reason = 0, 0, STOP_UNFINISHED
@@ -163,10 +164,14 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
             status = DONE
             details = "; ".join(problems) or None
+            crawl_status = summary.get("status")
             errors = (
                 None
-                if summary.get("status") == "complete"
-                else (f"crawl ended: {summary.get('status')}")
+                if crawl_status == "complete"
+                # an operator's stop (crawler/control.py): DONE, and said so
+                else "crawl stopped by operator"
+                if crawl_status == "stopped"
+                else f"crawl ended: {crawl_status}"
             )
         else:
             status = FAILED

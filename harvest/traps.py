@@ -79,3 +79,45 @@ def load_global_trap_list(
         "active" if active else "inactive",
     )
     return len(traps)
+
+
+def add_trap(
+    expr: str,
+    *,
+    domain: str | None = None,
+    harvest_id: int | None = None,
+    engine: Engine | None = None,
+) -> bool:
+    """Add a crawler-trap regex to a domain's traps or a harvest definition's (one of them);
+    the next jobs generated start with it. False when it was there already.
+
+    Why checked with Python's ``re`` too: job specs are checked with it (crawler/jobspec.py),
+    so an expression saved here must never make a future job spec invalid.
+    """
+    if (domain is None) == (harvest_id is None):
+        raise ValueError("a trap is saved to a domain or to a harvest definition")
+    try:
+        re.compile(expr)
+    except re.error as exc:
+        raise ValueError(f"{expr!r} is not a valid crawler-trap regex ({exc})") from None
+    table, key, value = (
+        ("domains", "name", domain.lower()) if domain is not None else
+        ("harvestdefinitions", "harvest_id", harvest_id)
+    )  # fmt: skip
+    with engine_or_default(engine).begin() as conn:
+        found = conn.execute(
+            sa.text(f"SELECT crawlertraps FROM {table} WHERE {key} = :v FOR UPDATE"), {"v": value}
+        ).first()
+        if found is None:
+            what = "domain" if domain is not None else "harvest definition"
+            raise LookupError(f"no {what} {value!r} in the harvest database")
+        if expr in (found.crawlertraps or []):
+            return False
+        conn.execute(
+            sa.text(
+                f"UPDATE {table} SET crawlertraps = array_append(crawlertraps, :t) WHERE {key} = :v"
+            ),
+            {"t": expr, "v": value},
+        )
+    log.info("crawler trap %r saved to %s %s", expr, table, value)
+    return True

@@ -7,6 +7,12 @@ navigation ("Browse → Harvest curator"). Every request must carry Airflow's ow
 session is sent to Airflow's login page; any other request without a token gets 401, one with
 an invalid token 403 (as Airflow's own API), a user without the permission 403.
 
+Writes (an operator's action on a running crawl) need more: the dependency names the user
+(``request.state.user``) and says whether Airflow's auth manager lets them edit DAGs
+(``request.state.can_edit``: ``is_authorized_dag(method="PUT")`` — the simple auth manager's
+USER role and above, FAB's "can edit DAGs"); harvestflow.curator.actions checks both and the
+CSRF token on every POST.
+
 Airflow shows the app in an iframe sandboxed without top navigation; links to Airflow's own
 pages (a job's task log) are routed by the pages' script (``templates/curator.js``).
 """
@@ -39,8 +45,11 @@ async def require_airflow_login(request: Request) -> None:
             login = get_auth_manager().get_url_login(next_url=str(request.url))
             raise HTTPException(status_code=307, headers={"Location": login}) from None
         raise
-    if not get_auth_manager().is_authorized_view(access_view=AccessView.WEBSITE, user=user):
+    manager = get_auth_manager()
+    if not manager.is_authorized_view(access_view=AccessView.WEBSITE, user=user):
         raise HTTPException(status_code=403, detail="not allowed to see the curator views")
+    request.state.user = user.get_name()
+    request.state.can_edit = manager.is_authorized_dag(method="PUT", user=user)
 
 
 def airflow_base_path(base_url: str) -> str:

@@ -7,6 +7,8 @@ their own vocabulary.
 
 from __future__ import annotations
 
+from harvestflow.formats import stop_reasons
+
 HERITRIX_STATUS = {
     1: "DNS lookup ok",
     0: "not attempted",
@@ -37,16 +39,8 @@ HERITRIX_STATUS = {
 HTTP_CLASSES = {1: "1xx informational", 2: "2xx success", 3: "3xx redirect", 4: "4xx client error",
                 5: "5xx server error"}  # fmt: skip
 
-STOP_REASONS = {
-    0: "complete",
-    1: "object limit",
-    2: "size limit",
-    3: "config size limit",
-    4: "unfinished",
-    5: "config object limit",
-    6: "time limit",
-}
-LIMIT_STOP_REASONS = frozenset({1, 2, 3, 5, 6})
+STOP_REASONS = stop_reasons.TEXT
+LIMIT_STOP_REASONS = stop_reasons.LIMITS
 
 JOB_STATUS = {
     0: "NEW",

@@ -6,9 +6,11 @@ its own API server (``fastapi_apps``), behind its login, and shows it in the UI'
 know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
 dependency, so the library stays testable without an Airflow server.
 
-Every route is a GET; every query binds its parameters and runs in a READ ONLY transaction
-(see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read under the directories the database records for a job, a QA
-day or a preload run.
+Every route is a GET but one; every query binds its parameters and runs in a READ ONLY
+transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read
+under the directories the database records for a job, a QA day or a preload run. The one write,
+``POST /jobs/{id}/actions`` (an operator's action on a running crawl), is checked by
+:mod:`harvestflow.curator.actions` (authenticated user with edit permission, CSRF token).
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from urllib.parse import quote, urlencode
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from harvestflow.curator import crawllog, jobfiles, operations, queries
+from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
+from harvestflow.job_actions import ActionError, job_actions
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,7 @@ def create_app(
         title="harvestflow curator views", dependencies=deps, docs_url=None, redoc_url=None
     )
     templates = _templates()
+    csrf_key = actions.load_key(data_dir)
 
     @contextmanager
     def connect() -> Iterator[sa.Connection]:
@@ -129,8 +133,11 @@ def create_app(
     ) -> HTMLResponse:
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
+            history = job_actions(job_id, conn) if row is not None else []
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
+        user = actions.user_of(request)
+        session, new_session = actions.session_of(request)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = job_dir / "logs" / "crawl.log" if job_dir else None
@@ -141,7 +148,7 @@ def create_app(
                 )
             except crawllog.SearchError as exc:
                 error = str(exc)
-        return page(
+        response = page(
             request,
             "job.html",
             title=f"Job {job_id}",
@@ -156,7 +163,38 @@ def create_app(
             form={"q": q, "status": status, "mime": mime},
             offset=max(offset, 0),
             columns=crawllog.COLUMNS,
+            actions=history,
+            can_control=actions.can_edit(request) and row["status"] in (1, 2),
+            csrf=actions.csrf_token(csrf_key, session, user) if user else "",
         )
+        if new_session and user:
+            root = str(request.scope.get("root_path", "")).rstrip("/")
+            response.set_cookie(
+                actions.CSRF_COOKIE,
+                session,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+                path=(root or "") + "/",
+            )
+        return response
+
+    @app.post("/jobs/{job_id}/actions")
+    async def job_action(request: Request, job_id: JobId) -> Response:
+        """An operator's action on a running crawl (pause, resume, stop, filter, limits)."""
+        from harvest.control import request as request_action
+
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key)
+        action = form.get("action", "")
+        try:
+            action_id = request_action(
+                job_id, action, actions.action_arguments(action, form), user, engine_factory()
+            )
+        except ActionError as exc:
+            raise HTTPException(400, str(exc)) from None
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     @app.get("/jobs/{job_id}/progress.png")
     def job_progress_chart(job_id: JobId) -> Response:

@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -269,3 +270,33 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         )
         assert "/dags/selective_harvest_daily/runs/" in driver.current_url
         assert "/tasks/harvest_job.crawl/" in driver.current_url
+
+
+def test_crawl_control_writes_go_through_airflow_auth(airflow_up: Airflow, demo_platform) -> None:
+    """The crawl-control POST behind Airflow's real auth manager: without Airflow's login 401,
+    without the CSRF token 403; with both, the write reaches the action's own check (the demo's
+    job is DONE: 400 "not running"), so Airflow named the user and let them edit."""
+    import hashlib
+    import hmac
+
+    af = airflow_up
+    cur = af.base + "/curator"
+    token = httpx.post(
+        f"{af.base}/auth/token", json={"username": af.user, "password": af.password}, timeout=30
+    ).json()["access_token"]
+    client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    job = re.search(r'/curator/jobs/(\d+)"', client.get(cur + "/jobs").text)
+    assert job, "no job listed"
+    page = client.get(f"{cur}/jobs/{job.group(1)}")
+    assert page.status_code == 200
+    session = page.cookies.get("hf_csrf")
+    assert session, page.headers
+    url = f"{cur}/jobs/{job.group(1)}/actions"
+    assert httpx.post(url, data={"action": "pause"}, timeout=30).status_code == 401
+    # the client sends the session cookie back (as a browser would), not the token
+    forged = client.post(url, data={"action": "pause"})
+    assert forged.status_code == 403 and "CSRF" in forged.text
+    key = (Path(demo_platform.env["HARVESTFLOW_DATA_DIR"]) / "curator" / "csrf.key").read_bytes()
+    csrf = hmac.new(key, f"{session}\0{af.user}".encode(), hashlib.sha256).hexdigest()
+    done = client.post(url, data={"action": "pause", "csrf_token": csrf})
+    assert done.status_code == 400 and "not running" in done.text, done.text

@@ -1,0 +1,401 @@
+"""Live control of a running crawl: an operator's pause, resume, stop, filter and limits.
+
+Why through the harvest database: the curator pages and the CLI may run on another machine
+than the crawler. They insert a pending row in ``job_actions`` (harvestflow/job_actions.py);
+:class:`JobControl`, a Scrapy extension, polls its job's pending rows every few seconds (one
+indexed query, run in a thread so a slow database never stalls the crawl), applies each in the
+reactor thread and marks it applied or refused with a message. Every action is also written to
+``logs/operator-actions.log`` (who, when, what was done), which the metadata WARC carries.
+
+- *pause*: Scrapy's ``engine.pause()`` — nothing more is taken from the scheduler; fetches
+  already handed to the downloader finish. The action is marked applied once the downloader is
+  empty (bounded by the download timeout), after the frontier state is checkpointed; the
+  process stays alive. *resume*: ``engine.unpause()``.
+- *stop*: pause, wait for the downloader to empty, then close the spider with reason
+  ``stopped_by_operator``: the summary says ``stopped`` (crawler/runner.py), the reports
+  "Finished - Stopped by operator", domains with URLs left get stop reason 7
+  (harvestflow/formats/stop_reasons.py) and the job is DONE like a finished one.
+- *filter*: a URL regex (RE2) or SURT prefix; :class:`OperatorFilterMiddleware` (first
+  downloader middleware) refuses every matching frontier URL that comes out of the queue from
+  then on — already queued or discovered later — with Heritrix's -5001 ("blocked by operator",
+  the code its console's filters give) and the annotation ``filter:<name>`` in crawl.log.
+  Filters are kept in the frontier state, so a resumed crawl keeps them.
+- *limits*: new per-domain object/byte limits (crawler/budget.py) and a new maximum running
+  time (replacing Scrapy's CLOSESPIDER_TIMEOUT timer; counted from the crawl's start).
+
+Not in a partitioned job (several processes would each need every action): there the
+extension is off and actions stay pending; see README.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.extensions.closespider import CloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import task, threads
+
+from crawler.errors import Refused
+from harvestflow.formats.surt import surt_or_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from twisted.internet.base import DelayedCall
+
+    from crawler.context import CrawlContext
+    from harvestflow.job_actions import JobAction
+
+log = logging.getLogger(__name__)
+
+STOP_BY_OPERATOR = "stopped_by_operator"  # the spider's close reason
+ACTIONS_LOG = "operator-actions.log"
+DEFAULT_INTERVAL_S = 2.0
+_STATE_KEY = "operator_filters"
+
+
+def _reactor() -> Any:
+    """The reactor Scrapy installed (imported late: importing it first would install the
+    default one)."""
+    from twisted.internet import reactor
+
+    return reactor
+
+
+def enabled(ctx: CrawlContext) -> bool:
+    """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
+    return bool(ctx.spec.raw.get("job_control")) and ctx.partition is None
+
+
+def control_settings(ctx: CrawlContext, settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with the control extension and the filter middleware when enabled."""
+    if enabled(ctx):
+        settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
+        # first: a filtered URL costs no robots.txt fetch, no delay, no address check
+        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
+        interval = ctx.spec.raw.get("job_control_interval_s") or DEFAULT_INTERVAL_S
+        settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
+    return settings
+
+
+@dataclass
+class OperatorFilter:
+    """One operator filter: ``kind`` regex (RE2, searched in the URL) or surt (a prefix of
+    the URL's SURT, as CDX indexes write it: ``org,example)/calendar``)."""
+
+    name: str
+    kind: str
+    pattern: str
+    action_id: int
+    user: str
+    compiled: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind == "regex" and self.compiled is None:
+            from harvestflow.job_actions import compile_re2
+
+            self.compiled = compile_re2(self.pattern)
+
+    def matches(self, url: str) -> bool:
+        if self.kind == "regex":
+            return self.compiled.search(url) is not None
+        return surt_or_url(url).startswith(self.pattern)
+
+    def saved(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("compiled")
+        return data
+
+
+@dataclass
+class Controls:
+    """What the extension and the middleware share (one per crawler)."""
+
+    filters: list[OperatorFilter] = field(default_factory=list)
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+def controls_of(crawler: Crawler) -> Controls:
+    found = getattr(crawler, "_hf_controls", None)
+    if found is None:
+        found = Controls()
+        crawler._hf_controls = found  # type: ignore[attr-defined]
+    return found
+
+
+class OperatorFilterMiddleware:
+    """Downloader middleware: refuses frontier URLs matching an operator filter (-5001)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.controls = controls_of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> OperatorFilterMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        # only frontier URLs (robots.txt and login prerequisites have no "hf")
+        if not self.controls.filters or "hf" not in request.meta:
+            return
+        for f in self.controls.filters:
+            if f.matches(request.url):
+                self.controls.rejected[f.name] = self.controls.rejected.get(f.name, 0) + 1
+                raise Refused(f"filter:{f.name}")
+
+
+class JobControl:
+    """Extension: polls ``job_actions`` for this job and applies what operators asked."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        if not enabled(self.ctx):
+            raise NotConfigured("job control is off for this job")
+        self.job_id = self.ctx.spec.job_id
+        self.interval = crawler.settings.getfloat("HARVESTFLOW_CONTROL_INTERVAL", 2.0)
+        self.controls = controls_of(crawler)
+        self.loop: task.LoopingCall | None = None
+        self.polling = False
+        self.poll_failures = 0
+        self.paused = False
+        # pause/stop actions waiting for the downloader to empty: (action, deadline)
+        self.waiting: list[tuple[JobAction, float]] = []
+        self.closing = False
+        # actions taken: a poll that runs before their mark is committed must not repeat them
+        self.taken: set[int] = set()
+        self.time_limit: DelayedCall | None = None
+        self.recheck: DelayedCall | None = None
+        self.log_path = self.ctx.log_dir / ACTIONS_LOG
+        self._restore_filters()
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> JobControl:
+        return cls(crawler)
+
+    # --- the poll -----------------------------------------------------------------------------
+    def opened(self, spider: Any) -> None:
+        self.loop = task.LoopingCall(self.tick)
+        self.loop.start(self.interval, now=True)
+        log.info(
+            "job control: polling job_actions of job %s every %.1fs", self.job_id, self.interval
+        )
+
+    def tick(self) -> None:
+        self._check_waiting()
+        if self.polling or self.closing:
+            return
+        from harvestflow.job_actions import pending_actions
+
+        self.polling = True
+        d = threads.deferToThread(pending_actions, self.job_id)
+        d.addCallback(self._apply_all)
+        d.addErrback(self._poll_failed)
+        d.addBoth(self._done_polling)
+
+    def _done_polling(self, _: Any) -> None:
+        self.polling = False
+
+    def _poll_failed(self, failure: Any) -> None:
+        self.poll_failures += 1
+        if self.poll_failures in (1, 10) or self.poll_failures % 100 == 0:
+            log.warning(
+                "job control: cannot read job_actions (%d failures so far): %s",
+                self.poll_failures,
+                failure.value,
+            )
+
+    def _apply_all(self, actions: list[JobAction]) -> None:
+        self.poll_failures = 0
+        for action in actions:
+            if action.action_id in self.taken or self.closing:
+                continue
+            self.taken.add(action.action_id)
+            try:
+                self.apply(action)
+            except Exception as exc:  # a bad action is refused, the crawl goes on
+                log.warning("job control: action %s refused: %s", action.action_id, exc)
+                self._mark(action, "refused", f"refused: {exc}")
+
+    # --- actions ------------------------------------------------------------------------------
+    def apply(self, action: JobAction) -> None:
+        engine = self.crawler.engine
+        assert engine is not None
+        if action.action in ("pause", "stop"):
+            engine.pause()
+            self.paused = True
+            deadline = time.monotonic() + self.ctx.spec.template.download_timeout_s + 5
+            self.waiting.append((action, deadline))
+            self._check_waiting()
+        elif action.action == "resume":
+            was = self.paused
+            self.paused = False
+            engine.unpause()
+            slot = getattr(engine, "_slot", None)
+            if slot is not None:  # take the next requests now, not at the next heartbeat
+                slot.nextcall.schedule()
+            self._mark(action, "applied", "resumed" if was else "resumed (was not paused)")
+        elif action.action == "filter":
+            self._mark(action, "applied", self._add_filter(action))
+        elif action.action == "limits":
+            self._mark(action, "applied", self._set_limits(action.arguments))
+        else:
+            self._mark(action, "refused", f"unknown action {action.action!r}")
+
+    def _check_waiting(self) -> None:
+        """Pause/stop actions whose in-flight fetches have finished (or waited long enough)."""
+        if not self.waiting:
+            return
+        engine = self.crawler.engine
+        active = len(engine.downloader.active) if engine is not None else 0
+        now = time.monotonic()
+        still = []
+        for action, deadline in self.waiting:
+            if active and now < deadline:
+                still.append((action, deadline))
+                continue
+            self.ctx.state.checkpoint()
+            queued = self.ctx.state.counts().get(0, 0)
+            left = f", {active} fetch(es) still in flight" if active else ""
+            if action.action == "stop":
+                self._stop(action, queued, left)
+            elif self.paused:
+                self._mark(action, "applied", f"paused: frontier saved, {queued} URLs queued{left}")
+            else:  # resumed before the in-flight fetches finished
+                self._mark(action, "applied", "paused, then resumed before it was quiet")
+        self.waiting = still
+        if still and (self.recheck is None or not self.recheck.active()):
+            # look again soon: the poll interval is for the database, not for this
+            self.recheck = _reactor().callLater(0.2, self._check_waiting)
+
+    def _stop(self, action: JobAction, queued: int, left: str) -> None:
+        if self.closing:
+            self._mark(action, "applied", "the crawl is already stopping")
+            return
+        self.closing = True
+        message = f"stopped by operator: {queued} URLs left queued{left}"
+        self._mark(action, "applied", message, wait=True)
+        engine = self.crawler.engine
+        assert engine is not None
+        deferred_from_coro(engine.close_spider_async(reason=STOP_BY_OPERATOR))
+
+    def _add_filter(self, action: JobAction) -> str:
+        args = action.arguments
+        name = str(args.get("name") or f"op{action.action_id}")
+        f = OperatorFilter(
+            name, str(args["kind"]), str(args["pattern"]), action.action_id, action.requested_by
+        )
+        self.controls.filters = [x for x in self.controls.filters if x.name != name] + [f]
+        self.ctx.state.set_meta(_STATE_KEY, json.dumps([x.saved() for x in self.controls.filters]))
+        saved = f", saved to the {args['save']}" if args.get("save") else ""
+        return f"filter {name} ({f.kind} {f.pattern}) rejects matching URLs from now on{saved}"
+
+    def _restore_filters(self) -> None:
+        raw = self.ctx.state.get_meta(_STATE_KEY)
+        if not raw:
+            return
+        try:
+            self.controls.filters = [OperatorFilter(**d) for d in json.loads(raw)]
+        except Exception as exc:  # a damaged entry must not stop the crawl
+            log.error("job control: operator filters in the frontier state unreadable: %s", exc)
+        else:
+            n = len(self.controls.filters)
+            log.info("job control: %d operator filter(s) kept from the earlier run", n)
+
+    def _set_limits(self, args: dict[str, Any]) -> str:
+        done = []
+        budgets = self.ctx.budgets
+        if args.get("max_objects") is not None or args.get("max_bytes") is not None:
+            budgets.set_limits(args.get("max_objects"), args.get("max_bytes"))
+            done.append(
+                f"per-domain max objects {budgets.spec.max_objects},"
+                f" max bytes {budgets.spec.max_bytes}"
+            )
+        if args.get("max_time_s") is not None:
+            done.append(self._set_time_limit(int(args["max_time_s"])))
+        return "; ".join(done)
+
+    def _set_time_limit(self, seconds: int) -> str:
+        """Replace Scrapy's CLOSESPIDER_TIMEOUT timer (≤ 0: no time limit)."""
+        assert self.crawler.extensions is not None
+        for ext in self.crawler.extensions.middlewares:
+            if isinstance(ext, CloseSpider) and ext.task is not None:
+                ext.task.cancel()
+                ext.task = None
+        if self.time_limit is not None and self.time_limit.active():
+            self.time_limit.cancel()
+        self.time_limit = None
+        self.ctx.spec.max_running_time_s = max(seconds, 0)
+        if seconds <= 0:
+            return "no time limit"
+        remaining = self.ctx.started + seconds - time.time()
+        self.time_limit = _reactor().callLater(max(remaining, 0), self._time_up)
+        return f"max running time {seconds}s ({max(remaining, 0):.0f}s left)"
+
+    def _time_up(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None and not self.closing:
+            self.closing = True
+            deferred_from_coro(engine.close_spider_async(reason="closespider_timeout"))
+
+    # --- the audit ----------------------------------------------------------------------------
+    def _mark(self, action: JobAction, state: str, message: str, wait: bool = False) -> None:
+        """Record the answer in job_actions (in a thread unless ``wait``) and in the log."""
+        from harvestflow.job_actions import mark_action
+
+        log.info(
+            "job control: action %s %s %s: %s", action.action_id, action.action, state, message
+        )
+        self._write_log(action, state, message)
+        if wait:
+            try:
+                mark_action(action.action_id, state, message)
+            except Exception as exc:
+                log.error("job control: cannot mark action %s: %s", action.action_id, exc)
+            return
+        d = threads.deferToThread(mark_action, action.action_id, state, message)
+        d.addErrback(lambda f: log.error("job control: cannot mark action: %s", f.value))
+
+    def _write_log(self, action: JobAction, state: str, message: str) -> None:
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        requested = action.requested_at
+        if isinstance(requested, dt.datetime):
+            requested = requested.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = {
+            "at": now,
+            "action_id": action.action_id,
+            "action": action.action,
+            "arguments": action.arguments,
+            "requested_by": action.requested_by,
+            "requested_at": str(requested),
+            "state": state,
+            "message": message,
+        }
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, sort_keys=True) + "\n")
+
+    def closed(self, spider: Any, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        for call in (self.time_limit, self.recheck):
+            if call is not None and call.active():
+                call.cancel()
+        for name, n in sorted(self.controls.rejected.items()):
+            log.info("job control: filter %s rejected %d URLs", name, n)
+        # what was asked and not done (the crawl ended first) is refused, never left pending
+        from harvestflow.job_actions import pending_actions
+
+        try:
+            left = pending_actions(self.job_id)
+        except Exception as exc:
+            log.warning("job control: cannot read job_actions at the end: %s", exc)
+            return
+        for action in left:
+            self._mark(action, "refused", f"the crawl ended ({reason}) first", wait=True)

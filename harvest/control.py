@@ -1,0 +1,56 @@
+"""Operators' requests to a running crawl job: pause, resume, stop, filter, limits.
+
+Why here and not only in harvestflow/job_actions.py: a filter may also be saved as a crawler
+trap of the domain or of the job's harvest definition (harvest/traps.py), so that the next run
+starts with it — planning-stage data. The CLI (harvest/control_cli.py) and the curator pages
+request through :func:`request`; the crawler applies (crawler/control.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from harvest.common import engine_or_default
+from harvest.traps import add_trap
+from harvestflow.job_actions import ActionError, check_arguments, request_action
+
+log = logging.getLogger(__name__)
+
+
+def request(
+    job_id: int,
+    action: str,
+    arguments: dict[str, Any] | None,
+    user: str,
+    engine: Engine | None = None,
+) -> int:
+    """Record the action for the job's crawler (and save a filter as asked); its id."""
+    engine = engine_or_default(engine)
+    args = check_arguments(action, arguments or {})
+    with engine.connect() as conn:
+        template = conn.execute(
+            sa.text("SELECT template FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+    if isinstance(template, dict) and int(template.get("processes") or 1) > 1:
+        # each partition process would need every action (crawler/control.py)
+        raise ActionError(f"job {job_id} is crawled by several processes: no live control")
+    action_id = request_action(job_id, action, args, user, engine=engine)
+    if action == "filter" and args.get("save"):
+        try:
+            if args["save"] == "domain":
+                add_trap(args["pattern"], domain=str(args["domain"]), engine=engine)
+            else:
+                with engine.connect() as conn:
+                    harvest_id = conn.execute(
+                        sa.text("SELECT harvest_id FROM jobs WHERE job_id = :j"), {"j": job_id}
+                    ).scalar_one()
+                add_trap(args["pattern"], harvest_id=int(harvest_id), engine=engine)
+        except (LookupError, ValueError) as exc:
+            raise ActionError(
+                f"action {action_id} requested, but the filter was not saved: {exc}"
+            ) from None
+    return action_id

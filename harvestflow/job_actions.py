@@ -1,0 +1,213 @@
+"""Operators' actions on a running crawl job, through the harvest database (``job_actions``).
+
+Why the database and not a socket: the crawler may run on another machine than the curator
+pages or the CLI, and the table is at the same time the audit of every action (who, when, what
+the crawler answered). The requesting side (CLI, curator pages) inserts a *pending* row; the
+crawler (crawler/control.py) polls its job's pending rows every few seconds, applies them and
+marks each *applied* or *refused* with a message. Core module: the crawler imports it as it
+imports harvestflow.credentials (its engine comes from the same settings).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from harvestflow.db import get_engine
+
+log = logging.getLogger(__name__)
+
+ACTIONS = ("pause", "resume", "stop", "filter", "limits")
+PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
+FILTER_KINDS = ("regex", "surt")
+SAVE_TO = ("domain", "definition")
+LIMIT_KEYS = ("max_objects", "max_bytes", "max_time_s")
+MAX_PATTERN_CHARS = 1000
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class ActionError(ValueError):
+    """An action that cannot be requested, with the reason (shown to the operator)."""
+
+
+@dataclass(frozen=True)
+class JobAction:
+    action_id: int
+    job_id: int
+    action: str
+    arguments: dict[str, Any]
+    requested_by: str
+    requested_at: Any
+    state: str
+    applied_at: Any
+    message: str | None
+
+
+def _row(r: Any) -> JobAction:
+    args = r.arguments if isinstance(r.arguments, dict) else json.loads(r.arguments or "{}")
+    return JobAction(
+        int(r.action_id),
+        int(r.job_id),
+        r.action,
+        args,
+        r.requested_by,
+        r.requested_at,
+        r.state,
+        r.applied_at,
+        r.message,
+    )
+
+
+def compile_re2(pattern: str) -> Any:
+    """RE2-compile an operator's URL regex (linear time: a URL cannot make it hang)."""
+    if not pattern or len(pattern) > MAX_PATTERN_CHARS:
+        raise ActionError(f"a filter pattern has 1 to {MAX_PATTERN_CHARS} characters")
+    options = re2.Options()
+    options.max_mem = 8 << 20
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ActionError(f"filter {pattern!r}: not an RE2 regular expression: {reason}") from None
+
+
+def check_arguments(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of ``action``, checked (ActionError names what is wrong)."""
+    if action not in ACTIONS:
+        raise ActionError(f"unknown action {action!r} (one of {', '.join(ACTIONS)})")
+    args = dict(arguments or {})
+    if action == "filter":
+        kind, pattern = args.get("kind"), args.get("pattern")
+        if kind not in FILTER_KINDS:
+            raise ActionError(f"filter kind {kind!r}: one of {', '.join(FILTER_KINDS)}")
+        if not isinstance(pattern, str) or not pattern:
+            raise ActionError("a filter needs a pattern")
+        if kind == "regex":
+            compile_re2(pattern)
+        elif len(pattern) > MAX_PATTERN_CHARS or any(c.isspace() for c in pattern):
+            raise ActionError(f"SURT prefix {pattern!r}: no spaces, {MAX_PATTERN_CHARS} chars max")
+        name = args.get("name")
+        if name is not None and not _NAME.match(str(name)):
+            raise ActionError(f"filter name {name!r}: letters, digits, '.', '_', '-' (64 max)")
+        save = args.get("save")
+        if save is not None and save not in SAVE_TO:
+            raise ActionError(f"save {save!r}: one of {', '.join(SAVE_TO)}")
+        if save is not None and kind != "regex":
+            raise ActionError("only a regex filter can be saved (crawler traps are regexes)")
+        if save == "domain" and not args.get("domain"):
+            raise ActionError("saving a filter to a domain needs the domain's name")
+    elif action == "limits":
+        given = {k: args[k] for k in LIMIT_KEYS if args.get(k) is not None}
+        unknown = set(args) - set(LIMIT_KEYS)
+        if unknown:
+            raise ActionError(f"unknown limit(s) {sorted(unknown)} (one of {LIMIT_KEYS})")
+        if not given:
+            raise ActionError(f"limits: give at least one of {', '.join(LIMIT_KEYS)}")
+        for key, value in given.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < -1:
+                raise ActionError(f"{key} {value!r}: an integer, -1 for no limit")
+        args = given
+    elif args:
+        raise ActionError(f"{action} takes no arguments")
+    return args
+
+
+def request_action(
+    job_id: int,
+    action: str,
+    arguments: dict[str, Any] | None,
+    user: str,
+    engine: Engine | None = None,
+) -> int:
+    """Insert a pending action (checked first); returns its id. The job must be running
+    (SUBMITTED or STARTED): an action on a finished job would never be applied."""
+    args = check_arguments(action, arguments or {})
+    if not user or not user.strip():
+        raise ActionError("who asks must be named (a user name)")
+    engine = engine or get_engine()
+    with engine.begin() as conn:
+        status = conn.execute(
+            sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
+        ).scalar()
+        if status is None:
+            raise ActionError(f"job {job_id} does not exist")
+        if status not in (1, 2):  # SUBMITTED, STARTED (harvest.common)
+            raise ActionError(f"job {job_id} is not running (status {status})")
+        action_id = conn.execute(
+            sa.text(
+                "INSERT INTO job_actions (job_id, action, arguments, requested_by)"
+                " VALUES (:j, :a, CAST(:g AS jsonb), :u) RETURNING action_id"
+            ),
+            {"j": job_id, "a": action, "g": json.dumps(args), "u": user.strip()[:200]},
+        ).scalar_one()
+    log.info("job %s: %s %s requested by %s (action %s)", job_id, action, args, user, action_id)
+    return int(action_id)
+
+
+def pending_actions(job_id: int, engine: Engine | None = None) -> list[JobAction]:
+    """The job's pending actions, oldest first (an index-only scan of the partial index)."""
+    engine = engine or get_engine()
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT * FROM job_actions WHERE job_id = :j AND state = 'pending'"
+                " ORDER BY action_id"
+            ),
+            {"j": job_id},
+        ).all()
+    return [_row(r) for r in rows]
+
+
+def mark_action(action_id: int, state: str, message: str, engine: Engine | None = None) -> None:
+    """The crawler's answer: applied or refused, with its message (a pending row only)."""
+    if state not in (APPLIED, REFUSED):
+        raise ValueError(f"state {state!r}")
+    engine = engine or get_engine()
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE job_actions SET state = :s, message = :m, applied_at = now()"
+                " WHERE action_id = :i AND state = 'pending'"
+            ),
+            {"s": state, "m": message[:2000], "i": action_id},
+        )
+
+
+def job_actions(job_id: int, conn: sa.Connection) -> list[JobAction]:
+    """Every action on a job, oldest first (the job page's history)."""
+    rows = conn.execute(
+        sa.text("SELECT * FROM job_actions WHERE job_id = :j ORDER BY action_id"), {"j": job_id}
+    ).all()
+    return [_row(r) for r in rows]
+
+
+def get_action(action_id: int, engine: Engine | None = None) -> JobAction | None:
+    engine = engine or get_engine()
+    with engine.connect() as conn:
+        r = conn.execute(
+            sa.text("SELECT * FROM job_actions WHERE action_id = :i"), {"i": action_id}
+        ).first()
+    return _row(r) if r is not None else None
+
+
+def wait_for(
+    action_id: int, timeout_s: float, engine: Engine | None = None, poll_s: float = 0.5
+) -> JobAction | None:
+    """The action once no longer pending, or its pending row when ``timeout_s`` has passed."""
+    deadline = time.monotonic() + max(timeout_s, 0)
+    while True:
+        row = get_action(action_id, engine)
+        if row is None or row.state != PENDING or time.monotonic() >= deadline:
+            return row
+        time.sleep(poll_s)

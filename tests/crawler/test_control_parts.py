@@ -1,0 +1,57 @@
+"""Parts of the crawl control checked alone: operator filters (RE2 regex, SURT prefix as the
+shared SURT writes it), the requests' checks (harvestflow.job_actions), the stop reason's one
+home. The crawl itself: test_crawl_control.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from crawler.control import OperatorFilter
+from harvestflow.job_actions import ActionError, check_arguments
+
+
+def test_surt_prefix_filter_matches_what_cdx_indexes_write():
+    f = OperatorFilter("cal", "surt", "test,example)/calendar", 1, "dora")
+    assert f.matches("http://www.example.test/calendar/2026/11/")
+    assert f.matches("https://example.test/calendar")
+    assert not f.matches("http://example.test/news/calendar/")
+    assert not f.matches("http://other.test/calendar/")
+
+
+def test_regex_filter_is_re2_searched():
+    f = OperatorFilter("sid", "regex", r"[?&]sid=\d+", 2, "dora")
+    assert f.matches("http://a.test/shop?x=1&sid=0001")
+    assert not f.matches("http://a.test/shop?x=1")
+    with pytest.raises(ActionError, match="RE2"):
+        OperatorFilter("bad", "regex", r"(a)\1", 3, "dora")  # a backreference: not RE2
+
+
+@pytest.mark.parametrize(
+    ("action", "args", "message"),
+    [
+        ("jump", {}, "unknown action"),
+        ("pause", {"now": True}, "takes no arguments"),
+        ("filter", {"kind": "glob", "pattern": "*"}, "filter kind"),
+        ("filter", {"kind": "surt", "pattern": "a b"}, "no spaces"),
+        ("filter", {"kind": "regex", "pattern": "x", "name": "a b"}, "filter name"),
+        ("filter", {"kind": "regex", "pattern": "x", "save": "domain"}, "domain's name"),
+        ("limits", {"max_objects": "10"}, "an integer"),
+        ("limits", {"max_pages": 10}, "unknown limit"),
+        ("limits", {"max_bytes": -5}, "an integer, -1"),
+    ],
+)
+def test_bad_requests_name_what_is_wrong(action, args, message):
+    with pytest.raises(ActionError, match=message):
+        check_arguments(action, args)
+
+
+def test_stop_reason_vocabulary_has_one_home():
+    from crawler import budget
+    from harvest import common
+    from harvestflow.formats import stop_reasons
+    from qa import codes
+
+    assert budget.STOPPED_BY_OPERATOR == common.STOP_STOPPED_BY_OPERATOR == 7
+    assert common.STOP_REASON_NAMES is stop_reasons.NAMES
+    assert codes.STOP_REASONS[7] == "stopped by operator"
+    assert stop_reasons.NAMES[7] == "STOPPED_BY_OPERATOR"

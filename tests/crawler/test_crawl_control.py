@@ -1,0 +1,259 @@
+"""Live control of a real crawl through the harvest database: pause, resume, filter, limits
+and stop, asked through the CLI and the library while a crawler child process crawls a slow
+loopback site with an endless trap.
+
+What is measured at the test server (which requests it received, and when), never our speed:
+waits are bounded loops on what the server or crawl.log shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from warcio.archiveiterator import ArchiveIterator
+
+from tests.crawler.conftest import ORACLE_BIN, REPO
+
+pytestmark = pytest.mark.services
+
+PAUSE_S = 3.0  # how long the paused crawl is watched for requests
+DELAY_S = 0.2  # every page of the slow site takes this long
+
+
+class SlowSite:
+    """/ links /p/1 and /t/1; /p/N links /p/N+1 and a trap page; /t/X links /t/Xa and /t/Xb
+    (an endless, doubling trap). Every page answers after DELAY_S; each request is recorded."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                with site.lock:
+                    site.requests.append(self.path)
+                if self.path == "/robots.txt":
+                    body, status = b"User-agent: *\nDisallow:\n", 200
+                else:
+                    time.sleep(DELAY_S)
+                    body, status = site.page(self.path).encode(), 200
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html" if self.path != "/robots.txt"
+                                 else "text/plain")  # fmt: skip
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def page(path: str) -> str:
+        if path.startswith("/p/"):
+            n = int(path[3:] or 0)
+            links = [f"/p/{n + 1}", f"/t/{n}"]
+        elif path.startswith("/t/"):
+            links = [path + "a", path + "b"]
+        else:
+            links = ["/p/1", "/t/0"]
+        return "<html><body>" + " ".join(f'<a href="{u}">{u}</a>' for u in links) + "</body></html>"
+
+    def count(self, pred: Callable[[str], bool] = lambda p: True) -> int:
+        with self.lock:
+            return sum(1 for p in self.requests if pred(p))
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def slow_site() -> Iterator[SlowSite]:
+    s = SlowSite()
+    yield s
+    s.stop()
+
+
+def wait_until(what: str, cond: Callable[[], bool], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"waited {timeout}s for: {what}"
+        time.sleep(0.1)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "harvestflow.cli", "jobs", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        env=env,
+    )
+
+
+def prepared_job(engine: sa.Engine, site: SlowSite, tmp_path: Path) -> tuple[int, Path]:
+    """A real job of the demo definition, its spec pointed at the slow site."""
+    from harvest import pipeline as p
+
+    hid = p.create_demo_definition(site.port, engine=engine)
+    job_id = p.generate_jobs(hid, datetime(2026, 11, 22, 3, tzinfo=UTC), engine=engine)[0]
+    job_json = Path(p.prepare_job(job_id, tmp_path, engine=engine))
+    spec = json.loads(job_json.read_text())
+    assert spec["job_control"] is True  # what build_spec gives every job of the harvest DB
+    spec["seeds"] = [f"http://www.example-a.test:{site.port}/"]
+    spec["template"].update(
+        max_hops=500, connections_per_host=1, concurrent_requests=1, min_delay_ms=0,
+        delay_factor=0, max_delay_ms=0, retries=0,
+    )  # fmt: skip
+    spec["job_control_interval_s"] = 0.5
+    job_json.write_text(json.dumps(spec))
+    return job_id, job_json
+
+
+def crawl_log_lines(out: Path) -> list[list[str]]:
+    path = out / "logs" / "crawl.log"
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, tmp_path):
+    from harvest.control import request
+    from harvest.results import record_job_results
+    from harvestflow.job_actions import wait_for
+
+    job_id, job_json = prepared_job(db_engine, slow_site, tmp_path)
+    out = job_json.parent
+    with (tmp_path / "crawler.out").open("w") as log_fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawler", "--job", str(job_json), "--out", str(out),
+             "--progress-interval", "1"],
+            stdout=log_fh, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+    try:
+        wait_until("the crawl fetching", lambda: slow_site.count() >= 6)
+
+        # pause: applied once the in-flight fetches are done; then no request for PAUSE_S
+        done = cli("pause", str(job_id), "--user", "alice", "--wait", "90")
+        print("pause:", done.stdout, done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "applied by the crawler" in done.stdout and "paused" in done.stdout
+        before = slow_site.count()
+        time.sleep(PAUSE_S)
+        assert slow_site.count() == before, "the server got requests while the crawl was paused"
+        assert proc.poll() is None, "the paused crawler process ended"
+
+        # resume: the server sees requests again
+        resumed = wait_for(request(job_id, "resume", {}, "alice"), 90)
+        assert resumed is not None and resumed.state == "applied", resumed
+        wait_until("requests after resume", lambda: slow_site.count() > before + 2)
+
+        # filter: the trap's queued URLs come out of the queue rejected, with the filter named
+        trap_args = {"kind": "regex", "pattern": "/t/", "name": "trap", "save": "definition"}
+        filtered = wait_for(request(job_id, "filter", trap_args, "bob"), 90)
+        assert filtered is not None and filtered.state == "applied", filtered
+        assert "filter trap" in (filtered.message or "")
+
+        def rejected() -> list[list[str]]:
+            return [f for f in crawl_log_lines(out) if f[1] == "-5001" and "filter:trap" in f[-1]]
+
+        wait_until("queued trap URLs rejected in crawl.log", lambda: len(rejected()) >= 2)
+        assert all("/t/" in f[3] for f in rejected())
+        traps_fetched = slow_site.count(lambda p: p.startswith("/t/"))
+        pages = slow_site.count(lambda p: p.startswith("/p/"))
+        wait_until("more pages after the filter", lambda: slow_site.count(
+            lambda p: p.startswith("/p/")) >= pages + 3)  # fmt: skip
+        assert slow_site.count(lambda p: p.startswith("/t/")) == traps_fetched
+        with db_engine.connect() as conn:
+            saved = conn.execute(sa.text("SELECT crawlertraps FROM harvestdefinitions")).scalar()
+        assert "/t/" in saved  # the next run of the definition starts with it
+
+        new_limits = {"max_objects": 5000, "max_time_s": 3600}
+        limits = wait_for(request(job_id, "limits", new_limits, "bob"), 90)
+        assert limits is not None and limits.state == "applied"
+        assert "max objects 5000" in (limits.message or "")
+        assert "max running time 3600s" in (limits.message or "")
+
+        # stop: a clean end, stopped by operator
+        stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
+        print("stop:", stopped.stdout, stopped.stderr)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert "stopped by operator" in stopped.stdout
+        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "stopped"
+    assert summary["domains"]["example-a.test"]["stop_reason"] == 7  # URLs were left queued
+    report = (out / "reports" / "crawl-report.txt").read_text()
+    assert "Stopped by operator" in report, report
+    progress = (out / "logs" / "progress-statistics.log").read_text().splitlines()
+    assert progress[-1].endswith("CRAWL ENDED - Stopped by operator")
+
+    result = record_job_results(job_id, engine=db_engine)
+    assert result["status"] == "DONE", result
+    with db_engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT action, requested_by, state, applied_at FROM job_actions"
+                " WHERE job_id = :j ORDER BY action_id"
+            ),
+            {"j": job_id},
+        ).all()
+        history = conn.execute(
+            sa.text("SELECT stopreason FROM historyinfo WHERE job_id = :j"), {"j": job_id}
+        ).scalars().all()  # fmt: skip
+    assert [(r.action, r.requested_by, r.state) for r in rows] == [
+        ("pause", "alice", "applied"),
+        ("resume", "alice", "applied"),
+        ("filter", "bob", "applied"),
+        ("limits", "bob", "applied"),
+        ("stop", "carol", "applied"),
+    ]
+    assert all(r.applied_at is not None for r in rows)
+    assert 7 in history
+
+    # every WARC passes warcio check; the metadata WARC carries the actions with who and when
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    check = subprocess.run(
+        [str(ORACLE_BIN / "warcio"), "check", "-v", *map(str, warcs)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+    meta = [w for w in warcs if "metadata" in w.name]
+    assert len(meta) == 1
+    with meta[0].open("rb") as fh:
+        records = {
+            r.rec_headers.get_header("WARC-Target-URI"): r.content_stream().read()
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "metadata"
+        }
+    (uri,) = [u for u in records if "operator-actions.log" in u]
+    lines = [json.loads(x) for x in records[uri].decode().splitlines()]
+    assert [(x["action"], x["requested_by"]) for x in lines] == [
+        (r.action, r.requested_by) for r in rows
+    ]
+    assert all(x["requested_at"] and x["at"] for x in lines)

@@ -1,0 +1,137 @@
+"""The curator job page's one write: an operator's action on a running crawl, through FastAPI's
+TestClient on a real (fresh) harvest database. A POST without the page's CSRF token (a forged
+form of another site: the browser sends the cookies, not the token) is refused with 403 and
+records nothing; with it, the action is recorded in job_actions with the user; a user without
+edit permission sees no forms and is refused; bad input is a 400 naming what is wrong."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from fastapi import HTTPException, Request
+from fastapi.testclient import TestClient
+
+from harvestflow.curator.webapp import create_app
+from tests.plugins.test_curator_webapp import _insert_job
+
+pytestmark = pytest.mark.services
+
+USERS = {"alice": True, "victor": False}  # name -> may edit (as the plugin's dependency says)
+
+
+def _as_user(request: Request) -> None:
+    """Like plugins/harvestflow_curator.require_airflow_login: names the user and their right."""
+    name = request.headers.get("authorization", "").removeprefix("Bearer ")
+    if name not in USERS:
+        raise HTTPException(status_code=401, detail="not authenticated")
+    request.state.user = name
+    request.state.can_edit = USERS[name]
+
+
+@pytest.fixture
+def running_job(db_engine: sa.Engine, tmp_path: Path) -> int:
+    from harvest.bootstrap import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    (tmp_path / "job").mkdir()
+    return _insert_job(db_engine, tmp_path / "job", status=2)  # STARTED
+
+
+def _client(db_engine: sa.Engine, tmp_path: Path, user: str) -> TestClient:
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_as_user)
+    return TestClient(app, headers={"Authorization": f"Bearer {user}"}, follow_redirects=False)
+
+
+def _token(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page)
+    assert found, "no CSRF token in the page"
+    return found.group(1)
+
+
+def _actions(engine: sa.Engine, job: int) -> list[tuple[str, str, str]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT action, requested_by, state FROM job_actions WHERE job_id = :j"
+                " ORDER BY action_id"
+            ),
+            {"j": job},
+        ).all()
+    return [tuple(r) for r in rows]
+
+
+def test_forged_post_is_refused_and_a_real_one_is_recorded_with_the_user(
+    db_engine: sa.Engine, tmp_path: Path, running_job: int
+) -> None:
+    alice = _client(db_engine, tmp_path, "alice")
+    page = alice.get(f"/jobs/{running_job}")
+    assert page.status_code == 200
+    assert "hf_csrf" in page.headers.get("set-cookie", "")
+    assert "httponly" in page.headers["set-cookie"].lower()
+    token = _token(page.text)
+    url = f"/jobs/{running_job}/actions"
+
+    # another site's form: the browser sends alice's cookies, but it cannot know the token
+    forged = alice.post(url, data={"action": "stop"})
+    assert forged.status_code == 403, forged.text
+    assert "CSRF" in forged.text
+    assert alice.post(url, data={"action": "stop", "csrf_token": "0" * 64}).status_code == 403
+    # a token without the session cookie it was made for
+    fresh = _client(db_engine, tmp_path, "alice")
+    assert fresh.post(url, data={"action": "stop", "csrf_token": token}).status_code == 403
+    assert _actions(db_engine, running_job) == []
+
+    done = alice.post(url, data={"action": "pause", "csrf_token": token})
+    assert done.status_code == 303, done.text
+    assert done.headers["location"].startswith(f"/jobs/{running_job}?action=")
+    bad = alice.post(url, data={"action": "filter", "kind": "regex", "pattern": "(",
+                                "csrf_token": token})  # fmt: skip
+    assert bad.status_code == 400 and "RE2" in bad.text
+    filt = alice.post(url, data={"action": "filter", "kind": "surt", "pattern": "test,a)/cal",
+                                 "name": "cal", "csrf_token": token})  # fmt: skip
+    assert filt.status_code == 303
+    assert _actions(db_engine, running_job) == [
+        ("pause", "alice", "pending"),
+        ("filter", "alice", "pending"),
+    ]
+    history = alice.get(f"/jobs/{running_job}").text
+    assert "actions-history" in history and "test,a)/cal" in history
+    assert history.count(">alice<") == 2
+
+
+def test_a_user_without_edit_permission_sees_no_forms_and_cannot_write(
+    db_engine: sa.Engine, tmp_path: Path, running_job: int
+) -> None:
+    victor = _client(db_engine, tmp_path, "victor")
+    page = victor.get(f"/jobs/{running_job}")
+    assert page.status_code == 200
+    assert 'name="action"' not in page.text and "not control it" in page.text
+    # even with a right token (made here with the app's key), the write is refused
+    from harvestflow.curator.actions import csrf_token, load_key
+
+    token = csrf_token(load_key(tmp_path), victor.cookies["hf_csrf"], "victor")
+    refused = victor.post(
+        f"/jobs/{running_job}/actions", data={"action": "stop", "csrf_token": token}
+    )
+    assert refused.status_code == 403 and "may not control crawls" in refused.text
+    assert _actions(db_engine, running_job) == []
+
+
+def test_no_action_on_a_finished_job(db_engine: sa.Engine, tmp_path: Path) -> None:
+    from harvest.bootstrap import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    (tmp_path / "done").mkdir()
+    job = _insert_job(db_engine, tmp_path / "done", status=3)  # DONE
+    alice = _client(db_engine, tmp_path, "alice")
+    page = alice.get(f"/jobs/{job}")
+    assert 'name="action"' not in page.text  # no forms for a job that is not running
+    from harvestflow.curator.actions import csrf_token, load_key
+
+    token = csrf_token(load_key(tmp_path), alice.cookies["hf_csrf"], "alice")
+    late = alice.post(f"/jobs/{job}/actions", data={"action": "stop", "csrf_token": token})
+    assert late.status_code == 400 and "not running" in late.text
+    assert _actions(db_engine, job) == []

@@ -1,0 +1,83 @@
+"""The crawl-control forms in headless Chromium: the curator app served by uvicorn on loopback
+(on a real harvest database), a signed-in user clicks *pause* and adds a filter on a running
+job's page; the browser carries the CSRF cookie and token itself (HttpOnly, SameSite=Strict),
+the actions are recorded with the user and shown in the page's history. Airflow's own login is
+covered by test_curator_browser.py; here a cookie stands for it (the test's auth dependency)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+import uvicorn
+from fastapi import HTTPException, Request
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from harvestflow.curator.webapp import create_app
+from tests.conftest import free_port
+from tests.plugins.browser import chromium
+from tests.plugins.test_curator_webapp import _insert_job
+
+pytestmark = pytest.mark.services
+
+
+def _cookie_user(request: Request) -> None:
+    name = request.cookies.get("test_user")
+    if name != "alice":
+        raise HTTPException(status_code=401, detail="not authenticated")
+    request.state.user = name
+    request.state.can_edit = True
+
+
+@pytest.fixture
+def served(db_engine: sa.Engine, tmp_path: Path) -> Iterator[tuple[str, int]]:
+    from harvest.bootstrap import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    (tmp_path / "job").mkdir()
+    job = _insert_job(db_engine, tmp_path / "job", status=2)
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_cookie_user)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", job
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_pause_and_filter_from_the_job_page(db_engine: sa.Engine, served) -> None:
+    base, job = served
+    with chromium() as driver:
+        driver.get(f"{base}/static/curator.css")  # any page of the origin, to set the cookie
+        driver.add_cookie({"name": "test_user", "value": "alice", "path": "/"})
+        driver.get(f"{base}/jobs/{job}")
+        wait = WebDriverWait(driver, 60)
+        driver.find_element(By.CSS_SELECTOR, "button[value=pause]").click()
+        wait.until(lambda d: "?action=" in d.current_url)
+        form = driver.find_element(By.ID, "filter-form")
+        Select(form.find_element(By.NAME, "kind")).select_by_value("regex")
+        form.find_element(By.NAME, "pattern").send_keys("/calendar/")
+        form.find_element(By.NAME, "name").send_keys("cal")
+        form.find_element(By.TAG_NAME, "button").click()
+        wait.until(lambda d: "/calendar/" in d.find_element(By.ID, "actions-history").text)
+        history = driver.find_element(By.ID, "actions-history").text
+        csrf = driver.get_cookie("hf_csrf")
+    assert csrf is not None and csrf["httpOnly"] and csrf.get("sameSite") == "Strict"
+    assert "pause" in history and "alice" in history
+    with db_engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT action, requested_by FROM job_actions ORDER BY action_id")
+        ).all()
+    assert [tuple(r) for r in rows] == [("pause", "alice"), ("filter", "alice")]
