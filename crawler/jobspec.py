@@ -41,6 +41,8 @@ class Template:
     allow_private_addresses: bool = False
     dedup_mime_exclude: str = ""
     extract_sitemaps: bool = False
+    # speculative links from script strings (crawler/jsextract.py); Heritrix's default, on
+    extract_js: bool = True
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200

@@ -25,6 +25,7 @@ from crawler import crawllog
 from crawler import state as st
 from crawler.context import Capture, CrawlContext
 from crawler.errors import Refused
+from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import extract_css, extract_html, extract_sitemap
 from crawler.urls import host_of
 
@@ -96,8 +97,19 @@ class ArchiveSpider(scrapy.Spider):
         if cap.status == 304 or not response.body:
             return links
         try:
+            extract_js = self.ctx.spec.template.extract_js
             if isinstance(response, HtmlResponse):
-                links += extract_html(response.selector.root, response.url)
+                root = response.selector.root
+                links += extract_html(root, response.url)
+                if extract_js:
+                    links += extract_html_scripts(root, response.url)
+            elif extract_js and is_javascript(cap.mime, response.url):
+                text = (
+                    response.text
+                    if isinstance(response, TextResponse)
+                    else response.body.decode("utf-8", "replace")
+                )
+                links += extract_script(text, response.url, "js")
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
             elif self.ctx.spec.template.extract_sitemaps and "xml" in cap.mime:
