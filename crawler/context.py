@@ -129,6 +129,7 @@ class CrawlContext:
         self.failures = 0
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
+        self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
         """Scrapy deep-copies its settings; the one context of the job must stay shared."""
