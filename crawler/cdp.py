@@ -50,7 +50,7 @@ class Browser:
     """One headless Chromium process and its DevTools connection."""
 
     def __init__(
-        self, proxy: str, *, user_agent: str = "", window: tuple[int, int] = (1280, 900)
+        self, proxy: str | None, *, user_agent: str = "", window: tuple[int, int] = (1280, 900)
     ) -> None:
         self.proxy = proxy
         self.user_agent = user_agent
@@ -93,12 +93,12 @@ class Browser:
             f"--window-size={self.window[0]},{self.window[1]}",
             f"--user-data-dir={self.profile}",
             "--remote-debugging-port=0",
-            # the browser's own traffic (component updates, time checks) goes nowhere: only a
-            # page's browser context has the recording proxy (see Renderer._render_in)
-            f"--proxy-server={self.proxy}",
-            "--proxy-bypass-list=<-loopback>",
             "about:blank",
         ]
+        if self.proxy:
+            # the browser's own traffic (component updates, time checks) goes to this proxy,
+            # loopback included (Chromium bypasses a proxy for loopback unless told not to)
+            args[-1:-1] = [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
         if self.user_agent:  # the job's, as on every other request of the crawl
             args.insert(-1, f"--user-agent={self.user_agent}")
         self.proc = subprocess.Popen(

@@ -223,13 +223,15 @@ class Renderer:
         self.waiting -= 1
         self.rendering += 1
         outcome = RenderOutcome(error="not rendered")
+        # beyond the behaviours' time: screenshots and DOM links (a hung tab never answers)
+        grace = min(15.0, max(5.0, self.t.render_page_timeout_s / 2))
         try:
             for attempt in (1, 2):
                 page.served.clear()
                 tab.page = page
                 try:
                     outcome = await asyncio.wait_for(
-                        self._render_in(tab, request.url), self.t.render_page_timeout_s + 15
+                        self._render_in(tab, request.url), self.t.render_page_timeout_s + grace
                     )
                     outcome.error = ""
                     break
@@ -448,6 +450,13 @@ class Renderer:
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
             return ProxyResponse(502, [("Content-Type", "text/plain")], str(exc).encode(), "Error")
+
+    def progress(self) -> str:
+        """The progress line's part: pages being rendered, waiting for a tab, done, failed."""
+        return (
+            f"render: {self.rendering} rendering, {self.waiting} waiting,"
+            f" {self.rendered} rendered, {self.failed} failed"
+        )
 
     async def close(self) -> None:
         for tab in self.tabs:

@@ -80,6 +80,8 @@ class ProgressStatistics:
         self.last = (now, ctx.urls_done, ctx.bytes_done)
         hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
         detail = ", ".join(f"{h}:{n}" for h, n in hosts) or "none"
+        if ctx.renderer is not None:  # pages in the browser tabs (crawler/render.py)
+            detail += " | " + ctx.renderer.progress()
         progress_log.info(
             "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
             " %d failures | queues: %s",

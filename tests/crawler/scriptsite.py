@@ -17,6 +17,7 @@ import zlib
 from tests.crawler.rawsite import Raw
 
 HOST = "news.scripted.test"
+CDN_HOST = "cdn.other.test"
 HTML = b"Content-Type: text/html; charset=utf-8"
 
 
@@ -84,6 +85,11 @@ APP_JS = b"""(function () {
   var frame = document.createElement('iframe');
   frame.src = ['', 'widget'].join('/') + dot + 'html';
   document.body.appendChild(frame);
+  // a tracker the site's robots.txt disallows, and an image on another host (a CDN)
+  var tracker = new Image();
+  tracker.src = ['', 'private', 'tracker'].join('/') + dot + 'png';
+  var cdn = new Image();
+  cdn.src = 'http:/' + '/' + ['cdn', 'other', 'test'].join(dot) + ':' + location.port + '/cdn' + dot + 'png';
   var observer = new IntersectionObserver(function (entries) {
     entries.forEach(function (e) {
       if (e.isIntersecting) { e.target.src = e.target.dataset.src; observer.unobserve(e.target); }
@@ -111,6 +117,7 @@ def _story(n: str) -> bytes:
 STORIES = ["1", "2", "3", "4", "late"]
 ROUTES: dict[str, Raw] = {
     "/": Raw(SHELL, [HTML]),
+    "/robots.txt": Raw(b"User-agent: *\nDisallow: /private/\n", [b"Content-Type: text/plain"]),
     "/app.js": Raw(APP_JS, [b"Content-Type: application/javascript"]),
     "/app.css": Raw(APP_CSS, [b"Content-Type: text/css"]),
     "/api/stories-1.json": Raw(_stories(["1", "2"], True), [b"Content-Type: application/json"]),
@@ -131,8 +138,11 @@ for _i, _n in enumerate(STORIES):
 
 # everything a rendered crawl must capture; what the plain crawler alone finds
 ALL_PATHS = sorted(ROUTES)
-PLAIN_PATHS = ["/", "/app.css", "/app.js"]
+PLAIN_PATHS = ["/", "/app.css", "/app.js", "/robots.txt"]
+CDN_PNG = png(3, 3, (1, 2, 3))
 
 
 def route(host: str, path: str) -> Raw | None:
+    if host == CDN_HOST:
+        return Raw(CDN_PNG, [b"Content-Type: image/png"]) if path == "/cdn.png" else None
     return ROUTES.get(path) if host == HOST else None

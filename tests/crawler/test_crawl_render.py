@@ -28,7 +28,10 @@ def _sha1(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
 
 
-def _crawl(tmp_path: Path, name: str, render: str, **template: object) -> tuple[CrawlResult, int]:
+Rendered = tuple[CrawlResult, int, list[tuple[str, str]]]
+
+
+def _crawl(tmp_path: Path, name: str, render: str, **template: object) -> Rendered:
     with serve(scriptsite.route) as site:
         job = {
             "job_id": 9,
@@ -42,9 +45,10 @@ def _crawl(tmp_path: Path, name: str, render: str, **template: object) -> tuple[
                 "render_page_timeout_s": 20,
                 **template,
             },
-            "resolve": {scriptsite.HOST: "127.0.0.1"},
+            "resolve": {scriptsite.HOST: "127.0.0.1", scriptsite.CDN_HOST: "127.0.0.1"},
         }
-        return run_crawl(job, tmp_path / name, timeout=150), site.port
+        result = run_crawl(job, tmp_path / name, timeout=150)
+        return result, site.port, list(site.requests)
 
 
 def _records(result: CrawlResult) -> list:
@@ -58,13 +62,13 @@ def _records(result: CrawlResult) -> list:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, int]:
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     find_chromium()  # a clear error if the set-up did not install Chromium
     return _crawl(tmp_path_factory.mktemp("render"), "html", "html")
 
 
-def test_rendered_crawl_captures_the_script_built_page(rendered: tuple[CrawlResult, int]) -> None:
-    result, port = rendered
+def test_rendered_crawl_captures_the_script_built_page(rendered: Rendered) -> None:
+    result, port, requests = rendered
     seed = f"http://{scriptsite.HOST}:{port}/"
     by_url = {f[3]: f for f in result.log_fields()}
     missing = [p for p in scriptsite.ALL_PATHS if f"{seed[:-1]}{p}" not in by_url]
@@ -87,14 +91,27 @@ def test_rendered_crawl_captures_the_script_built_page(rendered: tuple[CrawlResu
         line = by_url[f"{seed[:-1]}{path}"]
         assert "browser" in line[11].split(","), line
         assert (line[4], line[5]) == ("E", seed), line
+    # robots rules hold for the browser: the disallowed tracker is refused, never requested
+    tracker = by_url[f"{seed[:-1]}/private/tracker.png"]
+    assert (tracker[1], tracker[4], tracker[5]) == ("-9998", "E", seed), tracker
+    assert "browser" in tracker[11].split(","), tracker
+    assert (scriptsite.HOST, "/private/tracker.png") not in requests
+    # another host's image: archived as a transclusion of the page
+    cdn = by_url[f"http://{scriptsite.CDN_HOST}:{port}/cdn.png"]
+    assert (cdn[1], cdn[4], cdn[5]) == ("200", "E", seed), cdn
+    # the progress line counts rendered pages: the home page, the five stories
+    progress = [ln for ln in result.proc.stdout.splitlines() if "render: " in ln]
+    assert progress and progress[-1].endswith(
+        "render: 0 rendering, 0 waiting, 6 rendered, 0 failed"
+    )
     # story pages exist only in the rendered DOM: navigation links of the home page
     for n in scriptsite.STORIES:
         line = by_url[f"{seed[:-1]}/story/{n}.html"]
         assert (line[4], line[5]) == ("L", seed), line
 
 
-def test_one_capture_per_url_with_the_servers_bytes(rendered: tuple[CrawlResult, int]) -> None:
-    result, port = rendered
+def test_one_capture_per_url_with_the_servers_bytes(rendered: Rendered) -> None:
+    result, port, _ = rendered
     prefix = f"http://{scriptsite.HOST}:{port}"
     responses = [
         (h["WARC-Target-URI"], h, body)
@@ -114,9 +131,9 @@ def test_one_capture_per_url_with_the_servers_bytes(rendered: tuple[CrawlResult,
 
 
 def test_screenshots_are_resource_records_tied_to_the_page(
-    rendered: tuple[CrawlResult, int],
+    rendered: Rendered,
 ) -> None:
-    result, port = rendered
+    result, port, _ = rendered
     seed = f"http://{scriptsite.HOST}:{port}/"
     records = _records(result)
     page_id = next(
@@ -138,8 +155,8 @@ def test_screenshots_are_resource_records_tied_to_the_page(
     assert any(line.startswith(f"{seed} full urn:screenshot-full:{seed} ") for line in report)
 
 
-def test_rendered_warcs_pass_warcio_check(rendered: tuple[CrawlResult, int]) -> None:
-    result, _ = rendered
+def test_rendered_warcs_pass_warcio_check(rendered: Rendered) -> None:
+    result, _, _ = rendered
     warcio = ORACLE_BIN / "warcio"
     if not warcio.exists():
         warcio = REPO / ".venv" / "bin" / "warcio"
@@ -191,13 +208,11 @@ def test_without_rendering_only_the_shell_is_captured(tmp_path: Path) -> None:
     assert not (out / "reports" / "screenshots-report.txt").exists()
 
 
-def test_cdx_of_rendered_job_equals_cdxj_indexer(
-    rendered: tuple[CrawlResult, int], tmp_path: Path
-) -> None:
+def test_cdx_of_rendered_job_equals_cdxj_indexer(rendered: Rendered, tmp_path: Path) -> None:
     from tests.crawler.test_crawl_cdx import _bytes_order, _oracle_cdx11
     from tests.crawler.test_replay_pywb import our_cdx
 
-    result, _ = rendered
+    result, _, _ = rendered
     cdx_file = tmp_path / "index.cdx"
     our_cdx(result.out / "warcs" / "9-metadata-1.warc.gz", cdx_file)
     ours = cdx_file.read_bytes().decode("utf-8").split("\n")[1:-1]
@@ -205,3 +220,139 @@ def test_cdx_of_rendered_job_equals_cdxj_indexer(
     assert [ln for ln in ours if ln not in expected] == []
     assert ours == expected
     assert any("urn:screenshot" in ln for ln in ours)
+
+
+def test_a_hanging_page_is_retried_once_then_logged_and_the_crawl_goes_on(tmp_path: Path) -> None:
+    """A page whose script never yields: its tab is killed, the page tried once more in a new
+    browser, then its crawl.log line says why; its plain capture and links stand."""
+    from tests.crawler.rawsite import Raw
+
+    html = b"Content-Type: text/html"
+    routes = {
+        (None, "/"): Raw(
+            b'<html><body><a href="/next.html">next</a>'
+            b"<script>while (true) {}</script></body></html>",
+            [html],
+        ),
+        (None, "/next.html"): Raw(b"<html><body>next</body></html>", [html]),
+    }
+    with serve(routes) as site:
+        seed = site.url("hang.test", "/")
+        job = {
+            "job_id": 5,
+            "seeds": [seed],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 1,
+                "render": "seeds",
+                "render_page_timeout_s": 2,
+                "render_min_wait_s": 0,
+            },
+            "resolve": {"hang.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "hang", timeout=120)
+    assert result.summary["status"] == "complete"
+    line = result.line_for(seed)
+    assert line[1] == "200" and "render-failed:timeout" in line[11].split(","), line
+    assert result.line_for(site.url("hang.test", "/next.html"))[1] == "200"
+    attempts = [ln for ln in result.proc.stderr.splitlines() if "render of " + seed in ln]
+    assert len(attempts) == 2 and "attempt 2" in attempts[1], attempts
+    assert not (result.out / "reports" / "screenshots-report.txt").exists()
+
+
+# run in pywb's top frame: the replayed page is its iframe (same origin: pywb serves both)
+_REPLAYED_JS = """(() => {
+  const frame = document.querySelector('iframe');
+  if (!frame || !frame.contentDocument) return null;
+  const w = frame.contentWindow, doc = frame.contentDocument;
+  w.scrollBy(0, 600);
+  return Array.from(doc.querySelectorAll('#stories li')).map(li => {
+    const a = li.querySelector('a'), img = li.querySelector('img');
+    return [a.href, a.textContent, img.complete ? img.naturalWidth : 0];
+  });
+})()"""
+
+
+async def _replay(url: str) -> list[list[object]]:
+    """The home page replayed by pywb in headless Chromium, scrolled to the bottom: its story
+    list (href, title, thumbnail decoded width)."""
+    import asyncio
+
+    from crawler.cdp import Browser
+
+    browser = Browser(None)
+    await browser.start()
+    try:
+        target = await browser.send("Target.createTarget", {"url": "about:blank"})
+        session = (
+            await browser.send(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+            )
+        )["sessionId"]
+        await browser.send("Page.navigate", {"url": url}, session=session)
+        stories: list[list[object]] = []
+        for _ in range(60):  # at most ~30 s: scroll down, until the five stories are shown
+            await asyncio.sleep(0.5)
+            value = (
+                await browser.send(
+                    "Runtime.evaluate",
+                    {
+                        "expression": _REPLAYED_JS,
+                        "returnByValue": True,
+                    },
+                    session=session,
+                )
+            )["result"].get("value")
+            if value:
+                stories = value
+                if len(stories) == 5 and all(s[2] for s in stories):
+                    break
+        return stories
+    finally:
+        await browser.close()
+
+
+@pytest.mark.skipif(not (ORACLE_BIN / "wayback").exists(), reason="pywb oracle venv missing")
+def test_pywb_replay_in_chromium_shows_every_story(rendered: Rendered, tmp_path: Path) -> None:
+    """The archive alone (the site is stopped) replays the script-built page: every story link
+    and its decoded thumbnail, the second page and the late story included."""
+    import asyncio
+    import socket
+    import time
+
+    from tests.crawler.rawsite import free_port
+    from tests.crawler.test_replay_pywb import our_cdx
+
+    result, port, _ = rendered
+    coll = tmp_path / "pywb"
+    coll.mkdir()
+    our_cdx(result.out / "warcs" / "9-metadata-1.warc.gz", coll / "index.cdx")
+    (coll / "config.yaml").write_text(
+        f"collections:\n  hf:\n    index: {coll / 'index.cdx'}\n"
+        f"    archive_paths: {result.out / 'warcs'}/\n"
+    )
+    wport = free_port()
+    proc = subprocess.Popen(
+        [str(ORACLE_BIN / "wayback"), "-p", str(wport), "-b", "127.0.0.1"],
+        cwd=coll,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 40
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", wport), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        seed = f"http://{scriptsite.HOST}:{port}/"
+        stories = asyncio.run(_replay(f"http://127.0.0.1:{wport}/hf/2030mp_/{seed}"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    # each link to its story, as captured (wombat may show it rewritten to the replay URL)
+    origin = f"http://{scriptsite.HOST}:{port}"
+    paths = sorted(str(s[0]).rsplit(origin, 1)[-1] for s in stories)
+    assert paths == sorted(f"/story/{n}.html" for n in scriptsite.STORIES), stories
+    assert all(s[2] == 40 for s in stories), stories  # every thumbnail decoded (40 px wide)
