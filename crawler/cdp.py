@@ -99,6 +99,10 @@ class Browser:
             # the browser's own traffic (component updates, time checks) goes to this proxy,
             # loopback included (Chromium bypasses a proxy for loopback unless told not to)
             args[-1:-1] = [f"--proxy-server={self.proxy}", "--proxy-bypass-list=<-loopback>"]
+        if self.proxy is not None:
+            # its only peer is the crawl's recording proxy, whose certificates come from the
+            # job's own CA (crawler/render_tls.py); the crawl's fetch is what reaches a site
+            args.insert(-1, "--ignore-certificate-errors")
         if self.user_agent:  # the job's, as on every other request of the crawl
             args.insert(-1, f"--user-agent={self.user_agent}")
         self.proc = subprocess.Popen(

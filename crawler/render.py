@@ -38,6 +38,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
+from crawler.render_tls import JobCA
 from crawler.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class _Tab:
     def __init__(self, renderer: Renderer, index: int) -> None:
         self.renderer = renderer
         self.index = index
-        self.proxy = TabProxy(self.handle)
+        self.proxy = TabProxy(self.handle, renderer.ca.server_context)
         self.browser: Browser | None = None
         self.page: _Page | None = None
         self.pages_done = 0
@@ -184,6 +185,7 @@ class Renderer:
         self.rendered = 0
         self.failed = 0
         self._session: aiohttp.ClientSession | None = None
+        self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
     # --- which pages ----------------------------------------------------------------------------
     def wants(self, request: scrapy.Request, response: Response, mime: str, status: int) -> bool:

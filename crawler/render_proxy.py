@@ -10,8 +10,9 @@ dependency tree (warctools, certauth, doublethink…) into the crawler's venv. S
 parses the browser's request and hands it to a coroutine (crawler/render.py) that fetches it
 through Scrapy; one listener per tab tells whose page a request belongs to.
 
-HTTP only: a ``CONNECT`` (HTTPS) is refused with 501 and named in the tab's errors — the
-limitation is stated in the README (a per-job CA for HTTPS interception is future work).
+HTTPS: a ``CONNECT host:port`` is answered 200, then the proxy ends the TLS connection itself
+with a certificate for the host from the job's CA (crawler/render_tls.py) and reads the
+requests inside the tunnel as ``https://host:port/…``. Without a CA, ``CONNECT`` gets 501.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -64,8 +66,11 @@ Handler = Callable[[ProxyRequest], Awaitable[ProxyResponse]]
 class TabProxy:
     """An HTTP/1.1 forward proxy on 127.0.0.1 whose requests go to ``handler``."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(
+        self, handler: Handler, tls_for: Callable[[str], ssl.SSLContext] | None = None
+    ) -> None:
         self.handler = handler
+        self.tls_for = tls_for
         self.server: asyncio.Server | None = None
         self.port = 0
         self.in_flight = 0
@@ -127,6 +132,7 @@ class TabProxy:
         return ProxyRequest(method.upper(), target, headers, body)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        origin = ""  # "https://host:port" inside a CONNECT tunnel
         try:
             while True:
                 try:
@@ -137,10 +143,12 @@ class TabProxy:
                 if request is None:
                     break
                 if request.method == "CONNECT":
-                    self.errors.append(f"https not rendered through the proxy: {request.url}")
-                    writer.write(b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n")
-                    await writer.drain()
-                    break
+                    if origin or not await self._tunnel(request.url, writer):
+                        break
+                    origin = _https_origin(request.url)
+                    continue
+                if origin and request.url.startswith("/"):
+                    request.url = origin + request.url
                 self.in_flight += 1
                 self._touch()
                 try:
@@ -153,12 +161,31 @@ class TabProxy:
                     self._touch()
                 writer.write(_head(response) + response.body)
                 await writer.drain()
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError, ssl.SSLError):
             pass
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _tunnel(self, authority: str, writer: asyncio.StreamWriter) -> bool:
+        """Accept a ``CONNECT`` and end its TLS here (False: refused, connection to close)."""
+        host = authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+        host = host.strip("[]") if host.startswith("[") else host
+        if self.tls_for is None or not host:
+            self.errors.append(f"https not intercepted: {authority}")
+            writer.write(b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            return False
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        await writer.drain()
+        await asyncio.wait_for(writer.start_tls(self.tls_for(host)), 30)
+        return True
+
+
+def _https_origin(authority: str) -> str:
+    """``https://host[:port]`` of a ``CONNECT`` target (the default port left out)."""
+    return "https://" + (authority[:-4] if authority.endswith(":443") else authority)
 
 
 def _head(response: ProxyResponse) -> bytes:

@@ -356,3 +356,59 @@ def test_pywb_replay_in_chromium_shows_every_story(rendered: Rendered, tmp_path:
     paths = sorted(str(s[0]).rsplit(origin, 1)[-1] for s in stories)
     assert paths == sorted(f"/story/{n}.html" for n in scriptsite.STORIES), stories
     assert all(s[2] == 40 for s in stories), stories  # every thumbnail decoded (40 px wide)
+
+
+def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
+    """HTTPS: the browser's CONNECT tunnel ends at the proxy (the job's CA), and what the page
+    asks for inside it is fetched and archived through the crawl as https:// URLs."""
+    import ssl
+
+    from crawler.render_tls import JobCA
+    from tests.crawler.rawsite import Raw
+
+    chain, key = JobCA(tmp_path / "site-ca", "test site").issue("secure.test")
+    pem = tmp_path / "site.pem"
+    pem.write_bytes(chain + key)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(pem)
+    html = b"Content-Type: text/html"
+    shell = (
+        b"<html><body><div id='app'></div><script>"
+        b"fetch(['', 'api', 'x'].join('/') + '.json').then(r => r.json()).then(d => {"
+        b" const a = document.createElement('a'); a.href = d.href; a.textContent = 'story';"
+        b" document.body.appendChild(a); const i = new Image(); i.src = d.img;"
+        b" document.body.appendChild(i); });</script></body></html>"
+    )
+    routes = {
+        (None, "/"): Raw(shell, [html]),
+        (None, "/api/x.json"): Raw(
+            b'{"href": "/secure-story.html", "img": "/pic.png"}',
+            [b"Content-Type: application/json"],
+        ),
+        (None, "/secure-story.html"): Raw(b"<html><body>story</body></html>", [html]),
+        (None, "/pic.png"): Raw(scriptsite.png(4, 4, (9, 9, 9)), [b"Content-Type: image/png"]),
+    }
+    with serve(routes, tls) as site:
+        seed = f"https://secure.test:{site.port}/"
+        job = {
+            "job_id": 6,
+            "seeds": [seed],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 1,
+                "render": "seeds",
+                "extract_js": False,
+                "render_min_wait_s": 0.5,
+            },
+            "resolve": {"secure.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "https", timeout=120)
+    assert "rendered" in result.line_for(seed)[11]
+    for path in ("/api/x.json", "/pic.png"):
+        line = result.line_for(f"{seed[:-1]}{path}")
+        assert (line[1], line[4], line[5]) == ("200", "E", seed), line
+        assert "browser" in line[11].split(","), line
+    story = result.line_for(f"{seed[:-1]}/secure-story.html")
+    assert (story[1], story[4]) == ("200", "L"), story
+    uris = {h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "request"}
+    assert f"{seed[:-1]}/api/x.json" in uris
