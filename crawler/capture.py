@@ -33,7 +33,7 @@ from scrapy.http import Response
 
 from crawler import records
 from crawler.context import Capture, CrawlContext
-from crawler.errors import AddressRefused, HeaderTooLarge, QuotaExceeded
+from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.urls import canonical_key, host_of
 from harvestflow.formats.cdx import CdxEntry, http_mime
 
@@ -96,6 +96,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.ctx = ctx
         limit = ctx.spec.template.max_header_bytes
         # the pool builds its factory from the class: a subclass carries this job's limit
         factory: type[BoundedHeaderFactory] = type(
@@ -104,6 +105,14 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
         self._pool._factory = factory
 
     async def download_request(self, request: Request) -> Response:
+        # a queued URL a rendering page's browser fetched while this request waited (in the
+        # frontier or the host's delay queue): that fetch was its capture (crawler/render.py)
+        if self.ctx.renderer is not None and "hf_browser" not in request.meta:
+            hf = request.meta.get("hf")
+            if hf is not None:
+                if hf["key"] in self.ctx.browser_claimed:
+                    raise FetchedByBrowser()
+                self.ctx.fetch_started.add(hf["key"])  # too late for the browser to claim
         request.meta["hf_fetch_start"] = time.time()
         # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
         # before reading any of it: the capture would be lost. We keep the first

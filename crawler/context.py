@@ -130,6 +130,10 @@ class CrawlContext:
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
         self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
+        # keys a rendering page's browser fetched while they were queued: the queued request
+        # is dropped when its turn comes (one capture per URL per job)
+        self.browser_claimed: set[str] = set()
+        self.fetch_started: set[str] = set()  # keys whose plain fetch began (rendering jobs)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
         """Scrapy deep-copies its settings; the one context of the job must stay shared."""

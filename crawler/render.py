@@ -155,6 +155,8 @@ class _Tab:
                 await self.proxy.start()
             self.browser = Browser(BLACK_HOLE_PROXY, user_agent=r.ctx.spec.user_agent)
             await self.browser.start()
+            assert self.browser.proc is not None
+            log.info("render tab %d: browser started (pid %d)", self.index, self.browser.proc.pid)
             self.pages_done = 0
         return self.browser
 
@@ -185,6 +187,7 @@ class Renderer:
         self.rendered = 0
         self.failed = 0
         self._session: aiohttp.ClientSession | None = None
+        self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
     # --- which pages ----------------------------------------------------------------------------
@@ -239,6 +242,8 @@ class Renderer:
                     break
                 except (CdpError, TimeoutError, OSError) as exc:
                     why = "timeout" if isinstance(exc, TimeoutError) else "crash"
+                    if "not found" in str(exc):
+                        why = "no-browser"
                     log.warning(
                         "render of %s failed (attempt %d, %s): %s", request.url, attempt, why, exc
                     )
@@ -389,15 +394,33 @@ class Renderer:
             key = canonical_key(url)
         except ValueError:
             return ProxyResponse(400, reason="Bad URL")
-        if key == page.key and req.method == "GET":
-            return page.response
-        if req.method == "GET" and key in page.served:
-            return page.served[key]
+        if req.method == "GET":
+            if key == page.key:
+                return page.response
+            if key in page.served:
+                return page.served[key]
+            if key in self.inflight:  # another request (of any tab) is fetching it now
+                return await asyncio.shield(self.inflight[key])
         ctx = self.ctx
         if key in ctx.state.seen:
-            status = self._state_of(key)
+            row = ctx.state.db.execute(
+                "SELECT status, hops, via, seed, context FROM urls WHERE key=?", (key,)
+            ).fetchone()
+            status = None if row is None else int(row[0])
+            claimable = key not in ctx.browser_claimed and key not in ctx.fetch_started
+            if status == st.QUEUED and claimable:
+                # found earlier, not fetched yet: the browser's fetch is its capture, under its
+                # own hops and via; the queued request is dropped when its turn comes
+                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
+                if request is None:
+                    return ProxyResponse(400, reason="Bad URL")
+                ctx.browser_claimed.add(key)
+                return await self._through_crawl(page, req, request, key)
             if status == st.REFUSED or host_of(url) in ctx.refused_hosts:
                 return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
+            if status == st.FAILED:
+                return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
+            # captured already, being fetched by the plain crawler, or another process' URL
             return await self._passthrough(req, url)
         ctx.state.begin()
         request = ctx.consider(url, "E", "browser", page.hf)
@@ -408,6 +431,13 @@ class Renderer:
             if self._state_of(key) == st.HANDED_OFF:
                 return await self._passthrough(req, url)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
+        ctx.browser_claimed.add(key)
+        return await self._through_crawl(page, req, request, key)
+
+    async def _through_crawl(
+        self, page: _Page, req: ProxyRequest, request: scrapy.Request, key: str
+    ) -> ProxyResponse:
+        """Fetch a browser's request with Scrapy (recorded, logged), ahead of the frontier."""
         fut: asyncio.Future[ProxyResponse] = asyncio.get_running_loop().create_future()
         headers = [(k, v) for k, v in req.headers if k.lower() not in _DROP_FROM_BROWSER]
         request = request.replace(
@@ -415,14 +445,18 @@ class Renderer:
         )
         request.meta["hf_browser"] = fut
         page.resources += 1
-        engine = self.crawler.engine
-        engine.crawl(request)
+        if req.method == "GET":
+            self.inflight[key] = fut
+        self.crawler.engine.crawl(request)
         try:
             response = await asyncio.wait_for(
                 asyncio.shield(fut), self.t.download_timeout_s * (self.t.retries + 1) + 30
             )
         except TimeoutError:
             return ProxyResponse(504, reason="Gateway Timeout")
+        finally:
+            if self.inflight.get(key) is fut:
+                del self.inflight[key]
         if req.method == "GET":
             page.served[key] = response
         return response

@@ -26,7 +26,7 @@ from crawler import crawllog
 from crawler import state as st
 from crawler.capture import header_list
 from crawler.context import Capture, CrawlContext
-from crawler.errors import Refused
+from crawler.errors import FetchedByBrowser, Refused
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import extract_css, extract_html, extract_sitemap
 from crawler.urls import host_of
@@ -190,6 +190,8 @@ class ArchiveSpider(scrapy.Spider):
 
                 waiting.set_result(ProxyResponse(502, reason="Unreadable"))
             return out
+        if isinstance(failure.value, FetchedByBrowser):
+            return []  # the browser's fetch of this URL was its capture
         status, annotations, final = classify_failure(failure, self.ctx)
         waiting = request.meta.get("hf_browser")
         if waiting is not None:

@@ -412,3 +412,66 @@ def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
     assert (story[1], story[4]) == ("200", "L"), story
     uris = {h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "request"}
     assert f"{seed[:-1]}/api/x.json" in uris
+
+
+def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> None:
+    """One capture per URL: a URL found earlier and waiting in the host's politeness queue is
+    fetched for the browser through the crawl (its capture, annotated ``browser``), and the
+    queued request is dropped when its turn comes — the server is asked once."""
+    from tests.crawler.rawsite import Raw
+
+    html = b"Content-Type: text/html"
+    routes = {
+        # the first seed only links the image: the plain crawler queues it (hop L)
+        # (no favicon request: it would wait in the same politeness queue)
+        (None, "/"): Raw(
+            b'<html><head><link rel="icon" href="data:,"></head>'
+            b'<body><a href="/x.png">x</a></body></html>',
+            [html],
+        ),
+        # the second seed's script loads it a second after its load event
+        (None, "/two.html"): Raw(
+            b'<html><head><link rel="icon" href="data:,"></head>'
+            b"<body><script>setTimeout(function () { var i = new Image();"
+            b" i.src = ['', 'x'].join('/') + '.png'; document.body.appendChild(i); }, 1000);"
+            b"</script></body></html>",
+            [html],
+        ),
+        (None, "/x.png"): Raw(scriptsite.png(2, 2, (7, 7, 7)), [b"Content-Type: image/png"]),
+    }
+    with serve(routes) as site:
+        seeds = [site.url("queue.test", "/"), site.url("queue.test", "/two.html")]
+        job = {
+            "job_id": 4,
+            "seeds": seeds,
+            "template": {
+                **FAST_TEMPLATE,
+                # robots.txt, /, /two.html, then /x.png 5 s apart: /x.png waits in the host's
+                # queue while /two.html is rendered
+                "min_delay_ms": 5000,
+                "max_delay_ms": 5000,
+                "connections_per_host": 1,
+                "max_hops": 1,
+                "render": "seeds",
+                "render_min_wait_s": 1.5,
+                "extract_js": False,
+                # one tab whose browser is restarted after each page (render_pages_per_tab)
+                "render_tabs": 1,
+                "render_pages_per_tab": 1,
+            },
+            "resolve": {"queue.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "queued", timeout=150)
+        asked = [p for _, p in site.requests if p == "/x.png"]
+    image = site.url("queue.test", "/x.png")
+    lines = [f for f in result.log_fields() if f[3] == image]
+    assert len(lines) == 1 and lines[0][1] == "200", lines
+    assert "browser" in lines[0][11].split(","), lines
+    assert asked == ["/x.png"]
+    records = [
+        h for kind, h, _ in _records(result) if kind == "response" and h["WARC-Target-URI"] == image
+    ]
+    assert len(records) == 1
+    log_text = (result.out / "logs" / "crawler.log").read_text()
+    assert log_text.count("render tab 0: browser started") == 2
+    assert "render tab 0: restarting its browser (1 pages)" in log_text
