@@ -500,30 +500,3 @@ class Renderer:
             await tab.proxy.close()
         if self._session is not None:
             await self._session.close()
-
-
-SCREENSHOT_REPORT = "screenshots-report.txt"
-
-
-def write_screenshots(ctx: CrawlContext, url: str, cap: Any, shots: list[Screenshot]) -> None:
-    """The screenshots of a rendered page into the data WARC (with their CDX lines) and a line
-    each in ``reports/screenshots-report.txt`` (page, kind, WARC file, offset, length)."""
-    from crawler.records import screenshot_record, sha1_digest
-    from harvestflow.formats.cdx import CdxEntry
-
-    report = ctx.report_dir / SCREENSHOT_REPORT
-    new = not report.exists()
-    with report.open("a", encoding="utf-8") as fh:
-        if new:
-            fh.write("[page] [kind] [record-uri] [warc] [offset] [length]\n")
-        for shot in shots:
-            prefix = "urn:screenshot:" if shot.kind == "viewport" else "urn:screenshot-full:"
-            uri = prefix + url
-            date = ctx.now_warc_date()
-            ((name, offset, length),) = ctx.writer.write(
-                screenshot_record(uri, date, shot.png, cap.record_id)
-            )
-            ctx.record_cdx(
-                CdxEntry(uri, date, "image/png", None, sha1_digest(shot.png), length, offset), name
-            )
-            fh.write(f"{url} {shot.kind} {uri} {name} {offset} {length}\n")

@@ -167,7 +167,7 @@ class ArchiveSpider(scrapy.Spider):
         self, request: scrapy.Request, response: Response, cap: Capture, links: list[Any]
     ) -> list[scrapy.Request]:
         """A page chosen for rendering: its frontier update waits for the browser's links."""
-        from crawler.render import write_screenshots
+        from crawler.render_shots import write_screenshots
 
         outcome = await self.renderer.render(request, response, header_list(response.headers))
         if outcome.error:

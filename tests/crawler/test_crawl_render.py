@@ -475,3 +475,16 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
     log_text = (result.out / "logs" / "crawler.log").read_text()
     assert log_text.count("render tab 0: browser started") == 2
     assert "render tab 0: restarting its browser (1 pages)" in log_text
+
+
+def test_a_partitioned_job_renders_and_lists_its_screenshots(tmp_path: Path) -> None:
+    """With ``processes`` 2 the seed's partition renders it; the merged job's WARCs hold the
+    screenshots and its reports list them."""
+    result, port, _ = _crawl(tmp_path, "parts", "seeds", processes=2)
+    seed = f"http://{scriptsite.HOST}:{port}/"
+    assert "rendered" in result.line_for(seed)[11]
+    report = (result.out / "reports" / "screenshots-report.txt").read_text().splitlines()
+    assert report[0].startswith("[page] [kind]")
+    assert [ln.split()[:2] for ln in report[1:]] == [[seed, "viewport"], [seed, "full"]]
+    uris = {h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "resource"}
+    assert uris == {f"urn:screenshot:{seed}", f"urn:screenshot-full:{seed}"}
