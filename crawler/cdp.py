@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import itertools
 import json
 import logging
@@ -32,6 +33,12 @@ log = logging.getLogger(__name__)
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    # Linux: SIGKILL when the crawler dies (its helpers exit with the browser process)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class CdpError(RuntimeError):
     """A DevTools command that failed, the browser gone, or a tab that crashed."""
 
@@ -50,9 +57,15 @@ class Browser:
     """One headless Chromium process and its DevTools connection."""
 
     def __init__(
-        self, proxy: str | None, *, user_agent: str = "", window: tuple[int, int] = (1280, 900)
+        self,
+        proxy: str | None,
+        *,
+        user_agent: str = "",
+        window: tuple[int, int] = (1280, 900),
+        profile_root: Path | None = None,
     ) -> None:
         self.proxy = proxy
+        self.profile_root = profile_root
         self.user_agent = user_agent
         self.window = window
         self.proc: subprocess.Popen[bytes] | None = None
@@ -67,7 +80,9 @@ class Browser:
 
     async def start(self, timeout: float = 30.0) -> None:
         """Start Chromium with every request sent to the recording proxy, then connect."""
-        self.profile = Path(tempfile.mkdtemp(prefix="hf-chromium-"))
+        if self.profile_root is not None:
+            self.profile_root.mkdir(parents=True, exist_ok=True)
+        self.profile = Path(tempfile.mkdtemp(prefix="hf-chromium-", dir=self.profile_root))
         args = [
             find_chromium(),
             "--headless=new",
@@ -111,6 +126,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its helper processes are killed with its group
+            preexec_fn=_die_with_parent,  # a crawler killed -9 leaves no browser behind
         )
         port_file = self.profile / "DevToolsActivePort"
         loop = asyncio.get_running_loop()

@@ -223,6 +223,10 @@ class CrawlContext:
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
+            if self.spec.template.render != "none":
+                from crawler.render_finish import finish_interrupted
+
+                finish_interrupted(self)  # pages a crash caught mid-render: logged, not again
         out = []
         for p in self.state.pending():
             req = self.make_request(p.url, p.key, p.hops, p.via, p.seed, p.context)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -153,7 +154,9 @@ class _Tab:
         if self.browser is None:
             if not self.proxy.port:
                 await self.proxy.start()
-            self.browser = Browser(BLACK_HOLE_PROXY, user_agent=r.ctx.spec.user_agent)
+            self.browser = Browser(
+                BLACK_HOLE_PROXY, user_agent=r.ctx.spec.user_agent, profile_root=r.profiles
+            )
             await self.browser.start()
             assert self.browser.proc is not None
             log.info("render tab %d: browser started (pid %d)", self.index, self.browser.proc.pid)
@@ -188,6 +191,9 @@ class Renderer:
         self.failed = 0
         self._session: aiohttp.ClientSession | None = None
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
+        # browser profiles in the job's state (a crashed run's are removed here)
+        self.profiles = ctx.state_dir / "chromium"
+        shutil.rmtree(self.profiles, ignore_errors=True)
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
     # --- which pages ----------------------------------------------------------------------------

@@ -167,16 +167,17 @@ class ArchiveSpider(scrapy.Spider):
         self, request: scrapy.Request, response: Response, cap: Capture, links: list[Any]
     ) -> list[scrapy.Request]:
         """A page chosen for rendering: its frontier update waits for the browser's links."""
+        from crawler.render_finish import begin_render, end_render
         from crawler.render_shots import write_screenshots
 
+        new = begin_render(self.ctx, request, cap, links)
         outcome = await self.renderer.render(request, response, header_list(response.headers))
         if outcome.error:
             cap.annotations.append(f"render-failed:{outcome.error}")
         else:
             cap.annotations.append("rendered")
-            links = links + outcome.links
             write_screenshots(self.ctx, request.url, cap, outcome.screenshots)
-        return self.ctx.finish_capture(request, cap, links)
+        return new + end_render(self.ctx, request, cap, links, outcome.links)
 
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
         request = failure.request  # type: ignore[attr-defined]
