@@ -29,15 +29,12 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
+from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
 from crawler.urls import canonical_key, host_of, without_fragment
@@ -97,35 +94,6 @@ class _Page:
     response: ProxyResponse
     served: dict[str, ProxyResponse] = field(default_factory=dict)
     resources: int = 0
-
-
-class _MappedResolver(AbstractResolver):
-    """The job's host → address map first (like the crawler's resolver), then the system's."""
-
-    def __init__(self, mapping: dict[str, str]) -> None:
-        self.mapping = {k.lower(): v for k, v in mapping.items()}
-        self.system = aiohttp.ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        ip = self.mapping.get(host.lower())
-        if ip is None:
-            return await self.system.resolve(host, port, family)
-        fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": ip,
-                "port": port,
-                "family": fam,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
-
-    async def close(self) -> None:
-        await self.system.close()
 
 
 class _Tab:
@@ -189,7 +157,13 @@ class Renderer:
         self.waiting = 0  # pages waiting for a free tab
         self.rendered = 0
         self.failed = 0
-        self._session: aiohttp.ClientSession | None = None
+        self.passthrough = Passthrough(
+            ctx.spec.all_resolve,
+            self.t.download_timeout_s,
+            self.t.max_response_bytes,
+            ctx.spec.user_agent,
+            _DROP_FROM_BROWSER,
+        )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
         # browser profiles in the job's state (a crashed run's are removed here)
         self.profiles = ctx.state_dir / "chromium"
@@ -427,7 +401,7 @@ class Renderer:
             if status == st.FAILED:
                 return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
             # captured already, being fetched by the plain crawler, or another process' URL
-            return await self._passthrough(req, url)
+            return await self.passthrough.fetch(req, url)
         ctx.state.begin()
         request = ctx.consider(url, "E", "browser", page.hf)
         if ctx.outbox is not None:
@@ -435,7 +409,7 @@ class Renderer:
         ctx.state.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
             if self._state_of(key) == st.HANDED_OFF:
-                return await self._passthrough(req, url)
+                return await self.passthrough.fetch(req, url)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
         ctx.browser_claimed.add(key)
         return await self._through_crawl(page, req, request, key)
@@ -471,28 +445,6 @@ class Renderer:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
         return None if row is None else int(row[0])
 
-    async def _passthrough(self, req: ProxyRequest, url: str) -> ProxyResponse:
-        """A URL the job has already captured (or queued): fetched for the browser only, never
-        recorded again (one capture per URL per job)."""
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(resolver=_MappedResolver(self.ctx.spec.all_resolve)),
-                timeout=aiohttp.ClientTimeout(total=self.t.download_timeout_s),
-                auto_decompress=True,
-            )
-        headers = [(k, v) for k, v in req.headers if k.lower() not in _DROP_FROM_BROWSER]
-        headers.append(("User-Agent", self.ctx.spec.user_agent))
-        try:
-            async with self._session.request(
-                req.method, url, headers=headers, data=req.body or None, allow_redirects=False
-            ) as resp:
-                body = await resp.content.read(self.t.max_response_bytes)
-                return ProxyResponse(
-                    resp.status, list(resp.headers.items()), body, resp.reason or ""
-                )
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            return ProxyResponse(502, [("Content-Type", "text/plain")], str(exc).encode(), "Error")
-
     def progress(self) -> str:
         """The progress line's part: pages being rendered, waiting for a tab, done, failed."""
         return (
@@ -504,5 +456,4 @@ class Renderer:
         for tab in self.tabs:
             await tab.kill()
             await tab.proxy.close()
-        if self._session is not None:
-            await self._session.close()
+        await self.passthrough.close()

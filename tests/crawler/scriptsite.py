@@ -111,7 +111,10 @@ def _stories(numbers: list[str], more: bool) -> bytes:
 
 
 def _story(n: str) -> bytes:
-    return f'<html><body><h1>Story {n}</h1><img src="/img/story-{n}.png"></body></html>'.encode()
+    return (
+        f'<html><head><link rel="stylesheet" href="/app.css"></head>'
+        f'<body><h1>Story {n}</h1><img src="/img/story-{n}.png"></body></html>'
+    ).encode()
 
 
 STORIES = ["1", "2", "3", "4", "late"]
