@@ -570,3 +570,24 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "response"
     )
     assert responses[seed] == 1 and responses[site.url("kill.test", "/first.png")] == 1
+
+
+def test_a_browsers_memory_is_measured_for_the_restart_bound() -> None:
+    """``render_max_memory_mb`` compares against the resident memory of the browser's whole
+    process group (browser, renderers, GPU and network processes), read from /proc."""
+    import asyncio
+
+    from crawler.cdp import Browser
+
+    async def measure() -> tuple[int, int]:
+        browser = Browser(None)
+        await browser.start()
+        try:
+            assert browser.proc is not None
+            own = int(Path(f"/proc/{browser.proc.pid}/statm").read_text().split()[1]) * 4
+            return await browser.memory_kb(), own
+        finally:
+            await browser.close()
+
+    total, main_only = asyncio.run(measure())
+    assert total > main_only > 10_000  # more than the main process alone: its helpers too
