@@ -154,6 +154,27 @@ def address_allowed(ip: str) -> bool:
     return addr.is_global and not addr.is_multicast
 
 
+class BrowserClaimMiddleware:
+    """First downloader middleware: drops a request whose URL a rendering page's browser has
+    fetched since it was queued (before robots or budgets could log a line for it);
+    ``ArchivalHTTPDownloadHandler`` drops those that were already past it, waiting in the
+    host's delay queue (crawler/render.py)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrowserClaimMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        claimed = self.ctx.browser_claimed
+        if claimed and "hf_browser" not in request.meta:
+            hf = request.meta.get("hf")
+            if hf is not None and hf["key"] in claimed:
+                raise FetchedByBrowser()
+
+
 class WarcCaptureMiddleware:
     """Writes request + response (or revisit) records for every fetch."""
 

@@ -262,9 +262,10 @@ class CrawlContext:
 
     # --- discovery ----------------------------------------------------------------------------
     def consider(
-        self, url: str, hop: str, context: str, parent: dict[str, Any]
+        self, url: str, hop: str, context: str, parent: dict[str, Any], tag: str | None = None
     ) -> scrapy.Request | None:
-        """Decide on a discovered link (inside the caller's transaction)."""
+        """Decide on a discovered link (inside the caller's transaction); ``tag`` is added to
+        the annotations of a refusal's crawl.log line (``browser`` for a rendering page's)."""
         url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
@@ -295,8 +296,9 @@ class CrawlContext:
                 decision = type(decision)(False, crawllog.BLOCKED_BY_QUOTA, quota)
         if not decision.accepted:
             self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
+            annotations = [decision.reason, tag] if tag else [decision.reason]
             self.crawl_log.write(
-                LogEntry(decision.status, url, hops, via, seed=seed, annotations=[decision.reason])
+                LogEntry(decision.status, url, hops, via, seed=seed, annotations=annotations)
             )
             return None
         self.state.add(key, url, hops, via, seed, context, domain)

@@ -403,7 +403,7 @@ class Renderer:
             # captured already, being fetched by the plain crawler, or another process' URL
             return await self.passthrough.fetch(req, url)
         ctx.state.begin()
-        request = ctx.consider(url, "E", "browser", page.hf)
+        request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
         if ctx.outbox is not None:
             ctx.outbox.flush()
         ctx.state.commit()

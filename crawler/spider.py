@@ -177,6 +177,9 @@ class ArchiveSpider(scrapy.Spider):
         else:
             cap.annotations.append("rendered")
             write_screenshots(self.ctx, request.url, cap, outcome.screenshots)
+        # plain links the browser fetched meanwhile (claimed) are not scheduled again
+        claimed = self.ctx.browser_claimed
+        new = [r for r in new if r.meta["hf"]["key"] not in claimed]
         return new + end_render(self.ctx, request, cap, links, outcome.links)
 
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:

@@ -130,8 +130,8 @@ def test_one_capture_per_url_with_the_servers_bytes(rendered: Rendered) -> None:
             sent = scriptsite.ROUTES[path].body
             assert body == sent, uri
             assert headers["WARC-Payload-Digest"] == _sha1(sent), uri
-    lines = Counter(f[3] for f in result.log_fields() if f[1] == "200")
-    assert [u for u, n in lines.items() if n > 1] == []
+    lines = Counter(f[3] for f in result.log_fields())
+    assert [u for u, n in lines.items() if n > 1] == []  # one crawl.log line per URL
 
 
 def test_screenshots_are_resource_records_tied_to_the_page(
@@ -591,3 +591,39 @@ def test_a_browsers_memory_is_measured_for_the_restart_bound() -> None:
 
     total, main_only = asyncio.run(measure())
     assert total > main_only > 10_000  # more than the main process alone: its helpers too
+
+
+def test_the_browsers_requests_count_against_the_budget(tmp_path: Path) -> None:
+    """A job's object budget holds for what the browser asks for too: past it, the browser's
+    requests are refused (-5003, annotated ``browser``) and never reach the site. (The job's
+    ``max_objects`` is, as everywhere in the crawler, a limit per domain.)"""
+    with serve(scriptsite.route) as site:
+        job = {
+            "job_id": 2,
+            "seeds": [site.url(scriptsite.HOST, "/")],
+            "max_objects": 4,
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 0,
+                "render": "seeds",
+                "render_min_wait_s": 0.5,
+                "extract_js": False,
+            },
+            "resolve": {scriptsite.HOST: "127.0.0.1", scriptsite.CDN_HOST: "127.0.0.1"},
+        }
+        limited = run_crawl(job, tmp_path / "limited", timeout=120)
+        asked = list(site.requests)
+    fields = limited.log_fields()
+    fetched = [
+        f
+        for f in fields
+        if f[1] == "200" and scriptsite.HOST in f[3] and not f[3].endswith("/robots.txt")
+    ]
+    assert len(fetched) == 4, [f[3] for f in fetched]
+    once = Counter(f[3] for f in fields)
+    assert [u for u, n in once.items() if n > 1] == []  # one line per URL, fetched or refused
+    refused = [f for f in fields if f[1] == "-5003"]
+    assert refused and all("browser" in f[11].split(",") for f in refused), refused
+    for f in refused:
+        path = "/" + f[3].split("/", 3)[3]
+        assert (scriptsite.HOST, path) not in asked and (scriptsite.CDN_HOST, path) not in asked
