@@ -33,7 +33,7 @@ from scrapy.http import Response
 
 from crawler import records
 from crawler.context import Capture, CrawlContext
-from crawler.errors import AddressRefused, HeaderTooLarge, QuotaExceeded
+from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.redact import redact_request
 from crawler.urls import canonical_key, host_of
 from harvestflow.formats.cdx import CdxEntry, http_mime
@@ -97,6 +97,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.ctx = ctx
         limit = ctx.spec.template.max_header_bytes
         # the pool builds its factory from the class: a subclass carries this job's limit
         factory: type[BoundedHeaderFactory] = type(
@@ -105,6 +106,14 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
         self._pool._factory = factory
 
     async def download_request(self, request: Request) -> Response:
+        # a queued URL a rendering page's browser fetched while this request waited (in the
+        # frontier or the host's delay queue): that fetch was its capture (crawler/render.py)
+        if self.ctx.renderer is not None and "hf_browser" not in request.meta:
+            hf = request.meta.get("hf")
+            if hf is not None:
+                if hf["key"] in self.ctx.browser_claimed:
+                    raise FetchedByBrowser()
+                self.ctx.fetch_started.add(hf["key"])  # too late for the browser to claim
         request.meta["hf_fetch_start"] = time.time()
         # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
         # before reading any of it: the capture would be lost. We keep the first
@@ -143,6 +152,27 @@ def address_allowed(ip: str) -> bool:
     except ValueError:
         return True
     return addr.is_global and not addr.is_multicast
+
+
+class BrowserClaimMiddleware:
+    """First downloader middleware: drops a request whose URL a rendering page's browser has
+    fetched since it was queued (before robots or budgets could log a line for it);
+    ``ArchivalHTTPDownloadHandler`` drops those that were already past it, waiting in the
+    host's delay queue (crawler/render.py)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrowserClaimMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        claimed = self.ctx.browser_claimed
+        if claimed and "hf_browser" not in request.meta:
+            hf = request.meta.get("hf")
+            if hf is not None and hf["key"] in claimed:
+                raise FetchedByBrowser()
 
 
 class WarcCaptureMiddleware:

@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="template name: a file of config/templates/ (default: default_selective)",
     )
     parser.add_argument("--max-hops", type=int, help="maximum link hops from a seed")
+    parser.add_argument(
+        "--render",
+        choices=("none", "seeds", "html"),
+        default=None,
+        help="render pages in headless Chromium: none, the seeds, or every in-scope HTML page"
+        " (default: the template's)",
+    )
     parser.add_argument("--ignore-robots", action="store_true", help="do not obey robots.txt")
     parser.add_argument(
         "--no-politeness",
@@ -104,6 +111,8 @@ def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
     template = dict(templates[args.template], name=args.template)
     if args.max_hops is not None:
         template["max_hops"] = args.max_hops
+    if args.render is not None:
+        template["render"] = args.render
     if args.ignore_robots:
         template["obey_robots"] = False
     if args.no_politeness:
@@ -176,7 +185,14 @@ def run_from_args(args: argparse.Namespace) -> int:
         spec = jobspec.load(args.job)
         summary = runner.run_spec(spec, args.out, progress_interval_s=interval, partition=part)
     elif args.job:
-        summary = _run_job(args.job, args.out, args.processes, interval)
+        job_path = args.job
+        if args.render is not None:  # the option wins over the job's template: frozen so
+            data = json.loads(Path(job_path).read_text(encoding="utf-8"))
+            data.setdefault("template", {})["render"] = args.render
+            args.out.mkdir(parents=True, exist_ok=True)
+            job_path = args.out / "job.json"
+            jobspec.write_json(job_path, data)
+        summary = _run_job(job_path, args.out, args.processes, interval)
     else:
         if not args.seed:
             raise SystemExit("give --job JOB.json or at least one --seed URL")

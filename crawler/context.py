@@ -129,6 +129,11 @@ class CrawlContext:
         self.failures = 0
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
+        self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
+        # keys a rendering page's browser fetched while they were queued: the queued request
+        # is dropped when its turn comes (one capture per URL per job)
+        self.browser_claimed: set[str] = set()
+        self.fetch_started: set[str] = set()  # keys whose plain fetch began (rendering jobs)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
         """Scrapy deep-copies its settings; the one context of the job must stay shared."""
@@ -214,6 +219,10 @@ class CrawlContext:
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
+            if self.spec.template.render != "none":
+                from crawler.render_finish import finish_interrupted
+
+                finish_interrupted(self)  # pages a crash caught mid-render: logged, not again
         out = []
         for p in self.state.pending():
             req = self.make_request(p.url, p.key, p.hops, p.via, p.seed, p.context)
@@ -265,9 +274,10 @@ class CrawlContext:
 
     # --- discovery ----------------------------------------------------------------------------
     def consider(
-        self, url: str, hop: str, context: str, parent: dict[str, Any]
+        self, url: str, hop: str, context: str, parent: dict[str, Any], tag: str | None = None
     ) -> scrapy.Request | None:
-        """Decide on a discovered link (inside the caller's transaction)."""
+        """Decide on a discovered link (inside the caller's transaction); ``tag`` is added to
+        the annotations of a refusal's crawl.log line (``browser`` for a rendering page's)."""
         url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
@@ -298,8 +308,9 @@ class CrawlContext:
                 decision = type(decision)(False, crawllog.BLOCKED_BY_QUOTA, quota)
         if not decision.accepted:
             self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
+            annotations = [decision.reason, tag] if tag else [decision.reason]
             self.crawl_log.write(
-                LogEntry(decision.status, url, hops, via, seed=seed, annotations=[decision.reason])
+                LogEntry(decision.status, url, hops, via, seed=seed, annotations=annotations)
             )
             return None
         self.state.add(key, url, hops, via, seed, context, domain)

@@ -52,3 +52,9 @@ class HeaderTooLarge(Refused):
 
     def __init__(self) -> None:
         super().__init__("err=header-too-large")
+
+
+class FetchedByBrowser(IgnoreRequest):
+    """A queued request whose URL a rendering page's browser asked for first: that fetch (its
+    records and crawl.log line) is the URL's capture, so this one is dropped without a line
+    (one capture per URL per job; crawler/render.py)."""

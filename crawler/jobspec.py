@@ -41,6 +41,16 @@ class Template:
     allow_private_addresses: bool = False
     dedup_mime_exclude: str = ""
     extract_sitemaps: bool = False
+    # speculative links from script strings (crawler/jsextract.py); Heritrix's default, on
+    extract_js: bool = True
+    # browser rendering (crawler/render.py): none | seeds | html (every in-scope HTML page)
+    render: str = "none"
+    render_tabs: int = 2  # tab workers (one Chromium each) per crawler process
+    render_page_timeout_s: float = 30.0  # behaviours of one page, then screenshots
+    render_min_wait_s: float = 1.5  # dwell after load for timers, before scrolling
+    render_max_scrolls: int = 40
+    render_pages_per_tab: int = 100  # pages before a tab's browser is restarted
+    render_max_memory_mb: int = 1024  # a tab's browser above this is restarted between pages
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
@@ -150,6 +160,10 @@ def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
     template = _coerce(Template, tdata, f"{where}: template")
     if template.processes < 1:
         raise JobSpecError(f"{where}: template.processes must be at least 1")
+    if template.render not in ("none", "seeds", "html"):
+        raise JobSpecError(f"{where}: template.render must be none, seeds or html")
+    if template.render_tabs < 1:
+        raise JobSpecError(f"{where}: template.render_tabs must be at least 1")
     if template.scope not in ("host", "domain", "path"):
         raise JobSpecError(f"{where}: template.scope must be host, domain or path")
     if template.dedup_mime_exclude:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urljoin
 
@@ -165,8 +165,16 @@ def extract_html(root: Any, page_url: str) -> list[Link]:
     return out
 
 
-def html_links(text: str, page_url: str) -> tuple[list[Link], str | None]:
+def html_links(
+    text: str,
+    page_url: str,
+    *,
+    scripts: Callable[[Any, str], list[Link]] | None = None,
+) -> tuple[list[Link], str | None]:
     """Links of an HTML document and the annotation to log (None when the tree parse was whole).
+
+    ``scripts``: a further extractor run on the same tree (the JavaScript one when the template
+    asks for it), so the page is parsed once. The streaming scan does not run it.
 
     The tree is built as Scrapy's selector builds it (parsel: stripped text without NULs, UTF-8,
     lenient, ``huge_tree``); a fatal parser error (too deep, a resource limit) means a partial
@@ -179,7 +187,10 @@ def html_links(text: str, page_url: str) -> tuple[list[Link], str | None]:
     except etree.LxmlError:
         root = None
     if root is not None and not parser.error_log.filter_from_fatals():
-        return extract_html(root, page_url), None
+        links = extract_html(root, page_url)
+        if scripts is not None:
+            links += scripts(root, page_url)
+        return links, None
     return scan_html(text, page_url), EXTRACT_SCAN
 
 

@@ -292,6 +292,12 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
         )
     finally:
         state.close()
+    if spec.template.render != "none":
+        from crawler.render_shots import SCREENSHOT_REPORT, merge_screenshot_reports
+
+        merge_screenshot_reports(
+            [p / "reports" / SCREENSHOT_REPORT for p in parts], report_dir / SCREENSHOT_REPORT
+        )
     cdx = out / "state" / "cdx.unsorted"
     with cdx.open("wb") as fh:
         for p in parts:

@@ -199,6 +199,19 @@ def resource_record(uri: str, date: str, content_type: str, body: bytes) -> ArcW
     )
 
 
+def screenshot_record(uri: str, date: str, png: bytes, concurrent_to: str) -> ArcWarcRecord:
+    """A rendered page's screenshot: a ``resource`` record (``urn:screenshot:URL``, as
+    Browsertrix names them) tied to the page's response record by ``WARC-Concurrent-To``."""
+    return _builder.create_warc_record(
+        uri,
+        "resource",
+        payload=BytesIO(png),
+        length=len(png),
+        warc_content_type="image/png",
+        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+    )
+
+
 def dns_record(host: str, address: str, when: dt.datetime) -> ArcWarcRecord:
     """A ``dns:`` response record as Heritrix writes one (``text/dns``): the lookup time, then
     the answer in zone-file form. The TTL is left out (optional in that form): the system

@@ -75,6 +75,11 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "ROBOTSTXT_USER_AGENT": ctx.spec.user_agent.split("/")[0],
         "DOWNLOADER_MIDDLEWARES": {
             "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+            **(
+                {"crawler.capture.BrowserClaimMiddleware": 50}
+                if ctx.spec.template.render != "none"
+                else {}
+            ),
             "crawler.politeness.ArchivalRobotsTxtMiddleware": 100,
             "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,

@@ -166,10 +166,13 @@ class Scope:
         # a few trailing embed/redirect hops pass the hop limit (Heritrix's transclusion rule:
         # a page at the limit keeps its images, and its redirect is followed); only embeds
         # also pass the seed scope (an image on a CDN, not a redirect to another site)
+        # (at most one speculative hop: a guess from a guessed script is not fetched off-scope,
+        # Heritrix's max-speculative-hops)
         past_limit_ok = (
             bool(tail)
             and len(tail) <= self.t.max_transclusion_hops
             and set(tail) <= {"E", "X", "R"}
+            and tail.count("X") <= 1
         )
         embedded = past_limit_ok and ("E" in tail or "X" in tail)
         if len(hops) > self.t.max_hops and not past_limit_ok:

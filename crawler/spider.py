@@ -9,12 +9,13 @@ status codes so that no failure is silent and none is fatal.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import scrapy
 from scrapy import exceptions as sx
+from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import error as txerror
@@ -23,9 +24,11 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 from crawler import crawllog
 from crawler import state as st
+from crawler.capture import header_list
 from crawler.context import Capture, CrawlContext
-from crawler.errors import Refused
+from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
+from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.sitemaps import is_sitemap_context, links_of_response
 from crawler.urls import host_of
@@ -86,6 +89,22 @@ class ArchiveSpider(scrapy.Spider):
         super().__init__(*args, **kwargs)
         self.ctx = ctx
         ctx.spider_callbacks = (self.parse, self.on_error)
+        self.renderer: Any = None  # crawler.render.Renderer when the template renders pages
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.ctx.spec.template.render != "none":
+            from crawler.render import Renderer  # no DevTools client unless a job renders
+
+            spider.renderer = Renderer(spider.ctx, crawler)
+            spider.ctx.renderer = spider.renderer
+            crawler.signals.connect(spider.close_renderer, signal=signals.spider_closed)
+        return spider
+
+    async def close_renderer(self, spider: Any = None, reason: str = "") -> None:
+        if self.renderer is not None:
+            await self.renderer.close()
 
     async def start(self) -> AsyncIterator[Any]:
         for request in self.ctx.start_requests():
@@ -99,6 +118,7 @@ class ArchiveSpider(scrapy.Spider):
             return links
         try:
             hf = response.meta.get("hf") or {}
+            extract_js = self.ctx.spec.template.extract_js
             if self.ctx.spec.template.extract_sitemaps and is_sitemap_context(hf.get("context")):
                 if cap.status == 200:
                     t = self.ctx.spec.template
@@ -106,11 +126,22 @@ class ArchiveSpider(scrapy.Spider):
                         response.body, response.url, hf, t.max_response_bytes
                     )
             elif isinstance(response, HtmlResponse):
-                found, note = html_links(response.text, response.url)
+                found, note = html_links(
+                    response.text,
+                    response.url,
+                    scripts=extract_html_scripts if extract_js else None,
+                )
                 links += found
                 if note:  # the tree parser gave up: the streaming scan found these
                     cap.annotations.append(note)
                     log.info("%s: HTML tree parse gave up, links scanned instead", response.url)
+            elif extract_js and is_javascript(cap.mime, response.url):
+                text = (
+                    response.text
+                    if isinstance(response, TextResponse)
+                    else response.body.decode("utf-8", "replace")
+                )
+                links += extract_script(text, response.url, "js")
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
         except Exception as exc:  # a page we cannot parse is still archived
@@ -118,7 +149,9 @@ class ArchiveSpider(scrapy.Spider):
             cap.annotations.append(EXTRACT_FAIL)
         return links
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterable[scrapy.Request]:
+    def parse(
+        self, response: Response, **kwargs: Any
+    ) -> Iterable[scrapy.Request] | Coroutine[Any, Any, list[scrapy.Request]]:
         request = response.request
         assert request is not None
         cap: Capture | None = request.meta.get("hf_capture")
@@ -127,7 +160,41 @@ class ArchiveSpider(scrapy.Spider):
             return []
         links = self.links_of(response, cap)
         release_inflated(request)  # the inflated body is read: its budget is free again
+        waiting = request.meta.get("hf_browser")
+        if waiting is not None:  # fetched for a rendering page: logged, then handed back
+            from crawler.render_proxy import ProxyResponse
+
+            cap.annotations.append("browser")
+            out = self.ctx.finish_capture(request, cap, links)
+            if not waiting.done():
+                waiting.set_result(
+                    ProxyResponse(response.status, header_list(response.headers), response.body)
+                )
+            return out
+        if self.renderer is not None and self.renderer.wants(
+            request, response, cap.mime, cap.status
+        ):
+            return self._render_then_finish(request, response, cap, links)
         return self.ctx.finish_capture(request, cap, links)
+
+    async def _render_then_finish(
+        self, request: scrapy.Request, response: Response, cap: Capture, links: list[Any]
+    ) -> list[scrapy.Request]:
+        """A page chosen for rendering: its frontier update waits for the browser's links."""
+        from crawler.render_finish import begin_render, end_render
+        from crawler.render_shots import write_screenshots
+
+        new = begin_render(self.ctx, request, cap, links)
+        outcome = await self.renderer.render(request, response, header_list(response.headers))
+        if outcome.error:
+            cap.annotations.append(f"render-failed:{outcome.error}")
+        else:
+            cap.annotations.append("rendered")
+            write_screenshots(self.ctx, request.url, cap, outcome.screenshots)
+        # plain links the browser fetched meanwhile (claimed) are not scheduled again
+        claimed = self.ctx.browser_claimed
+        new = [r for r in new if r.meta["hf"]["key"] not in claimed]
+        return new + end_render(self.ctx, request, cap, links, outcome.links)
 
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
         request = failure.request  # type: ignore[attr-defined]
@@ -135,9 +202,26 @@ class ArchiveSpider(scrapy.Spider):
         cap: Capture | None = request.meta.get("hf_capture")
         if cap is not None:  # captured, then failed later (e.g. a bad gzip body)
             log.warning("post-capture failure for %s: %s", request.url, failure.value)
-            return self.ctx.finish_capture(request, cap, [])
+            out = self.ctx.finish_capture(request, cap, [])
+            waiting = request.meta.get("hf_browser")
+            if waiting is not None and not waiting.done():
+                from crawler.render_proxy import ProxyResponse
+
+                waiting.set_result(ProxyResponse(502, reason="Unreadable"))
+            return out
+        if isinstance(failure.value, FetchedByBrowser):
+            return []  # the browser's fetch of this URL was its capture
         status, annotations, final = classify_failure(failure, self.ctx)
+        waiting = request.meta.get("hf_browser")
+        if waiting is not None:
+            annotations = [*annotations, "browser"]
         self.ctx.finish_failure(request, status, annotations, final)
+        if waiting is not None and not waiting.done():
+            from crawler.render_proxy import ProxyResponse
+
+            waiting.set_result(
+                ProxyResponse(502 if final == st.FAILED else 403, reason="Not Archived")
+            )
         return []
 
     def closed(self, reason: str) -> None:

@@ -144,3 +144,69 @@ def read_progress(job_dir: Path | None, max_points: int = 500) -> list[dict[str,
         thinned = [samples[int(i * step)] for i in range(max_points)]
         samples = [*thinned[:-1], samples[-1]]
     return samples
+
+
+SCREENSHOT_REPORT = "screenshots-report.txt"  # written by the crawler when it renders pages
+MAX_SCREENSHOTS = 50
+
+
+@dataclass
+class ScreenshotRef:
+    """One line of a job's screenshots report: where the PNG record is."""
+
+    index: int
+    page: str
+    kind: str
+    record_uri: str
+    warc: str
+    offset: int
+
+
+def read_screenshots(job_dir: Path | None, kind: str | None = "viewport") -> list[ScreenshotRef]:
+    """The job's screenshots (of ``kind``; None: all) in report order, at most
+    ``MAX_SCREENSHOTS``; ``index`` is the line's number, which the image route takes."""
+    if job_dir is None:
+        return []
+    path = job_dir / "reports" / SCREENSHOT_REPORT
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    out: list[ScreenshotRef] = []
+    for index, line in enumerate(lines):
+        fields = line.split()
+        if len(fields) != 6 or not fields[4].isdigit():
+            continue  # a torn last line of a running job
+        if kind is None or fields[1] == kind:
+            out.append(
+                ScreenshotRef(index, fields[0], fields[1], fields[2], fields[3], int(fields[4]))
+            )
+            if len(out) >= MAX_SCREENSHOTS:
+                break
+    return out
+
+
+def read_screenshot_png(job_dir: Path, index: int) -> bytes | None:
+    """The PNG of report line ``index``, read from its record in the job's WARC; None if the
+    line, the file (moved by the indexing chain) or a matching image record is missing."""
+    refs = [r for r in read_screenshots(job_dir, None) if r.index == index]
+    if not refs:
+        return None
+    ref = refs[0]
+    try:
+        warc = inside(job_dir, "warcs", ref.warc)
+        with warc.open("rb") as fh:
+            fh.seek(ref.offset)
+            from warcio.archiveiterator import ArchiveIterator
+
+            record = next(iter(ArchiveIterator(fh)), None)
+            if (
+                record is None
+                or record.rec_headers.get_header("WARC-Target-URI") != ref.record_uri
+                or record.rec_headers.get_header("Content-Type") != "image/png"
+            ):
+                return None
+            return bytes(record.content_stream().read())
+    except (OSError, ValueError) as exc:
+        log.warning("%s: screenshot %d unreadable: %s", job_dir, index, exc)
+        return None

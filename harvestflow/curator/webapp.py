@@ -40,6 +40,7 @@ SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
 # a job id as the bigserial column holds it: a larger number is refused (422), not sent to SQL
 JobId = Annotated[int, PathParam(ge=0, le=queries.BIGINT_MAX)]
+ScreenshotIndex = Annotated[int, PathParam(ge=0, le=10_000_000)]
 
 
 def _templates() -> Jinja2Templates:
@@ -155,6 +156,7 @@ def create_app(
             job=row,
             summary=jobfiles.read_summary(job_dir),
             reports=jobfiles.read_reports(job_dir),
+            screenshots=jobfiles.read_screenshots(job_dir),
             progress=jobfiles.read_progress(job_dir),
             task_link=_task_link(row.get("airflow_task"), airflow_base),
             has_log=bool(crawl_log and crawl_log.exists()),
@@ -195,6 +197,18 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
+
+    @app.get("/jobs/{job_id}/screenshots/{index}.png")
+    def job_screenshot(job_id: JobId, index: ScreenshotIndex) -> Response:
+        with connect() as conn:
+            row = queries.job(conn, job_id)
+        if row is None:
+            raise HTTPException(404, f"no job {job_id}")
+        job_dir = _dir(row["job_dir"])
+        data = jobfiles.read_screenshot_png(job_dir, index) if job_dir else None
+        if data is None:
+            raise HTTPException(404, f"no screenshot {index} in job {job_id}'s directory")
+        return png(data)
 
     @app.get("/jobs/{job_id}/progress.png")
     def job_progress_chart(job_id: JobId) -> Response:

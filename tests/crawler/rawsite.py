@@ -10,6 +10,7 @@ never hang on it.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -39,8 +40,9 @@ Routes = dict[tuple[str | None, str], Raw] | Callable[[str, str], Raw | None]
 
 
 @contextmanager
-def serve(routes: Routes) -> Iterator[RawSite]:
-    """Serve ``routes`` on 127.0.0.1 (a free port) for the ``with`` block."""
+def serve(routes: Routes, tls: ssl.SSLContext | None = None) -> Iterator[RawSite]:
+    """Serve ``routes`` on 127.0.0.1 (a free port) for the ``with`` block (over TLS with
+    ``tls``, a server context)."""
     requests: list[tuple[str, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -66,6 +68,8 @@ def serve(routes: Routes) -> Iterator[RawSite]:
                 self.wfile.write(head + raw.body)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="rawsite", daemon=True)
     thread.start()

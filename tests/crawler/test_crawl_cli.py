@@ -30,6 +30,10 @@ def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) 
         "1",
         "--ignore-robots",
         "--no-politeness",
+        # plain extraction's hop chains are checked here: host_only renders its seeds, and a
+        # browser's requests are all embeds of the page (tests/crawler/test_crawl_render.py)
+        "--render",
+        "none",
         "--job-id",
         "77",
         "--progress-interval",
@@ -49,6 +53,7 @@ def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) 
     t = frozen["template"]
     assert t["name"] == "host_only" and t["scope"] == "host"  # from config/templates/
     assert t["max_hops"] == 1 and t["obey_robots"] is False and t["delay_factor"] == 0
+    assert t["render"] == "none"  # the option over the template's "seeds"
     assert frozen["resolve"]["www.example-a.test"] == site.host
 
     a = lambda p: site.url("www.example-a.test", p)  # noqa: E731

@@ -61,6 +61,11 @@ def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
         "  timestamp discovered queued downloaded doc/s KB/s dl-failures\n"
         "2026-11-22T03:09:30Z 10 8 2 1.00(1.00) 2(1) 0 0 0 0 0 0 0\n"
     )
+    (job_dir / "reports").mkdir()
+    (job_dir / "reports" / "screenshots-report.txt").write_text(
+        "[page] [kind] [record-uri] [warc] [offset] [length]\n"
+        "http://web.test/ viewport urn:screenshot:http://web.test/ gone.warc.gz 0 10\n"
+    )
     qa_dir = tmp_path / "qa"
     (qa_dir / "charts").mkdir(parents=True)
     with engine.begin() as conn:
@@ -93,7 +98,7 @@ def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
             {"day": DAY, "dir": str(qa_dir), "s": json.dumps({"jobs": 1})},
         )
         conn.execute(sa.text("INSERT INTO preload_runs (run_id) VALUES ('run-1')"))
-    return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1"}
+    return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0"}
 
 
 @pytest.fixture

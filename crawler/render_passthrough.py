@@ -1,0 +1,97 @@
+"""What a rendering browser gets for a URL the job has already captured: an unrecorded fetch.
+
+Why: one capture per URL per job — a resource the plain crawler (or an earlier page's browser)
+already archived, or is fetching now, is not captured again, yet the page being rendered needs
+it. It is fetched here with aiohttp through the job's host mapping (like the crawler's
+resolver), with the job's User-Agent, and handed to the browser only; nothing of it is written.
+(Serving the archived record instead would spare the site a request: a later improvement.)
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Collection
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from crawler.render_proxy import ProxyRequest, ProxyResponse
+
+
+class MappedResolver(AbstractResolver):
+    """The job's host → address map first (like the crawler's resolver), then the system's."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = {k.lower(): v for k, v in mapping.items()}
+        self.system = aiohttp.ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        ip = self.mapping.get(host.lower())
+        if ip is None:
+            return await self.system.resolve(host, port, family)
+        fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+        return [
+            {
+                "hostname": host,
+                "host": ip,
+                "port": port,
+                "family": fam,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
+
+    async def close(self) -> None:
+        await self.system.close()
+
+
+class Passthrough:
+    """Unrecorded fetches for the browser (one session per job, opened on first use)."""
+
+    def __init__(
+        self,
+        resolve: dict[str, str],
+        timeout_s: float,
+        max_bytes: int,
+        user_agent: str,
+        drop_headers: Collection[str],
+    ) -> None:
+        self.resolve = resolve
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.user_agent = user_agent
+        self.drop = {h.lower() for h in drop_headers}
+        self._session: aiohttp.ClientSession | None = None
+
+    async def fetch(self, req: ProxyRequest, url: str) -> ProxyResponse:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(resolver=MappedResolver(self.resolve)),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                auto_decompress=True,
+            )
+        headers = [(k, v) for k, v in req.headers if k.lower() not in self.drop]
+        headers.append(("User-Agent", self.user_agent))
+        try:
+            async with self._session.request(
+                req.method, url, headers=headers, data=req.body or None, allow_redirects=False
+            ) as resp:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in resp.content.iter_chunked(65536):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= self.max_bytes:
+                        break
+                body = b"".join(chunks)[: self.max_bytes]
+                return ProxyResponse(
+                    resp.status, list(resp.headers.items()), body, resp.reason or ""
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return ProxyResponse(502, [("Content-Type", "text/plain")], str(exc).encode(), "Error")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
