@@ -75,6 +75,7 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_S3__FILER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
+        "HARVESTFLOW_BROKER__PORT": str(free_port()),
     }
 
 
