@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.sdk import task, task_group
 
-from hf_common import task_logger
+from hf_common import HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
 
 
 def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
@@ -65,6 +65,33 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         crawl(job_id, prepare(job_id)) >> record(job_id)
 
     return harvest_job
+
+
+@task
+def jobs_on_channel(job_ids: list[int], priority: str) -> list[int]:
+    """The jobs whose harvest channel has this priority ("high": selective, "low": snapshot)."""
+    from harvest.channels import split_by_channel
+
+    jobs = split_by_channel(job_ids)[priority]
+    task_logger().info("%s-priority channel job(s): %s", priority, jobs)
+    return jobs
+
+
+def crawl_on_channels(job_ids: Any, group_id: str = "harvest_job", home: str = "high") -> list[Any]:
+    """Crawl each job on its channel's pool and queue (decided at run time, not by the DAG).
+
+    Why two mapped groups and not one with a per-job pool: Airflow fixes a mapped task's pool
+    and queue when the scheduler creates its task instances (``.partial()`` values, not mapped
+    arguments), so a job's channel picks which of the two groups crawls it. The DAG's usual
+    channel keeps ``group_id``; the other is ``<group_id>_on_<pool>`` (often zero jobs, skipped).
+    """
+    pools = {"high": HIGH_PRIORITY_POOL, "low": LOW_PRIORITY_POOL}
+    other = "low" if home == "high" else "high"
+    groups = []
+    for priority, gid in ((home, group_id), (other, f"{group_id}_on_{pools[other]}")):
+        jobs = jobs_on_channel.override(task_id=f"{gid}_route")(job_ids, priority)
+        groups.append(crawl_job_group(pools[priority], gid).expand(job_id=jobs))
+    return groups
 
 
 @task

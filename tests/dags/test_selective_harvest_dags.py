@@ -52,6 +52,14 @@ def test_selective_dag_shape(frequency: str) -> None:
     }
     crawl = tasks["harvest_job.crawl"]
     assert (crawl.pool, crawl.queue) == (configured, configured)
+    # a job on a snapshot channel crawls on the low-priority pool and queue, whatever the DAG
+    low = tomllib.loads(DEFAULT_CONFIG.read_text())["airflow"]["low_priority_pool"]
+    other = tasks[f"harvest_job_on_{low}.crawl"]
+    assert (other.pool, other.queue) == (low, low)
+    assert "harvest_job.prepare" in tasks["harvest_job_route"].downstream_task_ids
+    assert (
+        f"harvest_job_on_{low}.prepare" in tasks[f"harvest_job_on_{low}_route"].downstream_task_ids
+    )
     # history is recorded and the schedule advanced even when a crawl failed
     assert tasks["harvest_job.record"].trigger_rule == "all_done"
     advance = tasks["advance_schedules"]
