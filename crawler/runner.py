@@ -73,6 +73,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
             "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
             **_UNUSED_DOWNLOADER_MW,
+            # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
+            "crawler.leases.HostLeaseMiddleware": 940,
             "crawler.capture.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
@@ -88,6 +90,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
+            "crawler.leases.JobLeaseHeartbeat": 530,  # only with a job lease (crawl tasks)
             **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {

@@ -29,13 +29,22 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
 
             return prepare_job(job_id, get_settings().data_dir)
 
-        @task(pool=pool, queue=pool, execution_timeout=timedelta(hours=24))
+        # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
+        # followed by another worker, which takes the expired job lease and resumes the job
+        @task(
+            pool=pool,
+            queue=pool,
+            execution_timeout=timedelta(hours=24),
+            retries=2,
+            retry_delay=timedelta(minutes=2),
+        )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from pathlib import Path
 
             from airflow.sdk import get_current_context
 
             from crawler.launch import crawl_in_subprocess
+            from harvest.joblease import check_worker_can_crawl, job_lease
             from harvest.jobs import finished_summary
             from harvest.pipeline import mark_started
             from harvestflow.settings import get_settings
@@ -45,15 +54,17 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             if summary is not None:  # a re-run after the crawl finished: not crawled twice
                 task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
                 return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+            check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
-            mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
-            summary = crawl_in_subprocess(
-                spec,
-                spec.parent,
-                logger=task_logger(),
-                progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
-            )
+            with job_lease(job_id):  # one crawler per job, cluster-wide; resumes a dead one's
+                mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
+                summary = crawl_in_subprocess(
+                    spec,
+                    spec.parent,
+                    logger=task_logger(),
+                    progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
+                )
             return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
 
         @task(trigger_rule="all_done")

@@ -128,7 +128,7 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
     ensure_bucket(settings)
     if ensure_broker(settings):
         started.append("redis")
-    write_data_dir_marker(settings)
+    write_data_dir_marker(settings.data_dir)
     return started
 
 

@@ -17,8 +17,6 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harvestflow.settings import Settings
-
 log = logging.getLogger(__name__)
 
 MARKER_NAME = ".harvestflow-data-dir"
@@ -32,9 +30,9 @@ def marker_path(data_dir: Path) -> Path:
     return data_dir / MARKER_NAME
 
 
-def write_data_dir_marker(settings: Settings) -> Path:
+def write_data_dir_marker(data_dir: Path) -> Path:
     """Write the marker once (kept: its id names this data directory for good)."""
-    path = marker_path(settings.data_dir)
+    path = marker_path(data_dir)
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +48,7 @@ def write_data_dir_marker(settings: Settings) -> Path:
         + "\n"
     )
     tmp.replace(path)
-    log.info("marked %s as the shared data directory", settings.data_dir)
+    log.info("marked %s as the shared data directory", data_dir)
     return path
 
 
