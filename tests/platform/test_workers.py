@@ -81,3 +81,43 @@ def test_queues_and_the_worker_command(tmp_path: Path) -> None:
         "2",
         "--skip-serve-logs",
     ]
+
+
+@pytest.mark.slow
+def test_local_workers_of_up_come_up_named_on_every_queue_and_stop(services, monkeypatch) -> None:
+    """`harvestflow up --workers 2`'s workers: two Celery workers on the broker, then stopped."""
+    import socket
+    import time
+
+    import psutil
+
+    from harvestflow import services as svc
+    from harvestflow import settings as settings_mod
+    from harvestflow.workers import LocalWorkers
+
+    monkeypatch.setenv("HARVESTFLOW_AIRFLOW__EXECUTOR", "celery")
+    settings_mod.reset()
+    settings = settings_mod.get_settings()
+    started_broker = svc.ensure_broker(settings)
+    workers = LocalWorkers(settings, 2)
+    try:
+        workers.start()
+        logs = [workers.log_dir / f"worker-{i}.log" for i in (1, 2)]
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not all(
+            p.exists() and " ready." in p.read_text(errors="replace") for p in logs
+        ):
+            assert not workers.dead(), [p.read_text(errors="replace")[-2000:] for p in logs]
+            time.sleep(1)
+        for i, path in enumerate(logs, 1):
+            text = path.read_text(errors="replace")
+            assert f"worker{i}@{socket.gethostname()} ready." in text, text[-2000:]
+        pids = [p.pid for p in workers.procs.values()]
+    finally:
+        workers.stop()
+        if started_broker:
+            svc.redis_for(settings).stop()
+        settings_mod.reset()
+    assert not any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids
+    )
