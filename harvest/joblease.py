@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crawler.leases import JOB_LEASE_ENV, JobLeases, holder_name, make_engine
+from crawler.leases import JOB_LEASE_ENV, JobLeases, LeaseHeld, holder_name, make_engine
 from harvestflow.services.datadir import check_data_dir
 from harvestflow.settings import get_settings
 
@@ -48,6 +48,10 @@ def job_lease(job_id: int, ttl_s: float | None = None) -> Iterator[str]:
         os.environ[JOB_LEASE_ENV + "_TTL"] = str(ttl)
         try:
             yield holder
+            if not leases.heartbeat(job_id, holder):
+                # another worker took the job over while this crawler ran (it stopped itself):
+                # the job's outcome is the new crawler's, not this task's
+                raise LeaseHeld(f"job {job_id}: the lease was lost to another crawler mid-crawl")
         finally:
             for key, value in saved.items():
                 if value is None:

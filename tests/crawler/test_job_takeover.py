@@ -109,3 +109,41 @@ def test_a_killed_worker_s_job_is_taken_over_after_its_heartbeats_stop(
     )
     assert check.returncode == 0, check.stdout
     assert JobLeases(db_engine).heartbeat(job_id, holder) is False
+
+
+def test_a_crawler_that_lost_its_job_lease_stops(db_engine, site, tmp_path) -> None:
+    """A crawler cut off from the database long enough for another worker to take its job
+    learns it at its next heartbeat and stops instead of crawling on beside the new one."""
+    job_id = _job_row(db_engine)
+    template = {"min_delay_ms": 300, "max_delay_ms": 300, "connections_per_host": 1}
+    seeds = [site.url("www.example-a.test", "/"), site.url("example-b.test", "/")]
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(make_job(site, seeds, template, job_id=job_id)))
+    out = tmp_path / "out"
+    log = out / "logs" / "crawl.log"
+    task = subprocess.Popen(
+        [sys.executable, "-c", TASK, str(job_id), str(spec), "3"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _wait(lambda: log.exists() and len(fetched(log.read_text().splitlines())) >= 2, "a crawl")
+        with db_engine.begin() as conn:  # another worker took the job over
+            conn.execute(
+                sa.text("UPDATE job_leases SET holder = 'worker-b:9:z' WHERE job_id = :j"),
+                {"j": job_id},
+            )
+        _, err = task.communicate(timeout=120)
+        assert task.returncode != 0 and "lease was lost to another crawler mid-crawl" in err
+    finally:
+        if task.poll() is None:
+            os.killpg(task.pid, signal.SIGKILL)
+            task.wait()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] != "complete", summary
+    crawler_log = (out / "logs" / "crawler.log").read_text()
+    assert f"job {job_id}: lease lost to another crawler; stopping" in crawler_log
+    assert _lease(db_engine, job_id).holder == "worker-b:9:z"  # the new holder's lease stays
