@@ -36,7 +36,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             queue=pool,
             execution_timeout=timedelta(hours=24),
             retries=2,
-            retry_delay=timedelta(minutes=2),
+            retry_delay=timedelta(seconds=30),
         )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from pathlib import Path
@@ -44,7 +44,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             from airflow.sdk import get_current_context
 
             from crawler.launch import crawl_in_subprocess
-            from harvest.joblease import check_worker_can_crawl, job_lease
+            from harvest.joblease import check_worker_can_crawl, job_lease, lease_wait_s
             from harvest.jobs import finished_summary
             from harvest.pipeline import mark_started
             from harvestflow.settings import get_settings
@@ -57,7 +57,9 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
-            with job_lease(job_id):  # one crawler per job, cluster-wide; resumes a dead one's
+            # one crawler per job, cluster-wide; a dead crawler's job is resumed once its lease
+            # expired (asked again for 1.5 × the TTL), a live one's is refused
+            with job_lease(job_id, wait_s=lease_wait_s()):
                 mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
                 summary = crawl_in_subprocess(
                     spec,

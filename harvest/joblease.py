@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +25,11 @@ from harvestflow.settings import get_settings
 log = logging.getLogger(__name__)
 
 
+def lease_wait_s() -> float:
+    """How long a crawl task asks for a job's lease: 1.5 × the TTL (a dead holder's expires)."""
+    return 1.5 * float(get_settings().get("crawler", "job_lease_ttl_s", 90))
+
+
 def check_worker_can_crawl() -> None:
     """With the celery executor: refuse a crawl on a machine without the shared data dir."""
     settings = get_settings()
@@ -31,17 +37,36 @@ def check_worker_can_crawl() -> None:
         check_data_dir(settings.data_dir)
 
 
+def _acquire(leases: JobLeases, job_id: int, holder: str, wait_s: float) -> None:
+    """Take the lease, asking again for up to ``wait_s`` while another holder has it.
+
+    Why wait: a retry after a lost worker may come before the dead crawler's lease expired;
+    a live holder keeps renewing, so after ``wait_s`` (more than one TTL) it is refused.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            leases.acquire(job_id, holder)
+            return
+        except LeaseHeld:
+            if time.monotonic() >= deadline:
+                raise
+            log.info("job %s: leased by another crawler; asking again", job_id)
+            time.sleep(min(max(leases.ttl_s / 6.0, 0.5), max(deadline - time.monotonic(), 0.1)))
+
+
 @contextmanager
-def job_lease(job_id: int, ttl_s: float | None = None) -> Iterator[str]:
+def job_lease(job_id: int, ttl_s: float | None = None, wait_s: float = 0.0) -> Iterator[str]:
     """Hold the job's lease for the block; crawler subprocesses started inside renew it.
 
-    Raises :class:`crawler.leases.LeaseHeld` when another live crawler holds the job.
+    Raises :class:`crawler.leases.LeaseHeld` when another live crawler holds the job (after
+    asking again for ``wait_s``).
     """
     ttl = float(ttl_s or get_settings().get("crawler", "job_lease_ttl_s", 90))
     leases = JobLeases(make_engine(), ttl_s=ttl)
     holder = holder_name()
     try:
-        leases.acquire(job_id, holder)
+        _acquire(leases, job_id, holder, wait_s)
         log.info("job %s: lease taken by %s (ttl %ss)", job_id, holder, ttl)
         saved = {k: os.environ.get(k) for k in (JOB_LEASE_ENV, JOB_LEASE_ENV + "_TTL")}
         os.environ[JOB_LEASE_ENV] = f"{job_id}={holder}"

@@ -95,8 +95,8 @@ def test_a_killed_worker_s_job_is_taken_over_after_its_heartbeats_stop(
         worker_a.wait()
     before = fetched(log.read_text().split("\n")[:-1])
     assert not (out / "summary.json").exists(), "killed too late to prove a take-over"
-    _wait(lambda: _lease(db_engine, job_id).expired, "the lease to expire", timeout=TTL * 20)
-    with job_lease(job_id, ttl_s=TTL) as holder:
+    # the retry on another worker asks for the lease until the dead crawler's has expired
+    with job_lease(job_id, ttl_s=TTL, wait_s=TTL * 20) as holder:
         assert _lease(db_engine, job_id).holder == holder
         summary = crawl_in_subprocess(spec, out)
     assert summary["status"] == "complete"
