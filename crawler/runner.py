@@ -91,6 +91,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             # before CookiesMiddleware (700): a request waiting for a form login gets its cookies;
             # only in jobs with credentials (it imports the credential store)
             **({"crawler.credentials.LoginMiddleware": 650} if ctx.spec.credentials else {}),
+            # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
+            "crawler.leases.HostLeaseMiddleware": 940,
             "crawler.capture.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
@@ -107,6 +109,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
             "crawler.sitemaps.RobotsSitemaps": 530,
+            "crawler.leases.JobLeaseHeartbeat": 540,  # only with a job lease (crawl tasks)
             **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {

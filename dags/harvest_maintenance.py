@@ -39,27 +39,16 @@ with DAG(
 
     @task
     def resubmit() -> dict[str, list[int]]:
-        """Resubmit dead jobs; new job ids split by channel kind."""
-        import sqlalchemy as sa
-
+        """Resubmit dead jobs; new job ids split by their channel's priority."""
+        from harvest.channels import split_by_channel
         from harvest.pipeline import resubmit_dead_jobs
-        from harvestflow.db import get_engine
 
         stale = int(get_current_context()["params"]["stale_after_s"])
         result = resubmit_dead_jobs(stale_after_s=stale)
         new_ids = [int(n) for n in result["resubmitted"].values()]
         for old, new in result["resubmitted"].items():
             task_logger().warning("job %s had no live worker: resubmitted as job %s", old, new)
-        split: dict[str, list[int]] = {"high": [], "low": []}
-        if new_ids:
-            with get_engine().connect() as conn:
-                rows = conn.execute(
-                    sa.text("SELECT job_id, snapshot FROM jobs WHERE job_id = ANY(:ids)"),
-                    {"ids": new_ids},
-                ).all()
-            for row in rows:
-                split["low" if row.snapshot else "high"].append(int(row.job_id))
-        return split
+        return split_by_channel(new_ids)  # each job on its channel's pool and queue
 
     @task
     def high(split: dict[str, list[int]]) -> list[int]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk import task, task_group
 
-from hf_common import task_logger
+from hf_common import HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
 
 
 def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
@@ -36,13 +36,22 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
 
             return prepare_job(job_id, get_settings().data_dir)
 
-        @task(pool=pool, queue=pool, execution_timeout=timedelta(hours=24))
+        # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
+        # followed by another worker, which takes the expired job lease and resumes the job
+        @task(
+            pool=pool,
+            queue=pool,
+            execution_timeout=timedelta(hours=24),
+            retries=2,
+            retry_delay=timedelta(seconds=30),
+        )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from pathlib import Path
 
             from airflow.sdk import get_current_context
 
             from crawler.launch import crawl_in_subprocess
+            from harvest.joblease import check_worker_can_crawl, job_lease, lease_wait_s
             from harvest.jobs import finished_summary
             from harvest.pipeline import mark_started
             from harvestflow.settings import get_settings
@@ -52,15 +61,19 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             if summary is not None:  # a re-run after the crawl finished: not crawled twice
                 task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
                 return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+            check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
-            mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
-            summary = crawl_in_subprocess(
-                spec,
-                spec.parent,
-                logger=task_logger(),
-                progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
-            )
+            # one crawler per job, cluster-wide; a dead crawler's job is resumed once its lease
+            # expired (asked again for 1.5 × the TTL), a live one's is refused
+            with job_lease(job_id, wait_s=lease_wait_s()):
+                mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
+                summary = crawl_in_subprocess(
+                    spec,
+                    spec.parent,
+                    logger=task_logger(),
+                    progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
+                )
             return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
 
         @task
@@ -75,6 +88,33 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         return recorded
 
     return harvest_job
+
+
+@task
+def jobs_on_channel(job_ids: list[int], priority: str) -> list[int]:
+    """The jobs whose harvest channel has this priority ("high": selective, "low": snapshot)."""
+    from harvest.channels import split_by_channel
+
+    jobs = split_by_channel(job_ids)[priority]
+    task_logger().info("%s-priority channel job(s): %s", priority, jobs)
+    return jobs
+
+
+def crawl_on_channels(job_ids: Any, group_id: str = "harvest_job", home: str = "high") -> list[Any]:
+    """Crawl each job on its channel's pool and queue (decided at run time, not by the DAG).
+
+    Why two mapped groups and not one with a per-job pool: Airflow fixes a mapped task's pool
+    and queue when the scheduler creates its task instances (``.partial()`` values, not mapped
+    arguments), so a job's channel picks which of the two groups crawls it. The DAG's usual
+    channel keeps ``group_id``; the other is ``<group_id>_on_<pool>`` (often zero jobs, skipped).
+    """
+    pools = {"high": HIGH_PRIORITY_POOL, "low": LOW_PRIORITY_POOL}
+    other = "low" if home == "high" else "high"
+    groups = []
+    for priority, gid in ((home, group_id), (other, f"{group_id}_on_{pools[other]}")):
+        jobs = jobs_on_channel.override(task_id=f"{gid}_route")(job_ids, priority)
+        groups.append(crawl_job_group(pools[priority], gid).expand(job_id=jobs))
+    return groups
 
 
 @task

@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
-from harvest_tasks import crawl_job_group, generate_jobs_for
+from harvest_tasks import crawl_on_channels, generate_jobs_for
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date, task_logger
+from hf_common import HARVEST_DONE, run_date, task_logger
 
 with DAG(
     dag_id="oneoff_harvest",
@@ -88,6 +88,6 @@ with DAG(
 
     harvest_ids = validate()
     jobs = generate_jobs_for(harvest_ids)
-    crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance(harvest_ids).as_teardown(
+    crawl_on_channels(jobs) >> advance(harvest_ids).as_teardown(
         setups=harvest_ids, on_failure_fail_dagrun=True
     )

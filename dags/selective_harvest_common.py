@@ -23,9 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
-from harvest_tasks import crawl_job_group, generate_due_jobs_for
+from harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, run_date
+from hf_common import HARVEST_DONE, run_date
 
 DOC_CHECK = """
 ## How to check it's working
@@ -90,7 +90,7 @@ def build_selective_harvest(
         harvest_ids = due_definitions()
         transfer_selection() >> harvest_ids
         jobs = generate_due_jobs_for(harvest_ids)
-        crawl_job_group(HIGH_PRIORITY_POOL).expand(job_id=jobs) >> advance_schedules(
-            harvest_ids
-        ).as_teardown(setups=harvest_ids, on_failure_fail_dagrun=True)
+        crawl_on_channels(jobs) >> advance_schedules(harvest_ids).as_teardown(
+            setups=harvest_ids, on_failure_fail_dagrun=True
+        )
     return dag

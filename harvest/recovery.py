@@ -54,7 +54,8 @@ def find_dead_jobs(
 ) -> list[int]:
     """SUBMITTED/STARTED jobs without summary whose directory is silent for ``stale_after_s``.
 
-    ``exclude``: jobs known to be alive (e.g. whose Airflow task is running).
+    ``exclude``: jobs known to be alive (e.g. whose Airflow task is running); a job whose
+    lease is renewed by its crawler is alive too.
     """
     engine = engine_or_default(engine)
     now = time.time() if now is None else now
@@ -63,7 +64,12 @@ def find_dead_jobs(
         rows = conn.execute(
             sa.text(
                 "SELECT job_id, job_dir, status, submitteddate FROM jobs"
-                " WHERE status IN (:s, :t) ORDER BY job_id"
+                " WHERE status IN (:s, :t)"
+                # a crawler still renewing the job's lease (job_leases, crawler/leases.py) is
+                # alive, on whatever machine, however quiet its directory looks from here
+                " AND NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_id = jobs.job_id"
+                "                 AND l.expires_at > clock_timestamp())"
+                " ORDER BY job_id"
             ),
             {"s": SUBMITTED, "t": STARTED},
         ).all()

@@ -2,7 +2,8 @@
 
 Why not ``airflow standalone``: it forces its own choices, prints a generated password once and
 mixes four components' output on one terminal. ``harvestflow up`` starts the same four components
-(api-server, scheduler, dag-processor, triggerer) with LocalExecutor, each logging to its own file
+(api-server, scheduler, dag-processor, triggerer) with LocalExecutor or, with ``[airflow] executor = "celery"``, the CeleryExecutor (workers are
+``harvestflow worker`` processes, see :mod:`harvestflow.workers`), each logging to its own file
 under AIRFLOW_HOME/logs/components, with a login we create and print every time.
 
 This module never imports Airflow: it prepares environment variables and runs the ``airflow``
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from harvestflow.settings import PROJECT_ROOT, Settings
+from harvestflow.settings import EXECUTORS, PROJECT_ROOT, Settings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
         {
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.airflow_db_url,
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": EXECUTORS[settings.executor],
             "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -78,7 +79,28 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "HARVESTFLOW_CONFIG": str(settings.source),
         }
     )
+    if settings.executor == "celery":
+        env.update(celery_env(settings))
     return env
+
+
+def celery_env(settings: Settings) -> dict[str, str]:
+    """The CeleryExecutor's keys (apache-airflow-providers-celery's [celery] section).
+
+    The result backend is Airflow's own database on our PostgreSQL (``db+`` SQLAlchemy URL), so
+    the broker only carries messages. The task instance's hostname is a worker's name when it has
+    one (``harvestflow worker --name``), which tells apart several workers on one machine.
+    """
+    af = settings["airflow"]
+    return {
+        "AIRFLOW__CELERY__BROKER_URL": settings.broker_url,
+        "AIRFLOW__CELERY__RESULT_BACKEND": f"db+{settings.airflow_db_url}",
+        "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(int(af.get("worker_concurrency", 4))),
+        "AIRFLOW__OPERATORS__DEFAULT_QUEUE": str(af.get("default_queue", "default")),
+        "AIRFLOW__CORE__HOSTNAME_CALLABLE": "harvestflow.workers.task_hostname",
+        # a crawl runs for hours: the broker must not hand a running task to another worker
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": str(7 * 24 * 3600),
+    }
 
 
 def password_file(settings: Settings) -> Path:

@@ -68,7 +68,28 @@ def cmd_db_migrate(args: argparse.Namespace) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     from harvestflow.up import run_up
 
-    return run_up(with_sample_site=not args.no_sample_site)
+    return run_up(with_sample_site=not args.no_sample_site, workers=args.workers)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """An Airflow Celery worker with harvestflow's environment (executor "celery")."""
+    from harvestflow.services.datadir import DataDirError
+    from harvestflow.settings import get_settings
+    from harvestflow.workers import parse_queues, run_worker
+
+    settings = get_settings()
+    try:
+        queues = parse_queues(args.queues, settings)
+        return run_worker(
+            settings,
+            queues,
+            name=args.name,
+            concurrency=args.concurrency,
+            serve_logs=not args.skip_serve_logs,
+        )
+    except (DataDirError, ValueError) as exc:
+        print(f"harvestflow worker: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -107,7 +128,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("up", help="start services and Airflow (UI); Ctrl-C stops what it started")
     p.add_argument("--no-sample-site", action="store_true", help="do not serve the sample website")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help='with [airflow] executor = "celery": also start N local Celery workers (all queues)',
+    )
     p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser(
+        "worker",
+        help='an Airflow Celery worker ([airflow] executor = "celery") on this machine; needs '
+        "PostgreSQL, the broker, S3 and the shared data directory",
+    )
+    p.add_argument(
+        "--queues",
+        help="comma-separated queues, e.g. crawl_high or crawl_low,default (default: all)",
+    )
+    p.add_argument("--name", help="worker name (Celery hostname and task hostname; default FQDN)")
+    p.add_argument(
+        "--concurrency", type=int, help="task instances at once ([airflow] worker_concurrency)"
+    )
+    p.add_argument(
+        "--skip-serve-logs",
+        action="store_true",
+        help="do not serve task logs on the log port (when the api-server reads the log folder)",
+    )
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("demo", help="run the whole cycle on the sample site through the DAGs")
     p.add_argument("--keep-services", action="store_true", help="leave PostgreSQL/S3 running")

@@ -18,6 +18,8 @@ from typing import Any
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "harvestflow.toml"
 ENV_PREFIX = "HARVESTFLOW_"
+# [airflow] executor values and the Airflow executor each one runs
+EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
 
 
 class SettingsError(ValueError):
@@ -120,6 +122,28 @@ class Settings:
     @property
     def airflow_home(self) -> Path:
         return self.path(self.data["airflow"]["home_subdir"])
+
+    @property
+    def executor(self) -> str:
+        """ "local" or "celery" ([airflow] executor); anything else is refused with its name."""
+        value = str(self.data["airflow"].get("executor", "local")).strip().lower()
+        if value not in EXECUTORS:
+            raise SettingsError(
+                f"{self.source}: [airflow] executor = {value!r}: expected one of {sorted(EXECUTORS)}"
+            )
+        return value
+
+    # --- Celery broker ------------------------------------------------------------------------
+    @property
+    def broker_embedded(self) -> bool:
+        return not self.data.get("broker", {}).get("url")
+
+    @property
+    def broker_url(self) -> str:
+        broker = self.data.get("broker", {})
+        if broker.get("url"):
+            return str(broker["url"])
+        return f"redis://{broker.get('host', '127.0.0.1')}:{int(broker.get('port', 16379))}/0"
 
 
 def load(config_path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:

@@ -15,14 +15,23 @@ from typing import Any
 
 from harvestflow import airflow_runtime, services
 from harvestflow.settings import get_settings
+from harvestflow.workers import LocalWorkers
 
 log = logging.getLogger(__name__)
 
 
-def run_up(with_sample_site: bool = True) -> int:
+def run_up(with_sample_site: bool = True, workers: int = 0) -> int:
     settings = get_settings()
+    if workers and settings.executor != "celery":
+        print(
+            f'--workers needs [airflow] executor = "celery" (now {settings.executor!r}); '
+            "set HARVESTFLOW_AIRFLOW__EXECUTOR=celery",
+            flush=True,
+        )
+        return 2
     started = services.start_all(settings)
     procs = airflow_runtime.AirflowProcesses(settings)
+    local_workers = LocalWorkers(settings, workers)
     site: Any = None
     replay: Any = None
     stopping = False
@@ -44,6 +53,7 @@ def run_up(with_sample_site: bool = True) -> int:
             harvest_id = create_demo_definition(site.port)
             print(f"sample site: {site.url()} — demo definition id {harvest_id}", flush=True)
         procs.start()
+        local_workers.start()
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
@@ -52,11 +62,13 @@ def run_up(with_sample_site: bool = True) -> int:
         af = settings["airflow"]
         print(
             f"\nAirflow UI: http://{af['host']}:{af['port']}/  login: {user} / {password}\n"
-            f"component logs: {procs.log_dir}\nCtrl-C stops everything this command started.",
+            f"executor: {settings.executor}"
+            + (f" (broker {settings.broker_url}, {workers} local worker(s))" if workers else "")
+            + f"\ncomponent logs: {procs.log_dir}\nCtrl-C stops everything this command started.",
             flush=True,
         )
         while True:
-            dead = procs.dead()
+            dead = procs.dead() + local_workers.dead()
             if dead:
                 print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
                 return 1
@@ -71,6 +83,7 @@ def run_up(with_sample_site: bool = True) -> int:
     finally:
         if stopping:
             print("stopping …", flush=True)
+        local_workers.stop()
         procs.stop()
         if replay is not None:
             replay.stop()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from harvestflow.services.datadir import check_data_dir, write_data_dir_marker
 from harvestflow.services.postgres import EmbeddedPostgres, ServiceError, port_open
+from harvestflow.services.redis import EmbeddedRedis, url_answers
 from harvestflow.services.seaweedfs import EmbeddedSeaweedFS
 from harvestflow.settings import Settings, get_settings
 
@@ -17,15 +19,19 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "EmbeddedPostgres",
+    "EmbeddedRedis",
     "EmbeddedSeaweedFS",
     "ServiceError",
     "ServiceStatus",
+    "check_data_dir",
     "ensure_bucket",
     "postgres_for",
+    "redis_for",
     "seaweedfs_for",
     "start_all",
     "status_all",
     "stop_all",
+    "write_data_dir_marker",
 ]
 
 
@@ -46,6 +52,27 @@ def seaweedfs_for(settings: Settings) -> EmbeddedSeaweedFS:
         access_key=s3["access_key"],
         secret_key=s3["secret_key"],
     )
+
+
+def redis_for(settings: Settings) -> EmbeddedRedis:
+    broker = settings["broker"]
+    return EmbeddedRedis(
+        settings.path(broker["data_subdir"]), host=broker["host"], port=int(broker["port"])
+    )
+
+
+def ensure_broker(settings: Settings) -> bool:
+    """With the celery executor: start the embedded broker (True if started) or check the
+    external one (a clear error when it does not answer). Nothing with the local executor."""
+    if settings.executor != "celery":
+        return False
+    if settings.broker_embedded:
+        return redis_for(settings).start()
+    if not url_answers(settings.broker_url):
+        raise ServiceError(
+            f"the Celery broker at [broker] url {settings.broker_url} does not answer"
+        )
+    return False
 
 
 @dataclass
@@ -99,12 +126,17 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
     if settings.s3_embedded and seaweedfs_for(settings).start():
         started.append("seaweedfs")
     ensure_bucket(settings)
+    if ensure_broker(settings):
+        started.append("redis")
+    write_data_dir_marker(settings.data_dir)
     return started
 
 
 def stop_all(settings: Settings | None = None) -> list[str]:
     settings = settings or get_settings()
     stopped = []
+    if settings.broker_embedded and redis_for(settings).stop():  # whatever the executor now
+        stopped.append("redis")
     if settings.s3_embedded and seaweedfs_for(settings).stop():
         stopped.append("seaweedfs")
     if settings.postgres_embedded:
@@ -133,11 +165,21 @@ def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
         if settings.s3_embedded
         else _endpoint_answers(settings.s3.endpoint_url)
     )
-    return [
+    found = [
         ServiceStatus("postgresql", settings.postgres_embedded, pg_running, pg_addr),
         ServiceStatus("s3", settings.s3_embedded, s3_running, settings.s3.endpoint_url),
         replay_status(settings),
     ]
+    if settings.executor == "celery":
+        broker_running = (
+            redis_for(settings).running()
+            if settings.broker_embedded
+            else url_answers(settings.broker_url)
+        )
+        found.append(
+            ServiceStatus("broker", settings.broker_embedded, broker_running, settings.broker_url)
+        )
+    return found
 
 
 def replay_status(settings: Settings) -> ServiceStatus:

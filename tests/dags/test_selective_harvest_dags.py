@@ -55,6 +55,14 @@ def test_selective_dag_shape(frequency: str) -> None:
     # history is recorded and the schedule advanced even when a crawl failed: teardowns
     # (whose failed crawl still fails the run: tests/dags/test_run_state_rules.py)
     assert tasks["harvest_job.record"].is_teardown
+    # a job on a snapshot channel crawls on the low-priority pool and queue, whatever the DAG
+    low = tomllib.loads(DEFAULT_CONFIG.read_text())["airflow"]["low_priority_pool"]
+    other = tasks[f"harvest_job_on_{low}.crawl"]
+    assert (other.pool, other.queue) == (low, low)
+    assert "harvest_job.prepare" in tasks["harvest_job_route"].downstream_task_ids
+    assert (
+        f"harvest_job_on_{low}.prepare" in tasks[f"harvest_job_on_{low}_route"].downstream_task_ids
+    )
     advance = tasks["advance_schedules"]
     assert advance.is_teardown and advance.trigger_rule == "all_done_setup_success"
     assert [a.uri for a in advance.outlets] == ["harvestflow://harvest/jobs-done"]

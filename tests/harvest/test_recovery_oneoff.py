@@ -46,6 +46,14 @@ def test_dead_worker_job_is_post_processed_and_resubmitted_once(hdb, tmp_path):
     age(spec_path.parent, 3600)
     assert find_dead_jobs(600, hdb) == [job]
     assert find_dead_jobs(600, hdb, exclude=[job]) == []  # its task is known to run
+    # a crawler on another worker still renews the job's lease: alive, however quiet the dir
+    from crawler.leases import JobLeases
+
+    JobLeases(hdb, ttl_s=600).acquire(job, "worker-b:1:x")
+    assert find_dead_jobs(600, hdb) == []
+    with hdb.begin() as conn:  # its heartbeats stopped: the lease expired
+        conn.execute(sa.text("UPDATE job_leases SET expires_at = now() - interval '1 s'"))
+    assert find_dead_jobs(600, hdb) == [job]
 
     result = resubmit_dead_jobs(600, hdb)
     new = result["resubmitted"][job]

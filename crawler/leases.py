@@ -1,0 +1,324 @@
+"""Leases in the harvest database shared by every crawler: host politeness and job ownership.
+
+Why in PostgreSQL: with several workers (CeleryExecutor), two jobs — or two processes of one
+job, on two machines — may crawl the same host; each crawler's own delay would then add up and
+the site get twice the load. Every crawler already reaches the harvest database, so a row per
+host holding its *next allowed fetch time* is the shared clock (table ``host_leases``, migration
+019). It is taken atomically by one ``INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING``: only
+when the time has come and nobody holds the host. The lease is given back after the fetch with
+next time = now + the template's delay (Heritrix's rule, computed by :mod:`crawler.politeness`),
+so together the crawlers keep one host's delay and one connection at a time.
+
+Cost: two short statements per fetch, run in Twisted's thread pool (never on the reactor), and
+only with ``[crawler] host_leases`` on ("auto": when ``[airflow] executor = "celery"``), and
+never for a crawl without politeness. Requests to one host in one process queue on a local lock
+first, so only one of them polls the database.
+
+The job lease (table ``job_leases``) names the crawler running a job; the crawl task takes it
+(:func:`acquire_job`) and hands its token to the crawler (``HARVESTFLOW_JOB_LEASE``), whose
+extension renews it every ``heartbeat_s``: the lease lives exactly as long as the crawler, on
+whatever machine. A crawler that finds its lease taken by another holder stops at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import Counter, defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.utils.defer import _schedule_coro, maybe_deferred_to_future
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import reactor, task, threads
+from twisted.internet.defer import DeferredLock
+
+from crawler.politeness import politeness_delay
+
+log = logging.getLogger(__name__)
+
+JOB_LEASE_ENV = "HARVESTFLOW_JOB_LEASE"
+POLL_S = 0.25  # a host held by another crawler (fetching) is asked again after this
+
+
+class LeaseHeld(RuntimeError):
+    """The job's lease is held by another live crawler."""
+
+
+def holder_name() -> str:
+    """Who holds a lease: the worker (or machine), the process and a random part."""
+    worker = os.environ.get("HARVESTFLOW_WORKER_NAME") or socket.gethostname()
+    return f"{worker}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def make_engine(url: str | None = None) -> sa.Engine:
+    if url is None:
+        from harvestflow.settings import get_settings
+
+        url = get_settings().harvest_db_url
+    return sa.create_engine(url, pool_size=2, max_overflow=4, pool_pre_ping=True)
+
+
+def host_leases_enabled(polite: bool) -> bool:
+    """``[crawler] host_leases``: true, false or "auto" (on with the celery executor)."""
+    from harvestflow.settings import get_settings
+
+    settings = get_settings()
+    raw = settings.get("crawler", "host_leases", "auto")
+    if not polite:
+        return False
+    if isinstance(raw, bool):
+        return raw
+    return str(raw).lower() == "auto" and settings.executor == "celery"
+
+
+# --- host leases ---------------------------------------------------------------------------------
+class HostLeases:
+    """The ``host_leases`` table: take a host (or learn how long to wait), give it back."""
+
+    def __init__(self, engine: sa.Engine, holder: str, hold_s: float) -> None:
+        self.engine = engine
+        self.holder = holder
+        self.hold_s = hold_s
+
+    def try_take(self, host: str) -> float:
+        """0.0 when this crawler now holds ``host``; else seconds to wait before asking again."""
+        with self.engine.begin() as conn:
+            taken = conn.execute(
+                sa.text(
+                    "INSERT INTO host_leases (host, next_fetch_at, holder, held_until)"
+                    " VALUES (:h, clock_timestamp(), :me,"
+                    "         clock_timestamp() + make_interval(secs => :hold))"
+                    " ON CONFLICT (host) DO UPDATE SET holder = EXCLUDED.holder,"
+                    "     held_until = EXCLUDED.held_until"
+                    " WHERE host_leases.next_fetch_at <= clock_timestamp()"
+                    "   AND (host_leases.held_until IS NULL"
+                    "        OR host_leases.held_until < clock_timestamp())"
+                    " RETURNING holder"
+                ),
+                {"h": host, "me": self.holder, "hold": self.hold_s},
+            ).first()
+            if taken is not None:
+                return 0.0
+            row = conn.execute(
+                sa.text(
+                    "SELECT EXTRACT(EPOCH FROM next_fetch_at - clock_timestamp()) AS wait,"
+                    " held_until > clock_timestamp() AS held FROM host_leases WHERE host = :h"
+                ),
+                {"h": host},
+            ).one()
+        if row.held:
+            return POLL_S
+        return max(float(row.wait or 0.0), 0.01)
+
+    def give_back(self, host: str, delay_s: float) -> None:
+        """Release ``host``: its next fetch (by anyone) no sooner than ``delay_s`` from now."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE host_leases SET holder = NULL, held_until = NULL,"
+                    " next_fetch_at = clock_timestamp() + make_interval(secs => :d)"
+                    " WHERE host = :h AND holder = :me"
+                ),
+                {"h": host, "d": delay_s, "me": self.holder},
+            )
+
+
+class HostLeaseMiddleware:
+    """Downloader middleware: wait for the host's cluster-wide lease before each fetch.
+
+    Ordered before the capture middleware (lower order), so its process_response runs after the
+    capture is built and can note the wait in crawl.log's annotations (``leaseWait:<ms>``).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        ctx = crawler.settings["HARVESTFLOW_CONTEXT"]
+        t = ctx.spec.template
+        polite = t.delay_factor > 0 or t.min_delay_ms > 0 or t.max_delay_ms > 0
+        if not host_leases_enabled(polite):
+            raise NotConfigured
+        self.ctx = ctx
+        self.factor = t.delay_factor
+        self.min_s = t.min_delay_ms / 1000.0
+        self.max_s = t.max_delay_ms / 1000.0
+        self.cap_s = float(t.max_crawl_delay_s)
+        # a crawler that dies holding a host blocks it at most this long
+        hold_s = float(t.download_timeout_s) + self.cap_s + 60.0
+        self.leases = HostLeases(make_engine(), holder_name(), hold_s)
+        self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
+        self.waited_ms: Counter[str] = Counter()
+        self.waits: Counter[str] = Counter()
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        log.info("host politeness shared through host_leases (holder %s)", self.leases.holder)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HostLeaseMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request, spider: Any = None) -> None:
+        host = urlparse_cached(request).hostname or ""
+        await maybe_deferred_to_future(self.locks[host].acquire())
+        start = time.monotonic()
+        try:
+            while True:
+                wait = await maybe_deferred_to_future(
+                    threads.deferToThread(self.leases.try_take, host)
+                )
+                if wait <= 0:
+                    break
+                await maybe_deferred_to_future(task.deferLater(reactor, wait, lambda: None))
+        except BaseException:
+            self.locks[host].release()
+            raise
+        waited = int((time.monotonic() - start) * 1000)
+        request.meta["hf_lease_wait_ms"] = waited
+        if waited >= 1:
+            self.waited_ms[host] += waited
+            self.waits[host] += 1
+
+    def _give_back(self, request: Request, duration_s: float) -> None:
+        host = urlparse_cached(request).hostname or ""
+        delay = politeness_delay(
+            duration_s,
+            self.factor,
+            self.min_s,
+            self.max_s,
+            self.ctx.crawl_delays.get(host),
+            self.cap_s,
+        )
+        d = threads.deferToThread(self.leases.give_back, host, delay)
+        d.addErrback(lambda f: log.error("host lease of %s not given back: %s", host, f.value))
+        d.addBoth(lambda _: self.locks[host].release())
+
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
+        if "hf_lease_wait_ms" not in request.meta:
+            return response
+        start = request.meta.get("hf_fetch_start")
+        self._give_back(request, max(0.0, time.time() - start) if start else 0.0)
+        waited = request.meta.pop("hf_lease_wait_ms")
+        capture = request.meta.get("hf_capture")
+        if waited >= 1 and capture is not None:
+            capture.annotations.append(f"leaseWait:{waited}ms")
+        return response
+
+    def process_exception(
+        self, request: Request, exception: BaseException, spider: Any = None
+    ) -> None:
+        if request.meta.pop("hf_lease_wait_ms", None) is not None:
+            self._give_back(request, 0.0)
+
+    def spider_closed(self, spider: Any) -> None:
+        """reports/host-leases-report.txt: per host, the time spent waiting for other crawlers."""
+        lines = ["[host] [waits] [waited-ms]"]
+        for host, ms in self.waited_ms.most_common():
+            lines.append(f"{host} {self.waits[host]} {ms}")
+        (self.ctx.report_dir / "host-leases-report.txt").write_text("\n".join(lines) + "\n")
+        self.leases.engine.dispose()
+
+
+# --- job leases ----------------------------------------------------------------------------------
+class JobLeases:
+    """The ``job_leases`` table: one crawler per job, alive while it heartbeats."""
+
+    def __init__(self, engine: sa.Engine, ttl_s: float = 90.0) -> None:
+        self.engine = engine
+        self.ttl_s = ttl_s
+
+    def acquire(self, job_id: int, holder: str) -> None:
+        """Take the job's lease, or raise :class:`LeaseHeld` naming the live holder."""
+        with self.engine.begin() as conn:
+            got = conn.execute(
+                sa.text(
+                    "INSERT INTO job_leases (job_id, holder, expires_at)"
+                    " VALUES (:j, :me, clock_timestamp() + make_interval(secs => :ttl))"
+                    " ON CONFLICT (job_id) DO UPDATE SET holder = EXCLUDED.holder,"
+                    "     acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp(),"
+                    "     expires_at = EXCLUDED.expires_at"
+                    " WHERE job_leases.expires_at < clock_timestamp()"
+                    "    OR job_leases.holder = EXCLUDED.holder"
+                    " RETURNING holder"
+                ),
+                {"j": job_id, "me": holder, "ttl": self.ttl_s},
+            ).first()
+            if got is not None:
+                return
+            row = conn.execute(
+                sa.text(
+                    "SELECT holder, heartbeat_at, expires_at FROM job_leases WHERE job_id = :j"
+                ),
+                {"j": job_id},
+            ).one()
+        raise LeaseHeld(
+            f"job {job_id} is being crawled by {row.holder} (last heartbeat {row.heartbeat_at}, "
+            f"lease until {row.expires_at}); not starting a second crawler"
+        )
+
+    def heartbeat(self, job_id: int, holder: str) -> bool:
+        """Extend the lease; False when it is no longer ours (another crawler took over)."""
+        with self.engine.begin() as conn:
+            res = conn.execute(
+                sa.text(
+                    "UPDATE job_leases SET heartbeat_at = clock_timestamp(),"
+                    " expires_at = clock_timestamp() + make_interval(secs => :ttl)"
+                    " WHERE job_id = :j AND holder = :me"
+                ),
+                {"j": job_id, "me": holder, "ttl": self.ttl_s},
+            )
+        return res.rowcount == 1
+
+    def release(self, job_id: int, holder: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me"),
+                {"j": job_id, "me": holder},
+            )
+
+
+class JobLeaseHeartbeat:
+    """Extension: renew the job's lease from inside the crawler (``HARVESTFLOW_JOB_LEASE``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        raw = os.environ.get(JOB_LEASE_ENV)
+        if not raw:
+            raise NotConfigured
+        job, _, self.holder = raw.partition("=")
+        self.job_id = int(job)
+        ttl = float(os.environ.get(JOB_LEASE_ENV + "_TTL", "90"))
+        self.leases = JobLeases(make_engine(), ttl_s=ttl)
+        self.crawler = crawler
+        self.loop = task.LoopingCall(self._beat)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> JobLeaseHeartbeat:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Any) -> None:
+        self.loop.start(max(self.leases.ttl_s / 3.0, 1.0), now=True)
+
+    def _beat(self) -> Any:
+        d = threads.deferToThread(self.leases.heartbeat, self.job_id, self.holder)
+
+        def check(ours: bool) -> None:
+            if not ours and self.crawler.engine is not None:
+                log.error("job %s: lease lost to another crawler; stopping", self.job_id)
+                _schedule_coro(self.crawler.engine.close_spider_async(reason="lease_lost"))
+
+        d.addCallback(check)
+        d.addErrback(lambda f: log.warning("job %s: heartbeat failed: %s", self.job_id, f.value))
+        return d
+
+    def spider_closed(self, spider: Any) -> None:
+        if self.loop.running:
+            self.loop.stop()
+        self.leases.engine.dispose()

@@ -1,0 +1,88 @@
+"""A crawl job's lease: one crawler per job across the cluster, taken over when it goes silent.
+
+Why not a PID file: with the CeleryExecutor the previous crawler of a job may run on another
+machine. The crawl task takes the job's row in ``job_leases`` (crawler/leases.py) before it
+starts a crawler and hands the crawler the token; the crawler renews it while it runs. If the
+worker and its crawler are killed, the heartbeats stop; once the lease expires the task's retry
+on another worker takes it and resumes the job in the same job directory (frontier state, closed
+WARCs, the ``.open`` WARC repaired: crawler/state.py, crawler/warcfiles.py), so nothing fetched is
+captured twice. A worker that comes back while another crawler holds the lease refuses to start
+a second one (:class:`crawler.leases.LeaseHeld`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from crawler.leases import JOB_LEASE_ENV, JobLeases, LeaseHeld, holder_name, make_engine
+from harvestflow.services.datadir import check_data_dir
+from harvestflow.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+
+def lease_wait_s() -> float:
+    """How long a crawl task asks for a job's lease: 1.5 × the TTL (a dead holder's expires)."""
+    return 1.5 * float(get_settings().get("crawler", "job_lease_ttl_s", 90))
+
+
+def check_worker_can_crawl() -> None:
+    """With the celery executor: refuse a crawl on a machine without the shared data dir."""
+    settings = get_settings()
+    if settings.executor == "celery":
+        check_data_dir(settings.data_dir)
+
+
+def _acquire(leases: JobLeases, job_id: int, holder: str, wait_s: float) -> None:
+    """Take the lease, asking again for up to ``wait_s`` while another holder has it.
+
+    Why wait: a retry after a lost worker may come before the dead crawler's lease expired;
+    a live holder keeps renewing, so after ``wait_s`` (more than one TTL) it is refused.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            leases.acquire(job_id, holder)
+            return
+        except LeaseHeld:
+            if time.monotonic() >= deadline:
+                raise
+            log.info("job %s: leased by another crawler; asking again", job_id)
+            time.sleep(min(max(leases.ttl_s / 6.0, 0.5), max(deadline - time.monotonic(), 0.1)))
+
+
+@contextmanager
+def job_lease(job_id: int, ttl_s: float | None = None, wait_s: float = 0.0) -> Iterator[str]:
+    """Hold the job's lease for the block; crawler subprocesses started inside renew it.
+
+    Raises :class:`crawler.leases.LeaseHeld` when another live crawler holds the job (after
+    asking again for ``wait_s``).
+    """
+    ttl = float(ttl_s or get_settings().get("crawler", "job_lease_ttl_s", 90))
+    leases = JobLeases(make_engine(), ttl_s=ttl)
+    holder = holder_name()
+    try:
+        _acquire(leases, job_id, holder, wait_s)
+        log.info("job %s: lease taken by %s (ttl %ss)", job_id, holder, ttl)
+        saved = {k: os.environ.get(k) for k in (JOB_LEASE_ENV, JOB_LEASE_ENV + "_TTL")}
+        os.environ[JOB_LEASE_ENV] = f"{job_id}={holder}"
+        os.environ[JOB_LEASE_ENV + "_TTL"] = str(ttl)
+        try:
+            yield holder
+            if not leases.heartbeat(job_id, holder):
+                # another worker took the job over while this crawler ran (it stopped itself):
+                # the job's outcome is the new crawler's, not this task's
+                raise LeaseHeld(f"job {job_id}: the lease was lost to another crawler mid-crawl")
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            leases.release(job_id, holder)
+    finally:
+        leases.engine.dispose()
