@@ -149,6 +149,8 @@ def run_ours(out: Path, seeds: list[str], tabs: int, a: argparse.Namespace) -> d
         },
         "resolve": {HOST: "127.0.0.1"},
     }
+    if a.max_memory_mb is not None:  # else the template's default (render_max_memory_mb)
+        job["template"]["render_max_memory_mb"] = a.max_memory_mb
     job_path = out.with_name(out.name + "-job.json")
     job_path.write_text(json.dumps(job))
     cmd = [str(REPO / ".venv" / "bin" / "harvestflow"), "crawl", "--job", str(job_path)]
@@ -266,6 +268,12 @@ def main() -> int:
     ap.add_argument("--page-timeout", type=float, default=20.0)
     ap.add_argument("--min-wait", type=float, default=0.5)
     ap.add_argument("--max-scrolls", type=int, default=40)
+    ap.add_argument(
+        "--max-memory-mb",
+        type=int,
+        help="ours' render_max_memory_mb (default: the template's); the crawler compares it with"
+        " the RSS sum of a tab's Chromium process group",
+    )
     a = ap.parse_args()
     if not (ORACLE / "wayback").exists():
         raise BenchFailed(f"benchmark FAILED: no pywb at {ORACLE} (the test oracles' venv)")
