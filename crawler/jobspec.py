@@ -50,7 +50,9 @@ class Template:
     render_min_wait_s: float = 1.5  # dwell after load for timers, before scrolling
     render_max_scrolls: int = 40
     render_pages_per_tab: int = 100  # pages before a tab's browser is restarted
-    render_max_memory_mb: int = 1024  # a tab's browser above this (PSS sum) is restarted between pages
+    render_max_memory_mb: int = (
+        1024  # a tab's browser above this (PSS sum) is restarted between pages
+    )
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
