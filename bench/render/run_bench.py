@@ -272,7 +272,7 @@ def main() -> int:
         "--max-memory-mb",
         type=int,
         help="ours' render_max_memory_mb (default: the template's); the crawler compares it with"
-        " the RSS sum of a tab's Chromium process group",
+        " the PSS sum of a tab's Chromium process group",
     )
     a = ap.parse_args()
     if not (ORACLE / "wayback").exists():
