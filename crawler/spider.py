@@ -118,10 +118,10 @@ class ArchiveSpider(scrapy.Spider):
             return links
         try:
             hf = response.meta.get("hf") or {}
-            extract_js = self.ctx.spec.template.extract_js
-            if self.ctx.spec.template.extract_sitemaps and is_sitemap_context(hf.get("context")):
+            t = self.ctx.spec.template
+            extract_js = t.extract_js
+            if t.extract_sitemaps and is_sitemap_context(hf.get("context")):
                 if cap.status == 200:
-                    t = self.ctx.spec.template
                     links += links_of_response(
                         response.body, response.url, hf, t.max_response_bytes
                     )
