@@ -322,37 +322,30 @@ def test_a_definition_deactivated_by_hand_is_not_backfilled(hdb):
 
 
 def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
-    hdb, tmp_path, monkeypatch
+    hdb, tmp_path, own_data_dir
 ):
-    from harvestflow import settings as settings_mod
-
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    settings_mod.reset()
-    try:
-        hid = p.create_demo_definition(8099, engine=hdb)
-        jobs = []
-        for day in (20, 21):  # two earlier runs, both DONE
-            job = p.generate_jobs(hid, datetime(2026, 11, day, 3, tzinfo=UTC), engine=hdb)[0]
-            path = p.prepare_job(job, tmp_path, engine=hdb)
-            write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
-            p.record_job_results(job, engine=hdb)
-            jobs.append(job)
-        older, previous = jobs
-        sidecars = tmp_path / "data" / "index" / "dedup" / str(hid)
-        sidecars.mkdir(parents=True)
-        url = "http://www.example-a.test:8099/"
-        line = f"{url}\tsha1:{{d}}\t{{date}}\t{{f}}\t0\t<urn:uuid:{{d}}>\t-\t-\n"
-        (sidecars / f"{older}-{hid}-a-00000-h.warc.gz.dedup").write_text(
-            line.format(d="OLD", date="2026-11-20T03:00:01Z", f=f"{older}-{hid}-a.warc.gz")
-        )
-        (sidecars / f"{previous}-{hid}-b-00000-h.warc.gz.dedup").write_text(
-            line.format(d="NEW", date="2026-11-21T03:00:01Z", f=f"{previous}-{hid}-b.warc.gz")
-        )
-        third = p.generate_jobs(hid, LD, engine=hdb)[0]
-        spec = json.loads(Path(p.prepare_job(third, tmp_path, engine=hdb)).read_text())
-        lines = Path(spec["dedup_index"]).read_text().splitlines()
-    finally:
-        settings_mod.reset()
+    hid = p.create_demo_definition(8099, engine=hdb)
+    jobs = []
+    for day in (20, 21):  # two earlier runs, both DONE
+        job = p.generate_jobs(hid, datetime(2026, 11, day, 3, tzinfo=UTC), engine=hdb)[0]
+        path = p.prepare_job(job, tmp_path, engine=hdb)
+        write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+        p.record_job_results(job, engine=hdb)
+        jobs.append(job)
+    older, previous = jobs
+    sidecars = own_data_dir / "index" / "dedup" / str(hid)
+    sidecars.mkdir(parents=True)
+    url = "http://www.example-a.test:8099/"
+    line = f"{url}\tsha1:{{d}}\t{{date}}\t{{f}}\t0\t<urn:uuid:{{d}}>\t-\t-\n"
+    (sidecars / f"{older}-{hid}-a-00000-h.warc.gz.dedup").write_text(
+        line.format(d="OLD", date="2026-11-20T03:00:01Z", f=f"{older}-{hid}-a.warc.gz")
+    )
+    (sidecars / f"{previous}-{hid}-b-00000-h.warc.gz.dedup").write_text(
+        line.format(d="NEW", date="2026-11-21T03:00:01Z", f=f"{previous}-{hid}-b.warc.gz")
+    )
+    third = p.generate_jobs(hid, LD, engine=hdb)[0]
+    spec = json.loads(Path(p.prepare_job(third, tmp_path, engine=hdb)).read_text())
+    lines = Path(spec["dedup_index"]).read_text().splitlines()
     # only the previous run's captures (not the older run's), as the indexing package wrote them
     assert lines == [
         f"{url}\tsha1:NEW\t2026-11-21T03:00:01Z\t{previous}-{hid}-b.warc.gz\t0\t<urn:uuid:NEW>\t-\t-"
