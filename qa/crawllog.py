@@ -43,24 +43,12 @@ import polars as pl
 
 from harvestflow.progress import Progress
 from qa.crawlline import parse_line_slow  # the tolerant path (re-exported for callers)
+from qa.crawltable import PACKED, empty_groups, merge, pack, unpack
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 64 * 1024 * 1024
 MAX_BAD_LINES_KEPT = 20
-# The grouped table's columns: authority (raw host[:port] part of the URI), HTTP or Heritrix
-# status, MIME as logged, and three flags; then counts and byte sums.
-GROUP_KEYS = ["auth", "status", "mime", "dup", "seed", "quota"]
-_SCHEMA = {
-    "auth": pl.String,
-    "status": pl.Int32,
-    "mime": pl.String,
-    "dup": pl.Boolean,
-    "seed": pl.Boolean,
-    "quota": pl.Boolean,
-    "lines": pl.Int64,
-    "bytes": pl.Int64,
-}
 
 
 class CrawlLogError(RuntimeError):
@@ -88,57 +76,13 @@ class LogAggregate:
     first_ts: str | None = None
     last_ts: str | None = None
     elapsed_s: float = 0.0
-    # groups already in the GROUP_KEYS layout (the C scanner's table when there were no odd
-    # lines), not packed as (k, code)
+    # groups already in the crawltable.GROUP_KEYS layout (the C scanner's table when there were
+    # no odd lines), not packed as (k, code)
     unpacked: bool = False
 
     @property
     def valid_lines(self) -> int:
         return self.lines - self.bad_lines
-
-
-def empty_groups() -> pl.DataFrame:
-    return pl.DataFrame(schema=_SCHEMA)
-
-
-# Internally rows are grouped on two columns only: "authority MIME" (neither contains a space)
-# and status*8 + flags; polars groups one string + one integer key about 3x faster than six
-# keys (measured). The result is expanded back to GROUP_KEYS once, on the grouped rows.
-_PACKED = {"k": pl.String, "code": pl.Int64, "lines": pl.Int64, "bytes": pl.Int64}
-
-
-def _pack(rows: pl.DataFrame) -> pl.DataFrame:
-    code = (
-        pl.col("status").cast(pl.Int64) * 8
-        + pl.col("dup").cast(pl.Int64) * 4
-        + pl.col("seed").cast(pl.Int64) * 2
-        + pl.col("quota").cast(pl.Int64)
-    )
-    return rows.group_by(
-        pl.concat_str([pl.col("auth"), pl.col("mime").fill_null("-")], separator=" ").alias("k"),
-        code.alias("code"),
-    ).agg(pl.len().cast(pl.Int64).alias("lines"), pl.col("size").sum().alias("bytes"))
-
-
-def _unpack(packed: pl.DataFrame) -> pl.DataFrame:
-    parts = pl.col("k").str.splitn(" ", 2)
-    return expand(packed, parts.struct.field("field_0"), parts.struct.field("field_1"))
-
-
-def expand(df: pl.DataFrame, auth: pl.Expr, mime: pl.Expr) -> pl.DataFrame:
-    """The GROUP_KEYS table from ``df``'s code/lines/bytes and the given auth/MIME columns."""
-    status = pl.col("code").floordiv(8)
-    flags = pl.col("code") - status * 8
-    return df.select(
-        auth.alias("auth"),
-        status.cast(pl.Int32).alias("status"),
-        mime.alias("mime"),
-        (flags.floordiv(4) % 2 == 1).alias("dup"),
-        (flags.floordiv(2) % 2 == 1).alias("seed"),
-        (flags % 2 == 1).alias("quota"),
-        "lines",
-        "bytes",
-    )
 
 
 def split_ranges(path: Path, parts: int) -> list[tuple[int, int]]:
@@ -394,7 +338,7 @@ def _combine(path: Path, pieces: list[LogAggregate]) -> LogAggregate:
         if len(frames) == 1 and any(p.unpacked for p in pieces):
             result.groups = frames[0]
         else:
-            result.groups = _unpack(frames[0] if len(frames) == 1 else _merge(frames))
+            result.groups = unpack(frames[0] if len(frames) == 1 else merge(frames))
     return result
 
 
@@ -402,7 +346,7 @@ def _aggregate_range(
     path: Path, start: int, end: int, chunk_bytes: int, progress: Progress | None
 ) -> LogAggregate:
     """One byte range of a log; line numbers relative to the range's first line."""
-    result = LogAggregate(path=path, groups=pl.DataFrame(schema=_PACKED))
+    result = LogAggregate(path=path, groups=pl.DataFrame(schema=PACKED))
     parts: list[pl.DataFrame] = []
     next_line = 1
     for chunk in _chunks(path, start, end, chunk_bytes):
@@ -415,19 +359,10 @@ def _aggregate_range(
         if progress is not None:
             progress.advance(len(chunk))
         if len(parts) > 16:  # keep memory flat on huge logs
-            parts = [_merge(parts)]
+            parts = [merge(parts)]
     if parts:
-        result.groups = _merge(parts)
+        result.groups = merge(parts)
     return result
-
-
-def _merge(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Sum packed (k, code) partial results."""
-    return (
-        pl.concat(parts, how="vertical")
-        .group_by(["k", "code"])
-        .agg(pl.col("lines").sum(), pl.col("bytes").sum())
-    )
 
 
 def _aggregate_chunk(
@@ -495,7 +430,7 @@ def _aggregate_chunk(
         result.first_ts = first
     if last is not None and (result.last_ts is None or last > result.last_ts):
         result.last_ts = last
-    return _pack(rows)
+    return pack(rows)
 
 
 from qa import crawlscan  # noqa: E402  (imports this module's helpers)

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from harvestflow.progress import Progress
-from qa import crawllog
+from qa import crawllog, crawltable
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _scan_range(
     scanner: object,
 ) -> crawllog.LogAggregate:
     """Feed one range to ``scanner``; the result holds only the odd lines' table."""
-    result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawllog._PACKED))
+    result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawltable.PACKED))
     parts: list[pl.DataFrame] = []
     base = 0  # lines before this piece, within the range
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -114,9 +114,9 @@ def _scan_range(
             if progress is not None:
                 progress.advance(size)
             if len(parts) > 16:  # a log made of odd lines stays flat in memory
-                parts = [crawllog._merge(parts)]
+                parts = [crawltable.merge(parts)]
     if parts:
-        result.groups = crawllog._merge(parts) if len(parts) > 1 else parts[0]
+        result.groups = crawltable.merge(parts) if len(parts) > 1 else parts[0]
     return result
 
 
@@ -131,10 +131,10 @@ def _take_groups(result: crawllog.LogAggregate, scanner: object) -> None:
                 "lines": np.frombuffer(counts, dtype=np.int64),
                 "bytes": np.frombuffer(sums, dtype=np.int64),
             },
-            schema=crawllog._PACKED,
+            schema=crawltable.PACKED,
         )
         odd = result.groups
-        result.groups = crawllog._merge([table, odd]) if odd.height else table
+        result.groups = crawltable.merge([table, odd]) if odd.height else table
     _take_ts(result, first, last)
 
 
@@ -158,11 +158,11 @@ def _take_columns(result: crawllog.LogAggregate, scanner: object) -> None:
                 "bytes": np.frombuffer(sums, dtype=np.int64),
             }
         )
-        result.groups = crawllog.expand(
+        result.groups = crawltable.expand(
             table, pl.lit(names).gather(pl.col("a")), pl.lit(names).gather(pl.col("m"))
         )
     else:
-        result.groups = crawllog.empty_groups()
+        result.groups = crawltable.empty_groups()
     result.unpacked = True
     _take_ts(result, first, last)
 

@@ -1,7 +1,7 @@
 """Metric families computed from the grouped crawl-log rows of one scope (day, job, harvest).
 
 Why: every figure NAS_qual publishes is a sum over the small grouped table the crawl-log pass
-produces (``crawllog.GROUP_KEYS`` + host/domain/TLD columns), so the families are plain pandas
+produces (``crawltable.GROUP_KEYS`` + host/domain/TLD columns), so the families are plain pandas
 group-bys here, independent of where the rows came from; tests feed hand-made rows and check
 hand-computed figures.
 

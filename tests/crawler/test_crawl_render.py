@@ -14,57 +14,22 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from crawler.cdp import find_chromium
 from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl
+from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO, run_crawl
 from tests.crawler.rawsite import serve
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.crawler.renderjobs import Rendered, crawl_scriptsite, warc_records
 
 
 def _sha1(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
 
 
-Rendered = tuple[CrawlResult, int, list[tuple[str, str]]]
-
-
-def _crawl(tmp_path: Path, name: str, render: str, **template: object) -> Rendered:
-    with serve(scriptsite.route) as site:
-        job = {
-            "job_id": 9,
-            "harvest_id": 3,
-            "seeds": [site.url(scriptsite.HOST, "/")],
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 2,
-                "render": render,
-                "render_min_wait_s": 1.0,
-                "render_page_timeout_s": 20,
-                **template,
-            },
-            "resolve": {scriptsite.HOST: "127.0.0.1", scriptsite.CDN_HOST: "127.0.0.1"},
-        }
-        result = run_crawl(job, tmp_path / name, timeout=150)
-        return result, site.port, list(site.requests)
-
-
-def _records(result: CrawlResult) -> list:
-    out = []
-    for warc in result.data_warcs():
-        with warc.open("rb") as fh:
-            for rec in ArchiveIterator(fh):
-                body = rec.content_stream().read()
-                out.append((rec.rec_type, dict(rec.rec_headers.headers), body))
-    return out
-
-
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     find_chromium()  # a clear error if the set-up did not install Chromium
-    return _crawl(tmp_path_factory.mktemp("render"), "html", "html")
+    return crawl_scriptsite(tmp_path_factory.mktemp("render"), "html", "html")
 
 
 def test_rendered_crawl_captures_the_script_built_page(rendered: Rendered) -> None:
@@ -119,7 +84,7 @@ def test_one_capture_per_url_with_the_servers_bytes(rendered: Rendered) -> None:
     prefix = f"http://{scriptsite.HOST}:{port}"
     responses = [
         (h["WARC-Target-URI"], h, body)
-        for kind, h, body in _records(result)
+        for kind, h, body in warc_records(result)
         if kind == "response" and h["WARC-Target-URI"].startswith("http")
     ]
     counts = Counter(uri for uri, _, _ in responses)
@@ -139,7 +104,7 @@ def test_screenshots_are_resource_records_tied_to_the_page(
 ) -> None:
     result, port, _ = rendered
     seed = f"http://{scriptsite.HOST}:{port}/"
-    records = _records(result)
+    records = warc_records(result)
     page_id = next(
         h["WARC-Record-ID"]
         for kind, h, _ in records
@@ -224,44 +189,6 @@ def test_cdx_of_rendered_job_equals_cdxj_indexer(rendered: Rendered, tmp_path: P
     assert [ln for ln in ours if ln not in expected] == []
     assert ours == expected
     assert any("urn:screenshot" in ln for ln in ours)
-
-
-def test_a_hanging_page_is_retried_once_then_logged_and_the_crawl_goes_on(tmp_path: Path) -> None:
-    """A page whose script never yields: its tab is killed, the page tried once more in a new
-    browser, then its crawl.log line says why; its plain capture and links stand."""
-    from tests.crawler.rawsite import Raw
-
-    html = b"Content-Type: text/html"
-    routes = {
-        (None, "/"): Raw(
-            b'<html><body><a href="/next.html">next</a>'
-            b"<script>while (true) {}</script></body></html>",
-            [html],
-        ),
-        (None, "/next.html"): Raw(b"<html><body>next</body></html>", [html]),
-    }
-    with serve(routes) as site:
-        seed = site.url("hang.test", "/")
-        job = {
-            "job_id": 5,
-            "seeds": [seed],
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_page_timeout_s": 2,
-                "render_min_wait_s": 0,
-            },
-            "resolve": {"hang.test": "127.0.0.1"},
-        }
-        result = run_crawl(job, tmp_path / "hang", timeout=120)
-    assert result.summary["status"] == "complete"
-    line = result.line_for(seed)
-    assert line[1] == "200" and "render-failed:timeout" in line[11].split(","), line
-    assert result.line_for(site.url("hang.test", "/next.html"))[1] == "200"
-    attempts = [ln for ln in result.proc.stderr.splitlines() if "render of " + seed in ln]
-    assert len(attempts) == 2 and "attempt 2" in attempts[1], attempts
-    assert not (result.out / "reports" / "screenshots-report.txt").exists()
 
 
 # run in pywb's top frame: the replayed page is its iframe (same origin: pywb serves both)
@@ -414,7 +341,7 @@ def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
         assert "browser" in line[11].split(","), line
     story = result.line_for(f"{seed[:-1]}/secure-story.html")
     assert (story[1], story[4]) == ("200", "L"), story
-    uris = {h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "request"}
+    uris = {h["WARC-Target-URI"] for kind, h, _ in warc_records(result) if kind == "request"}
     assert f"{seed[:-1]}/api/x.json" in uris
 
 
@@ -473,175 +400,11 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
     assert "browser" in lines[0][11].split(","), lines
     assert asked == ["/x.png"]
     records = [
-        h for kind, h, _ in _records(result) if kind == "response" and h["WARC-Target-URI"] == image
+        h
+        for kind, h, _ in warc_records(result)
+        if kind == "response" and h["WARC-Target-URI"] == image
     ]
     assert len(records) == 1
     log_text = (result.out / "logs" / "crawler.log").read_text()
     assert log_text.count("render tab 0: browser started") == 2
     assert "render tab 0: restarting its browser (1 pages)" in log_text
-
-
-def test_a_partitioned_job_renders_and_lists_its_screenshots(tmp_path: Path) -> None:
-    """With ``processes`` 2 the seed's partition renders it; the merged job's WARCs hold the
-    screenshots and its reports list them."""
-    result, port, _ = _crawl(tmp_path, "parts", "seeds", processes=2)
-    seed = f"http://{scriptsite.HOST}:{port}/"
-    assert "rendered" in result.line_for(seed)[11]
-    report = (result.out / "reports" / "screenshots-report.txt").read_text().splitlines()
-    assert report[0].startswith("[page] [kind]")
-    assert [ln.split()[:2] for ln in report[1:]] == [[seed, "viewport"], [seed, "full"]]
-    uris = {h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "resource"}
-    assert uris == {f"urn:screenshot:{seed}", f"urn:screenshot-full:{seed}"}
-
-
-def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path) -> None:
-    """kill -9 while a page is being rendered: the browser dies with the crawler; the resumed
-    job neither fetches the page again nor loses its crawl.log line (render-interrupted), and
-    what the browser had captured is not captured again."""
-    import os
-    import signal
-    import time
-
-    from tests.crawler.rawsite import Raw
-
-    html = b"Content-Type: text/html"
-    page = (
-        b'<html><head><link rel="icon" href="data:,"></head><body><a href="/next.html">n</a>'
-        b"<script>var dot = String.fromCharCode(46), a = new Image();"
-        b" a.src = ['', 'first'].join('/') + dot + 'png'; document.body.appendChild(a);"
-        b"</script></body></html>"
-    )
-    routes = {
-        (None, "/"): Raw(page, [html]),
-        (None, "/first.png"): Raw(scriptsite.png(2, 2, (1, 1, 1)), [b"Content-Type: image/png"]),
-        (None, "/next.html"): Raw(b"<html><body>next</body></html>", [html]),
-    }
-    out = tmp_path / "killed"
-    with serve(routes) as site:
-        seed = site.url("kill.test", "/")
-        job = {
-            "job_id": 3,
-            "seeds": [seed],
-            # a long dwell: the render is still running when the crawler is killed
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_min_wait_s": 60,
-                "render_page_timeout_s": 90,
-            },
-            "resolve": {"kill.test": "127.0.0.1"},
-        }
-        job_path = tmp_path / "killed-job.json"
-        job_path.write_text(json.dumps(job))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        crawl_log = out / "logs" / "crawl.log"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if crawl_log.exists() and "/first.png" in crawl_log.read_text():
-                break
-            time.sleep(0.2)
-        assert "/first.png" in crawl_log.read_text()
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        profiles = str(out / "state" / "chromium")
-        deadline = time.time() + 15
-        while time.time() < deadline:  # the browser dies with the crawler (PDEATHSIG)
-            alive = subprocess.run(["pgrep", "-f", profiles], capture_output=True).stdout
-            if not alive:
-                break
-            time.sleep(0.3)
-        assert not alive, alive
-        job["template"]["render_min_wait_s"] = 0.5
-        job_path.write_text(json.dumps(job))
-        result = run_crawl(job, out, timeout=120)
-        asked = [p for _, p in site.requests]
-    assert asked.count("/") == 1 and asked.count("/first.png") == 1, asked
-    lines = Counter(f[3] for f in result.log_fields())
-    assert lines[seed] == 1 and lines[site.url("kill.test", "/first.png")] == 1, lines
-    assert "render-interrupted" in result.line_for(seed)[11].split(",")
-    assert result.line_for(site.url("kill.test", "/next.html"))[1] == "200"
-    responses = Counter(
-        h["WARC-Target-URI"] for kind, h, _ in _records(result) if kind == "response"
-    )
-    assert responses[seed] == 1 and responses[site.url("kill.test", "/first.png")] == 1
-
-
-def test_a_browsers_memory_is_measured_for_the_restart_bound() -> None:
-    """``render_max_memory_mb`` compares against the proportional memory (PSS) of the browser's
-    whole process group (browser, renderers, GPU and network processes): more than the main
-    process alone, and less than the group's RSS sum, which counts shared pages once per
-    process (an RSS sum restarted browsers every few pages: bench/render)."""
-    import asyncio
-
-    from crawler.cdp import Browser
-
-    def rss_kb(pid: int) -> int:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4
-
-    async def measure() -> tuple[int, int, int]:
-        browser = Browser(None)
-        await browser.start()
-        try:
-            assert browser.proc is not None
-            pgid = browser.proc.pid
-            group = [
-                int(p.parent.name)
-                for p in Path("/proc").glob("[0-9]*/stat")
-                if int(p.read_text().rsplit(")", 1)[1].split()[2]) == pgid
-            ]
-            total = await browser.memory_kb()
-            own_pss = int(
-                next(
-                    line.split()[1]
-                    for line in Path(f"/proc/{pgid}/smaps_rollup").read_text().splitlines()
-                    if line.startswith("Pss:")
-                )
-            )
-            return total, own_pss, sum(rss_kb(pid) for pid in group)
-        finally:
-            await browser.close()
-
-    total, main_only, rss_sum = asyncio.run(measure())
-    assert rss_sum > total > main_only > 10_000, (rss_sum, total, main_only)
-
-
-def test_the_browsers_requests_count_against_the_budget(tmp_path: Path) -> None:
-    """A job's object budget holds for what the browser asks for too: past it, the browser's
-    requests are refused (-5003, annotated ``browser``) and never reach the site. (The job's
-    ``max_objects`` is, as everywhere in the crawler, a limit per domain.)"""
-    with serve(scriptsite.route) as site:
-        job = {
-            "job_id": 2,
-            "seeds": [site.url(scriptsite.HOST, "/")],
-            "max_objects": 4,
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 0,
-                "render": "seeds",
-                "render_min_wait_s": 0.5,
-                "extract_js": False,
-            },
-            "resolve": {scriptsite.HOST: "127.0.0.1", scriptsite.CDN_HOST: "127.0.0.1"},
-        }
-        limited = run_crawl(job, tmp_path / "limited", timeout=120)
-        asked = list(site.requests)
-    fields = limited.log_fields()
-    fetched = [
-        f
-        for f in fields
-        if f[1] == "200" and scriptsite.HOST in f[3] and not f[3].endswith("/robots.txt")
-    ]
-    assert len(fetched) == 4, [f[3] for f in fetched]
-    once = Counter(f[3] for f in fields)
-    assert [u for u, n in once.items() if n > 1] == []  # one line per URL, fetched or refused
-    refused = [f for f in fields if f[1] == "-5003"]
-    assert refused and all("browser" in f[11].split(",") for f in refused), refused
-    for f in refused:
-        path = "/" + f[3].split("/", 3)[3]
-        assert (scriptsite.HOST, path) not in asked and (scriptsite.CDN_HOST, path) not in asked

@@ -1,0 +1,47 @@
+"""Shared by the rendered-crawl tests (test_crawl_render, test_render_limits,
+test_render_resume): one way to crawl the script-built site with rendering on, and one way to
+read a job's WARC records back, so the three files do not each carry a copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from tests.crawler import scriptsite
+from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.crawler.rawsite import serve
+
+Rendered = tuple[CrawlResult, int, list[tuple[str, str]]]
+
+
+def crawl_scriptsite(tmp_path: Path, name: str, render: str, **template: object) -> Rendered:
+    """Crawl ``scriptsite`` with ``render`` on; the result, the site's port and its requests."""
+    with serve(scriptsite.route) as site:
+        job = {
+            "job_id": 9,
+            "harvest_id": 3,
+            "seeds": [site.url(scriptsite.HOST, "/")],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 2,
+                "render": render,
+                "render_min_wait_s": 1.0,
+                "render_page_timeout_s": 20,
+                **template,
+            },
+            "resolve": {scriptsite.HOST: "127.0.0.1", scriptsite.CDN_HOST: "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / name, timeout=150)
+        return result, site.port, list(site.requests)
+
+
+def warc_records(result: CrawlResult) -> list:
+    """Every record of the job's data WARCs as (type, headers, body)."""
+    out = []
+    for warc in result.data_warcs():
+        with warc.open("rb") as fh:
+            for rec in ArchiveIterator(fh):
+                body = rec.content_stream().read()
+                out.append((rec.rec_type, dict(rec.rec_headers.headers), body))
+    return out

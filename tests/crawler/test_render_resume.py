@@ -1,0 +1,107 @@
+"""Rendered crawls that are interrupted or split: kill -9 during a render resumes without
+fetching or capturing anything twice, and a partitioned job renders its seeds and lists the
+screenshots in the merged job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from tests.crawler import scriptsite
+from tests.crawler.conftest import FAST_TEMPLATE, REPO, run_crawl
+from tests.crawler.rawsite import serve
+from tests.crawler.renderjobs import crawl_scriptsite, warc_records
+
+
+def test_a_partitioned_job_renders_and_lists_its_screenshots(tmp_path: Path) -> None:
+    """With ``processes`` 2 the seed's partition renders it; the merged job's WARCs hold the
+    screenshots and its reports list them."""
+    result, port, _ = crawl_scriptsite(tmp_path, "parts", "seeds", processes=2)
+    seed = f"http://{scriptsite.HOST}:{port}/"
+    assert "rendered" in result.line_for(seed)[11]
+    report = (result.out / "reports" / "screenshots-report.txt").read_text().splitlines()
+    assert report[0].startswith("[page] [kind]")
+    assert [ln.split()[:2] for ln in report[1:]] == [[seed, "viewport"], [seed, "full"]]
+    uris = {h["WARC-Target-URI"] for kind, h, _ in warc_records(result) if kind == "resource"}
+    assert uris == {f"urn:screenshot:{seed}", f"urn:screenshot-full:{seed}"}
+
+
+def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path) -> None:
+    """kill -9 while a page is being rendered: the browser dies with the crawler; the resumed
+    job neither fetches the page again nor loses its crawl.log line (render-interrupted), and
+    what the browser had captured is not captured again."""
+    import os
+    import signal
+    import time
+
+    from tests.crawler.rawsite import Raw
+
+    html = b"Content-Type: text/html"
+    page = (
+        b'<html><head><link rel="icon" href="data:,"></head><body><a href="/next.html">n</a>'
+        b"<script>var dot = String.fromCharCode(46), a = new Image();"
+        b" a.src = ['', 'first'].join('/') + dot + 'png'; document.body.appendChild(a);"
+        b"</script></body></html>"
+    )
+    routes = {
+        (None, "/"): Raw(page, [html]),
+        (None, "/first.png"): Raw(scriptsite.png(2, 2, (1, 1, 1)), [b"Content-Type: image/png"]),
+        (None, "/next.html"): Raw(b"<html><body>next</body></html>", [html]),
+    }
+    out = tmp_path / "killed"
+    with serve(routes) as site:
+        seed = site.url("kill.test", "/")
+        job = {
+            "job_id": 3,
+            "seeds": [seed],
+            # a long dwell: the render is still running when the crawler is killed
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 1,
+                "render": "seeds",
+                "render_min_wait_s": 60,
+                "render_page_timeout_s": 90,
+            },
+            "resolve": {"kill.test": "127.0.0.1"},
+        }
+        job_path = tmp_path / "killed-job.json"
+        job_path.write_text(json.dumps(job))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        crawl_log = out / "logs" / "crawl.log"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if crawl_log.exists() and "/first.png" in crawl_log.read_text():
+                break
+            time.sleep(0.2)
+        assert "/first.png" in crawl_log.read_text()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        profiles = str(out / "state" / "chromium")
+        deadline = time.time() + 15
+        while time.time() < deadline:  # the browser dies with the crawler (PDEATHSIG)
+            alive = subprocess.run(["pgrep", "-f", profiles], capture_output=True).stdout
+            if not alive:
+                break
+            time.sleep(0.3)
+        assert not alive, alive
+        job["template"]["render_min_wait_s"] = 0.5
+        job_path.write_text(json.dumps(job))
+        result = run_crawl(job, out, timeout=120)
+        asked = [p for _, p in site.requests]
+    assert asked.count("/") == 1 and asked.count("/first.png") == 1, asked
+    lines = Counter(f[3] for f in result.log_fields())
+    assert lines[seed] == 1 and lines[site.url("kill.test", "/first.png")] == 1, lines
+    assert "render-interrupted" in result.line_for(seed)[11].split(",")
+    assert result.line_for(site.url("kill.test", "/next.html"))[1] == "200"
+    responses = Counter(
+        h["WARC-Target-URI"] for kind, h, _ in warc_records(result) if kind == "response"
+    )
+    assert responses[seed] == 1 and responses[site.url("kill.test", "/first.png")] == 1
