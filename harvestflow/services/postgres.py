@@ -21,13 +21,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvestflow.services.process import ServiceError as ServiceError  # re-exported
+from harvestflow.services.process import read_pid
+
 log = logging.getLogger(__name__)
 
 SYSTEM_USER = "embedded_postgres"
-
-
-class ServiceError(RuntimeError):
-    """A service that cannot be started or reached, with the reason and where to look."""
 
 
 def _bin_dir() -> Path:
@@ -143,18 +142,8 @@ class EmbeddedPostgres:
         return True
 
     def pid(self) -> int | None:
-        pidfile = self.pgdata / "postmaster.pid"
-        try:
-            pid = int(pidfile.read_text().split("\n", 1)[0])
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return pid
-        return pid
+        # run as root the server belongs to ``embedded_postgres``: alive even if we may not signal it
+        return read_pid(self.pgdata / "postmaster.pid", other_owner_alive=True)
 
     def running(self) -> bool:
         return self.pid() is not None and port_open(self.host, self.port)

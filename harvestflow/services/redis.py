@@ -10,19 +10,16 @@ external broker (``[broker] url``) is never started or stopped, only checked.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import shutil
-import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from harvestflow.services.postgres import ServiceError, port_open
+from harvestflow.services.postgres import port_open
+from harvestflow.services.process import ServiceError, read_pid, stop_process_group, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +76,7 @@ class EmbeddedRedis:
         return f"redis://{self.host}:{self.port}/0"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        return read_pid(self.pidfile)
 
     def running(self) -> bool:
         return self.pid() is not None and ping(self.host, self.port)
@@ -141,38 +130,23 @@ class EmbeddedRedis:
         return True
 
     def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                raise ServiceError(
-                    f"redis-server exited with {proc.returncode}; see {self.logfile}"
-                )
-            if ping(self.host, self.port):
-                return
-            time.sleep(0.2)
-        raise ServiceError(f"redis-server did not answer on {self.url}; see {self.logfile}")
+        wait_until(
+            lambda: ping(self.host, self.port),
+            timeout_s,
+            proc=proc,
+            name="redis-server",
+            logfile=self.logfile,
+            not_ready=f"redis-server did not answer on {self.url}",
+            poll_s=0.2,
+        )
 
     def stop(self, timeout_s: float = 30) -> bool:
         """Stop the server (SIGTERM: it writes its append-only file and exits; SIGKILL after)."""
-        pid = self.pid()
-        if pid is None:
-            self.pidfile.unlink(missing_ok=True)
-            return False
-        log.info("stopping redis-server (pid %s)", pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            log.warning("redis-server did not stop in %ss, killing it", timeout_s)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        self.pidfile.unlink(missing_ok=True)
-        return True
+        return stop_process_group(
+            self.pid(),
+            self.pidfile,
+            name="redis-server",
+            timeout_s=timeout_s,
+            poll_s=0.1,
+            logger=log,
+        )

@@ -9,19 +9,17 @@ is detached (own session) so that it outlives the command that started it; its p
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvestflow.services.postgres import ServiceError, port_open
+from harvestflow.services.postgres import port_open
+from harvestflow.services.process import ServiceError, read_pid, stop_process_group, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +77,7 @@ class EmbeddedSeaweedFS:
         return path
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        return read_pid(self.pidfile)
 
     def running(self) -> bool:
         return self.pid() is not None and port_open(self.host, self.s3_port)
@@ -171,48 +161,32 @@ class EmbeddedSeaweedFS:
         return True
 
     def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+        wait_until(
+            self._s3_answers,
+            timeout_s,
+            proc=proc,
+            name="SeaweedFS",
+            logfile=self.logfile,
+            not_ready=f"SeaweedFS S3 did not answer on {self.endpoint_url}",
+            poll_s=0.3,
+        )
+
+    def _s3_answers(self) -> bool:
         import urllib.error
         import urllib.request
 
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if proc is not None and proc.poll() is not None:
-                raise ServiceError(f"SeaweedFS exited with {proc.returncode}; see {self.logfile}")
-            if port_open(self.host, self.s3_port):
-                try:
-                    urllib.request.urlopen(self.endpoint_url + "/", timeout=2)
-                    return
-                except urllib.error.HTTPError:
-                    return  # 403 without credentials: the gateway is up
-                except OSError:
-                    pass
-            time.sleep(0.3)
-        raise ServiceError(
-            f"SeaweedFS S3 did not answer on {self.endpoint_url}; see {self.logfile}"
-        )
+        if not port_open(self.host, self.s3_port):
+            return False
+        try:
+            urllib.request.urlopen(self.endpoint_url + "/", timeout=2)
+            return True
+        except urllib.error.HTTPError:
+            return True  # 403 without credentials: the gateway is up
+        except OSError:
+            return False
 
     def stop(self, timeout_s: float = 45) -> bool:
         """Stop the server (SIGTERM to its process group, SIGKILL after timeout)."""
-        pid = self.pid()
-        if pid is None:
-            self.pidfile.unlink(missing_ok=True)
-            return False
-        log.info("stopping SeaweedFS (pid %s)", pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-                # reap if it is our child
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-            except ProcessLookupError:
-                break
-            time.sleep(0.2)
-        else:
-            log.warning("SeaweedFS did not stop in %ss, killing it", timeout_s)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        self.pidfile.unlink(missing_ok=True)
-        return True
+        return stop_process_group(
+            self.pid(), self.pidfile, name="SeaweedFS", timeout_s=timeout_s, poll_s=0.2, logger=log
+        )

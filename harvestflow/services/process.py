@@ -1,0 +1,106 @@
+"""Lifecycle of a detached service process: its pid file, the wait until it answers, its stop.
+
+Why one module: the embedded Redis and SeaweedFS servers (and PostgreSQL's pid check) are run
+the same way — started in their own session, pid kept in a file beside their data, stopped by
+signalling the whole process group — and that logic had been copied from file to file.
+Each caller keeps its own messages, timeouts and poll intervals; only the mechanics live here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class ServiceError(RuntimeError):
+    """A service that cannot be started or reached, with the reason and where to look."""
+
+
+def read_pid(pidfile: Path, *, other_owner_alive: bool = False) -> int | None:
+    """The pid on the first line of ``pidfile`` if that process is alive, else None.
+
+    ``other_owner_alive``: treat a process we may not signal (another user's, e.g. PostgreSQL
+    run as ``embedded_postgres``) as alive; otherwise the PermissionError propagates.
+    """
+    try:
+        pid = int(pidfile.read_text().strip().split("\n", 1)[0])
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        if other_owner_alive:
+            return pid
+        raise
+    return pid
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    timeout_s: float,
+    *,
+    proc: subprocess.Popen[bytes] | None,
+    name: str,
+    logfile: Path,
+    not_ready: str,
+    poll_s: float,
+) -> None:
+    """Poll ``ready()`` until it is true; ServiceError if ``proc`` exits or time runs out.
+
+    The errors read "<name> exited with <code>; see <logfile>" and "<not_ready>; see <logfile>".
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise ServiceError(f"{name} exited with {proc.returncode}; see {logfile}")
+        if ready():
+            return
+        time.sleep(poll_s)
+    raise ServiceError(f"{not_ready}; see {logfile}")
+
+
+def stop_process_group(
+    pid: int | None,
+    pidfile: Path,
+    *,
+    name: str,
+    timeout_s: float,
+    poll_s: float,
+    logger: logging.Logger = log,
+) -> bool:
+    """SIGTERM the process group led by ``pid``, SIGKILL it after ``timeout_s``; drop the pid file.
+
+    False when there was no live process (the stale pid file is removed all the same). The
+    leader is reaped when it is our child, so that it does not linger as a zombie.
+    """
+    if pid is None:
+        pidfile.unlink(missing_ok=True)
+        return False
+    logger.info("stopping %s (pid %s)", name, pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        except ProcessLookupError:
+            break
+        time.sleep(poll_s)
+    else:
+        logger.warning("%s did not stop in %ss, killing it", name, timeout_s)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    pidfile.unlink(missing_ok=True)
+    return True
