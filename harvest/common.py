@@ -72,34 +72,3 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def tsv_field(value: str) -> str:
-    """A value made safe for one TSV column: backslash, tab, CR, LF and other control
-    characters escaped (``\\t``, ``\\x00``), so no value can add or shift a column or line.
-
-    Why here: the harvest package's TSV outputs (DNS check results, preload and selection
-    rejects) hold what people and servers wrote; one escaping for all of them. A byte read
-    with ``surrogateescape`` that was not UTF-8 comes out as ``\\xNN``, never as a lone
-    surrogate that would fail the write.
-    """
-    out = []
-    for char in value.replace("\\", "\\\\"):
-        if char == "\t":
-            out.append("\\t")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8 (surrogateescape)
-            out.append(f"\\x{ord(char) - 0xDC00:02x}")
-        elif (
-            ord(char) < 32
-            or 0x7F <= ord(char) < 0xA0
-            or char in "\u2028\u2029"
-            or "\ud800" <= char <= "\udfff"
-        ):
-            out.append(f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "".join(out)

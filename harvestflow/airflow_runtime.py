@@ -153,6 +153,24 @@ def prepare(settings: Settings) -> None:
     ensure_login(settings)
 
 
+def spawn_logged(cmd: list[str], env: dict[str, str], logfile: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in a process group of its own, stdout and stderr appended to ``logfile``.
+
+    Why its own group: stopping a component (or a local worker) signals the whole group, never
+    the ``up`` process that started it. The parent closes its copy of the log file at once;
+    the child keeps its own.
+    """
+    with open(logfile, "ab") as out:
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
 @dataclass
 class AirflowProcesses:
     """The four components, each in its own process group, logging to its own file."""
@@ -168,16 +186,9 @@ class AirflowProcesses:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = airflow_env(self.settings)
         for name, extra in COMPONENTS.items():
-            logfile = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-            self.procs[name] = subprocess.Popen(
-                [airflow_bin(), name, *extra],
-                env=env,
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+            self.procs[name] = spawn_logged(
+                [airflow_bin(), name, *extra], env, self.log_dir / f"{name}.log"
             )
-            logfile.close()
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]

@@ -140,21 +140,18 @@ class LocalWorkers:
         return self.settings.airflow_home / "logs" / "components"
 
     def start(self) -> None:
+        from harvestflow.airflow_runtime import spawn_logged
+
         self.log_dir.mkdir(parents=True, exist_ok=True)
         conc = int(self.settings["airflow"].get("worker_concurrency", 4))
         host = socket.gethostname()
         for i in range(1, self.count + 1):
             name = f"worker{i}@{host}"
-            logfile = open(self.log_dir / f"worker-{i}.log", "ab")  # noqa: SIM115 - the child's
-            self.procs[name] = subprocess.Popen(
+            self.procs[name] = spawn_logged(
                 worker_command(all_queues(self.settings), name, conc, serve_logs=False),
-                env=worker_env(self.settings, name),
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                worker_env(self.settings, name),
+                self.log_dir / f"worker-{i}.log",
             )
-            logfile.close()
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from harvest.common import tsv_field
+from harvestflow.formats.fields import tsv_field
 
 ACTIVE = "active"
 FAILED = "failed"

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvest.common import tsv_field
 from harvest.preload.dnsbase import format_result, timed_out
 from harvest.preload.dnswire import (
     DnsChecker,
@@ -32,6 +31,7 @@ from harvest.preload.dnswire import (
     read_hosts_file,
 )
 from harvest.preload.normalise import RejectedDomain, normalise_host
+from harvestflow.formats.fields import tsv_field
 from harvestflow.progress import Progress
 
 log = logging.getLogger(__name__)

@@ -29,9 +29,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import tsv_field
 from harvest.preload.normalise import RejectedDomain, domain_of_url, normalise_host
 from harvest.preload.store import copy_upsert, engine_for, ensure_run, preload_settings, run_dir
+from harvestflow.formats.fields import tsv_field
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 

@@ -25,13 +25,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from harvest.common import engine_or_default, tsv_field
+from harvest.common import engine_or_default
 from harvest.domains import registrable_domain
 from harvest.selection import urlcheck
 from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import RecordError, SelectionRecord, read_csv
 from harvest.selection.urlcheck import Resolver, UrlCheck
+from harvestflow.formats.fields import tsv_field
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harvestflow.formats.crawllog import parse_line, split_line
-from harvestflow.formats.fields import MAX_FIELD_CHARS, clean_field
+from harvestflow.formats.fields import MAX_FIELD_CHARS, clean_field, tsv_field
 from tests.crawler.test_crawllog_readers import EXTRA_INFO, FORGED, GOOD, HOSTILE
 
 
@@ -32,3 +32,13 @@ def test_the_field_rule_names_forged_lines() -> None:
     assert "13 fields" in split_line(GOOD + " extra")[1]
     assert "11 fields" in split_line(GOOD.rsplit(" ", 1)[0])[1]
     assert parse_line(FORGED) is None
+
+
+def test_tsv_field_keeps_one_column_and_one_line() -> None:
+    assert tsv_field("a b,c") == "a b,c"  # spaces and commas are data in a TSV column
+    assert tsv_field("a\tb\nc\rd") == "a\\tb\\nc\\rd"
+    assert tsv_field("a\\tb") == "a\\\\tb"  # a literal backslash cannot fake an escape
+    assert tsv_field("a\x00\x7f\x85b") == "a\\x00\\x7f\\x85b"
+    assert tsv_field("a\u2028b\u2029") == "a\\u2028b\\u2029"
+    assert tsv_field(b"caf\xe9".decode("utf-8", "surrogateescape")) == "caf\\xe9"
+    assert tsv_field("caf\u00e9") == "caf\u00e9"
