@@ -48,6 +48,64 @@ JOB_LEASE_ENV = "HARVESTFLOW_JOB_LEASE"
 POLL_S = 0.25  # a host held by another crawler (fetching) is asked again after this
 
 
+# The statements, built once (the host ones run twice per fetch).
+_TAKE_HOST = sa.text(
+    "INSERT INTO host_leases (host, next_fetch_at, holder, held_until)"
+    " VALUES (:h, clock_timestamp(), :me,"
+    "         clock_timestamp() + make_interval(secs => :hold))"
+    " ON CONFLICT (host) DO UPDATE SET holder = EXCLUDED.holder,"
+    "     held_until = EXCLUDED.held_until"
+    " WHERE host_leases.next_fetch_at <= clock_timestamp()"
+    "   AND (host_leases.held_until IS NULL"
+    "        OR host_leases.held_until < clock_timestamp())"
+    " RETURNING holder"
+)
+_HOST_STATE = sa.text(
+    "SELECT EXTRACT(EPOCH FROM next_fetch_at - clock_timestamp()) AS wait,"
+    " held_until > clock_timestamp() AS held FROM host_leases WHERE host = :h"
+)
+_GIVE_BACK_HOST = sa.text(
+    "UPDATE host_leases SET holder = NULL, held_until = NULL,"
+    " next_fetch_at = clock_timestamp() + make_interval(secs => :d)"
+    " WHERE host = :h AND holder = :me"
+)
+_TAKE_JOB = sa.text(
+    "INSERT INTO job_leases (job_id, holder, expires_at)"
+    " VALUES (:j, :me, clock_timestamp() + make_interval(secs => :ttl))"
+    " ON CONFLICT (job_id) DO UPDATE SET holder = EXCLUDED.holder,"
+    "     acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp(),"
+    "     expires_at = EXCLUDED.expires_at"
+    " WHERE job_leases.expires_at < clock_timestamp()"
+    "    OR job_leases.holder = EXCLUDED.holder"
+    " RETURNING holder"
+)
+_JOB_STATE = sa.text("SELECT holder, heartbeat_at, expires_at FROM job_leases WHERE job_id = :j")
+_HEARTBEAT_JOB = sa.text(
+    "UPDATE job_leases SET heartbeat_at = clock_timestamp(),"
+    " expires_at = clock_timestamp() + make_interval(secs => :ttl)"
+    " WHERE job_id = :j AND holder = :me"
+)
+_RELEASE_JOB = sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me")
+
+
+def _take_or_state(
+    engine: sa.Engine, take: sa.TextClause, state: sa.TextClause, params: dict[str, Any]
+) -> sa.Row[Any] | None:
+    """Run ``take`` (an upsert RETURNING a row when it took the lease); None when it did, else
+    the lease's current row read by ``state`` in the same transaction (who holds it, until when).
+    """
+    with engine.begin() as conn:
+        if conn.execute(take, params).first() is not None:
+            return None
+        return conn.execute(state, params).one()
+
+
+def _update(engine: sa.Engine, stmt: sa.TextClause, params: dict[str, Any]) -> int:
+    """Run one statement in its own transaction; the number of rows it touched."""
+    with engine.begin() as conn:
+        return conn.execute(stmt, params).rowcount
+
+
 class LeaseHeld(RuntimeError):
     """The job's lease is held by another live crawler."""
 
@@ -90,45 +148,21 @@ class HostLeases:
 
     def try_take(self, host: str) -> float:
         """0.0 when this crawler now holds ``host``; else seconds to wait before asking again."""
-        with self.engine.begin() as conn:
-            taken = conn.execute(
-                sa.text(
-                    "INSERT INTO host_leases (host, next_fetch_at, holder, held_until)"
-                    " VALUES (:h, clock_timestamp(), :me,"
-                    "         clock_timestamp() + make_interval(secs => :hold))"
-                    " ON CONFLICT (host) DO UPDATE SET holder = EXCLUDED.holder,"
-                    "     held_until = EXCLUDED.held_until"
-                    " WHERE host_leases.next_fetch_at <= clock_timestamp()"
-                    "   AND (host_leases.held_until IS NULL"
-                    "        OR host_leases.held_until < clock_timestamp())"
-                    " RETURNING holder"
-                ),
-                {"h": host, "me": self.holder, "hold": self.hold_s},
-            ).first()
-            if taken is not None:
-                return 0.0
-            row = conn.execute(
-                sa.text(
-                    "SELECT EXTRACT(EPOCH FROM next_fetch_at - clock_timestamp()) AS wait,"
-                    " held_until > clock_timestamp() AS held FROM host_leases WHERE host = :h"
-                ),
-                {"h": host},
-            ).one()
+        row = _take_or_state(
+            self.engine,
+            _TAKE_HOST,
+            _HOST_STATE,
+            {"h": host, "me": self.holder, "hold": self.hold_s},
+        )
+        if row is None:
+            return 0.0
         if row.held:
             return POLL_S
         return max(float(row.wait or 0.0), 0.01)
 
     def give_back(self, host: str, delay_s: float) -> None:
         """Release ``host``: its next fetch (by anyone) no sooner than ``delay_s`` from now."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                sa.text(
-                    "UPDATE host_leases SET holder = NULL, held_until = NULL,"
-                    " next_fetch_at = clock_timestamp() + make_interval(secs => :d)"
-                    " WHERE host = :h AND holder = :me"
-                ),
-                {"h": host, "d": delay_s, "me": self.holder},
-            )
+        _update(self.engine, _GIVE_BACK_HOST, {"h": host, "d": delay_s, "me": self.holder})
 
 
 class HostLeaseMiddleware:
@@ -235,28 +269,10 @@ class JobLeases:
 
     def acquire(self, job_id: int, holder: str) -> None:
         """Take the job's lease, or raise :class:`LeaseHeld` naming the live holder."""
-        with self.engine.begin() as conn:
-            got = conn.execute(
-                sa.text(
-                    "INSERT INTO job_leases (job_id, holder, expires_at)"
-                    " VALUES (:j, :me, clock_timestamp() + make_interval(secs => :ttl))"
-                    " ON CONFLICT (job_id) DO UPDATE SET holder = EXCLUDED.holder,"
-                    "     acquired_at = clock_timestamp(), heartbeat_at = clock_timestamp(),"
-                    "     expires_at = EXCLUDED.expires_at"
-                    " WHERE job_leases.expires_at < clock_timestamp()"
-                    "    OR job_leases.holder = EXCLUDED.holder"
-                    " RETURNING holder"
-                ),
-                {"j": job_id, "me": holder, "ttl": self.ttl_s},
-            ).first()
-            if got is not None:
-                return
-            row = conn.execute(
-                sa.text(
-                    "SELECT holder, heartbeat_at, expires_at FROM job_leases WHERE job_id = :j"
-                ),
-                {"j": job_id},
-            ).one()
+        params = {"j": job_id, "me": holder, "ttl": self.ttl_s}
+        row = _take_or_state(self.engine, _TAKE_JOB, _JOB_STATE, params)
+        if row is None:
+            return
         raise LeaseHeld(
             f"job {job_id} is being crawled by {row.holder} (last heartbeat {row.heartbeat_at}, "
             f"lease until {row.expires_at}); not starting a second crawler"
@@ -264,23 +280,11 @@ class JobLeases:
 
     def heartbeat(self, job_id: int, holder: str) -> bool:
         """Extend the lease; False when it is no longer ours (another crawler took over)."""
-        with self.engine.begin() as conn:
-            res = conn.execute(
-                sa.text(
-                    "UPDATE job_leases SET heartbeat_at = clock_timestamp(),"
-                    " expires_at = clock_timestamp() + make_interval(secs => :ttl)"
-                    " WHERE job_id = :j AND holder = :me"
-                ),
-                {"j": job_id, "me": holder, "ttl": self.ttl_s},
-            )
-        return res.rowcount == 1
+        params = {"j": job_id, "me": holder, "ttl": self.ttl_s}
+        return _update(self.engine, _HEARTBEAT_JOB, params) == 1
 
     def release(self, job_id: int, holder: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me"),
-                {"j": job_id, "me": holder},
-            )
+        _update(self.engine, _RELEASE_JOB, {"j": job_id, "me": holder})
 
 
 class JobLeaseHeartbeat:

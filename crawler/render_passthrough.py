@@ -9,42 +9,24 @@ resolver), with the job's User-Agent, and handed to the browser only; nothing of
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Collection
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from crawler.render_proxy import ProxyRequest, ProxyResponse
+from harvestflow.pinned_resolver import PinnedResolver
 
 
-class MappedResolver(AbstractResolver):
+class MappedResolver(PinnedResolver):
     """The job's host → address map first (like the crawler's resolver), then the system's."""
 
     def __init__(self, mapping: dict[str, str]) -> None:
+        super().__init__()
         self.mapping = {k.lower(): v for k, v in mapping.items()}
-        self.system = aiohttp.ThreadedResolver()
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
+    def pinned(self, host: str, port: int) -> tuple[str, int] | None:
         ip = self.mapping.get(host.lower())
-        if ip is None:
-            return await self.system.resolve(host, port, family)
-        fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": ip,
-                "port": port,
-                "family": fam,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
-
-    async def close(self) -> None:
-        await self.system.close()
+        return None if ip is None else (ip, port)
 
 
 class Passthrough:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,7 +24,7 @@ from urllib.parse import urljoin
 
 import aiohttp
 import sqlalchemy as sa
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver
 from sqlalchemy.engine import Engine
 
 from harvest.preload.dnscheck import dns_settings, read_domain_lines
@@ -33,6 +32,7 @@ from harvest.preload.dnstask import check_and_store
 from harvest.preload.dnswire import parse_nameserver, read_hosts_file
 from harvest.preload.normalise import RejectedDomain, domain_of_url
 from harvest.preload.store import copy_upsert, engine_for, preload_settings
+from harvestflow.pinned_resolver import PinnedResolver
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 
@@ -42,7 +42,7 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ProbeRow = tuple[str, int | None, str | None, str | None]
 
 
-class _StaticResolver(AbstractResolver):
+class _StaticResolver(PinnedResolver):
     """Resolves from a hosts map and/or sends every connection to one ``host:port``.
 
     ``connect_to`` works like curl's ``--connect-to``: the URL (and Host header) stay as they
@@ -50,32 +50,15 @@ class _StaticResolver(AbstractResolver):
     """
 
     def __init__(self, hosts: dict[str, str], connect_to: tuple[str, int] | None) -> None:
+        super().__init__()
         self.hosts = hosts
         self.connect_to = connect_to
-        self.fallback = aiohttp.ThreadedResolver()
 
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        address = self.hosts.get(host.lower().rstrip("."))
+    def pinned(self, host: str, port: int) -> tuple[str, int] | None:
         if self.connect_to is not None:
-            address, port = self.connect_to[0], self.connect_to[1]
-        if address is None:
-            return await self.fallback.resolve(host, port, family)
-        fam = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [
-            {
-                "hostname": host,
-                "host": address,
-                "port": port,
-                "family": fam,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-        ]
-
-    async def close(self) -> None:
-        await self.fallback.close()
+            return self.connect_to
+        address = self.hosts.get(host.lower().rstrip("."))
+        return None if address is None else (address, port)
 
 
 def seeds_to_probe(domain: str, specific: list[str]) -> list[str]:

@@ -20,7 +20,7 @@ from urllib.request import parse_http_list, parse_keqv_list
 import pytest
 import sqlalchemy as sa
 
-from harvestflow.credentials import refs_for_job
+from harvestflow.credentials import CredentialRef, refs_for_job
 from tests.crawler.conftest import REPO, make_job, run_crawl
 from tests.crawler.minisite import MiniSite, Reply, Served
 
@@ -144,6 +144,25 @@ def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     )
 
 
+def _set_form_login(db_engine: sa.Engine, m: _Members) -> list[CredentialRef]:
+    """Store the form login of www.members.test through the CLI; the job's credential refs."""
+    done = _cli(
+        "set",
+        WWW,
+        "--kind",
+        "form",
+        "--username",
+        USER,
+        "--password-stdin",
+        "--login-url",
+        m.u(WWW, "/login"),
+        stdin=PASSWORD + "\n",
+    )
+    assert done.returncode == 0, done.stderr
+    with db_engine.connect() as conn:
+        return refs_for_job(conn, 2, ["members.test"])
+
+
 def _all_bytes(path) -> bytes:  # type: ignore[no-untyped-def]
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
@@ -232,21 +251,7 @@ def test_warcs_with_redacted_requests_are_valid(db_engine, members, tmp_path):
     from tests.crawler.conftest import ORACLE_BIN
 
     m = members
-    done = _cli(
-        "set",
-        WWW,
-        "--kind",
-        "form",
-        "--username",
-        USER,
-        "--password-stdin",
-        "--login-url",
-        m.u(WWW, "/login"),
-        stdin=PASSWORD + "\n",
-    )
-    assert done.returncode == 0, done.stderr
-    with db_engine.connect() as conn:
-        refs = refs_for_job(conn, 2, ["members.test"])
+    refs = _set_form_login(db_engine, m)
     job = make_job(
         m.site, [m.u(WWW, "/members/")], {"max_hops": 1}, credentials=[r.__dict__ for r in refs]
     )
@@ -268,21 +273,7 @@ def test_a_form_session_that_ends_is_opened_again(db_engine, tmp_path):
     in again and every page is captured; the login is not repeated for nothing."""
     m = _Members(session_pages=2)
     try:
-        done = _cli(
-            "set",
-            WWW,
-            "--kind",
-            "form",
-            "--username",
-            USER,
-            "--password-stdin",
-            "--login-url",
-            m.u(WWW, "/login"),
-            stdin=PASSWORD + "\n",
-        )
-        assert done.returncode == 0, done.stderr
-        with db_engine.connect() as conn:
-            refs = refs_for_job(conn, 2, ["members.test"])
+        refs = _set_form_login(db_engine, m)
         job = make_job(
             m.site,
             [m.u(WWW, "/members/")],
