@@ -66,6 +66,18 @@ def _next_start(mm: mmap.mmap, after: int, gz: bool) -> int | None:
         pos += 1
 
 
+def _member_ended(it: ArchiveIterator) -> bool:
+    """Whether the gzip member just read ended with its trailer.
+
+    warcio goes quietly past a member that never ends: a member cut in the middle of a file is
+    decoded on into the next member's bytes, and a zlib error is written to stderr and read as
+    the end of the data. Either way the decompressor has not reached the member's end, and the
+    record, however whole it looks, is not the one that was written.
+    """
+    decompressor = getattr(it.reader, "decompressor", None)
+    return decompressor is None or bool(getattr(decompressor, "eof", True))
+
+
 def read_records(
     path: Path, start: int, want: Callable[[ArcWarcRecord], bool], max_payload: int
 ) -> Iterator[Record | Damage]:
@@ -97,15 +109,22 @@ def read_records(
                             raise EOFError(
                                 f"record cut short: {missing} bytes of its block missing"
                             )
+                        if gz and not _member_ended(it):
+                            raise EOFError("the record's gzip member does not end (cut or damaged)")
                         in_record = False
                         yield Record(current, rec, payload, truncated)
-                    # warcio ends quietly when the file ends inside a record's headers
+                    # warcio ends quietly when a record's headers cannot be read: the file ends
+                    # inside them, or a cut member runs on into the next one's bytes
                     if it.offset < size and mm[it.offset : size].strip(b"\r\n\t "):
-                        missing = size - it.offset
-                        why = (
-                            f"file ends inside a record ({missing} bytes after the last whole one)"
-                        )
-                        yield Damage(it.offset, why, None)
+                        nxt = _next_start(mm, it.offset, gz)
+                        if nxt is None:
+                            missing = size - it.offset
+                            why = f"file ends inside a record ({missing} bytes after the last whole one)"
+                        else:
+                            why = "EOFError: the record's headers could not be read"
+                        yield Damage(it.offset, why, nxt)
+                        pos = nxt
+                        continue
                     return
                 except _READ_ERRORS as exc:
                     # damage inside the record being read, or in the headers of the next one
