@@ -17,11 +17,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from harvestflow.settings import PROJECT_ROOT, get_settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-TEMPLATES_DIR = PROJECT_ROOT / "config" / "templates"
+TEMPLATES_DIR = data_path("config", "templates")
 
 # Keys of a template spec and where their defaults come from ([crawler] settings or here).
 _CRAWLER_KEYS = (

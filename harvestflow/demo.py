@@ -24,12 +24,13 @@ import sqlalchemy as sa
 
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
+from harvestflow.package_data import data_path
 from harvestflow.samplesite_service import start_sample_site
-from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
+from harvestflow.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-DEMO_DATA = PROJECT_ROOT / "config" / "demo"
+DEMO_DATA = data_path("config", "demo")
 
 
 def demo_preload_conf(settings: Settings, site_port: int) -> dict[str, Any]:

@@ -23,15 +23,15 @@ import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from harvestflow.package_data import data_path
 from harvestflow.samplesite import routes
 
 log = logging.getLogger(__name__)
 
-SITES_DIR = Path(__file__).resolve().parent / "sites"
+SITES_DIR = data_path("harvestflow.samplesite", "sites")
 TEXT_SUFFIXES = {".html", ".css", ".js", ".txt", ".xml"}
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
