@@ -26,7 +26,15 @@ def data_path(package: str, *parts: str) -> Path:
     unpacked, so the package's resources are files. A package imported from a zip archive is
     refused by name rather than giving a path that does not exist.
     """
-    root = resources.files(package)
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError as exc:
+        # an editable install made before sql/config/dags/plugins became packages maps only
+        # the packages it knew: say how to fix it rather than fail somewhere later
+        raise PackageDataError(
+            f"package {package!r} not found: the harvestflow install predates it;"
+            " run `pip install -e .` (or `./run`, which does) in the checkout"
+        ) from exc
     if not isinstance(root, Path):
         raise PackageDataError(
             f"package {package!r} is not installed as files on disk ({root!r}):"

@@ -339,3 +339,11 @@ def test_installed_cli_crawls_a_loopback_site(installed: Installed) -> None:
                 if r.rec_type == "response"
             }
     assert seed in targets
+
+
+def test_a_package_the_install_does_not_know_is_named_with_the_fix() -> None:
+    """An editable install older than the data packages maps none of them: say what to run."""
+    from harvestflow.package_data import PackageDataError, data_path
+
+    with pytest.raises(PackageDataError, match=r"'hf_no_such_data'.*pip install -e \."):
+        data_path("hf_no_such_data", "x.toml")
