@@ -70,7 +70,7 @@ def job_domains(conn: Connection, job: Any) -> list[dict[str, Any]]:
 
 
 def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> dict[str, Any]:
-    """The job spec (job.json) of a jobs row: see the contract in the brief / ARCHITECTURE §4.
+    """The job spec (job.json) of a jobs row: its keys are listed in docs/architecture.md.
 
     Credentials of the job's domains are given by reference only (no secret in job.json): the
     crawler reads them decrypted at run time (harvestflow/credentials.py).

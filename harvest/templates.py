@@ -1,6 +1,6 @@
 """Crawl templates (the equivalent of Heritrix order files) from reviewed files in config/.
 
-Why files: templates are reviewed, versioned configuration (ARCHITECTURE §7); the database keeps
+Why files: templates are reviewed, versioned configuration (like all of config/); the DB keeps
 a copy (``templates.spec``) because a job freezes the template it was generated with, and jobs
 reference templates by name. Missing keys take the [crawler] defaults of the settings, so a
 template only says what differs.

@@ -1,7 +1,7 @@
 """Names of the codes the QA reports show (Heritrix statuses, NetarchiveSuite enumerations).
 
 Why: curators read "DNS lookup failed" faster than "-6"; keeping the names beside the numbers,
-exactly as REFERENCE.md lists them, lets people who know Heritrix and NetarchiveSuite recognise
+exactly as Heritrix and NetarchiveSuite name them, lets people who know Heritrix and NetarchiveSuite recognise
 their own vocabulary.
 """
 

@@ -9,7 +9,7 @@ in chunks of bounded size (peak memory does not grow with the log). All per-valu
 (lower-casing hosts, stripping ports, public-suffix look-ups) happens afterwards on the few
 distinct values, never per line.
 
-Heritrix right-aligns the status in 5 columns and the size in 10 (REFERENCE §1), so those two
+Heritrix right-aligns the status in 5 columns and the size in 10 (its crawl.log format), so those two
 fields are read at fixed offsets and only the 9 single-space-separated fields after them are
 split. Lines that do not follow that layout (hand-edited logs, sizes over 10 digits) take a slow
 but tolerant Python path (qa.crawlline); lines that cannot be parsed at all (truncated, garbage,

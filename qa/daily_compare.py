@@ -3,7 +3,7 @@ harvest definition's run of the day against its previous run, and the day agains
 a year before.
 
 Why in the daily report: curators read the report and its copy in the DB (shown in the
-Airflow UI), not a CLI; the issue's comparisons belong beside the figures they compare.
+Airflow UI), not a CLI; the comparisons belong beside the figures they compare.
 ``harvestflow qa compare years|kinds|runs`` (qa.compare) still gives any period on demand.
 
 Why these three and not, say, year-to-date: a day's files must depend only on inputs that are

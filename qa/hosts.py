@@ -4,8 +4,8 @@ Why: QA figures are per domain (the unit of budgets and of NetarchiveSuite's his
 top-level domain (the BnF's ".fr vs .com" shares). The crawl-log pass keeps the raw authority
 (``user@Host:port``, or ``dns:host`` for DNS lines); this module cleans the *distinct* values
 only, so the public-suffix look-up runs once per host, not once per line. The rules come from
-tldextract's bundled public-suffix snapshot, never from the network (ARCHITECTURE §2: nothing
-is downloaded at run time). Names under a suffix the list does not know (``.test``, ``.local``, intranet
+tldextract's bundled public-suffix snapshot, never from the network (nothing is downloaded
+at run time). Names under a suffix the list does not know (``.test``, ``.local``, intranet
 names) fall back to "last label = TLD, last two labels = domain", so test crawls on loopback
 still group sensibly.
 """

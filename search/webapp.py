@@ -1,8 +1,8 @@
 """The search page: a small read-only FastAPI app (query box, results, facets, paging).
 
-Why an app of its own, not a curator page: readers use it, inside the access service of issue 18
-(which mounts it beside replay and supplies its access rules and sign-in); curators can mount it
-in Airflow like the curator views. Until then it is built by :func:`create_app` and tested alone.
+Why an app of its own, not a curator page: readers use it, inside the access service (access/,
+which is to mount it beside replay and supply its access rules and sign-in); curators can mount
+it in Airflow like the curator views. Until then it is built by :func:`create_app` and tested alone.
 
 Each result links into replay of that very capture (``<replay>/all/<timestamp>/<url>``) and to
 the calendar of all captures of its URL (``<replay>/all/*/<url>``). The access rules come from
