@@ -20,9 +20,9 @@ from pathlib import Path
 
 from crawler.crawllog import parse_line
 from crawler.state import CrawlState
-from crawler.urls import canonical_key, host_of
 from harvestflow.formats.crawllog import split_line
 from harvestflow.formats.fields import clean_field
+from harvestflow.formats.urls import canonical_key, host_of
 
 log = logging.getLogger(__name__)
 
