@@ -56,7 +56,7 @@ FIELDS = (
 FIELD_COUNT = len(FIELDS)
 # one annotation (an error message is part of some) is cut at this many characters
 MAX_ANNOTATION_CHARS = 200
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+_is_time = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d").match
 
 
 def is_extra_info(field: str) -> bool:
@@ -103,11 +103,7 @@ def fetch_field(start: dt.datetime | None, duration_ms: int | None) -> str | Non
     return f"{stamp}+{duration_ms or 0}"
 
 
-def _dash(value: str) -> str | None:
-    return None if value == "-" else value
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CrawlLogLine:
     """One crawl.log line. ``None`` (``""`` for ``hops``, ``()`` for ``annotations``) is the
     ``-`` Heritrix writes for a missing value; values read are kept as written."""
@@ -131,11 +127,11 @@ class CrawlLogLine:
         """(the line, '') or (None, why it is not a crawl.log line) — for readers that name
         their bad lines."""
         parts = line.split()
-        why = field_count_error(parts)
-        if why:
-            return None, why
+        n = len(parts)
+        if n != FIELD_COUNT and not (n == FIELD_COUNT + 1 and is_extra_info(parts[-1])):
+            return None, field_count_error(parts)
         time, status_s, size_s = parts[0], parts[1], parts[2]
-        if not _TIME.match(time):
+        if not _is_time(time):
             return None, "first field is not an ISO timestamp"
         try:
             status = int(status_s)
@@ -148,20 +144,21 @@ class CrawlLogLine:
             except ValueError:
                 return None, f"size {size_s[:20]!r} is not an integer"
         notes = parts[11]
+        # positional, in field order: this runs once per line of logs of millions of lines
         return cls(
-            time=time,
-            status=status,
-            size=size,
-            url=parts[3],
-            hops="" if parts[4] == "-" else parts[4],
-            via=_dash(parts[5]),
-            mime=_dash(parts[6]),
-            thread=parts[7],
-            fetch=_dash(parts[8]),
-            digest=_dash(parts[9]),
-            seed=_dash(parts[10]),
-            annotations=() if notes == "-" else tuple(notes.split(",")),
-            extra_info=parts[12] if len(parts) > FIELD_COUNT else None,
+            time,
+            status,
+            size,
+            parts[3],
+            "" if parts[4] == "-" else parts[4],
+            None if parts[5] == "-" else parts[5],
+            None if parts[6] == "-" else parts[6],
+            parts[7],
+            None if parts[8] == "-" else parts[8],
+            None if parts[9] == "-" else parts[9],
+            None if parts[10] == "-" else parts[10],
+            () if notes == "-" else tuple(notes.split(",")),
+            parts[12] if len(parts) > FIELD_COUNT else None,
         ), ""
 
     @classmethod
