@@ -35,8 +35,8 @@ from crawler import records
 from crawler.context import Capture, CrawlContext
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.redact import redact_request
-from crawler.urls import canonical_key, host_of
 from harvestflow.formats.cdx import CdxEntry, http_mime
+from harvestflow.formats.urls import canonical_key, host_of
 
 log = logging.getLogger(__name__)
 

@@ -49,8 +49,8 @@ from w3lib.http import basic_auth_header
 
 from crawler.errors import Refused
 from crawler.redact import REDACTED
-from crawler.urls import host_of
 from harvestflow.credentials import CredentialError, Secret, load_secrets
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -37,7 +37,7 @@ from crawler.cdp import Browser, CdpError
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
-from crawler.urls import canonical_key, host_of, without_fragment
+from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
     import scrapy

@@ -19,7 +19,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crawler.jobspec import JobSpec
-from crawler.urls import canonical_key, host_of, registrable_domain
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.urls import canonical_key, host_of
 
 # Heritrix fetch status codes used for refusals
 OUT_OF_SCOPE = -5000

@@ -31,7 +31,7 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler.links import Link
-from crawler.urls import host_of
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     import scrapy

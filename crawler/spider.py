@@ -31,7 +31,7 @@ from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.sitemaps import is_sitemap_context, links_of_response
-from crawler.urls import host_of
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.common import DONE
-from harvestflow.formats.cdx import parse_cdx11
+from harvestflow.formats.cdx import parse_cdx11, warc_date
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +60,6 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
     return job.harvest_id, [int(r) for r in rows.scalars()]
 
 
-def _cdx_date_to_iso(stamp: str) -> str:
-    s = (stamp + "00000000000000")[:14]
-    return f"{s[0:4]}-{s[4:6]}-{s[6:8]}T{s[8:10]}:{s[10:12]}:{s[12:14]}Z"
-
-
 def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
     """Dedup-index lines from an 11-field CDX file (N b a m s k r M S V g).
 
@@ -82,7 +77,7 @@ def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
             if rec.digest == "-" or rec.mime == "warc/revisit":
                 continue
             digest = rec.digest if rec.digest.startswith("sha1:") else "sha1:" + rec.digest
-            date = _cdx_date_to_iso(rec.timestamp)
+            date = warc_date(rec.timestamp)
             yield "\t".join((rec.url, digest, date, rec.filename, str(rec.offset), "-", "-", "-"))
 
 

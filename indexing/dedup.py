@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
-from harvestflow.formats.crawllog import split_line
+from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.settings import Settings, get_settings
 from indexing.capture import Capture
 from indexing.files import tmp_name
@@ -78,13 +78,17 @@ def duplicate_keys(crawl_log: Path) -> set[tuple[bytes, bytes]]:
         for lineno, raw in enumerate(fh, 1):
             # one field rule for every reader: a shifted or forged line (a server's own digest
             # and duplicate:digest) must not put a key in the index
-            fields, why = split_line(raw.decode("utf-8", "surrogateescape"))
-            if why:
+            entry, why = CrawlLogLine.read(raw.decode("utf-8", "surrogateescape"))
+            if entry is None:
                 bad += 1
                 first = first or f"line {lineno}: {why}"
                 continue
-            if "duplicate:" in fields[11] and fields[9].startswith("sha1:"):
-                keys.add((_raw(fields[3]), _raw(fields[9])))
+            if (
+                any("duplicate:" in note for note in entry.annotations)
+                and entry.digest is not None
+                and entry.digest.startswith("sha1:")
+            ):
+                keys.add((_raw(entry.url), _raw(entry.digest)))
     if bad:
         log.warning("%s: %d bad crawl.log line(s) skipped (first at %s)", crawl_log, bad, first)
     return keys

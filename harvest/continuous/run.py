@@ -33,7 +33,6 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
-from crawler.urls import host_of, registrable_domain
 from harvest.continuous import store
 from harvest.continuous.jobs import DEFINITION, finish_run, register_run
 from harvest.continuous.noise import NoiseFilter, load_rules
@@ -41,6 +40,8 @@ from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
 
