@@ -28,6 +28,7 @@ from harvest.common import (
     engine_or_default,
     utcnow,
 )
+from harvest.jobs import current_job_id
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +145,6 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
 
     Returns {job_id, status, history_rows, reports, urls, bytes, problems}.
     """
-    from harvest.jobs import current_job_id
-
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         job_id = current_job_id(conn, job_id)
