@@ -21,13 +21,13 @@ STAGE_CLIS = (
     "crawler.cli",
     "harvest.cli",
     "harvest.preload.cli",
-    "harvest.continuous.cli",
+    "harvestflow.continuous_cli",
     "indexing.cli",
     "preservation.cli",
     "qa.cli",
     "harvestflow.credentials_cli",
     "access.cli",
-    "search.cli",
+    "harvestflow.search_cli",
 )
 
 
