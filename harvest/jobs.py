@@ -1,4 +1,6 @@
-"""Jobs after generation: the frozen job spec, status moves, listing.
+"""Jobs after generation: the frozen job spec, status moves, resubmission, listing; and the
+jobs table as the other stages read and write it (indexing, preservation, QA, the control of a
+running job call the functions at the end of this module, never SQL on ``jobs``).
 
 Why ``prepare_job`` writes ``job.json`` once: the spec is the contract with the crawler and
 what a curator reads to know what was asked; a retried task must find the same directory (same
@@ -350,3 +352,148 @@ def list_jobs(
             {"h": harvest_id, "s": status, "l": limit},
         ).all()
     return [dict(r._mapping) | {"status_name": STATUS_NAMES[r.status]} for r in rows]
+
+
+# The jobs table as the other stages read and write it: they call these, never SQL on jobs.
+
+
+def job_status(conn: Connection, job_id: int) -> int | None:
+    """The job's status code, None when there is no such job."""
+    status = conn.execute(
+        sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
+    ).scalar()
+    return None if status is None else int(status)
+
+
+def job_exists(conn: Connection, job_id: int) -> bool:
+    found = conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id})
+    return found.first() is not None
+
+
+def final_job_rows(conn: Connection) -> list[Any]:
+    """(job_id, harvest_id, job_dir, status) of the DONE and RESUBMITTED jobs with a directory."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, harvest_id, job_dir, status FROM jobs"
+                " WHERE status IN (3, 5) AND job_dir IS NOT NULL ORDER BY job_id"
+            )
+        ).all()
+    )
+
+
+def job_dirs(conn: Connection, job_ids: list[int]) -> list[str]:
+    """The directories of those jobs that have one."""
+    dirs = conn.execute(
+        sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
+        {"j": job_ids},
+    ).scalars()
+    return [str(d) for d in dirs]
+
+
+def job_with_definition(conn: Connection, job_id: int) -> dict[str, Any] | None:
+    """The job's row (what preservation records) with its definition's name, or None."""
+    row = (
+        conn.execute(
+            sa.text(
+                "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, j.harvest_num, j.status,"
+                " j.channel, j.snapshot, j.template_name, j.startdate, j.enddate, j.job_dir"
+                " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
+                " WHERE j.job_id = :j"
+            ),
+            {"j": job_id},
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row is not None else None
+
+
+def jobs_ended_between(conn: Connection, start: datetime, end: datetime) -> list[Any]:
+    """The jobs that ended in [start, end), with their definition's name and kind (QA)."""
+    sql = sa.text(
+        "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, h.kind, j.harvest_num,"
+        " j.status, j.startdate, j.enddate, j.job_dir"
+        " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
+        " WHERE j.enddate >= :start AND j.enddate < :end ORDER BY j.job_id"
+    )
+    return list(conn.execute(sql, {"start": start, "end": end}).all())
+
+
+def jobs_of_definition(conn: Connection, harvest_id: int) -> list[Any]:
+    """(job_id, status, job_dir) of a definition's jobs, oldest first."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, status, job_dir FROM jobs WHERE harvest_id = :h ORDER BY job_id"
+            ),
+            {"h": harvest_id},
+        ).all()
+    )
+
+
+def job_of_definition_named(conn: Connection, name: str) -> tuple[int, int, str] | None:
+    """(job_id, harvest_id, job_dir) of a job of the definition called ``name``, or None."""
+    row = conn.execute(
+        sa.text(
+            "SELECT j.job_id, j.harvest_id, j.job_dir FROM jobs j"
+            " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id WHERE h.name = :n"
+        ),
+        {"n": name},
+    ).first()
+    return (int(row[0]), int(row[1]), str(row[2])) if row else None
+
+
+def register_done_job(
+    conn: Connection,
+    *,
+    name: str,
+    comments: str,
+    reason: str,
+    channel: str,
+    template: str,
+    spec: dict[str, Any],
+) -> tuple[int, int]:
+    """(harvest_id, job_id) of a new inactive definition with one DONE job and no directory yet
+    (a retrospective delivery: files harvested elsewhere); :func:`set_job_dir` shows it to the
+    indexing chain once its files are in place."""  # fmt: skip
+    harvest_id = int(
+        conn.execute(
+            sa.text(
+                "INSERT INTO harvestdefinitions (name, comments, kind, isactive,"
+                " inactive_reason) VALUES (:n, :c, 'partial', false, :r) RETURNING harvest_id"
+            ),
+            {"n": name, "c": comments, "r": reason},
+        ).scalar_one()
+    )
+    job_id = int(
+        conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                " template_name, template, seedlist)"
+                " VALUES (:h, 1, 0, :s, :c, :t, CAST(:spec AS jsonb), '')"
+                " RETURNING job_id"
+            ),
+            {"h": harvest_id, "s": DONE, "c": channel, "t": template, "spec": json.dumps(spec)},
+        ).scalar_one()
+    )
+    return harvest_id, job_id
+
+
+def set_job_dir(conn: Connection, job_id: int, job_dir: str) -> None:
+    conn.execute(
+        sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
+        {"d": job_dir, "j": job_id},
+    )
+
+
+def jobs_with_status(conn: Connection, statuses: tuple[int, ...]) -> list[Any]:
+    """(job_id, status, job_dir) of the jobs in one of ``statuses``, by id."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, status, job_dir FROM jobs WHERE status = ANY(:s) ORDER BY job_id"
+            ),
+            {"s": list(statuses)},
+        ).all()
+    )

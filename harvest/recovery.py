@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from crawler.leases import jobs_with_live_lease
 from harvest.common import DONE, FAILED, STARTED, SUBMITTED, engine_or_default
 from harvest.jobs import resubmit_job
 from harvest.results import SUMMARY, record_job_results
@@ -66,14 +67,13 @@ def find_dead_jobs(
             sa.text(
                 "SELECT job_id, job_dir, status, submitteddate FROM jobs"
                 " WHERE status IN (:s, :t)"
-                # a crawler still renewing the job's lease (job_leases, crawler/leases.py) is
-                # alive, on whatever machine, however quiet its directory looks from here
-                " AND NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_id = jobs.job_id"
-                "                 AND l.expires_at > clock_timestamp())"
                 " ORDER BY job_id"
             ),
             {"s": SUBMITTED, "t": STARTED},
         ).all()
+        # a crawler still renewing the job's lease (crawler/leases.py) is alive, on whatever
+        # machine, however quiet its directory looks from here
+        skip |= jobs_with_live_lease(conn)
     dead = []
     for row in rows:
         if row.job_id in skip:

@@ -28,7 +28,8 @@ from typing import IO, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from harvest.jobs import previous_jobs
+from harvest.jobs import job_dirs, previous_jobs
+from harvestflow.db import get_engine
 from harvestflow.formats.cdx import parse_cdx11
 from harvestflow.formats.crawllog import split_line
 from harvestflow.settings import Settings, get_settings
@@ -100,15 +101,8 @@ def _raw(field: str) -> bytes:
 
 
 def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
-    import sqlalchemy as sa
-
-    from harvestflow.db import get_engine
-
     with get_engine(settings.harvest_db_url).connect() as conn:
-        dirs = conn.execute(
-            sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
-            {"j": sorted(int(j) for j in job_ids)},
-        ).scalars()
+        dirs = job_dirs(conn, sorted(int(j) for j in job_ids))
         return [Path(d) / "logs" / "crawl.log" for d in dirs]
 
 

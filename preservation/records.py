@@ -233,3 +233,15 @@ def preserved_key(conn: sa.Connection, file_name: str) -> str | None:
         ),
         {"n": file_name},
     ).scalar()
+
+
+def files_with_ark(conn: sa.Connection) -> list[Any]:
+    """(file_name, ark, s3_key, status) of every preserved file that has an ARK, by name."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT file_name, ark, s3_key, status FROM preservation_files"
+                " WHERE ark IS NOT NULL ORDER BY file_name"
+            )
+        ).all()
+    )
