@@ -69,9 +69,6 @@ OWNERS = {
 
 # (module, table): what is still there, and why
 KNOWN = {
-    # the preservation listings show the definition's name beside each package
-    ("preservation.records", "harvestdefinitions"),
-    ("preservation.report", "harvestdefinitions"),
     # the ARC-repository clean-up asks whether preservation verified a file; indexing sits
     # below preservation, so the answer would have to be handed in by the DAG and the CLI
     ("indexing.manifest", "preservation_files"),
