@@ -88,6 +88,15 @@ _HEARTBEAT_JOB = sa.text(
 _RELEASE_JOB = sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me")
 
 
+def jobs_with_live_lease(conn: sa.Connection) -> set[int]:
+    """The jobs whose crawler still renews its lease: alive, on whatever machine (harvest's
+    dead-job detection asks here rather than reading ``job_leases`` itself)."""
+    rows = conn.execute(
+        sa.text("SELECT job_id FROM job_leases WHERE expires_at > clock_timestamp()")
+    )
+    return {int(r[0]) for r in rows}
+
+
 def _take_or_state(
     engine: sa.Engine, take: sa.TextClause, state: sa.TextClause, params: dict[str, Any]
 ) -> sa.Row[Any] | None:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from qa import store
 from qa.compare import RunComparison, combine_stats, compare_runs, diff_tables
+from qa.texttable import table_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -106,8 +107,6 @@ def build(comp: DayComputation, engine: Engine | None = None) -> DayComparisons:
 
 
 def _diff_text(table: pd.DataFrame) -> str:
-    from qa.report import table_text
-
     shown = table[table["family"].isin(TEXT_FAMILIES) & ((table["a"] != 0) | (table["b"] != 0))]
     shown = shown.assign(change_pct=[
         "" if pd.isna(v) else f"{v:+.2f}%" for v in shown["change_pct"]
