@@ -3,9 +3,9 @@
 Why: each private part is a place a library upgrade can break the crawler without notice.
 Kept in one module, each with the reason no public API does, an upgrade is checked in one
 place (and the versions it was checked with are pinned: test_versions.py). This reads the
-crawler's source: an import of a private module or name, an import from ``scrapy.core``, or an
-attribute with a leading underscore read off anything but ``self``/``cls``, outside
-internals.py, is named with its file and line.
+source: in the crawler, an import of a private module or name, an import from
+``scrapy.core``, or an attribute with a leading underscore read off anything but
+``self``/``cls``; in the other packages, the imports. Each is named with its file and line.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from pathlib import Path
 import crawler
 
 PACKAGE = Path(crawler.__file__).parent
+ROOT = PACKAGE.parent
+# the other packages that may use these libraries (warcio: indexing, harvest, curator pages)
+OTHERS = ("harvestflow", "harvest", "indexing", "qa", "preservation", "access", "search")
 LIBRARIES = ("scrapy", "twisted", "warcio")
 ALLOWED_MODULE = "internals.py"
 # underscore names that are public by convention (namedtuple methods, os._exit)
@@ -29,9 +32,9 @@ def _private_module(module: str) -> bool:
     )
 
 
-def _findings(path: Path) -> list[str]:
+def _findings(path: Path, attributes: bool = True) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    where = path.relative_to(PACKAGE.parent)
+    where = path.relative_to(ROOT)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -45,7 +48,7 @@ def _findings(path: Path) -> list[str]:
             for alias in node.names:
                 if _private_module(alias.name):
                     found.append(f"{where}:{node.lineno}: import {alias.name}")
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        elif attributes and isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             if node.attr.startswith("__") or node.attr in PUBLIC_UNDERSCORE:
                 continue
             if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
@@ -59,6 +62,9 @@ def test_private_library_parts_are_used_in_internals_only() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.name != ALLOWED_MODULE:
             found += _findings(path)
+    for package in OTHERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found += _findings(path, attributes=False)
     assert found == []
 
 
