@@ -26,10 +26,10 @@ from urllib.parse import urljoin, urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
-from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.internals import DecompressionMaxSizeExceeded
 from crawler.links import Link
 from harvestflow.formats.urls import host_of
 
@@ -88,7 +88,7 @@ def inflate(body: bytes, limit: int) -> bytes:
         return body
     try:
         return gunzip(body, max_size=limit)
-    except _DecompressionMaxSizeExceeded as exc:
+    except DecompressionMaxSizeExceeded as exc:
         raise SitemapError(f"gzipped sitemap inflates past the {limit}-byte limit") from exc
     except (OSError, EOFError) as exc:
         raise SitemapError(f"broken gzip: {exc}") from exc
@@ -171,10 +171,14 @@ class RobotsSitemaps:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = self.ctx.spec.template
-        if not (t.extract_sitemaps and t.obey_robots):
+        settings = crawler.settings
+        if not (
+            settings.getbool("HARVESTFLOW_EXTRACT_SITEMAPS") and settings.getbool("ROBOTSTXT_OBEY")
+        ):
             raise NotConfigured
+        from crawler.context import context_of  # the context imports this module
+
+        self.ctx: CrawlContext = context_of(crawler)
         # the source tag of a host's sitemaps: its first seed (none for a host without seeds)
         self.seed_of_host: dict[str, str] = {}
         for seed in reversed(self.ctx.spec.seeds):
