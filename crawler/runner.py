@@ -132,7 +132,7 @@ def scrapy_settings(
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
-            "crawler.sitemaps.RobotsSitemaps": 530,
+            "crawler.robots_sitemaps.RobotsSitemaps": 530,
             "crawler.leases.JobLeaseHeartbeat": 540,  # only with a job lease (crawl tasks)
             **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },
