@@ -12,12 +12,16 @@ list of what the site offers:
 - ``static.example-a.test``: ``/fonts/sample.woff``, ``/big.bin?size=N`` (large body).
 - ``trap.example-c.test``: an endless calendar (``/calendar/YYYY/MM/``), session ids that change
   on every link (``/shop?sid=...``), repeated path segments (``/loop/loop/...``) and deep paths.
+- ``www.scaleN.test`` (N = 0 to 999): as many small sites as a scale test needs (a broad
+  crawl over many hosts): ``/`` links to ``/page/1`` … ``/page/3``, each answered after
+  ``SCALE_PAGE_DELAY_S`` so that a job lasts long enough to be seen running.
 """
 
 from __future__ import annotations
 
 import hashlib
 import mimetypes
+import re
 from dataclasses import dataclass, field
 
 from harvestflow.package_data import data_path
@@ -65,6 +69,9 @@ def load_static(host: str, path: str, port: int) -> tuple[bytes, str] | None:
 HTML = "text/html; charset=utf-8"
 ETAG = '"sample-etag-v1"'
 LAST_MODIFIED = "Thu, 01 Jan 2026 00:00:00 GMT"
+SCALE_HOST = re.compile(r"^www\.scale(\d{1,3})\.test$")
+SCALE_PAGES = 3
+SCALE_PAGE_DELAY_S = 0.25
 
 
 def _reply(status: int, body: bytes = b"", headers: list[tuple[str, str]] | None = None) -> Reply:
@@ -88,6 +95,8 @@ def dynamic(
 ) -> Reply | None:
     """The reply of a dynamic route, or None when the path is a static file (or a 404)."""
     base_a = f"http://www.example-a.test:{port}"
+    if SCALE_HOST.match(host):
+        return _scale_site(host, path)
     if host == "www.example-a.test":
         if path == "/redirect-301":
             return _redirect(301, "/about.html")
@@ -170,3 +179,17 @@ def _trap(path: str, query: dict[str, list[str]]) -> Reply:
         body = f'<a href="{path.rstrip("/")}/{len(parts)}/">Deeper</a>'
         return _reply(200, _page("Deep", body), [("Content-Type", HTML)])
     return _reply(404, _page("Not Found", ""), [("Content-Type", HTML)])
+
+
+def _scale_site(host: str, path: str) -> Reply:
+    """One of the many small sites ``www.scaleN.test``: a home page and three linked pages."""
+    if path == "/":
+        links = "".join(f'<a href="/page/{n}">page {n}</a> ' for n in range(1, SCALE_PAGES + 1))
+        return _reply(200, _page(host, f"<p>{links}</p>"), [("Content-Type", HTML)])
+    if (m := re.fullmatch(r"/page/(\d+)", path)) and 1 <= int(m.group(1)) <= SCALE_PAGES:
+        reply = _reply(
+            200, _page(f"{host} {m.group(1)}", "<p>a page</p>"), [("Content-Type", HTML)]
+        )
+        reply.delay_s = SCALE_PAGE_DELAY_S
+        return reply
+    return _reply(404, _page("Not Found", "<p>no such page</p>"), [("Content-Type", HTML)])
