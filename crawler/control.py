@@ -70,7 +70,7 @@ def _reactor() -> Any:
 
 def enabled(ctx: CrawlContext) -> bool:
     """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
-    return bool(ctx.spec.raw.get("job_control")) and ctx.partition is None
+    return ctx.spec.job_control and ctx.partition is None
 
 
 def control_settings(ctx: CrawlContext, settings: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def control_settings(ctx: CrawlContext, settings: dict[str, Any]) -> dict[str, A
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
         # first: a filtered URL costs no robots.txt fetch, no delay, no address check
         settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
-        interval = ctx.spec.raw.get("job_control_interval_s") or DEFAULT_INTERVAL_S
+        interval = ctx.spec.job_control_interval_s or DEFAULT_INTERVAL_S
         settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
     return settings
 

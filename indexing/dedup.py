@@ -97,6 +97,7 @@ def _raw(field: str) -> bytes:
 def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
     import sqlalchemy as sa
 
+    from harvestflow.contracts.jobdir import JobDir
     from harvestflow.db import get_engine
 
     with get_engine(settings.harvest_db_url).connect() as conn:
@@ -104,7 +105,7 @@ def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
             sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
             {"j": sorted(int(j) for j in job_ids)},
         ).scalars()
-        return [Path(d) / "logs" / "crawl.log" for d in dirs]
+        return [JobDir(d).crawl_log for d in dirs]
 
 
 def _carried(fh: IO[bytes], keys: set[tuple[bytes, bytes]]) -> Iterator[bytes]:

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from warcio.warcwriter import WARCWriter
 
 from harvest.common import DONE
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
@@ -184,7 +185,7 @@ def register_delivery(
             ).scalar_one()
         )
         job_dir = settings.data_dir / "deliveries" / f"{job_id}-{_safe(name)}"
-        warcs = job_dir / "warcs"
+        warcs = JobDir(job_dir).warcs  # the layout of a crawled job's directory
         warcs.mkdir(parents=True, exist_ok=True)
         for path, *_ in files:
             place(path, warcs / path.name)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from harvestflow.contracts.jobdir import JobDir
 from preservation.errors import ChecksumMismatch, MissingFile
 
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")  # ARC: legacy collections, deliveries
@@ -107,7 +108,7 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
     else:
         if not allow_job_dir or not job.job_dir:
             raise NotReady(f"job {job.job_id}: no file in the indexing manifest")
-        warcs = Path(job.job_dir) / "warcs"
+        warcs = JobDir(job.job_dir).warcs
         if not warcs.is_dir():
             raise MissingFile(f"job {job.job_id}: {warcs} does not exist")
         for path in sorted(warcs.iterdir()):
