@@ -105,7 +105,8 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> Jo
         # the crawler polls job_actions for operators' actions (crawler/control.py)
         "job_control": True,
     }
-    return JobSpec.from_dict(data, f"job {job.job_id}")
+    # the template is checked by the crawler when the crawl starts (a bad one FAILS the job)
+    return JobSpec.from_dict(data, f"job {job.job_id}", resolve=False)
 
 
 def job_dir_for(data_dir: Path, job: Any, launched: datetime) -> Path:

@@ -187,6 +187,7 @@ def run_batch(
             "max_running_time_s": max_run_s,
         },
         f"continuous run {run_id}",
+        resolve=False,  # the crawler resolves and checks the template
     )
     job_path = JobDir(out).job_json
     job.write(job_path)

@@ -2,11 +2,12 @@
 
 Why one model for both sides: harvest writes the spec when it prepares a job (``harvest.jobs``,
 the continuous crawl, ``harvestflow crawl --seed``) and the crawler reads it; both go through
-:class:`JobSpec`, so a key is spelled once and a bad value is refused where it is written, not
-an hour into a crawl. Every component of the crawl reads the same few values (scope, politeness,
-limits): :func:`from_dict` fills in defaults from settings [crawler] and checks types once; a bad
-value is a :class:`JobSpecError` naming the file and the key. Unknown keys are ignored (kept in
-``raw``).
+:class:`JobSpec`, so a key is spelled once and a top-level value of the wrong type is refused
+where it is written. Every component of the crawl reads the same few values (scope, politeness,
+limits): :func:`from_dict` fills in the template's defaults from settings [crawler] and checks
+it once when the crawl starts (the writing side carries the template as written, see
+``resolve``); a bad value is a :class:`JobSpecError` naming the file and the key. Unknown keys
+are ignored (kept in ``raw``).
 
 What is written is what was given: the template as set in the harvest database (its defaults
 stay in settings, read when the crawl starts), the identity (user agent, from, operator,
@@ -187,9 +188,9 @@ class JobSpec:
         os.replace(tmp, path)
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "job spec") -> JobSpec:
+    def from_dict(cls, data: Any, where: str = "job spec", *, resolve: bool = True) -> JobSpec:
         """See :func:`from_dict`."""
-        return from_dict(data, where)
+        return from_dict(data, where, resolve=resolve)
 
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> JobSpec:
@@ -280,8 +281,14 @@ def _check_template(template: Template, where: str) -> None:
             raise JobSpecError(f"{where}: template.dedup_mime_exclude: {exc}") from exc
 
 
-def from_dict(data: Any, where: str = "job spec") -> JobSpec:
-    """A JobSpec from the parsed JSON; raises JobSpecError naming the key at fault."""
+def from_dict(data: Any, where: str = "job spec", *, resolve: bool = True) -> JobSpec:
+    """A JobSpec from the parsed JSON; raises JobSpecError naming the key at fault.
+
+    ``resolve=False`` is the writing side (harvest): the template is carried as written
+    (``template_given``, only checked to be an object) and ``template`` keeps the model's
+    defaults; the crawler resolves and checks it when the crawl starts, so a bad template fails
+    the job's crawl (FAILED, with the reason) rather than its preparation, as it always did.
+    """
     if not isinstance(data, dict):
         raise JobSpecError(f"{where}: expected a JSON object")
     try:
@@ -290,8 +297,11 @@ def from_dict(data: Any, where: str = "job spec") -> JobSpec:
         raise JobSpecError(str(exc)) from exc
     conf = get_settings().data.get("crawler", {})
     given = _value(data, "template", dict, {}, where)
-    template = _coerce(Template, {**template_defaults(), **given}, f"{where}: template")
-    _check_template(template, where)
+    if resolve:
+        template = _coerce(Template, {**template_defaults(), **given}, f"{where}: template")
+        _check_template(template, where)
+    else:
+        template = Template()
     seeds = data.get("seeds")
     if not isinstance(seeds, list) or not all(isinstance(s, str) for s in seeds):
         raise JobSpecError(f"{where}: 'seeds' must be a list of URLs")

@@ -86,3 +86,18 @@ def test_a_bad_key_is_named_with_the_file(
 def test_a_bad_template_value_is_named() -> None:
     with pytest.raises(JobSpecError, match=r"^job 12: template: key 'max_hops': bad value 'x'"):
         JobSpec.from_dict({**OLD_SPEC, "template": {"max_hops": "x"}}, "job 12")
+
+
+def test_the_writing_side_carries_a_bad_template_for_the_crawler_to_refuse(tmp_path: Path) -> None:
+    """harvest writes the template as the harvest DB has it; the crawler refuses it when the
+    crawl starts (the job FAILS with the reason, it is not stuck unprepared)."""
+    data = {**OLD_SPEC, "template": {"scope": "galaxy"}}
+    written = JobSpec.from_dict(data, "job 12", resolve=False)
+    path = tmp_path / "job.json"
+    written.write(path)
+    assert json.loads(path.read_text())["template"] == {"scope": "galaxy"}
+    with pytest.raises(JobSpecError, match=r"template.scope must be host, domain or path"):
+        JobSpec.read(path)
+    # a top-level key of the wrong type is refused on the writing side too
+    with pytest.raises(JobSpecError, match=r"^job 12: key 'max_objects'"):
+        JobSpec.from_dict({**data, "max_objects": "lots"}, "job 12", resolve=False)
