@@ -74,7 +74,7 @@ def _reactor() -> Any:
 
 def enabled(spec: JobSpec, partition: Partition | None) -> bool:
     """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
-    return bool(spec.raw.get("job_control")) and partition is None
+    return spec.job_control and partition is None
 
 
 def control_settings(
@@ -86,7 +86,7 @@ def control_settings(
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
         # first: a filtered URL costs no robots.txt fetch, no delay, no address check
         settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
-        interval = spec.raw.get("job_control_interval_s") or DEFAULT_INTERVAL_S
+        interval = spec.job_control_interval_s or DEFAULT_INTERVAL_S
         settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
     return settings
 

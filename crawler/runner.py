@@ -25,9 +25,10 @@ from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.handoff import Partition
 from crawler.internals import offline_cookie_public_suffixes
 from crawler.jobspec import JobSpec, Template, freeze_job
-from crawler.jobspec import write_json as _write_json
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import DomainSummary, JobSummary
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +184,15 @@ def scrapy_settings(
     return control_settings(spec, partition, settings)
 
 
-def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None) -> dict:
+def summarise(
+    ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None
+) -> JobSummary:
     totals = ctx.state.domain_totals()
     remaining: dict[str, int] = {}
     for host, n in ctx.state.queued_by_host().items():
         domain = ctx.budgets.domain_for(host)
         remaining[domain] = remaining.get(domain, 0) + n
-    domains: dict[str, Any] = {}
+    domains: dict[str, DomainSummary] = {}
     for name, b in ctx.budgets.domains.items():
         if not name:
             continue
@@ -204,29 +207,29 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
                 reason = STOPPED_BY_OPERATOR
             else:
                 reason = COMPLETE
-        domains[name] = {
-            "config_id": b.config_id,
-            "objects": objects,
-            "bytes": nbytes,
-            "stop_reason": reason,
-            "in_job": name in ctx.budgets.job_domains,
-        }
+        domains[name] = DomainSummary(
+            config_id=b.config_id,
+            objects=objects,
+            bytes=nbytes,
+            stop_reason=reason,
+            in_job=name in ctx.budgets.job_domains,
+        )
     warcs = sorted(p.name for p in ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
-    return {
-        "job_id": ctx.spec.job_id,
-        "status": status,
-        "started": ctx.started_dt.isoformat(),
-        "ended": ended.isoformat(),
-        "urls": sum(o for o, _ in totals.values()),
-        "bytes": sum(b for _, b in totals.values()),
-        "warcs": warcs,
-        "metadata_warc": meta_warc.name if meta_warc else None,
-        "domains": domains,
-        "repaired_warcs": ctx.repaired,
-    }
+    return JobSummary(
+        job_id=ctx.spec.job_id,
+        status=status,
+        started=ctx.started_dt.isoformat(),
+        ended=ended.isoformat(),
+        urls=sum(o for o, _ in totals.values()),
+        bytes=sum(b for _, b in totals.values()),
+        warcs=warcs,
+        metadata_warc=meta_warc.name if meta_warc else None,
+        domains=domains,
+        repaired_warcs=list(ctx.repaired),
+    )
 
 
-def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
+def finish(ctx: CrawlContext, job_file: Path | None) -> JobSummary:
     """Close the WARCs, write reports, the metadata WARC and summary.json."""
     status = STATUS_BY_REASON.get(ctx.end_reason, "unfinished")
     ctx.close_files()
@@ -235,13 +238,13 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
         # a partition child: the parent merges logs and state, writes the reports, the one
         # metadata WARC and the job's summary.json from the children's
         summary = summarise(ctx, status, ended, None)
-        summary["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        summary.peak_rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         ctx.state.close()
-        _write_json(ctx.out / "summary.json", summary)
+        summary.write(JobDir(ctx.out).summary_json)
         return summary
     write_reports(
         ctx.report_dir,
-        ctx.log_dir / "crawl.log",
+        JobDir(ctx.out).crawl_log,
         ctx.state,
         ctx.spec.seeds,
         f"job-{ctx.spec.job_id}",
@@ -265,7 +268,7 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
     )
     summary = summarise(ctx, status, ended, meta)
     ctx.state.close()
-    _write_json(ctx.out / "summary.json", summary)
+    summary.write(JobDir(ctx.out).summary_json)
     return summary
 
 
@@ -276,7 +279,7 @@ def run_spec(
     progress_interval_s: float = 10.0,
     job_file: Path | None = None,
     partition: Partition | None = None,
-) -> dict:
+) -> JobSummary:
     """Crawl ``spec`` into ``out_dir`` in this process (once per process: Twisted's reactor)."""
     from scrapy.crawler import CrawlerProcess
 
@@ -322,7 +325,7 @@ def run_spec(
         handler.close()
 
 
-def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> dict:
+def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> JobSummary:
     """Run the job of ``job_path`` into ``out_dir``; returns the summary (also summary.json).
 
     The job spec is copied to ``out_dir/job.json`` (the frozen spec the crawler ran). Running

@@ -61,7 +61,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             summary = finished_summary(spec)
             if summary is not None:  # a re-run after the crawl finished: not crawled twice
                 task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
-                return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+                return summary.brief()
             check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
@@ -75,7 +75,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
                     logger=task_logger(),
                     progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
                 )
-            return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+            return summary.brief()
 
         @task
         def record(job_id: int) -> dict[str, Any]:

@@ -33,6 +33,10 @@ from harvest.common import (
     engine_or_default,
     utcnow,
 )
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.jobspec import JobSpec
+from harvestflow.contracts.summary import JobSummary
 from harvestflow.credentials import refs_for_job
 
 log = logging.getLogger(__name__)
@@ -79,15 +83,17 @@ def job_domains(conn: Connection, job: Any) -> list[dict[str, Any]]:
     ]
 
 
-def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> dict[str, Any]:
-    """The job spec (job.json) of a jobs row: its keys are listed in docs/architecture.md.
+def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> JobSpec:
+    """The job spec (job.json) of a jobs row as its model (:mod:`harvestflow.contracts.jobspec`;
+    the keys are listed in docs/architecture.md). The template is written as the harvest DB has
+    it and checked by the crawler when the crawl starts (a bad one fails the job there).
 
     Credentials of the job's domains are given by reference only (no secret in job.json): the
     crawler reads them decrypted at run time (harvestflow/credentials.py).
     """
     domains = job_domains(conn, job)
     credentials = refs_for_job(conn, job.harvest_id, [d["domain"] for d in domains])
-    return {
+    data = {
         "job_id": job.job_id,
         "harvest_id": job.harvest_id,
         "harvest_name": job.harvest_name,
@@ -109,6 +115,8 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         # the crawler polls job_actions for operators' actions (crawler/control.py)
         "job_control": True,
     }
+    # the template is checked by the crawler when the crawl starts (a bad one FAILS the job)
+    return JobSpec.from_dict(data, f"job {job.job_id}", resolve=False)
 
 
 def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
@@ -253,7 +261,7 @@ def prepare_job(
     with engine.begin() as conn:
         job = _job_row(conn, job_id, lock=True)
         if job.status != NEW and job.job_dir:
-            path = Path(job.job_dir) / "job.json"
+            path = JobDir(job.job_dir).job_json
             if path.exists():
                 return str(path)
             log.warning("job %s: %s vanished, writing it again", job_id, path)
@@ -263,8 +271,8 @@ def prepare_job(
         directory.mkdir(parents=True, exist_ok=True)
         dedup = dedup_index(conn, job, directory) if dedup_index is not None else None
         spec = build_spec(conn, job, dedup)
-        path = directory / "job.json"
-        atomic_write_text(path, json.dumps(spec, indent=1, sort_keys=False) + "\n")
+        path = JobDir(directory).job_json
+        atomic_write_text(path, json.dumps(spec.to_dict(), indent=1, sort_keys=False) + "\n")
         conn.execute(
             sa.text(
                 "UPDATE jobs SET status = GREATEST(status, :s), job_dir = :d, dedup_index = :x,"
@@ -276,29 +284,28 @@ def prepare_job(
         "job %s prepared: %s (%d seeds, %d domains, channel %s)",
         job_id,
         path,
-        len(spec["seeds"]),
-        len(spec["domains"]),
-        spec["channel"],
+        len(spec.seeds),
+        len(spec.domains),
+        spec.channel,
     )
     return str(path)
 
 
-def finished_summary(job_spec: str | Path) -> dict[str, Any] | None:
+def finished_summary(job_spec: str | Path) -> JobSummary | None:
     """The summary.json beside ``job_spec`` when the job's crawl already finished, else None.
 
     Why: a crawl task cleared or retried after its crawl finished must not crawl the job again
     into the same directory (a second set of WARCs under one job id); it reports the first
     crawl's summary instead. An unfinished crawl has no summary and resumes from its state.
     """
-    path = Path(job_spec).parent / "summary.json"
+    path = JobDir.of_spec(job_spec).summary_json
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobSummary.read(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ContractError) as exc:
         log.warning("%s is unreadable (%s): the crawl is run again", path, exc)
         return None
-    return data if isinstance(data, dict) else None
 
 
 def mark_started(

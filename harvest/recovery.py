@@ -24,7 +24,8 @@ from sqlalchemy.engine import Engine
 from crawler.leases import jobs_with_live_lease
 from harvest.common import DONE, FAILED, STARTED, SUBMITTED, engine_or_default
 from harvest.jobs import resubmit_job
-from harvest.results import SUMMARY, record_job_results
+from harvest.results import record_job_results
+from harvestflow.contracts.jobdir import JobDir
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def find_dead_jobs(
     for row in rows:
         if row.job_id in skip:
             continue
-        if row.job_dir and (Path(row.job_dir) / SUMMARY).exists():
+        if row.job_dir and JobDir(row.job_dir).summary_json.exists():
             continue  # finished: only its results are missing, not a dead worker
         activity = last_activity(Path(row.job_dir)) if row.job_dir else None
         if activity is None and row.submitteddate is not None:
@@ -119,8 +120,8 @@ def salvage_job(job_id: int, engine: Engine | None = None, *, reason: str) -> bo
         "dead job %s: partial output salvaged in %s (%s URLs in %d WARCs)",
         job_id,
         job_dir,
-        summary.get("urls"),
-        len(summary.get("warcs", [])),
+        summary.urls,
+        len(summary.warcs),
     )
     return True
 

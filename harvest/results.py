@@ -9,7 +9,6 @@ as DOWNLOAD_UNFINISHED with what is known (nothing).
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 from pathlib import Path
@@ -29,43 +28,39 @@ from harvest.common import (
     utcnow,
 )
 from harvest.jobs import current_job_id
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import SUMMARY_JSON, JobDir
+from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
-SUMMARY = "summary.json"
+SUMMARY = SUMMARY_JSON
 MAX_REPORT_BYTES = 5_000_000  # a frontier report of a big crawl is summarised, not stored whole
 
 
-def _read_summary(job_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    path = job_dir / SUMMARY
+def _read_summary(job_dir: Path) -> tuple[JobSummary | None, str | None]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobSummary.read(JobDir(job_dir).summary_json), None
     except FileNotFoundError:
         return None, f"no {SUMMARY} in {job_dir}: the crawl did not finish"
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"{path}: unreadable summary ({exc})"
-    if not isinstance(data, dict):
-        return None, f"{path}: the summary is not a JSON object"
-    return data, None
+    except ContractError as exc:
+        return None, str(exc)
 
 
-def _ended(summary: dict[str, Any]) -> datetime:
+def _ended(summary: JobSummary) -> datetime:
     """When the crawl ended (the summary's "ended"), else now."""
-    raw = summary.get("ended")
-    if isinstance(raw, str):
-        try:
-            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
-        except ValueError:
-            log.warning("summary: 'ended' %r is not an ISO date, using now", raw)
+    ended = summary.ended_at
+    if ended is not None:
+        return as_utc(ended)
+    if summary.ended:
+        log.warning("summary: 'ended' %r is not an ISO date, using now", summary.ended)
     return utcnow()
 
 
 def _store_reports(conn: Connection, job_id: int, job_dir: Path) -> list[str]:
     names = []
-    candidates = (
-        sorted((job_dir / "reports").glob("*.txt")) if (job_dir / "reports").is_dir() else []
-    )
-    summary = job_dir / SUMMARY
+    candidates = JobDir(job_dir).report_files()
+    summary = JobDir(job_dir).summary_json
     if summary.is_file():
         candidates.append(summary)
     for path in candidates:
@@ -84,7 +79,7 @@ def _store_reports(conn: Connection, job_id: int, job_dir: Path) -> list[str]:
 
 
 def _record_history(
-    conn: Connection, job: Any, summary: dict[str, Any], when: Any
+    conn: Connection, job: Any, summary: JobSummary, when: Any
 ) -> tuple[int, list[str]]:
     configs = {
         r.name: r.config_id
@@ -97,19 +92,21 @@ def _record_history(
         )
     }
     problems: list[str] = []
-    stats = summary.get("domains") or {}
+    stats = summary.domains
     rows = 0
     for domain, config_id in sorted(configs.items()):
         entry = stats.get(domain)
-        if isinstance(entry, dict):
-            try:
-                objects = int(entry.get("objects", 0))
-                size = int(entry.get("bytes", 0))
-                reason = int(entry.get("stop_reason", STOP_UNFINISHED))
-                if reason not in STOP_REASON_NAMES:
-                    raise ValueError(f"stop reason {reason} not in {sorted(STOP_REASON_NAMES)}")
-            except (TypeError, ValueError) as exc:
-                problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
+        if domain in summary.bad_domains:
+            error = summary.bad_domains[domain]
+            problems.append(f"domain {domain}: bad statistics in the summary ({error})")
+            objects, size, reason = 0, 0, STOP_UNFINISHED
+        elif entry is not None:
+            objects, size, reason = entry.objects, entry.bytes, entry.stop_reason
+            if reason not in STOP_REASON_NAMES:
+                problems.append(
+                    f"domain {domain}: bad statistics in the summary"
+                    f" (stop reason {reason} not in {sorted(STOP_REASON_NAMES)})"
+                )
                 objects, size, reason = 0, 0, STOP_UNFINISHED
         else:
             objects, size, reason = 0, 0, STOP_UNFINISHED
@@ -133,7 +130,7 @@ def _record_history(
             },
         )
         rows += 1
-    for domain in sorted(set(stats) - set(configs)):
+    for domain in sorted((set(stats) | set(summary.bad_domains)) - set(configs)):
         problems.append(f"domain {domain}: in the summary but not in the job, ignored")
     return rows, problems
 
@@ -163,7 +160,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
             status = DONE
             details = "; ".join(problems) or None
-            crawl_status = summary.get("status")
+            crawl_status = summary.status
             errors = (
                 None
                 if crawl_status == "complete"
@@ -188,8 +185,8 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         "status": STATUS_NAMES[status],
         "history_rows": history_rows,
         "reports": reports,
-        "urls": int((summary or {}).get("urls", 0) or 0),
-        "bytes": int((summary or {}).get("bytes", 0) or 0),
+        "urls": summary.urls if summary is not None else 0,
+        "bytes": summary.bytes if summary is not None else 0,
         "problems": problems if summary is not None else [error],
     }
     if status == FAILED:

@@ -10,7 +10,6 @@ indexing_merge and daily_qa_stats for today. Then it prints where each output is
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -23,6 +22,8 @@ from typing import Any
 from harvest import jobs as harvest_jobs
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
 from harvestflow.package_data import data_path
 from harvestflow.samplesite_service import start_sample_site
 from harvestflow.settings import Settings, get_settings
@@ -168,12 +169,12 @@ def print_outputs(settings: Settings, harvest_id: int) -> None:
     print("\n=== where everything is ===")
     for job in jobs:
         job_dir = Path(job.job_dir or "")
-        summary = job_dir / "summary.json"
-        counts = json.loads(summary.read_text()) if summary.exists() else {}
+        jd = JobDir(job_dir)
+        counts = JobSummary.read(jd.summary_json) if jd.summary_json.exists() else None
         print(f"job {job.job_id} (status {job.status}): {job_dir}")
-        print(f"  URLs {counts.get('urls')}, bytes {counts.get('bytes')}")
-        print(f"  crawl.log: {job_dir / 'logs' / 'crawl.log'}")
-        print(f"  reports:   {job_dir / 'reports'}")
+        print(f"  URLs {counts and counts.urls}, bytes {counts and counts.bytes}")
+        print(f"  crawl.log: {jd.crawl_log}")
+        print(f"  reports:   {jd.reports}")
     for f in files:
         print(f"WARC {f.file_name}: {f.stage} → {f.final_path}")
     print(f"CDX indexes: {settings.path('index', 'cdx')}")

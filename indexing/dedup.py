@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.jobs import job_dirs, previous_jobs
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.formats.cdx import parse_cdx11, warc_date
 from harvestflow.formats.crawllog import CrawlLogLine
@@ -107,7 +108,7 @@ def _raw(field: str) -> bytes:
 def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
     with get_engine(settings.harvest_db_url).connect() as conn:
         dirs = job_dirs(conn, sorted(int(j) for j in job_ids))
-        return [Path(d) / "logs" / "crawl.log" for d in dirs]
+        return [JobDir(d).crawl_log for d in dirs]
 
 
 def _carried(fh: IO[bytes], keys: set[tuple[bytes, bytes]]) -> Iterator[bytes]:

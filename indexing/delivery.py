@@ -30,6 +30,7 @@ from typing import Any
 from warcio.warcwriter import WARCWriter
 
 from harvest import jobs
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
@@ -151,7 +152,7 @@ def register_delivery(
             spec={"delivery": name, "source": str(source)},
         )
         job_dir = settings.data_dir / "deliveries" / f"{job_id}-{_safe(name)}"
-        warcs = job_dir / "warcs"
+        warcs = JobDir(job_dir).warcs  # the layout of a crawled job's directory
         warcs.mkdir(parents=True, exist_ok=True)
         for path, *_ in files:
             place(path, warcs / path.name)

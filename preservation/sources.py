@@ -17,6 +17,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from harvest import jobs
+from harvestflow.contracts.jobdir import JobDir
 from indexing import manifest
 from preservation.errors import ChecksumMismatch, MissingFile
 
@@ -91,7 +92,7 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
     else:
         if not allow_job_dir or not job.job_dir:
             raise NotReady(f"job {job.job_id}: no file in the indexing manifest")
-        warcs = Path(job.job_dir) / "warcs"
+        warcs = JobDir(job.job_dir).warcs
         if not warcs.is_dir():
             raise MissingFile(f"job {job.job_id}: {warcs} does not exist")
         for path in sorted(warcs.iterdir()):

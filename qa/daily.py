@@ -10,7 +10,6 @@ the same rows, so backfills and retries are safe.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -21,6 +20,9 @@ import pandas as pd
 import polars as pl
 
 from harvestflow import db
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, daily_compare, inputs, metrics, report, store
@@ -177,19 +179,19 @@ def _summary_history(outcomes: list[JobOutcome], known_jobs: set[int]) -> pd.Dat
     for out in outcomes:
         if out.job.job_id in known_jobs or out.log_path is None:
             continue
-        summary = out.log_path.parent.parent / "summary.json"
+        # logs/crawl.log → the job directory
+        path = JobDir(out.log_path.parent.parent).summary_json
         try:
-            data = json.loads(summary.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            summary = JobSummary.read(path)
+        except FileNotFoundError:
             continue
-        for domain, info in sorted((data.get("domains") or {}).items()):
-            try:
-                rows.append(
-                    (out.job.job_id, domain, int(info.get("stop_reason", 4)),
-                     int(info.get("objects", 0)), int(info.get("bytes", 0)))
-                )  # fmt: skip
-            except (TypeError, ValueError, AttributeError):
-                continue
+        except (OSError, ContractError) as exc:
+            log.warning("%s: summary left out of the stop reasons: %s", path, exc)
+            continue
+        for domain, error in sorted(summary.bad_domains.items()):
+            log.warning("%s: domain %s left out of the stop reasons: %s", path, domain, error)
+        for domain, info in sorted(summary.domains.items()):
+            rows.append((out.job.job_id, domain, info.stop_reason, info.objects, info.bytes))
     return pd.DataFrame(rows, columns=["job_id", "domain", "stopreason", "objects", "bytes"])
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harvest import jobs, results
 from harvest.preload import store as preload_store
+from harvestflow.contracts.jobdir import JobDir
 from qa.hosts import domain_of_url
 
 if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
@@ -126,7 +127,4 @@ def crawl_log_path(job_dir: str | None, data_dir: Path) -> Path | None:
     base = Path(job_dir)
     if not base.is_absolute():
         base = data_dir / base
-    plain = base / "logs" / "crawl.log"
-    if not plain.exists() and (base / "logs" / "crawl.log.gz").exists():
-        return base / "logs" / "crawl.log.gz"
-    return plain
+    return JobDir(base).crawl_log_file() or JobDir(base).crawl_log

@@ -22,7 +22,6 @@ URLs are still due and the next run fetches them.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
 from collections import Counter
@@ -40,6 +39,9 @@ from harvest.continuous.noise import NoiseFilter, load_rules
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.jobspec import JobSpec
+from harvestflow.contracts.summary import JobSummary
 from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.urls import host_of
 
@@ -77,7 +79,7 @@ FORCED_TEMPLATE = {
 # page's embeds (and theirs: a stylesheet's images) fetched with it, as in a selective crawl
 RUN_DEFAULTS = {"warc_max_size": 50_000_000, "max_transclusion_hops": 2}
 
-CrawlFn = Callable[..., dict[str, Any]]
+CrawlFn = Callable[..., JobSummary]
 
 
 @dataclass
@@ -193,19 +195,23 @@ def run_batch(
     job_template = {**RUN_DEFAULTS, **(template or {}), **FORCED_TEMPLATE}
     job_id, harvest_id = register_run(engine, run_id, real_start, seeds, job_template)
     result.job_id = job_id
-    job = {
-        "job_id": job_id,
-        "harvest_id": harvest_id,
-        "harvest_name": DEFINITION,
-        "channel": "CONTINUOUS",
-        "seeds": seeds,
-        "template": job_template,
-        "resolve": resolve or {},
-        "dedup_index": str(dedup_path),
-        "max_running_time_s": max_run_s,
-    }
-    job_path = out / "job.json"
-    job_path.write_text(json.dumps(job, indent=1), encoding="utf-8")
+    job = JobSpec.from_dict(
+        {
+            "job_id": job_id,
+            "harvest_id": harvest_id,
+            "harvest_name": DEFINITION,
+            "channel": "CONTINUOUS",
+            "seeds": seeds,
+            "template": job_template,
+            "resolve": resolve or {},
+            "dedup_index": str(dedup_path),
+            "max_running_time_s": max_run_s,
+        },
+        f"continuous run {run_id}",
+        resolve=False,  # the crawler resolves and checks the template
+    )
+    job_path = JobDir(out).job_json
+    job.write(job_path)
     with engine.begin() as conn:
         conn.execute(
             sa.text(
@@ -218,7 +224,7 @@ def run_batch(
         from crawler.launch import crawl_in_subprocess
 
         crawl = crawl_in_subprocess
-    watcher = live_index(out / "crawl" / "warcs", live_dir or base_dir / "live").start()
+    watcher = live_index(JobDir(out / "crawl").warcs, live_dir or base_dir / "live").start()
     try:
         summary = crawl(job_path, out / "crawl", logger=logger)
     except Exception:
@@ -228,7 +234,7 @@ def run_batch(
     watcher.stop()
     result.cdx_lines = watcher.lines
     result.live_indexed_at = dict(watcher.indexed_at)
-    result.status = str(summary.get("status", "unknown"))
+    result.status = summary.status or "unknown"
     update_from_run(engine, out / "crawl", due, book, now, result, shift)
     finish_run(engine, job_id, out / "crawl", ok=True)  # the indexing chain takes it in
     with engine.begin() as conn:

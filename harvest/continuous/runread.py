@@ -17,6 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.crawllog import CrawlLogLine
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class RunOutput:
 
 def data_warcs(out_dir: Path) -> list[Path]:
     """The closed data WARCs of a run (not the metadata WARC, not ``.open`` files)."""
-    warc_dir = Path(out_dir) / "warcs"
+    warc_dir = JobDir(out_dir).warcs
     if not warc_dir.is_dir():
         return []
     return sorted(
@@ -98,7 +99,7 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
     """Visits (one per crawl.log line of a seed or embed fetch) and links at the hop limit."""
     out = RunOutput(warcs=data_warcs(out_dir))
     infos = read_warc_infos(out.warcs, noise)
-    log_path = Path(out_dir) / "logs" / "crawl.log"
+    log_path = JobDir(out_dir).crawl_log
     if not log_path.exists():
         log.warning("%s: no crawl.log", log_path)
         return out

@@ -29,6 +29,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
@@ -142,7 +143,7 @@ def create_app(
         session, new_session = actions.session_of(request)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
-        crawl_log = job_dir / "logs" / "crawl.log" if job_dir else None
+        crawl_log = JobDir(job_dir).crawl_log if job_dir else None
         if (q or status or mime) and crawl_log is not None and crawl_log.exists():
             try:
                 search = crawllog.search_crawl_log(

@@ -92,7 +92,14 @@ def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
     assert p.prepare_job(first[0], tmp_path, engine=hdb) == path  # retried task: same dir
     assert finished_summary(path) is None  # not crawled yet: a retried crawl task crawls
     summary = write_summary(path, {"example-a.test": (1, 10, 0), "example-b.test": (1, 10, 0)})
-    assert finished_summary(path) == summary  # crawled: a re-run reports it, crawls nothing
+    # crawled: a re-run reports it, crawls nothing
+    done = finished_summary(path)
+    assert done is not None
+    assert done.brief() == {k: summary[k] for k in ("job_id", "status", "urls", "bytes")}
+    assert {d: (e.objects, e.bytes, e.stop_reason) for d, e in done.domains.items()} == {
+        "example-a.test": (1, 10, 0),
+        "example-b.test": (1, 10, 0),
+    }
     p.advance_schedule(hid, LD, engine=hdb)
     # backfill of an earlier day: a new run (own number), once
     earlier = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
@@ -120,6 +127,21 @@ def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
     with hdb.connect() as c:
         err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
     assert "summary.json" in err
+
+
+def test_a_summary_field_of_the_wrong_type_fails_the_job_naming_file_and_field(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    path = p.prepare_job(job, tmp_path, engine=hdb)
+    summary = write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+    summary_path = Path(path).parent / "summary.json"
+    summary_path.write_text(json.dumps({**summary, "urls": "3 URLs"}))
+    result = p.record_job_results(job, engine=hdb)
+    assert result["status"] == "FAILED"
+    assert status_of(hdb, job) == FAILED
+    with hdb.connect() as c:
+        err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
+    assert err == f"{summary_path}: field 'urls': expected an integer, got '3 URLs'"
 
 
 def test_broken_schedule_deactivates_only_that_definition(hdb):

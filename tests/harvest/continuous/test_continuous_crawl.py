@@ -30,6 +30,7 @@ from harvest.continuous.report import crawl_stats, host_report
 from harvest.continuous.run import CrawlFn, run_batch
 from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
+from harvestflow.contracts.summary import JobSummary
 from indexing.nrt import LiveWatcher, pywb_config
 from tests.conftest import oracle
 from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
@@ -118,7 +119,7 @@ def crawl_leaving_the_index_to_the_watcher(live: Path, seen: list[bool]) -> Craw
     """The real crawl, then a wait (before run_batch's final pass) for the watcher thread to
     have indexed every closed data WARC: True in ``seen`` when it did on its own."""
 
-    def crawl(job_path: Path, out: Path, logger: logging.Logger | None = None) -> dict:
+    def crawl(job_path: Path, out: Path, logger: logging.Logger | None = None) -> JobSummary:
         summary = crawl_in_subprocess(job_path, out, logger=logger)
         names = [p.name for p in data_warcs(out)]
         deadline = time.time() + 20
