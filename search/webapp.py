@@ -122,10 +122,19 @@ def create_app(
 
 
 def app_from_settings(
-    settings: Settings | None = None, rules: Callable[[], AccessRules] = AccessRules
+    settings: Settings | None = None, rules: Callable[[], AccessRules] | None = None
 ) -> FastAPI:
-    """The app on the configured backend, linking to the replay service at ``[access] url``."""
+    """The app on the configured backend, linking to the replay service at ``[access] url``.
+
+    By default each query applies the access rules in force in the harvest database, the same
+    rules the replay service applies (:func:`access.rules.search_rules`)."""
     settings = settings or get_settings()
+    if rules is None:
+        from access.rules import search_rules
+        from harvestflow.db import get_engine
+
+        url = settings.harvest_db_url
+        rules = lambda: search_rules(get_engine(url))  # noqa: E731
     return create_app(
         lambda: get_backend(settings),
         replay_url=str(settings.get("access", "url", "http://127.0.0.1:8090/")),
