@@ -165,7 +165,7 @@ def test_reading_room_refuses_addresses_outside_its_ranges(
     settings_mod.reset()
     settings = settings_mod.get_settings()
     cfg = AccessConfig.from_settings(settings)
-    assert cfg.reading_room and cfg.host == "127.0.0.1"
+    assert cfg.host == "127.0.0.1"
     url = "http://reading.test/room.html"
     names = chain_job(
         db_engine, settings.data_dir, "room", [[page(url, "room", datetime(2024, 1, 1, tzinfo=UTC))]]
