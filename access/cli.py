@@ -3,7 +3,8 @@
 - ``access setup``: create the replay virtualenv with pywb (``scripts/setup-replay.sh``);
 - ``access serve``: pywb + our WARC resolver until Ctrl-C (what ``harvestflow up`` starts);
 - ``access reindex [--force]``: rebuild the ZipNum indexes whose big CDXJ changed, refresh the
-  flat files not merged yet (what the ``indexing_merge`` DAG runs after its big merge);
+  flat files not merged yet (what the ``indexing_merge`` DAG runs after its big merge), and
+  publish the per-definition collections, the rules' ACL file and the home page;
 - ``access config``: print the generated pywb configuration;
 - ``access rules add|list|remove``: access rules by SURT prefix (:mod:`access.rules`);
 - ``access tours add|list|show|remove|add-site|remove-site``: guided tours (:mod:`access.tours`).
@@ -37,8 +38,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_reindex(args: argparse.Namespace) -> int:
     from access.index import reindex
+    from access.publish import publish
 
-    print(json.dumps(reindex(force=args.force), indent=1, sort_keys=True))
+    result = reindex(force=args.force)
+    result["published"] = publish()  # definition collections, rules, home page
+    print(json.dumps(result, indent=1, sort_keys=True))
     return 0
 
 

@@ -48,7 +48,8 @@ def reindex_cli() -> dict:
 
 def test_new_files_are_served_without_restart_and_never_twice(
     db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
-    access_settings: settings_mod.Settings, tmp_path: Path
+    access_settings: settings_mod.Settings,
+    tmp_path: Path,
 ):
     settings = access_settings
     layout = Layout.from_settings(settings)
@@ -111,7 +112,8 @@ def test_new_files_are_served_without_restart_and_never_twice(
 
 def test_a_collection_is_served_under_its_name_and_in_all(
     db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
-    access_settings: settings_mod.Settings, tmp_path: Path
+    access_settings: settings_mod.Settings,
+    tmp_path: Path,
 ):
     data = copy.deepcopy(access_settings.data)
     data["indexing"]["collections"] = {"4": "elections"}

@@ -14,8 +14,10 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import sqlalchemy as sa
@@ -28,6 +30,7 @@ from tests.access.conftest import cdx, get
 from tests.search.corpus import Page, chain_job
 
 pytestmark = pytest.mark.services
+T = TypeVar("T")
 
 PROSE = (
     "<p>The reading room of the national library keeps the quokka collection of web pages,"
@@ -168,7 +171,10 @@ def test_reading_room_refuses_addresses_outside_its_ranges(
     assert cfg.host == "127.0.0.1"
     url = "http://reading.test/room.html"
     names = chain_job(
-        db_engine, settings.data_dir, "room", [[page(url, "room", datetime(2024, 1, 1, tzinfo=UTC))]]
+        db_engine,
+        settings.data_dir,
+        "room",
+        [[page(url, "room", datetime(2024, 1, 1, tzinfo=UTC))]],
     )
     assert names
     service = ReplayService(settings)
@@ -191,7 +197,7 @@ def test_reading_room_refuses_addresses_outside_its_ranges(
         service.stop()
 
 
-def wait_for(check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
+def wait_for(check: Callable[[], T], timeout: float = 60.0) -> T:
     deadline = time.monotonic() + timeout
     while not (result := check()):
         assert time.monotonic() < deadline, "not served in time"
