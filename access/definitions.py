@@ -56,15 +56,27 @@ def acl_file(cfg: AccessConfig) -> Path:
     return cfg.root / "acl" / "rules.aclj"
 
 
-def _definitions(engine: sa.Engine) -> tuple[dict[int, Definition], dict[int, int]]:
+def _definitions(
+    engine: sa.Engine, job_ids: set[int]
+) -> tuple[dict[int, Definition], dict[int, int]]:
+    """The definitions of these jobs, and each job's definition (one query each)."""
     with engine.connect() as conn:
-        defs = {
-            int(r[0]): Definition(int(r[0]), r[1], r[2])
-            for r in conn.execute(sa.text("SELECT harvest_id, name, kind FROM harvestdefinitions"))
-        }
         jobs = {
             int(r[0]): int(r[1])
-            for r in conn.execute(sa.text("SELECT job_id, harvest_id FROM jobs"))
+            for r in conn.execute(
+                sa.text("SELECT job_id, harvest_id FROM jobs WHERE job_id = ANY(:ids)"),
+                {"ids": sorted(job_ids)},
+            )
+        }
+        defs = {
+            int(r[0]): Definition(int(r[0]), r[1], r[2])
+            for r in conn.execute(
+                sa.text(
+                    "SELECT harvest_id, name, kind FROM harvestdefinitions"
+                    " WHERE harvest_id = ANY(:ids)"
+                ),
+                {"ids": sorted(set(jobs.values()))},
+            )
         }
     return defs, jobs
 
@@ -85,19 +97,23 @@ def sync(
 ) -> dict[str, int]:
     """Make each definition's collection folder link exactly its jobs' per-file CDXJ files.
 
-    Cheap and idempotent (directory listings, one query, symbolic links); returns the number of
+    Cheap and idempotent (directory listings, two queries, symbolic links); returns the number of
     index files per collection. Definitions without captures get no collection yet.
     """
     lister = lister or Lister()
-    defs, jobs = _definitions(engine)
-    want: dict[int, dict[str, Path]] = {}
+    found: list[tuple[int, str, Path]] = []
     for root in roots(layout):
         for day_dir in _day_dirs(root):
             for name in lister.cdxj_names(day_dir):
                 job = job_id_of(name.removesuffix(".cdxj"))
-                hid = jobs.get(job) if job is not None else None
-                if hid is not None and hid in defs:
-                    want.setdefault(hid, {})[f"{root.tag}--{day_dir.name}--{name}"] = day_dir / name
+                if job is not None:
+                    found.append((job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name))
+    defs, jobs = _definitions(engine, {job for job, _, _ in found})
+    want: dict[int, dict[str, Path]] = {}
+    for job, name, target in found:
+        hid = jobs.get(job)
+        if hid is not None and hid in defs:
+            want.setdefault(hid, {})[name] = target
     base = collections_root(cfg)
     base.mkdir(parents=True, exist_ok=True)
     acl = acl_file(cfg)

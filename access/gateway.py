@@ -127,7 +127,9 @@ class Gateway:
 
     def refusal(self, client: str, path: str, headers: Any) -> str | None:
         """Why this request may not be served (reading room), or None."""
-        if not self.cfg.reading_room or _PUBLIC.match(path):
+        if not self.cfg.reading_room:
+            return None
+        if _PUBLIC.match(path) and ".." not in path and "%2e" not in path.lower():
             return None
         try:
             addr = ipaddress.ip_address(client)
