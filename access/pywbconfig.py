@@ -34,6 +34,7 @@ from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
 
 BANNER = Path(__file__).with_name("banner.html")
+ERROR_PAGE = Path(__file__).with_name("error.html")
 
 
 def _ensure_file(path: Path) -> None:
@@ -103,12 +104,14 @@ def write(settings: Settings | None = None) -> Path:
     cfg.root.mkdir(parents=True, exist_ok=True)
     collections_root(cfg).mkdir(exist_ok=True)
     _ensure_file(acl_file(cfg))  # pywb refuses a missing ACL file at start
-    # pywb looks for templates in <cwd>/templates first: our banner around pywb's own
-    banner = cfg.root / "templates" / "harvestflow_banner.html"
-    banner.parent.mkdir(exist_ok=True)
-    banner_tmp = banner.with_name(f".{banner.name}.{os.getpid()}.tmp")
-    banner_tmp.write_text(BANNER.read_text(encoding="utf-8"), encoding="utf-8")
-    os.replace(banner_tmp, banner)
+    # pywb looks for templates in <cwd>/templates first: our banner around pywb's own, and
+    # our error page (a capture refused by an access rule says so)
+    for source, name in ((BANNER, "harvestflow_banner.html"), (ERROR_PAGE, "error.html")):
+        target = cfg.root / "templates" / name
+        target.parent.mkdir(exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        os.replace(tmp, target)
     tmp = cfg.config_file.with_name(f".config.yaml.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, cfg.config_file)

@@ -124,6 +124,7 @@ def test_block_and_embargo_apply_to_search_and_replay_and_changes_take_effect_wh
         # replay: refused by pywb (451, its "blocked" page), allowed where no rule says no
         status, body = replay_status(cfg, secret)
         assert status == 451, body[:300]
+        assert b"Consultation restricted" in body and secret.encode() in body
         assert replay_status(cfg, fresh)[0] == 451  # younger than the embargo
         for url in (public, aged, opened):
             status, body = replay_status(cfg, url)
