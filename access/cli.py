@@ -61,7 +61,14 @@ def _published() -> None:
     """Bring the served files up to date now (the service's refresh would, later)."""
     from access.publish import publish
 
-    publish()
+    try:
+        publish()
+    except OSError as exc:  # stored all the same: a running service publishes it on its refresh
+        print(
+            f"harvestflow access: stored; not published here ({exc}): the replay service applies"
+            " it at its next refresh",
+            file=sys.stderr,
+        )
 
 
 def _refused(exc: Exception) -> int:
