@@ -46,7 +46,7 @@ def _e(text: str) -> str:
     return html.escape(text, quote=True).replace("{", "&#123;").replace("}", "&#125;")
 
 
-def _tour_html(tour: Tour, base: str) -> str:
+def _tour_html(tour: Tour) -> str:
     out = [
         f'  <div class="row hf-tour" id="tour-{_e(tour.name)}">',
         f"    <h4>{_e(tour.title)}</h4>",
@@ -65,12 +65,12 @@ def _tour_html(tour: Tour, base: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(tours: list[Tour], base: str = "") -> str:
+def render(tours: list[Tour]) -> str:
     """The text of pywb's index.html: the tours, then pywb's list of collections."""
     parts = [_HEAD]
     if tours:
         parts.append('  <div class="row"><h3>Guided tours</h3></div>\n')
-        parts += [_tour_html(t, base) for t in tours]
+        parts += [_tour_html(t) for t in tours]
     parts += [_COLLECTIONS, _TAIL]
     return "".join(parts)
 
