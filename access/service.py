@@ -5,7 +5,9 @@ Why this module owns the process: pywb is GPL-3.0, so the platform never imports
 in the access folder, its request log (gevent's access lines and pywb's errors, from its
 stderr) appended to ``<access>/logs/access.log``. Beside it, in this process: our WARC resolver
 (:mod:`access.resolver`) and a thread that refreshes the flat index files every
-``refresh_interval_s`` (:func:`access.index.refresh`), so new captures appear without a restart.
+``refresh_interval_s`` (:func:`access.index.refresh`, :func:`access.publish.publish`), so new
+captures, rules, definition collections and tours appear without a restart. In front of pywb,
+our gateway (:mod:`access.gateway`) on the public address: reading room, refusal log.
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from access import pywbconfig
+import sqlalchemy as sa
+
+from access import pywbconfig, rules
 from access.config import AccessConfig
+from access.definitions import acl_file
+from access.gateway import Gateway
 from access.index import Lister, refresh, reindex
+from access.publish import publish
 from access.resolver import make_server
+from harvestflow.db import get_engine
 from harvestflow.package_data import data_path
 from harvestflow.services import ServiceError
 from harvestflow.settings import Settings, get_settings
@@ -55,6 +63,9 @@ class ReplayService:
         self.cfg = AccessConfig.from_settings(self.settings)
         self.proc: subprocess.Popen[bytes] | None = None
         self._resolver: Any = None
+        self._gateway: Any = None
+        self._rules: tuple[tuple[int, int, int], list[rules.Rule]] = ((-1, -1, -1), [])
+        self._rules_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -66,6 +77,13 @@ class ReplayService:
                 " (access/setup-replay.sh)"
             )
         reindex(self.settings)
+        try:
+            publish(self.settings, self._engine())
+        except sa.exc.SQLAlchemyError as exc:
+            raise ServiceError(
+                f"access rules: cannot read them from the harvest database ({exc.__class__.__name__}:"
+                f" {exc}); the replay service does not start without them"
+            ) from exc
         config = pywbconfig.write(self.settings)
         try:
             self._resolver = make_server(self.settings, self.cfg.host, self.cfg.resolver_port)
@@ -75,6 +93,15 @@ class ReplayService:
                 " set [access] resolver_port (HARVESTFLOW_ACCESS__RESOLVER_PORT)"
             ) from exc
         self._spawn("warc-resolver", self._resolver.serve_forever)
+        try:
+            self._gateway = Gateway(self.cfg, self.current_rules).server()
+        except OSError as exc:
+            self.stop()
+            raise ServiceError(
+                f"access gateway: cannot listen on {self.cfg.host}:{self.cfg.port} ({exc});"
+                " set [access] url (HARVESTFLOW_ACCESS__URL)"
+            ) from exc
+        self._spawn("access-gateway", self._gateway.serve_forever)
         self.cfg.log_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
         env["PYWB_CONFIG_FILE"] = str(config)
@@ -83,7 +110,7 @@ class ReplayService:
         # own descriptor of the log; ours closes at once.
         with open(self.cfg.access_log, "ab") as err:
             self.proc = subprocess.Popen(
-                [str(self.cfg.wayback), "-p", str(self.cfg.port), "-b", self.cfg.host],
+                [str(self.cfg.wayback), "-p", str(self.cfg.pywb_port), "-b", self.cfg.host],
                 cwd=self.cfg.root,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -100,7 +127,7 @@ class ReplayService:
             if time.monotonic() > deadline:
                 self.stop()
                 raise ServiceError(
-                    f"pywb did not answer on {self.cfg.url}; see {self.cfg.access_log}"
+                    f"pywb did not answer on {self.cfg.pywb_url}; see {self.cfg.access_log}"
                 )
             time.sleep(0.3)
         self._spawn("access-refresh", self._refresh_loop)
@@ -111,16 +138,42 @@ class ReplayService:
         thread.start()
         self._threads.append(thread)
 
+    def _engine(self) -> sa.Engine:
+        return get_engine(self.settings.harvest_db_url)
+
+    def current_rules(self) -> list[rules.Rule]:
+        """The rules in force, for the refusal log: re-read whenever pywb's ACL file changed
+        (every change is published there first), so the log names the rule pywb applied."""
+        try:
+            st = acl_file(self.cfg).stat()
+            version = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            version = (0, 0, 0)
+        with self._rules_lock:
+            seen, cached = self._rules
+            if seen != version:
+                try:
+                    cached = rules.active(self._engine())
+                    self._rules = (version, cached)
+                except sa.exc.SQLAlchemyError:
+                    log.exception("access rules: cannot read them; the refusal log uses the last")
+            return cached
+
     def _refresh_loop(self) -> None:
         lister = Lister()
         while not self._stop.wait(self.cfg.refresh_interval_s):
             try:
                 refresh(self.settings, lister)
-            except Exception:  # keep serving; the next pass retries
+                publish(self.settings, self._engine(), lister)
+            except Exception:  # keep serving (the last rules and pages); the next pass retries
                 log.exception("access refresh failed")
 
     def healthy(self) -> bool:
-        return http_ok(self.cfg.url) and http_ok(self.cfg.resolver_url.replace("/warc/", "/health"))
+        return (
+            http_ok(self.cfg.pywb_url)
+            and http_ok(self.cfg.url + "_health")
+            and http_ok(self.cfg.resolver_url.replace("/warc/", "/health"))
+        )
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -134,6 +187,10 @@ class ReplayService:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self._gateway is not None:
+            self._gateway.shutdown()
+            self._gateway.server_close()
+            self._gateway = None
         if self._resolver is not None:
             self._resolver.shutdown()
             self._resolver.server_close()

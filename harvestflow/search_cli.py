@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 from indexing.fulltext import reindex  # the chain module owns the files it reads
 from search.backends import get_backend
-from search.model import FACETS, AccessRules, SearchResult
+from search.model import FACETS, SearchResult
 from search.query import parse_query
 
 
@@ -58,9 +58,16 @@ def _print(result: SearchResult) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    rules = AccessRules(
-        blocked=tuple(args.block),
-        embargoes=((("", timedelta(days=args.embargo_days)),) if args.embargo_days else ()),
+    from access.rules import search_rules
+    from harvestflow.db import get_engine
+
+    # the access rules in force (as replay applies them), plus what the command line adds
+    in_force = search_rules(get_engine())
+    rules = replace(
+        in_force,
+        blocked=in_force.blocked + tuple(args.block),
+        embargoes=in_force.embargoes
+        + ((("", timedelta(days=args.embargo_days)),) if args.embargo_days else ()),
     )
     query = parse_query(
         args.text,

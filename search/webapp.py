@@ -20,8 +20,6 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from harvestflow.package_data import data_path
-from harvestflow.settings import Settings, get_settings
-from search.backends import get_backend
 from search.model import FACETS, AccessRules, SearchBackend
 from search.query import parse_query
 
@@ -119,15 +117,3 @@ def create_app(
         )
 
     return app
-
-
-def app_from_settings(
-    settings: Settings | None = None, rules: Callable[[], AccessRules] = AccessRules
-) -> FastAPI:
-    """The app on the configured backend, linking to the replay service at ``[access] url``."""
-    settings = settings or get_settings()
-    return create_app(
-        lambda: get_backend(settings),
-        replay_url=str(settings.get("access", "url", "http://127.0.0.1:8090/")),
-        rules=rules,
-    )

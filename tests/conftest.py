@@ -97,6 +97,7 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
         "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
         "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
+        "HARVESTFLOW_ACCESS__PYWB_PORT": str(free_port()),
         "HARVESTFLOW_BROKER__PORT": str(free_port()),
     }
 

@@ -42,6 +42,7 @@ def access_settings(
     monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
     monkeypatch.setenv("HARVESTFLOW_ACCESS__URL", f"http://127.0.0.1:{free_port()}/")
     monkeypatch.setenv("HARVESTFLOW_ACCESS__RESOLVER_PORT", str(free_port()))
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__PYWB_PORT", str(free_port()))
     monkeypatch.setenv("HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S", "1")
     settings_mod.reset()
     yield settings_mod.get_settings()

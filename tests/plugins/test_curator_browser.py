@@ -300,3 +300,39 @@ def test_crawl_control_writes_go_through_airflow_auth(airflow_up: Airflow, demo_
     csrf = hmac.new(key, f"{session}\0{af.user}".encode(), hashlib.sha256).hexdigest()
     done = client.post(url, data={"action": "pause", "csrf_token": csrf})
     assert done.status_code == 400 and "not running" in done.text, done.text
+
+
+def test_the_reading_room_admits_a_user_signed_in_to_the_curator_pages(
+    airflow_up: Airflow, demo_platform: DemoPlatform
+) -> None:
+    """Reading-room mode (issue 18): outside the address ranges, Airflow's login (the curator
+    pages' own) lets a reader in — as a Bearer token or the UI's ``_token`` cookie —, a forged
+    token or none does not. The gateway asks the real curator pages of the running Airflow."""
+    import dataclasses
+    import ipaddress
+
+    from access.config import AccessConfig
+    from access.gateway import Gateway
+    from harvestflow.settings import get_settings
+
+    af = airflow_up
+    cfg = dataclasses.replace(
+        AccessConfig.from_settings(get_settings()),
+        reading_room=True,
+        reading_room_ranges=(ipaddress.ip_network("127.0.0.1/32"),),
+        reading_room_login=True,
+        login_check_url=f"{af.base}/curator/",
+    )
+    gateway = Gateway(cfg, rules=list)
+    token = httpx.post(
+        f"{af.base}/auth/token", json={"username": af.user, "password": af.password}, timeout=30
+    ).json()["access_token"]
+    replay = "/all/2030/http://www.example-a.test/"
+    assert gateway.refusal("127.0.0.1", replay, {}) is None  # inside the ranges
+    assert gateway.refusal("127.0.0.2", "/", {}) is None  # the home page is public
+    refused = gateway.refusal("127.0.0.2", replay, {})
+    assert refused and "outside the reading room and not signed in" in refused
+    assert gateway.refusal("127.0.0.2", replay, {"Authorization": f"Bearer {token}"}) is None
+    assert gateway.refusal("127.0.0.2", replay, {"Cookie": f"lang=fr; _token={token}"}) is None
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    assert gateway.refusal("127.0.0.2", replay, {"Authorization": f"Bearer {forged}"})

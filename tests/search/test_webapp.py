@@ -7,8 +7,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from harvestflow.search_page import app_from_settings
 from search.model import AccessRules
-from search.webapp import app_from_settings, create_app
+from search.webapp import create_app
 
 pytestmark = pytest.mark.services
 
