@@ -29,6 +29,8 @@ import sqlalchemy as sa
 
 from access.config import AccessConfig
 from access.index import Lister, _day_dirs, _sync_links, roots
+from harvest.definitions import definition_labels
+from harvest.jobs import definitions_of_jobs
 from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
@@ -61,22 +63,10 @@ def _definitions(
 ) -> tuple[dict[int, Definition], dict[int, int]]:
     """The definitions of these jobs, and each job's definition (one query each)."""
     with engine.connect() as conn:
-        jobs = {
-            int(r[0]): int(r[1])
-            for r in conn.execute(
-                sa.text("SELECT job_id, harvest_id FROM jobs WHERE job_id = ANY(:ids)"),
-                {"ids": sorted(job_ids)},
-            )
-        }
+        jobs = definitions_of_jobs(conn, job_ids)
         defs = {
-            int(r[0]): Definition(int(r[0]), r[1], r[2])
-            for r in conn.execute(
-                sa.text(
-                    "SELECT harvest_id, name, kind FROM harvestdefinitions"
-                    " WHERE harvest_id = ANY(:ids)"
-                ),
-                {"ids": sorted(set(jobs.values()))},
-            )
+            hid: Definition(hid, name, kind)
+            for hid, (name, kind) in definition_labels(conn, set(jobs.values())).items()
         }
     return defs, jobs
 

@@ -399,3 +399,12 @@ def definition_names(conn: Connection, harvest_ids: Iterable[int]) -> dict[int, 
         {"h": sorted({int(h) for h in harvest_ids})},
     )
     return {int(h): str(n) for h, n in rows}
+
+
+def definition_labels(conn: Connection, harvest_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """Harvest definition id → (name, kind: 'partial' selective or 'full' broad)."""
+    rows = conn.execute(
+        sa.text("SELECT harvest_id, name, kind FROM harvestdefinitions WHERE harvest_id = ANY(:h)"),
+        {"h": sorted({int(h) for h in harvest_ids})},
+    )
+    return {int(h): (str(n), str(k)) for h, n, k in rows}

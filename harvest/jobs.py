@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -504,3 +504,12 @@ def jobs_with_status(conn: Connection, statuses: tuple[int, ...]) -> list[Any]:
             {"s": list(statuses)},
         ).all()
     )
+
+
+def definitions_of_jobs(conn: Connection, job_ids: Iterable[int]) -> dict[int, int]:
+    """Job id → its harvest definition's id (unknown jobs are left out)."""
+    rows = conn.execute(
+        sa.text("SELECT job_id, harvest_id FROM jobs WHERE job_id = ANY(:ids)"),
+        {"ids": sorted({int(j) for j in job_ids})},
+    )
+    return {int(j): int(h) for j, h in rows}

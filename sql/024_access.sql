@@ -1,4 +1,4 @@
--- harvestflow harvest database, version 024: access rules and guided tours (issue 18, 3-4).
+-- harvestflow harvest database, version 024: access rules and guided tours.
 --
 -- Access rules (legal deposit): a SURT prefix, allow / block / exclude, an optional embargo
 -- (the rule applies only to captures younger than embargo_days) and a reason. Versioned: a row

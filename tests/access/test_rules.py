@@ -1,4 +1,4 @@
-"""Access rules (issue 18, item 4) against the real replay service and full-text search.
+"""Access rules against the real replay service and full-text search.
 
 Captures go through the real indexing chain and text extraction; rules are managed with the
 real CLI (``harvestflow access rules``), stored versioned in the harvest DB and applied by pywb

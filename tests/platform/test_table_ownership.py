@@ -61,6 +61,7 @@ OWNERS = {
     "qa_stats": "qa",
     "qa_reports": "qa",
     **dict.fromkeys(["fulltext_docs", "fulltext_captures", "fulltext_files"], "search"),
+    **dict.fromkeys(["access_rules", "access_tours", "access_tour_sites"], "access"),
     "host_leases": "crawler",
     "job_leases": "crawler",
     "credentials": "harvestflow.credentials",

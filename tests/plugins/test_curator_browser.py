@@ -305,7 +305,7 @@ def test_crawl_control_writes_go_through_airflow_auth(airflow_up: Airflow, demo_
 def test_the_reading_room_admits_a_user_signed_in_to_the_curator_pages(
     airflow_up: Airflow, demo_platform: DemoPlatform
 ) -> None:
-    """Reading-room mode (issue 18): outside the address ranges, Airflow's login (the curator
+    """Reading-room mode: outside the address ranges, Airflow's login (the curator
     pages' own) lets a reader in — as a Bearer token or the UI's ``_token`` cookie —, a forged
     token or none does not. The gateway asks the real curator pages of the running Airflow."""
     import dataclasses
