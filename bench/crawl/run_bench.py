@@ -132,6 +132,9 @@ def norm(urls: set[str]) -> set[str]:
 
 
 HF_COMMON = [
+    # no browser: `crawl --seed` takes the selective template, which renders its seeds
+    "--render",
+    "none",
     "--no-politeness",
     "--ignore-robots",
     "--allow-private",

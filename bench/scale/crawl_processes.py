@@ -43,9 +43,7 @@ from run_bench import (  # noqa: E402  (bench/crawl's helpers: the site, nginx, 
 def crawl(out: Path, seeds: list[str], processes: int) -> dict[str, float | set[str]]:
     """One crawl: wall seconds, CPU seconds of the process tree, the URLs fetched."""
     shutil.rmtree(out, ignore_errors=True)
-    # no browser: the seeds would be rendered by default (a selective template's "seeds")
-    cmd = [PY, "-m", "crawler", "--out", str(out), *HF_COMMON, "--render", "none"]
-    cmd += ["--processes", str(processes)]
+    cmd = [PY, "-m", "crawler", "--out", str(out), *HF_COMMON, "--processes", str(processes)]
     for seed in seeds:
         cmd += ["--seed", seed]
     log = out.with_suffix(".log")
