@@ -10,7 +10,8 @@ the tasks (the task instance's hostname is the worker's name). In order, on one 
    together (measured at the test's own server from request times);
 4. a second `crawl_high` worker joins, a one-off crawl starts on one of the two, that worker and
    its crawler are killed (SIGKILL), and the job finishes on the other: its retry takes the
-   expired job lease and resumes the job directory, no URL fetched twice.
+   expired job lease and resumes the job directory, no URL fetched twice, and the job's WARCs
+   pass `warcio check`.
 """
 
 from __future__ import annotations
@@ -359,6 +360,15 @@ def test_a_killed_workers_crawl_finishes_on_the_other_worker(platform: Platform)
     assert (crawl["state"], crawl["hostname"]) == ("success", survivor)
     assert crawl["try_number"] >= 2
     fetched = _fetched(logs_found)
+    # the job's WARCs (the killed crawler's .open file repaired on resume) pass warcio's checker
+    warcs = sorted(w for p in logs_found for w in (p.parent.parent / "warcs").glob("*.warc.gz"))
+    assert warcs
+    checked = subprocess.run(
+        [str(Path(sys.executable).parent / "warcio"), "check", *map(str, warcs)],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     assert sorted(set(fetched)) == sorted(seeds)  # every seed captured ...
     assert len(fetched) == len(seeds)  # ... exactly once, across the kill
     assert 0 < at_kill < len(seeds), at_kill  # the kill came in the middle of the crawl
