@@ -360,9 +360,14 @@ def test_a_killed_workers_crawl_finishes_on_the_other_worker(platform: Platform)
     assert (crawl["state"], crawl["hostname"]) == ("success", survivor)
     assert crawl["try_number"] >= 2
     fetched = _fetched(logs_found)
-    # the job's WARCs (the killed crawler's .open file repaired on resume) pass warcio's checker
-    warcs = sorted(w for p in logs_found for w in (p.parent.parent / "warcs").glob("*.warc.gz"))
-    assert warcs
+    # the job's WARCs (the killed crawler's .open file repaired on resume) pass warcio's checker,
+    # in the job directory or wherever the indexing chain has copied them by now
+    # (<data>/jobs/<definition>/<job>/<launch>/logs/crawl.log; WARCs named <job>-<definition>-...)
+    names = {f"{p.parents[2].name}-{p.parents[3].name}-" for p in logs_found}
+    warcs = sorted(
+        w for w in platform.data_dir.rglob("*.warc.gz") if w.name.startswith(tuple(names))
+    )
+    assert warcs, names
     checked = subprocess.run(
         [str(Path(sys.executable).parent / "warcio"), "check", *map(str, warcs)],
         capture_output=True,
