@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from crawler.context import CrawlContext
 from crawler.handoff import read_inbox, write_status
+from crawler.state import FrontierState
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,10 @@ class PartitionCoordinator:
                 "urls_done": ctx.urls_done,
                 "bytes_done": ctx.bytes_done,
                 "failures": ctx.failures,
-                "queued": self.counts.get(0, 0),
-                "discovered": sum(n for s, n in self.counts.items() if s != 4),
+                "queued": self.counts.get(FrontierState.QUEUED, 0),
+                "discovered": sum(
+                    n for s, n in self.counts.items() if s != FrontierState.HANDED_OFF
+                ),
                 "busy": len(self.crawler.engine.downloader.active) if self.crawler.engine else 0,
             },
         )

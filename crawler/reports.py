@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawler.crawllog import parse_line
-from crawler.state import CrawlState
+from crawler.state import CrawlState, FrontierState
 from crawler.urls import canonical_key, host_of
 from harvestflow.formats.crawllog import split_line
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ CRAWL_STATUS_TEXT = {
 
 def is_disregard(status: int) -> bool:
     """Refused before fetching (scope, robots, traps, budgets, bad URLs)."""
-    return status <= -4000 or status == -7
+    return status <= FetchStatus.DEEMED_CHAFF or status == FetchStatus.UNFETCHABLE_URI
 
 
 @dataclass
@@ -102,7 +103,7 @@ def tally_crawl_log(path: Path) -> Tally:
             t.processed += 1
             t.codes[f["status"]] += 1
             t.by_key[canonical_key(f["url"])] = (status, f["url"])
-            if status == -9998:
+            if status == FetchStatus.ROBOTS_PRECLUDED:
                 hs.robots += 1
             if status <= 0:
                 if is_disregard(status):
@@ -231,10 +232,14 @@ def write_reports(
         " lastDequeueTime wakeTime totalSpend/totalBudget errorCount lastPeekUri lastQueuedUri"
     ]
     queued: dict[str, list[str]] = defaultdict(list)
-    for (url,) in state.db.execute("SELECT url FROM urls WHERE status=0 ORDER BY rowid"):
+    for (url,) in state.db.execute(
+        "SELECT url FROM urls WHERE status=? ORDER BY rowid", (FrontierState.QUEUED,)
+    ):
         queued[host_of(url)].append(url)
+    enqueued = (FrontierState.QUEUED, FrontierState.DONE, FrontierState.FAILED)
     enqueues = Counter(
-        host_of(u) for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (0, 1, 3)")
+        host_of(u)
+        for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (?, ?, ?)", enqueued)
     )
     for host in sorted(set(enqueues) | set(queued)):
         q = queued.get(host, [])

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from crawler import jobspec
-from crawler.budget import COMPLETE, STOPPED_BY_OPERATOR, TIME_LIMIT, UNFINISHED
 from crawler.context import CrawlContext
 from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.handoff import Partition
@@ -26,6 +25,7 @@ from crawler.jobspec import JobSpec, freeze_job
 from crawler.jobspec import write_json as _write_json
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -173,13 +173,13 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
         reason = b.stop_reason
         if reason is None:
             if status == "time_limit" and remaining.get(name):
-                reason = TIME_LIMIT
+                reason = StopReason.TIME_LIMIT
             elif status == "unfinished" and remaining.get(name):
-                reason = UNFINISHED
+                reason = StopReason.DOWNLOAD_UNFINISHED
             elif status == "stopped" and remaining.get(name):
-                reason = STOPPED_BY_OPERATOR
+                reason = StopReason.STOPPED_BY_OPERATOR
             else:
-                reason = COMPLETE
+                reason = StopReason.DOWNLOAD_COMPLETE
         domains[name] = {
             "config_id": b.config_id,
             "objects": objects,

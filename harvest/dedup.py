@@ -18,8 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from harvest.common import DONE
 from harvestflow.formats.cdx import parse_cdx11
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             return job.harvest_id, []
         rows = conn.execute(
             sa.text("SELECT job_id FROM jobs WHERE harvest_id = :h AND status = :d ORDER BY 1"),
-            {"h": prev, "d": DONE},
+            {"h": prev, "d": JobStatus.DONE},
         )
         return int(prev), [int(r) for r in rows.scalars()]
     num = conn.execute(
@@ -46,7 +46,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             "SELECT max(harvest_num) FROM jobs WHERE harvest_id = :h AND harvest_num < :n"
             " AND status = :d"
         ),
-        {"h": job.harvest_id, "n": job.harvest_num, "d": DONE},
+        {"h": job.harvest_id, "n": job.harvest_num, "d": JobStatus.DONE},
     ).scalar()
     if num is None:
         return job.harvest_id, []
@@ -55,7 +55,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n AND status = :d"
             " ORDER BY 1"
         ),
-        {"h": job.harvest_id, "n": num, "d": DONE},
+        {"h": job.harvest_id, "n": num, "d": JobStatus.DONE},
     )
     return job.harvest_id, [int(r) for r in rows.scalars()]
 

@@ -18,17 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    FAILED,
-    NEW,
-    STARTED,
-    STATUS_NAMES,
-    SUBMITTED,
-    atomic_write_text,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import atomic_write_text, engine_or_default, utcnow
 from harvestflow.credentials import refs_for_job
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +130,11 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
         status = conn.execute(
             sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
         ).scalar()
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         job_id = resubmit_job(job_id, engine, reason="failed job prepared again (retry)")
     with engine.begin() as conn:
         job = _job_row(conn, job_id, lock=True)
-        if job.status != NEW and job.job_dir:
+        if job.status != JobStatus.NEW and job.job_dir:
             path = Path(job.job_dir) / "job.json"
             if path.exists():
                 return str(path)
@@ -160,7 +152,7 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
                 "UPDATE jobs SET status = GREATEST(status, :s), job_dir = :d, dedup_index = :x,"
                 " submitteddate = COALESCE(submitteddate, now()) WHERE job_id = :j"
             ),
-            {"s": SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
+            {"s": JobStatus.SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
         )
     log.info(
         "job %s prepared: %s (%d seeds, %d domains, channel %s)",
@@ -207,7 +199,7 @@ def mark_started(
                 "UPDATE jobs SET status = :s, startdate = COALESCE(startdate, now())"
                 " WHERE job_id = :j AND status < :s"
             ),
-            {"s": STARTED, "j": job},
+            {"s": JobStatus.STARTED, "j": job},
         )
         if airflow_task:
             conn.execute(
@@ -241,4 +233,4 @@ def list_jobs(
             ),
             {"h": harvest_id, "s": status, "l": limit},
         ).all()
-    return [dict(r._mapping) | {"status_name": STATUS_NAMES[r.status]} for r in rows]
+    return [dict(r._mapping) | {"status_name": JobStatus(r.status).name} for r in rows]

@@ -21,8 +21,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from harvest.common import DONE, FAILED, NEW, RESUBMITTED, STARTED, SUBMITTED, engine_or_default
+from harvest.common import engine_or_default
 from harvest.results import SUMMARY, record_job_results
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def find_dead_jobs(
                 "                 AND l.expires_at > clock_timestamp())"
                 " ORDER BY job_id"
             ),
-            {"s": SUBMITTED, "t": STARTED},
+            {"s": JobStatus.SUBMITTED, "t": JobStatus.STARTED},
         ).all()
     dead = []
     for row in rows:
@@ -102,7 +103,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
             raise LookupError(f"job {job_id} does not exist")
         if old.resubmitted_as_job is not None:
             return int(old.resubmitted_as_job)
-        if old.status == NEW:
+        if old.status == JobStatus.NEW:
             raise ValueError(f"job {job_id} was never submitted: nothing to resubmit")
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": old.harvest_id})
         next_index = conn.execute(
@@ -121,7 +122,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
                 " forcemaxrunningtime, num_configs, resolve, logical_date FROM jobs"
                 " WHERE job_id = :j RETURNING job_id"
             ),
-            {"i": next_index, "new": NEW, "j": job_id},
+            {"i": next_index, "new": JobStatus.NEW, "j": job_id},
         ).scalar_one()
         conn.execute(
             sa.text(
@@ -137,7 +138,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
                 " WHERE job_id = :j"
             ),
             {
-                "r": RESUBMITTED,
+                "r": JobStatus.RESUBMITTED,
                 "n": new_id,
                 "j": job_id,
                 "why": reason or f"resubmitted as job {new_id}",
@@ -209,7 +210,7 @@ def resubmit_dead_jobs(
                     "UPDATE jobs SET harvest_errors = concat_ws('; ', CAST(:why AS text),"
                     " harvest_errors) WHERE job_id = :j AND status IN (:d, :f)"
                 ),
-                {"why": why, "j": job_id, "d": DONE, "f": FAILED},
+                {"why": why, "j": job_id, "d": JobStatus.DONE, "f": JobStatus.FAILED},
             )
         resubmitted[job_id] = resubmit_job(job_id, engine, reason=why)
         log.warning(

@@ -18,16 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    DONE,
-    FAILED,
-    STATUS_NAMES,
-    STOP_REASON_NAMES,
-    STOP_UNFINISHED,
-    as_utc,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import as_utc, engine_or_default, utcnow
+from harvestflow.formats.job_status import JobStatus
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +97,15 @@ def _record_history(
             try:
                 objects = int(entry.get("objects", 0))
                 size = int(entry.get("bytes", 0))
-                reason = int(entry.get("stop_reason", STOP_UNFINISHED))
-                if reason not in STOP_REASON_NAMES:
-                    raise ValueError(f"stop reason {reason} not in {sorted(STOP_REASON_NAMES)}")
+                reason = int(entry.get("stop_reason", StopReason.DOWNLOAD_UNFINISHED))
+                known = sorted(int(r) for r in StopReason)
+                if reason not in known:
+                    raise ValueError(f"stop reason {reason} not in {known}")
             except (TypeError, ValueError) as exc:
                 problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
-                objects, size, reason = 0, 0, STOP_UNFINISHED
+                objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
         else:
-            objects, size, reason = 0, 0, STOP_UNFINISHED
+            objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
             problems.append(f"domain {domain}: not in the summary, recorded as unfinished")
         conn.execute(
             sa.text(
@@ -162,7 +156,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         history_rows, problems = 0, list[str]()
         if summary is not None:
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
-            status = DONE
+            status = JobStatus.DONE
             details = "; ".join(problems) or None
             crawl_status = summary.get("status")
             errors = (
@@ -174,7 +168,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
                 else f"crawl ended: {crawl_status}"
             )
         else:
-            status = FAILED
+            status = JobStatus.FAILED
             errors, details = error, None
         conn.execute(
             sa.text(
@@ -186,14 +180,14 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         )
     result = {
         "job_id": job_id,
-        "status": STATUS_NAMES[status],
+        "status": status.name,
         "history_rows": history_rows,
         "reports": reports,
         "urls": int((summary or {}).get("urls", 0) or 0),
         "bytes": int((summary or {}).get("bytes", 0) or 0),
         "problems": problems if summary is not None else [error],
     }
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         log.error("job %s FAILED: %s", job_id, error)
     else:
         log.info(

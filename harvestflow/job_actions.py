@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvestflow.db import get_engine
+from harvestflow.formats.job_status import RUNNING
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ def request_action(
         ).scalar()
         if status is None:
             raise ActionError(f"job {job_id} does not exist")
-        if status not in (1, 2):  # SUBMITTED, STARTED (harvest.common)
+        if status not in RUNNING:
             raise ActionError(f"job {job_id} is not running (status {status})")
         action_id = conn.execute(
             sa.text(

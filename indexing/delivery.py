@@ -30,8 +30,9 @@ from typing import Any
 import sqlalchemy as sa
 from warcio.warcwriter import WARCWriter
 
-from harvest.common import DONE
 from harvestflow.db import get_engine
+from harvestflow.formats.harvest_channels import Channel
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
 from indexing.capture import NotAWarcError, sniff_format
@@ -40,7 +41,6 @@ from indexing.layout import is_warc_name
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "DELIVERY"
 TEMPLATE = "delivery"
 
 
@@ -176,8 +176,8 @@ def register_delivery(
                 ),
                 {
                     "h": harvest_id,
-                    "s": DONE,
-                    "c": CHANNEL,
+                    "s": JobStatus.DONE,
+                    "c": Channel.DELIVERY.value,
                     "t": TEMPLATE,
                     "spec": json.dumps({"delivery": name, "source": str(source)}),
                 },

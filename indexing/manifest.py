@@ -17,6 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from harvestflow.formats.job_status import JobStatus
+
 STAGES = ("ingested", "indexed", "transferred", "backedup", "done", "quarantined")
 
 
@@ -124,7 +126,7 @@ def existing_job(engine: Engine, job_id: int | None) -> int | None:
 def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
     """(job_id, harvest_id, job_dir) of the jobs whose WARCs are final.
 
-    DONE (3) jobs, and RESUBMITTED (5) jobs whose dead crawl's partial output was salvaged
+    DONE jobs, and RESUBMITTED jobs whose dead crawl's partial output was salvaged
     (summary.json marked "salvaged": ``.open`` WARCs repaired, metadata WARC written), so that
     what a dead worker collected is indexed too. A RESUBMITTED job never salvaged may hold an
     ``.open`` file cut mid-record: it is left alone.
@@ -135,10 +137,11 @@ def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
         rows = conn.execute(
             sa.text(
                 "SELECT job_id, harvest_id, job_dir, status FROM jobs"
-                " WHERE status IN (3, 5) AND job_dir IS NOT NULL ORDER BY job_id"
+                f" WHERE status IN ({JobStatus.DONE:d}, {JobStatus.RESUBMITTED:d})"
+                " AND job_dir IS NOT NULL ORDER BY job_id"
             )
         ).all()
-    return [(r[0], r[1], r[2]) for r in rows if r[3] == 3 or was_salvaged(r[2])]
+    return [(r[0], r[1], r[2]) for r in rows if r[3] == JobStatus.DONE or was_salvaged(r[2])]
 
 
 def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:

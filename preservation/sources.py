@@ -16,6 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from harvestflow.formats.job_status import JobStatus
 from preservation.errors import ChecksumMismatch, MissingFile
 
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")  # ARC: legacy collections, deliveries
@@ -138,13 +139,15 @@ def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[
     )
     if include_unindexed:
         indexed = (
-            f"(({indexed}) OR (j.status = 3 AND j.job_dir IS NOT NULL AND NOT EXISTS"
+            f"(({indexed}) OR (j.status = {JobStatus.DONE:d}"
+            " AND j.job_dir IS NOT NULL AND NOT EXISTS"
             " (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id)))"
         )
-    # RESUBMITTED (5) jobs qualify once their dead crawl was salvaged and indexed: the
+    # RESUBMITTED jobs qualify once their dead crawl was salvaged and indexed: the
     # indexing chain takes only salvaged ones, and their metadata WARC must be in the manifest
     sql = (
-        "SELECT j.job_id FROM jobs j WHERE j.status IN (3, 5)"
+        "SELECT j.job_id FROM jobs j"
+        f" WHERE j.status IN ({JobStatus.DONE:d}, {JobStatus.RESUBMITTED:d})"
         " AND NOT EXISTS (SELECT 1 FROM preservation_packages p WHERE p.job_id = j.job_id"
         "                 AND p.status IN ('preserved', 'manual'))"
         f" AND {indexed} ORDER BY j.job_id"

@@ -41,6 +41,7 @@ from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.formats.harvest_channels import Channel
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ def run_batch(
         "job_id": job_id,
         "harvest_id": harvest_id,
         "harvest_name": DEFINITION,
-        "channel": "CONTINUOUS",
+        "channel": Channel.CONTINUOUS.value,
         "seeds": seeds,
         "template": job_template,
         "resolve": resolve or {},
