@@ -1,6 +1,6 @@
 """``harvestflow access ...``: the replay service (registered through :func:`add_cli`).
 
-- ``access setup``: create the replay virtualenv with pywb (``scripts/setup-replay.sh``);
+- ``access setup``: create the replay virtualenv with pywb (``access/setup-replay.sh``);
 - ``access serve``: pywb + our WARC resolver until Ctrl-C (what ``harvestflow up`` starts);
 - ``access reindex [--force]``: rebuild the ZipNum indexes whose big CDXJ changed, refresh the
   flat files not merged yet (what the ``indexing_merge`` DAG runs after its big merge);

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harvestflow.settings import PROJECT_ROOT, Settings, SettingsError, get_settings
+from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 
 ALL = "all"
 _COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -52,7 +52,7 @@ class AccessConfig:
             host=parts.hostname,
             port=parts.port,
             resolver_port=int(sec.get("resolver_port", 8091)),
-            venv=venv if venv.is_absolute() else PROJECT_ROOT / venv,
+            venv=venv if venv.is_absolute() else base_dir() / venv,
             root=settings.path(str(sec.get("data_subdir") or "access")),
             block_lines=max(1, int(sec.get("zipnum_block_lines", 1000))),
             shard_blocks=max(1, int(sec.get("zipnum_shard_blocks", 10000))),

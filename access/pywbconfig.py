@@ -24,10 +24,11 @@ from pathlib import Path
 from access import zipnum
 from access.config import AccessConfig
 from access.index import access_collections, live_dir
+from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
 
-BANNER = Path(__file__).with_name("banner.html")
+BANNER = data_path("access", "banner.html")
 
 
 def _ensure_file(path: Path) -> None:

@@ -23,16 +23,17 @@ from access import pywbconfig
 from access.config import AccessConfig
 from access.index import Lister, refresh, reindex
 from access.resolver import make_server
+from harvestflow.package_data import data_path
 from harvestflow.services import ServiceError
-from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
+from harvestflow.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-SETUP_SCRIPT = PROJECT_ROOT / "scripts" / "setup-replay.sh"
+SETUP_SCRIPT = data_path("access", "setup-replay.sh")
 
 
 def setup(settings: Settings | None = None) -> None:
-    """Create the replay virtualenv with pywb (idempotent; ``scripts/setup-replay.sh``)."""
+    """Create the replay virtualenv with pywb (idempotent; ``access/setup-replay.sh``)."""
     cfg = AccessConfig.from_settings(settings)
     env = {**os.environ, "REPLAY_VENV": str(cfg.venv)}
     subprocess.run(["bash", str(SETUP_SCRIPT)], env=env, check=True)
@@ -62,7 +63,7 @@ class ReplayService:
         if not self.cfg.wayback.exists():
             raise ServiceError(
                 f"pywb is not installed in {self.cfg.venv}: run `harvestflow access setup`"
-                " (scripts/setup-replay.sh)"
+                " (access/setup-replay.sh)"
             )
         reindex(self.settings)
         config = pywbconfig.write(self.settings)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crawler.jobspec import JobSpec
-from crawler.urls import registrable_domain
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.stop_reasons import StopReason
 
 QUOTA_OBJECTS = "Q:groupMaxFetchSuccesses"

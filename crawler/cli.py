@@ -20,9 +20,9 @@ log = logging.getLogger(__name__)
 
 def templates_dir() -> Path:
     """config/templates/: the reviewed template files the harvest DB is loaded from too."""
-    from harvestflow.settings import PROJECT_ROOT
+    from harvestflow.package_data import data_path
 
-    return PROJECT_ROOT / "config" / "templates"
+    return data_path("config", "templates")
 
 
 def builtin_templates() -> dict[str, dict[str, Any]]:

@@ -2,10 +2,13 @@
 
 Why one object: the spider, the capture middleware, the robots and budget middlewares and the
 progress extension all need the same job spec, WARC writer, crawl.log, persistent frontier and
-budgets. It is built once by the runner and handed to Scrapy in the ``HARVESTFLOW_CONTEXT``
-setting; each component takes it in ``from_crawler``. The discovery → decision → request and
-fetch → log → persist steps live here so that their order (which matters for resuming after a
-crash) is written down in one place.
+budgets. It is built once by the runner and hung off the Scrapy crawler by :func:`attach`
+(the one place that does); each component takes it with :func:`context_of` in
+``from_crawler``, and reads the template's values from ``crawler.settings`` (see
+``crawler.runner.scrapy_settings``). Its counters are Scrapy stats (``crawler.stats``, keys
+``harvestflow/…``). The discovery → decision → request and fetch → log → persist steps live
+here so that their order (which matters for resuming after a crash) is written down in one
+place.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 
@@ -29,14 +32,25 @@ from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
-from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
+from harvestflow.formats.urls import canonical_key, host_of, without_fragment
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
+
+# the crawler attribute the job's context hangs off (set by attach(), read by context_of())
+CRAWLER_ATTRIBUTE = "harvestflow_context"
+
+# the context's counters in crawler.stats
+URLS_DONE = "harvestflow/urls_done"
+BYTES_DONE = "harvestflow/bytes_done"
+FAILURES = "harvestflow/failures"
 
 
 @dataclass
@@ -64,7 +78,6 @@ class CrawlContext:
         self,
         spec: JobSpec,
         out_dir: Path,
-        progress_interval_s: float = 10.0,
         partition: Partition | None = None,
     ) -> None:
         self.spec = spec
@@ -77,7 +90,6 @@ class CrawlContext:
         self.state_dir = self.out / "state"
         for d in (self.warc_dir, self.log_dir, self.report_dir, self.state_dir):
             d.mkdir(parents=True, exist_ok=True)
-        self.progress_interval_s = progress_interval_s
         self.repaired = [repair_open_file(p)[0].name for p in self.warc_dir.glob("*" + OPEN_SUFFIX)]
         self.state = st.CrawlState(self.state_dir / "crawl.sqlite")
         self.crawl_log = CrawlLog(self.log_dir / "crawl.log")
@@ -125,9 +137,9 @@ class CrawlContext:
         self.dns_recorded: set[str] = set()  # hosts whose dns: record is written
         self.started = time.time()
         self.started_dt = dt.datetime.now(dt.UTC)
-        self.urls_done = 0
-        self.bytes_done = 0
-        self.failures = 0
+        self.crawler: Crawler | None = None  # set by attach()
+        # crawler.control.Controls of a job with operator control (made by controls_of)
+        self.controls: Any = None
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
         self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
@@ -136,9 +148,10 @@ class CrawlContext:
         self.browser_claimed: set[str] = set()
         self.fetch_started: set[str] = set()  # keys whose plain fetch began (rendering jobs)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
-        """Scrapy deep-copies its settings; the one context of the job must stay shared."""
-        return self
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to the crawl's counter ``key`` in ``crawler.stats``."""
+        assert self.crawler is not None, "count() before attach()"
+        self.crawler.stats.inc_value(key, n)
 
     # --- requests -----------------------------------------------------------------------------
     def make_request(
@@ -390,8 +403,8 @@ class CrawlContext:
                 annotations=annotations,
             )
         )
-        self.urls_done += 1
-        self.bytes_done += cap.size
+        self.count(URLS_DONE)
+        self.count(BYTES_DONE, cap.size)
 
     def finish_failure(
         self, request: scrapy.Request, status: int, annotations: list[str], final_state: int
@@ -409,7 +422,7 @@ class CrawlContext:
         self.state.finish(hf["key"], final_state, status, 0, False)
         self.state.commit()
         if final_state == st.FrontierState.FAILED:
-            self.failures += 1
+            self.count(FAILURES)
         self.crawl_log.write(
             LogEntry(
                 status,
@@ -461,3 +474,20 @@ class CrawlContext:
     @staticmethod
     def now_warc_date() -> str:
         return warc_date(dt.datetime.now(dt.UTC))
+
+
+def attach(crawler: Crawler, ctx: CrawlContext) -> None:
+    """Hang the job's context off ``crawler`` before it crawls: the one place that does."""
+    setattr(crawler, CRAWLER_ATTRIBUTE, ctx)
+    ctx.crawler = crawler
+
+
+def context_of(crawler: Crawler) -> CrawlContext:
+    """The job's context of ``crawler`` (for the components' ``from_crawler``)."""
+    ctx = getattr(crawler, CRAWLER_ATTRIBUTE, None)
+    if not isinstance(ctx, CrawlContext):
+        raise RuntimeError(
+            "this Scrapy crawler has no harvestflow job context: crawl through "
+            "crawler.runner.run_spec, which attaches one (crawler.context.attach)"
+        )
+    return ctx

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawler.urls import without_fragment
+from harvestflow.formats.urls import without_fragment
 from harvestflow.settings import get_settings
 
 

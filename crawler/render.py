@@ -37,11 +37,12 @@ from crawler.cdp import Browser, CdpError
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
-from crawler.urls import canonical_key, host_of, without_fragment
+from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
     import scrapy
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
     from crawler.context import CrawlContext
 
@@ -69,6 +70,44 @@ MAX_SCREENSHOT_HEIGHT = 16384
 # the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
 # net (through their tab's recording proxy) and the browser's own update checks go nowhere
 BLACK_HOLE_PROXY = "http://127.0.0.1:9"
+# the renderer's counters in crawler.stats
+RENDERED = "harvestflow/render/rendered"
+RENDER_FAILED = "harvestflow/render/failed"
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """The template's rendering values, read from the crawl's Scrapy settings."""
+
+    render: str
+    render_tabs: int
+    render_page_timeout_s: float
+    render_min_wait_s: float
+    render_max_scrolls: int
+    render_pages_per_tab: int
+    render_max_memory_mb: int
+    download_timeout_s: float
+    max_response_bytes: int
+    retries: int
+    user_agent: str
+    resolve: dict[str, str]
+
+    @classmethod
+    def from_settings(cls, s: BaseSettings) -> RenderSettings:
+        return cls(
+            render=s.get("HARVESTFLOW_RENDER", "none"),
+            render_tabs=s.getint("HARVESTFLOW_RENDER_TABS"),
+            render_page_timeout_s=s.getfloat("HARVESTFLOW_RENDER_PAGE_TIMEOUT_S"),
+            render_min_wait_s=s.getfloat("HARVESTFLOW_RENDER_MIN_WAIT_S"),
+            render_max_scrolls=s.getint("HARVESTFLOW_RENDER_MAX_SCROLLS"),
+            render_pages_per_tab=s.getint("HARVESTFLOW_RENDER_PAGES_PER_TAB"),
+            render_max_memory_mb=s.getint("HARVESTFLOW_RENDER_MAX_MEMORY_MB"),
+            download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
+            max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
+            retries=s.getint("RETRY_TIMES"),
+            user_agent=s.get("USER_AGENT", ""),
+            resolve=dict(s.getdict("HARVESTFLOW_RESOLVE")),
+        )
 
 
 @dataclass
@@ -123,7 +162,7 @@ class _Tab:
             if not self.proxy.port:
                 await self.proxy.start()
             self.browser = Browser(
-                BLACK_HOLE_PROXY, user_agent=r.ctx.spec.user_agent, profile_root=r.profiles
+                BLACK_HOLE_PROXY, user_agent=r.t.user_agent, profile_root=r.profiles
             )
             await self.browser.start()
             assert self.browser.proc is not None
@@ -149,19 +188,17 @@ class Renderer:
     def __init__(self, ctx: CrawlContext, crawler: Any) -> None:
         self.ctx = ctx
         self.crawler = crawler
-        self.t = ctx.spec.template
+        self.t = RenderSettings.from_settings(crawler.settings)
         self.mode = self.t.render
         self.free: asyncio.Queue[_Tab] | None = None
         self.tabs: list[_Tab] = []
         self.rendering = 0  # pages being rendered now (the progress line shows it)
         self.waiting = 0  # pages waiting for a free tab
-        self.rendered = 0
-        self.failed = 0
         self.passthrough = Passthrough(
-            ctx.spec.all_resolve,
+            self.t.resolve,
             self.t.download_timeout_s,
             self.t.max_response_bytes,
-            ctx.spec.user_agent,
+            self.t.user_agent,
             _DROP_FROM_BROWSER,
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
@@ -235,10 +272,8 @@ class Renderer:
         finally:
             self.rendering -= 1
             self.free.put_nowait(tab)
-        if outcome.error:
-            self.failed += 1
-        else:
-            self.rendered += 1
+        # crawler.stats, read when used: the spider makes the renderer before Scrapy makes stats
+        self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
 
     async def _render_in(self, tab: _Tab, url: str) -> RenderOutcome:
@@ -447,9 +482,10 @@ class Renderer:
 
     def progress(self) -> str:
         """The progress line's part: pages being rendered, waiting for a tab, done, failed."""
+        stats = self.crawler.stats
         return (
             f"render: {self.rendering} rendering, {self.waiting} waiting,"
-            f" {self.rendered} rendered, {self.failed} failed"
+            f" {stats.get_value(RENDERED, 0)} rendered, {stats.get_value(RENDER_FAILED, 0)} failed"
         )
 
     async def close(self) -> None:

@@ -52,7 +52,7 @@ def salvage_output(out_dir: Path, reason: str = "crawler process died") -> dict[
         p.name: p.stat().st_size for p in (out_dir / "warcs").glob("*.open") if p.is_file()
     }
     # the context repairs the .open WARCs and reopens the persisted state, as a restart would
-    ctx = CrawlContext(spec, out_dir, progress_interval_s=3600)
+    ctx = CrawlContext(spec, out_dir)
     ctx.end_reason = "salvaged"
     summary = finish(ctx, job_file)
     repaired = []

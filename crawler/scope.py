@@ -19,8 +19,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crawler.jobspec import JobSpec
-from crawler.urls import canonical_key, host_of, registrable_domain
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.urls import canonical_key, host_of
 
 
 def global_traps_file() -> Path:
@@ -29,9 +30,9 @@ def global_traps_file() -> Path:
     Why in config/ and not in the package: it is reviewed, versioned configuration like the
     templates (the DB's global trap lists, loaded with ``harvestflow traps load``, add to it).
     """
-    from harvestflow.settings import PROJECT_ROOT
+    from harvestflow.package_data import data_path
 
-    return PROJECT_ROOT / "config" / "traps" / "global.txt"
+    return data_path("config", "traps", "global.txt")
 
 
 # characters no host name can hold (IDN letters are fine: they are IDNA-encoded to fetch)

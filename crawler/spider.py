@@ -20,18 +20,18 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import error as txerror
 from twisted.python.failure import Failure
-from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from crawler import state as st
 from crawler.capture import header_list
-from crawler.context import Capture, CrawlContext
+from crawler.context import Capture, CrawlContext, context_of
 from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.sitemaps import is_sitemap_context, links_of_response
-from crawler.urls import host_of
 from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -97,16 +97,26 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
 class ArchiveSpider(scrapy.Spider):
     name = "harvestflow"
 
-    def __init__(self, ctx: CrawlContext, *args: Any, **kwargs: Any) -> None:
+    # set by from_crawler: the job's context (crawler.context.attach) and template settings
+    ctx: CrawlContext
+    extract_js: bool
+    extract_sitemaps: bool
+    max_response_bytes: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ctx = ctx
-        ctx.spider_callbacks = (self.parse, self.on_error)
         self.renderer: Any = None  # crawler.render.Renderer when the template renders pages
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        if spider.ctx.spec.template.render != "none":
+        settings = crawler.settings
+        spider.ctx = context_of(crawler)
+        spider.ctx.spider_callbacks = (spider.parse, spider.on_error)
+        spider.extract_js = settings.getbool("HARVESTFLOW_EXTRACT_JS")
+        spider.extract_sitemaps = settings.getbool("HARVESTFLOW_EXTRACT_SITEMAPS")
+        spider.max_response_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
+        if settings.get("HARVESTFLOW_RENDER", "none") != "none":
             from crawler.render import Renderer  # no DevTools client unless a job renders
 
             spider.renderer = Renderer(spider.ctx, crawler)
@@ -130,12 +140,11 @@ class ArchiveSpider(scrapy.Spider):
             return links
         try:
             hf = response.meta.get("hf") or {}
-            t = self.ctx.spec.template
-            extract_js = t.extract_js
-            if t.extract_sitemaps and is_sitemap_context(hf.get("context")):
+            extract_js = self.extract_js
+            if self.extract_sitemaps and is_sitemap_context(hf.get("context")):
                 if cap.status == 200:
                     links += links_of_response(
-                        response.body, response.url, hf, t.max_response_bytes
+                        response.body, response.url, hf, self.max_response_bytes
                     )
             elif isinstance(response, HtmlResponse):
                 found, note = html_links(

@@ -151,7 +151,7 @@ class CrawlState:
         return {d: (int(n or 0), int(b or 0)) for d, n, b in rows}
 
     def queued_by_host(self) -> dict[str, int]:
-        from crawler.urls import host_of
+        from harvestflow.formats.urls import host_of
 
         counts: dict[str, int] = {}
         for (url,) in self.db.execute(

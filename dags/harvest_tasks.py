@@ -33,8 +33,9 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         def prepare(job_id: int) -> str:
             from harvest.pipeline import prepare_job
             from harvestflow.settings import get_settings
+            from indexing.dedup import dedup_index_for_job
 
-            return prepare_job(job_id, get_settings().data_dir)
+            return prepare_job(job_id, get_settings().data_dir, dedup_index=dedup_index_for_job)
 
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
         # followed by another worker, which takes the expired job lease and resumes the job

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import as_utc, engine_or_default, utcnow
+from harvest.jobs import current_job_id
 from harvestflow.formats.job_status import JobStatus
 from harvestflow.formats.stop_reasons import StopReason
 
@@ -138,8 +139,6 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
 
     Returns {job_id, status, history_rows, reports, urls, bytes, problems}.
     """
-    from harvest.jobs import current_job_id
-
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         job_id = current_job_id(conn, job_id)
@@ -199,3 +198,45 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
             result["bytes"],
         )
     return result
+
+
+# The harvest history as the other stages (QA) read it: they call these, never SQL on it.
+
+
+def history_of_jobs(conn: Connection, job_ids: list[int]) -> list[Any]:
+    """(job_id, domain, stopreason, objects, bytes) of the jobs' historyinfo rows."""
+    sql = sa.text(
+        "SELECT h.job_id, d.name AS domain, h.stopreason, h.objectcount AS objects,"
+        " h.bytecount AS bytes FROM historyinfo h"
+        " JOIN configurations c ON c.config_id = h.config_id"
+        " JOIN domains d ON d.domain_id = c.domain_id"
+        " WHERE h.job_id = ANY(:ids) ORDER BY h.job_id, d.name"
+    )
+    return list(conn.execute(sql, {"ids": list(job_ids)}).all())
+
+
+def history_rows(conn: Connection, harvest_id: int, runs: list[int] | None = None) -> list[Any]:
+    """(run, domain, objects, bytes, stopreason) of a definition's historyinfo rows (of
+    ``runs`` only, when given), by run and domain."""
+    only = " AND j.harvest_num = ANY(:runs)" if runs is not None else ""
+    sql = sa.text(
+        "SELECT j.harvest_num AS run, d.name AS domain, h.objectcount AS objects,"
+        " h.bytecount AS bytes, h.stopreason FROM historyinfo h"
+        " JOIN jobs j ON j.job_id = h.job_id"
+        " JOIN configurations c ON c.config_id = h.config_id"
+        " JOIN domains d ON d.domain_id = c.domain_id"
+        f" WHERE h.harvest_id = :h{only} ORDER BY j.harvest_num, d.name"
+    )
+    params: dict[str, object] = {"h": harvest_id}
+    if runs is not None:
+        params["runs"] = list(runs)
+    return list(conn.execute(sql, params).all())
+
+
+def history_runs(conn: Connection, harvest_id: int) -> list[int]:
+    """The run numbers of a definition that have harvest history, ascending."""
+    sql = sa.text(
+        "SELECT DISTINCT j.harvest_num FROM historyinfo h JOIN jobs j ON j.job_id = h.job_id"
+        " WHERE h.harvest_id = :h ORDER BY 1"
+    )
+    return [int(r[0]) for r in conn.execute(sql, {"h": harvest_id})]

@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from harvestflow.airflow_runtime import airflow_env
-from harvestflow.settings import PROJECT_ROOT, Settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DAGS_DIR = PROJECT_ROOT / "dags"
+DAGS_DIR = data_path("dags")
 
 
 class DagRunFailed(RuntimeError):

@@ -20,16 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
+from harvest import jobs as harvest_jobs
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
+from harvestflow.package_data import data_path
 from harvestflow.samplesite_service import start_sample_site
-from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
+from harvestflow.settings import Settings, get_settings
+from indexing import manifest
+from preservation import records
 
 log = logging.getLogger(__name__)
 
-DEMO_DATA = PROJECT_ROOT / "config" / "demo"
+DEMO_DATA = data_path("config", "demo")
 
 
 def demo_preload_conf(settings: Settings, site_port: int) -> dict[str, Any]:
@@ -160,21 +162,9 @@ def output_to(path: Path) -> Iterator[None]:
 def print_outputs(settings: Settings, harvest_id: int) -> None:
     engine = db.get_engine()
     with engine.connect() as conn:
-        jobs = conn.execute(
-            sa.text(
-                "SELECT job_id, status, job_dir FROM jobs WHERE harvest_id = :h ORDER BY job_id"
-            ),
-            {"h": harvest_id},
-        ).all()
-        files = conn.execute(
-            sa.text("SELECT file_name, stage, final_path FROM index_manifest ORDER BY file_name")
-        ).all()
-        preserved = conn.execute(
-            sa.text(
-                "SELECT file_name, ark, s3_key, status FROM preservation_files"
-                " WHERE ark IS NOT NULL ORDER BY file_name"
-            )
-        ).all()
+        jobs = harvest_jobs.jobs_of_definition(conn, harvest_id)
+        files = manifest.file_locations(conn)
+        preserved = records.files_with_ark(conn)
     print("\n=== where everything is ===")
     for job in jobs:
         job_dir = Path(job.job_dir or "")

@@ -20,16 +20,18 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from harvestflow import db
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.job_status import JobStatus
 from harvestflow.formats.stop_reasons import StopReason
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
-from qa import codes, metrics
+from qa import codes, daily_compare, inputs, metrics, report, store
 from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
+from qa.report import stats_rows, summary_of
 from search.backends import get_backend
 
 log = logging.getLogger(__name__)
@@ -318,61 +320,12 @@ def compute_day(
     return comp
 
 
-def stats_rows(comp: DayComputation) -> list[tuple[str, str, str, float]]:
-    """(scope, family, key, value) rows, sorted, unique per key (last value wins)."""
-    found: dict[tuple[str, str, str], float] = {}
-    for scope, fam in comp.scopes.items():
-        for family, key, value in fam.stats:
-            found[(scope, family, key)] = value
-    for out in comp.outcomes:
-        state = out.state
-        found[("day", "logs", f"job:{out.job.job_id}|{state}")] = 1.0
-        if out.aggregate:
-            found[("day", "logs", f"job:{out.job.job_id}|bad_lines")] = out.aggregate.bad_lines
-    for cls, n in comp.dns_counts.items():
-        found[("day", "dns_checks", cls)] = float(n)
-    return sorted((s, f, k, v) for (s, f, k), v in found.items())
-
-
-def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
-    """The small result returned to the DAG/CLI and stored in qa_reports.summary."""
-    general = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
-    fam = comp.scopes["day"].tables
-    mf = {r.family: r.share for r in fam["mime_family"].itertuples(index=False)}
-    tld = [(r.tld, r.share) for r in fam["tld"].head(3).itertuples(index=False)]
-    states: dict[str, int] = {}
-    for out in comp.outcomes:
-        states[out.state] = states.get(out.state, 0) + 1
-    run_changes = [
-        {"harvest": e.harvest_name, "harvest_id": e.harvest_id, "run": e.run,
-         "run_a": e.result.run_a, **e.result.counts()}
-        for e in (comp.comparisons.runs if comp.comparisons is not None else [])
-        if e.result is not None
-    ]  # fmt: skip
-    return {
-        "day": comp.day.isoformat(),
-        "report_dir": str(report_dir),
-        "jobs": len(comp.outcomes),
-        "logs": dict(sorted(states.items())),
-        "general": {k: general[k] for k in sorted(general)},
-        "mime_family_share": mf,
-        "top_tlds": tld,
-        "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
-        "problems": comp.problems,
-        "run_changes": run_changes,
-        **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
-    }
-
-
 def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None) -> dict:
     """Compute and publish one day's QA statistics; returns the summary dict.
 
     Writes ``<data_dir>/qa/<day>/`` (text per family, CSV, index.html + PNG charts) and
     replaces the day's rows in qa_stats and qa_reports. Idempotent per day.
     """
-    from harvestflow import db
-    from qa import daily_compare, inputs, report, store
-
     settings = settings or get_settings()
     engine = engine or db.get_engine(settings.harvest_db_url)
     top_n = int(settings.get("qa", "top_n", 20))

@@ -76,7 +76,7 @@ class FileProgress:
 class AccessRules:
     """What may not be shown: SURT prefixes blocked outright, and embargoes after capture.
 
-    The future access-rules module (issue 18) builds this from its versioned rules; until then
+    The future access-rules module (of the access service) builds this from its versioned rules; until then
     callers pass it explicitly. A SURT prefix ``org,example)/private`` covers that path and
     below; ``org,example,`` covers every subdomain; an embargo with the prefix ``""`` covers all.
     """

@@ -1,8 +1,8 @@
 """The search page: a small read-only FastAPI app (query box, results, facets, paging).
 
-Why an app of its own, not a curator page: readers use it, inside the access service of issue 18
-(which mounts it beside replay and supplies its access rules and sign-in); curators can mount it
-in Airflow like the curator views. Until then it is built by :func:`create_app` and tested alone.
+Why an app of its own, not a curator page: readers use it, inside the access service (access/,
+which is to mount it beside replay and supply its access rules and sign-in); curators can mount
+it in Airflow like the curator views. Until then it is built by :func:`create_app` and tested alone.
 
 Each result links into replay of that very capture (``<replay>/all/<timestamp>/<url>``) and to
 the calendar of all captures of its URL (``<replay>/all/*/<url>``). The access rules come from
@@ -12,7 +12,6 @@ the calendar of all captures of its URL (``<replay>/all/*/<url>``). The access r
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -20,12 +19,13 @@ from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
 from search.backends import get_backend
 from search.model import FACETS, AccessRules, SearchBackend
 from search.query import parse_query
 
-HERE = Path(__file__).parent
+HERE = data_path("search")  # templates/: package data
 PER_PAGE = 10
 MAX_PAGE = 1000
 MAX_QUERY = 1000

@@ -24,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crawler.launch import crawl_in_subprocess
-from harvest.continuous.nrt import LiveWatcher, pywb_config
 from harvest.continuous.run import FORCED_TEMPLATE
+from indexing.nrt import LiveWatcher, pywb_config
 
 REPO = Path(__file__).resolve().parents[2]
 WAYBACK = REPO / ".oracle-venv" / "bin" / "wayback"

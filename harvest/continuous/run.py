@@ -12,7 +12,8 @@ URLs' seeds, so an unchanged embed becomes a revisit record. The dedup index is 
 state (an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent as
 If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
 its WARCs are indexed into the live collection as each one closes, during the run (a
-:class:`~harvest.continuous.nrt.LiveWatcher`; a small ``warc_max_size`` in the template makes
+:class:`~indexing.nrt.LiveWatcher`, given by the caller as
+``live_index``; a small ``warc_max_size`` in the template makes
 files close often, so captures become replayable minutes after their fetch), and a
 continuous_runs row keeps the statistics. A crashed run leaves the state untouched: the same
 URLs are still due and the next run fetches them.
@@ -28,22 +29,41 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
-from crawler.urls import host_of, registrable_domain
 from harvest.continuous import store
 from harvest.continuous.jobs import DEFINITION, finish_run, register_run
 from harvest.continuous.noise import NoiseFilter, load_rules
-from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.harvest_channels import Channel
+from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
+
+
+class LiveIndex(Protocol):
+    """Indexes a run's data WARCs into the live collection as they close, while it crawls.
+
+    ``indexing.nrt.LiveWatcher`` is the one in use; the caller (the continuous-crawl DAG, the
+    CLI) passes it, since harvest sits below indexing in the layering and must not import it.
+    """
+
+    lines: int
+    indexed_at: dict[str, dt.datetime]
+
+    def start(self) -> LiveIndex: ...
+
+    def stop(self) -> None: ...
+
+
+# (directory the crawler writes its WARCs to, live collection directory) -> a LiveIndex
+LiveIndexFactory = Callable[[Path, Path], LiveIndex]
 
 # what every continuous run's template forces (the rest: settings [crawler] + overrides)
 FORCED_TEMPLATE = {
@@ -130,6 +150,7 @@ def run_batch(
     policies: dict[str, RevisitPolicy] | None = None,
     template: dict[str, Any] | None = None,
     resolve: dict[str, str] | None = None,
+    live_index: LiveIndexFactory,
     live_dir: Path | None = None,
     crawl: CrawlFn | None = None,
     logger: logging.Logger | None = None,
@@ -140,8 +161,8 @@ def run_batch(
     every capture of the run is replayable within minutes of its fetch. ``policy`` is the
     default revisit policy, ``policies`` those of named templates (a URL gets its seed's
     template's, then its host's overrides). ``crawl`` runs the job (default:
-    :func:`crawler.launch.crawl_in_subprocess`); ``live_dir`` (default ``<base_dir>/live``)
-    receives the near-real-time index.
+    :func:`crawler.launch.crawl_in_subprocess`); ``live_index`` (``indexing.nrt.LiveWatcher``)
+    writes the near-real-time index into ``live_dir`` (default ``<base_dir>/live``).
     """
     logger = logger or log
     real_start = dt.datetime.now(dt.UTC)
@@ -198,7 +219,7 @@ def run_batch(
         from crawler.launch import crawl_in_subprocess
 
         crawl = crawl_in_subprocess
-    watcher = LiveWatcher(out / "crawl" / "warcs", live_dir or base_dir / "live").start()
+    watcher = live_index(out / "crawl" / "warcs", live_dir or base_dir / "live").start()
     try:
         summary = crawl(job_path, out / "crawl", logger=logger)
     except Exception:

@@ -8,7 +8,6 @@ record's file/offset/id for the dedup index) and the body for the noise-stripped
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
-from harvestflow.formats.crawllog import FIELDS, split_line
+from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.formats.fetch_status import FetchStatus
 
 log = logging.getLogger(__name__)
@@ -56,13 +55,6 @@ class RunOutput:
     )  # url, via, hops, seed
     warcs: list[Path] = field(default_factory=list)
     bad_lines: int = 0
-
-
-def _fetch_time(fields: dict[str, str]) -> dt.datetime:
-    fetch = fields.get("fetch", "-")
-    if fetch != "-" and len(fetch) >= 17:
-        return dt.datetime.strptime(fetch[:17] + "000", "%Y%m%d%H%M%S%f").replace(tzinfo=dt.UTC)
-    return dt.datetime.fromisoformat(fields["time"].replace("Z", "+00:00"))
 
 
 def data_warcs(out_dir: Path) -> list[Path]:
@@ -123,28 +115,27 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
         return out
     with log_path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
-            parts, why = split_line(line)
-            if why:
+            entry, why = CrawlLogLine.read(line)
+            if entry is None:
                 out.bad_lines += 1
                 log.warning("%s:%d: bad crawl.log line skipped: %s", log_path, lineno, why)
                 continue
-            fields = dict(zip(FIELDS, parts, strict=True))
-            status = int(fields["status"])
-            hops = "" if fields["hops"] == "-" else fields["hops"]
-            url = fields["url"]
+            status = entry.status
+            hops = entry.hops
+            url = entry.url
             if "P" in hops:  # prerequisites (robots.txt) are not revisited on their own
                 continue
-            via = "" if fields["via"] == "-" else fields["via"]
-            seed = None if fields["seed"] == "-" else fields["seed"]
+            via = entry.via or ""
+            seed = entry.seed
             if status in (FetchStatus.TOO_MANY_LINK_HOPS, FetchStatus.TOO_MANY_EMBED_HOPS):
                 out.discovered.append((url, via, hops, seed or via))
                 continue
             if status in NOT_ATTEMPTED:
                 continue
             info = infos.get(url)
-            digest = None if fields["digest"] == "-" else fields["digest"]
-            mime = None if fields["mime"] in ("-", "no-type") else fields["mime"]
-            notes = fields["annotations"]
+            digest = entry.digest
+            mime = None if entry.mime in (None, "no-type") else entry.mime
+            notes = ",".join(entry.annotations)  # substring tests, as before
             profile = info.profile if info else None
             if profile is None and "duplicate:server-not-modified" in notes:
                 profile = "server-not-modified"
@@ -153,7 +144,7 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
             out.visits.append(
                 Visit(
                     url=url,
-                    fetched_at=_fetch_time(fields),
+                    fetched_at=entry.fetched_at(),
                     status=status,
                     mime=mime,
                     digest=digest,

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from harvest.continuous.policy import RevisitPolicy, content_class
 
-# Heritrix codes after which the content cannot be judged (REFERENCE §1)
+# Heritrix codes after which the content cannot be judged (crawl.log's negative statuses)
 UNJUDGEABLE_MAX = 0  # every status <= 0 is a failure or a refusal
 
 

@@ -3,7 +3,7 @@
 Why: the default job generator groups configurations of similar expected size, so that one
 huge site does not hold a job of small ones open for days. The rules are NetarchiveSuite's
 ``DomainConfiguration.getExpectedNumberOfObjects`` and ``DomainHistory
-.getBestHarvestInfoExpectation`` (REFERENCE.md §5.3).
+.getBestHarvestInfoExpectation``.
 """
 
 from __future__ import annotations

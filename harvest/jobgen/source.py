@@ -1,7 +1,7 @@
 """Streaming a harvest definition's domain configurations (with their best history) from the DB.
 
 Why this shape: the generator needs, per configuration, its template, limits, attributes and
-its "best" earlier harvest (REFERENCE.md §5.3: newest first, the largest object count seen,
+its "best" earlier harvest (NetarchiveSuite's rule: newest first, the largest object count seen,
 stopping at the first complete harvest). That best harvest is chosen in PostgreSQL, so one
 narrow row per configuration crosses the wire: the candidates are the harvests at or after the
 newest complete one (all of them when none completed), and the best is the largest object

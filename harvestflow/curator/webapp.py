@@ -32,10 +32,11 @@ from fastapi.templating import Jinja2Templates
 from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
+from harvestflow.package_data import data_path
 
 log = logging.getLogger(__name__)
 
-HERE = Path(__file__).resolve().parent
+HERE = data_path("harvestflow.curator")  # templates/: package data
 PAGE_SIZE = 50
 SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}

@@ -1,7 +1,7 @@
 """Dynamic routes of the sample website: the awkward cases a crawler must archive faithfully.
 
 Why separate from the server: each route is a small pure function of (host, path, query,
-headers, port) returning a :class:`~harvestflow.samplesite.server.Reply`, easy to read as the
+headers, port) returning a :class:`Reply`, easy to read as the
 list of what the site offers:
 
 - ``www.example-a.test``: ``/redirect-301``, ``/redirect-302``, ``/cookies`` (two Set-Cookie),
@@ -17,10 +17,50 @@ list of what the site offers:
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+import mimetypes
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from harvestflow.samplesite.server import Reply
+from harvestflow.package_data import data_path
+
+SITES_DIR = data_path("harvestflow.samplesite", "sites")
+TEXT_SUFFIXES = {".html", ".css", ".js", ".txt", ".xml"}
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css",
+    ".js": "application/javascript",
+    ".txt": "text/plain",
+    ".xml": "application/xml",
+    ".png": "image/png",
+    ".gif": "image/gif",
+}
+
+
+@dataclass
+class Reply:
+    """What a route answers: status, headers (repeats allowed), body and how to send it."""
+
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    chunks: list[bytes] | None = None  # send with Transfer-Encoding: chunked
+    delay_s: float = 0.0
+
+
+def load_static(host: str, path: str, port: int) -> tuple[bytes, str] | None:
+    """The bytes and content type of a static file, with ``__PORT__`` filled in, or None."""
+    rel = path.lstrip("/")
+    if rel == "" or rel.endswith("/"):
+        rel += "index.html"
+    base = (SITES_DIR / host).resolve()
+    target = (base / rel).resolve()
+    if base not in target.parents or not target.is_file():
+        return None
+    data = target.read_bytes()
+    if target.suffix in TEXT_SUFFIXES:
+        data = data.replace(b"__PORT__", str(port).encode())
+    ctype = CONTENT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
+    return data, ctype or "application/octet-stream"
+
 
 HTML = "text/html; charset=utf-8"
 ETAG = '"sample-etag-v1"'
@@ -28,8 +68,6 @@ LAST_MODIFIED = "Thu, 01 Jan 2026 00:00:00 GMT"
 
 
 def _reply(status: int, body: bytes = b"", headers: list[tuple[str, str]] | None = None) -> Reply:
-    from harvestflow.samplesite.server import Reply
-
     return Reply(status, body, headers or [])
 
 
@@ -70,8 +108,6 @@ def dynamic(
             body = _page(f"Search {q} page {page}", f"<p>Results for {q}.</p>{links}")
             return _reply(200, body, [("Content-Type", HTML)])
         if path == "/etag.html":
-            from harvestflow.samplesite.server import load_static
-
             found = load_static(host, path, port)
             assert found is not None
             cond = [("ETag", ETAG), ("Last-Modified", LAST_MODIFIED)]

@@ -25,10 +25,10 @@ FIELDS = "urlkey,timestamp,url,mime,status,digest,length,offset,filename"
 
 @pytest.fixture(scope="session")
 def replay_venv() -> Path:
-    """The replay service's virtualenv, made by scripts/setup-replay.sh if missing."""
+    """The replay service's virtualenv, made by access/setup-replay.sh if missing."""
     venv = PROJECT_ROOT / ".replay-venv"
     if not (venv / "bin" / "wayback").exists():
-        subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "setup-replay.sh")], check=True)
+        subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
     assert (venv / "bin" / "wayback").exists()
     return venv
 

@@ -245,7 +245,32 @@ def redefinitions(text: str) -> list[str]:
                 and not _is_http_status(args[1].value)
             ):
                 found.append(f"{sub.lineno}: default {args[0].value!r} {args[1].value}")
+        if isinstance(sub, ast.Call) and _status_function(sub.func):
+            # statuses handed to a function by number (``jobs_with_status(conn, (3, 5))``)
+            for arg in [*sub.args, *(k.value for k in sub.keywords)]:
+                items = arg.elts if isinstance(arg, ast.Tuple | ast.List | ast.Set) else [arg]
+                if any(_bare_code(item) for item in items):
+                    found.append(f"{sub.lineno}: status number passed to {ast.unparse(sub.func)}")
+                    break
     return found
+
+
+def _status_function(func: ast.expr) -> bool:
+    """A function named for statuses (``jobs_with_status``), not an HTTP one."""
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return bool(re.search(r"(?:^|_)status(?:es)?(?:$|_)", name)) and "http" not in name
+
+
+def _bare_code(node: ast.expr) -> bool:
+    """A bare integer (maybe negative) that is not an HTTP status."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node, sign = node.operand, -1
+    return (
+        isinstance(node, ast.Constant)
+        and type(node.value) is int
+        and not _is_http_status(sign * node.value)
+    )
 
 
 TEMPLATE_LITERAL = re.compile(r"status\s*(?:==|!=|\bin\b|=)\s*\(?\s*-?\d")
@@ -268,9 +293,15 @@ def test_bare_literal_rule_catches_the_old_forms() -> None:
     table = (
         "NEW, SUBMITTED, STARTED, DONE = range(4)\nSTOP_COMPLETE = 0\nTRAP = -4000\n"
         'NAMES = {0: "NEW", 1: "SUBMITTED"}\nr = info.get("stop_reason", 4)\n'
+        "rows = jobs.jobs_with_status(conn, (3, 5))\n"
     )
-    assert [f.split(":")[0] for f in redefinitions(table)] == ["1", "2", "3", "4", "5"]
-    assert redefinitions("X = FetchStatus.TIMEOUT\nPOLL_S = 0.2\nlimit = d.get('max', -1)\n") == []
+    assert [f.split(":")[0] for f in redefinitions(table)] == ["1", "2", "3", "4", "5", "6"]
+    fine_calls = (
+        "X = FetchStatus.TIMEOUT\nPOLL_S = 0.2\nlimit = d.get('max', -1)\n"
+        "rows = jobs_with_status(conn, (JobStatus.DONE, JobStatus.RESUBMITTED))\n"
+        "write_status(path, {'idle': True})\nhttp_status(404)\n"
+    )
+    assert redefinitions(fine_calls) == []
     fine = (
         "if response.status == 304 or status <= 0:\n    pass\n"
         "tail = hops[-1:]\nlimit = -1\n"

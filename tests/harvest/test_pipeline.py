@@ -13,6 +13,7 @@ from harvest import pipeline as p
 from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
 from harvestflow.formats.job_status import JobStatus
+from indexing.dedup import dedup_index_for_job
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
@@ -179,7 +180,7 @@ def own_data_dir(tmp_path, monkeypatch):
 def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_data_dir):
     hid = p.create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
-    path1 = p.prepare_job(first, tmp_path, engine=hdb)
+    path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
     assert json.loads(Path(path1).read_text())["dedup_index"] is None  # nothing before
     write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
     p.record_job_results(first, engine=hdb)
@@ -202,7 +203,11 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_
             {"j": first, "h": hid, "c": str(cdx)},
         )
     second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
-    spec = json.loads(Path(p.prepare_job(second, tmp_path, engine=hdb)).read_text())
+    spec = json.loads(
+        Path(
+            p.prepare_job(second, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
     lines = Path(spec["dedup_index"]).read_text().splitlines()
     assert lines == [
         "http://www.example-a.test:8099/\tsha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\t"
@@ -344,7 +349,11 @@ def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
         line.format(d="NEW", date="2026-11-21T03:00:01Z", f=f"{previous}-{hid}-b.warc.gz")
     )
     third = p.generate_jobs(hid, LD, engine=hdb)[0]
-    spec = json.loads(Path(p.prepare_job(third, tmp_path, engine=hdb)).read_text())
+    spec = json.loads(
+        Path(
+            p.prepare_job(third, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
     lines = Path(spec["dedup_index"]).read_text().splitlines()
     # only the previous run's captures (not the older run's), as the indexing package wrote them
     assert lines == [

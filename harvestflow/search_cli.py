@@ -4,6 +4,9 @@
   collection; ``""`` is the main one) and extract them again from the WARCs, with a progress bar.
 - ``search query "words \\"a phrase\\" -not site:host domain:name" [--page N] [--json]``: one
   page of collapsed results and the facets; ``--block SURT`` hides captures as access rules do.
+
+Here and not in search/: ``reindex`` runs the indexing package's text extraction, which writes
+through search's backend (indexing sits above search in the layering).
 """
 
 from __future__ import annotations
@@ -14,14 +17,13 @@ import sys
 from dataclasses import asdict
 from datetime import timedelta
 
+from indexing.fulltext import reindex  # the chain module owns the files it reads
 from search.backends import get_backend
 from search.model import FACETS, AccessRules, SearchResult
 from search.query import parse_query
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from indexing.fulltext import reindex  # the chain module owns the files it reads
-
     totals = reindex(args.collection, progress_bar=True)
     print(
         f"{totals['files']} file(s): {totals['extracted']} documents extracted,"
