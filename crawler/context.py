@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 
-from crawler import crawllog, sitemaps
+from crawler import sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog import CrawlLog, LogEntry
@@ -34,6 +34,7 @@ from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
@@ -173,10 +174,10 @@ class CrawlContext:
                 dont_filter=True,
             )
         except ValueError as exc:
-            self.state.finish(key, st.FAILED, crawllog.UNFETCHABLE, 0, False)
+            self.state.finish(key, st.FrontierState.FAILED, FetchStatus.UNFETCHABLE_URI, 0, False)
             self.crawl_log.write(
                 LogEntry(
-                    crawllog.UNFETCHABLE,
+                    FetchStatus.UNFETCHABLE_URI,
                     url,
                     hops,
                     via,
@@ -207,7 +208,7 @@ class CrawlContext:
                         seed,
                         "seed",
                         self._domain(seed),
-                        st.REFUSED,
+                        st.FrontierState.REFUSED,
                         decision.status,
                     )
                     self.crawl_log.write(
@@ -303,7 +304,7 @@ class CrawlContext:
         if self.outbox is not None and not self.owns(url):
             # another partition's URL: remembered as handed off (never sent twice), and sent
             # with the page's other hand-offs before this transaction commits
-            self.state.add(key, url, hops, via, seed, context, "", st.HANDED_OFF)
+            self.state.add(key, url, hops, via, seed, context, "", st.FrontierState.HANDED_OFF)
             self.outbox.add(
                 owner_of(url, self.budgets, self.outbox.partition.count, self.pinned),
                 url,
@@ -318,9 +319,19 @@ class CrawlContext:
             quota = self.budgets.blocked(domain)
             if quota:
                 self._save_stop(domain)
-                decision = type(decision)(False, crawllog.BLOCKED_BY_QUOTA, quota)
+                decision = type(decision)(False, FetchStatus.BLOCKED_BY_QUOTA, quota)
         if not decision.accepted:
-            self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
+            self.state.add(
+                key,
+                url,
+                hops,
+                via,
+                seed,
+                context,
+                domain,
+                st.FrontierState.REFUSED,
+                decision.status,
+            )
             annotations = [decision.reason, tag] if tag else [decision.reason]
             self.crawl_log.write(
                 LogEntry(decision.status, url, hops, via, seed=seed, annotations=annotations)
@@ -362,7 +373,7 @@ class CrawlContext:
             req = self.consider(url, hop, context, hf)
             if req is not None:
                 new.append(req)
-        self.state.finish(hf["key"], st.DONE, cap.status, cap.size, cap.counted)
+        self.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
         if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
             self.state.set_meta(f"redirect:{request.url}", cap.location)
         if self.outbox is not None:
@@ -405,12 +416,12 @@ class CrawlContext:
         tries = request.meta.get("retry_times", 0)
         if tries:
             annotations = [f"{tries + 1}t", *annotations]
-        if status == crawllog.BLOCKED_BY_QUOTA:
+        if status == FetchStatus.BLOCKED_BY_QUOTA:
             self._save_stop(self._domain(request.url))
         self.state.begin()
         self.state.finish(hf["key"], final_state, status, 0, False)
         self.state.commit()
-        if final_state == st.FAILED:
+        if final_state == st.FrontierState.FAILED:
             self.count(FAILURES)
         self.crawl_log.write(
             LogEntry(

@@ -44,6 +44,7 @@ from twisted.internet import task, threads
 
 from crawler.context import context_of
 from crawler.errors import Refused
+from crawler.state import FrontierState
 from harvestflow.formats.surt import surt_or_url
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ class JobControl:
                 still.append((action, deadline))
                 continue
             self.ctx.state.checkpoint()
-            queued = self.ctx.state.counts().get(0, 0)
+            queued = self.ctx.state.counts().get(FrontierState.QUEUED, 0)
             left = f", {active} fetch(es) still in flight" if active else ""
             if action.action == "stop":
                 self._stop(action, queued, left)

@@ -1,4 +1,4 @@
-"""crawl.log in Heritrix 3's 12 fields, and its negative fetch status codes.
+"""crawl.log in Heritrix 3's 12 fields (its status codes: harvestflow/formats/fetch_status.py).
 
 Why Heritrix's format: NetarchiveSuite's post-processing, curators' scripts and every tool of the
 field read it (stop reasons from ``-5003``/``Q:`` lines, duplicate counts from
@@ -14,25 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestflow.formats.crawllog import CrawlLogLine, fetch_field, iso_ms
-
-# Heritrix FetchStatusCodes used by the crawler
-DNS_FAILED = -6
-DNS_UNRESOLVABLE = -1
-CONNECT_FAILED = -2
-CONNECT_LOST = -3
-TIMEOUT = -4
-RUNTIME_ERROR = -5
-UNFETCHABLE = -7
-TOO_MANY_RETRIES = -8
-TRAP = -4000
-TOO_MANY_LINK_HOPS = -4001
-TOO_MANY_EMBED_HOPS = -4002
-OUT_OF_SCOPE = -5000
-BLOCKED_BY_OPERATOR = -5001
-BLOCKED_BY_PROCESSOR = -5002
-BLOCKED_BY_QUOTA = -5003
-BLOCKED_BY_RUNTIME_LIMIT = -5004
-ROBOTS_PRECLUDED = -9998
 
 
 @dataclass

@@ -34,15 +34,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from crawler import jobspec
-from crawler.budget import COMPLETE
 from crawler.crawllog import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
 from crawler.jobspec import freeze_job
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
-from crawler.state import SCHEMA, CrawlState
+from crawler.state import SCHEMA, CrawlState, FrontierState
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import DomainSummary, JobSummary
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -233,7 +233,10 @@ def _merge_states(sources: list[Path], target: Path) -> CrawlState:
             continue
         db.execute(f"ATTACH DATABASE ? AS c{i}", (str(src),))
         db.execute("BEGIN")
-        db.execute(f"INSERT OR IGNORE INTO urls SELECT * FROM c{i}.urls WHERE status != 4")
+        db.execute(
+            f"INSERT OR IGNORE INTO urls SELECT * FROM c{i}.urls WHERE status != ?",
+            (FrontierState.HANDED_OFF,),
+        )
         db.execute(f"INSERT OR IGNORE INTO seeds SELECT * FROM c{i}.seeds")
         db.execute(
             f"INSERT OR IGNORE INTO meta SELECT * FROM c{i}.meta WHERE key LIKE 'redirect:%'"
@@ -250,12 +253,18 @@ def _merge_domains(summaries: list[JobSummary]) -> dict[str, DomainSummary]:
     for s in summaries:
         for name, d in s.domains.items():
             m = merged.setdefault(
-                name, replace(d, objects=0, bytes=0, stop_reason=COMPLETE, in_job=False)
+                name,
+                replace(
+                    d, objects=0, bytes=0, stop_reason=StopReason.DOWNLOAD_COMPLETE, in_job=False
+                ),
             )
             m.objects += d.objects
             m.bytes += d.bytes
             m.in_job = m.in_job or d.in_job
-            if d.stop_reason != COMPLETE and m.stop_reason == COMPLETE:
+            if (
+                d.stop_reason != StopReason.DOWNLOAD_COMPLETE
+                and m.stop_reason == StopReason.DOWNLOAD_COMPLETE
+            ):
                 m.stop_reason = d.stop_reason
     return merged
 

@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
 from crawler.handoff import read_inbox, write_status
+from crawler.state import FrontierState
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +106,10 @@ class PartitionCoordinator:
                 "urls_done": stats.get_value(URLS_DONE, 0),
                 "bytes_done": stats.get_value(BYTES_DONE, 0),
                 "failures": stats.get_value(FAILURES, 0),
-                "queued": self.counts.get(0, 0),
-                "discovered": sum(n for s, n in self.counts.items() if s != 4),
+                "queued": self.counts.get(FrontierState.QUEUED, 0),
+                "discovered": sum(
+                    n for s, n in self.counts.items() if s != FrontierState.HANDED_OFF
+                ),
                 "busy": len(self.crawler.engine.downloader.active) if self.crawler.engine else 0,
             },
         )

@@ -423,7 +423,7 @@ class Renderer:
             ).fetchone()
             status = None if row is None else int(row[0])
             claimable = key not in ctx.browser_claimed and key not in ctx.fetch_started
-            if status == st.QUEUED and claimable:
+            if status == st.FrontierState.QUEUED and claimable:
                 # found earlier, not fetched yet: the browser's fetch is its capture, under its
                 # own hops and via; the queued request is dropped when its turn comes
                 request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
@@ -431,9 +431,9 @@ class Renderer:
                     return ProxyResponse(400, reason="Bad URL")
                 ctx.browser_claimed.add(key)
                 return await self._through_crawl(page, req, request, key)
-            if status == st.REFUSED or host_of(url) in ctx.refused_hosts:
+            if status == st.FrontierState.REFUSED or host_of(url) in ctx.refused_hosts:
                 return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
-            if status == st.FAILED:
+            if status == st.FrontierState.FAILED:
                 return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
             # captured already, being fetched by the plain crawler, or another process' URL
             return await self.passthrough.fetch(req, url)
@@ -443,7 +443,7 @@ class Renderer:
             ctx.outbox.flush()
         ctx.state.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
-            if self._state_of(key) == st.HANDED_OFF:
+            if self._state_of(key) == st.FrontierState.HANDED_OFF:
                 return await self.passthrough.fetch(req, url)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
         ctx.browser_claimed.add(key)

@@ -18,8 +18,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawler.state import CrawlState
+from crawler.state import CrawlState, FrontierState
 from harvestflow.formats.crawllog import CrawlLogLine
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
 from harvestflow.formats.urls import canonical_key, host_of
 
@@ -35,7 +36,7 @@ CRAWL_STATUS_TEXT = {
 
 def is_disregard(status: int) -> bool:
     """Refused before fetching (scope, robots, traps, budgets, bad URLs)."""
-    return status <= -4000 or status == -7
+    return status <= FetchStatus.DEEMED_CHAFF or status == FetchStatus.UNFETCHABLE_URI
 
 
 @dataclass
@@ -95,7 +96,7 @@ def tally_crawl_log(path: Path) -> Tally:
             t.processed += 1
             t.codes[str(status)] += 1
             t.by_key[canonical_key(f.url)] = (status, f.url)
-            if status == -9998:
+            if status == FetchStatus.ROBOTS_PRECLUDED:
                 hs.robots += 1
             if status <= 0:
                 if is_disregard(status):
@@ -225,10 +226,14 @@ def write_reports(
         " lastDequeueTime wakeTime totalSpend/totalBudget errorCount lastPeekUri lastQueuedUri"
     ]
     queued: dict[str, list[str]] = defaultdict(list)
-    for (url,) in state.db.execute("SELECT url FROM urls WHERE status=0 ORDER BY rowid"):
+    for (url,) in state.db.execute(
+        "SELECT url FROM urls WHERE status=? ORDER BY rowid", (FrontierState.QUEUED,)
+    ):
         queued[host_of(url)].append(url)
+    enqueued = (FrontierState.QUEUED, FrontierState.DONE, FrontierState.FAILED)
     enqueues = Counter(
-        host_of(u) for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (0, 1, 3)")
+        host_of(u)
+        for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (?, ?, ?)", enqueued)
     )
     for host in sorted(set(enqueues) | set(queued)):
         q = queued.get(host, [])

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from crawler import jobspec
-from crawler.budget import COMPLETE, STOPPED_BY_OPERATOR, TIME_LIMIT, UNFINISHED
 from crawler.context import CrawlContext, attach
 from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.handoff import Partition
@@ -29,6 +28,7 @@ from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import DomainSummary, JobSummary
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -200,13 +200,13 @@ def summarise(
         reason = b.stop_reason
         if reason is None:
             if status == "time_limit" and remaining.get(name):
-                reason = TIME_LIMIT
+                reason = StopReason.TIME_LIMIT
             elif status == "unfinished" and remaining.get(name):
-                reason = UNFINISHED
+                reason = StopReason.DOWNLOAD_UNFINISHED
             elif status == "stopped" and remaining.get(name):
-                reason = STOPPED_BY_OPERATOR
+                reason = StopReason.STOPPED_BY_OPERATOR
             else:
-                reason = COMPLETE
+                reason = StopReason.DOWNLOAD_COMPLETE
         domains[name] = DomainSummary(
             config_id=b.config_id,
             objects=objects,

@@ -22,7 +22,6 @@ from twisted.internet import error as txerror
 from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
-from crawler import crawllog
 from crawler import state as st
 from crawler.capture import header_list
 from crawler.context import Capture, CrawlContext, context_of
@@ -31,6 +30,7 @@ from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.sitemaps import is_sitemap_context, links_of_response
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
@@ -49,8 +49,16 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     if isinstance(exc, txerror.DNSLookupError | sx.CannotResolveHostError):
         host = host_of(request.url) if request is not None else ""
         if host in ctx.refused_hosts:
-            return crawllog.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
-        return crawllog.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
+            return (
+                FetchStatus.BLOCKED_BY_CUSTOM_PROCESSOR,
+                ["err=address-not-allowed"],
+                st.FrontierState.REFUSED,
+            )
+        return (
+            FetchStatus.DOMAIN_PREREQUISITE_FAILURE,
+            ["err=dns-lookup-failed"],
+            st.FrontierState.FAILED,
+        )
     if isinstance(
         exc,
         txerror.ConnectionRefusedError
@@ -58,12 +66,12 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | txerror.NoRouteError
         | sx.DownloadConnectionRefusedError,
     ):
-        return crawllog.CONNECT_FAILED, [f"err={name}"], st.FAILED
+        return FetchStatus.CONNECT_FAILED, [f"err={name}"], st.FrontierState.FAILED
     if isinstance(
         exc,
         txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError | sx.DownloadTimeoutError,
     ):
-        return crawllog.TIMEOUT, ["err=timeout"], st.FAILED
+        return FetchStatus.TIMEOUT, ["err=timeout"], st.FrontierState.FAILED
     if isinstance(
         exc,
         ResponseFailed
@@ -74,12 +82,16 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | sx.DownloadFailedError
         | sx.DownloadCancelledError,
     ):
-        return crawllog.CONNECT_LOST, [f"err={name}"], st.FAILED
+        return FetchStatus.CONNECT_LOST, [f"err={name}"], st.FrontierState.FAILED
     if isinstance(exc, sx.UnsupportedURLSchemeError):
-        return crawllog.UNFETCHABLE, ["err=unsupported-scheme"], st.REFUSED
+        return FetchStatus.UNFETCHABLE_URI, ["err=unsupported-scheme"], st.FrontierState.REFUSED
     if isinstance(exc, IgnoreRequest):
-        return crawllog.BLOCKED_BY_OPERATOR, [f"err={exc}".replace(" ", "_")[:80]], st.REFUSED
-    return crawllog.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED
+        return (
+            FetchStatus.BLOCKED_BY_USER,
+            [f"err={exc}".replace(" ", "_")[:80]],
+            st.FrontierState.REFUSED,
+        )
+    return FetchStatus.RUNTIME_EXCEPTION, [f"err={type(exc).__name__}"], st.FrontierState.FAILED
 
 
 class ArchiveSpider(scrapy.Spider):
@@ -229,7 +241,9 @@ class ArchiveSpider(scrapy.Spider):
             from crawler.render_proxy import ProxyResponse
 
             waiting.set_result(
-                ProxyResponse(502 if final == st.FAILED else 403, reason="Not Archived")
+                ProxyResponse(
+                    502 if final == st.FrontierState.FAILED else 403, reason="Not Archived"
+                )
             )
         return []
 

@@ -19,6 +19,7 @@ from twisted.internet import task
 
 from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
 from crawler.crawllog import PROGRESS_HEADER as HEADER
+from crawler.state import FrontierState
 from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class ProgressStatistics:
         interval = max(now - t0, 1e-6)
         elapsed = max(time.time() - ctx.started, 1e-6)
         counts = ctx.state.counts()
-        queued = counts.get(0, 0)
+        queued = counts.get(FrontierState.QUEUED, 0)
         discovered = sum(counts.values())
         docs_now = (urls_done - urls0) / interval
         kb_now = (bytes_done - bytes0) / 1024 / interval

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from harvest.common import engine_or_default
 from harvest.jobs import job_status
 from harvest.traps import add_trap
+from harvestflow.formats.job_status import RUNNING
 from harvestflow.job_actions import ActionError, check_arguments, insert_action
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ def request(
         status = job_status(conn, job_id)
         if status is None:
             raise ActionError(f"job {job_id} does not exist")
-        if status not in (1, 2):  # SUBMITTED, STARTED (harvest.common)
+        if status not in RUNNING:  # SUBMITTED, STARTED
             raise ActionError(f"job {job_id} is not running (status {status})")
         action_id = insert_action(conn, job_id, action, args, user)
     if action == "filter" and args.get("save"):

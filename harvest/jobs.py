@@ -21,23 +21,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    DONE,
-    FAILED,
-    NEW,
-    RESUBMITTED,
-    STARTED,
-    STATUS_NAMES,
-    SUBMITTED,
-    atomic_write_text,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import atomic_write_text, engine_or_default, utcnow
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
 from harvestflow.contracts.summary import JobSummary
 from harvestflow.credentials import refs_for_job
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +121,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             return job.harvest_id, []
         rows = conn.execute(
             sa.text("SELECT job_id FROM jobs WHERE harvest_id = :h AND status = :d ORDER BY 1"),
-            {"h": prev, "d": DONE},
+            {"h": prev, "d": JobStatus.DONE},
         )
         return int(prev), [int(r) for r in rows.scalars()]
     num = conn.execute(
@@ -139,7 +129,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             "SELECT max(harvest_num) FROM jobs WHERE harvest_id = :h AND harvest_num < :n"
             " AND status = :d"
         ),
-        {"h": job.harvest_id, "n": job.harvest_num, "d": DONE},
+        {"h": job.harvest_id, "n": job.harvest_num, "d": JobStatus.DONE},
     ).scalar()
     if num is None:
         return job.harvest_id, []
@@ -148,7 +138,7 @@ def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
             "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n AND status = :d"
             " ORDER BY 1"
         ),
-        {"h": job.harvest_id, "n": num, "d": DONE},
+        {"h": job.harvest_id, "n": num, "d": JobStatus.DONE},
     )
     return job.harvest_id, [int(r) for r in rows.scalars()]
 
@@ -186,7 +176,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
             raise LookupError(f"job {job_id} does not exist")
         if old.resubmitted_as_job is not None:
             return int(old.resubmitted_as_job)
-        if old.status == NEW:
+        if old.status == JobStatus.NEW:
             raise ValueError(f"job {job_id} was never submitted: nothing to resubmit")
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": old.harvest_id})
         next_index = conn.execute(
@@ -205,7 +195,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
                 " forcemaxrunningtime, num_configs, resolve, logical_date FROM jobs"
                 " WHERE job_id = :j RETURNING job_id"
             ),
-            {"i": next_index, "new": NEW, "j": job_id},
+            {"i": next_index, "new": JobStatus.NEW, "j": job_id},
         ).scalar_one()
         conn.execute(
             sa.text(
@@ -221,7 +211,7 @@ def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | Non
                 " WHERE job_id = :j"
             ),
             {
-                "r": RESUBMITTED,
+                "r": JobStatus.RESUBMITTED,
                 "n": new_id,
                 "j": job_id,
                 "why": reason or f"resubmitted as job {new_id}",
@@ -256,11 +246,11 @@ def prepare_job(
         status = conn.execute(
             sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
         ).scalar()
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         job_id = resubmit_job(job_id, engine, reason="failed job prepared again (retry)")
     with engine.begin() as conn:
         job = _job_row(conn, job_id, lock=True)
-        if job.status != NEW and job.job_dir:
+        if job.status != JobStatus.NEW and job.job_dir:
             path = JobDir(job.job_dir).job_json
             if path.exists():
                 return str(path)
@@ -278,7 +268,7 @@ def prepare_job(
                 "UPDATE jobs SET status = GREATEST(status, :s), job_dir = :d, dedup_index = :x,"
                 " submitteddate = COALESCE(submitteddate, now()) WHERE job_id = :j"
             ),
-            {"s": SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
+            {"s": JobStatus.SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
         )
     log.info(
         "job %s prepared: %s (%d seeds, %d domains, channel %s)",
@@ -324,7 +314,7 @@ def mark_started(
                 "UPDATE jobs SET status = :s, startdate = COALESCE(startdate, now())"
                 " WHERE job_id = :j AND status < :s"
             ),
-            {"s": STARTED, "j": job},
+            {"s": JobStatus.STARTED, "j": job},
         )
         if airflow_task:
             conn.execute(
@@ -358,7 +348,7 @@ def list_jobs(
             ),
             {"h": harvest_id, "s": status, "l": limit},
         ).all()
-    return [dict(r._mapping) | {"status_name": STATUS_NAMES[r.status]} for r in rows]
+    return [dict(r._mapping) | {"status_name": JobStatus(r.status).name} for r in rows]
 
 
 # The jobs table as the other stages read and write it: they call these, never SQL on jobs.
@@ -383,7 +373,8 @@ def final_job_rows(conn: Connection) -> list[Any]:
         conn.execute(
             sa.text(
                 "SELECT job_id, harvest_id, job_dir, status FROM jobs"
-                " WHERE status IN (3, 5) AND job_dir IS NOT NULL ORDER BY job_id"
+                f" WHERE status IN ({JobStatus.DONE:d}, {JobStatus.RESUBMITTED:d})"
+                " AND job_dir IS NOT NULL ORDER BY job_id"
             )
         ).all()
     )
@@ -481,7 +472,13 @@ def register_done_job(
                 " VALUES (:h, 1, 0, :s, :c, :t, CAST(:spec AS jsonb), '')"
                 " RETURNING job_id"
             ),
-            {"h": harvest_id, "s": DONE, "c": channel, "t": template, "spec": json.dumps(spec)},
+            {
+                "h": harvest_id,
+                "s": JobStatus.DONE,
+                "c": channel,
+                "t": template,
+                "spec": json.dumps(spec),
+            },
         ).scalar_one()
     )
     return harvest_id, job_id

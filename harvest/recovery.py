@@ -22,10 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from crawler.leases import jobs_with_live_lease
-from harvest.common import DONE, FAILED, STARTED, SUBMITTED, engine_or_default
+from harvest.common import engine_or_default
 from harvest.jobs import resubmit_job
 from harvest.results import record_job_results
 from harvestflow.contracts.jobdir import JobDir
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def find_dead_jobs(
                 " WHERE status IN (:s, :t)"
                 " ORDER BY job_id"
             ),
-            {"s": SUBMITTED, "t": STARTED},
+            {"s": JobStatus.SUBMITTED, "t": JobStatus.STARTED},
         ).all()
         # a crawler still renewing the job's lease (crawler/leases.py) is alive, on whatever
         # machine, however quiet its directory looks from here
@@ -151,7 +152,7 @@ def resubmit_dead_jobs(
                     "UPDATE jobs SET harvest_errors = concat_ws('; ', CAST(:why AS text),"
                     " harvest_errors) WHERE job_id = :j AND status IN (:d, :f)"
                 ),
-                {"why": why, "j": job_id, "d": DONE, "f": FAILED},
+                {"why": why, "j": job_id, "d": JobStatus.DONE, "f": JobStatus.FAILED},
             )
         resubmitted[job_id] = resubmit_job(job_id, engine, reason=why)
         log.warning(

@@ -17,20 +17,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    DONE,
-    FAILED,
-    STATUS_NAMES,
-    STOP_REASON_NAMES,
-    STOP_UNFINISHED,
-    as_utc,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import as_utc, engine_or_default, utcnow
 from harvest.jobs import current_job_id
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import SUMMARY_JSON, JobDir
 from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.job_status import JobStatus
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -99,17 +92,18 @@ def _record_history(
         if domain in summary.bad_domains:
             error = summary.bad_domains[domain]
             problems.append(f"domain {domain}: bad statistics in the summary ({error})")
-            objects, size, reason = 0, 0, STOP_UNFINISHED
+            objects, size, reason = 0, 0, int(StopReason.DOWNLOAD_UNFINISHED)
         elif entry is not None:
             objects, size, reason = entry.objects, entry.bytes, entry.stop_reason
-            if reason not in STOP_REASON_NAMES:
+            known = sorted(int(r) for r in StopReason)
+            if reason not in known:
                 problems.append(
                     f"domain {domain}: bad statistics in the summary"
-                    f" (stop reason {reason} not in {sorted(STOP_REASON_NAMES)})"
+                    f" (stop reason {reason} not in {known})"
                 )
-                objects, size, reason = 0, 0, STOP_UNFINISHED
+                objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
         else:
-            objects, size, reason = 0, 0, STOP_UNFINISHED
+            objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
             problems.append(f"domain {domain}: not in the summary, recorded as unfinished")
         conn.execute(
             sa.text(
@@ -158,7 +152,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         history_rows, problems = 0, list[str]()
         if summary is not None:
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
-            status = DONE
+            status = JobStatus.DONE
             details = "; ".join(problems) or None
             crawl_status = summary.status
             errors = (
@@ -170,7 +164,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
                 else f"crawl ended: {crawl_status}"
             )
         else:
-            status = FAILED
+            status = JobStatus.FAILED
             errors, details = error, None
         conn.execute(
             sa.text(
@@ -182,14 +176,14 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         )
     result = {
         "job_id": job_id,
-        "status": STATUS_NAMES[status],
+        "status": status.name,
         "history_rows": history_rows,
         "reports": reports,
         "urls": summary.urls if summary is not None else 0,
         "bytes": summary.bytes if summary is not None else 0,
         "problems": problems if summary is not None else [error],
     }
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         log.error("job %s FAILED: %s", job_id, error)
     else:
         log.info(

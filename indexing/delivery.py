@@ -32,6 +32,7 @@ from warcio.warcwriter import WARCWriter
 from harvest import jobs
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
+from harvestflow.formats.harvest_channels import Channel
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
 from indexing.capture import NotAWarcError, sniff_format
@@ -40,7 +41,6 @@ from indexing.layout import is_warc_name
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "DELIVERY"
 TEMPLATE = "delivery"
 
 
@@ -147,7 +147,7 @@ def register_delivery(
             name=_definition_name(name),
             comments=f"retrospective delivery from {source}",
             reason="a delivery, never harvested",
-            channel=CHANNEL,
+            channel=Channel.DELIVERY.value,
             template=TEMPLATE,
             spec={"delivery": name, "source": str(source)},
         )

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from crawler.salvage import was_salvaged
 from harvest import jobs
+from harvestflow.formats.job_status import JobStatus
 
 STAGES = ("ingested", "indexed", "transferred", "backedup", "done", "quarantined")
 
@@ -126,14 +127,14 @@ def existing_job(engine: Engine, job_id: int | None) -> int | None:
 def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
     """(job_id, harvest_id, job_dir) of the jobs whose WARCs are final.
 
-    DONE (3) jobs, and RESUBMITTED (5) jobs whose dead crawl's partial output was salvaged
+    DONE jobs, and RESUBMITTED jobs whose dead crawl's partial output was salvaged
     (summary.json marked "salvaged": ``.open`` WARCs repaired, metadata WARC written), so that
     what a dead worker collected is indexed too. A RESUBMITTED job never salvaged may hold an
     ``.open`` file cut mid-record: it is left alone.
     """
     with engine.connect() as conn:
         rows = jobs.final_job_rows(conn)
-    return [(r[0], r[1], r[2]) for r in rows if r[3] == 3 or was_salvaged(r[2])]
+    return [(r[0], r[1], r[2]) for r in rows if r[3] == JobStatus.DONE or was_salvaged(r[2])]
 
 
 def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:

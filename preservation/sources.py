@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from harvest import jobs
 from harvestflow.contracts.jobdir import JobDir
+from harvestflow.formats.job_status import JobStatus
 from indexing import manifest
 from preservation.errors import ChecksumMismatch, MissingFile
 
@@ -118,9 +119,9 @@ def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[
     Each stage answers for its own table: harvest for the jobs, indexing for the manifest
     (metadata WARC present, every file in the repository), preservation for its packages.
     """
-    # RESUBMITTED (5) jobs qualify once their dead crawl was salvaged and indexed: the
+    # RESUBMITTED jobs qualify once their dead crawl was salvaged and indexed: the
     # indexing chain takes only salvaged ones, and their metadata WARC must be in the manifest
-    candidates = jobs.jobs_with_status(conn, (3, 5))
+    candidates = jobs.jobs_with_status(conn, (JobStatus.DONE, JobStatus.RESUBMITTED))
     ids = [int(r.job_id) for r in candidates]
     taken = {
         int(r[0])
@@ -142,7 +143,7 @@ def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[
             r.job_id in indexed
             or (
                 include_unindexed
-                and r.status == 3
+                and r.status == JobStatus.DONE
                 and r.job_dir is not None
                 and r.job_id not in in_manifest
             )

@@ -24,8 +24,8 @@ import bagit
 import sqlalchemy as sa
 
 import harvestflow
-from harvest.common import RESUBMITTED
 from harvestflow.db import get_engine
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.settings import Settings, get_settings
 from preservation import ark as arks
 from preservation import records
@@ -81,7 +81,7 @@ def bag_info_for(job: JobInfo, package_ark: str, cfg: PreservationConfig) -> dic
         "Job-End-Date": _iso(job.enddate),
         "Harvest-Status": (
             "partial: the crawl's worker died; its output was salvaged and the job resubmitted"
-            if job.status == RESUBMITTED
+            if job.status == JobStatus.RESUBMITTED
             else "complete"
         ),
         "Metadata-File": meta,

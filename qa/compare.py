@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from harvest import results
-from qa.codes import LIMIT_STOP_REASONS, STOP_REASONS
+from harvestflow.formats.stop_reasons import LIMITS, StopReason
 
 if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
     # file-only runs do not pay its ~0.2 s import
@@ -173,14 +173,14 @@ def diff_runs(
             elif oa == 0 and ob > 0:
                 groups["grew"].append(str(domain))
             sa_, sb = int(r["stopreason_a"]), int(r["stopreason_b"])
-            if sb in LIMIT_STOP_REASONS and sa_ not in LIMIT_STOP_REASONS:
+            if sb in LIMITS and sa_ not in LIMITS:
                 groups["hit_limits"].append(str(domain))
             change = round(100.0 * (ob - oa) / oa, 2) if oa else None
         changes.append(change)
     table["objects_change_pct"] = changes
     for side in ("a", "b"):
         table[f"stop_{side}"] = [
-            STOP_REASONS.get(int(v), str(v)) if not pd.isna(v) else ""
+            StopReason.text_of(int(v), str(v)) if not pd.isna(v) else ""
             for v in table[f"stopreason_{side}"]
         ]
     return table.reset_index(), groups

@@ -23,6 +23,8 @@ from harvestflow import db
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, daily_compare, inputs, metrics, report, store
@@ -95,6 +97,11 @@ def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> Jo
     return outcome
 
 
+def _ints(statuses: frozenset[FetchStatus]) -> list[int]:
+    """Plain numbers for polars (it would read an enum member as a category, not a number)."""
+    return sorted(int(s) for s in statuses)
+
+
 def _to_pandas(df: pl.DataFrame) -> pd.DataFrame:
     """Plain numpy/object columns (polars.to_pandas() would need pyarrow)."""
     return pd.DataFrame({c: df[c].to_list() for c in df.columns})
@@ -141,10 +148,10 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
         lines.sum().alias("lines"),
         lines.filter(cap & pl.col("dup")).sum().alias("dup_urls"),
         size.filter(cap & pl.col("dup")).sum().alias("dup_bytes"),
-        lines.filter(st.is_in(list(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
-        lines.filter(st.is_in(list(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
-        lines.filter(st.is_in(list(codes.TRAP_CODES))).sum().alias("trap"),
-        lines.filter(st.is_in(list(codes.ROBOTS_CODES))).sum().alias("robots"),
+        lines.filter(st.is_in(_ints(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
+        lines.filter(st.is_in(_ints(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
+        lines.filter(st.is_in(_ints(codes.TRAP_CODES))).sum().alias("trap"),
+        lines.filter(st.is_in(_ints(codes.ROBOTS_CODES))).sum().alias("robots"),
         lines.filter(pl.col("seed")).sum().alias("seeds"),
     )
     sums = [c for c in per_auth.columns if c not in ("job_id", "auth")]
@@ -298,7 +305,7 @@ def compute_day(
                 "harvest": out.job.harvest_name,
                 "kind": "selective" if out.job.kind == "partial" else "broad",
                 "run": out.job.harvest_num,
-                "status": codes.JOB_STATUS.get(out.job.status, str(out.job.status)),
+                "status": JobStatus.name_of(out.job.status),
                 "log": out.state,
                 "lines": agg.lines if agg else 0,
                 "bad_lines": agg.bad_lines if agg else 0,

@@ -43,6 +43,7 @@ from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
 from harvestflow.contracts.summary import JobSummary
 from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.harvest_channels import Channel
 from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ def run_batch(
             "job_id": job_id,
             "harvest_id": harvest_id,
             "harvest_name": DEFINITION,
-            "channel": "CONTINUOUS",
+            "channel": Channel.CONTINUOUS.value,
             "seeds": seeds,
             "template": job_template,
             "resolve": resolve or {},

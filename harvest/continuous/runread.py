@@ -14,13 +14,24 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.crawllog import CrawlLogLine
+from harvestflow.formats.fetch_status import FetchStatus
 
 log = logging.getLogger(__name__)
+# never attempted in the run: out of scope, trap, operator, quota, time limit
+NOT_ATTEMPTED = frozenset(
+    {
+        FetchStatus.UNATTEMPTED,
+        FetchStatus.OUT_OF_SCOPE,
+        FetchStatus.BLOCKED_BY_USER,
+        FetchStatus.DEEMED_CHAFF,
+        FetchStatus.BLOCKED_BY_QUOTA,
+        FetchStatus.BLOCKED_BY_RUNTIME_LIMIT,
+    }
+)
 PROFILE_SUFFIXES = ("identical-payload-digest", "server-not-modified")
 
 
@@ -117,11 +128,11 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
                 continue
             via = entry.via or ""
             seed = entry.seed
-            if status in (TOO_MANY_LINK_HOPS, TOO_MANY_EMBED_HOPS):
+            if status in (FetchStatus.TOO_MANY_LINK_HOPS, FetchStatus.TOO_MANY_EMBED_HOPS):
                 out.discovered.append((url, via, hops, seed or via))
                 continue
-            if status in (0, -5000, -5001, -4000, -5003, -5004):
-                continue  # never attempted here: out of scope, trap, quota, time limit
+            if status in NOT_ATTEMPTED:
+                continue
             info = infos.get(url)
             digest = entry.digest
             mime = None if entry.mime in (None, "no-type") else entry.mime

@@ -35,7 +35,7 @@ from harvestflow.contracts.fields import (
     as_version,
     bad,
 )
-from harvestflow.formats.stop_reasons import UNFINISHED
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class DomainSummary:
     config_id: int | None = None
     objects: int = 0
     bytes: int = 0
-    stop_reason: int = UNFINISHED
+    stop_reason: int = StopReason.DOWNLOAD_UNFINISHED
     in_job: bool = True
 
     @classmethod
@@ -58,7 +58,9 @@ class DomainSummary:
             config_id=as_opt_int(where, "config_id", data.get("config_id")),
             objects=as_int(where, "objects", data.get("objects", 0)),
             bytes=as_int(where, "bytes", data.get("bytes", 0)),
-            stop_reason=as_int(where, "stop_reason", data.get("stop_reason", UNFINISHED)),
+            stop_reason=as_int(
+                where, "stop_reason", data.get("stop_reason", StopReason.DOWNLOAD_UNFINISHED)
+            ),
             in_job=as_bool(where, "in_job", data.get("in_job", True)),
         )
 

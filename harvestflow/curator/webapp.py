@@ -31,6 +31,7 @@ from fastapi.templating import Jinja2Templates
 
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
+from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
 
@@ -51,7 +52,9 @@ def _templates() -> Jinja2Templates:
     env.filters["num"] = lambda v: "" if v is None else f"{v:,}"
     env.filters["when"] = lambda v: "" if v is None else str(v)[:19].replace("T", " ")
     env.filters["q"] = lambda v: quote(str(v), safe="")
-    env.globals["STATUS"] = queries.JOB_STATUS
+    env.globals["STATUS"] = {int(s): s.name for s in JobStatus}
+    env.globals["JobStatus"] = JobStatus
+    env.globals["RUNNING"] = RUNNING
     return templates
 
 
@@ -117,7 +120,7 @@ def create_app(
             result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status_no, harvest_no)
         for row in result.rows:
             row["task_link"] = _task_link(row.get("airflow_task"), airflow_base)
-            if row["status"] == 2:  # STARTED: show where the crawl stands
+            if row["status"] == JobStatus.STARTED:  # show where the crawl stands
                 samples = jobfiles.read_progress(_dir(row["job_dir"]), max_points=2)
                 row["progress"] = samples[-1] if samples else None
         return page(
@@ -168,7 +171,7 @@ def create_app(
             offset=max(offset, 0),
             columns=crawllog.COLUMNS,
             actions=history,
-            can_control=actions.can_edit(request) and row["status"] in (1, 2),
+            can_control=actions.can_edit(request) and row["status"] in RUNNING,
             csrf=actions.csrf_token(csrf_key, session, user) if user else "",
         )
         if new_session and user:

@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from harvest import pipeline as p
-from harvest.common import DONE, FAILED, NEW, STARTED, SUBMITTED
 from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
+from harvestflow.formats.job_status import JobStatus
 from indexing.dedup import dedup_index_for_job
 from tests.harvest.conftest import write_summary
 
@@ -42,9 +42,9 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
     assert p.due_definitions("daily", LD, engine=hdb) == [hid]
     assert p.due_definitions("weekly", LD, engine=hdb) == []
     jobs = p.generate_jobs(hid, LD, engine=hdb)
-    assert len(jobs) == 1 and status_of(hdb, jobs[0]) == NEW
+    assert len(jobs) == 1 and status_of(hdb, jobs[0]) == JobStatus.NEW
     path = p.prepare_job(jobs[0], tmp_path, engine=hdb)
-    assert status_of(hdb, jobs[0]) == SUBMITTED
+    assert status_of(hdb, jobs[0]) == JobStatus.SUBMITTED
     assert Path(path).relative_to(tmp_path).parts[:3] == ("jobs", str(hid), str(jobs[0]))
     spec = json.loads(Path(path).read_text())
     assert spec["seeds"] == ["http://www.example-a.test:8123/", "http://example-b.test:8123/"]
@@ -62,7 +62,7 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
     assert loaded.all_resolve["static.example-a.test"] == "127.0.0.1"
     assert [d.max_bytes for d in loaded.domains] == [100_000_000, 100_000_000]
     p.mark_started(jobs[0], engine=hdb)
-    assert status_of(hdb, jobs[0]) == STARTED
+    assert status_of(hdb, jobs[0]) == JobStatus.STARTED
     write_summary(path, {"example-a.test": (40, 12345, 0), "example-b.test": (7, 700, 1)})
     (Path(path).parent / "reports").mkdir()
     (Path(path).parent / "reports" / "crawl-report.txt").write_text("Crawl Name: x\n")
@@ -76,7 +76,7 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
         assert [tuple(r) for r in rows] == [(7, 700, 1), (40, 12345, 0)]
         names = c.execute(sa.text("SELECT name FROM job_reports ORDER BY 1")).scalars().all()
         assert names == ["crawl-report.txt", "summary.json"]
-    assert status_of(hdb, jobs[0]) == DONE
+    assert status_of(hdb, jobs[0]) == JobStatus.DONE
     adv = p.advance_schedule(hid, LD, engine=hdb)
     assert adv["next_date"] == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
     with hdb.connect() as c:
@@ -123,7 +123,7 @@ def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
     p.prepare_job(job, tmp_path, engine=hdb)
     result = p.record_job_results(job, engine=hdb)
     assert result["status"] == "FAILED"
-    assert status_of(hdb, job) == FAILED
+    assert status_of(hdb, job) == JobStatus.FAILED
     with hdb.connect() as c:
         err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
     assert "summary.json" in err
@@ -138,7 +138,7 @@ def test_a_summary_field_of_the_wrong_type_fails_the_job_naming_file_and_field(h
     summary_path.write_text(json.dumps({**summary, "urls": "3 URLs"}))
     result = p.record_job_results(job, engine=hdb)
     assert result["status"] == "FAILED"
-    assert status_of(hdb, job) == FAILED
+    assert status_of(hdb, job) == JobStatus.FAILED
     with hdb.connect() as c:
         err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
     assert err == f"{summary_path}: field 'urls': expected an integer, got '3 URLs'"
