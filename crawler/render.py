@@ -12,8 +12,10 @@ Why this shape (see also crawler/render_proxy.py and crawler/cdp.py):
   only as a transclusion) and is fetched by Scrapy at a high priority — the capture middleware
   writes its request/response records as received, robots, the host's politeness delay,
   budgets and the host mapping apply, crawl.log gets its line (via = the page, annotation
-  ``browser``). A URL the job has seen already is not captured again: the browser gets it
-  unrecorded (fetched through the host mapping) or, if the crawl refused it, a 403.
+  ``browser``). A URL the job has seen already is not captured again: the browser gets its
+  capture read back from the job's WARC (crawler/render_archive.py; one being fetched, or
+  handed to the partition that owns its host, once it is captured) or, if the crawl refused
+  it, a 403.
 - Behaviours: load event, network idle (no request in flight on the tab's proxy for
   ``IDLE_S``), a minimum dwell for timers, scrolling a screen at a time until the page stops
   growing, all within ``render_page_timeout_s``; then the viewport and full-page screenshots
@@ -29,14 +31,19 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
+from crawler.context import BROWSER_PRIORITY
+from crawler.handoff import owner_of
+from crawler.render_archive import ArchivedCaptures
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
@@ -50,7 +57,6 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
-BROWSER_PRIORITY = 1000  # the browser waits: its requests go before the frontier's
 _DROP_FROM_BROWSER = HOP_BY_HOP | {"host", "accept-encoding", "user-agent", "content-length"}
 _ANCHORS_JS = """(() => {
   const out = new Set();
@@ -73,6 +79,8 @@ BLACK_HOLE_PROXY = "http://127.0.0.1:9"
 # the renderer's counters in crawler.stats
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
+FROM_ARCHIVE = "harvestflow/render/from_archive"  # captured URLs served from the WARC
+REFETCHED = "harvestflow/render/refetched"  # ... whose record could not be read: re-fetched
 
 
 @dataclass(frozen=True)
@@ -202,6 +210,16 @@ class Renderer:
             _DROP_FROM_BROWSER,
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
+        # the job's captures read back for the browser: this process's, and in a partitioned
+        # job the other partitions' (their CDX files and WARCs)
+        sources = [(ctx.cdx_path, ctx.warc_dir)]
+        if ctx.partition is not None:
+            root = JobDir(ctx.partition.coord_dir.parent.parent)
+            for i in range(ctx.partition.count):
+                if i != ctx.partition.index:
+                    sources.append((root.part(i).recorded_cdx, root.part(i).warcs))
+        self.archive = ArchivedCaptures(sources, ctx.dedup)
+        self._owner_dbs: dict[int, sqlite3.Connection] = {}
         # browser profiles in the job's state (a crashed run's are removed here)
         self.profiles = ctx.state_dir / "chromium"
         shutil.rmtree(self.profiles, ignore_errors=True)
@@ -217,7 +235,7 @@ class Renderer:
         ):
             return False
         hf = request.meta.get("hf") or {}
-        if "hf_browser" in request.meta:
+        if "hf_browser" in request.meta or hf.get("context") == "browser":
             return False  # fetched for a rendering page (an iframe's document): not again
         hops = hf.get("hops", "")
         if self.mode == "seeds":
@@ -435,16 +453,16 @@ class Renderer:
                 return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
             if status == st.FAILED:
                 return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
-            # captured already, being fetched by the plain crawler, or another process' URL
-            return await self.passthrough.fetch(req, url)
+            # captured already, being fetched by the plain crawler, or another partition's
+            return await self._from_archive(req, url, key)
         ctx.state.begin()
         request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
         if ctx.outbox is not None:
             ctx.outbox.flush()
         ctx.state.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
-            if self._state_of(key) == st.HANDED_OFF:
-                return await self.passthrough.fetch(req, url)
+            if self._state_of(key) == st.HANDED_OFF:  # captured by its owner: wait for it
+                return await self._from_archive(req, url, key)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
         ctx.browser_claimed.add(key)
         return await self._through_crawl(page, req, request, key)
@@ -476,6 +494,59 @@ class Renderer:
             page.served[key] = response
         return response
 
+    async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
+        """A URL the job has captured, is capturing (the plain crawler's fetch has begun), or
+        has handed to the partition that owns its host: its capture read back from the WARC
+        once there. Never fetched again, except (unrecorded, logged) a non-GET request, and a
+        capture whose record cannot be read here (a revisit of an earlier job's WARC)."""
+        if req.method != "GET":
+            return await self.passthrough.fetch(req, url)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.t.download_timeout_s * (self.t.retries + 1) + 30
+        while True:
+            response = self.archive.response(key)
+            if response is not None:
+                self.crawler.stats.inc_value(FROM_ARCHIVE)
+                return response
+            state = self._state_of(key)
+            if state == st.HANDED_OFF:
+                state = self._owners_state(url, key)
+            if state == st.REFUSED:
+                return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
+            if state == st.FAILED:
+                return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
+            if state == st.DONE:  # its CDX line came before: read once more, then give up
+                response = self.archive.response(key)
+                if response is not None:
+                    self.crawler.stats.inc_value(FROM_ARCHIVE)
+                    return response
+                break
+            if loop.time() >= deadline:
+                return ProxyResponse(504, reason="Gateway Timeout")
+            await asyncio.sleep(0.1)
+        log.warning("render: %s re-fetched for the browser, unrecorded (record not readable)", url)
+        self.crawler.stats.inc_value(REFETCHED)
+        return await self.passthrough.fetch(req, url)
+
+    def _owners_state(self, url: str, key: str) -> int | None:
+        """The frontier state of ``key`` in the partition that owns it (read-only)."""
+        part = self.ctx.partition
+        if part is None:
+            return None
+        index = owner_of(url, self.ctx.budgets, part.count, self.ctx.pinned)
+        db = self._owner_dbs.get(index)
+        if db is None:
+            path = JobDir(part.coord_dir.parent.parent).part(index).crawl_state
+            if not path.exists():
+                return None
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            self._owner_dbs[index] = db
+        try:
+            row = db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error:  # busy or not created yet: asked again on the next turn
+            return None
+        return None if row is None else int(row[0])
+
     def _state_of(self, key: str) -> int | None:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
         return None if row is None else int(row[0])
@@ -493,3 +564,5 @@ class Renderer:
             await tab.kill()
             await tab.proxy.close()
         await self.passthrough.close()
+        for db in self._owner_dbs.values():
+            db.close()
