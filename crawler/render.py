@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
+from crawler.chromium_user import profiles_dir
 from crawler.context import BROWSER_PRIORITY
 from crawler.handoff import owner_of
 from crawler.render_archive import ArchivedCaptures
@@ -221,7 +222,7 @@ class Renderer:
         self.archive = ArchivedCaptures(sources, ctx.dedup)
         self._owner_dbs: dict[int, sqlite3.Connection] = {}
         # browser profiles in the job's state (a crashed run's are removed here)
-        self.profiles = ctx.state_dir / "chromium"
+        self.profiles = profiles_dir(ctx.state_dir)
         shutil.rmtree(self.profiles, ignore_errors=True)
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
@@ -564,5 +565,6 @@ class Renderer:
             await tab.kill()
             await tab.proxy.close()
         await self.passthrough.close()
+        shutil.rmtree(self.profiles, ignore_errors=True)  # a root crawler's are under /tmp
         for db in self._owner_dbs.values():
             db.close()

@@ -84,7 +84,9 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         assert "/first.png" in crawl_log.read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        profiles = str(out / "state" / "chromium")
+        from crawler.chromium_user import profiles_dir
+
+        profiles = str(profiles_dir(out / "state"))  # in every Chromium's command line
         deadline = time.time() + 15
         while time.time() < deadline:  # the browser dies with the crawler (PDEATHSIG)
             alive = subprocess.run(["pgrep", "-f", profiles], capture_output=True).stdout
