@@ -76,6 +76,53 @@ def test_a_captured_stylesheet_is_served_to_the_next_page_from_the_warc(tmp_path
         assert _top_left(result, page) == COLOUR, page
 
 
+def test_a_url_the_plain_crawler_is_fetching_is_waited_for_then_served(tmp_path: Path) -> None:
+    """The stylesheet is a seed whose (slow) plain fetch has begun when the page's script asks
+    for it: the browser waits for that capture and is served it from the WARC — one request."""
+    import time
+
+    css = b"body { background: rgb(%d, %d, %d); }" % COLOUR
+    late = (
+        b'<html><head><link rel="icon" href="data:,"></head><body style="margin:0"><script>'
+        b"setTimeout(function () { var l = document.createElement('link'); l.rel = 'stylesheet';"
+        b" l.href = ['', 'slow'].join('/') + String.fromCharCode(46) + 'css';"
+        b" document.head.appendChild(l); }, 500);</script></body></html>"
+    )
+
+    def route(host: str, path: str) -> Raw | None:
+        if path == "/slow.css":
+            time.sleep(3)  # still being fetched when the page asks for it
+            return Raw(css, [b"Content-Type: text/css"])
+        return Raw(late, [HTML]) if path == "/" else None
+
+    with serve(route) as site:
+        seeds = [site.url("slow.test", "/slow.css"), site.url("slow.test", "/")]
+        job = {
+            "job_id": 6,
+            "seeds": seeds,
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 1,
+                "render": "seeds",
+                "render_min_wait_s": 1.0,
+                "extract_js": False,
+                "obey_robots": False,
+            },
+            "resolve": {"slow.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "slow", timeout=150)
+        asked = Counter(path for _, path in site.requests)
+    assert asked["/slow.css"] == 1, asked
+    line = result.line_for(seeds[0])
+    assert (line[1], line[4]) == ("200", "-") and "browser" not in line[11], line
+    assert "rendered" in result.line_for(seeds[1])[11]
+    assert _top_left(result, seeds[1]) == COLOUR
+    # Scrapy's closing stats in crawler.log: served from the WARC, nothing re-fetched
+    stats = (result.out / "logs" / "crawler.log").read_text()
+    assert "'harvestflow/render/from_archive': 1," in stats
+    assert "harvestflow/render/refetched" not in stats
+
+
 # --- a partitioned job ---------------------------------------------------------------------------
 A_PAGE = (
     b'<html><head><link rel="icon" href="data:,"></head><body style="margin:0">'
