@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,12 +38,10 @@ from crawler import state as st
 from crawler.cdp import Browser, CdpError
 from crawler.chromium_user import profiles_dir
 from crawler.context import BROWSER_PRIORITY
-from crawler.handoff import owner_of
-from crawler.render_archive import ArchivedCaptures
+from crawler.render_archive import JobCaptures
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
-from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
@@ -80,8 +77,7 @@ BLACK_HOLE_PROXY = "http://127.0.0.1:9"
 # the renderer's counters in crawler.stats
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
-FROM_ARCHIVE = "harvestflow/render/from_archive"  # captured URLs served from the WARC
-REFETCHED = "harvestflow/render/refetched"  # ... whose record could not be read: re-fetched
+REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
 
 
 @dataclass(frozen=True)
@@ -211,16 +207,7 @@ class Renderer:
             _DROP_FROM_BROWSER,
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
-        # the job's captures read back for the browser: this process's, and in a partitioned
-        # job the other partitions' (their CDX files and WARCs)
-        sources = [(ctx.cdx_path, ctx.warc_dir)]
-        if ctx.partition is not None:
-            root = JobDir(ctx.partition.coord_dir.parent.parent)
-            for i in range(ctx.partition.count):
-                if i != ctx.partition.index:
-                    sources.append((root.part(i).recorded_cdx, root.part(i).warcs))
-        self.archive = ArchivedCaptures(sources, ctx.dedup)
-        self._owner_dbs: dict[int, sqlite3.Connection] = {}
+        self.captures = JobCaptures(ctx, crawler)  # served back to the browser
         # browser profiles in the job's state (a crashed run's are removed here)
         self.profiles = profiles_dir(ctx.state_dir)
         shutil.rmtree(self.profiles, ignore_errors=True)
@@ -496,57 +483,19 @@ class Renderer:
         return response
 
     async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
-        """A URL the job has captured, is capturing (the plain crawler's fetch has begun), or
-        has handed to the partition that owns its host: its capture read back from the WARC
-        once there. Never fetched again, except (unrecorded, logged) a non-GET request, and a
-        capture whose record cannot be read here (a revisit of an earlier job's WARC)."""
+        """A URL the job has captured, is capturing, or has handed to the partition that owns
+        its host: its capture read back from the WARC (crawler/render_archive.py). Fetched
+        again (unrecorded, logged) only for a non-GET request, or a capture whose record
+        cannot be read here (a revisit of an earlier job's WARC)."""
         if req.method != "GET":
             return await self.passthrough.fetch(req, url)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.t.download_timeout_s * (self.t.retries + 1) + 30
-        while True:
-            response = self.archive.response(key)
-            if response is not None:
-                self.crawler.stats.inc_value(FROM_ARCHIVE)
-                return response
-            state = self._state_of(key)
-            if state == st.HANDED_OFF:
-                state = self._owners_state(url, key)
-            if state == st.REFUSED:
-                return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
-            if state == st.FAILED:
-                return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
-            if state == st.DONE:  # its CDX line came before: read once more, then give up
-                response = self.archive.response(key)
-                if response is not None:
-                    self.crawler.stats.inc_value(FROM_ARCHIVE)
-                    return response
-                break
-            if loop.time() >= deadline:
-                return ProxyResponse(504, reason="Gateway Timeout")
-            await asyncio.sleep(0.1)
+        timeout = self.t.download_timeout_s * (self.t.retries + 1) + 30
+        response = await self.captures.wait_for(url, key, timeout)
+        if response is not None:
+            return response
         log.warning("render: %s re-fetched for the browser, unrecorded (record not readable)", url)
         self.crawler.stats.inc_value(REFETCHED)
         return await self.passthrough.fetch(req, url)
-
-    def _owners_state(self, url: str, key: str) -> int | None:
-        """The frontier state of ``key`` in the partition that owns it (read-only)."""
-        part = self.ctx.partition
-        if part is None:
-            return None
-        index = owner_of(url, self.ctx.budgets, part.count, self.ctx.pinned)
-        db = self._owner_dbs.get(index)
-        if db is None:
-            path = JobDir(part.coord_dir.parent.parent).part(index).crawl_state
-            if not path.exists():
-                return None
-            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            self._owner_dbs[index] = db
-        try:
-            row = db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
-        except sqlite3.Error:  # busy or not created yet: asked again on the next turn
-            return None
-        return None if row is None else int(row[0])
 
     def _state_of(self, key: str) -> int | None:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
@@ -566,5 +515,4 @@ class Renderer:
             await tab.proxy.close()
         await self.passthrough.close()
         shutil.rmtree(self.profiles, ignore_errors=True)  # a root crawler's are under /tmp
-        for db in self._owner_dbs.values():
-            db.close()
+        self.captures.close()

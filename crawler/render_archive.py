@@ -8,6 +8,9 @@ headers and body. Where a capture lies is read from the CDX lines the crawler wr
 writes records (``state/cdx.unsorted``: URL, WARC file, offset), tailed as they grow — so a
 resumed crawl finds its earlier captures, and in a partitioned job the other partitions'
 captures are found in their own CDX files and WARCs (``state/part-<i>/``) too.
+:class:`JobCaptures` answers the browser: a URL the plain crawler is fetching, or that the
+partition owning its host has yet to fetch, is waited for (bounded), then served the same way;
+one the crawl refused or failed gets 403/502, as when it is asked for the first time.
 
 The body is given as the browser expects it from a proxy that sends whole bodies: chunked
 transfer coding and content coding (gzip, deflate, br) removed by warcio's decoding reader;
@@ -20,20 +23,32 @@ gives None and the caller decides.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
+from crawler import state as st
 from crawler.dedup import EarlierCapture
+from crawler.handoff import owner_of
 from crawler.render_proxy import ProxyResponse
 from crawler.warcfiles import OPEN_SUFFIX
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.cdx import parse_cdx11
 from harvestflow.formats.urls import canonical_key
 
+if TYPE_CHECKING:
+    from crawler.context import CrawlContext
+
 log = logging.getLogger(__name__)
+
+FROM_ARCHIVE = "harvestflow/render/from_archive"  # crawler.stats: captured URLs served back
+POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -133,6 +148,75 @@ class ArchivedCaptures:
         if revisit.http_headers.get_statuscode() == "304":
             return original
         return _as_response(revisit, original.body)
+
+
+class JobCaptures:
+    """A rendering browser's requests of URLs the job has seen: answered from their captures,
+    once there (this process's, or in a partitioned job the owning partition's)."""
+
+    def __init__(self, ctx: CrawlContext, crawler: Any) -> None:
+        self.ctx = ctx
+        self.crawler = crawler  # its stats are read when used (made after the renderer)
+        sources = [(ctx.cdx_path, ctx.warc_dir)]
+        self.root: JobDir | None = None
+        if ctx.partition is not None:
+            self.root = JobDir(ctx.partition.coord_dir.parent.parent)
+            for i in range(ctx.partition.count):
+                if i != ctx.partition.index:
+                    sources.append((self.root.part(i).recorded_cdx, self.root.part(i).warcs))
+        self.records = ArchivedCaptures(sources, ctx.dedup)
+        self._owner_dbs: dict[int, sqlite3.Connection] = {}
+
+    async def wait_for(self, url: str, key: str, timeout: float) -> ProxyResponse | None:
+        """The capture of ``key`` for the browser, waiting (at most ``timeout`` s) while it is
+        being fetched or its owner has yet to fetch it; 403/502 when the crawl refused it or
+        failed; None when it is captured but its record cannot be read here."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            response = self.records.response(key)
+            if response is not None:
+                self.crawler.stats.inc_value(FROM_ARCHIVE)
+                return response
+            state = self._state(url, key)
+            if state == st.REFUSED:
+                return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
+            if state == st.FAILED:
+                return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
+            if state == st.DONE:  # its CDX line came before: read once more, then give up
+                response = self.records.response(key)
+                if response is not None:
+                    self.crawler.stats.inc_value(FROM_ARCHIVE)
+                return response
+            if loop.time() >= deadline:
+                return ProxyResponse(504, reason="Gateway Timeout")
+            await asyncio.sleep(POLL_S)
+
+    def _state(self, url: str, key: str) -> int | None:
+        """The frontier state of ``key`` here, or in the partition that owns it (read-only)."""
+        row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
+        state = None if row is None else int(row[0])
+        part = self.ctx.partition
+        if state != st.HANDED_OFF or part is None or self.root is None:
+            return state
+        index = owner_of(url, self.ctx.budgets, part.count, self.ctx.pinned)
+        db = self._owner_dbs.get(index)
+        if db is None:
+            path = self.root.part(index).crawl_state
+            if not path.exists():
+                return None
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+            self._owner_dbs[index] = db
+        try:
+            row = db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error:  # busy, or not made yet: asked again on the next turn
+            return None
+        return None if row is None else int(row[0])
+
+    def close(self) -> None:
+        for db in self._owner_dbs.values():
+            db.close()
+        self._owner_dbs.clear()
 
 
 def _as_response(record: ArcWarcRecord, body: bytes) -> ProxyResponse:
