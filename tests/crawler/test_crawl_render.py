@@ -18,7 +18,7 @@ import pytest
 from crawler.cdp import find_chromium
 from tests.crawler import scriptsite
 from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO, run_crawl
-from tests.crawler.rawsite import serve
+from tests.crawler.rawsite import Routes, serve
 from tests.crawler.renderjobs import Rendered, crawl_scriptsite, warc_records
 
 
@@ -311,7 +311,7 @@ def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
         b" document.body.appendChild(a); const i = new Image(); i.src = d.img;"
         b" document.body.appendChild(i); });</script></body></html>"
     )
-    routes = {
+    routes: Routes = {
         (None, "/"): Raw(shell, [html]),
         (None, "/api/x.json"): Raw(
             b'{"href": "/secure-story.html", "img": "/pic.png"}',
@@ -353,7 +353,7 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
     from tests.crawler.rawsite import Raw
 
     html = b"Content-Type: text/html"
-    routes = {
+    routes: Routes = {
         # the first seed only links the image: the plain crawler queues it (hop L)
         # (no favicon request: it would wait in the same politeness queue)
         (None, "/"): Raw(
