@@ -47,6 +47,10 @@ SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
 # the crawler attribute the job's context hangs off (set by attach(), read by context_of())
 CRAWLER_ATTRIBUTE = "harvestflow_context"
 
+# a request a rendering page's browser waits for goes before the frontier's (crawler/render.py;
+# in a partitioned job, a browser request handed to the partition that owns its host)
+BROWSER_PRIORITY = 1000
+
 # the context's counters in crawler.stats
 URLS_DONE = "harvestflow/urls_done"
 BYTES_DONE = "harvestflow/bytes_done"
@@ -160,6 +164,8 @@ class CrawlContext:
         spider_cb = self.spider_callbacks
         links = hops.count("L")
         priority = -10 * links + (5 if hops[-1:] in ("E", "R") else 0)
+        if context == "browser":  # handed off by another partition's rendering page
+            priority = BROWSER_PRIORITY
         meta = {
             "hf": {"key": key, "hops": hops, "via": via, "seed": seed or url, "context": context},
             "download_timeout": self.spec.template.download_timeout_s,

@@ -12,8 +12,10 @@ Why this shape (see also crawler/render_proxy.py and crawler/cdp.py):
   only as a transclusion) and is fetched by Scrapy at a high priority — the capture middleware
   writes its request/response records as received, robots, the host's politeness delay,
   budgets and the host mapping apply, crawl.log gets its line (via = the page, annotation
-  ``browser``). A URL the job has seen already is not captured again: the browser gets it
-  unrecorded (fetched through the host mapping) or, if the crawl refused it, a 403.
+  ``browser``). A URL the job has seen already is not captured again: the browser gets its
+  capture read back from the job's WARC (crawler/render_archive.py; one being fetched, or
+  handed to the partition that owns its host, once it is captured) or, if the crawl refused
+  it, a 403.
 - Behaviours: load event, network idle (no request in flight on the tab's proxy for
   ``IDLE_S``), a minimum dwell for timers, scrolling a screen at a time until the page stops
   growing, all within ``render_page_timeout_s``; then the viewport and full-page screenshots
@@ -34,6 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
+from crawler.chromium_user import profiles_dir
+from crawler.context import BROWSER_PRIORITY
+from crawler.render_archive import JobCaptures
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
@@ -50,7 +55,6 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
-BROWSER_PRIORITY = 1000  # the browser waits: its requests go before the frontier's
 _DROP_FROM_BROWSER = HOP_BY_HOP | {"host", "accept-encoding", "user-agent", "content-length"}
 _ANCHORS_JS = """(() => {
   const out = new Set();
@@ -73,6 +77,7 @@ BLACK_HOLE_PROXY = "http://127.0.0.1:9"
 # the renderer's counters in crawler.stats
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
+REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
 
 
 @dataclass(frozen=True)
@@ -202,8 +207,9 @@ class Renderer:
             _DROP_FROM_BROWSER,
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
+        self.captures = JobCaptures(ctx, crawler)  # served back to the browser
         # browser profiles in the job's state (a crashed run's are removed here)
-        self.profiles = ctx.state_dir / "chromium"
+        self.profiles = profiles_dir(ctx.state_dir)
         shutil.rmtree(self.profiles, ignore_errors=True)
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
@@ -217,7 +223,7 @@ class Renderer:
         ):
             return False
         hf = request.meta.get("hf") or {}
-        if "hf_browser" in request.meta:
+        if "hf_browser" in request.meta or hf.get("context") == "browser":
             return False  # fetched for a rendering page (an iframe's document): not again
         hops = hf.get("hops", "")
         if self.mode == "seeds":
@@ -435,16 +441,16 @@ class Renderer:
                 return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
             if status == st.FrontierState.FAILED:
                 return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
-            # captured already, being fetched by the plain crawler, or another process' URL
-            return await self.passthrough.fetch(req, url)
+            # captured already, being fetched by the plain crawler, or another partition's
+            return await self._from_archive(req, url, key)
         ctx.state.begin()
         request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
         if ctx.outbox is not None:
             ctx.outbox.flush()
         ctx.state.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
-            if self._state_of(key) == st.FrontierState.HANDED_OFF:
-                return await self.passthrough.fetch(req, url)
+            if self._state_of(key) == st.FrontierState.HANDED_OFF:  # captured by its owner: wait
+                return await self._from_archive(req, url, key)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
         ctx.browser_claimed.add(key)
         return await self._through_crawl(page, req, request, key)
@@ -476,6 +482,21 @@ class Renderer:
             page.served[key] = response
         return response
 
+    async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
+        """A URL the job has captured, is capturing, or has handed to the partition that owns
+        its host: its capture read back from the WARC (crawler/render_archive.py). Fetched
+        again (unrecorded, logged) only for a non-GET request, or a capture whose record
+        cannot be read here (a revisit of an earlier job's WARC)."""
+        if req.method != "GET":
+            return await self.passthrough.fetch(req, url)
+        timeout = self.t.download_timeout_s * (self.t.retries + 1) + 30
+        response = await self.captures.wait_for(url, key, timeout)
+        if response is not None:
+            return response
+        log.warning("render: %s re-fetched for the browser, unrecorded (record not readable)", url)
+        self.crawler.stats.inc_value(REFETCHED)
+        return await self.passthrough.fetch(req, url)
+
     def _state_of(self, key: str) -> int | None:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
         return None if row is None else int(row[0])
@@ -493,3 +514,5 @@ class Renderer:
             await tab.kill()
             await tab.proxy.close()
         await self.passthrough.close()
+        shutil.rmtree(self.profiles, ignore_errors=True)  # a root crawler's are under /tmp
+        self.captures.close()

@@ -182,6 +182,11 @@ class ArchiveSpider(scrapy.Spider):
         links = self.links_of(response, cap)
         release_inflated(request)  # the inflated body is read: its budget is free again
         waiting = request.meta.get("hf_browser")
+        if waiting is None and request.meta.get("hf", {}).get("context") == "browser":
+            # another partition's rendering page asked for it (handed off): logged as such,
+            # and read back from this capture by that partition (crawler/render_archive.py)
+            cap.annotations.append("browser")
+            return self.ctx.finish_capture(request, cap, links)
         if waiting is not None:  # fetched for a rendering page: logged, then handed back
             from crawler.render_proxy import ProxyResponse
 
