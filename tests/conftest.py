@@ -89,6 +89,8 @@ def session_env(data_dir: Path) -> dict[str, str]:
     return {
         "HARVESTFLOW_DATA_DIR": str(data_dir),
         "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
+        # not the default (200): test_services checks the server was started with it
+        "HARVESTFLOW_POSTGRES__MAX_CONNECTIONS": "250",
         "HARVESTFLOW_S3__S3_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__MASTER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(with_grpc=True)),
