@@ -235,6 +235,52 @@ def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
     return True
 
 
+def _with_warc_paths(conn: Connection, index: Path) -> int:
+    """Name each earlier capture's WARC by the absolute path it is at now, where known.
+
+    Why: the crawler reads a revisit's original back for a rendering browser
+    (crawler/render_archive.py) and, as a crawl stage, cannot ask the indexing manifest where an
+    earlier job's WARC went; a bare file name it cannot open makes the browser's request go to
+    the server again, unrecorded. The manifest's final copy (else the job's own, while it is
+    still there) is written in the file column when that file exists; otherwise the name stays.
+    Returns the number of lines rewritten.
+    """
+    lines = index.read_bytes().splitlines()
+    names = sorted(
+        {ln.split(b"\t")[3].decode("utf-8", "replace") for ln in lines if ln.count(b"\t") >= 4}
+    )
+    if not names:
+        return 0
+    paths: dict[str, str] = {}
+    for name, final, source in conn.execute(
+        sa.text(
+            "SELECT file_name, final_path, source_path FROM index_manifest"
+            " WHERE file_name = ANY(:n)"
+        ),
+        {"n": names},
+    ):
+        for candidate in (final, source):
+            if candidate and Path(candidate).is_absolute() and Path(candidate).is_file():
+                paths[name] = candidate
+                break
+    if not paths:
+        return 0
+    out, changed = [], 0
+    for line in lines:
+        fields = line.split(b"\t")
+        if len(fields) > 4 and (path := paths.get(fields[3].decode("utf-8", "replace"))):
+            fields[3] = path.encode("utf-8")
+            changed += 1
+        out.append(b"\t".join(fields) + b"\n")
+    tmp = tmp_name(index)
+    with open(tmp, "wb") as fh:
+        fh.writelines(out)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, index)
+    return changed
+
+
 def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None:
     """Path of the dedup index written for ``job`` in its directory, or None.
 
@@ -254,11 +300,13 @@ def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None
     try:
         build_dedup_index(harvest_id, out, job_ids=prev)
         if out.exists() and out.stat().st_size > 0:
+            _with_warc_paths(conn, out)
             log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
             return str(out)
     except Exception:
         log.exception("dedup: indexing.dedup.build_dedup_index failed, trying the CDX")
     if _from_manifest_cdx(conn, prev, out):
+        _with_warc_paths(conn, out)
         log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)
         return str(out)
     log.info("job %s: previous jobs %s have no index yet: no dedup index", job.job_id, prev)

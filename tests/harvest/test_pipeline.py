@@ -239,6 +239,47 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_
     ]
 
 
+def test_a_jobs_dedup_index_names_earlier_warcs_by_the_path_they_are_at(
+    hdb, tmp_path, own_data_dir
+):
+    """The crawler reads a revisit's original back for a rendering browser: the job's dedup
+    index names the earlier WARC by its final copy's absolute path (a bare name it could not
+    open), and keeps the name where no copy is known."""
+    hid = p.create_demo_definition(8099, engine=hdb)
+    first = p.generate_jobs(hid, LD, engine=hdb)[0]
+    path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+    write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+    p.record_job_results(first, engine=hdb)
+    final = tmp_path / "repository" / "1-1-x.warc.gz"
+    final.parent.mkdir()
+    final.write_bytes(b"a WARC")
+    cdx = tmp_path / "first.cdx"
+    cdx.write_text(
+        " CDX N b a m s k r M S V g\n"
+        "test,example-a)/ 20261122030001 http://www.example-a.test:8099/ text/html 200 "
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz\n"
+        "test,example-a)/b 20261122030002 http://www.example-a.test:8099/b text/html 200 "
+        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 300 0 1-1-gone.warc.gz\n"
+    )
+    with hdb.begin() as c:
+        for name, final_path in (("1-1-x.warc.gz", str(final)), ("1-1-gone.warc.gz", "/nowhere")):
+            c.execute(
+                sa.text(
+                    "INSERT INTO index_manifest (file_name, job_id, harvest_id, source_path,"
+                    " cdx_path, final_path) VALUES (:n, :j, :h, '/nowhere', :c, :f)"
+                ),
+                {"n": name, "j": first, "h": hid, "c": str(cdx), "f": final_path},
+            )
+    second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
+    spec = json.loads(
+        Path(
+            p.prepare_job(second, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
+    files = [ln.split("\t")[3] for ln in Path(spec["dedup_index"]).read_text().splitlines()]
+    assert files == [str(final), "1-1-gone.warc.gz"]
+
+
 def test_failing_job_generation_deactivates_only_that_definition(hdb, monkeypatch):
     from harvest import planning
     from harvest.definitions import ensure_selective_definition
