@@ -428,6 +428,13 @@ class Renderer:
                 "SELECT status, hops, via, seed, context FROM urls WHERE key=?", (key,)
             ).fetchone()
             status = None if row is None else int(row[0])
+            if req.method != "GET" and status == st.FrontierState.DONE and row is not None:
+                # a form post or an API call to a URL the crawl has fetched with GET: a capture
+                # of its own (its request and response records), never the GET's answer
+                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
+                if request is None:
+                    return ProxyResponse(400, reason="Bad URL")
+                return await self._through_crawl(page, req, request, key)
             claimable = key not in ctx.browser_claimed and key not in ctx.fetch_started
             if status == st.FrontierState.QUEUED and claimable:
                 # found earlier, not fetched yet: the browser's fetch is its capture, under its
@@ -485,8 +492,8 @@ class Renderer:
     async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
         """A URL the job has captured, is capturing, or has handed to the partition that owns
         its host: its capture read back from the WARC (crawler/render_archive.py). Fetched
-        again (unrecorded, logged) only for a non-GET request, or a capture whose record
-        cannot be read here (a revisit of an earlier job's WARC)."""
+        again (unrecorded, logged) only for a non-GET request of a URL not fetched here yet (being
+        fetched, or another partition's), or a capture whose record cannot be read here."""
         if req.method != "GET":
             return await self.passthrough.fetch(req, url)
         timeout = self.t.download_timeout_s * (self.t.retries + 1) + 30

@@ -237,3 +237,47 @@ def test_a_revisit_is_served_from_its_original_decoded(tmp_path: Path) -> None:
     assert (served.status, served.body) == (200, body)
     assert ("X-Run", "2") in served.headers
     assert ArchivedCaptures([(cdx, tmp_path / "job")], {}).response(key) is None
+
+
+def test_a_post_to_a_captured_url_is_captured_not_answered_from_the_get(tmp_path: Path) -> None:
+    """The page's script GETs /api, then POSTs to it: the POST is its own capture (request and
+    response records, a crawl.log line), and the server sees each request once."""
+    page = (
+        b'<html><head><link rel="icon" href="data:,"></head><body><p id="out">page</p><script>'
+        b"fetch('/api').then(r => r.text()).then(() => fetch('/api', {method: 'POST',"
+        b" body: 'q=1', headers: {'Content-Type': 'application/x-www-form-urlencoded'}}))"
+        b".then(r => r.text()).then(t => { document.getElementById('out').textContent = t; });"
+        b"</script></body></html>"
+    )
+    routes: Routes = {
+        (None, "/"): Raw(page, [HTML]),
+        (None, "/api"): Raw(b'{"answer": 42}', [b"Content-Type: application/json"]),
+    }
+    with serve(routes) as site:
+        seed = site.url("posts.test", "/")
+        job = {
+            "job_id": 7,
+            "seeds": [seed],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 1,
+                "render": "seeds",
+                "render_min_wait_s": 1.0,
+                "render_tabs": 1,
+                "extract_js": False,
+                "obey_robots": False,
+            },
+            "resolve": {"posts.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "posts", timeout=150)
+        asked = Counter(path for _, path in site.requests)
+    assert "rendered" in result.line_for(seed)[11]
+    assert asked == Counter({"/": 1, "/api": 1, "POST /api": 1}), asked
+    api = site.url("posts.test", "/api")
+    records = warc_records(result)
+    requests = [
+        body for kind, h, body in records if kind == "request" and h["WARC-Target-URI"] == api
+    ]
+    assert sorted(requests) == [b"", b"q=1"], requests  # the GET's, and the POST with its body
+    responses = [h for kind, h, _ in records if kind == "response" and h["WARC-Target-URI"] == api]
+    assert len(responses) == 2
