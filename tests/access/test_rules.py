@@ -271,6 +271,7 @@ def test_a_collection_per_definition_and_a_guided_tour_on_the_home_page(
         assert status == 200
         text = home.decode()
         assert "The 2026 elections" in text
+        assert '<form id="hf-search" action="/search/" method="get">' in text  # full text
         assert "Campaign sites &lt;as they were&gt;" in text  # escaped, never markup
         assert f'href="/{elections}/20250504030201/{mine}"' in text
         assert "Official results &#123;&#123; 7*7 &#125;&#125;" in text and "49" not in text
