@@ -12,6 +12,9 @@ pywb on ``[access] pywb_port``. It:
   themselves, answers cached a minute) when ``reading_room_login``; others get a 403 page that
   says why and how to get access. The home page (the list of collections and guided tours) and
   pywb's static files stay public: only consultation is restricted.
+- **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
+  on a loopback port of its own): under the same reading-room rule as replay, since its snippets are
+  the archive's content; its results link into replay on this same address.
 - **logs every refusal** to ``<access>/logs/refused.log`` (time, client, request, reason): the
   reading room's, and pywb's own answers to a capture refused by an access rule (451 for
   ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
@@ -57,6 +60,8 @@ _HOP = {
 # /<coll>/<timestamp><modifier>/<url> (and the calendar /<coll>/*/<url>)
 _REPLAY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/(\d{0,14})(?:[a-z]{2}_)?/(.+)$")
 _PUBLIC = re.compile(r"^/(?:$|static/|_health$|favicon\.ico$)")
+SEARCH = "/search"  # the search page's path (collections: "all", "harvest-<id>": none shadowed)
+SEARCH_HOST = "127.0.0.1"  # its server listens on loopback only: readers come through us
 _LOGIN_TTL_S = 60.0
 _CHUNK = 1 << 16
 
@@ -119,10 +124,12 @@ class Gateway:
         cfg: AccessConfig,
         rules: Callable[[], list[Rule]],
         login: Callable[[str], bool] | None = None,
+        search_port: int | None = None,
     ) -> None:
         self.cfg = cfg
         self.rules = rules
         self.login = login or LoginChecker(cfg.login_check_url)
+        self.search_port = search_port  # the search page's server (None: not served)
         self._log_lock = threading.Lock()
 
     def refusal(self, client: str, path: str, headers: Any) -> str | None:
@@ -214,7 +221,22 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._send(403, "text/html; charset=utf-8", page.encode())
             return
-        self._forward(client)
+        target = self.path.split("?", 1)[0]
+        if gw.search_port is not None and (target == SEARCH or target.startswith(SEARCH + "/")):
+            if target == SEARCH:
+                self._redirect(SEARCH + "/" + self.path[len(SEARCH) :])
+                return
+            self._forward(client, SEARCH_HOST, gw.search_port, self.path[len(SEARCH) :])
+            return
+        self._forward(client, gw.cfg.host, gw.cfg.pywb_port, self.path)
+
+    def _redirect(self, location: str) -> None:
+        self.send_response(301)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
 
     def _send(self, status: int, ctype: str, body: bytes) -> None:
         self.send_response(status)
@@ -227,15 +249,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self.close_connection = True
 
-    def _forward(self, client: str) -> None:
+    def _forward(self, client: str, host: str, port: int, path: str) -> None:
+        """Forward the request to ``path`` at ``host:port`` (pywb or the search page)."""
         gw = self.gateway
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length > 0 else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["X-Forwarded-For"] = client
-        upstream = http.client.HTTPConnection(gw.cfg.host, gw.cfg.pywb_port, timeout=300)
+        upstream = http.client.HTTPConnection(host, port, timeout=300)
         try:
-            upstream.request(self.command, self.path, body=body, headers=headers)
+            upstream.request(self.command, path, body=body, headers=headers)
             resp = upstream.getresponse()
         except OSError as exc:
             upstream.close()

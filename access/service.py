@@ -7,7 +7,8 @@ stderr) appended to ``<access>/logs/access.log``. Beside it, in this process: ou
 (:mod:`access.resolver`) and a thread that refreshes the flat index files every
 ``refresh_interval_s`` (:func:`access.index.refresh`, :func:`access.publish.publish`), so new
 captures, rules, definition collections and tours appear without a restart. In front of pywb,
-our gateway (:mod:`access.gateway`) on the public address: reading room, refusal log.
+our gateway (:mod:`access.gateway`) on the public address: reading room, refusal log, and the
+full-text search page at ``/search/`` (:mod:`access.searchapp`, served in this process).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import sqlalchemy as sa
 from access import pywbconfig, rules
 from access.config import AccessConfig
 from access.definitions import acl_file
-from access.gateway import Gateway
+from access.gateway import SEARCH_HOST, Gateway
 from access.index import Lister, refresh, reindex
 from access.publish import publish
 from access.resolver import make_server
+from access.searchapp import SearchServer, app_from_settings
 from harvestflow.db import get_engine
 from harvestflow.package_data import data_path
 from harvestflow.services import ServiceError
@@ -64,6 +66,7 @@ class ReplayService:
         self.proc: subprocess.Popen[bytes] | None = None
         self._resolver: Any = None
         self._gateway: Any = None
+        self._search: SearchServer | None = None
         self._rules: tuple[tuple[int, int, int], list[rules.Rule]] = ((-1, -1, -1), [])
         self._rules_lock = threading.Lock()
         self._stop = threading.Event()
@@ -93,8 +96,11 @@ class ReplayService:
                 " set [access] resolver_port (HARVESTFLOW_ACCESS__RESOLVER_PORT)"
             ) from exc
         self._spawn("warc-resolver", self._resolver.serve_forever)
+        self._search = SearchServer(app_from_settings(self.settings), SEARCH_HOST)
+        self._search.start()
         try:
-            self._gateway = Gateway(self.cfg, self.current_rules).server()
+            gateway = Gateway(self.cfg, self.current_rules, search_port=self._search.port)
+            self._gateway = gateway.server()
         except OSError as exc:
             self.stop()
             raise ServiceError(
@@ -195,6 +201,9 @@ class ReplayService:
             self._resolver.shutdown()
             self._resolver.server_close()
             self._resolver = None
+        if self._search is not None:
+            self._search.stop()
+            self._search = None
 
     def serve_forever(self) -> int:
         """Start, then wait until pywb exits or Ctrl-C / SIGTERM; stop everything."""

@@ -121,6 +121,11 @@ def test_block_and_embargo_apply_to_search_and_replay_and_changes_take_effect_wh
     service = ReplayService(settings)
     service.start()
     try:
+        # the search page on the gateway: the same rules, results linking into replay there
+        status, body = get(f"{cfg.url}search/?q=quokka")
+        assert status == 200, body[:300]
+        assert f'href="{cfg.replay_url("all", "20210601120000", public)}"'.encode() in body
+        assert secret.encode() not in body and fresh.encode() not in body
         # replay: refused by pywb (451, its "blocked" page), allowed where no rule says no
         status, body = replay_status(cfg, secret)
         assert status == 451, body[:300]
@@ -177,7 +182,8 @@ def test_reading_room_refuses_addresses_outside_its_ranges(
         "room",
         [[page(url, "room", datetime(2024, 1, 1, tzinfo=UTC))]],
     )
-    assert names
+    for name in names:
+        extract_file(name)
     service = ReplayService(settings)
     service.start()
     try:
@@ -190,8 +196,15 @@ def test_reading_room_refuses_addresses_outside_its_ranges(
         assert b"</html>" in body
         assert get_from("127.0.0.2", cfg, f"/all/cdx?url={url}")[0] == 403  # URL search too
         assert get_from("127.0.0.2", cfg, "/")[0] == 200  # the home page stays public
+        # the search page: for the reading room only (its snippets are the archive's text)
+        status, body = get_from("127.0.0.1", cfg, "/search/?q=quokka")
+        assert status == 200, body[:300]
+        assert f'href="{cfg.replay_url("all", "20240101000000", url)}"'.encode() in body
+        status, body = get_from("127.0.0.2", cfg, "/search/?q=quokka")
+        assert status == 403 and b"Consultation restricted" in body and b"quokka" not in body
+        assert get_from("127.0.0.1", cfg, "/search")[0] == 301  # to /search/
         refused = cfg.refused_log.read_text().splitlines()
-        assert len(refused) == 2
+        assert len(refused) == 3
         assert all("\t127.0.0.2\t403\t" in line for line in refused)
         assert "reading room: address 127.0.0.2 is outside the reading room" in refused[0]
     finally:
@@ -258,6 +271,7 @@ def test_a_collection_per_definition_and_a_guided_tour_on_the_home_page(
         assert status == 200
         text = home.decode()
         assert "The 2026 elections" in text
+        assert '<form id="hf-search" action="/search/" method="get">' in text  # full text
         assert "Campaign sites &lt;as they were&gt;" in text  # escaped, never markup
         assert f'href="/{elections}/20250504030201/{mine}"' in text
         assert "Official results &#123;&#123; 7*7 &#125;&#125;" in text and "49" not in text

@@ -7,7 +7,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from harvestflow.search_page import app_from_settings
+from access.searchapp import app_from_settings
 from search.model import AccessRules
 from search.webapp import create_app
 
