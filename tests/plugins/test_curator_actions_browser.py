@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 import uvicorn
 from fastapi import HTTPException, Request
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -63,7 +64,8 @@ def test_pause_and_filter_from_the_job_page(db_engine: sa.Engine, served) -> Non
         driver.get(f"{base}/static/curator.css")  # any page of the origin, to set the cookie
         driver.add_cookie({"name": "test_user", "value": "alice", "path": "/"})
         driver.get(f"{base}/jobs/{job}")
-        wait = WebDriverWait(driver, 60)
+        # the page reloads after each form: an element read mid-reload is stale, read it again
+        wait = WebDriverWait(driver, 60, ignored_exceptions=(StaleElementReferenceException,))
         driver.find_element(By.CSS_SELECTOR, "button[value=pause]").click()
         wait.until(lambda d: "?action=" in d.current_url)
         form = driver.find_element(By.ID, "filter-form")

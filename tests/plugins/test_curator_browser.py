@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -28,6 +29,9 @@ from tests.demo_fixture import DemoPlatform
 from tests.platform.helpers import HARVESTFLOW
 from tests.platform.test_up import Output
 from tests.plugins.browser import airflow_login, chromium
+
+# a page that reloads under a wait makes the element just read stale: read it again
+STALE = (StaleElementReferenceException,)
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -98,8 +102,10 @@ def _submit(driver: WebDriver, form: WebElement) -> None:
     form.find_element(By.TAG_NAME, "button").click()
     # the click returns before the result page has replaced this one: reading at once could
     # read the old page (it failed so in CI under load)
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(form))
-    WebDriverWait(driver, 60).until(
+    WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
+        expected_conditions.staleness_of(form)
+    )
+    WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
 
@@ -168,7 +174,9 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
     with chromium() as driver:
         # a browser without a session is sent to Airflow's login page, then signs in there
         driver.get(cur + "/jobs")
-        WebDriverWait(driver, 60).until(lambda d: "/auth/login" in d.current_url)
+        WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
+            lambda d: "/auth/login" in d.current_url
+        )
         airflow_login(driver, base, af.user, af.password)
 
         driver.get(cur + "/definitions")
@@ -252,20 +260,22 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         # "task log" link of the job crawled just now opens that crawl's log in Airflow
         _wait_run(api, run_id)
         driver.get(base + "/plugin/harvest-curator")
-        frame = WebDriverWait(driver, 60).until(
+        frame = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
         )
         assert frame.get_attribute("src").rstrip("/").endswith("/curator")
         driver.switch_to.frame(frame)
-        WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.LINK_TEXT, "Jobs"))
+        WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
+            lambda d: d.find_elements(By.LINK_TEXT, "Jobs")
+        )
         driver.find_element(By.LINK_TEXT, "Jobs").click()
-        ours = WebDriverWait(driver, 60).until(
+        ours = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             lambda d: d.find_element(By.CSS_SELECTOR, f"a[href*='/runs/{quote(run_id, safe='')}/']")
         )
         new_job = ours.find_element(By.XPATH, "ancestor::tr/td[1]").text
         ours.click()
         driver.switch_to.default_content()
-        WebDriverWait(driver, 60).until(
+        WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             lambda d: f"crawl job {new_job}: " in d.find_element(By.TAG_NAME, "body").text
         )
         assert "/dags/selective_harvest_daily/runs/" in driver.current_url
@@ -360,12 +370,14 @@ def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform
     with chromium() as driver:
         airflow_login(driver, af.base, af.user, af.password)
         driver.get(af.base + "/plugin/archive-search")
-        frame = WebDriverWait(driver, 60).until(
+        frame = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
         )
         assert str(frame.get_attribute("src")).rstrip("/").endswith("/search")
         driver.switch_to.frame(frame)
-        form = WebDriverWait(driver, 60).until(lambda d: d.find_element(By.TAG_NAME, "form"))
+        form = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
+            lambda d: d.find_element(By.TAG_NAME, "form")
+        )
         form.find_element(By.NAME, "q").send_keys("bundled loopback")
         _submit(driver, form)
         main = _main(driver)
