@@ -24,6 +24,7 @@ from pathlib import Path
 from access import zipnum
 from access.config import AccessConfig
 from access.index import access_collections, live_dir
+from harvestflow.atomic import atomic_write_text
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
 
@@ -92,10 +93,6 @@ def write(settings: Settings | None = None) -> Path:
     # pywb looks for templates in <cwd>/templates first: our banner around pywb's own
     banner = cfg.root / "templates" / "harvestflow_banner.html"
     banner.parent.mkdir(exist_ok=True)
-    banner_tmp = banner.with_name(f".{banner.name}.{os.getpid()}.tmp")
-    banner_tmp.write_text(BANNER.read_text(encoding="utf-8"), encoding="utf-8")
-    os.replace(banner_tmp, banner)
-    tmp = cfg.config_file.with_name(f".config.yaml.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, cfg.config_file)
+    atomic_write_text(banner, BANNER.read_text(encoding="utf-8"))
+    atomic_write_text(cfg.config_file, text)
     return cfg.config_file

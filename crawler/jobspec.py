@@ -9,7 +9,6 @@ ignored (the planning side may add some); missing keys take config/harvestflow.t
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from dataclasses import asdict, dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from crawler.urls import without_fragment
+from harvestflow.atomic import atomic_write_text, commit, tmp_path
 from harvestflow.settings import get_settings
 
 
@@ -237,9 +237,7 @@ def load(path: Path) -> JobSpec:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON under a temporary name, then rename (readers never see half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def freeze_job(job_path: Path, out_dir: Path) -> Path:
@@ -247,7 +245,7 @@ def freeze_job(job_path: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     frozen = out_dir / "job.json"
     if job_path.resolve() != frozen.resolve():
-        tmp = frozen.with_name("job.json.tmp")
+        tmp = tmp_path(frozen)
         shutil.copyfile(job_path, tmp)
-        os.replace(tmp, frozen)
+        commit(tmp, frozen)
     return frozen

@@ -42,6 +42,7 @@ from crawler.jobspec import freeze_job, write_json
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 from crawler.state import SCHEMA, CrawlState
+from harvestflow.atomic import atomic_open
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -216,14 +217,12 @@ def _merged_status(out: Path, count: int) -> str:
 def _merge_crawl_logs(sources: list[Path], target: Path) -> None:
     """Merge the children's crawl.log by their (leading, ISO) timestamps."""
     handles = [p.open(encoding="utf-8") for p in sources if p.exists()]
-    tmp = target.with_name(target.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        with atomic_open(target, "w") as fh:
             fh.writelines(heapq.merge(*handles, key=lambda line: line[:24]))
     finally:
         for h in handles:
             h.close()
-    os.replace(tmp, target)
 
 
 def _merge_states(sources: list[Path], target: Path) -> CrawlState:
@@ -270,6 +269,7 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
     for part in parts:
         for p in sorted((part / "warcs").glob("*.warc.gz*")):
             if not p.name.endswith(".open"):
+                # a move of a closed WARC (committed by its writer), not a write: no helper
                 os.replace(p, warc_dir / p.name)
         if (part / "logs" / "crawler.log").exists():
             shutil.copyfile(part / "logs" / "crawler.log", log_dir / f"crawler-{part.name}.log")

@@ -12,7 +12,6 @@ can grep. Formats (headers and columns) follow Heritrix 3 so existing scripts re
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from crawler.crawllog import parse_line
 from crawler.state import CrawlState
 from crawler.urls import canonical_key, host_of
+from harvestflow.atomic import atomic_write_text
 from harvestflow.formats.crawllog import split_line
 from harvestflow.formats.fields import clean_field
 
@@ -138,9 +138,7 @@ def tally_crawl_log(path: Path) -> Tally:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def _duration(seconds: float) -> str:

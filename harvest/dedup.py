@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.common import DONE
+from harvestflow.atomic import atomic_write_bytes
 from harvestflow.formats.cdx import parse_cdx11
 
 log = logging.getLogger(__name__)
@@ -103,10 +104,8 @@ def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
         lines.update(cdx_to_dedup_lines(path))
     if not lines:
         return False
-    tmp = out.with_name(out.name + ".tmp")
     data = sorted(line.encode("utf-8") for line in lines)  # byte order
-    tmp.write_bytes(b"".join(line + b"\n" for line in data))
-    tmp.replace(out)
+    atomic_write_bytes(out, b"".join(line + b"\n" for line in data))
     return True
 
 

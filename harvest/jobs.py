@@ -24,10 +24,10 @@ from harvest.common import (
     STARTED,
     STATUS_NAMES,
     SUBMITTED,
-    atomic_write_text,
     engine_or_default,
     utcnow,
 )
+from harvestflow.atomic import atomic_write_text
 from harvestflow.credentials import refs_for_job
 
 log = logging.getLogger(__name__)

@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from harvestflow.atomic import place
 from harvestflow.db import get_engine
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
@@ -37,7 +38,7 @@ from indexing.backup import BackupTarget, copy_and_verify
 from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_lines_atomic
 from indexing.crashpoints import crashpoint
 from indexing.dedup import sidecar_lines
-from indexing.files import copy_verified, move, place, sha1_of, single_instance
+from indexing.files import copy_verified, move, sha1_of, single_instance
 from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of
 
 log = logging.getLogger(__name__)

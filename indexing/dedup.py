@@ -19,16 +19,15 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
+from harvestflow.atomic import atomic_open
 from harvestflow.formats.crawllog import split_line
 from harvestflow.settings import Settings, get_settings
 from indexing.capture import Capture
-from indexing.files import tmp_name
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -151,10 +150,8 @@ def build_dedup_index(
             else:
                 log.warning("dedup index of harvest %s: no crawl log %s", harvest_id, crawl_log)
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(out_path)
     written = 0
-    with ExitStack() as stack, open(tmp, "wb") as out:
+    with ExitStack() as stack, atomic_open(out_path, "wb") as out:
         files: list[Iterable[bytes]] = [stack.enter_context(open(p, "rb")) for p in inputs]
         if keys:
             files += [_carried(stack.enter_context(open(p, "rb")), keys) for p in others]
@@ -168,9 +165,6 @@ def build_dedup_index(
             for line in sorted(originals.values(), key=_date_file_offset):
                 out.write(line)
                 written += 1
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, out_path)
     log.info(
         "dedup index of harvest %s: %d captures from %d files (+ originals of %d duplicates"
         " from earlier jobs) -> %s",

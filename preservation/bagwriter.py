@@ -14,10 +14,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harvestflow.atomic import atomic_write_text, place
 
 CHUNK_MIN = 1024 * 1024
 
@@ -62,9 +63,7 @@ def _encode_path(rel: str) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def write_bag(
@@ -121,11 +120,4 @@ def read_parts(path: Path) -> dict[str, dict[str, object]]:
 
 def link_or_copy(src: Path, dst: Path) -> None:
     """Hard link (WARCs are immutable), or copy under a temporary name across file systems."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        import shutil
-
-        tmp = dst.with_name(dst.name + ".part")
-        shutil.copyfile(src, tmp)
-        tmp.replace(dst)
+    place(src, dst)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +112,7 @@ def write_dedup_index(
         ),
         key=lambda x: x.encode(),
     )
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(ln + "\n" for ln in lines))
     return len(lines)
 
 

@@ -17,6 +17,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harvestflow.atomic import atomic_write_text
+
 log = logging.getLogger(__name__)
 
 MARKER_NAME = ".harvestflow-data-dir"
@@ -35,9 +37,8 @@ def write_data_dir_marker(data_dir: Path) -> Path:
     path = marker_path(data_dir)
     if path.exists():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
+    atomic_write_text(
+        path,
         json.dumps(
             {
                 "id": uuid.uuid4().hex,
@@ -45,9 +46,8 @@ def write_data_dir_marker(data_dir: Path) -> Path:
                 "created_on": socket.getfqdn(),
             }
         )
-        + "\n"
+        + "\n",
     )
-    tmp.replace(path)
     log.info("marked %s as the shared data directory", data_dir)
     return path
 
