@@ -90,17 +90,12 @@ class ServiceStatus:
 
 def ensure_bucket(settings: Settings) -> None:
     """Create the preservation bucket if missing (idempotent)."""
-    import boto3
     from botocore.exceptions import ClientError
 
+    from harvestflow.s3 import s3_client
+
     s3 = settings.s3
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-    )
+    client = s3_client(settings)
     try:
         client.head_bucket(Bucket=s3.bucket)
     except ClientError:
