@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text, commit, tmp_path
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ SHARD_SUFFIX = ".cdxj.gz"
 EMPTY_KEY = b"! 00000000000000"
 
 
-class ZipNumError(ValueError):
+class ZipNumError(AccessError, ValueError):
     """Input that cannot become a ZipNum index (unsorted lines, not CDXJ), with where."""
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import websockets
 
+from crawler import CrawlerError
+
 log = logging.getLogger(__name__)
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
@@ -39,7 +41,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class CdpError(RuntimeError):
+class CdpError(CrawlerError, RuntimeError):
     """A DevTools command that failed, the browser gone, or a tab that crashed."""
 
 

@@ -15,12 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler import CrawlerError
 from crawler.urls import without_fragment
 from harvestflow.atomic import atomic_write_text, commit, tmp_path
 from harvestflow.settings import get_settings
 
 
-class JobSpecError(ValueError):
+class JobSpecError(CrawlerError, ValueError):
     """A job spec that cannot be crawled, with the file and the key at fault."""
 
 

@@ -40,6 +40,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor, task, threads
 from twisted.internet.defer import DeferredLock
 
+from crawler import CrawlerError
 from crawler.politeness import politeness_delay
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def _update(engine: sa.Engine, stmt: sa.TextClause, params: dict[str, Any]) -> i
         return conn.execute(stmt, params).rowcount
 
 
-class LeaseHeld(RuntimeError):
+class LeaseHeld(CrawlerError, RuntimeError):
     """The job's lease is held by another live crawler."""
 
 
@@ -275,7 +276,8 @@ class JobLeases:
             return
         raise LeaseHeld(
             f"job {job_id} is being crawled by {row.holder} (last heartbeat {row.heartbeat_at}, "
-            f"lease until {row.expires_at}); not starting a second crawler"
+            f"lease until {row.expires_at}); not starting a second crawler. Wait for it to end"
+            f" (or for the lease to expire if it died), or stop it: harvestflow jobs stop {job_id}"
         )
 
     def heartbeat(self, job_id: int, holder: str) -> bool:

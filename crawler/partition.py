@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crawler import jobspec
+from crawler import CrawlerError, jobspec
 from crawler.budget import COMPLETE
 from crawler.crawllog import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
@@ -51,7 +51,7 @@ POLL_S = 0.2
 STATUS_RANK = {"complete": 0, "time_limit": 1, "unfinished": 2}
 
 
-class PartitionFailed(RuntimeError):
+class PartitionFailed(CrawlerError, RuntimeError):
     """A partition child failed; the others were stopped and the output is left in place."""
 
 

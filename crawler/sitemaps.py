@@ -30,6 +30,7 @@ from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from crawler import CrawlerError
 from crawler.links import Link
 from crawler.urls import host_of
 
@@ -54,7 +55,7 @@ MAX_INDEX_DEPTH = 3  # sitemap → index → index → sitemap; deeper indexes a
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-class SitemapError(ValueError):
+class SitemapError(CrawlerError, ValueError):
     """A sitemap that cannot be read (too large once inflated, broken gzip)."""
 
 

@@ -15,6 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from harvestflow.errors import HarvestflowError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "harvestflow.toml"
 ENV_PREFIX = "HARVESTFLOW_"
@@ -22,7 +24,7 @@ ENV_PREFIX = "HARVESTFLOW_"
 EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
 
 
-class SettingsError(ValueError):
+class SettingsError(HarvestflowError, ValueError):
     """A settings file or override that cannot be used, with what and where."""
 
 

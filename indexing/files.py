@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harvestflow.atomic import commit, tmp_path
+from indexing.errors import IndexingError
 
 BLOCK = 1 << 20
 log = logging.getLogger(__name__)
 
 
-class ChecksumMismatch(RuntimeError):
+class ChecksumMismatch(IndexingError, RuntimeError):
     """A copy whose content differs from the ingested file (never deleted from the source)."""
 
 

@@ -35,6 +35,7 @@ from harvestflow.atomic import atomic_write_text, commit, tmp_path
 from harvestflow.settings import Settings, get_settings
 from indexing.cdx import SUFFIX
 from indexing.crashpoints import crashpoint
+from indexing.errors import IndexingError
 from indexing.files import single_instance
 from indexing.layout import Layout
 
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 _STRIP_NL = operator.methodcaller("removesuffix", b"\n")
 
 
-class UnsortedIndexError(ValueError):
+class UnsortedIndexError(IndexingError, ValueError):
     """An index file that is not in byte order (named with the line where it breaks)."""
 
 
@@ -164,7 +165,10 @@ def check_sorted(path: Path) -> int:
     with open(path, "rb", buffering=1 << 20) as fh:
         for n, line in enumerate(map(_STRIP_NL, fh), 1):
             if line < prev:
-                raise UnsortedIndexError(f"{path}: line {n} sorts before line {n - 1}")
+                raise UnsortedIndexError(
+                    f"{path}: line {n} sorts before line {n - 1}; sort it in byte order"
+                    " (LC_ALL=C sort) before merging"
+                )
             prev = line
     return n
 

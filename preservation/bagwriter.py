@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestflow.atomic import atomic_write_text, place
+from preservation.errors import PreservationError
 
 CHUNK_MIN = 1024 * 1024
 
@@ -49,7 +50,7 @@ def hash_file(path: Path, part_size: int) -> Digests:
     return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
 
 
-class UnportableName(ValueError):
+class UnportableName(PreservationError, ValueError):
     """A file name that BagIt tools do not agree on (CR, LF or % in it)."""
 
 

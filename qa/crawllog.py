@@ -44,6 +44,7 @@ import polars as pl
 from harvestflow.progress import Progress
 from qa.crawlline import parse_line_slow  # the tolerant path (re-exported for callers)
 from qa.crawltable import PACKED, empty_groups, merge, pack, unpack
+from qa.errors import QaError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ CHUNK_BYTES = 64 * 1024 * 1024
 MAX_BAD_LINES_KEPT = 20
 
 
-class CrawlLogError(RuntimeError):
+class CrawlLogError(QaError, RuntimeError):
     """A crawl log that cannot be read at all (missing, unreadable), with the path."""
 
 
@@ -237,7 +238,7 @@ def aggregate_crawl_log(
     """
     path = Path(path)
     if not path.is_file():
-        raise CrawlLogError(f"{path}: crawl log missing")
+        raise CrawlLogError(f"{path}: crawl log missing (was the job's output directory moved?)")
     if path.suffix == ".gz":
         with tempfile.TemporaryDirectory(prefix="qa-crawllog-") as tmp:
             plain = Path(tmp) / "crawl.log"

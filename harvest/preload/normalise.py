@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import idna
 import tldextract
 
+from harvest.errors import HarvestError
+
 # Reasons written to the rejects file (stable words, curators grep them).
 EMPTY = "empty"
 TOO_LONG = "too-long"
@@ -36,7 +38,7 @@ BAD_URL = "bad-url"
 _LDH = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
-class RejectedDomain(ValueError):
+class RejectedDomain(HarvestError, ValueError):
     """A line that is not a usable domain; ``reason`` is one of the module's reason words."""
 
     def __init__(self, reason: str, detail: str = "") -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from harvest.errors import HarvestError
 from harvest.preload.normalise import RejectedDomain, domain_of_url, normalise_host
 from harvest.preload.store import copy_upsert, engine_for, ensure_run, preload_settings, run_dir
 from harvestflow.atomic import atomic_open, atomic_write_text
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 KINDS = ("registry", "harvest_db", "selections", "url_list")
 
 
-class SourceError(ValueError):
+class SourceError(HarvestError, ValueError):
     """A source spec or file that cannot be read at all (missing file, unknown column...)."""
 
 

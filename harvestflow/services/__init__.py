@@ -70,7 +70,8 @@ def ensure_broker(settings: Settings) -> bool:
         return redis_for(settings).start()
     if not url_answers(settings.broker_url):
         raise ServiceError(
-            f"the Celery broker at [broker] url {settings.broker_url} does not answer"
+            f"the Celery broker at [broker] url {settings.broker_url} does not answer; start it,"
+            " or correct the url (HARVESTFLOW_BROKER__URL)"
         )
     return False
 

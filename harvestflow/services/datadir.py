@@ -18,13 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harvestflow.atomic import atomic_write_text
+from harvestflow.errors import HarvestflowError
 
 log = logging.getLogger(__name__)
 
 MARKER_NAME = ".harvestflow-data-dir"
 
 
-class DataDirError(RuntimeError):
+class DataDirError(HarvestflowError, RuntimeError):
     """This machine does not see the platform's shared data directory."""
 
 
