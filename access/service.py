@@ -24,6 +24,7 @@ from access.config import AccessConfig
 from access.index import Lister, refresh, reindex
 from access.resolver import make_server
 from harvestflow.services import ServiceError
+from harvestflow.services.process import wait_until
 from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -89,19 +90,19 @@ class ReplayService:
                 stderr=err,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout_s
-        while not self.healthy():
-            if self.proc.poll() is not None:
-                self.stop()
-                raise ServiceError(
-                    f"pywb exited with {self.proc.returncode} at start; see {self.cfg.access_log}"
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ServiceError(
-                    f"pywb did not answer on {self.cfg.url}; see {self.cfg.access_log}"
-                )
-            time.sleep(0.3)
+        try:
+            wait_until(
+                self.healthy,
+                timeout_s,
+                proc=self.proc,
+                name="pywb",
+                logfile=self.cfg.access_log,
+                not_ready=f"pywb did not answer on {self.cfg.url}",
+                poll_s=0.3,
+            )
+        except ServiceError:
+            self.stop()
+            raise
         self._spawn("access-refresh", self._refresh_loop)
         log.info("replay service on %s (resolver %s)", self.cfg.url, self.cfg.resolver_url)
 
