@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +67,25 @@ def test_an_error_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
         raise OSError(28, "disk full")
     assert dest.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_a_process_killed_mid_write_leaves_the_old_file(tmp_path: Path) -> None:
+    dest = tmp_path / "summary.json"
+    dest.write_text('{"old": true}')
+    code = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from harvestflow.atomic import atomic_open\n"
+        "with atomic_open(Path(sys.argv[1]), 'w') as fh:\n"
+        "    fh.write('{\"new\": ')\n"
+        "    fh.flush()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(dest)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    assert dest.read_text() == '{"old": true}'
+    # the half-written temporary stays hidden beside it, never under the final name
+    assert [p.name.startswith(".summary.json.") for p in tmp_path.iterdir() if p != dest] == [True]
 
 
 def test_the_rename_and_the_directory_are_fsynced(
