@@ -20,10 +20,10 @@ from typing import Any
 
 import scrapy
 
-from crawler import crawllog, sitemaps
+from crawler import crawllog_writer, sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
-from crawler.crawllog import CrawlLog, LogEntry
+from crawler.crawllog_writer import CrawlLog, LogEntry
 from crawler.dedup import EarlierCapture, load_index
 from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
@@ -160,10 +160,10 @@ class CrawlContext:
                 dont_filter=True,
             )
         except ValueError as exc:
-            self.state.finish(key, st.FAILED, crawllog.UNFETCHABLE, 0, False)
+            self.state.finish(key, st.FAILED, crawllog_writer.UNFETCHABLE, 0, False)
             self.crawl_log.write(
                 LogEntry(
-                    crawllog.UNFETCHABLE,
+                    crawllog_writer.UNFETCHABLE,
                     url,
                     hops,
                     via,
@@ -305,7 +305,7 @@ class CrawlContext:
             quota = self.budgets.blocked(domain)
             if quota:
                 self._save_stop(domain)
-                decision = type(decision)(False, crawllog.BLOCKED_BY_QUOTA, quota)
+                decision = type(decision)(False, crawllog_writer.BLOCKED_BY_QUOTA, quota)
         if not decision.accepted:
             self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
             annotations = [decision.reason, tag] if tag else [decision.reason]
@@ -392,7 +392,7 @@ class CrawlContext:
         tries = request.meta.get("retry_times", 0)
         if tries:
             annotations = [f"{tries + 1}t", *annotations]
-        if status == crawllog.BLOCKED_BY_QUOTA:
+        if status == crawllog_writer.BLOCKED_BY_QUOTA:
             self._save_stop(self._domain(request.url))
         self.state.begin()
         self.state.finish(hf["key"], final_state, status, 0, False)

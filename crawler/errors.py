@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from scrapy.exceptions import IgnoreRequest
 
-from crawler import crawllog
+from crawler import crawllog_writer
 from crawler import state as st
 
 
 class Refused(IgnoreRequest):
     """A fetch the crawler decided not to make (or to stop making)."""
 
-    status = crawllog.BLOCKED_BY_OPERATOR
+    status = crawllog_writer.BLOCKED_BY_OPERATOR
     final_state = st.REFUSED  # the frontier state the URL ends in
 
     def __init__(self, annotation: str, status: int | None = None) -> None:
@@ -26,20 +26,20 @@ class Refused(IgnoreRequest):
 
 
 class RobotsExcluded(Refused):
-    status = crawllog.ROBOTS_PRECLUDED
+    status = crawllog_writer.ROBOTS_PRECLUDED
 
     def __init__(self) -> None:
         super().__init__("robotExcluded")
 
 
 class QuotaExceeded(Refused):
-    status = crawllog.BLOCKED_BY_QUOTA
+    status = crawllog_writer.BLOCKED_BY_QUOTA
 
 
 class AddressRefused(Refused):
     """The host is (or resolves to) a loopback, private, link-local or metadata address."""
 
-    status = crawllog.BLOCKED_BY_PROCESSOR
+    status = crawllog_writer.BLOCKED_BY_PROCESSOR
 
 
 class HeaderTooLarge(Refused):
@@ -47,7 +47,7 @@ class HeaderTooLarge(Refused):
     connection was dropped. A failure of the fetch (not a disregard), and not retried (the
     same server would send the same headers)."""
 
-    status = crawllog.CONNECT_LOST
+    status = crawllog_writer.CONNECT_LOST
     final_state = st.FAILED
 
     def __init__(self) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 
 from crawler import CrawlerError, jobspec
 from crawler.budget import COMPLETE
-from crawler.crawllog import PROGRESS_HEADER as HEADER
+from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
 from crawler.jobspec import freeze_job, write_json
 from crawler.metadata_warc import write_metadata_warc

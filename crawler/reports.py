@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawler.crawllog import parse_line
+from crawler.crawllog_writer import parse_line
 from crawler.state import CrawlState
 from crawler.urls import canonical_key, host_of
 from harvestflow.atomic import atomic_write_text

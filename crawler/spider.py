@@ -22,7 +22,7 @@ from twisted.internet import error as txerror
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
-from crawler import crawllog
+from crawler import crawllog_writer
 from crawler import state as st
 from crawler.capture import header_list
 from crawler.context import Capture, CrawlContext
@@ -49,8 +49,8 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     if isinstance(exc, txerror.DNSLookupError | sx.CannotResolveHostError):
         host = host_of(request.url) if request is not None else ""
         if host in ctx.refused_hosts:
-            return crawllog.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
-        return crawllog.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
+            return crawllog_writer.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
+        return crawllog_writer.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
     if isinstance(
         exc,
         txerror.ConnectionRefusedError
@@ -58,12 +58,12 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | txerror.NoRouteError
         | sx.DownloadConnectionRefusedError,
     ):
-        return crawllog.CONNECT_FAILED, [f"err={name}"], st.FAILED
+        return crawllog_writer.CONNECT_FAILED, [f"err={name}"], st.FAILED
     if isinstance(
         exc,
         txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError | sx.DownloadTimeoutError,
     ):
-        return crawllog.TIMEOUT, ["err=timeout"], st.FAILED
+        return crawllog_writer.TIMEOUT, ["err=timeout"], st.FAILED
     if isinstance(
         exc,
         ResponseFailed
@@ -74,12 +74,16 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | sx.DownloadFailedError
         | sx.DownloadCancelledError,
     ):
-        return crawllog.CONNECT_LOST, [f"err={name}"], st.FAILED
+        return crawllog_writer.CONNECT_LOST, [f"err={name}"], st.FAILED
     if isinstance(exc, sx.UnsupportedURLSchemeError):
-        return crawllog.UNFETCHABLE, ["err=unsupported-scheme"], st.REFUSED
+        return crawllog_writer.UNFETCHABLE, ["err=unsupported-scheme"], st.REFUSED
     if isinstance(exc, IgnoreRequest):
-        return crawllog.BLOCKED_BY_OPERATOR, [f"err={exc}".replace(" ", "_")[:80]], st.REFUSED
-    return crawllog.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED
+        return (
+            crawllog_writer.BLOCKED_BY_OPERATOR,
+            [f"err={exc}".replace(" ", "_")[:80]],
+            st.REFUSED,
+        )
+    return crawllog_writer.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED
 
 
 class ArchiveSpider(scrapy.Spider):

@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 from twisted.internet import task
 
 from crawler.context import CrawlContext
-from crawler.crawllog import PROGRESS_HEADER as HEADER
+from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.crawllog import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
+from crawler.crawllog_writer import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
 from harvestflow.formats.crawllog import FIELDS, split_line

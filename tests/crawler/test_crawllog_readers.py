@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.crawllog import LogEntry, format_line, parse_line
+from crawler.crawllog_writer import LogEntry, format_line, parse_line
 from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
