@@ -2,10 +2,10 @@
 
 Why: per-line field splitting is the daily QA's whole cost; polars' string kernels spend 3-4 x
 what mawk does. The C scanner aggregates the lines in Heritrix's plain layout into the same
-packed table as qa.crawllog (``k`` = "authority MIME", ``code`` = status*8 + flags, counts,
+packed table as qa.crawllog_aggregate (``k`` = "authority MIME", ``code`` = status*8 + flags, counts,
 byte sums) with the GIL released, so threads over one mmap use every core without spawning
 worker processes. Every line it does not accept (blank, non-ASCII, CR, odd spacing, anything
-unusual) comes back as bytes and goes through qa.crawllog's own polars + slow path, so odd
+unusual) comes back as bytes and goes through qa.crawllog_aggregate's own polars + slow path, so odd
 lines, bad-line counts and their line numbers are exactly the reference's.
 
 The extension is optional: ``available()`` says whether it was built (``pip install -e .``
@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from harvestflow.progress import Progress
-from qa import crawllog, crawltable
+from qa import crawllog_aggregate, crawltable
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ LINE_RULES = 2
 _ext: ModuleType | None
 try:
     _ext = importlib.import_module("qa._crawlscan")
-except ImportError:  # not compiled here: qa.crawllog falls back to polars
+except ImportError:  # not compiled here: qa.crawllog_aggregate falls back to polars
     _ext = None
 if _ext is not None and getattr(_ext, "LINE_RULES", 1) != LINE_RULES:
     log.warning(
@@ -60,7 +60,7 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
     """Zero-copy pieces of [start, end) ending on line boundaries (the last may not)."""
     view = memoryview(mm)
     try:
-        for pos, stop in crawllog.piece_bounds(mm, start, end, chunk_bytes):
+        for pos, stop in crawllog_aggregate.piece_bounds(mm, start, end, chunk_bytes):
             piece = view[pos:stop]
             try:
                 yield piece
@@ -77,8 +77,8 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
 
 def aggregate_range(
     path: Path, start: int, end: int, chunk_bytes: int, progress: Progress | None
-) -> crawllog.LogAggregate:
-    """Same contract as ``qa.crawllog._aggregate_range`` (line numbers relative to the range)."""
+) -> crawllog_aggregate.LogAggregate:
+    """Same contract as ``qa.crawllog_aggregate._aggregate_range`` (line numbers relative to the range)."""
     assert _ext is not None, "qa._crawlscan is not built"
     scanner = _ext.Scanner()
     result = _scan_range(path, start, end, chunk_bytes, progress, scanner)
@@ -96,9 +96,11 @@ def _scan_range(
     chunk_bytes: int,
     progress: Progress | _LockedProgress | None,
     scanner: object,
-) -> crawllog.LogAggregate:
+) -> crawllog_aggregate.LogAggregate:
     """Feed one range to ``scanner``; the result holds only the odd lines' table."""
-    result = crawllog.LogAggregate(path=path, groups=pl.DataFrame(schema=crawltable.PACKED))
+    result = crawllog_aggregate.LogAggregate(
+        path=path, groups=pl.DataFrame(schema=crawltable.PACKED)
+    )
     parts: list[pl.DataFrame] = []
     base = 0  # lines before this piece, within the range
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -120,7 +122,7 @@ def _scan_range(
     return result
 
 
-def _take_groups(result: crawllog.LogAggregate, scanner: object) -> None:
+def _take_groups(result: crawllog_aggregate.LogAggregate, scanner: object) -> None:
     """Move the scanner's table (and timestamps) into ``result``, beside its odd lines' table."""
     keys, codes, counts, sums, first, last = scanner.result()  # type: ignore[attr-defined]
     if codes:
@@ -138,7 +140,7 @@ def _take_groups(result: crawllog.LogAggregate, scanner: object) -> None:
     _take_ts(result, first, last)
 
 
-def _take_columns(result: crawllog.LogAggregate, scanner: object) -> None:
+def _take_columns(result: crawllog_aggregate.LogAggregate, scanner: object) -> None:
     """The scanner's table straight into the unpacked layout (no odd lines to merge with).
 
     Why: splitting ~10^6 "authority MIME" keys into Python strings and again in polars cost
@@ -167,7 +169,7 @@ def _take_columns(result: crawllog.LogAggregate, scanner: object) -> None:
     _take_ts(result, first, last)
 
 
-def _take_ts(result: crawllog.LogAggregate, first: str | None, last: str | None) -> None:
+def _take_ts(result: crawllog_aggregate.LogAggregate, first: str | None, last: str | None) -> None:
     for ts in (first, last):
         if ts is not None and (result.first_ts is None or ts < result.first_ts):
             result.first_ts = ts
@@ -176,12 +178,12 @@ def _take_ts(result: crawllog.LogAggregate, first: str | None, last: str | None)
 
 
 def _odd_lines(
-    odd: list[tuple[int, bytes]], base: int, result: crawllog.LogAggregate
+    odd: list[tuple[int, bytes]], base: int, result: crawllog_aggregate.LogAggregate
 ) -> pl.DataFrame | None:
     """The reference path over the lines the scanner left alone, with their own line numbers."""
     line_map = [base + n for n, _ in odd]
     chunk = b"\n".join(text for _, text in odd) + b"\n"
-    return crawllog._aggregate_chunk(chunk, 0, result, line_map=line_map)
+    return crawllog_aggregate._aggregate_chunk(chunk, 0, result, line_map=line_map)
 
 
 def wanted(engine: str | None) -> bool:
@@ -222,7 +224,7 @@ def aggregate_ranges(
     chunk_bytes: int,
     workers: int,
     progress: Progress,
-) -> list[crawllog.LogAggregate]:
+) -> list[crawllog_aggregate.LogAggregate]:
     """Scan the ranges in ``workers`` threads (the scanner releases the GIL); file order.
 
     One scanner per range; their tables are summed in C into the first range's, so the

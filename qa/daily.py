@@ -23,7 +23,7 @@ import polars as pl
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, metrics
-from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log
+from qa.crawllog_aggregate import CrawlLogError, LogAggregate, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from qa.crawllog import CrawlLogError, aggregate_crawl_log, parse_line_slow, split_ranges
+from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log, parse_line_slow, split_ranges
 
 from .conftest import DATA
 
