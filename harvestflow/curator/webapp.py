@@ -29,7 +29,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
+from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
 from harvestflow.job_actions import ActionError, job_actions
 
 log = logging.getLogger(__name__)
@@ -144,10 +144,10 @@ def create_app(
         crawl_log = job_dir / "logs" / "crawl.log" if job_dir else None
         if (q or status or mime) and crawl_log is not None and crawl_log.exists():
             try:
-                search = crawllog.search_crawl_log(
+                search = crawllog_search.search_crawl_log(
                     crawl_log, q, status, mime, offset=max(offset, 0), limit=SEARCH_PAGE
                 )
-            except crawllog.SearchError as exc:
+            except crawllog_search.SearchError as exc:
                 error = str(exc)
         response = page(
             request,
@@ -164,7 +164,7 @@ def create_app(
             search_error=error,
             form={"q": q, "status": status, "mime": mime},
             offset=max(offset, 0),
-            columns=crawllog.COLUMNS,
+            columns=crawllog_search.COLUMNS,
             actions=history,
             can_control=actions.can_edit(request) and row["status"] in (1, 2),
             csrf=actions.csrf_token(csrf_key, session, user) if user else "",

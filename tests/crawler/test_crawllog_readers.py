@@ -20,7 +20,7 @@ from crawler.crawllog_writer import LogEntry, format_line, parse_line
 from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
-from harvestflow.curator.crawllog import search_crawl_log
+from harvestflow.curator.crawllog_search import search_crawl_log
 from indexing.dedup import duplicate_keys
 from qa.crawlline import parse_line_slow
 
