@@ -76,7 +76,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "DOWNLOADER_MIDDLEWARES": {
             "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
             **(
-                {"crawler.capture.BrowserClaimMiddleware": 50}
+                {"crawler.capture_middleware.BrowserClaimMiddleware": 50}
                 if ctx.spec.template.render != "none"
                 else {}
             ),
@@ -93,7 +93,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             **({"crawler.credentials.LoginMiddleware": 650} if ctx.spec.credentials else {}),
             # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
             "crawler.leases.HostLeaseMiddleware": 940,
-            "crawler.capture.WarcCaptureMiddleware": 950,
+            "crawler.capture_middleware.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
             "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
@@ -113,8 +113,8 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
-            "http": "crawler.capture.ArchivalHTTPDownloadHandler",
-            "https": "crawler.capture.ArchivalHTTPDownloadHandler",
+            "http": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
+            "https": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
             # an archival crawl of the web fetches http(s) only: never ftp/s3/file/data
             "ftp": None,
             "s3": None,

@@ -24,7 +24,7 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 
 from crawler import crawllog_writer
 from crawler import state as st
-from crawler.capture import header_list
+from crawler.capture_middleware import header_list
 from crawler.context import Capture, CrawlContext
 from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
