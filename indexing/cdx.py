@@ -1,7 +1,7 @@
 """CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
-code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
+code. Lines are built from :class:`~indexing.record_model.Capture` records, whichever scanner read them:
 the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
 themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
 holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the reference
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harvestflow.atomic import atomic_open
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
-from indexing.capture import Capture, NotAWarcError, WarcDamage, sniff_format
+from indexing.record_model import Capture, NotAWarcError, WarcDamage, sniff_format
 from indexing.refscan import scan_reference
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 

@@ -27,8 +27,8 @@ from typing import IO
 from harvestflow.atomic import atomic_open
 from harvestflow.formats.crawllog import split_line
 from harvestflow.settings import Settings, get_settings
-from indexing.capture import Capture
 from indexing.layout import Layout
+from indexing.record_model import Capture
 
 log = logging.getLogger(__name__)
 

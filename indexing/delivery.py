@@ -35,9 +35,9 @@ from harvestflow.atomic import atomic_open, place
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
-from indexing.capture import NotAWarcError, sniff_format
 from indexing.files import sha1_of
 from indexing.layout import is_warc_name
+from indexing.record_model import NotAWarcError, sniff_format
 
 log = logging.getLogger(__name__)
 

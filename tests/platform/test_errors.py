@@ -30,7 +30,7 @@ FLOW_CONTROL = {
     "crawler.capture_middleware._HeaderOverflow": "caught by the capture code that raises it",
     "indexing.warcscan.Fallback": "switches the fast scan to warcio's reader",
     "indexing.warcscan.SkipUnsafe": "skips one record in the fast scan",
-    "indexing.capture.NeedMore": "asks the incremental reader for more bytes",
+    "indexing.record_model.NeedMore": "asks the incremental reader for more bytes",
     "preservation.sources.NotReady": "a job whose files are not all in place yet (not an error)",
 }
 EXCEPTION_NAMES = ("Error", "Exception", "Failed", "Held", "Mismatch", "Refused")
@@ -82,7 +82,7 @@ def test_every_declared_error_is_under_its_package_base() -> None:
 def test_rebased_classes_are_still_caught_as_before() -> None:
     from crawler.jobspec import JobSpecError
     from harvest.selection.seeds import SeedError
-    from indexing.capture import IndexingError, NotAWarcError
+    from indexing.record_model import IndexingError, NotAWarcError
 
     assert issubclass(JobSpecError, ValueError) and issubclass(SeedError, ValueError)
     assert issubclass(NotAWarcError, IndexingError)
