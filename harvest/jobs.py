@@ -129,7 +129,7 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
     :func:`harvest.results.record_job_results` follow that link, so a DAG holding the old id
     carries on with the new job.
     """
-    from harvest.dedup import dedup_index_for_job
+    from harvest.dedup_for_job import dedup_index_for_job
     from harvest.recovery import resubmit_job
 
     engine = engine_or_default(engine)
