@@ -2,7 +2,7 @@
 
 Why: a selective job de-duplicates against the previous run of the same harvest definition
 (NetarchiveSuite; a snapshot second step against its first step). The indexing package builds
-the index (``indexing.dedup.build_dedup_index``); when it has nothing for those jobs, the index
+the index (``indexing.dedup_index.build_dedup_index``); when it has nothing for those jobs, the index
 is derived here from the CDX files recorded in ``index_manifest`` for the previous run's WARCs.
 No previous capture known: no index (the crawler then stores every payload).
 """
@@ -118,7 +118,7 @@ def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None
     if out.exists() and out.stat().st_size > 0:
         return str(out)
     try:
-        builder = importlib.import_module("indexing.dedup").build_dedup_index
+        builder = importlib.import_module("indexing.dedup_index").build_dedup_index
     except (ImportError, AttributeError):
         builder = None
     if builder is not None:
@@ -128,7 +128,7 @@ def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None
                 log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
                 return str(out)
         except Exception:
-            log.exception("dedup: indexing.dedup.build_dedup_index failed, trying the CDX")
+            log.exception("dedup: indexing.dedup_index.build_dedup_index failed, trying the CDX")
     if _from_manifest_cdx(conn, prev, out):
         log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)
         return str(out)

@@ -37,7 +37,7 @@ from indexing import manifest
 from indexing.backup import BackupTarget, copy_and_verify
 from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_lines_atomic
 from indexing.crashpoints import crashpoint
-from indexing.dedup import sidecar_lines
+from indexing.dedup_index import sidecar_lines
 from indexing.errors import IndexingError
 from indexing.files import copy_verified, move, sha1_of, single_instance
 from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 from indexing import chain, cleanup, manifest, merge
-from indexing.dedup import build_dedup_index
+from indexing.dedup_index import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
