@@ -32,7 +32,7 @@ from harvestflow.s3 import s3_client
 from harvestflow.settings import Settings
 from preservation.config import PreservationConfig
 from preservation.errors import ChecksumMismatch, MissingFile, TransientError
-from preservation.retry import with_backoff
+from preservation.store_retry import with_backoff
 
 log = logging.getLogger(__name__)
 _SERVER_CHECKS: dict[tuple[str, str], bool] = {}
