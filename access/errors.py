@@ -1,4 +1,5 @@
-"""The base of the access (replay) service's own errors (under :class:`harvestflow.errors.HarvestflowError`).
+"""The base of the own errors of the access (replay) service,
+under :class:`harvestflow.errors.HarvestflowError`.
 
 Catch :class:`AccessError` to handle any failure this package raises on purpose; each message says
 what failed, where, and what to do.

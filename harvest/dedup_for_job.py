@@ -2,8 +2,9 @@
 
 Why: a selective job de-duplicates against the previous run of the same harvest definition
 (NetarchiveSuite; a snapshot second step against its first step). The indexing package builds
-the index (``indexing.dedup_index.build_dedup_index``); when it has nothing for those jobs, the index
-is derived here from the CDX files recorded in ``index_manifest`` for the previous run's WARCs.
+the index (``indexing.dedup_index.build_dedup_index``); when it has nothing for those jobs, the
+index is derived here from the CDX files recorded in ``index_manifest`` for the previous run's
+WARCs.
 No previous capture known: no index (the crawler then stores every payload).
 """
 

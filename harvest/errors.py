@@ -1,4 +1,5 @@
-"""The base of the harvest planning (jobs, schedules, selection, preload)'s own errors (under :class:`harvestflow.errors.HarvestflowError`).
+"""The base of the own errors of harvest planning (jobs, schedules, selection, preload),
+under :class:`harvestflow.errors.HarvestflowError`.
 
 Catch :class:`HarvestError` to handle any failure this package raises on purpose; each message says
 what failed, where, and what to do.

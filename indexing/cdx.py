@@ -1,11 +1,11 @@
 """CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
-code. Lines are built from :class:`~indexing.record_model.Capture` records, whichever scanner read them:
-the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
-themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
-holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the reference
-reads them: converted to WARC records.
+code. Lines are built from :class:`~indexing.record_model.Capture` records, whichever scanner
+read them: the fast gzip scanner first, the warcio-based one when the fast one declines the file.
+The lines themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what
+each field holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the
+reference reads them: converted to WARC records.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The base of the indexing chain's own errors (under :class:`harvestflow.errors.HarvestflowError`).
+"""The base of the indexing chain's own errors,
+under :class:`harvestflow.errors.HarvestflowError`.
 
 Catch :class:`IndexingError` to handle any failure this package raises on purpose; each message
 says what failed, where (file, offset), and what to do.

@@ -1,4 +1,5 @@
-"""The base of the daily quality assurance's own errors (under :class:`harvestflow.errors.HarvestflowError`).
+"""The base of the own errors of the daily quality assurance,
+under :class:`harvestflow.errors.HarvestflowError`.
 
 Catch :class:`QaError` to handle any failure this package raises on purpose; each message says
 what failed, where, and what to do.

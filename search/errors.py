@@ -1,4 +1,5 @@
-"""The base of the full-text search's own errors (under :class:`harvestflow.errors.HarvestflowError`).
+"""The base of the own errors of full-text search,
+under :class:`harvestflow.errors.HarvestflowError`.
 
 Catch :class:`SearchError` to handle any failure this package raises on purpose; each message says
 what failed, where, and what to do.

@@ -1,7 +1,8 @@
 """The one-pass header parser reads header blocks exactly as warcio (the reference's reader) does.
 
-Why: the fast path (:func:`indexing.record_model._parse_crlf_block`) replaced a regular expression with
-per-line ``partition`` for speed; every block it accepts must give warcio's values, and blocks it
+Why: the fast path (:func:`indexing.record_model._parse_crlf_block`) replaced a regular
+expression with per-line ``partition`` for speed; every block it accepts must give warcio's values,
+and blocks it
 is unsure of (continuations, colon-less lines) must go to the general parser.
 """
 

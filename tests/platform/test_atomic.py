@@ -45,7 +45,8 @@ ALLOWED = {
     ("access/index.py", "os.replace(tmp, link)"): "replaces a symbolic link",
 }
 RENAME = re.compile(
-    r"os\.replace\([^)]*\)|os\.rename\([^)]*\)|\b\w+\.(?:rename|replace)\((?:tmp|part|[a-z_]*tmp|[a-z_]+_dir|dst|dest|final|path|target)\b[^)]*\)"
+    r"os\.replace\([^)]*\)|os\.rename\([^)]*\)"
+    r"|\b\w+\.(?:rename|replace)\((?:tmp|part|[a-z_]*tmp|[a-z_]+_dir|dst|dest|final|path|target)\b[^)]*\)"
 )
 
 

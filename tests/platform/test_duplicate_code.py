@@ -6,7 +6,8 @@ it. The check is a small clone detector of our own (no GPL tool imported): every
 the packages is reduced to its meaningful lines, normalised (indentation and runs of spaces
 dropped; blank lines, comments, docstrings, import statements and function signatures left
 out — a wrapper repeats its callee's parameters — as are lines of brackets alone, which carry
-nothing; pylint's similarity checker skips the same by default), and every window of :data:`WINDOW` consecutive
+nothing; pylint's similarity checker skips the same by default), and every window of
+:data:`WINDOW` consecutive
 such lines is hashed. A hash found in two packages is a shared block; overlapping windows are
 reported as one block, with both places.
 
