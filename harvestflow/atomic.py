@@ -172,7 +172,13 @@ def place(src: Path, dest: Path, *, durable: bool = True) -> Path:
             os.link(src, tmp)
         except OSError:
             shutil.copyfile(src, tmp)
-        commit(tmp, dest, durable=durable)
+            commit(tmp, dest, durable=durable)
+        else:
+            # a link shares the source's inode, whose data is on disk already: only the new
+            # name needs syncing (and the step between link and rename stays as short as can be)
+            os.replace(tmp, dest)
+            if durable:
+                fsync_dir(dest.parent)
     finally:
         # rename() between two links of one file does nothing: never leave the temporary name
         tmp.unlink(missing_ok=True)
