@@ -8,19 +8,27 @@ the links to the not-yet-merged index files and the logs live:
     <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
     <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
     <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
+    <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
+    <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
+    <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
+    <data_dir>/<access>/templates/index.html        the home page with the guided tours
+
+``url`` is our gateway (:mod:`access.gateway`), the one public address; pywb itself listens on
+``pywb_port`` of the same host behind it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harvestflow.settings import PROJECT_ROOT, Settings, SettingsError, get_settings
+from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 
 ALL = "all"
-_COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+COLL_NAME = _COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,11 @@ class AccessConfig:
     shard_blocks: int
     max_blocks: int
     refresh_interval_s: float
+    pywb_port: int
+    reading_room: bool
+    reading_room_ranges: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    reading_room_login: bool
+    login_check_url: str
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> AccessConfig:
@@ -47,17 +60,34 @@ class AccessConfig:
         if parts.scheme != "http" or not parts.hostname or not parts.port:
             raise SettingsError(f"[access] url: want http://HOST:PORT/, got {url!r}")
         venv = Path(str(sec.get("venv") or ".replay-venv"))
+        ranges = []
+        given = sec.get("reading_room_ranges") or []
+        for value in given.split(",") if isinstance(given, str) else given:
+            try:
+                ranges.append(ipaddress.ip_network(str(value), strict=False))
+            except ValueError as exc:
+                raise SettingsError(f"[access] reading_room_ranges: {value!r}: {exc}") from exc
+        airflow_host = str(settings.get("airflow", "host", "127.0.0.1"))
+        airflow_port = int(settings.get("airflow", "port", 8080))
         return cls(
             url=url.rstrip("/") + "/",
             host=parts.hostname,
             port=parts.port,
             resolver_port=int(sec.get("resolver_port", 8091)),
-            venv=venv if venv.is_absolute() else PROJECT_ROOT / venv,
+            venv=venv if venv.is_absolute() else base_dir() / venv,
             root=settings.path(str(sec.get("data_subdir") or "access")),
             block_lines=max(1, int(sec.get("zipnum_block_lines", 1000))),
             shard_blocks=max(1, int(sec.get("zipnum_shard_blocks", 10000))),
             max_blocks=max(1, int(sec.get("zipnum_max_blocks", 100))),
             refresh_interval_s=float(sec.get("refresh_interval_s", 30)),
+            pywb_port=int(sec.get("pywb_port", 8092)),
+            reading_room=_flag(sec.get("reading_room", False), "reading_room"),
+            reading_room_ranges=tuple(ranges),
+            reading_room_login=_flag(sec.get("reading_room_login", True), "reading_room_login"),
+            # the curator pages' own authentication (Airflow's login) answers for a token
+            login_check_url=str(
+                sec.get("login_check_url") or f"http://{airflow_host}:{airflow_port}/curator/"
+            ),
         )
 
     @property
@@ -68,6 +98,15 @@ class AccessConfig:
     @property
     def resolver_url(self) -> str:
         return f"http://{self.host}:{self.resolver_port}/warc/"
+
+    @property
+    def pywb_url(self) -> str:
+        """pywb itself, behind the gateway (loopback or the configured host)."""
+        return f"http://{self.host}:{self.pywb_port}/"
+
+    @property
+    def refused_log(self) -> Path:
+        return self.log_dir / "refused.log"
 
     @property
     def config_file(self) -> Path:
@@ -92,6 +131,18 @@ class AccessConfig:
 
     def replay_url(self, coll: str, timestamp: str, url: str, modifier: str = "") -> str:
         return f"{self.url}{coll}/{timestamp}{modifier}/{url}"
+
+
+def _flag(value: object, name: str) -> bool:
+    """A boolean setting (TOML bool, or the strings an environment variable carries)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"[access] {name}: want true or false, got {value!r}")
 
 
 def _checked(coll: str) -> str:

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO
 
 from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text, commit, tmp_path
+from harvestflow.formats.cdx import line_key
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,10 @@ class BuildResult:
 
 def block_key(line: bytes) -> bytes:
     """``<urlkey> <timestamp>`` of a CDXJ (or CDX) line: the summary's key for its block."""
-    parts = line.split(b" ", 2)
-    if len(parts) < 2 or not parts[1][:14].isdigit():
+    key = line_key(line)
+    if key is None:
         raise ZipNumError(f"not a CDXJ line: {line[:120]!r}")
-    return parts[0] + b" " + parts[1]
+    return key
 
 
 def merged_lines(inputs: list[Path]) -> Iterator[bytes]:

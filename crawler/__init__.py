@@ -8,6 +8,10 @@ Entry points: :func:`run_job` (in this process, once per process) and
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harvestflow.contracts.summary import JobSummary
 
 from harvestflow.errors import HarvestflowError
 
@@ -18,7 +22,7 @@ class CrawlerError(HarvestflowError):
     whose fetch-stopping exceptions need Scrapy: this base imports nothing heavy."""
 
 
-def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> dict:
+def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> JobSummary:
     """Run one job in this process; see :func:`crawler.runner.run_job`."""
     from crawler.runner import run_job as _run
 

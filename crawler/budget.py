@@ -11,19 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crawler.jobspec import JobSpec
-from crawler.urls import registrable_domain
-
-# NetarchiveSuite StopReason (and the operator's): harvestflow/formats/stop_reasons.py
-from harvestflow.formats.stop_reasons import (  # noqa: F401 - re-exported for the crawler
-    COMPLETE,
-    CONFIG_OBJECT_LIMIT,
-    CONFIG_SIZE_LIMIT,
-    OBJECT_LIMIT,
-    SIZE_LIMIT,
-    STOPPED_BY_OPERATOR,
-    TIME_LIMIT,
-    UNFINISHED,
-)
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.stop_reasons import StopReason
 
 QUOTA_OBJECTS = "Q:groupMaxFetchSuccesses"
 QUOTA_BYTES = "Q:groupMaxAllKb"
@@ -69,15 +58,15 @@ class Budgets:
             conf = self.job_domains.get(domain)
             limits: list[tuple[str, int, int]] = []
             if self.spec.max_objects >= 0:
-                limits.append(("objects", self.spec.max_objects, OBJECT_LIMIT))
+                limits.append(("objects", self.spec.max_objects, StopReason.OBJECT_LIMIT))
             if self.spec.max_bytes >= 0:
-                limits.append(("bytes", self.spec.max_bytes, SIZE_LIMIT))
+                limits.append(("bytes", self.spec.max_bytes, StopReason.SIZE_LIMIT))
             if conf is not None:
                 st.config_id = conf.config_id
                 if conf.max_objects >= 0:
-                    limits.append(("objects", conf.max_objects, CONFIG_OBJECT_LIMIT))
+                    limits.append(("objects", conf.max_objects, StopReason.CONFIG_OBJECT_LIMIT))
                 if conf.max_bytes >= 0:
-                    limits.append(("bytes", conf.max_bytes, CONFIG_SIZE_LIMIT))
+                    limits.append(("bytes", conf.max_bytes, StopReason.CONFIG_SIZE_LIMIT))
             # the tightest limit of each kind decides (and gives the stop reason)
             limits.sort(key=lambda x: (x[0], x[1]))
             st.limits = limits

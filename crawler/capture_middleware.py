@@ -6,9 +6,10 @@ the body exactly as the server sent it — still gzip when it was gzip — and i
 ``process_request`` the request with every header the other middlewares added. The handler
 subclass notes when the fetch really starts (after the politeness wait), for crawl.log's
 fetch timestamp and the WARC date, and bounds the size of response headers with a subclass of
-Scrapy's own lenient parser (private Scrapy classes: tests/crawler/test_crawl_bounds.py fails
-if an upgrade changes them). Responses cut at the size limit are stopped through Scrapy's
-``bytes_received`` signal (StopDownload), so we keep what arrived and mark it WARC-Truncated.
+Scrapy's own lenient parser (private Scrapy classes, kept in crawler/internals.py:
+tests/crawler/test_crawl_bounds.py fails if an upgrade changes them). Responses cut at the
+size limit are stopped through Scrapy's ``bytes_received`` signal (StopDownload), so we keep
+what arrived and mark it WARC-Truncated.
 """
 
 from __future__ import annotations
@@ -21,74 +22,19 @@ import time
 from typing import Any
 
 from scrapy import Request, signals
-from scrapy.core.downloader.handlers.http11 import (
-    HTTP11DownloadHandler,
-    _LenientHTTP11ClientFactory,
-    _LenientHTTP11ClientProtocol,
-    _LenientHTTPClientParser,
-)
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, StopDownload
 from scrapy.http import Response
 
 from crawler import records
-from crawler.context import Capture, CrawlContext
+from crawler.context import Capture, context_of
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
+from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
 from crawler.redact import redact_request
-from crawler.urls import canonical_key, host_of
 from harvestflow.formats.cdx import CdxEntry, http_mime
+from harvestflow.formats.urls import canonical_key, host_of
 
 log = logging.getLogger(__name__)
-
-
-class _HeaderOverflow(Exception):
-    """Raised inside Twisted's parser; Twisted turns it into a ResponseFailed reason."""
-
-
-class BoundedHeaderParser(_LenientHTTPClientParser):
-    """Scrapy's lenient response parser, counting the bytes of the header section.
-
-    Why: Twisted caps each header line (16 KiB) but neither their number nor a header
-    continued over many lines, so a hostile or broken server could feed headers until the
-    download timeout. Past ``max_header_bytes`` the parser raises; Twisted's protocol drops
-    the connection and fails the request with that reason.
-    """
-
-    max_header_bytes = 0  # set per request by BoundedHeaderProtocol
-    header_bytes = 0
-
-    def lineReceived(self, line: bytes) -> None:
-        self.header_bytes += len(line) + 1
-        if self.max_header_bytes and self.header_bytes > self.max_header_bytes:
-            raise _HeaderOverflow(f"response headers over {self.max_header_bytes} bytes")
-        super().lineReceived(line)
-
-
-class BoundedHeaderProtocol(_LenientHTTP11ClientProtocol):
-    """Puts :class:`BoundedHeaderParser` on each request, as Scrapy puts its lenient one
-    (``HTTP11ClientProtocol.request`` hard-codes the parser class; the subclass only adds
-    two counters)."""
-
-    max_header_bytes = 0
-
-    def request(self, request: Any) -> Any:
-        d = super().request(request)
-        parser = self._parser
-        if parser is not None:
-            parser.__class__ = BoundedHeaderParser
-            assert isinstance(parser, BoundedHeaderParser)
-            parser.max_header_bytes = self.max_header_bytes
-            parser.header_bytes = 0
-        return d
-
-
-class BoundedHeaderFactory(_LenientHTTP11ClientFactory):
-    max_header_bytes = 0
-
-    def buildProtocol(self, addr: Any) -> BoundedHeaderProtocol:
-        proto = BoundedHeaderProtocol(self._quiescentCallback)
-        proto.max_header_bytes = self.max_header_bytes
-        return proto
 
 
 class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
@@ -96,14 +42,8 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        self.ctx = ctx
-        limit = ctx.spec.template.max_header_bytes
-        # the pool builds its factory from the class: a subclass carries this job's limit
-        factory: type[BoundedHeaderFactory] = type(
-            "JobHeaderFactory", (BoundedHeaderFactory,), {"max_header_bytes": limit}
-        )
-        self._pool._factory = factory
+        self.ctx = context_of(crawler)
+        bound_response_headers(self, crawler.settings.getint("HARVESTFLOW_MAX_HEADER_BYTES"))
 
     async def download_request(self, request: Request) -> Response:
         # a queued URL a rendering page's browser fetched while this request waited (in the
@@ -124,7 +64,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
             return await super().download_request(request)
         except DownloadFailedError as exc:
             reasons = getattr(exc.__cause__, "reasons", None) or []
-            if any(r.check(_HeaderOverflow) for r in reasons):
+            if any(r.check(HeaderOverflow) for r in reasons):
                 log.warning("%s: response headers too large, connection dropped", request.url)
                 raise HeaderTooLarge() from exc
             raise
@@ -161,7 +101,7 @@ class BrowserClaimMiddleware:
     host's delay queue (crawler/render.py)."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.ctx = context_of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowserClaimMiddleware:
@@ -179,13 +119,14 @@ class WarcCaptureMiddleware:
     """Writes request + response (or revisit) records for every fetch."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = self.ctx.spec.template
-        self.max_bytes = t.max_response_bytes
-        self.max_time = t.download_timeout_s * 0.9
-        self.dedup_exclude = re.compile(t.dedup_mime_exclude) if t.dedup_mime_exclude else None
-        self.overrides = {h.lower() for h in self.ctx.spec.all_resolve}
-        self.allow_private = t.allow_private_addresses
+        self.ctx = context_of(crawler)
+        settings = crawler.settings
+        self.max_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
+        self.max_time = settings.getfloat("DOWNLOAD_TIMEOUT") * 0.9
+        exclude = settings.get("HARVESTFLOW_DEDUP_MIME_EXCLUDE")
+        self.dedup_exclude = re.compile(exclude) if exclude else None
+        self.overrides = {h.lower() for h in settings.getdict("HARVESTFLOW_RESOLVE")}
+        self.allow_private = settings.getbool("HARVESTFLOW_ALLOW_PRIVATE_ADDRESSES")
         crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod

@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import websockets
 
 from crawler import CrawlerError
+from crawler.chromium_user import NO_SANDBOX_ENV, browser_user, make_profile, sandbox_disabled
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +82,11 @@ class Browser:
 
     async def start(self, timeout: float = 30.0) -> None:
         """Start Chromium with every request sent to the recording proxy, then connect."""
-        if self.profile_root is not None:
-            self.profile_root.mkdir(parents=True, exist_ok=True)
-        self.profile = Path(tempfile.mkdtemp(prefix="hf-chromium-", dir=self.profile_root))
+        user = browser_user()  # as root: an unprivileged user, so the sandbox can start
+        self.profile = make_profile(self.profile_root)
         args = [
             find_chromium(),
             "--headless=new",
-            "--no-sandbox",  # crawler workers often run as root, where the sandbox cannot start
             "--disable-gpu",
             "--disable-dev-shm-usage",
             "--no-first-run",
@@ -122,20 +120,36 @@ class Browser:
             args.insert(-1, "--ignore-certificate-errors")
         if self.user_agent:  # the job's, as on every other request of the crawl
             args.insert(-1, f"--user-agent={self.user_agent}")
+        env = None
+        if sandbox_disabled():
+            log.warning("Chromium runs without its sandbox (%s is set)", NO_SANDBOX_ENV)
+            args.insert(2, "--no-sandbox")
+        elif user is not None:  # its own home: root's is not its to write
+            home = str(self.profile)
+            env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=home, XDG_CACHE_HOME=home)
         self.proc = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env=env,
+            user=None if user is None else user.pw_uid,
+            group=None if user is None else user.pw_gid,
+            extra_groups=None if user is None else [],
             start_new_session=True,  # its helper processes are killed with its group
-            preexec_fn=_die_with_parent,  # a crawler killed -9 leaves no browser behind
+            # a crawler killed -9 leaves no browser behind (set after the change of user,
+            # which would clear it: CPython calls preexec_fn after setuid)
+            preexec_fn=_die_with_parent,
         )
         port_file = self.profile / "DevToolsActivePort"
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not port_file.exists() or len(port_file.read_text().splitlines()) < 2:
             if self.proc.poll() is not None:
-                raise CdpError(f"Chromium exited at start (status {self.proc.returncode})")
+                raise CdpError(
+                    f"Chromium exited at start (status {self.proc.returncode}); a host whose"
+                    f" kernel gives it no sandbox (user namespaces) may set {NO_SANDBOX_ENV}=1"
+                )
             if loop.time() > deadline:
                 await self.close()
                 raise CdpError("Chromium did not open its DevTools port in time")

@@ -13,16 +13,19 @@ import logging
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
 
 def templates_dir() -> Path:
     """config/templates/: the reviewed template files the harvest DB is loaded from too."""
-    from harvestflow.settings import PROJECT_ROOT
+    from harvestflow.package_data import data_path
 
-    return PROJECT_ROOT / "config" / "templates"
+    return data_path("config", "templates")
 
 
 def builtin_templates() -> dict[str, dict[str, Any]]:
@@ -152,7 +155,7 @@ def setup_logging() -> None:
     logging.getLogger("crawler.progress").addHandler(out)
 
 
-def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> dict[str, Any]:
+def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> JobSummary:
     """One process, or ``processes`` host-partitioned ones (the option, else the template)."""
     from crawler import jobspec
 
@@ -169,6 +172,8 @@ def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> di
 
 def run_from_args(args: argparse.Namespace) -> int:
     from crawler import jobspec
+    from harvestflow.contracts.jobdir import JobDir
+    from harvestflow.contracts.jobspec import JobSpec
     from harvestflow.settings import get_settings
 
     setup_logging()
@@ -187,22 +192,22 @@ def run_from_args(args: argparse.Namespace) -> int:
     elif args.job:
         job_path = args.job
         if args.render is not None:  # the option wins over the job's template: frozen so
-            data = json.loads(Path(job_path).read_text(encoding="utf-8"))
-            data.setdefault("template", {})["render"] = args.render
+            given = JobSpec.read(job_path)
+            given.template_given["render"] = args.render
             args.out.mkdir(parents=True, exist_ok=True)
-            job_path = args.out / "job.json"
-            jobspec.write_json(job_path, data)
+            job_path = JobDir(args.out).job_json
+            JobSpec.from_dict(given.to_dict(), str(job_path)).write(job_path)
         summary = _run_job(job_path, args.out, args.processes, interval)
     else:
         if not args.seed:
             raise SystemExit("give --job JOB.json or at least one --seed URL")
         data = adhoc_spec(args)
         args.out.mkdir(parents=True, exist_ok=True)
-        job_file = args.out / "job.json"
+        job_file = JobDir(args.out).job_json
         if not job_file.exists():
-            job_file.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            JobSpec.from_dict(data, "the --seed options").write(job_file)
         spec = jobspec.load(job_file)
         summary = _run_job(job_file, args.out, args.processes, interval)
-    sys.stdout.write("SUMMARY " + json.dumps(summary, sort_keys=True) + "\n")
+    sys.stdout.write("SUMMARY " + json.dumps(summary.to_dict(), sort_keys=True) + "\n")
     sys.stdout.flush()
-    return 0 if summary["status"] in ("complete", "time_limit", "stopped") else 3
+    return 0 if summary.status in ("complete", "time_limit", "stopped") else 3

@@ -2,10 +2,13 @@
 
 Why one object: the spider, the capture middleware, the robots and budget middlewares and the
 progress extension all need the same job spec, WARC writer, crawl.log, persistent frontier and
-budgets. It is built once by the runner and handed to Scrapy in the ``HARVESTFLOW_CONTEXT``
-setting; each component takes it in ``from_crawler``. The discovery → decision → request and
-fetch → log → persist steps live here so that their order (which matters for resuming after a
-crash) is written down in one place.
+budgets. It is built once by the runner and hung off the Scrapy crawler by :func:`attach`
+(the one place that does); each component takes it with :func:`context_of` in
+``from_crawler``, and reads the template's values from ``crawler.settings`` (see
+``crawler.runner.scrapy_settings``). Its counters are Scrapy stats (``crawler.stats``, keys
+``harvestflow/…``). The discovery → decision → request and fetch → log → persist steps live
+here so that their order (which matters for resuming after a crash) is written down in one
+place.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 
-from crawler import crawllog_writer, sitemaps
+from crawler import sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog_writer import CrawlLog, LogEntry
@@ -29,13 +32,29 @@ from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date
 from crawler.scope import Scope
-from crawler.urls import canonical_key, host_of, without_fragment
 from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
+from harvestflow.formats.urls import canonical_key, host_of, without_fragment
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
 SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
+
+# the crawler attribute the job's context hangs off (set by attach(), read by context_of())
+CRAWLER_ATTRIBUTE = "harvestflow_context"
+
+# a request a rendering page's browser waits for goes before the frontier's (crawler/render.py;
+# in a partitioned job, a browser request handed to the partition that owns its host)
+BROWSER_PRIORITY = 1000
+
+# the context's counters in crawler.stats
+URLS_DONE = "harvestflow/urls_done"
+BYTES_DONE = "harvestflow/bytes_done"
+FAILURES = "harvestflow/failures"
 
 
 @dataclass
@@ -63,7 +82,6 @@ class CrawlContext:
         self,
         spec: JobSpec,
         out_dir: Path,
-        progress_interval_s: float = 10.0,
         partition: Partition | None = None,
     ) -> None:
         self.spec = spec
@@ -76,7 +94,6 @@ class CrawlContext:
         self.state_dir = self.out / "state"
         for d in (self.warc_dir, self.log_dir, self.report_dir, self.state_dir):
             d.mkdir(parents=True, exist_ok=True)
-        self.progress_interval_s = progress_interval_s
         self.repaired = [repair_open_file(p)[0].name for p in self.warc_dir.glob("*" + OPEN_SUFFIX)]
         self.state = st.CrawlState(self.state_dir / "crawl.sqlite")
         self.crawl_log = CrawlLog(self.log_dir / "crawl.log")
@@ -124,9 +141,9 @@ class CrawlContext:
         self.dns_recorded: set[str] = set()  # hosts whose dns: record is written
         self.started = time.time()
         self.started_dt = dt.datetime.now(dt.UTC)
-        self.urls_done = 0
-        self.bytes_done = 0
-        self.failures = 0
+        self.crawler: Crawler | None = None  # set by attach()
+        # crawler.control.Controls of a job with operator control (made by controls_of)
+        self.controls: Any = None
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
         self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
@@ -135,9 +152,10 @@ class CrawlContext:
         self.browser_claimed: set[str] = set()
         self.fetch_started: set[str] = set()  # keys whose plain fetch began (rendering jobs)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> CrawlContext:
-        """Scrapy deep-copies its settings; the one context of the job must stay shared."""
-        return self
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to the crawl's counter ``key`` in ``crawler.stats``."""
+        assert self.crawler is not None, "count() before attach()"
+        self.crawler.stats.inc_value(key, n)
 
     # --- requests -----------------------------------------------------------------------------
     def make_request(
@@ -146,6 +164,8 @@ class CrawlContext:
         spider_cb = self.spider_callbacks
         links = hops.count("L")
         priority = -10 * links + (5 if hops[-1:] in ("E", "R") else 0)
+        if context == "browser":  # handed off by another partition's rendering page
+            priority = BROWSER_PRIORITY
         meta = {
             "hf": {"key": key, "hops": hops, "via": via, "seed": seed or url, "context": context},
             "download_timeout": self.spec.template.download_timeout_s,
@@ -160,10 +180,10 @@ class CrawlContext:
                 dont_filter=True,
             )
         except ValueError as exc:
-            self.state.finish(key, st.FAILED, crawllog_writer.UNFETCHABLE, 0, False)
+            self.state.finish(key, st.FrontierState.FAILED, FetchStatus.UNFETCHABLE_URI, 0, False)
             self.crawl_log.write(
                 LogEntry(
-                    crawllog_writer.UNFETCHABLE,
+                    FetchStatus.UNFETCHABLE_URI,
                     url,
                     hops,
                     via,
@@ -194,7 +214,7 @@ class CrawlContext:
                         seed,
                         "seed",
                         self._domain(seed),
-                        st.REFUSED,
+                        st.FrontierState.REFUSED,
                         decision.status,
                     )
                     self.crawl_log.write(
@@ -290,7 +310,7 @@ class CrawlContext:
         if self.outbox is not None and not self.owns(url):
             # another partition's URL: remembered as handed off (never sent twice), and sent
             # with the page's other hand-offs before this transaction commits
-            self.state.add(key, url, hops, via, seed, context, "", st.HANDED_OFF)
+            self.state.add(key, url, hops, via, seed, context, "", st.FrontierState.HANDED_OFF)
             self.outbox.add(
                 owner_of(url, self.budgets, self.outbox.partition.count, self.pinned),
                 url,
@@ -305,9 +325,19 @@ class CrawlContext:
             quota = self.budgets.blocked(domain)
             if quota:
                 self._save_stop(domain)
-                decision = type(decision)(False, crawllog_writer.BLOCKED_BY_QUOTA, quota)
+                decision = type(decision)(False, FetchStatus.BLOCKED_BY_QUOTA, quota)
         if not decision.accepted:
-            self.state.add(key, url, hops, via, seed, context, domain, st.REFUSED, decision.status)
+            self.state.add(
+                key,
+                url,
+                hops,
+                via,
+                seed,
+                context,
+                domain,
+                st.FrontierState.REFUSED,
+                decision.status,
+            )
             annotations = [decision.reason, tag] if tag else [decision.reason]
             self.crawl_log.write(
                 LogEntry(decision.status, url, hops, via, seed=seed, annotations=annotations)
@@ -349,7 +379,7 @@ class CrawlContext:
             req = self.consider(url, hop, context, hf)
             if req is not None:
                 new.append(req)
-        self.state.finish(hf["key"], st.DONE, cap.status, cap.size, cap.counted)
+        self.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
         if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
             self.state.set_meta(f"redirect:{request.url}", cap.location)
         if self.outbox is not None:
@@ -379,8 +409,8 @@ class CrawlContext:
                 annotations=annotations,
             )
         )
-        self.urls_done += 1
-        self.bytes_done += cap.size
+        self.count(URLS_DONE)
+        self.count(BYTES_DONE, cap.size)
 
     def finish_failure(
         self, request: scrapy.Request, status: int, annotations: list[str], final_state: int
@@ -392,13 +422,13 @@ class CrawlContext:
         tries = request.meta.get("retry_times", 0)
         if tries:
             annotations = [f"{tries + 1}t", *annotations]
-        if status == crawllog_writer.BLOCKED_BY_QUOTA:
+        if status == FetchStatus.BLOCKED_BY_QUOTA:
             self._save_stop(self._domain(request.url))
         self.state.begin()
         self.state.finish(hf["key"], final_state, status, 0, False)
         self.state.commit()
-        if final_state == st.FAILED:
-            self.failures += 1
+        if final_state == st.FrontierState.FAILED:
+            self.count(FAILURES)
         self.crawl_log.write(
             LogEntry(
                 status,
@@ -450,3 +480,20 @@ class CrawlContext:
     @staticmethod
     def now_warc_date() -> str:
         return warc_date(dt.datetime.now(dt.UTC))
+
+
+def attach(crawler: Crawler, ctx: CrawlContext) -> None:
+    """Hang the job's context off ``crawler`` before it crawls: the one place that does."""
+    setattr(crawler, CRAWLER_ATTRIBUTE, ctx)
+    ctx.crawler = crawler
+
+
+def context_of(crawler: Crawler) -> CrawlContext:
+    """The job's context of ``crawler`` (for the components' ``from_crawler``)."""
+    ctx = getattr(crawler, CRAWLER_ATTRIBUTE, None)
+    if not isinstance(ctx, CrawlContext):
+        raise RuntimeError(
+            "this Scrapy crawler has no harvestflow job context: crawl through "
+            "crawler.runner.run_spec, which attaches one (crawler.context.attach)"
+        )
+    return ctx

@@ -42,14 +42,17 @@ from scrapy.extensions.closespider import CloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
 
+from crawler.context import context_of
 from crawler.errors import Refused
+from crawler.state import FrontierState
 from harvestflow.formats.surt import surt_or_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.base import DelayedCall
 
-    from crawler.context import CrawlContext
+    from crawler.handoff import Partition
+    from crawler.jobspec import JobSpec
     from harvestflow.job_actions import JobAction
 
 log = logging.getLogger(__name__)
@@ -58,6 +61,8 @@ STOP_BY_OPERATOR = "stopped_by_operator"  # the spider's close reason
 ACTIONS_LOG = "operator-actions.log"
 DEFAULT_INTERVAL_S = 2.0
 _STATE_KEY = "operator_filters"
+# crawler.stats key prefix of the URLs each operator filter refused (+ the filter's name)
+REJECTED_STAT = "harvestflow/filter_rejected/"
 
 
 def _reactor() -> Any:
@@ -68,18 +73,21 @@ def _reactor() -> Any:
     return reactor
 
 
-def enabled(ctx: CrawlContext) -> bool:
+def enabled(spec: JobSpec, partition: Partition | None) -> bool:
     """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
-    return bool(ctx.spec.raw.get("job_control")) and ctx.partition is None
+    return spec.job_control and partition is None
 
 
-def control_settings(ctx: CrawlContext, settings: dict[str, Any]) -> dict[str, Any]:
+def control_settings(
+    spec: JobSpec, partition: Partition | None, settings: dict[str, Any]
+) -> dict[str, Any]:
     """``settings`` with the control extension and the filter middleware when enabled."""
-    if enabled(ctx):
+    settings["HARVESTFLOW_JOB_CONTROL"] = enabled(spec, partition)
+    if settings["HARVESTFLOW_JOB_CONTROL"]:
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
         # first: a filtered URL costs no robots.txt fetch, no delay, no address check
         settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
-        interval = ctx.spec.raw.get("job_control_interval_s") or DEFAULT_INTERVAL_S
+        interval = spec.job_control_interval_s or DEFAULT_INTERVAL_S
         settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
     return settings
 
@@ -115,18 +123,18 @@ class OperatorFilter:
 
 @dataclass
 class Controls:
-    """What the extension and the middleware share (one per crawler)."""
+    """What the extension and the middleware share (one per crawler, on its job context)."""
 
     filters: list[OperatorFilter] = field(default_factory=list)
-    rejected: dict[str, int] = field(default_factory=dict)
 
 
 def controls_of(crawler: Crawler) -> Controls:
-    found = getattr(crawler, "_hf_controls", None)
-    if found is None:
-        found = Controls()
-        crawler._hf_controls = found  # type: ignore[attr-defined]
-    return found
+    """The crawler's operator controls, made by whichever of the two components comes first."""
+    ctx = context_of(crawler)
+    if ctx.controls is None:
+        ctx.controls = Controls()
+    controls: Controls = ctx.controls
+    return controls
 
 
 class OperatorFilterMiddleware:
@@ -134,6 +142,7 @@ class OperatorFilterMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         self.controls = controls_of(crawler)
+        self.stats = crawler.stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> OperatorFilterMiddleware:
@@ -145,7 +154,7 @@ class OperatorFilterMiddleware:
             return
         for f in self.controls.filters:
             if f.matches(request.url):
-                self.controls.rejected[f.name] = self.controls.rejected.get(f.name, 0) + 1
+                self.stats.inc_value(REJECTED_STAT + f.name)
                 raise Refused(f"filter:{f.name}")
 
 
@@ -154,11 +163,13 @@ class JobControl:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        if not enabled(self.ctx):
+        settings = crawler.settings
+        if not settings.getbool("HARVESTFLOW_JOB_CONTROL"):
             raise NotConfigured("job control is off for this job")
-        self.job_id = self.ctx.spec.job_id
-        self.interval = crawler.settings.getfloat("HARVESTFLOW_CONTROL_INTERVAL", 2.0)
+        self.ctx = context_of(crawler)
+        self.job_id = settings.getint("HARVESTFLOW_JOB_ID")
+        self.interval = settings.getfloat("HARVESTFLOW_CONTROL_INTERVAL", 2.0)
+        self.download_timeout_s = settings.getfloat("DOWNLOAD_TIMEOUT")
         self.controls = controls_of(crawler)
         self.loop: task.LoopingCall | None = None
         self.polling = False
@@ -231,7 +242,7 @@ class JobControl:
         if action.action in ("pause", "stop"):
             engine.pause()
             self.paused = True
-            deadline = time.monotonic() + self.ctx.spec.template.download_timeout_s + 5
+            deadline = time.monotonic() + self.download_timeout_s + 5
             self.waiting.append((action, deadline))
             self._check_waiting()
         elif action.action == "resume":
@@ -262,7 +273,7 @@ class JobControl:
                 still.append((action, deadline))
                 continue
             self.ctx.state.checkpoint()
-            queued = self.ctx.state.counts().get(0, 0)
+            queued = self.ctx.state.counts().get(FrontierState.QUEUED, 0)
             left = f", {active} fetch(es) still in flight" if active else ""
             if action.action == "stop":
                 self._stop(action, queued, left)
@@ -387,8 +398,10 @@ class JobControl:
         for call in (self.time_limit, self.recheck):
             if call is not None and call.active():
                 call.cancel()
-        for name, n in sorted(self.controls.rejected.items()):
-            log.info("job control: filter %s rejected %d URLs", name, n)
+        stats = self.crawler.stats.get_stats()
+        for key, n in sorted(stats.items()):
+            if key.startswith(REJECTED_STAT):
+                log.info("job control: filter %s rejected %d URLs", key[len(REJECTED_STAT) :], n)
         # what was asked and not done (the crawl ended first) is refused, never left pending
         from harvestflow.job_actions import pending_actions
 

@@ -1,4 +1,4 @@
-"""crawl.log in Heritrix 3's 12 fields, and its negative fetch status codes.
+"""crawl.log in Heritrix 3's 12 fields (its status codes: harvestflow/formats/fetch_status.py).
 
 Why Heritrix's format: NetarchiveSuite's post-processing, curators' scripts and every tool of the
 field read it (stop reasons from ``-5003``/``Q:`` lines, duplicate counts from
@@ -13,32 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvestflow.formats.crawllog import parse_line
-from harvestflow.formats.fields import MAX_MIME_CHARS, clean_field
-
-__all__ = ["parse_line"]  # re-exported: the reports and the continuous crawl read with it
-
-# Heritrix FetchStatusCodes used by the crawler
-DNS_FAILED = -6
-DNS_UNRESOLVABLE = -1
-CONNECT_FAILED = -2
-CONNECT_LOST = -3
-TIMEOUT = -4
-RUNTIME_ERROR = -5
-UNFETCHABLE = -7
-TOO_MANY_RETRIES = -8
-TRAP = -4000
-TOO_MANY_LINK_HOPS = -4001
-TOO_MANY_EMBED_HOPS = -4002
-OUT_OF_SCOPE = -5000
-BLOCKED_BY_OPERATOR = -5001
-BLOCKED_BY_PROCESSOR = -5002
-BLOCKED_BY_QUOTA = -5003
-BLOCKED_BY_RUNTIME_LIMIT = -5004
-ROBOTS_PRECLUDED = -9998
-
-# one annotation (an error message is part of some)
-MAX_ANNOTATION_CHARS = 200
+from harvestflow.formats.crawllog import CrawlLogLine, fetch_field, iso_ms
 
 
 @dataclass
@@ -58,43 +33,23 @@ class LogEntry:
     when: dt.datetime | None = None
 
 
-def iso_ms(when: dt.datetime) -> str:
-    when = when.astimezone(dt.UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-
-
 def format_line(e: LogEntry) -> str:
-    """One crawl.log line (12 space-separated fields).
-
-    Every value a server or a link could choose (URL, via, seed, MIME type, annotations built
-    from error messages) goes through the one sanitiser, so no value can add, shift or forge a
-    field or a line (harvestflow.formats.fields).
-    """
-    when = e.when or dt.datetime.now(dt.UTC)
-    size = "-" if e.size is None else str(e.size)
-    if e.fetch_start is not None:
-        start = e.fetch_start.astimezone(dt.UTC)
-        fetch = start.strftime("%Y%m%d%H%M%S") + f"{start.microsecond // 1000:03d}"
-        fetch += f"+{e.duration_ms or 0}"
-    else:
-        fetch = "-"
-    fields = [
-        iso_ms(when),
-        f"{e.status:>5}",
-        f"{size:>10}",
-        clean_field(e.url),
-        e.hops or "-",
-        clean_field(e.via),
-        clean_field(e.mime, MAX_MIME_CHARS),
-        f"#{e.thread:03d}",
-        fetch,
-        clean_field(e.digest),
-        clean_field(e.seed),
-        ",".join(clean_field(a, MAX_ANNOTATION_CHARS, extra=",") for a in e.annotations)
-        if e.annotations
-        else "-",
-    ]
-    return " ".join(fields)
+    """One crawl.log line (12 space-separated fields), written by the one crawl.log model
+    (:class:`harvestflow.formats.crawllog.CrawlLogLine`, which escapes every value)."""
+    return CrawlLogLine(
+        time=iso_ms(e.when or dt.datetime.now(dt.UTC)),
+        status=e.status,
+        size=e.size,
+        url=e.url,
+        hops=e.hops,
+        via=e.via,
+        mime=e.mime,
+        thread=f"#{e.thread:03d}",
+        fetch=fetch_field(e.fetch_start, e.duration_ms),
+        digest=e.digest,
+        seed=e.seed,
+        annotations=tuple(e.annotations),
+    ).format()
 
 
 def cut_torn_line(path: Path) -> None:

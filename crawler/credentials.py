@@ -49,13 +49,11 @@ from w3lib.http import basic_auth_header
 
 from crawler.errors import Refused
 from crawler.redact import REDACTED
-from crawler.urls import host_of
 from harvestflow.credentials import CredentialError, Secret, load_secrets
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-
-    from crawler.context import CrawlContext
 
 log = logging.getLogger(__name__)
 
@@ -182,25 +180,25 @@ class LoginMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LoginMiddleware:
-        ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        refs = ctx.spec.credentials
+        refs = crawler.settings.getlist("HARVESTFLOW_CREDENTIALS")
         if not refs:
             raise NotConfigured
+        job_id = crawler.settings.getint("HARVESTFLOW_JOB_ID")
         try:
             secrets = load_secrets([int(c["id"]) for c in refs])
         except (CredentialError, OSError, ValueError, KeyError) as exc:
-            log.error("job %s: no login possible, credentials unreadable: %s", ctx.spec.job_id, exc)
+            log.error("job %s: no login possible, credentials unreadable: %s", job_id, exc)
             raise NotConfigured from None
         except Exception as exc:  # the database unreachable: the crawl goes on without logins
             log.error(
                 "job %s: no login possible, harvest DB unreachable: %s",
-                ctx.spec.job_id,
+                job_id,
                 type(exc).__name__,
             )
             raise NotConfigured from None
         log.info(
             "logins for job %s: credential(s) %s",
-            ctx.spec.job_id,
+            job_id,
             ", ".join(f"{s.ref.id} ({s.ref.kind} {s.ref.domain})" for s in secrets),
         )
         return cls(crawler, secrets)

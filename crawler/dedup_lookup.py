@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from crawler.urls import canonical_key
+from harvestflow.formats.urls import canonical_key
 
 log = logging.getLogger(__name__)
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from scrapy.exceptions import IgnoreRequest
 
-from crawler import crawllog_writer
 from crawler import state as st
+from harvestflow.formats.fetch_status import FetchStatus
 
 
 class Refused(IgnoreRequest):
     """A fetch the crawler decided not to make (or to stop making)."""
 
-    status = crawllog_writer.BLOCKED_BY_OPERATOR
-    final_state = st.REFUSED  # the frontier state the URL ends in
+    status: int = FetchStatus.BLOCKED_BY_USER
+    final_state: int = st.FrontierState.REFUSED  # the frontier state the URL ends in
 
     def __init__(self, annotation: str, status: int | None = None) -> None:
         super().__init__(annotation)
@@ -26,20 +26,20 @@ class Refused(IgnoreRequest):
 
 
 class RobotsExcluded(Refused):
-    status = crawllog_writer.ROBOTS_PRECLUDED
+    status = FetchStatus.ROBOTS_PRECLUDED
 
     def __init__(self) -> None:
         super().__init__("robotExcluded")
 
 
 class QuotaExceeded(Refused):
-    status = crawllog_writer.BLOCKED_BY_QUOTA
+    status = FetchStatus.BLOCKED_BY_QUOTA
 
 
 class AddressRefused(Refused):
     """The host is (or resolves to) a loopback, private, link-local or metadata address."""
 
-    status = crawllog_writer.BLOCKED_BY_PROCESSOR
+    status = FetchStatus.BLOCKED_BY_CUSTOM_PROCESSOR
 
 
 class HeaderTooLarge(Refused):
@@ -47,8 +47,8 @@ class HeaderTooLarge(Refused):
     connection was dropped. A failure of the fetch (not a disregard), and not retried (the
     same server would send the same headers)."""
 
-    status = crawllog_writer.CONNECT_LOST
-    final_state = st.FAILED
+    status = FetchStatus.CONNECT_LOST
+    final_state = st.FrontierState.FAILED
 
     def __init__(self) -> None:
         super().__init__("err=header-too-large")

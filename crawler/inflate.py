@@ -35,7 +35,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.responsetypes import responsetypes
 
-from crawler.context import Capture, CrawlContext
+from crawler.context import Capture
 
 log = logging.getLogger(__name__)
 
@@ -205,10 +205,11 @@ class BoundedDecompressionMiddleware:
     """In Scrapy's HttpCompressionMiddleware slot (590): see the module docstring."""
 
     def __init__(self, crawler: Crawler) -> None:
-        ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = ctx.spec.template
-        self.limit = max(1, t.max_inflate_bytes)
-        self.budget = InflateBudget(max(self.limit, t.inflate_budget_bytes))
+        settings = crawler.settings
+        self.limit = max(1, settings.getint("HARVESTFLOW_MAX_INFLATE_BYTES"))
+        self.budget = InflateBudget(
+            max(self.limit, settings.getint("HARVESTFLOW_INFLATE_BUDGET_BYTES"))
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BoundedDecompressionMiddleware:

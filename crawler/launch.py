@@ -3,13 +3,12 @@
 Why a child process: Twisted's reactor cannot be restarted inside one process, and a crawl
 must not take its Airflow worker down with it. The child (``python -m crawler``) prints one
 ``PROGRESS …`` line per interval on stdout; we relay each to the task's logger as it comes, keep
-the tail of stderr for the error message, and return the parsed summary.json.
+the tail of stderr for the error message, and return summary.json read through its model.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import subprocess
 import sys
@@ -17,6 +16,8 @@ import threading
 from pathlib import Path
 
 from crawler import CrawlerError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,12 @@ def crawl_in_subprocess(
     progress_interval_s: float = 10,
     python: str | None = None,
     processes: int | None = None,
-) -> dict:
-    """Run ``python -m crawler --job JOB --out DIR``; returns summary.json as a dict."""
+) -> JobSummary:
+    """Run ``python -m crawler --job JOB --out DIR``; returns its summary.json.
+
+    Raises :class:`CrawlFailed` when the child failed, and
+    :class:`~harvestflow.contracts.ContractError` when summary.json has a field of a wrong type.
+    """
     logger = logger or log
     out_dir = Path(out_dir)
     cmd = [
@@ -72,11 +77,11 @@ def crawl_in_subprocess(
             logger.info("crawl finished: %s", line[len("SUMMARY ") :][:500])
     code = proc.wait()
     thread.join(timeout=5)
-    summary_path = out_dir / "summary.json"
+    summary_path = JobDir(out_dir).summary_json
     if code not in (0, 3) or not summary_path.exists():
         detail = "\n".join(tail) or "(no error output)"
         raise CrawlFailed(
             f"crawl of {job_path} failed with exit code {code}; output left in {out_dir} (a rerun"
             f" resumes from it once the cause below is fixed); last error lines:\n{detail}"
         )
-    return json.loads(summary_path.read_text(encoding="utf-8"))
+    return JobSummary.read(summary_path)

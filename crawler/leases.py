@@ -35,13 +35,14 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from scrapy.utils.defer import _schedule_coro, maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor, task, threads
 from twisted.internet.defer import DeferredLock
 
 from crawler import CrawlerError
-from crawler.politeness import politeness_delay
+from crawler.context import context_of
+from crawler.politeness import delay_settings, politeness_delay
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,15 @@ _HEARTBEAT_JOB = sa.text(
     " WHERE job_id = :j AND holder = :me"
 )
 _RELEASE_JOB = sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me")
+
+
+def jobs_with_live_lease(conn: sa.Connection) -> set[int]:
+    """The jobs whose crawler still renews its lease: alive, on whatever machine (harvest's
+    dead-job detection asks here rather than reading ``job_leases`` itself)."""
+    rows = conn.execute(
+        sa.text("SELECT job_id FROM job_leases WHERE expires_at > clock_timestamp()")
+    )
+    return {int(r[0]) for r in rows}
 
 
 def _take_or_state(
@@ -174,18 +184,13 @@ class HostLeaseMiddleware:
     """
 
     def __init__(self, crawler: Crawler) -> None:
-        ctx = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = ctx.spec.template
-        polite = t.delay_factor > 0 or t.min_delay_ms > 0 or t.max_delay_ms > 0
+        self.factor, self.min_s, self.max_s, self.cap_s = delay_settings(crawler.settings)
+        polite = self.factor > 0 or self.min_s > 0 or self.max_s > 0
         if not host_leases_enabled(polite):
             raise NotConfigured
-        self.ctx = ctx
-        self.factor = t.delay_factor
-        self.min_s = t.min_delay_ms / 1000.0
-        self.max_s = t.max_delay_ms / 1000.0
-        self.cap_s = float(t.max_crawl_delay_s)
+        self.ctx = context_of(crawler)
         # a crawler that dies holding a host blocks it at most this long
-        hold_s = float(t.download_timeout_s) + self.cap_s + 60.0
+        hold_s = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") + self.cap_s + 60.0
         self.leases = HostLeases(make_engine(), holder_name(), hold_s)
         self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
         self.waited_ms: Counter[str] = Counter()
@@ -318,7 +323,10 @@ class JobLeaseHeartbeat:
         def check(ours: bool) -> None:
             if not ours and self.crawler.engine is not None:
                 log.error("job %s: lease lost to another crawler; stopping", self.job_id)
-                _schedule_coro(self.crawler.engine.close_spider_async(reason="lease_lost"))
+                closing = deferred_from_coro(
+                    self.crawler.engine.close_spider_async(reason="lease_lost")
+                )
+                closing.addErrback(lambda f: log.error("job %s: close failed: %s", self.job_id, f))
 
         d.addCallback(check)
         d.addErrback(lambda f: log.warning("job %s: heartbeat failed: %s", self.job_id, f.value))

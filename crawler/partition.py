@@ -22,7 +22,6 @@ import contextlib
 import ctypes
 import datetime as dt
 import heapq
-import json
 import logging
 import os
 import shutil
@@ -31,18 +30,20 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from crawler import CrawlerError, jobspec
-from crawler.budget import COMPLETE
 from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
-from crawler.jobspec import freeze_job, write_json
+from crawler.jobspec import freeze_job
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
-from crawler.state import SCHEMA, CrawlState
+from crawler.state import SCHEMA, CrawlState, FrontierState
 from harvestflow.atomic import atomic_open
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import DomainSummary, JobSummary
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -62,7 +63,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 
 def _part_dir(out: Path, index: int) -> Path:
-    return out / "state" / f"part-{index}"
+    return JobDir(out).part(index).path
 
 
 def _start_children(
@@ -71,7 +72,7 @@ def _start_children(
     children = []
     for i in range(count):
         part = _part_dir(out, i)
-        (part / "logs").mkdir(parents=True, exist_ok=True)
+        JobDir(part).logs.mkdir(parents=True, exist_ok=True)
         cmd = [
             sys.executable,
             "-m",
@@ -87,7 +88,7 @@ def _start_children(
             "--progress-interval",
             str(interval),
         ]
-        with (part / "logs" / "child-output.log").open("ab") as fh:
+        with (JobDir(part).logs / "child-output.log").open("ab") as fh:
             children.append(
                 subprocess.Popen(
                     cmd, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
@@ -167,7 +168,7 @@ class _Progress:
 
 
 def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, interval: float) -> None:
-    progress = _Progress(job_id, part, out / "logs", interval)
+    progress = _Progress(job_id, part, JobDir(out).logs, interval)
     children = _start_children(job_file, out, part.count, part.coord_dir, interval)
     stopping = False
     try:
@@ -202,12 +203,8 @@ def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, inter
 def _merged_status(out: Path, count: int) -> str:
     status = "complete"
     for i in range(count):
-        path = _part_dir(out, i) / "summary.json"
-        s = (
-            json.loads(path.read_text()).get("status", "unfinished")
-            if path.exists()
-            else ("unfinished")
-        )
+        path = JobDir(out).part(i).summary_json
+        s = (JobSummary.read(path).status or "unfinished") if path.exists() else "unfinished"
         if STATUS_RANK.get(s, 2) > STATUS_RANK[status]:
             status = s
     return status
@@ -235,7 +232,10 @@ def _merge_states(sources: list[Path], target: Path) -> CrawlState:
             continue
         db.execute(f"ATTACH DATABASE ? AS c{i}", (str(src),))
         db.execute("BEGIN")
-        db.execute(f"INSERT OR IGNORE INTO urls SELECT * FROM c{i}.urls WHERE status != 4")
+        db.execute(
+            f"INSERT OR IGNORE INTO urls SELECT * FROM c{i}.urls WHERE status != ?",
+            (FrontierState.HANDED_OFF,),
+        )
         db.execute(f"INSERT OR IGNORE INTO seeds SELECT * FROM c{i}.seeds")
         db.execute(
             f"INSERT OR IGNORE INTO meta SELECT * FROM c{i}.meta WHERE key LIKE 'redirect:%'"
@@ -246,44 +246,51 @@ def _merge_states(sources: list[Path], target: Path) -> CrawlState:
     return CrawlState(target)
 
 
-def _merge_domains(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def _merge_domains(summaries: list[JobSummary]) -> dict[str, DomainSummary]:
     """Per-domain objects and bytes summed; the stop reason of the partition that stopped it."""
-    merged: dict[str, Any] = {}
+    merged: dict[str, DomainSummary] = {}
     for s in summaries:
-        for name, d in s.get("domains", {}).items():
-            m = merged.setdefault(name, dict(d, objects=0, bytes=0, stop_reason=COMPLETE))
-            m["objects"] += d["objects"]
-            m["bytes"] += d["bytes"]
-            m["in_job"] = m["in_job"] or d["in_job"]
-            if d["stop_reason"] != COMPLETE and m["stop_reason"] == COMPLETE:
-                m["stop_reason"] = d["stop_reason"]
+        for name, d in s.domains.items():
+            m = merged.setdefault(
+                name,
+                replace(
+                    d, objects=0, bytes=0, stop_reason=StopReason.DOWNLOAD_COMPLETE, in_job=False
+                ),
+            )
+            m.objects += d.objects
+            m.bytes += d.bytes
+            m.in_job = m.in_job or d.in_job
+            if (
+                d.stop_reason != StopReason.DOWNLOAD_COMPLETE
+                and m.stop_reason == StopReason.DOWNLOAD_COMPLETE
+            ):
+                m.stop_reason = d.stop_reason
     return merged
 
 
-def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[str, Any]:
+def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> JobSummary:
     """The job's outputs from its children's (idempotent: a rerun merges again)."""
-    parts = [_part_dir(out, i) for i in range(count)]
-    warc_dir, log_dir, report_dir = out / "warcs", out / "logs", out / "reports"
+    job = JobDir(out)
+    parts = [job.part(i) for i in range(count)]
+    warc_dir, log_dir, report_dir = job.warcs, job.logs, job.reports
     for d in (warc_dir, log_dir, report_dir):
         d.mkdir(parents=True, exist_ok=True)
     for part in parts:
-        for p in sorted((part / "warcs").glob("*.warc.gz*")):
+        for p in sorted(part.warcs.glob("*.warc.gz*")):
             if not p.name.endswith(".open"):
                 # a move of a closed WARC (committed by its writer), not a write: no helper
                 os.replace(p, warc_dir / p.name)
-        if (part / "logs" / "crawler.log").exists():
-            shutil.copyfile(part / "logs" / "crawler.log", log_dir / f"crawler-{part.name}.log")
-    _merge_crawl_logs([p / "logs" / "crawl.log" for p in parts], log_dir / "crawl.log")
-    summaries = [json.loads((p / "summary.json").read_text()) for p in parts]
+        if part.crawler_log.exists():
+            shutil.copyfile(part.crawler_log, log_dir / f"crawler-{part.path.name}.log")
+    _merge_crawl_logs([p.crawl_log for p in parts], job.crawl_log)
+    summaries = [JobSummary.read(p.summary_json) for p in parts]
     status = _merged_status(out, count)
-    started = min(dt.datetime.fromisoformat(s["started"]) for s in summaries)
-    state = _merge_states(
-        [p / "state" / "crawl.sqlite" for p in parts], out / "state" / "merged.sqlite"
-    )
+    started = min(dt.datetime.fromisoformat(s.started) for s in summaries)
+    state = _merge_states([p.crawl_state for p in parts], job.state / "merged.sqlite")
     try:
         write_reports(
             report_dir,
-            log_dir / "crawl.log",
+            job.crawl_log,
             state,
             spec.seeds,
             f"job-{spec.job_id}",
@@ -296,15 +303,15 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
         from crawler.render_shots import SCREENSHOT_REPORT, merge_screenshot_reports
 
         merge_screenshot_reports(
-            [p / "reports" / SCREENSHOT_REPORT for p in parts], report_dir / SCREENSHOT_REPORT
+            [p.report(SCREENSHOT_REPORT) for p in parts], job.report(SCREENSHOT_REPORT)
         )
-    cdx = out / "state" / "cdx.unsorted"
+    cdx = job.recorded_cdx
     with cdx.open("wb") as fh:
-        for p in parts:
-            src = p / "state" / "cdx.unsorted"
+        for part in parts:
+            src = part.recorded_cdx
             if src.exists():
                 fh.write(src.read_bytes())
-    repaired = sorted({name for s in summaries for name in s.get("repaired_warcs", [])})
+    repaired = sorted({name for s in summaries for name in s.repaired_warcs})
     data_warcs = sorted(warc_dir.glob(f"{spec.warc_prefix}-*.warc.gz"))
     meta = write_metadata_warc(
         warc_dir,
@@ -320,37 +327,37 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> dict[
         recorded_cdx=cdx,
         reindex=set(repaired),
     )
-    summary = {
-        "job_id": spec.job_id,
-        "status": status,
-        "started": started.isoformat(),
-        "ended": dt.datetime.now(dt.UTC).isoformat(),
-        "urls": sum(s["urls"] for s in summaries),
-        "bytes": sum(s["bytes"] for s in summaries),
-        "warcs": [p.name for p in data_warcs],
-        "metadata_warc": meta.name,
-        "domains": _merge_domains(summaries),
-        "repaired_warcs": repaired,
-        "processes": count,
+    summary = JobSummary(
+        job_id=spec.job_id,
+        status=status,
+        started=started.isoformat(),
+        ended=dt.datetime.now(dt.UTC).isoformat(),
+        urls=sum(s.urls for s in summaries),
+        bytes=sum(s.bytes for s in summaries),
+        warcs=[p.name for p in data_warcs],
+        metadata_warc=meta.name,
+        domains=_merge_domains(summaries),
+        repaired_warcs=repaired,
+        processes=count,
         # the children's peak resident sizes added up (the parent's own is small)
-        "peak_rss_kb": sum(int(s.get("peak_rss_kb", 0)) for s in summaries),
-    }
-    write_json(out / "summary.json", summary)
+        peak_rss_kb=sum(s.peak_rss_kb or 0 for s in summaries),
+    )
+    summary.write(job.summary_json)
     return summary
 
 
 def run_partitioned(
     job_path: Path, out_dir: Path, processes: int, *, progress_interval_s: float = 10.0
-) -> dict[str, Any]:
+) -> JobSummary:
     """Crawl the job of ``job_path`` into ``out_dir`` with ``processes`` children; running it
     again on the same ``out_dir`` resumes every partition (with the same number of processes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     job_file = freeze_job(Path(job_path), out)
     spec = jobspec.load(job_file)
-    coord = out / "state" / "partitions"
+    coord = JobDir(out).partitions
     coord.mkdir(parents=True, exist_ok=True)
-    (out / "logs").mkdir(exist_ok=True)
+    JobDir(out).logs.mkdir(exist_ok=True)
     recorded = coord / "processes"
     if recorded.exists() and int(recorded.read_text()) != processes:
         # the partition of a host must not change mid-job: keep the first run's number
@@ -364,7 +371,7 @@ def run_partitioned(
     (coord / STOP_FILE).unlink(missing_ok=True)
     for p in coord.glob("status-*.json*"):
         p.unlink()
-    (out / "summary.json").unlink(missing_ok=True)
+    JobDir(out).summary_json.unlink(missing_ok=True)
     part = Partition(-1, processes, coord)
     _run_children(job_file, out, part, spec.job_id, progress_interval_s)
     return merge(out, processes, spec, job_file)

@@ -17,11 +17,12 @@ from typing import Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
-from scrapy.utils.defer import _schedule_coro
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
-from crawler.context import CrawlContext
+from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
 from crawler.handoff import read_inbox, write_status
+from crawler.state import FrontierState
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ class PartitionCoordinator:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.ctx = context_of(crawler)
+        self.interval_s = crawler.settings.getfloat("HARVESTFLOW_PROGRESS_INTERVAL", 10.0)
         assert self.ctx.partition is not None
         self.partition = self.ctx.partition
         self.offset = int(self.ctx.state.get_meta("inbox_offset") or 0)
@@ -91,21 +93,23 @@ class PartitionCoordinator:
         if outbox is not None and outbox.dirty and (idle or now - self.synced_at >= SYNC_S):
             outbox.sync()  # before an idle status: the parent may stop us on it
             self.synced_at = now
-        if now - self.counts_at >= self.ctx.progress_interval_s / 2 or idle:
+        if now - self.counts_at >= self.interval_s / 2 or idle:
             self.counts = self.ctx.state.counts()
             self.counts_at = now
-        ctx = self.ctx
+        stats = self.crawler.stats
         write_status(
             self.partition.status_file(self.partition.index),
             {
                 "pid": os.getpid(),
                 "idle": idle,
                 "consumed": self.offset,
-                "urls_done": ctx.urls_done,
-                "bytes_done": ctx.bytes_done,
-                "failures": ctx.failures,
-                "queued": self.counts.get(0, 0),
-                "discovered": sum(n for s, n in self.counts.items() if s != 4),
+                "urls_done": stats.get_value(URLS_DONE, 0),
+                "bytes_done": stats.get_value(BYTES_DONE, 0),
+                "failures": stats.get_value(FAILURES, 0),
+                "queued": self.counts.get(FrontierState.QUEUED, 0),
+                "discovered": sum(
+                    n for s, n in self.counts.items() if s != FrontierState.HANDED_OFF
+                ),
                 "busy": len(self.crawler.engine.downloader.active) if self.crawler.engine else 0,
             },
         )
@@ -113,7 +117,8 @@ class PartitionCoordinator:
             self.closing = True
             engine = self.crawler.engine
             assert engine is not None
-            _schedule_coro(engine.close_spider_async(reason="finished"))
+            closing = deferred_from_coro(engine.close_spider_async(reason="finished"))
+            closing.addErrback(lambda f: log.error("partition close failed: %s", f))
 
     def idle(self, spider: Any) -> None:
         if not self.partition.stop_file.exists():

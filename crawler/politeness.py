@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
@@ -22,10 +22,25 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from crawler.context import CrawlContext
+from crawler.context import context_of
 from crawler.errors import RobotsExcluded
+from crawler.internals import robots_parser_of
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 log = logging.getLogger(__name__)
+
+
+def delay_settings(settings: BaseSettings) -> tuple[float, float, float, float]:
+    """The template's delay rule from the Scrapy settings: (delay factor, minimum s, maximum s,
+    robots.txt Crawl-delay cap s); all three of the first zero means no politeness."""
+    return (
+        settings.getfloat("HARVESTFLOW_DELAY_FACTOR"),
+        settings.getint("HARVESTFLOW_MIN_DELAY_MS") / 1000.0,
+        settings.getint("HARVESTFLOW_MAX_DELAY_MS") / 1000.0,
+        settings.getfloat("HARVESTFLOW_MAX_CRAWL_DELAY_S"),
+    )
 
 
 def politeness_delay(
@@ -53,14 +68,11 @@ class Politeness:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = self.ctx.spec.template
-        self.factor = t.delay_factor
-        self.min_s = t.min_delay_ms / 1000.0
-        self.max_s = t.max_delay_ms / 1000.0
-        self.cap_s = float(t.max_crawl_delay_s)
+        self.ctx = context_of(crawler)
+        self.factor, self.min_s, self.max_s, self.cap_s = delay_settings(crawler.settings)
         # --no-politeness (all delays zero) also ignores robots.txt Crawl-delay
-        self.polite = t.delay_factor > 0 or t.min_delay_ms > 0 or t.max_delay_ms > 0
+        self.polite = self.factor > 0 or self.min_s > 0 or self.max_s > 0
+        self.robots_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT")
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
 
@@ -73,7 +85,7 @@ class Politeness:
         delay = None
         parser = getattr(robotparser, "rp", None)
         if parser is not None and hasattr(parser, "crawl_delay"):
-            delay = parser.crawl_delay(self.ctx.spec.user_agent.split("/")[0])
+            delay = parser.crawl_delay(self.robots_agent)
         if delay is not None:
             self.ctx.crawl_delays[host] = float(delay)
             log.info("robots.txt of %s asks for Crawl-delay %s s", host, delay)
@@ -112,10 +124,14 @@ class ArchivalRobotsTxtMiddleware(RobotsTxtMiddleware):
     """Scrapy's robots.txt middleware (with protego), refusing with crawl.log's -9998."""
 
     def __init__(self, crawler: Crawler) -> None:
-        ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        if not ctx.spec.template.obey_robots:
+        if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
             raise NotConfigured
         super().__init__(crawler)
+        # the agent the parent matches rules with (its own copies are private attributes)
+        self.rules_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get(
+            "USER_AGENT"
+        )
+        self.crawler_stats = crawler.stats
 
     async def robot_parser(self, request: Request) -> Any:
         """The host's parser, read back from ``_parsers`` once robots.txt is in.
@@ -127,13 +143,12 @@ class ArchivalRobotsTxtMiddleware(RobotsTxtMiddleware):
         the Deferred fires, so it is the authoritative answer.
         """
         parser = await super().robot_parser(request)
-        current = self._parsers.get(urlparse_cached(request).netloc, parser)
+        current = robots_parser_of(self, urlparse_cached(request).netloc, parser)
         return parser if isinstance(current, Deferred) else current
 
     def process_request_2(self, rp: Any, request: Request) -> None:
         if rp is None:
             return
-        agent = self._robotstxt_useragent or self._default_useragent
-        if not rp.allowed(request.url, agent):
-            self._stats.inc_value("robotstxt/forbidden")
+        if not rp.allowed(request.url, self.rules_agent):
+            self.crawler_stats.inc_value("robotstxt/forbidden")
             raise RobotsExcluded()

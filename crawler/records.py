@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
 from crawler.warcfiles import WARC_VERSION
 
@@ -40,7 +40,8 @@ def warc_date(when: dt.datetime) -> str:
 
 
 def new_record_id() -> str:
-    return _builder._make_warc_id()
+    """A new ``<urn:uuid:…>`` WARC-Record-ID, made as warcio makes its own (public API)."""
+    return StatusAndHeadersParser.make_warc_id()
 
 
 def request_line_target(url: str) -> str:

@@ -12,8 +12,10 @@ Why this shape (see also crawler/render_proxy.py and crawler/cdp.py):
   only as a transclusion) and is fetched by Scrapy at a high priority — the capture middleware
   writes its request/response records as received, robots, the host's politeness delay,
   budgets and the host mapping apply, crawl.log gets its line (via = the page, annotation
-  ``browser``). A URL the job has seen already is not captured again: the browser gets it
-  unrecorded (fetched through the host mapping) or, if the crawl refused it, a 403.
+  ``browser``). A URL the job has seen already is not captured again: the browser gets its
+  capture read back from the job's WARC (crawler/render_archive.py; one being fetched, or
+  handed to the partition that owns its host, once it is captured) or, if the crawl refused
+  it, a 403.
 - Behaviours: load event, network idle (no request in flight on the tab's proxy for
   ``IDLE_S``), a minimum dwell for timers, scrolling a screen at a time until the page stops
   growing, all within ``render_page_timeout_s``; then the viewport and full-page screenshots
@@ -34,14 +36,18 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.cdp import Browser, CdpError
+from crawler.chromium_user import profiles_dir
+from crawler.context import BROWSER_PRIORITY
+from crawler.render_archive import JobCaptures
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
-from crawler.urls import canonical_key, host_of, without_fragment
+from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
     import scrapy
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
     from crawler.context import CrawlContext
 
@@ -49,7 +55,6 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
-BROWSER_PRIORITY = 1000  # the browser waits: its requests go before the frontier's
 _DROP_FROM_BROWSER = HOP_BY_HOP | {"host", "accept-encoding", "user-agent", "content-length"}
 _ANCHORS_JS = """(() => {
   const out = new Set();
@@ -69,6 +74,45 @@ MAX_SCREENSHOT_HEIGHT = 16384
 # the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
 # net (through their tab's recording proxy) and the browser's own update checks go nowhere
 BLACK_HOLE_PROXY = "http://127.0.0.1:9"
+# the renderer's counters in crawler.stats
+RENDERED = "harvestflow/render/rendered"
+RENDER_FAILED = "harvestflow/render/failed"
+REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """The template's rendering values, read from the crawl's Scrapy settings."""
+
+    render: str
+    render_tabs: int
+    render_page_timeout_s: float
+    render_min_wait_s: float
+    render_max_scrolls: int
+    render_pages_per_tab: int
+    render_max_memory_mb: int
+    download_timeout_s: float
+    max_response_bytes: int
+    retries: int
+    user_agent: str
+    resolve: dict[str, str]
+
+    @classmethod
+    def from_settings(cls, s: BaseSettings) -> RenderSettings:
+        return cls(
+            render=s.get("HARVESTFLOW_RENDER", "none"),
+            render_tabs=s.getint("HARVESTFLOW_RENDER_TABS"),
+            render_page_timeout_s=s.getfloat("HARVESTFLOW_RENDER_PAGE_TIMEOUT_S"),
+            render_min_wait_s=s.getfloat("HARVESTFLOW_RENDER_MIN_WAIT_S"),
+            render_max_scrolls=s.getint("HARVESTFLOW_RENDER_MAX_SCROLLS"),
+            render_pages_per_tab=s.getint("HARVESTFLOW_RENDER_PAGES_PER_TAB"),
+            render_max_memory_mb=s.getint("HARVESTFLOW_RENDER_MAX_MEMORY_MB"),
+            download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
+            max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
+            retries=s.getint("RETRY_TIMES"),
+            user_agent=s.get("USER_AGENT", ""),
+            resolve=dict(s.getdict("HARVESTFLOW_RESOLVE")),
+        )
 
 
 @dataclass
@@ -123,7 +167,7 @@ class _Tab:
             if not self.proxy.port:
                 await self.proxy.start()
             self.browser = Browser(
-                BLACK_HOLE_PROXY, user_agent=r.ctx.spec.user_agent, profile_root=r.profiles
+                BLACK_HOLE_PROXY, user_agent=r.t.user_agent, profile_root=r.profiles
             )
             await self.browser.start()
             assert self.browser.proc is not None
@@ -149,24 +193,23 @@ class Renderer:
     def __init__(self, ctx: CrawlContext, crawler: Any) -> None:
         self.ctx = ctx
         self.crawler = crawler
-        self.t = ctx.spec.template
+        self.t = RenderSettings.from_settings(crawler.settings)
         self.mode = self.t.render
         self.free: asyncio.Queue[_Tab] | None = None
         self.tabs: list[_Tab] = []
         self.rendering = 0  # pages being rendered now (the progress line shows it)
         self.waiting = 0  # pages waiting for a free tab
-        self.rendered = 0
-        self.failed = 0
         self.passthrough = Passthrough(
-            ctx.spec.all_resolve,
+            self.t.resolve,
             self.t.download_timeout_s,
             self.t.max_response_bytes,
-            ctx.spec.user_agent,
+            self.t.user_agent,
             _DROP_FROM_BROWSER,
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
+        self.captures = JobCaptures(ctx, crawler)  # served back to the browser
         # browser profiles in the job's state (a crashed run's are removed here)
-        self.profiles = ctx.state_dir / "chromium"
+        self.profiles = profiles_dir(ctx.state_dir)
         shutil.rmtree(self.profiles, ignore_errors=True)
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
 
@@ -180,7 +223,7 @@ class Renderer:
         ):
             return False
         hf = request.meta.get("hf") or {}
-        if "hf_browser" in request.meta:
+        if "hf_browser" in request.meta or hf.get("context") == "browser":
             return False  # fetched for a rendering page (an iframe's document): not again
         hops = hf.get("hops", "")
         if self.mode == "seeds":
@@ -235,10 +278,8 @@ class Renderer:
         finally:
             self.rendering -= 1
             self.free.put_nowait(tab)
-        if outcome.error:
-            self.failed += 1
-        else:
-            self.rendered += 1
+        # crawler.stats, read when used: the spider makes the renderer before Scrapy makes stats
+        self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
 
     async def _render_in(self, tab: _Tab, url: str) -> RenderOutcome:
@@ -387,8 +428,15 @@ class Renderer:
                 "SELECT status, hops, via, seed, context FROM urls WHERE key=?", (key,)
             ).fetchone()
             status = None if row is None else int(row[0])
+            if req.method != "GET" and status == st.FrontierState.DONE and row is not None:
+                # a form post or an API call to a URL the crawl has fetched with GET: a capture
+                # of its own (its request and response records), never the GET's answer
+                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
+                if request is None:
+                    return ProxyResponse(400, reason="Bad URL")
+                return await self._through_crawl(page, req, request, key)
             claimable = key not in ctx.browser_claimed and key not in ctx.fetch_started
-            if status == st.QUEUED and claimable:
+            if status == st.FrontierState.QUEUED and claimable:
                 # found earlier, not fetched yet: the browser's fetch is its capture, under its
                 # own hops and via; the queued request is dropped when its turn comes
                 request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
@@ -396,20 +444,20 @@ class Renderer:
                     return ProxyResponse(400, reason="Bad URL")
                 ctx.browser_claimed.add(key)
                 return await self._through_crawl(page, req, request, key)
-            if status == st.REFUSED or host_of(url) in ctx.refused_hosts:
+            if status == st.FrontierState.REFUSED or host_of(url) in ctx.refused_hosts:
                 return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
-            if status == st.FAILED:
+            if status == st.FrontierState.FAILED:
                 return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
-            # captured already, being fetched by the plain crawler, or another process' URL
-            return await self.passthrough.fetch(req, url)
+            # captured already, being fetched by the plain crawler, or another partition's
+            return await self._from_archive(req, url, key)
         ctx.state.begin()
         request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
         if ctx.outbox is not None:
             ctx.outbox.flush()
         ctx.state.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
-            if self._state_of(key) == st.HANDED_OFF:
-                return await self.passthrough.fetch(req, url)
+            if self._state_of(key) == st.FrontierState.HANDED_OFF:  # captured by its owner: wait
+                return await self._from_archive(req, url, key)
             return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
         ctx.browser_claimed.add(key)
         return await self._through_crawl(page, req, request, key)
@@ -441,15 +489,31 @@ class Renderer:
             page.served[key] = response
         return response
 
+    async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
+        """A URL the job has captured, is capturing, or has handed to the partition that owns
+        its host: its capture read back from the WARC (crawler/render_archive.py). Fetched
+        again (unrecorded, logged) only for a non-GET request of a URL not fetched here yet (being
+        fetched, or another partition's), or a capture whose record cannot be read here."""
+        if req.method != "GET":
+            return await self.passthrough.fetch(req, url)
+        timeout = self.t.download_timeout_s * (self.t.retries + 1) + 30
+        response = await self.captures.wait_for(url, key, timeout)
+        if response is not None:
+            return response
+        log.warning("render: %s re-fetched for the browser, unrecorded (record not readable)", url)
+        self.crawler.stats.inc_value(REFETCHED)
+        return await self.passthrough.fetch(req, url)
+
     def _state_of(self, key: str) -> int | None:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
         return None if row is None else int(row[0])
 
     def progress(self) -> str:
         """The progress line's part: pages being rendered, waiting for a tab, done, failed."""
+        stats = self.crawler.stats
         return (
             f"render: {self.rendering} rendering, {self.waiting} waiting,"
-            f" {self.rendered} rendered, {self.failed} failed"
+            f" {stats.get_value(RENDERED, 0)} rendered, {stats.get_value(RENDER_FAILED, 0)} failed"
         )
 
     async def close(self) -> None:
@@ -457,3 +521,5 @@ class Renderer:
             await tab.kill()
             await tab.proxy.close()
         await self.passthrough.close()
+        shutil.rmtree(self.profiles, ignore_errors=True)  # a root crawler's are under /tmp
+        self.captures.close()

@@ -78,7 +78,7 @@ def begin_render(
     }
     ctx.state.begin()
     new = _consider(ctx, hf, links)
-    ctx.state.finish(hf["key"], st.DONE, cap.status, cap.size, cap.counted)
+    ctx.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
     ctx.state.set_meta(PREFIX + hf["key"], json.dumps(entry))
     ctx.state.commit()
     return new

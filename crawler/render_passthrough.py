@@ -1,10 +1,13 @@
-"""What a rendering browser gets for a URL the job has already captured: an unrecorded fetch.
+"""The last resort for a rendering browser's request of a URL the job already has: an
+unrecorded fetch.
 
-Why: one capture per URL per job — a resource the plain crawler (or an earlier page's browser)
-already archived, or is fetching now, is not captured again, yet the page being rendered needs
-it. It is fetched here with aiohttp through the job's host mapping (like the crawler's
-resolver), with the job's User-Agent, and handed to the browser only; nothing of it is written.
-(Serving the archived record instead would spare the site a request: a later improvement.)
+Why: one capture per URL per job, and a captured URL is served from its WARC record
+(crawler/render_archive.py). Two cases have no record to serve: a non-GET request of such a URL
+(a form posting to a captured page), and a capture written as a revisit whose original lies in
+an earlier job's WARC the crawler cannot read (the dedup index names it by file name only). The
+page still needs an answer, so it is fetched here with aiohttp through the job's host mapping
+(like the crawler's resolver), with the job's User-Agent, and handed to the browser only;
+nothing of it is written (the renderer logs it and counts ``harvestflow/render/refetched``).
 """
 
 from __future__ import annotations

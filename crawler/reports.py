@@ -17,12 +17,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawler.crawllog_writer import parse_line
-from crawler.state import CrawlState
-from crawler.urls import canonical_key, host_of
+from crawler.state import CrawlState, FrontierState
 from harvestflow.atomic import atomic_write_text
-from harvestflow.formats.crawllog import split_line
+from harvestflow.formats.crawllog import CrawlLogLine
+from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
+from harvestflow.formats.urls import canonical_key, host_of
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ CRAWL_STATUS_TEXT = {
 
 def is_disregard(status: int) -> bool:
     """Refused before fetching (scope, robots, traps, budgets, bad URLs)."""
-    return status <= -4000 or status == -7
+    return status <= FetchStatus.DEEMED_CHAFF or status == FetchStatus.UNFETCHABLE_URI
 
 
 @dataclass
@@ -81,28 +81,22 @@ def tally_crawl_log(path: Path) -> Tally:
         return t
     with path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
-            f = parse_line(line)
+            f, why = CrawlLogLine.read(line)
             if f is None:
                 t.bad_lines += 1
                 if t.bad_lines <= 10:
                     log.warning(
-                        "%s:%d: bad crawl.log line left out of the reports: %s",
-                        path,
-                        lineno,
-                        split_line(line)[1],
+                        "%s:%d: bad crawl.log line left out of the reports: %s", path, lineno, why
                     )
                 continue
-            try:
-                status = int(f["status"])
-            except ValueError:
-                continue
-            size = int(f["size"]) if f["size"].isdigit() else 0
-            host = host_of(f["url"])
+            status = f.status
+            size = f.size if f.size is not None and f.size >= 0 else 0
+            host = host_of(f.url)
             hs = t.hosts[host]
             t.processed += 1
-            t.codes[f["status"]] += 1
-            t.by_key[canonical_key(f["url"])] = (status, f["url"])
-            if status == -9998:
+            t.codes[str(status)] += 1
+            t.by_key[canonical_key(f.url)] = (status, f.url)
+            if status == FetchStatus.ROBOTS_PRECLUDED:
                 hs.robots += 1
             if status <= 0:
                 if is_disregard(status):
@@ -115,10 +109,11 @@ def tally_crawl_log(path: Path) -> Tally:
             t.total_bytes += size
             hs.urls += 1
             hs.bytes += size
-            t.mimes[f["mime"]] += 1
-            t.mime_bytes[f["mime"]] += size
-            t.sources[(f["seed"], host)] += 1
-            notes = f["annotations"].split(",")
+            mime = f.mime or "-"
+            t.mimes[mime] += 1
+            t.mime_bytes[mime] += size
+            t.sources[(f.seed or "-", host)] += 1
+            notes = f.annotations
             if "duplicate:digest" in notes:
                 t.dup += 1
                 t.dup_bytes += size
@@ -229,10 +224,14 @@ def write_reports(
         " lastDequeueTime wakeTime totalSpend/totalBudget errorCount lastPeekUri lastQueuedUri"
     ]
     queued: dict[str, list[str]] = defaultdict(list)
-    for (url,) in state.db.execute("SELECT url FROM urls WHERE status=0 ORDER BY rowid"):
+    for (url,) in state.db.execute(
+        "SELECT url FROM urls WHERE status=? ORDER BY rowid", (FrontierState.QUEUED,)
+    ):
         queued[host_of(url)].append(url)
+    enqueued = (FrontierState.QUEUED, FrontierState.DONE, FrontierState.FAILED)
     enqueues = Counter(
-        host_of(u) for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (0, 1, 3)")
+        host_of(u)
+        for (u,) in state.db.execute("SELECT url FROM urls WHERE status IN (?, ?, ?)", enqueued)
     )
     for host in sorted(set(enqueues) | set(queued)):
         q = queued.get(host, [])

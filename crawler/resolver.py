@@ -20,7 +20,7 @@ from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
 from crawler.capture_middleware import address_allowed
-from crawler.context import CrawlContext
+from crawler.context import CrawlContext, context_of
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +33,14 @@ class ArchivalResolver(CachingThreadedResolver):
     @classmethod
     def from_crawler(cls, crawler: Crawler, reactor: Any) -> ArchivalResolver:
         resolver = super().from_crawler(crawler, reactor)
-        resolver.ctx = crawler.settings["HARVESTFLOW_CONTEXT"]
-        resolver.overrides = {k.lower(): v for k, v in resolver.ctx.spec.all_resolve.items()}
-        resolver.allow_private = resolver.ctx.spec.template.allow_private_addresses
+        # Scrapy builds the reactor's one resolver with the CrawlerProcess, not a Crawler (its
+        # settings are the crawl's); a crawler process crawls one job: its crawler's context
+        crawlers = getattr(crawler, "crawlers", None)
+        (job_crawler,) = crawlers if crawlers is not None else (crawler,)
+        resolver.ctx = context_of(job_crawler)
+        overrides = crawler.settings.getdict("HARVESTFLOW_RESOLVE")
+        resolver.overrides = {k.lower(): v for k, v in overrides.items()}
+        resolver.allow_private = crawler.settings.getbool("HARVESTFLOW_ALLOW_PRIVATE_ADDRESSES")
         return resolver
 
     overrides: dict[str, str]

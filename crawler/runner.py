@@ -14,18 +14,21 @@ import datetime as dt
 import gc
 import logging
 import resource
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from crawler import jobspec
-from crawler.budget import COMPLETE, STOPPED_BY_OPERATOR, TIME_LIMIT, UNFINISHED
-from crawler.context import CrawlContext
+from crawler.context import CrawlContext, attach
 from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.handoff import Partition
-from crawler.jobspec import JobSpec, freeze_job
-from crawler.jobspec import write_json as _write_json
+from crawler.internals import offline_cookie_public_suffixes
+from crawler.jobspec import JobSpec, Template, freeze_job
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import DomainSummary, JobSummary
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -57,27 +60,53 @@ _UNUSED_SPIDER_MW: dict[str, None] = {
 }
 
 
-def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
+def template_settings(t: Template) -> dict[str, Any]:
+    """Every template value as the Scrapy setting ``HARVESTFLOW_<KEY>`` (``max_response_bytes``
+    → ``HARVESTFLOW_MAX_RESPONSE_BYTES``), read by the components with ``settings.get*``.
+
+    Why all of them, by one rule: a component never needs the job spec for a value, and the
+    name of a value's setting needs no table. Values Scrapy has a setting for are read there
+    too (``obey_robots`` → ROBOTSTXT_OBEY, ``download_timeout_s`` → DOWNLOAD_TIMEOUT, ``retries``
+    → RETRY_TIMES), and the components read those.
+    """
+    return {f"HARVESTFLOW_{key.upper()}": value for key, value in asdict(t).items()}
+
+
+def job_settings(spec: JobSpec, progress_interval_s: float) -> dict[str, Any]:
+    """The job's own values the components read (besides the template's)."""
+    return {
+        "HARVESTFLOW_JOB_ID": spec.job_id,
+        # host → address overrides of the template and the job (the job's win)
+        "HARVESTFLOW_RESOLVE": spec.all_resolve,
+        "HARVESTFLOW_CREDENTIALS": spec.credentials,
+        "HARVESTFLOW_PROGRESS_INTERVAL": progress_interval_s,
+    }
+
+
+def scrapy_settings(
+    spec: JobSpec, partition: Partition | None = None, progress_interval_s: float = 10.0
+) -> dict[str, Any]:
     """Scrapy settings for the job's template."""
-    t = ctx.spec.template
+    t = spec.template
     polite = t.delay_factor > 0 or t.min_delay_ms > 0
     settings: dict[str, Any] = {
-        "HARVESTFLOW_CONTEXT": ctx,
+        **template_settings(t),
+        **job_settings(spec, progress_interval_s),
         "BOT_NAME": "harvestflow",
-        "USER_AGENT": ctx.spec.user_agent,
+        "USER_AGENT": spec.user_agent,
         "DEFAULT_REQUEST_HEADERS": {
             "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
             "Accept-Language": "en",
-            **({"From": ctx.spec.from_email} if ctx.spec.from_email else {}),
+            **({"From": spec.from_email} if spec.from_email else {}),
         },
         "ROBOTSTXT_OBEY": t.obey_robots,
         "ROBOTSTXT_PARSER": "scrapy.robotstxt.ProtegoRobotParser",
-        "ROBOTSTXT_USER_AGENT": ctx.spec.user_agent.split("/")[0],
+        "ROBOTSTXT_USER_AGENT": spec.user_agent.split("/")[0],
         "DOWNLOADER_MIDDLEWARES": {
             "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
             **(
                 {"crawler.capture_middleware.BrowserClaimMiddleware": 50}
-                if ctx.spec.template.render != "none"
+                if t.render != "none"
                 else {}
             ),
             "crawler.politeness.ArchivalRobotsTxtMiddleware": 100,
@@ -90,7 +119,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             **_UNUSED_DOWNLOADER_MW,
             # before CookiesMiddleware (700): a request waiting for a form login gets its cookies;
             # only in jobs with credentials (it imports the credential store)
-            **({"crawler.credentials.LoginMiddleware": 650} if ctx.spec.credentials else {}),
+            **({"crawler.credentials.LoginMiddleware": 650} if spec.credentials else {}),
             # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
             "crawler.leases.HostLeaseMiddleware": 940,
             "crawler.capture_middleware.WarcCaptureMiddleware": 950,
@@ -108,9 +137,9 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
             "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
-            "crawler.sitemaps.RobotsSitemaps": 530,
+            "crawler.robots_sitemaps.RobotsSitemaps": 530,
             "crawler.leases.JobLeaseHeartbeat": 540,  # only with a job lease (crawl tasks)
-            **({"crawler.partition_ext.PartitionCoordinator": 520} if ctx.partition else {}),
+            **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
             "http": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
@@ -144,7 +173,7 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         "CONCURRENT_ITEMS": 1,
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
-        "CLOSESPIDER_TIMEOUT": ctx.spec.max_running_time_s,
+        "CLOSESPIDER_TIMEOUT": spec.max_running_time_s,
         "COOKIES_ENABLED": True,
         "TELNETCONSOLE_ENABLED": False,
         # Scrapy's remote-control extension runs Python code sent over HTTP: never in a crawler
@@ -156,16 +185,18 @@ def scrapy_settings(ctx: CrawlContext) -> dict[str, Any]:
         # the address we connect to and WARC-IP-Address records it, so both must be the origin's
         "HTTPPROXY_ENABLED": False,
     }
-    return control_settings(ctx, settings)
+    return control_settings(spec, partition, settings)
 
 
-def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None) -> dict:
+def summarise(
+    ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Path | None
+) -> JobSummary:
     totals = ctx.state.domain_totals()
     remaining: dict[str, int] = {}
     for host, n in ctx.state.queued_by_host().items():
         domain = ctx.budgets.domain_for(host)
         remaining[domain] = remaining.get(domain, 0) + n
-    domains: dict[str, Any] = {}
+    domains: dict[str, DomainSummary] = {}
     for name, b in ctx.budgets.domains.items():
         if not name:
             continue
@@ -173,36 +204,36 @@ def summarise(ctx: CrawlContext, status: str, ended: dt.datetime, meta_warc: Pat
         reason = b.stop_reason
         if reason is None:
             if status == "time_limit" and remaining.get(name):
-                reason = TIME_LIMIT
+                reason = StopReason.TIME_LIMIT
             elif status == "unfinished" and remaining.get(name):
-                reason = UNFINISHED
+                reason = StopReason.DOWNLOAD_UNFINISHED
             elif status == "stopped" and remaining.get(name):
-                reason = STOPPED_BY_OPERATOR
+                reason = StopReason.STOPPED_BY_OPERATOR
             else:
-                reason = COMPLETE
-        domains[name] = {
-            "config_id": b.config_id,
-            "objects": objects,
-            "bytes": nbytes,
-            "stop_reason": reason,
-            "in_job": name in ctx.budgets.job_domains,
-        }
+                reason = StopReason.DOWNLOAD_COMPLETE
+        domains[name] = DomainSummary(
+            config_id=b.config_id,
+            objects=objects,
+            bytes=nbytes,
+            stop_reason=reason,
+            in_job=name in ctx.budgets.job_domains,
+        )
     warcs = sorted(p.name for p in ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
-    return {
-        "job_id": ctx.spec.job_id,
-        "status": status,
-        "started": ctx.started_dt.isoformat(),
-        "ended": ended.isoformat(),
-        "urls": sum(o for o, _ in totals.values()),
-        "bytes": sum(b for _, b in totals.values()),
-        "warcs": warcs,
-        "metadata_warc": meta_warc.name if meta_warc else None,
-        "domains": domains,
-        "repaired_warcs": ctx.repaired,
-    }
+    return JobSummary(
+        job_id=ctx.spec.job_id,
+        status=status,
+        started=ctx.started_dt.isoformat(),
+        ended=ended.isoformat(),
+        urls=sum(o for o, _ in totals.values()),
+        bytes=sum(b for _, b in totals.values()),
+        warcs=warcs,
+        metadata_warc=meta_warc.name if meta_warc else None,
+        domains=domains,
+        repaired_warcs=list(ctx.repaired),
+    )
 
 
-def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
+def finish(ctx: CrawlContext, job_file: Path | None) -> JobSummary:
     """Close the WARCs, write reports, the metadata WARC and summary.json."""
     status = STATUS_BY_REASON.get(ctx.end_reason, "unfinished")
     ctx.close_files()
@@ -211,13 +242,13 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
         # a partition child: the parent merges logs and state, writes the reports, the one
         # metadata WARC and the job's summary.json from the children's
         summary = summarise(ctx, status, ended, None)
-        summary["peak_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        summary.peak_rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         ctx.state.close()
-        _write_json(ctx.out / "summary.json", summary)
+        summary.write(JobDir(ctx.out).summary_json)
         return summary
     write_reports(
         ctx.report_dir,
-        ctx.log_dir / "crawl.log",
+        JobDir(ctx.out).crawl_log,
         ctx.state,
         ctx.spec.seeds,
         f"job-{ctx.spec.job_id}",
@@ -241,19 +272,8 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> dict:
     )
     summary = summarise(ctx, status, ended, meta)
     ctx.state.close()
-    _write_json(ctx.out / "summary.json", summary)
+    summary.write(JobDir(ctx.out).summary_json)
     return summary
-
-
-def _offline_public_suffixes() -> None:
-    """Scrapy's cookie middleware builds a TLDExtract that downloads the public suffix list on
-    first use; nothing may be fetched at run time, so point it at tldextract's bundled copy."""
-    import scrapy.downloadermiddlewares.cookies as cookies
-    import tldextract
-
-    cookies._split_domain = tldextract.TLDExtract(
-        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-    )
 
 
 def run_spec(
@@ -263,16 +283,16 @@ def run_spec(
     progress_interval_s: float = 10.0,
     job_file: Path | None = None,
     partition: Partition | None = None,
-) -> dict:
+) -> JobSummary:
     """Crawl ``spec`` into ``out_dir`` in this process (once per process: Twisted's reactor)."""
     from scrapy.crawler import CrawlerProcess
 
     from crawler.spider import ArchiveSpider
 
-    _offline_public_suffixes()
+    offline_cookie_public_suffixes()  # nothing may be fetched at run time
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = CrawlContext(spec, out_dir, progress_interval_s=progress_interval_s, partition=partition)
+    ctx = CrawlContext(spec, out_dir, partition=partition)
     handler = logging.FileHandler(ctx.log_dir / "crawler.log", encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -284,10 +304,12 @@ def run_spec(
         logging.getLogger("crawler").setLevel(logging.INFO)
     try:
         log.info("crawl job %s into %s (%d seeds)", spec.job_id, out_dir, len(spec.seeds))
-        process = CrawlerProcess(scrapy_settings(ctx))
+        process = CrawlerProcess(scrapy_settings(spec, partition, progress_interval_s))
         # CrawlerProcess's configure_logging sets the "scrapy" logger back to DEBUG
         logging.getLogger("scrapy").setLevel(logging.INFO)
-        process.crawl(ArchiveSpider, ctx=ctx)
+        crawler = process.create_crawler(ArchiveSpider)
+        attach(crawler, ctx)  # the job's services, for every component's from_crawler
+        process.crawl(crawler)
         thresholds = gc.get_threshold()
         # what start-up built (modules, Scrapy's components) is frozen out of the cyclic
         # collector, and young collections run every 20,000 allocations instead of 700: on the
@@ -307,7 +329,7 @@ def run_spec(
         handler.close()
 
 
-def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> dict:
+def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> JobSummary:
     """Run the job of ``job_path`` into ``out_dir``; returns the summary (also summary.json).
 
     The job spec is copied to ``out_dir/job.json`` (the frozen spec the crawler ran). Running

@@ -15,20 +15,21 @@ The frontier is left as it is: running the same job directory again would still 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from crawler import jobspec
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import SUMMARY_JSON, JobDir
+from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
-SUMMARY = "summary.json"
+SUMMARY = SUMMARY_JSON
 
 
-def salvage_output(out_dir: Path, reason: str = "crawler process died") -> dict[str, Any]:
+def salvage_output(out_dir: Path, reason: str = "crawler process died") -> JobSummary:
     """Post-process a dead crawl's directory; returns the summary written to summary.json.
 
     Raises FileNotFoundError when there is no job.json or no crawl state (the crawl never
@@ -37,27 +38,26 @@ def salvage_output(out_dir: Path, reason: str = "crawler process died") -> dict[
     output must not be rewritten.
     """
     from crawler.context import CrawlContext
-    from crawler.runner import _write_json, finish
+    from crawler.runner import finish
 
     out_dir = Path(out_dir)
-    job_file = out_dir / "job.json"
-    if (out_dir / SUMMARY).exists():
-        raise FileExistsError(f"{out_dir / SUMMARY} exists: the crawl finished, nothing to salvage")
+    job = JobDir(out_dir)
+    job_file = job.job_json
+    if job.summary_json.exists():
+        raise FileExistsError(f"{job.summary_json} exists: the crawl finished, nothing to salvage")
     if not job_file.is_file():
         raise FileNotFoundError(f"{job_file}: no frozen job spec, the crawl never started here")
-    if not (out_dir / "state" / "crawl.sqlite").is_file():
+    if not job.crawl_state.is_file():
         raise FileNotFoundError(f"{out_dir}: no crawl state, the crawl never started here")
     spec = jobspec.load(job_file)
-    open_before = {
-        p.name: p.stat().st_size for p in (out_dir / "warcs").glob("*.open") if p.is_file()
-    }
+    open_before = {p.name: p.stat().st_size for p in job.warcs.glob("*.open") if p.is_file()}
     # the context repairs the .open WARCs and reopens the persisted state, as a restart would
-    ctx = CrawlContext(spec, out_dir, progress_interval_s=3600)
+    ctx = CrawlContext(spec, out_dir)
     ctx.end_reason = "salvaged"
     summary = finish(ctx, job_file)
     repaired = []
     for name, size_before in sorted(open_before.items()):
-        final = out_dir / "warcs" / name.removesuffix(".open")
+        final = job.warcs / name.removesuffix(".open")
         kept = final.stat().st_size if final.exists() else 0
         repaired.append({"file": final.name, "bytes_before": size_before, "bytes_kept": kept})
         if kept < size_before:
@@ -68,18 +68,18 @@ def salvage_output(out_dir: Path, reason: str = "crawler process died") -> dict[
                 size_before,
                 kept,
             )
-    summary["salvaged"] = {
+    summary.salvaged = {
         "reason": reason,
         "at": dt.datetime.now(dt.UTC).isoformat(),
         "repaired_warcs": repaired,
     }
-    _write_json(out_dir / SUMMARY, summary)
+    summary.write(job.summary_json)
     log.warning(
         "job %s: salvaged partial output (%s URLs, %s bytes, %d WARCs, %d repaired): %s",
         spec.job_id,
-        summary.get("urls"),
-        summary.get("bytes"),
-        len(summary.get("warcs", [])),
+        summary.urls,
+        summary.bytes,
+        len(summary.warcs),
         len(repaired),
         reason,
     )
@@ -89,7 +89,6 @@ def salvage_output(out_dir: Path, reason: str = "crawler process died") -> dict[
 def was_salvaged(job_dir: str | os.PathLike[str]) -> bool:
     """True when the job directory holds a summary written by :func:`salvage_output`."""
     try:
-        data = json.loads((Path(job_dir) / SUMMARY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return JobSummary.read(JobDir(job_dir).summary_json).salvaged is not None
+    except (OSError, ContractError):
         return False
-    return isinstance(data, dict) and "salvaged" in data

@@ -19,14 +19,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crawler.jobspec import JobSpec
-from crawler.urls import canonical_key, host_of, registrable_domain
-
-# Heritrix fetch status codes used for refusals
-OUT_OF_SCOPE = -5000
-TOO_MANY_LINK_HOPS = -4001
-TOO_MANY_EMBED_HOPS = -4002
-TRAP = -4000
-UNFETCHABLE = -7
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.urls import canonical_key, host_of
 
 
 def global_traps_file() -> Path:
@@ -35,9 +30,9 @@ def global_traps_file() -> Path:
     Why in config/ and not in the package: it is reviewed, versioned configuration like the
     templates (the DB's global trap lists, loaded with ``harvestflow traps load``, add to it).
     """
-    from harvestflow.settings import PROJECT_ROOT
+    from harvestflow.package_data import data_path
 
-    return PROJECT_ROOT / "config" / "traps" / "global.txt"
+    return data_path("config", "traps", "global.txt")
 
 
 # characters no host name can hold (IDN letters are fine: they are IDNA-encoded to fetch)
@@ -144,25 +139,25 @@ class Scope:
         """Accept or refuse a discovered URL reached by ``hops`` from its seed."""
         scheme = url.split(":", 1)[0].lower()
         if scheme not in ("http", "https"):
-            return Decision(False, UNFETCHABLE, "err=unsupported-scheme")
+            return Decision(False, FetchStatus.UNFETCHABLE_URI, "err=unsupported-scheme")
         if len(url) > self.t.max_url_length:
-            return Decision(False, UNFETCHABLE, "err=url-too-long")
+            return Decision(False, FetchStatus.UNFETCHABLE_URI, "err=url-too-long")
         try:
             parts = urlsplit(url)
             host = parts.hostname
             parts.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError:
-            return Decision(False, UNFETCHABLE, "err=invalid-url")
+            return Decision(False, FetchStatus.UNFETCHABLE_URI, "err=invalid-url")
         if not host:
-            return Decision(False, UNFETCHABLE, "err=no-host")
+            return Decision(False, FetchStatus.UNFETCHABLE_URI, "err=no-host")
         if _BAD_HOST_CHARS.search(host):
-            return Decision(False, UNFETCHABLE, "err=invalid-host")
+            return Decision(False, FetchStatus.UNFETCHABLE_URI, "err=invalid-host")
         tail = trailing_non_link(hops)
         if len(tail) - len(tail.rstrip("R")) > self.t.max_redirects:
-            return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-redirects")
+            return Decision(False, FetchStatus.TOO_MANY_LINK_HOPS, "err=too-many-redirects")
         trap = self.trap(url)
         if trap:
-            return Decision(False, TRAP, trap)
+            return Decision(False, FetchStatus.DEEMED_CHAFF, trap)
         # a few trailing embed/redirect hops pass the hop limit (Heritrix's transclusion rule:
         # a page at the limit keeps its images, and its redirect is followed); only embeds
         # also pass the seed scope (an image on a CDN, not a redirect to another site)
@@ -180,8 +175,8 @@ class Scope:
             # -4002, a link or redirect past the hop limit -4001 (the continuous crawl reads
             # both, in a max_hops 0 run, as the links and embeds a page has)
             if hops[-1:] in ("E", "X"):
-                return Decision(False, TOO_MANY_EMBED_HOPS, "err=too-many-embed-hops")
-            return Decision(False, TOO_MANY_LINK_HOPS, "err=too-many-hops")
+                return Decision(False, FetchStatus.TOO_MANY_EMBED_HOPS, "err=too-many-embed-hops")
+            return Decision(False, FetchStatus.TOO_MANY_LINK_HOPS, "err=too-many-hops")
         if self.in_seed_scope(url) or embedded:
             return ACCEPT
-        return Decision(False, OUT_OF_SCOPE, "err=out-of-scope")
+        return Decision(False, FetchStatus.OUT_OF_SCOPE, "err=out-of-scope")

@@ -24,21 +24,15 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from scrapy import signals
-from scrapy.exceptions import NotConfigured
-from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
 from crawler import CrawlerError
+from crawler.internals import DecompressionMaxSizeExceeded
 from crawler.links import Link
-from crawler.urls import host_of
 
 if TYPE_CHECKING:
-    import scrapy
-    from scrapy.crawler import Crawler
-
-    from crawler.context import CrawlContext
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +61,8 @@ def seed_sitemap_url(seed: str) -> str:
 def seed_links(seed: str) -> list[Link]:
     """What a seed's host adds to the frontier when the template extracts sitemaps: its
     ``/sitemap.xml`` (robots.txt, fetched as every host's prerequisite when the template obeys
-    it, is read by :class:`RobotsSitemaps`; a crawl that ignores robots.txt never fetches it)."""
+    it, is read by :class:`crawler.robots_sitemaps.RobotsSitemaps`; a crawl that ignores
+    robots.txt never fetches it)."""
     return [(seed_sitemap_url(seed), HOP, SEED_CONTEXT)]
 
 
@@ -89,7 +84,7 @@ def inflate(body: bytes, limit: int) -> bytes:
         return body
     try:
         return gunzip(body, max_size=limit)
-    except _DecompressionMaxSizeExceeded as exc:
+    except DecompressionMaxSizeExceeded as exc:
         raise SitemapError(f"gzipped sitemap inflates past the {limit}-byte limit") from exc
     except (OSError, EOFError) as exc:
         raise SitemapError(f"broken gzip: {exc}") from exc
@@ -160,45 +155,3 @@ def links_of_response(body: bytes, url: str, hf: dict[str, Any], max_bytes: int)
 
 def is_sitemap_context(context: str | None) -> bool:
     return context in SITEMAP_CONTEXTS
-
-
-class RobotsSitemaps:
-    """Extension: the ``Sitemap:`` lines of each robots.txt the robots middleware parsed are
-    queued (hop ``M`` after the robots.txt prerequisite ``P``, robots.txt as ``via``).
-
-    Off (NotConfigured) unless the template extracts sitemaps and obeys robots.txt (a crawl
-    that ignores robots.txt does not fetch it: only ``/sitemap.xml`` of its seed hosts is read).
-    """
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
-        t = self.ctx.spec.template
-        if not (t.extract_sitemaps and t.obey_robots):
-            raise NotConfigured
-        # the source tag of a host's sitemaps: its first seed (none for a host without seeds)
-        self.seed_of_host: dict[str, str] = {}
-        for seed in reversed(self.ctx.spec.seeds):
-            self.seed_of_host[host_of(seed)] = seed
-        crawler.signals.connect(self.robots_parsed, signal=signals.robots_parsed)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RobotsSitemaps:
-        return cls(crawler)
-
-    def robots_parsed(self, robotparser: Any, request: scrapy.Request, **_: Any) -> None:
-        parser = getattr(robotparser, "rp", None)
-        found = list(getattr(parser, "sitemaps", []) or [])
-        if not found:
-            return
-        robots = robots_url(request.url)
-        seed = self.seed_of_host.get(host_of(request.url))
-        links = [(urljoin(robots, u.strip()), HOP, ROBOTS_CONTEXT) for u in found if u.strip()]
-        stats = self.crawler.stats
-        if stats is not None:
-            stats.inc_value("sitemaps/robots_lines", len(links))
-        parent = {"hops": "P", "url": robots, "seed": seed}
-        engine = self.crawler.engine
-        for req in self.ctx.discovered(links, parent):
-            if engine is not None:
-                engine.crawl(req)

@@ -20,18 +20,18 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 from twisted.internet import error as txerror
 from twisted.python.failure import Failure
-from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
-from crawler import crawllog_writer
 from crawler import state as st
 from crawler.capture_middleware import header_list
-from crawler.context import Capture, CrawlContext
+from crawler.context import Capture, CrawlContext, context_of
 from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.sitemaps import is_sitemap_context, links_of_response
-from crawler.urls import host_of
+from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.urls import host_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -49,8 +49,16 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     if isinstance(exc, txerror.DNSLookupError | sx.CannotResolveHostError):
         host = host_of(request.url) if request is not None else ""
         if host in ctx.refused_hosts:
-            return crawllog_writer.BLOCKED_BY_PROCESSOR, ["err=address-not-allowed"], st.REFUSED
-        return crawllog_writer.DNS_FAILED, ["err=dns-lookup-failed"], st.FAILED
+            return (
+                FetchStatus.BLOCKED_BY_CUSTOM_PROCESSOR,
+                ["err=address-not-allowed"],
+                st.FrontierState.REFUSED,
+            )
+        return (
+            FetchStatus.DOMAIN_PREREQUISITE_FAILURE,
+            ["err=dns-lookup-failed"],
+            st.FrontierState.FAILED,
+        )
     if isinstance(
         exc,
         txerror.ConnectionRefusedError
@@ -58,12 +66,12 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | txerror.NoRouteError
         | sx.DownloadConnectionRefusedError,
     ):
-        return crawllog_writer.CONNECT_FAILED, [f"err={name}"], st.FAILED
+        return FetchStatus.CONNECT_FAILED, [f"err={name}"], st.FrontierState.FAILED
     if isinstance(
         exc,
         txerror.TimeoutError | TimeoutError | txerror.TCPTimedOutError | sx.DownloadTimeoutError,
     ):
-        return crawllog_writer.TIMEOUT, ["err=timeout"], st.FAILED
+        return FetchStatus.TIMEOUT, ["err=timeout"], st.FrontierState.FAILED
     if isinstance(
         exc,
         ResponseFailed
@@ -74,31 +82,41 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
         | sx.DownloadFailedError
         | sx.DownloadCancelledError,
     ):
-        return crawllog_writer.CONNECT_LOST, [f"err={name}"], st.FAILED
+        return FetchStatus.CONNECT_LOST, [f"err={name}"], st.FrontierState.FAILED
     if isinstance(exc, sx.UnsupportedURLSchemeError):
-        return crawllog_writer.UNFETCHABLE, ["err=unsupported-scheme"], st.REFUSED
+        return FetchStatus.UNFETCHABLE_URI, ["err=unsupported-scheme"], st.FrontierState.REFUSED
     if isinstance(exc, IgnoreRequest):
         return (
-            crawllog_writer.BLOCKED_BY_OPERATOR,
+            FetchStatus.BLOCKED_BY_USER,
             [f"err={exc}".replace(" ", "_")[:80]],
-            st.REFUSED,
+            st.FrontierState.REFUSED,
         )
-    return crawllog_writer.RUNTIME_ERROR, [f"err={type(exc).__name__}"], st.FAILED
+    return FetchStatus.RUNTIME_EXCEPTION, [f"err={type(exc).__name__}"], st.FrontierState.FAILED
 
 
 class ArchiveSpider(scrapy.Spider):
     name = "harvestflow"
 
-    def __init__(self, ctx: CrawlContext, *args: Any, **kwargs: Any) -> None:
+    # set by from_crawler: the job's context (crawler.context.attach) and template settings
+    ctx: CrawlContext
+    extract_js: bool
+    extract_sitemaps: bool
+    max_response_bytes: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ctx = ctx
-        ctx.spider_callbacks = (self.parse, self.on_error)
         self.renderer: Any = None  # crawler.render.Renderer when the template renders pages
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        if spider.ctx.spec.template.render != "none":
+        settings = crawler.settings
+        spider.ctx = context_of(crawler)
+        spider.ctx.spider_callbacks = (spider.parse, spider.on_error)
+        spider.extract_js = settings.getbool("HARVESTFLOW_EXTRACT_JS")
+        spider.extract_sitemaps = settings.getbool("HARVESTFLOW_EXTRACT_SITEMAPS")
+        spider.max_response_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
+        if settings.get("HARVESTFLOW_RENDER", "none") != "none":
             from crawler.render import Renderer  # no DevTools client unless a job renders
 
             spider.renderer = Renderer(spider.ctx, crawler)
@@ -122,12 +140,11 @@ class ArchiveSpider(scrapy.Spider):
             return links
         try:
             hf = response.meta.get("hf") or {}
-            t = self.ctx.spec.template
-            extract_js = t.extract_js
-            if t.extract_sitemaps and is_sitemap_context(hf.get("context")):
+            extract_js = self.extract_js
+            if self.extract_sitemaps and is_sitemap_context(hf.get("context")):
                 if cap.status == 200:
                     links += links_of_response(
-                        response.body, response.url, hf, t.max_response_bytes
+                        response.body, response.url, hf, self.max_response_bytes
                     )
             elif isinstance(response, HtmlResponse):
                 found, note = html_links(
@@ -165,6 +182,11 @@ class ArchiveSpider(scrapy.Spider):
         links = self.links_of(response, cap)
         release_inflated(request)  # the inflated body is read: its budget is free again
         waiting = request.meta.get("hf_browser")
+        if waiting is None and request.meta.get("hf", {}).get("context") == "browser":
+            # another partition's rendering page asked for it (handed off): logged as such,
+            # and read back from this capture by that partition (crawler/render_archive.py)
+            cap.annotations.append("browser")
+            return self.ctx.finish_capture(request, cap, links)
         if waiting is not None:  # fetched for a rendering page: logged, then handed back
             from crawler.render_proxy import ProxyResponse
 
@@ -224,7 +246,9 @@ class ArchiveSpider(scrapy.Spider):
             from crawler.render_proxy import ProxyResponse
 
             waiting.set_result(
-                ProxyResponse(502 if final == st.FAILED else 403, reason="Not Archived")
+                ProxyResponse(
+                    502 if final == st.FrontierState.FAILED else 403, reason="Not Archived"
+                )
             )
         return []
 

@@ -12,10 +12,24 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 
-QUEUED, DONE, REFUSED, FAILED = 0, 1, 2, 3
-HANDED_OFF = 4  # a partitioned job's URL sent to the partition that owns its host
+
+class FrontierState(IntEnum):
+    """Where a URL stands in the crawler's frontier (``urls.status`` of the state database)."""
+
+    QUEUED = 0
+    """Discovered, not yet fetched: the frontier."""
+    DONE = 1
+    """Fetched (whatever its HTTP status)."""
+    REFUSED = 2
+    """Refused before fetching (scope, robots, budget, operator)."""
+    FAILED = 3
+    """Tried and failed (DNS, connection, timeout)."""
+    HANDED_OFF = 4
+    """Sent to the partition that owns its host (a partitioned job)."""
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -82,7 +96,7 @@ class CrawlState:
         seed: str | None,
         context: str | None,
         domain: str,
-        status: int = QUEUED,
+        status: int = FrontierState.QUEUED,
         fetch_status: int | None = None,
     ) -> bool:
         """Record a newly discovered URL; False if it was already seen."""
@@ -120,7 +134,7 @@ class CrawlState:
         """URLs discovered and not yet done, in discovery order."""
         rows = self.db.execute(
             "SELECT key, url, hops, via, seed, context FROM urls WHERE status=? ORDER BY rowid",
-            (QUEUED,),
+            (FrontierState.QUEUED,),
         )
         for row in rows.fetchall():
             yield Pending(*row)
@@ -132,15 +146,17 @@ class CrawlState:
         """Per domain: (objects counted against budgets, bytes) of completed fetches."""
         rows = self.db.execute(
             "SELECT domain, SUM(counted), SUM(bytes) FROM urls WHERE status=? GROUP BY domain",
-            (DONE,),
+            (FrontierState.DONE,),
         )
         return {d: (int(n or 0), int(b or 0)) for d, n, b in rows}
 
     def queued_by_host(self) -> dict[str, int]:
-        from crawler.urls import host_of
+        from harvestflow.formats.urls import host_of
 
         counts: dict[str, int] = {}
-        for (url,) in self.db.execute("SELECT url FROM urls WHERE status=?", (QUEUED,)):
+        for (url,) in self.db.execute(
+            "SELECT url FROM urls WHERE status=?", (FrontierState.QUEUED,)
+        ):
             host = host_of(url)
             counts[host] = counts.get(host, 0) + 1
         return counts

@@ -17,8 +17,9 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.internet import task
 
-from crawler.context import CrawlContext
+from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
 from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
+from crawler.state import FrontierState
 from harvestflow.formats.fields import clean_field
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,8 @@ class ProgressStatistics:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ctx: CrawlContext = crawler.settings["HARVESTFLOW_CONTEXT"]
+        self.ctx = context_of(crawler)
+        self.interval_s = crawler.settings.getfloat("HARVESTFLOW_PROGRESS_INTERVAL", 10.0)
         self.path = self.ctx.log_dir / "progress-statistics.log"
         new = not self.path.exists()
         self.fh = self.path.open("a", encoding="utf-8", buffering=1)
@@ -53,7 +55,7 @@ class ProgressStatistics:
 
     def opened(self, spider: Any) -> None:
         self.loop = task.LoopingCall(self.tick)
-        self.loop.start(self.ctx.progress_interval_s, now=False)
+        self.loop.start(self.interval_s, now=False)
 
     def _busy(self) -> int:
         engine = self.crawler.engine
@@ -61,25 +63,29 @@ class ProgressStatistics:
 
     def tick(self) -> None:
         ctx = self.ctx
+        stats = self.crawler.stats
+        urls_done = stats.get_value(URLS_DONE, 0)
+        bytes_done = stats.get_value(BYTES_DONE, 0)
+        failures = stats.get_value(FAILURES, 0)
         now = time.monotonic()
         t0, urls0, bytes0 = self.last
         interval = max(now - t0, 1e-6)
         elapsed = max(time.time() - ctx.started, 1e-6)
         counts = ctx.state.counts()
-        queued = counts.get(0, 0)
+        queued = counts.get(FrontierState.QUEUED, 0)
         discovered = sum(counts.values())
-        docs_now = (ctx.urls_done - urls0) / interval
-        kb_now = (ctx.bytes_done - bytes0) / 1024 / interval
+        docs_now = (urls_done - urls0) / interval
+        kb_now = (bytes_done - bytes0) / 1024 / interval
         mem_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = (
-            f"{stamp} {discovered:>11} {queued:>11} {ctx.urls_done:>11}"
-            f" {docs_now:>7.2f}({ctx.urls_done / elapsed:.2f})"
-            f" {kb_now:>7.0f}({ctx.bytes_done / 1024 / elapsed:.0f})"
-            f" {ctx.failures:>13} {self._busy():>13} {mem_kb:>12} {0:>13} {0:>12} {0:>11} {0:>11}"
+            f"{stamp} {discovered:>11} {queued:>11} {urls_done:>11}"
+            f" {docs_now:>7.2f}({urls_done / elapsed:.2f})"
+            f" {kb_now:>7.0f}({bytes_done / 1024 / elapsed:.0f})"
+            f" {failures:>13} {self._busy():>13} {mem_kb:>12} {0:>13} {0:>12} {0:>11} {0:>11}"
         )
         self.fh.write(line + "\n")
-        self.last = (now, ctx.urls_done, ctx.bytes_done)
+        self.last = (now, urls_done, bytes_done)
         hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
         # host names come from links a server wrote: one sanitiser keeps them on this line
         detail = ", ".join(f"{clean_field(h, 253)}:{n}" for h, n in hosts) or "none"
@@ -89,12 +95,12 @@ class ProgressStatistics:
             "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
             " %d failures | queues: %s",
             ctx.spec.job_id,
-            ctx.urls_done,
+            urls_done,
             queued,
-            ctx.bytes_done / 1e6,
-            ctx.urls_done / elapsed,
+            bytes_done / 1e6,
+            urls_done / elapsed,
             docs_now,
-            ctx.failures,
+            failures,
             detail,
         )
 

@@ -51,11 +51,11 @@ with DAG(
         execution_timeout=timedelta(minutes=CRAWL_MINUTES + 20),
     )
     def crawl() -> dict[str, Any]:
-        from harvest.continuous.nrt import pywb_config
         from harvest.continuous.service import base_dir, crawl_for
+        from indexing.nrt import LiveWatcher, pywb_config
 
         pywb_config(base_dir() / "live")
-        return crawl_for(CRAWL_MINUTES * 60, logger=task_logger())
+        return crawl_for(CRAWL_MINUTES * 60, logger=task_logger(), live_index=LiveWatcher)
 
     @task(trigger_rule="all_done")
     def report() -> dict[str, Any]:

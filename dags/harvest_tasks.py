@@ -33,8 +33,9 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         def prepare(job_id: int) -> str:
             from harvest.pipeline import prepare_job
             from harvestflow.settings import get_settings
+            from indexing.dedup_index import dedup_index_for_job
 
-            return prepare_job(job_id, get_settings().data_dir)
+            return prepare_job(job_id, get_settings().data_dir, dedup_index=dedup_index_for_job)
 
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
         # followed by another worker, which takes the expired job lease and resumes the job
@@ -60,7 +61,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             summary = finished_summary(spec)
             if summary is not None:  # a re-run after the crawl finished: not crawled twice
                 task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
-                return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+                return summary.brief()
             check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
@@ -74,7 +75,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
                     logger=task_logger(),
                     progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
                 )
-            return {k: summary.get(k) for k in ("job_id", "status", "urls", "bytes")}
+            return summary.brief()
 
         @task
         def record(job_id: int) -> dict[str, Any]:

@@ -25,20 +25,24 @@ def crawl_pools(environ: Any = None) -> tuple[str, str]:
     Why read here: a pool is fixed when the DAG is parsed, and `harvestflow up` creates the pools
     named in the settings; a DAG holding other names would queue its crawls for ever. Read like
     harvestflow.settings does (HARVESTFLOW_CONFIG, HARVESTFLOW_AIRFLOW__<KEY> overrides) with the
-    standard library only: one small file, no library import at parse time. Defaults when the
-    file is not beside the DAGs (a deployment that ships only dags/).
+    standard library only: one small file, no library import at parse time. The default file is
+    the ``config`` package's (the checkout's config/ or the installed one, through
+    importlib.resources); defaults when it is not installed (a deployment that ships only dags/).
     """
     import os
     import tomllib
+    from importlib import resources
     from pathlib import Path
 
     env = os.environ if environ is None else environ
     names = {"high_priority_pool": "crawl_high", "low_priority_pool": "crawl_low"}
-    default_file = Path(__file__).resolve().parent.parent / "config" / "harvestflow.toml"
-    path = Path(env.get("HARVESTFLOW_CONFIG") or default_file)
     try:
-        section = tomllib.loads(path.read_text(encoding="utf-8")).get("airflow", {})
-    except (OSError, tomllib.TOMLDecodeError):
+        if env.get("HARVESTFLOW_CONFIG"):
+            text = Path(env["HARVESTFLOW_CONFIG"]).read_text(encoding="utf-8")
+        else:
+            text = resources.files("config").joinpath("harvestflow.toml").read_text("utf-8")
+        section = tomllib.loads(text).get("airflow", {})
+    except (OSError, ModuleNotFoundError, tomllib.TOMLDecodeError):
         section = {}
     for key in names:
         raw = env.get(f"HARVESTFLOW_AIRFLOW__{key.upper()}")

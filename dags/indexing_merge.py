@@ -2,11 +2,12 @@
 
 Daily: the day's CDX and PATH files are merged into sorted daily files (**merge**), then into the
 big sorted CDX and PATH files the Wayback Machine reads (**bigmerge**, single), the replay
-service's ZipNum indexes are rebuilt from them and its not-yet-merged files refreshed, without
-restarting it (**refresh_access**, idempotent: unchanged inputs, nothing rebuilt), and job WARCs
-are removed from the crawl area only when indexed, transferred and, if configured, backed up and
-verified (**cleanarcrepository**, single). Byte-order sorting (LC_ALL=C semantics), checked after
-each merge. Backfillable: a past date re-merges that day, idempotently.
+service's ZipNum indexes are rebuilt from them, its not-yet-merged files and per-definition
+collections refreshed, without restarting it (**refresh_access**, idempotent: unchanged inputs,
+nothing rebuilt), and job WARCs are removed from the crawl area only when indexed, transferred
+and, if configured, backed up and verified (**cleanarcrepository**, single). Byte-order sorting
+(LC_ALL=C semantics), checked after each merge. Backfillable: a past date re-merges that day,
+idempotently.
 
 ## How to check it's working
 1. Trigger it (or wait for midnight UTC); the `merge` task log gives the day's line counts.
@@ -48,8 +49,11 @@ with DAG(
     @task
     def refresh_access() -> dict[str, Any]:
         from access.index import reindex
+        from access.publish import publish
 
-        return reindex()
+        result = reindex()
+        result["published"] = publish()  # per-definition collections, rules, home page
+        return result
 
     @task
     def clean_arc_repository() -> dict[str, Any]:

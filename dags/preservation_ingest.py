@@ -56,9 +56,10 @@ with DAG(
         from airflow.sdk.exceptions import AirflowFailException
 
         from preservation.ingest import ingest_job as ingest
+        from preservation.outcomes import outcome_of
 
         result = ingest(job_id)
-        if result.get("status") == "manual":
+        if outcome_of(result).failed:
             raise AirflowFailException(f"job {job_id} put in the manual queue: {result['error']}")
         return result
 

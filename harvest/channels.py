@@ -17,17 +17,19 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 
 from harvestflow.db import get_engine
+from harvestflow.formats.harvest_channels import ChannelPriority
 from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
-
-HIGH, LOW = "high", "low"
 
 
 def queue_names() -> dict[str, str]:
     """{"high": pool/queue of selective channels, "low": of snapshot channels}."""
     af = get_settings()["airflow"]
-    return {HIGH: str(af["high_priority_pool"]), LOW: str(af["low_priority_pool"])}
+    return {
+        ChannelPriority.HIGH.value: str(af["high_priority_pool"]),
+        ChannelPriority.LOW.value: str(af["low_priority_pool"]),
+    }
 
 
 def split_by_channel(
@@ -38,7 +40,7 @@ def split_by_channel(
     A job id that is not in the database is refused with its id (a DAG bug, not data).
     """
     ids = [int(j) for j in job_ids]
-    split: dict[str, list[int]] = {HIGH: [], LOW: []}
+    split: dict[str, list[int]] = {p.value: [] for p in ChannelPriority}
     if not ids:
         return split
     with (engine or get_engine()).connect() as conn:
@@ -64,5 +66,5 @@ def split_by_channel(
                 row.channel,
             )
             snapshot = row.snapshot
-        split[LOW if snapshot else HIGH].append(job_id)
+        split[(ChannelPriority.LOW if snapshot else ChannelPriority.HIGH).value].append(job_id)
     return split

@@ -167,14 +167,13 @@ def _domain_text(info: dict[str, Any]) -> str:
 
 
 def cmd_jobs_list(args: argparse.Namespace) -> int:
-    from harvest.common import STATUS_NAMES
     from harvest.jobs import list_jobs
+    from harvestflow.formats.job_status import JobStatus
 
     status = None
     if args.status is not None:
-        by_name = {v: k for k, v in STATUS_NAMES.items()}
         key = args.status.upper()
-        status = by_name[key] if key in by_name else int(args.status)
+        status = JobStatus[key] if key in JobStatus.__members__ else int(args.status)
     rows = list_jobs(harvest_id=args.harvest, status=status, limit=args.limit)
     if args.json:
         for row in rows:

@@ -15,8 +15,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvest.common import engine_or_default
+from harvest.jobs import job_status
 from harvest.traps import add_trap
-from harvestflow.job_actions import ActionError, check_arguments, request_action
+from harvestflow.formats.job_status import RUNNING
+from harvestflow.job_actions import ActionError, check_arguments, insert_action
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,17 @@ def request(
     if isinstance(template, dict) and int(template.get("processes") or 1) > 1:
         # each partition process would need every action (crawler/control.py)
         raise ActionError(f"job {job_id} is crawled by several processes: no live control")
-    action_id = request_action(job_id, action, args, user, engine=engine)
+    if not user or not user.strip():
+        raise ActionError("who asks must be named (a user name)")
+    with engine.begin() as conn:
+        # the job must be running (SUBMITTED or STARTED): an action on a finished job would
+        # never be applied
+        status = job_status(conn, job_id)
+        if status is None:
+            raise ActionError(f"job {job_id} does not exist")
+        if status not in RUNNING:  # SUBMITTED, STARTED
+            raise ActionError(f"job {job_id} is not running (status {status})")
+        action_id = insert_action(conn, job_id, action, args, user)
     if action == "filter" and args.get("save"):
         try:
             if args["save"] == "domain":

@@ -390,3 +390,21 @@ def advance_schedule(
             {"h": harvest_id, "n": nxt},
         )
         return result | {"next_date": max(nxt, as_utc(row.nextdate) if row.nextdate else nxt)}
+
+
+def definition_names(conn: Connection, harvest_ids: Iterable[int]) -> dict[int, str]:
+    """Harvest definition id → name (for other stages' listings; unknown ids are left out)."""
+    rows = conn.execute(
+        sa.text("SELECT harvest_id, name FROM harvestdefinitions WHERE harvest_id = ANY(:h)"),
+        {"h": sorted({int(h) for h in harvest_ids})},
+    )
+    return {int(h): str(n) for h, n in rows}
+
+
+def definition_labels(conn: Connection, harvest_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """Harvest definition id → (name, kind: 'partial' selective or 'full' broad)."""
+    rows = conn.execute(
+        sa.text("SELECT harvest_id, name, kind FROM harvestdefinitions WHERE harvest_id = ANY(:h)"),
+        {"h": sorted({int(h) for h in harvest_ids})},
+    )
+    return {int(h): (str(n), str(k)) for h, n, k in rows}

@@ -8,16 +8,13 @@ Every write is an UPSERT keyed by names, so a retried task or a re-import repeat
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-import tldextract
 from sqlalchemy.engine import Connection
 
 from harvest.templates import template_id
@@ -29,31 +26,6 @@ DEFAULT_SEEDLIST_NAME = "defaultseeds"
 DEFAULT_MAX_BYTES = 1_000_000_000
 DEFAULT_MAX_OBJECTS = -1
 DEFAULT_MAX_RATE = 100
-
-# the bundled public-suffix snapshot: nothing is fetched at run time
-_extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-
-def registrable_domain(host_or_url: str) -> str:
-    """The registrable domain of a host or URL (``www.bbc.co.uk`` -> ``bbc.co.uk``).
-
-    Names without a public suffix (``example-a.test``, ``localhost``) keep their last two labels,
-    which is what a curator means by "the domain" of a test or intranet site.
-    """
-    host = host_or_url
-    if "://" in host_or_url:
-        host = urlsplit(host_or_url).hostname or ""
-    host = host.strip().strip(".").lower()
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        return host
-    except ValueError:
-        pass
-    parts = _extract(host)
-    if parts.domain and parts.suffix:
-        return f"{parts.domain}.{parts.suffix}"
-    labels = [label for label in host.split(".") if label]
-    return ".".join(labels[-2:])
 
 
 def default_seeds(domain: str) -> list[str]:

@@ -1,4 +1,6 @@
-"""Jobs after generation: the frozen job spec, status moves, listing.
+"""Jobs after generation: the frozen job spec, status moves, resubmission, listing; and the
+jobs table as the other stages read and write it (indexing, preservation, QA, the control of a
+running job call the functions at the end of this module, never SQL on ``jobs``).
 
 Why ``prepare_job`` writes ``job.json`` once: the spec is the contract with the crawler and
 what a curator reads to know what was asked; a retried task must find the same directory (same
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -18,19 +21,21 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    FAILED,
-    NEW,
-    STARTED,
-    STATUS_NAMES,
-    SUBMITTED,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import engine_or_default, utcnow
 from harvestflow.atomic import atomic_write_text
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.jobspec import JobSpec
+from harvestflow.contracts.summary import JobSummary
 from harvestflow.credentials import refs_for_job
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
+
+# writes the job's dedup index in its directory and returns its path (None: no index); the
+# indexing package's ``indexing.dedup_index.dedup_index_for_job``, given by the caller (the
+# harvest DAG), as harvest sits below indexing in the layering and must not import it
+DedupIndexFn = Callable[[Connection, Any, Path], str | None]
 
 
 def _job_row(conn: Connection, job_id: int, *, lock: bool = False) -> Any:
@@ -69,15 +74,17 @@ def job_domains(conn: Connection, job: Any) -> list[dict[str, Any]]:
     ]
 
 
-def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> dict[str, Any]:
-    """The job spec (job.json) of a jobs row: see the contract in the brief / ARCHITECTURE §4.
+def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> JobSpec:
+    """The job spec (job.json) of a jobs row as its model (:mod:`harvestflow.contracts.jobspec`;
+    the keys are listed in docs/architecture.md). The template is written as the harvest DB has
+    it and checked by the crawler when the crawl starts (a bad one fails the job there).
 
     Credentials of the job's domains are given by reference only (no secret in job.json): the
     crawler reads them decrypted at run time (harvestflow/credentials.py).
     """
     domains = job_domains(conn, job)
     credentials = refs_for_job(conn, job.harvest_id, [d["domain"] for d in domains])
-    return {
+    data = {
         "job_id": job.job_id,
         "harvest_id": job.harvest_id,
         "harvest_name": job.harvest_name,
@@ -99,6 +106,42 @@ def build_spec(conn: Connection, job: Any, dedup_index: str | None = None) -> di
         # the crawler polls job_actions for operators' actions (crawler/control.py)
         "job_control": True,
     }
+    # the template is checked by the crawler when the crawl starts (a bad one FAILS the job)
+    return JobSpec.from_dict(data, f"job {job.job_id}", resolve=False)
+
+
+def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
+    """(definition, job ids) of the previous run of the job's definition (for a snapshot second
+    step: the jobs of its first step)."""
+    if job.snapshot:
+        prev = conn.execute(
+            sa.text("SELECT previoushd FROM fullharvests WHERE harvest_id = :h"),
+            {"h": job.harvest_id},
+        ).scalar()
+        if prev is None:
+            return job.harvest_id, []
+        rows = conn.execute(
+            sa.text("SELECT job_id FROM jobs WHERE harvest_id = :h AND status = :d ORDER BY 1"),
+            {"h": prev, "d": JobStatus.DONE},
+        )
+        return int(prev), [int(r) for r in rows.scalars()]
+    num = conn.execute(
+        sa.text(
+            "SELECT max(harvest_num) FROM jobs WHERE harvest_id = :h AND harvest_num < :n"
+            " AND status = :d"
+        ),
+        {"h": job.harvest_id, "n": job.harvest_num, "d": JobStatus.DONE},
+    ).scalar()
+    if num is None:
+        return job.harvest_id, []
+    rows = conn.execute(
+        sa.text(
+            "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n AND status = :d"
+            " ORDER BY 1"
+        ),
+        {"h": job.harvest_id, "n": num, "d": JobStatus.DONE},
+    )
+    return job.harvest_id, [int(r) for r in rows.scalars()]
 
 
 def job_dir_for(data_dir: Path, job: Any, launched: datetime) -> Path:
@@ -119,8 +162,78 @@ def current_job_id(conn: Connection, job_id: int) -> int:
         job_id = int(nxt)
 
 
-def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None) -> str:
+def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | None = None) -> int:
+    """A NEW copy of ``job_id`` (same run, frozen template and seeds); returns its id.
+
+    The old job becomes RESUBMITTED with ``resubmitted_as_job`` set; a job already resubmitted
+    returns the job it was resubmitted as.
+    """
+    engine = engine_or_default(engine)
+    with engine.begin() as conn:
+        old = conn.execute(
+            sa.text("SELECT * FROM jobs WHERE job_id = :j FOR UPDATE"), {"j": job_id}
+        ).first()
+        if old is None:
+            raise LookupError(f"job {job_id} does not exist")
+        if old.resubmitted_as_job is not None:
+            return int(old.resubmitted_as_job)
+        if old.status == JobStatus.NEW:
+            raise ValueError(f"job {job_id} was never submitted: nothing to resubmit")
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": old.harvest_id})
+        next_index = conn.execute(
+            sa.text(
+                "SELECT max(job_index) + 1 FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
+            ),
+            {"h": old.harvest_id, "n": old.harvest_num},
+        ).scalar_one()
+        new_id = conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, snapshot,"
+                " template_name, template, seedlist, crawlertraps, forcemaxobjects,"
+                " forcemaxbytes, forcemaxrunningtime, num_configs, resolve, logical_date)"
+                " SELECT harvest_id, harvest_num, :i, :new, channel, snapshot, template_name,"
+                " template, seedlist, crawlertraps, forcemaxobjects, forcemaxbytes,"
+                " forcemaxrunningtime, num_configs, resolve, logical_date FROM jobs"
+                " WHERE job_id = :j RETURNING job_id"
+            ),
+            {"i": next_index, "new": JobStatus.NEW, "j": job_id},
+        ).scalar_one()
+        conn.execute(
+            sa.text(
+                "INSERT INTO job_configs (job_id, config_id) SELECT :n, config_id"
+                " FROM job_configs WHERE job_id = :j"
+            ),
+            {"n": new_id, "j": job_id},
+        )
+        conn.execute(
+            sa.text(
+                "UPDATE jobs SET status = GREATEST(status, :r), resubmitted_as_job = :n,"
+                " harvest_error_details = concat_ws('; ', harvest_error_details, :why)"
+                " WHERE job_id = :j"
+            ),
+            {
+                "r": JobStatus.RESUBMITTED,
+                "n": new_id,
+                "j": job_id,
+                "why": reason or f"resubmitted as job {new_id}",
+            },
+        )
+    log.warning("job %s resubmitted as job %s%s", job_id, new_id, f": {reason}" if reason else "")
+    return int(new_id)
+
+
+def prepare_job(
+    job_id: int,
+    data_dir: str | Path,
+    engine: Engine | None = None,
+    *,
+    dedup_index: DedupIndexFn | None = None,
+) -> str:
     """Write the frozen job spec and mark the job SUBMITTED; returns the job.json path.
+
+    ``dedup_index`` writes the job's deduplication index
+    (``indexing.dedup_index.dedup_index_for_job``, which the harvest DAG passes); without it the
+    job has none and stores every payload.
 
     Idempotent: a job already prepared (SUBMITTED, STARTED, DONE) keeps its directory and spec,
     and the existing path is returned. A FAILED job being prepared again (its tasks re-run) is
@@ -129,21 +242,18 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
     :func:`harvest.results.record_job_results` follow that link, so a DAG holding the old id
     carries on with the new job.
     """
-    from harvest.dedup_for_job import dedup_index_for_job
-    from harvest.recovery import resubmit_job
-
     engine = engine_or_default(engine)
     with engine.connect() as conn:
         job_id = current_job_id(conn, job_id)
         status = conn.execute(
             sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
         ).scalar()
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         job_id = resubmit_job(job_id, engine, reason="failed job prepared again (retry)")
     with engine.begin() as conn:
         job = _job_row(conn, job_id, lock=True)
-        if job.status != NEW and job.job_dir:
-            path = Path(job.job_dir) / "job.json"
+        if job.status != JobStatus.NEW and job.job_dir:
+            path = JobDir(job.job_dir).job_json
             if path.exists():
                 return str(path)
             log.warning("job %s: %s vanished, writing it again", job_id, path)
@@ -151,44 +261,43 @@ def prepare_job(job_id: int, data_dir: str | Path, engine: Engine | None = None)
         else:
             directory = job_dir_for(Path(data_dir), job, utcnow())
         directory.mkdir(parents=True, exist_ok=True)
-        dedup = dedup_index_for_job(conn, job, directory)
+        dedup = dedup_index(conn, job, directory) if dedup_index is not None else None
         spec = build_spec(conn, job, dedup)
-        path = directory / "job.json"
-        atomic_write_text(path, json.dumps(spec, indent=1, sort_keys=False) + "\n")
+        path = JobDir(directory).job_json
+        atomic_write_text(path, json.dumps(spec.to_dict(), indent=1, sort_keys=False) + "\n")
         conn.execute(
             sa.text(
                 "UPDATE jobs SET status = GREATEST(status, :s), job_dir = :d, dedup_index = :x,"
                 " submitteddate = COALESCE(submitteddate, now()) WHERE job_id = :j"
             ),
-            {"s": SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
+            {"s": JobStatus.SUBMITTED, "d": str(directory), "x": dedup, "j": job_id},
         )
     log.info(
         "job %s prepared: %s (%d seeds, %d domains, channel %s)",
         job_id,
         path,
-        len(spec["seeds"]),
-        len(spec["domains"]),
-        spec["channel"],
+        len(spec.seeds),
+        len(spec.domains),
+        spec.channel,
     )
     return str(path)
 
 
-def finished_summary(job_spec: str | Path) -> dict[str, Any] | None:
+def finished_summary(job_spec: str | Path) -> JobSummary | None:
     """The summary.json beside ``job_spec`` when the job's crawl already finished, else None.
 
     Why: a crawl task cleared or retried after its crawl finished must not crawl the job again
     into the same directory (a second set of WARCs under one job id); it reports the first
     crawl's summary instead. An unfinished crawl has no summary and resumes from its state.
     """
-    path = Path(job_spec).parent / "summary.json"
+    path = JobDir.of_spec(job_spec).summary_json
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobSummary.read(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ContractError) as exc:
         log.warning("%s is unreadable (%s): the crawl is run again", path, exc)
         return None
-    return data if isinstance(data, dict) else None
 
 
 def mark_started(
@@ -207,7 +316,7 @@ def mark_started(
                 "UPDATE jobs SET status = :s, startdate = COALESCE(startdate, now())"
                 " WHERE job_id = :j AND status < :s"
             ),
-            {"s": STARTED, "j": job},
+            {"s": JobStatus.STARTED, "j": job},
         )
         if airflow_task:
             conn.execute(
@@ -241,4 +350,165 @@ def list_jobs(
             ),
             {"h": harvest_id, "s": status, "l": limit},
         ).all()
-    return [dict(r._mapping) | {"status_name": STATUS_NAMES[r.status]} for r in rows]
+    return [dict(r._mapping) | {"status_name": JobStatus(r.status).name} for r in rows]
+
+
+# The jobs table as the other stages read and write it: they call these, never SQL on jobs.
+
+
+def job_status(conn: Connection, job_id: int) -> int | None:
+    """The job's status code, None when there is no such job."""
+    status = conn.execute(
+        sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
+    ).scalar()
+    return None if status is None else int(status)
+
+
+def job_exists(conn: Connection, job_id: int) -> bool:
+    found = conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id})
+    return found.first() is not None
+
+
+def final_job_rows(conn: Connection) -> list[Any]:
+    """(job_id, harvest_id, job_dir, status) of the DONE and RESUBMITTED jobs with a directory."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, harvest_id, job_dir, status FROM jobs"
+                f" WHERE status IN ({JobStatus.DONE:d}, {JobStatus.RESUBMITTED:d})"
+                " AND job_dir IS NOT NULL ORDER BY job_id"
+            )
+        ).all()
+    )
+
+
+def job_dirs(conn: Connection, job_ids: list[int]) -> list[str]:
+    """The directories of those jobs that have one."""
+    dirs = conn.execute(
+        sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
+        {"j": job_ids},
+    ).scalars()
+    return [str(d) for d in dirs]
+
+
+def job_with_definition(conn: Connection, job_id: int) -> dict[str, Any] | None:
+    """The job's row (what preservation records) with its definition's name, or None."""
+    row = (
+        conn.execute(
+            sa.text(
+                "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, j.harvest_num, j.status,"
+                " j.channel, j.snapshot, j.template_name, j.startdate, j.enddate, j.job_dir"
+                " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
+                " WHERE j.job_id = :j"
+            ),
+            {"j": job_id},
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row is not None else None
+
+
+def jobs_ended_between(conn: Connection, start: datetime, end: datetime) -> list[Any]:
+    """The jobs that ended in [start, end), with their definition's name and kind (QA)."""
+    sql = sa.text(
+        "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, h.kind, j.harvest_num,"
+        " j.status, j.startdate, j.enddate, j.job_dir"
+        " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
+        " WHERE j.enddate >= :start AND j.enddate < :end ORDER BY j.job_id"
+    )
+    return list(conn.execute(sql, {"start": start, "end": end}).all())
+
+
+def jobs_of_definition(conn: Connection, harvest_id: int) -> list[Any]:
+    """(job_id, status, job_dir) of a definition's jobs, oldest first."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, status, job_dir FROM jobs WHERE harvest_id = :h ORDER BY job_id"
+            ),
+            {"h": harvest_id},
+        ).all()
+    )
+
+
+def job_of_definition_named(conn: Connection, name: str) -> tuple[int, int, str] | None:
+    """(job_id, harvest_id, job_dir) of a job of the definition called ``name``, or None."""
+    row = conn.execute(
+        sa.text(
+            "SELECT j.job_id, j.harvest_id, j.job_dir FROM jobs j"
+            " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id WHERE h.name = :n"
+        ),
+        {"n": name},
+    ).first()
+    return (int(row[0]), int(row[1]), str(row[2])) if row else None
+
+
+def register_done_job(
+    conn: Connection,
+    *,
+    name: str,
+    comments: str,
+    reason: str,
+    channel: str,
+    template: str,
+    spec: dict[str, Any],
+) -> tuple[int, int]:
+    """(harvest_id, job_id) of a new inactive definition with one DONE job and no directory yet
+    (a retrospective delivery: files harvested elsewhere); :func:`set_job_dir` shows it to the
+    indexing chain once its files are in place."""  # fmt: skip
+    harvest_id = int(
+        conn.execute(
+            sa.text(
+                "INSERT INTO harvestdefinitions (name, comments, kind, isactive,"
+                " inactive_reason) VALUES (:n, :c, 'partial', false, :r) RETURNING harvest_id"
+            ),
+            {"n": name, "c": comments, "r": reason},
+        ).scalar_one()
+    )
+    job_id = int(
+        conn.execute(
+            sa.text(
+                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                " template_name, template, seedlist)"
+                " VALUES (:h, 1, 0, :s, :c, :t, CAST(:spec AS jsonb), '')"
+                " RETURNING job_id"
+            ),
+            {
+                "h": harvest_id,
+                "s": JobStatus.DONE,
+                "c": channel,
+                "t": template,
+                "spec": json.dumps(spec),
+            },
+        ).scalar_one()
+    )
+    return harvest_id, job_id
+
+
+def set_job_dir(conn: Connection, job_id: int, job_dir: str) -> None:
+    conn.execute(
+        sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
+        {"d": job_dir, "j": job_id},
+    )
+
+
+def jobs_with_status(conn: Connection, statuses: tuple[int, ...]) -> list[Any]:
+    """(job_id, status, job_dir) of the jobs in one of ``statuses``, by id."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT job_id, status, job_dir FROM jobs WHERE status = ANY(:s) ORDER BY job_id"
+            ),
+            {"s": list(statuses)},
+        ).all()
+    )
+
+
+def definitions_of_jobs(conn: Connection, job_ids: Iterable[int]) -> dict[int, int]:
+    """Job id → its harvest definition's id (unknown jobs are left out)."""
+    rows = conn.execute(
+        sa.text("SELECT job_id, harvest_id FROM jobs WHERE job_id = ANY(:ids)"),
+        {"ids": sorted({int(j) for j in job_ids})},
+    )
+    return {int(j): int(h) for j, h in rows}

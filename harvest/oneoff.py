@@ -26,9 +26,10 @@ from harvest.definitions import (
     ensure_run,
     ensure_selective_definition,
 )
-from harvest.domains import ensure_config, registrable_domain
+from harvest.domains import ensure_config
 from harvest.errors import HarvestError
 from harvest.selection.records import RecordError, normalise_url
+from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from harvest.common import STOP_REASON_NAMES, engine_or_default
+from harvest.common import engine_or_default
+from harvestflow.formats.stop_reasons import StopReason
 
 
 def domain_report(
@@ -101,7 +102,7 @@ def domain_report(
                 "objectcount": h.objectcount,
                 "bytecount": h.bytecount,
                 "stopreason": h.stopreason,
-                "stop_reason": STOP_REASON_NAMES.get(h.stopreason, str(h.stopreason)),
+                "stop_reason": StopReason.name_of(h.stopreason),
             }
             for h in history
         ],

@@ -20,13 +20,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import NEW, RESUBMITTED, as_utc, engine_or_default, harvest_settings
+from harvest.common import as_utc, engine_or_default, harvest_settings
 from harvest.definitions import deactivate, ensure_run
 from harvest.jobgen import default as default_generator
 from harvest.jobgen import fixed as fixed_generator
 from harvest.jobgen.model import HarvestLimits, JobGenSettings, JobPlan
 from harvest.jobgen.skip import SkipCounts, active_seeds, zero_budget
 from harvest.jobgen.source import count_configs, definition_limits, stream_configs
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import get_settings
 
@@ -77,7 +78,7 @@ def _existing_jobs(conn: Connection, harvest_id: int, harvest_num: int) -> list[
                 "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
                 " AND status <> :r ORDER BY job_index"
             ),
-            {"h": harvest_id, "n": harvest_num, "r": RESUBMITTED},
+            {"h": harvest_id, "n": harvest_num, "r": JobStatus.RESUBMITTED},
         ).scalars()
     ]
 
@@ -148,7 +149,7 @@ def _insert_job(
             "h": definition.harvest_id,
             "n": harvest_num,
             "i": job_index,
-            "st": NEW,
+            "st": JobStatus.NEW,
             "ch": channel,
             "snap": limits.snapshot,
             "tn": plan.template,

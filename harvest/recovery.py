@@ -21,8 +21,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from harvest.common import DONE, FAILED, NEW, RESUBMITTED, STARTED, SUBMITTED, engine_or_default
-from harvest.results import SUMMARY, record_job_results
+from crawler.leases import jobs_with_live_lease
+from harvest.common import engine_or_default
+from harvest.jobs import resubmit_job
+from harvest.results import record_job_results
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +69,18 @@ def find_dead_jobs(
             sa.text(
                 "SELECT job_id, job_dir, status, submitteddate FROM jobs"
                 " WHERE status IN (:s, :t)"
-                # a crawler still renewing the job's lease (job_leases, crawler/leases.py) is
-                # alive, on whatever machine, however quiet its directory looks from here
-                " AND NOT EXISTS (SELECT 1 FROM job_leases l WHERE l.job_id = jobs.job_id"
-                "                 AND l.expires_at > clock_timestamp())"
                 " ORDER BY job_id"
             ),
-            {"s": SUBMITTED, "t": STARTED},
+            {"s": JobStatus.SUBMITTED, "t": JobStatus.STARTED},
         ).all()
+        # a crawler still renewing the job's lease (crawler/leases.py) is alive, on whatever
+        # machine, however quiet its directory looks from here
+        skip |= jobs_with_live_lease(conn)
     dead = []
     for row in rows:
         if row.job_id in skip:
             continue
-        if row.job_dir and (Path(row.job_dir) / SUMMARY).exists():
+        if row.job_dir and JobDir(row.job_dir).summary_json.exists():
             continue  # finished: only its results are missing, not a dead worker
         activity = last_activity(Path(row.job_dir)) if row.job_dir else None
         if activity is None and row.submitteddate is not None:
@@ -85,66 +88,6 @@ def find_dead_jobs(
         if activity is not None and now - activity >= stale_after_s:
             dead.append(int(row.job_id))
     return dead
-
-
-def resubmit_job(job_id: int, engine: Engine | None = None, *, reason: str | None = None) -> int:
-    """A NEW copy of ``job_id`` (same run, frozen template and seeds); returns its id.
-
-    The old job becomes RESUBMITTED with ``resubmitted_as_job`` set; a job already resubmitted
-    returns the job it was resubmitted as.
-    """
-    engine = engine_or_default(engine)
-    with engine.begin() as conn:
-        old = conn.execute(
-            sa.text("SELECT * FROM jobs WHERE job_id = :j FOR UPDATE"), {"j": job_id}
-        ).first()
-        if old is None:
-            raise LookupError(f"job {job_id} does not exist")
-        if old.resubmitted_as_job is not None:
-            return int(old.resubmitted_as_job)
-        if old.status == NEW:
-            raise ValueError(f"job {job_id} was never submitted: nothing to resubmit")
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242, :h)"), {"h": old.harvest_id})
-        next_index = conn.execute(
-            sa.text(
-                "SELECT max(job_index) + 1 FROM jobs WHERE harvest_id = :h AND harvest_num = :n"
-            ),
-            {"h": old.harvest_id, "n": old.harvest_num},
-        ).scalar_one()
-        new_id = conn.execute(
-            sa.text(
-                "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel, snapshot,"
-                " template_name, template, seedlist, crawlertraps, forcemaxobjects,"
-                " forcemaxbytes, forcemaxrunningtime, num_configs, resolve, logical_date)"
-                " SELECT harvest_id, harvest_num, :i, :new, channel, snapshot, template_name,"
-                " template, seedlist, crawlertraps, forcemaxobjects, forcemaxbytes,"
-                " forcemaxrunningtime, num_configs, resolve, logical_date FROM jobs"
-                " WHERE job_id = :j RETURNING job_id"
-            ),
-            {"i": next_index, "new": NEW, "j": job_id},
-        ).scalar_one()
-        conn.execute(
-            sa.text(
-                "INSERT INTO job_configs (job_id, config_id) SELECT :n, config_id"
-                " FROM job_configs WHERE job_id = :j"
-            ),
-            {"n": new_id, "j": job_id},
-        )
-        conn.execute(
-            sa.text(
-                "UPDATE jobs SET status = GREATEST(status, :r), resubmitted_as_job = :n,"
-                " harvest_error_details = concat_ws('; ', harvest_error_details, :why)"
-                " WHERE job_id = :j"
-            ),
-            {
-                "r": RESUBMITTED,
-                "n": new_id,
-                "j": job_id,
-                "why": reason or f"resubmitted as job {new_id}",
-            },
-        )
-    log.warning("job %s resubmitted as job %s%s", job_id, new_id, f": {reason}" if reason else "")
-    return int(new_id)
 
 
 def salvage_job(job_id: int, engine: Engine | None = None, *, reason: str) -> bool:
@@ -178,8 +121,8 @@ def salvage_job(job_id: int, engine: Engine | None = None, *, reason: str) -> bo
         "dead job %s: partial output salvaged in %s (%s URLs in %d WARCs)",
         job_id,
         job_dir,
-        summary.get("urls"),
-        len(summary.get("warcs", [])),
+        summary.urls,
+        len(summary.warcs),
     )
     return True
 
@@ -209,7 +152,7 @@ def resubmit_dead_jobs(
                     "UPDATE jobs SET harvest_errors = concat_ws('; ', CAST(:why AS text),"
                     " harvest_errors) WHERE job_id = :j AND status IN (:d, :f)"
                 ),
-                {"why": why, "j": job_id, "d": DONE, "f": FAILED},
+                {"why": why, "j": job_id, "d": JobStatus.DONE, "f": JobStatus.FAILED},
             )
         resubmitted[job_id] = resubmit_job(job_id, engine, reason=why)
         log.warning(

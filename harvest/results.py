@@ -9,7 +9,6 @@ as DOWNLOAD_UNFINISHED with what is known (nothing).
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import datetime
 from pathlib import Path
@@ -18,53 +17,43 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import (
-    DONE,
-    FAILED,
-    STATUS_NAMES,
-    STOP_REASON_NAMES,
-    STOP_UNFINISHED,
-    as_utc,
-    engine_or_default,
-    utcnow,
-)
+from harvest.common import as_utc, engine_or_default, utcnow
+from harvest.jobs import current_job_id
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import SUMMARY_JSON, JobDir
+from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.job_status import JobStatus
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
-SUMMARY = "summary.json"
+SUMMARY = SUMMARY_JSON
 MAX_REPORT_BYTES = 5_000_000  # a frontier report of a big crawl is summarised, not stored whole
 
 
-def _read_summary(job_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    path = job_dir / SUMMARY
+def _read_summary(job_dir: Path) -> tuple[JobSummary | None, str | None]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return JobSummary.read(JobDir(job_dir).summary_json), None
     except FileNotFoundError:
         return None, f"no {SUMMARY} in {job_dir}: the crawl did not finish"
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"{path}: unreadable summary ({exc})"
-    if not isinstance(data, dict):
-        return None, f"{path}: the summary is not a JSON object"
-    return data, None
+    except ContractError as exc:
+        return None, str(exc)
 
 
-def _ended(summary: dict[str, Any]) -> datetime:
+def _ended(summary: JobSummary) -> datetime:
     """When the crawl ended (the summary's "ended"), else now."""
-    raw = summary.get("ended")
-    if isinstance(raw, str):
-        try:
-            return as_utc(datetime.fromisoformat(raw.replace("Z", "+00:00")))
-        except ValueError:
-            log.warning("summary: 'ended' %r is not an ISO date, using now", raw)
+    ended = summary.ended_at
+    if ended is not None:
+        return as_utc(ended)
+    if summary.ended:
+        log.warning("summary: 'ended' %r is not an ISO date, using now", summary.ended)
     return utcnow()
 
 
 def _store_reports(conn: Connection, job_id: int, job_dir: Path) -> list[str]:
     names = []
-    candidates = (
-        sorted((job_dir / "reports").glob("*.txt")) if (job_dir / "reports").is_dir() else []
-    )
-    summary = job_dir / SUMMARY
+    candidates = JobDir(job_dir).report_files()
+    summary = JobDir(job_dir).summary_json
     if summary.is_file():
         candidates.append(summary)
     for path in candidates:
@@ -83,7 +72,7 @@ def _store_reports(conn: Connection, job_id: int, job_dir: Path) -> list[str]:
 
 
 def _record_history(
-    conn: Connection, job: Any, summary: dict[str, Any], when: Any
+    conn: Connection, job: Any, summary: JobSummary, when: Any
 ) -> tuple[int, list[str]]:
     configs = {
         r.name: r.config_id
@@ -96,22 +85,25 @@ def _record_history(
         )
     }
     problems: list[str] = []
-    stats = summary.get("domains") or {}
+    stats = summary.domains
     rows = 0
     for domain, config_id in sorted(configs.items()):
         entry = stats.get(domain)
-        if isinstance(entry, dict):
-            try:
-                objects = int(entry.get("objects", 0))
-                size = int(entry.get("bytes", 0))
-                reason = int(entry.get("stop_reason", STOP_UNFINISHED))
-                if reason not in STOP_REASON_NAMES:
-                    raise ValueError(f"stop reason {reason} not in {sorted(STOP_REASON_NAMES)}")
-            except (TypeError, ValueError) as exc:
-                problems.append(f"domain {domain}: bad statistics in the summary ({exc})")
-                objects, size, reason = 0, 0, STOP_UNFINISHED
+        if domain in summary.bad_domains:
+            error = summary.bad_domains[domain]
+            problems.append(f"domain {domain}: bad statistics in the summary ({error})")
+            objects, size, reason = 0, 0, int(StopReason.DOWNLOAD_UNFINISHED)
+        elif entry is not None:
+            objects, size, reason = entry.objects, entry.bytes, entry.stop_reason
+            known = sorted(int(r) for r in StopReason)
+            if reason not in known:
+                problems.append(
+                    f"domain {domain}: bad statistics in the summary"
+                    f" (stop reason {reason} not in {known})"
+                )
+                objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
         else:
-            objects, size, reason = 0, 0, STOP_UNFINISHED
+            objects, size, reason = 0, 0, StopReason.DOWNLOAD_UNFINISHED
             problems.append(f"domain {domain}: not in the summary, recorded as unfinished")
         conn.execute(
             sa.text(
@@ -132,7 +124,7 @@ def _record_history(
             },
         )
         rows += 1
-    for domain in sorted(set(stats) - set(configs)):
+    for domain in sorted((set(stats) | set(summary.bad_domains)) - set(configs)):
         problems.append(f"domain {domain}: in the summary but not in the job, ignored")
     return rows, problems
 
@@ -144,8 +136,6 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
 
     Returns {job_id, status, history_rows, reports, urls, bytes, problems}.
     """
-    from harvest.jobs import current_job_id
-
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         job_id = current_job_id(conn, job_id)
@@ -162,9 +152,9 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         history_rows, problems = 0, list[str]()
         if summary is not None:
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
-            status = DONE
+            status = JobStatus.DONE
             details = "; ".join(problems) or None
-            crawl_status = summary.get("status")
+            crawl_status = summary.status
             errors = (
                 None
                 if crawl_status == "complete"
@@ -174,7 +164,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
                 else f"crawl ended: {crawl_status}"
             )
         else:
-            status = FAILED
+            status = JobStatus.FAILED
             errors, details = error, None
         conn.execute(
             sa.text(
@@ -186,14 +176,14 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         )
     result = {
         "job_id": job_id,
-        "status": STATUS_NAMES[status],
+        "status": status.name,
         "history_rows": history_rows,
         "reports": reports,
-        "urls": int((summary or {}).get("urls", 0) or 0),
-        "bytes": int((summary or {}).get("bytes", 0) or 0),
+        "urls": summary.urls if summary is not None else 0,
+        "bytes": summary.bytes if summary is not None else 0,
         "problems": problems if summary is not None else [error],
     }
-    if status == FAILED:
+    if status == JobStatus.FAILED:
         log.error("job %s FAILED: %s", job_id, error)
     else:
         log.info(
@@ -205,3 +195,45 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
             result["bytes"],
         )
     return result
+
+
+# The harvest history as the other stages (QA) read it: they call these, never SQL on it.
+
+
+def history_of_jobs(conn: Connection, job_ids: list[int]) -> list[Any]:
+    """(job_id, domain, stopreason, objects, bytes) of the jobs' historyinfo rows."""
+    sql = sa.text(
+        "SELECT h.job_id, d.name AS domain, h.stopreason, h.objectcount AS objects,"
+        " h.bytecount AS bytes FROM historyinfo h"
+        " JOIN configurations c ON c.config_id = h.config_id"
+        " JOIN domains d ON d.domain_id = c.domain_id"
+        " WHERE h.job_id = ANY(:ids) ORDER BY h.job_id, d.name"
+    )
+    return list(conn.execute(sql, {"ids": list(job_ids)}).all())
+
+
+def history_rows(conn: Connection, harvest_id: int, runs: list[int] | None = None) -> list[Any]:
+    """(run, domain, objects, bytes, stopreason) of a definition's historyinfo rows (of
+    ``runs`` only, when given), by run and domain."""
+    only = " AND j.harvest_num = ANY(:runs)" if runs is not None else ""
+    sql = sa.text(
+        "SELECT j.harvest_num AS run, d.name AS domain, h.objectcount AS objects,"
+        " h.bytecount AS bytes, h.stopreason FROM historyinfo h"
+        " JOIN jobs j ON j.job_id = h.job_id"
+        " JOIN configurations c ON c.config_id = h.config_id"
+        " JOIN domains d ON d.domain_id = c.domain_id"
+        f" WHERE h.harvest_id = :h{only} ORDER BY j.harvest_num, d.name"
+    )
+    params: dict[str, object] = {"h": harvest_id}
+    if runs is not None:
+        params["runs"] = list(runs)
+    return list(conn.execute(sql, params).all())
+
+
+def history_runs(conn: Connection, harvest_id: int) -> list[int]:
+    """The run numbers of a definition that have harvest history, ascending."""
+    sql = sa.text(
+        "SELECT DISTINCT j.harvest_num FROM historyinfo h JOIN jobs j ON j.job_id = h.job_id"
+        " WHERE h.harvest_id = :h ORDER BY 1"
+    )
+    return [int(r[0]) for r in conn.execute(sql, {"h": harvest_id})]

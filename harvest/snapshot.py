@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from harvest.common import engine_or_default
 from harvest.definitions import ensure_snapshot_definition
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,13 @@ def domains_for_step2(step1_harvest_id: int, engine: Engine | None = None) -> li
                 sa.text(
                     "SELECT DISTINCT d.name FROM historyinfo hi JOIN configurations c"
                     " USING (config_id) JOIN domains d USING (domain_id)"
-                    " WHERE hi.harvest_id = :h AND hi.stopreason IN (1, 2) AND d.active"
+                    " WHERE hi.harvest_id = :h AND hi.stopreason IN (:objects, :size) AND d.active"
                     " ORDER BY 1"
                 ),
-                {"h": step1_harvest_id},
+                {
+                    "h": step1_harvest_id,
+                    "objects": StopReason.OBJECT_LIMIT,
+                    "size": StopReason.SIZE_LIMIT,
+                },
             ).scalars()
         )

@@ -1,6 +1,6 @@
 """Crawl templates (the equivalent of Heritrix order files) from reviewed files in config/.
 
-Why files: templates are reviewed, versioned configuration (ARCHITECTURE §7); the database keeps
+Why files: templates are reviewed, versioned configuration (like all of config/); the DB keeps
 a copy (``templates.spec``) because a job freezes the template it was generated with, and jobs
 reference templates by name. Missing keys take the [crawler] defaults of the settings, so a
 template only says what differs.
@@ -18,11 +18,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.errors import HarvestError
-from harvestflow.settings import PROJECT_ROOT, get_settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-TEMPLATES_DIR = PROJECT_ROOT / "config" / "templates"
+TEMPLATES_DIR = data_path("config", "templates")
 
 # Keys of a template spec and where their defaults come from ([crawler] settings or here).
 _CRAWLER_KEYS = (

@@ -27,7 +27,8 @@ from pathlib import Path
 import psutil
 
 from harvestflow.atomic import atomic_write_text
-from harvestflow.settings import EXECUTORS, PROJECT_ROOT, Settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import EXECUTORS, Settings
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,9 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.airflow_db_url,
             "AIRFLOW__CORE__EXECUTOR": EXECUTORS[settings.executor],
-            "AIRFLOW__CORE__DAGS_FOLDER": str(PROJECT_ROOT / "dags"),
-            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PROJECT_ROOT / "plugins"),
+            # the dags/ and plugins/ packages, in the checkout or in site-packages
+            "AIRFLOW__CORE__DAGS_FOLDER": str(data_path("dags")),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(data_path("plugins")),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",

@@ -17,11 +17,12 @@ from typing import Any
 
 from harvestflow.airflow_runtime import airflow_env
 from harvestflow.errors import HarvestflowError
-from harvestflow.settings import PROJECT_ROOT, Settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DAGS_DIR = PROJECT_ROOT / "dags"
+DAGS_DIR = data_path("dags")
 
 
 class DagRunFailed(HarvestflowError, RuntimeError):

@@ -20,11 +20,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
 from harvestflow.errors import HarvestflowError
-from harvestflow.settings import PROJECT_ROOT, get_settings
+from harvestflow.package_data import data_path
+from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-SQL_DIR = PROJECT_ROOT / "sql"
+SQL_DIR = data_path("sql")
 _MIGRATION_NAME = re.compile(r"^(\d{3,})_[\w-]+\.sql$")
 _ADVISORY_LOCK_KEY = 0x4856_4657  # "HVFW"
 

@@ -10,7 +10,6 @@ indexing_merge and daily_qa_stats for today. Then it prints where each output is
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -20,16 +19,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
+from harvest import jobs as harvest_jobs
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
+from harvestflow.package_data import data_path
 from harvestflow.samplesite_service import start_sample_site
-from harvestflow.settings import PROJECT_ROOT, Settings, get_settings
+from harvestflow.settings import Settings, get_settings
+from indexing import manifest
+from preservation import records
 
 log = logging.getLogger(__name__)
 
-DEMO_DATA = PROJECT_ROOT / "config" / "demo"
+DEMO_DATA = data_path("config", "demo")
 
 
 def demo_preload_conf(settings: Settings, site_port: int) -> dict[str, Any]:
@@ -160,30 +163,18 @@ def output_to(path: Path) -> Iterator[None]:
 def print_outputs(settings: Settings, harvest_id: int) -> None:
     engine = db.get_engine()
     with engine.connect() as conn:
-        jobs = conn.execute(
-            sa.text(
-                "SELECT job_id, status, job_dir FROM jobs WHERE harvest_id = :h ORDER BY job_id"
-            ),
-            {"h": harvest_id},
-        ).all()
-        files = conn.execute(
-            sa.text("SELECT file_name, stage, final_path FROM index_manifest ORDER BY file_name")
-        ).all()
-        preserved = conn.execute(
-            sa.text(
-                "SELECT file_name, ark, s3_key, status FROM preservation_files"
-                " WHERE ark IS NOT NULL ORDER BY file_name"
-            )
-        ).all()
+        jobs = harvest_jobs.jobs_of_definition(conn, harvest_id)
+        files = manifest.file_locations(conn)
+        preserved = records.files_with_ark(conn)
     print("\n=== where everything is ===")
     for job in jobs:
         job_dir = Path(job.job_dir or "")
-        summary = job_dir / "summary.json"
-        counts = json.loads(summary.read_text()) if summary.exists() else {}
+        jd = JobDir(job_dir)
+        counts = JobSummary.read(jd.summary_json) if jd.summary_json.exists() else None
         print(f"job {job.job_id} (status {job.status}): {job_dir}")
-        print(f"  URLs {counts.get('urls')}, bytes {counts.get('bytes')}")
-        print(f"  crawl.log: {job_dir / 'logs' / 'crawl.log'}")
-        print(f"  reports:   {job_dir / 'reports'}")
+        print(f"  URLs {counts and counts.urls}, bytes {counts and counts.bytes}")
+        print(f"  crawl.log: {jd.crawl_log}")
+        print(f"  reports:   {jd.reports}")
     for f in files:
         print(f"WARC {f.file_name}: {f.stage} → {f.final_path}")
     print(f"CDX indexes: {settings.path('index', 'cdx')}")

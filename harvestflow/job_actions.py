@@ -2,7 +2,8 @@
 
 Why the database and not a socket: the crawler may run on another machine than the curator
 pages or the CLI, and the table is at the same time the audit of every action (who, when, what
-the crawler answered). The requesting side (CLI, curator pages) inserts a *pending* row; the
+the crawler answered). The requesting side (harvest.control.request, for the CLI and the
+curator pages) checks that the job runs and inserts a *pending* row; the
 crawler (crawler/control.py) polls its job's pending rows every few seconds, applies them and
 marks each *applied* or *refused* with a message. Core module: the crawler imports it as it
 imports harvestflow.credentials (its engine comes from the same settings).
@@ -124,34 +125,23 @@ def check_arguments(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def request_action(
-    job_id: int,
-    action: str,
-    arguments: dict[str, Any] | None,
-    user: str,
-    engine: Engine | None = None,
+def insert_action(
+    conn: sa.Connection, job_id: int, action: str, args: dict[str, Any], user: str
 ) -> int:
-    """Insert a pending action (checked first); returns its id. The job must be running
-    (SUBMITTED or STARTED): an action on a finished job would never be applied."""
-    args = check_arguments(action, arguments or {})
+    """Insert a pending action (already checked, the job known to be running); its id.
+
+    The check that the job runs is the requester's (harvest.control.request, which owns the
+    jobs table), in the same transaction as this insert.
+    """
     if not user or not user.strip():
         raise ActionError("who asks must be named (a user name)")
-    engine = engine or get_engine()
-    with engine.begin() as conn:
-        status = conn.execute(
-            sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": job_id}
-        ).scalar()
-        if status is None:
-            raise ActionError(f"job {job_id} does not exist")
-        if status not in (1, 2):  # SUBMITTED, STARTED (harvest.common)
-            raise ActionError(f"job {job_id} is not running (status {status})")
-        action_id = conn.execute(
-            sa.text(
-                "INSERT INTO job_actions (job_id, action, arguments, requested_by)"
-                " VALUES (:j, :a, CAST(:g AS jsonb), :u) RETURNING action_id"
-            ),
-            {"j": job_id, "a": action, "g": json.dumps(args), "u": user.strip()[:200]},
-        ).scalar_one()
+    action_id = conn.execute(
+        sa.text(
+            "INSERT INTO job_actions (job_id, action, arguments, requested_by)"
+            " VALUES (:j, :a, CAST(:g AS jsonb), :u) RETURNING action_id"
+        ),
+        {"j": job_id, "a": action, "g": json.dumps(args), "u": user.strip()[:200]},
+    ).scalar_one()
     log.info("job %s: %s %s requested by %s (action %s)", job_id, action, args, user, action_id)
     return int(action_id)
 

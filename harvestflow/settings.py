@@ -3,7 +3,9 @@
 Why: the same code runs embedded on one laptop and in production against external PostgreSQL
 and S3; the only thing that changes is settings. ``HARVESTFLOW_<SECTION>__<KEY>`` overrides a key
 (values are parsed as TOML scalars, so ``15433`` is an int and ``true`` a bool),
-``HARVESTFLOW_DATA_DIR`` the data directory and ``HARVESTFLOW_CONFIG`` the file itself.
+``HARVESTFLOW_DATA_DIR`` the data directory and ``HARVESTFLOW_CONFIG`` the file itself. The
+default file ships in the ``config`` package (read through :mod:`importlib.resources`); a relative
+path in it is relative to :func:`base_dir`, never to where the code is installed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from harvestflow.errors import HarvestflowError
+from harvestflow.package_data import data_path
 
+# The folder above the packages: the checkout when run from one (./run, the tests, an editable
+# install), site-packages when installed from a wheel. Shipped files are found with
+# harvestflow.package_data.data_path, deployment data below base_dir(): never through this.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = PROJECT_ROOT / "config" / "harvestflow.toml"
+DEFAULT_CONFIG = data_path("config", "harvestflow.toml")
 ENV_PREFIX = "HARVESTFLOW_"
 # [airflow] executor values and the Airflow executor each one runs
 EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
@@ -26,6 +32,28 @@ EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
 
 class SettingsError(HarvestflowError, ValueError):
     """A settings file or override that cannot be used, with what and where."""
+
+
+def source_checkout() -> Path | None:
+    """The checkout the packages are imported from, or None when they are installed."""
+    return PROJECT_ROOT if (PROJECT_ROOT / "pyproject.toml").is_file() else None
+
+
+def base_dir(environ: dict[str, str] | None = None) -> Path:
+    """What a relative path of the settings (``[paths] data_dir``, ``[access] venv``) is under.
+
+    Why two answers: from a checkout, the deployment's data lives beside the code (``var/``,
+    ``.replay-venv``: what ``./run`` sets up and the README shows); installed from a wheel, the
+    code is in site-packages, which is no place for a database, so the base is
+    ``$XDG_DATA_HOME/harvestflow`` (default ``~/.local/share/harvestflow``). A deployment sets
+    ``HARVESTFLOW_DATA_DIR`` or an absolute ``data_dir`` and never depends on either.
+    """
+    checkout = source_checkout()
+    if checkout is not None:
+        return checkout
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "harvestflow"
 
 
 def _parse_scalar(raw: str) -> Any:
@@ -75,7 +103,7 @@ class Settings:
         raw = os.environ.get(ENV_PREFIX + "DATA_DIR") or self.data["paths"]["data_dir"]
         path = Path(raw)
         if not path.is_absolute():
-            path = PROJECT_ROOT / path
+            path = base_dir() / path
         return path.resolve()
 
     def path(self, *parts: str) -> Path:

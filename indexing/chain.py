@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from harvestflow.atomic import place
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
@@ -83,7 +84,7 @@ def _ingest(ctx: _Ctx) -> list[str]:
     queued = {d: _queued(d) for d in workers}
     candidates: list[tuple[int, int, Path]] = []
     for job_id, harvest_id, job_dir in manifest.finished_jobs(ctx.engine):
-        warcs = Path(job_dir) / "warcs"
+        warcs = JobDir(job_dir).warcs
         if not warcs.is_dir():
             log.warning("job %s: no warcs directory in %s", job_id, job_dir)
             continue

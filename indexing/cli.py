@@ -1,4 +1,4 @@
-"""``harvestflow index ...`` subcommands (registered by the lead's CLI through :func:`add_cli`).
+"""``harvestflow index ...`` subcommands (registered by harvestflow's CLI through :func:`add_cli`).
 
 - ``index cdx FILE... [--format cdxj|cdx11]``: index lines of WARC or ARC files on stdout, in
   record order, exactly what cdxj-indexer (or ``cdxj-indexer -11``) prints for the same files:
@@ -172,7 +172,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m indexing.cli``) until the lead's CLI registers us."""
+    """Stand-alone entry (``python -m indexing.cli``) beside ``harvestflow index``."""
     parser = argparse.ArgumentParser(prog="harvestflow")
     add_cli(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

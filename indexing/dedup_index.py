@@ -22,10 +22,17 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from harvestflow.atomic import atomic_open
-from harvestflow.formats.crawllog import split_line
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from harvest.jobs import job_dirs, previous_jobs
+from harvestflow.atomic import atomic_open, atomic_write_bytes
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.db import get_engine
+from harvestflow.formats.cdx import parse_cdx11, warc_date
+from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
 from indexing.record_model import Capture
@@ -77,13 +84,17 @@ def duplicate_keys(crawl_log: Path) -> set[tuple[bytes, bytes]]:
         for lineno, raw in enumerate(fh, 1):
             # one field rule for every reader: a shifted or forged line (a server's own digest
             # and duplicate:digest) must not put a key in the index
-            fields, why = split_line(raw.decode("utf-8", "surrogateescape"))
-            if why:
+            entry, why = CrawlLogLine.read(raw.decode("utf-8", "surrogateescape"))
+            if entry is None:
                 bad += 1
                 first = first or f"line {lineno}: {why}"
                 continue
-            if "duplicate:" in fields[11] and fields[9].startswith("sha1:"):
-                keys.add((_raw(fields[3]), _raw(fields[9])))
+            if (
+                any("duplicate:" in note for note in entry.annotations)
+                and entry.digest is not None
+                and entry.digest.startswith("sha1:")
+            ):
+                keys.add((_raw(entry.url), _raw(entry.digest)))
     if bad:
         log.warning("%s: %d bad crawl.log line(s) skipped (first at %s)", crawl_log, bad, first)
     return keys
@@ -94,16 +105,9 @@ def _raw(field: str) -> bytes:
 
 
 def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
-    import sqlalchemy as sa
-
-    from harvestflow.db import get_engine
-
     with get_engine(settings.harvest_db_url).connect() as conn:
-        dirs = conn.execute(
-            sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
-            {"j": sorted(int(j) for j in job_ids)},
-        ).scalars()
-        return [Path(d) / "logs" / "crawl.log" for d in dirs]
+        dirs = job_dirs(conn, sorted(int(j) for j in job_ids))
+        return [JobDir(d).crawl_log for d in dirs]
 
 
 def _carried(fh: IO[bytes], keys: set[tuple[bytes, bytes]]) -> Iterator[bytes]:
@@ -175,3 +179,124 @@ def build_dedup_index(
         out_path,
     )
     return out_path
+
+
+DEDUP_FILE = "dedup-index.txt"
+
+
+def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
+    """Dedup-index lines from an 11-field CDX file (N b a m s k r M S V g).
+
+    Revisit records and captures without a digest are left out (nothing to refer to); the
+    record id, ETag and Last-Modified are not in a CDX and are written as "-".
+    """
+    with cdx_path.open(encoding="utf-8", errors="replace", newline="\n") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.startswith(" CDX") or not line.strip():
+                continue
+            rec = parse_cdx11(line)
+            if rec is None:
+                log.warning("%s line %d: not an 11-field CDX line, skipped", cdx_path, lineno)
+                continue
+            if rec.digest == "-" or rec.mime == "warc/revisit":
+                continue
+            digest = rec.digest if rec.digest.startswith("sha1:") else "sha1:" + rec.digest
+            date = warc_date(rec.timestamp)
+            yield "\t".join((rec.url, digest, date, rec.filename, str(rec.offset), "-", "-", "-"))
+
+
+def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
+    paths = conn.execute(
+        sa.text(
+            "SELECT DISTINCT cdx_path FROM index_manifest WHERE job_id = ANY(CAST(:j AS bigint[]))"
+            " AND cdx_path IS NOT NULL ORDER BY 1"
+        ),
+        {"j": job_ids},
+    ).scalars()
+    lines: set[str] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_file():
+            log.warning("dedup: CDX file %s of a previous job is missing, skipped", path)
+            continue
+        lines.update(cdx_to_dedup_lines(path))
+    if not lines:
+        return False
+    data = sorted(line.encode("utf-8") for line in lines)  # byte order
+    atomic_write_bytes(out, b"".join(line + b"\n" for line in data))
+    return True
+
+
+def _with_warc_paths(conn: Connection, index: Path) -> int:
+    """Name each earlier capture's WARC by the absolute path it is at now, where known.
+
+    Why: the crawler reads a revisit's original back for a rendering browser
+    (crawler/render_archive.py) and, as a crawl stage, cannot ask the indexing manifest where an
+    earlier job's WARC went; a bare file name it cannot open makes the browser's request go to
+    the server again, unrecorded. The manifest's final copy (else the job's own, while it is
+    still there) is written in the file column when that file exists; otherwise the name stays.
+    Returns the number of lines rewritten.
+    """
+    lines = index.read_bytes().splitlines()
+    names = sorted(
+        {ln.split(b"\t")[3].decode("utf-8", "replace") for ln in lines if ln.count(b"\t") >= 4}
+    )
+    if not names:
+        return 0
+    paths: dict[str, str] = {}
+    for name, final, source in conn.execute(
+        sa.text(
+            "SELECT file_name, final_path, source_path FROM index_manifest"
+            " WHERE file_name = ANY(:n)"
+        ),
+        {"n": names},
+    ):
+        for candidate in (final, source):
+            if candidate and Path(candidate).is_absolute() and Path(candidate).is_file():
+                paths[name] = candidate
+                break
+    if not paths:
+        return 0
+    out, changed = [], 0
+    for line in lines:
+        fields = line.split(b"\t")
+        if len(fields) > 4 and (path := paths.get(fields[3].decode("utf-8", "replace"))):
+            fields[3] = path.encode("utf-8")
+            changed += 1
+        out.append(b"\t".join(fields) + b"\n")
+    with atomic_open(index, "wb") as fh:
+        fh.writelines(out)
+    return changed
+
+
+def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None:
+    """Path of the dedup index written for ``job`` in its directory, or None.
+
+    What :func:`harvest.jobs.prepare_job` is given as ``dedup_index`` (by the harvest DAG): a
+    selective job de-duplicates against the previous run of its definition (a snapshot second
+    step against its first step; :func:`harvest.jobs.previous_jobs`). Built by
+    :func:`build_dedup_index`; when that has nothing for those jobs, derived from the CDX files
+    recorded in ``index_manifest`` for the previous run's WARCs. No previous capture known: no
+    index (the crawler then stores every payload).
+    """
+    harvest_id, prev = previous_jobs(conn, job)
+    if not prev:
+        return None
+    out = job_dir / DEDUP_FILE
+    if out.exists() and out.stat().st_size > 0:
+        return str(out)
+    try:
+        build_dedup_index(harvest_id, out, job_ids=prev)
+        if out.exists() and out.stat().st_size > 0:
+            _with_warc_paths(conn, out)
+            log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
+            return str(out)
+    except Exception:
+        log.exception("dedup: indexing.dedup_index.build_dedup_index failed, trying the CDX")
+    if _from_manifest_cdx(conn, prev, out):
+        _with_warc_paths(conn, out)
+        log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)
+        return str(out)
+    log.info("job %s: previous jobs %s have no index yet: no dedup index", job.job_id, prev)
+    out.unlink(missing_ok=True)  # an empty file written above: ours, holds nothing
+    return None

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
 from warcio.warcwriter import WARCWriter
 
-from harvest.common import DONE
+from harvest import jobs
 from harvestflow.atomic import atomic_open, place
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
+from harvestflow.formats.harvest_channels import Channel
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
 from indexing.files import sha1_of
@@ -41,7 +42,6 @@ from indexing.record_model import NotAWarcError, sniff_format
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "DELIVERY"
 TEMPLATE = "delivery"
 
 
@@ -63,17 +63,6 @@ class DeliveryResult:
 
 def _definition_name(name: str) -> str:
     return f"delivery:{name}"
-
-
-def _existing_job(conn: sa.Connection, name: str) -> tuple[int, int, str] | None:
-    row = conn.execute(
-        sa.text(
-            "SELECT j.job_id, j.harvest_id, j.job_dir FROM jobs j"
-            " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id WHERE h.name = :n"
-        ),
-        {"n": _definition_name(name)},
-    ).first()
-    return (int(row[0]), int(row[1]), str(row[2])) if row else None
 
 
 def _candidates(source: Path, result: DeliveryResult) -> list[tuple[Path, str]]:
@@ -136,7 +125,7 @@ def register_delivery(
         raise NotADirectoryError(f"delivery {name!r}: {source} is not a directory")
     engine = get_engine(settings.harvest_db_url)
     with engine.connect() as conn:
-        existing = _existing_job(conn, name)
+        existing = jobs.job_of_definition_named(conn, _definition_name(name))
     if existing is not None:
         result.job_id, result.harvest_id, result.job_dir = existing
         result.already = True
@@ -152,47 +141,23 @@ def register_delivery(
         log.error("delivery %r: no archive file to register in %s", name, source)
         return result
     with engine.begin() as conn:
-        harvest_id = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO harvestdefinitions (name, comments, kind, isactive,"
-                    " inactive_reason) VALUES (:n, :c, 'partial', false, :r) RETURNING harvest_id"
-                ),
-                {
-                    "n": _definition_name(name),
-                    "c": f"retrospective delivery from {source}",
-                    "r": "a delivery, never harvested",
-                },
-            ).scalar_one()
-        )
-        job_id = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist)"
-                    " VALUES (:h, 1, 0, :s, :c, :t, CAST(:spec AS jsonb), '')"
-                    " RETURNING job_id"
-                ),
-                {
-                    "h": harvest_id,
-                    "s": DONE,
-                    "c": CHANNEL,
-                    "t": TEMPLATE,
-                    "spec": json.dumps({"delivery": name, "source": str(source)}),
-                },
-            ).scalar_one()
+        harvest_id, job_id = jobs.register_done_job(
+            conn,
+            name=_definition_name(name),
+            comments=f"retrospective delivery from {source}",
+            reason="a delivery, never harvested",
+            channel=Channel.DELIVERY.value,
+            template=TEMPLATE,
+            spec={"delivery": name, "source": str(source)},
         )
         job_dir = settings.data_dir / "deliveries" / f"{job_id}-{_safe(name)}"
-        warcs = job_dir / "warcs"
+        warcs = JobDir(job_dir).warcs  # the layout of a crawled job's directory
         warcs.mkdir(parents=True, exist_ok=True)
         for path, *_ in files:
             place(path, warcs / path.name)
         _metadata_warc(warcs / f"{job_id}-metadata-1.warc.gz", name, source, files)
         # the job becomes visible to the chain (job_dir set) only with its files in place
-        conn.execute(
-            sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
-            {"d": str(job_dir), "j": job_id},
-        )
+        jobs.set_job_dir(conn, job_id, str(job_dir))
     result.job_id, result.harvest_id, result.job_dir = job_id, harvest_id, str(job_dir)
     result.registered = [p.name for p, *_ in files]
     log.info(

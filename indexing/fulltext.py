@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from warcio.recordloader import ArcWarcRecord
 
-from harvest.domains import registrable_domain
 from harvestflow.db import get_engine
 from harvestflow.formats.cdx import mime_of
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.surt import surt_or_url
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings

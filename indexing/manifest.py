@@ -17,6 +17,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from crawler.salvage import was_salvaged
+from harvest import jobs
+from harvestflow.formats.job_status import JobStatus
+
 STAGES = ("ingested", "indexed", "transferred", "backedup", "done", "quarantined")
 
 
@@ -117,28 +121,20 @@ def existing_job(engine: Engine, job_id: int | None) -> int | None:
     if job_id is None:
         return None
     with engine.connect() as conn:
-        found = conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id})
-        return job_id if found.first() else None
+        return job_id if jobs.job_exists(conn, job_id) else None
 
 
 def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
     """(job_id, harvest_id, job_dir) of the jobs whose WARCs are final.
 
-    DONE (3) jobs, and RESUBMITTED (5) jobs whose dead crawl's partial output was salvaged
+    DONE jobs, and RESUBMITTED jobs whose dead crawl's partial output was salvaged
     (summary.json marked "salvaged": ``.open`` WARCs repaired, metadata WARC written), so that
     what a dead worker collected is indexed too. A RESUBMITTED job never salvaged may hold an
     ``.open`` file cut mid-record: it is left alone.
     """
-    from crawler.salvage import was_salvaged
-
     with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT job_id, harvest_id, job_dir, status FROM jobs"
-                " WHERE status IN (3, 5) AND job_dir IS NOT NULL ORDER BY job_id"
-            )
-        ).all()
-    return [(r[0], r[1], r[2]) for r in rows if r[3] == 3 or was_salvaged(r[2])]
+        rows = jobs.final_job_rows(conn)
+    return [(r[0], r[1], r[2]) for r in rows if r[3] == JobStatus.DONE or was_salvaged(r[2])]
 
 
 def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:
@@ -150,3 +146,49 @@ def preservation_verified(engine: Engine, job_id: int | None, file_name: str) ->
             {"j": job_id, "f": file_name},
         ).scalar()
     return status == "verified"
+
+
+def file_locations(conn: sa.Connection) -> list[Any]:
+    """(file_name, stage, final_path) of every file of the manifest, by name."""
+    return list(
+        conn.execute(
+            sa.text("SELECT file_name, stage, final_path FROM index_manifest ORDER BY file_name")
+        ).all()
+    )
+
+
+def jobs_with_final_files(conn: sa.Connection, job_ids: list[int]) -> set[int]:
+    """Those of ``job_ids`` whose metadata WARC is in the manifest and all of whose files are in
+    the repository (copied and checked: ``FINAL_STAGES``), none quarantined."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT m.job_id FROM index_manifest m WHERE m.job_id = ANY(:j) GROUP BY m.job_id"
+            " HAVING bool_or(m.file_name ~ ('^' || m.job_id || '-metadata-[0-9]+\\.warc(\\.gz)?$'))"
+            " AND NOT bool_or(m.final_path IS NULL OR m.quarantined"
+            "                 OR m.stage NOT IN ('transferred', 'backedup', 'done'))"
+        ),
+        {"j": job_ids},
+    )
+    return {int(r[0]) for r in rows}
+
+
+def jobs_in_manifest(conn: sa.Connection, job_ids: list[int]) -> set[int]:
+    """Those of ``job_ids`` that have at least one file in the manifest."""
+    rows = conn.execute(
+        sa.text("SELECT DISTINCT job_id FROM index_manifest WHERE job_id = ANY(:j)"),
+        {"j": job_ids},
+    )
+    return {int(r[0]) for r in rows}
+
+
+def job_file_rows(conn: sa.Connection, job_id: int) -> list[Any]:
+    """(file_name, final_path, quarantined, stage, size) of the job's files, by name."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT file_name, final_path, quarantined, stage, size FROM index_manifest"
+                " WHERE job_id = :j ORDER BY file_name"
+            ),
+            {"j": job_id},
+        ).all()
+    )

@@ -47,7 +47,7 @@ async def require_airflow_login(request: Request) -> None:
         raise
     manager = get_auth_manager()
     if not manager.is_authorized_view(access_view=AccessView.WEBSITE, user=user):
-        raise HTTPException(status_code=403, detail="not allowed to see the curator views")
+        raise HTTPException(status_code=403, detail="not allowed to see harvestflow's views")
     request.state.user = user.get_name()
     request.state.can_edit = manager.is_authorized_dag(method="PUT", user=user)
 
@@ -86,5 +86,29 @@ class HarvestflowCuratorPlugin(AirflowPlugin):
             "destination": "nav",
             "category": "browse",
             "url_route": "harvest-curator",
+        }
+    ]
+
+
+def _search_app() -> Any:
+    from access.searchapp import app_from_settings
+
+    return app_from_settings(auth=require_airflow_login)
+
+
+class HarvestflowSearchPlugin(AirflowPlugin):
+    """The full-text search page for curators, behind the same login as the curator views."""
+
+    name = "harvestflow_search"
+    fastapi_apps = [  # noqa: RUF012
+        {"app": _search_app(), "url_prefix": "/search", "name": "harvestflow search"}
+    ]
+    external_views = [  # noqa: RUF012
+        {
+            "name": "Archive search",
+            "href": "/search/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "archive-search",
         }
     ]

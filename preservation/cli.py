@@ -31,6 +31,7 @@ def _print(data: Any) -> None:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from preservation.errors import TransientError
     from preservation.ingest import ingest_job, jobs_ready_for_preservation
+    from preservation.outcomes import outcome_of
 
     jobs = args.job or jobs_ready_for_preservation(include_unindexed=args.include_unindexed)
     if not jobs:
@@ -47,16 +48,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             failed += 1
             continue
         _print(result)
-        failed += result.get("status") == "manual"
+        failed += outcome_of(result).failed
     return 1 if failed else 0
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
+    from preservation.outcomes import Outcome, outcome_of
     from preservation.staging import stage_package
 
     result = stage_package(args.job)
     _print(result)
-    return 0 if result["status"] in ("staged", "preserved") else 1
+    return 0 if outcome_of(result) in (Outcome.STAGED, Outcome.PRESERVED) else 1
 
 
 def cmd_queue(args: argparse.Namespace) -> int:

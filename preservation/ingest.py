@@ -32,6 +32,7 @@ from preservation import records
 from preservation.bagwriter import read_parts
 from preservation.config import PreservationConfig
 from preservation.errors import SeriousError, StorageConflict, TransientError
+from preservation.outcomes import Outcome, outcome_of
 from preservation.records import FileRow
 from preservation.s3store import ObjectStore, make_client
 from preservation.sources import NotReady, job_files, jobs_ready, load_job
@@ -70,7 +71,7 @@ def ingest_job(
         lock.commit()
         if not got:
             log.warning("job %s: another worker is ingesting it, skipped", job_id)
-            return {"job_id": job_id, "status": "busy"}
+            return {"job_id": job_id, "status": Outcome.BUSY}
         try:
             return _ingest_locked(job_id, settings, engine, allow_job_dir)
         finally:
@@ -90,14 +91,14 @@ def _ingest_locked(
         log.info("job %s: package already %s, nothing to do", job_id, package["status"])
         return {
             "job_id": job_id,
-            "status": package["status"],
+            "status": Outcome(package["status"]),
             "ark": package["ark"],
             "error": package["error"],
             "uploaded": 0,
             "adopted": 0,
         }
     staged = stage_package(job_id, settings, allow_job_dir=allow_job_dir)
-    if staged["status"] != "staged":
+    if outcome_of(staged) is not Outcome.STAGED:
         return staged
     bag_path = Path(staged["bag_path"])
     started = time.monotonic()
@@ -206,7 +207,7 @@ def _ingest_locked(
             f" {summary['adopted']} already stored",
         )
     summary["seconds"] = round(time.monotonic() - started, 3)
-    summary["status"] = "preserved"
+    summary["status"] = Outcome.PRESERVED
     summary["files"] = len(files)
     log.info("job %s: preserved as %s (%s)", job_id, staged["ark"], summary)
     _cleanup(engine, settings, cfg, job_id, bag_path, files, allow_job_dir)
@@ -329,7 +330,7 @@ def _to_manual(
             records.file_error(conn, job_id, exc.file_name, "manual", reason)
         records.set_package_status(conn, job_id, "manual", reason)
         records.add_event(conn, job_id, "manual", reason, exc.file_name)
-    return {**summary, "status": "manual", "error": reason}
+    return {**summary, "status": Outcome.MANUAL, "error": reason}
 
 
 def _cleanup(

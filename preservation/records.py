@@ -13,6 +13,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from harvest.definitions import definition_names
+
 PACKAGE_STATUSES = ("staged", "ingesting", "preserved", "manual")
 
 
@@ -211,17 +213,31 @@ def manual_queue(conn: sa.Connection) -> list[dict[str, Any]]:
     """Packages waiting for a person, oldest first, with the reason."""
     rows = conn.execute(
         sa.text(
-            "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.ark, p.error,"
+            "SELECT p.job_id, p.harvest_id, p.ark, p.error,"
             " p.finished_at AS since, p.bag_path,"
             " (SELECT string_agg(f.file_name || ': ' || f.error, '; ' ORDER BY f.file_name)"
             "    FROM preservation_files f WHERE f.job_id = p.job_id AND f.status = 'manual')"
             "   AS files"
             " FROM preservation_packages p"
-            " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
             " WHERE p.status = 'manual' ORDER BY p.finished_at, p.job_id"
         )
     ).mappings()
-    return [dict(r) for r in rows]
+    return with_definition_names(conn, [dict(r) for r in rows])
+
+
+def with_definition_names(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with ``harvest_name`` after ``harvest_id`` (None when the definition is gone),
+    asked of the harvest stage, which owns the definitions."""
+    names = definition_names(conn, [r["harvest_id"] for r in rows if r["harvest_id"] is not None])
+    named = []
+    for row in rows:
+        out: dict[str, Any] = {}
+        for key, value in row.items():
+            out[key] = value
+            if key == "harvest_id":
+                out["harvest_name"] = names.get(value) if value is not None else None
+        named.append(out)
+    return named
 
 
 def preserved_key(conn: sa.Connection, file_name: str) -> str | None:
@@ -233,3 +249,15 @@ def preserved_key(conn: sa.Connection, file_name: str) -> str | None:
         ),
         {"n": file_name},
     ).scalar()
+
+
+def files_with_ark(conn: sa.Connection) -> list[Any]:
+    """(file_name, ark, s3_key, status) of every preserved file that has an ARK, by name."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT file_name, ark, s3_key, status FROM preservation_files"
+                " WHERE ark IS NOT NULL ORDER BY file_name"
+            )
+        ).all()
+    )

@@ -75,19 +75,21 @@ def _db_side(conn: sa.Connection, day: date) -> dict[str, Any]:
             p,
         )
     ]
-    zone = [
-        dict(r)
-        for r in conn.execute(
-            sa.text(
-                "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.status, p.staged_at,"
-                " (SELECT COALESCE(sum(size), 0) FROM preservation_files f"
-                "   WHERE f.job_id = p.job_id AND f.role <> 'manifest') AS bytes"
-                " FROM preservation_packages p"
-                " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
-                " WHERE p.status IN ('staged', 'ingesting', 'manual') ORDER BY p.job_id"
-            )
-        ).mappings()
-    ]
+    zone = records.with_definition_names(
+        conn,
+        [
+            dict(r)
+            for r in conn.execute(
+                sa.text(
+                    "SELECT p.job_id, p.harvest_id, p.status, p.staged_at,"
+                    " (SELECT COALESCE(sum(size), 0) FROM preservation_files f"
+                    "   WHERE f.job_id = p.job_id AND f.role <> 'manifest') AS bytes"
+                    " FROM preservation_packages p"
+                    " WHERE p.status IN ('staged', 'ingesting', 'manual') ORDER BY p.job_id"
+                )
+            ).mappings()
+        ],
+    )
     retries = conn.execute(
         sa.text(
             "SELECT count(*) FROM preservation_events WHERE kind = 'retry'"

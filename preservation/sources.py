@@ -16,6 +16,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from harvest import jobs
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.formats.job_status import JobStatus
+from indexing import manifest
 from preservation.errors import ChecksumMismatch, MissingFile
 
 WARC_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")  # ARC: legacy collections, deliveries
@@ -57,22 +61,10 @@ class NotReady(Exception):
 
 
 def load_job(conn: sa.Connection, job_id: int) -> JobInfo:
-    row = (
-        conn.execute(
-            sa.text(
-                "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, j.harvest_num, j.status,"
-                " j.channel, j.snapshot, j.template_name, j.startdate, j.enddate, j.job_dir"
-                " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
-                " WHERE j.job_id = :j"
-            ),
-            {"j": job_id},
-        )
-        .mappings()
-        .first()
-    )
+    row = jobs.job_with_definition(conn, job_id)
     if row is None:
         raise LookupError(f"job {job_id} does not exist")
-    return JobInfo(**dict(row))
+    return JobInfo(**row)
 
 
 def _role(job_id: int, name: str) -> str:
@@ -81,13 +73,7 @@ def _role(job_id: int, name: str) -> str:
 
 def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) -> list[JobFile]:
     """The job's WARC files, metadata first. Raises NotReady or MissingFile."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT file_name, final_path, quarantined, stage, size FROM index_manifest"
-            " WHERE job_id = :j ORDER BY file_name"
-        ),
-        {"j": job.job_id},
-    ).all()
+    rows = manifest.job_file_rows(conn, job.job_id)
     files: list[JobFile] = []
     if rows:
         for name, final_path, quarantined, stage, size in rows:
@@ -107,7 +93,7 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
     else:
         if not allow_job_dir or not job.job_dir:
             raise NotReady(f"job {job.job_id}: no file in the indexing manifest")
-        warcs = Path(job.job_dir) / "warcs"
+        warcs = JobDir(job.job_dir).warcs
         if not warcs.is_dir():
             raise MissingFile(f"job {job.job_id}: {warcs} does not exist")
         for path in sorted(warcs.iterdir()):
@@ -128,25 +114,38 @@ def job_files(conn: sa.Connection, job: JobInfo, *, allow_job_dir: bool = True) 
 
 def jobs_ready(conn: sa.Connection, *, include_unindexed: bool = False) -> list[int]:
     """DONE jobs (and salvaged partial ones), not yet preserved nor waiting in the manual
-    queue, whose files are all final."""
-    indexed = (
-        "EXISTS (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id"
-        "        AND m.file_name ~ ('^' || j.job_id || '-metadata-[0-9]+\\.warc(\\.gz)?$'))"
-        " AND NOT EXISTS (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id"
-        "        AND (m.final_path IS NULL OR m.quarantined"
-        "             OR m.stage NOT IN ('transferred', 'backedup', 'done')))"
-    )
-    if include_unindexed:
-        indexed = (
-            f"(({indexed}) OR (j.status = 3 AND j.job_dir IS NOT NULL AND NOT EXISTS"
-            " (SELECT 1 FROM index_manifest m WHERE m.job_id = j.job_id)))"
-        )
-    # RESUBMITTED (5) jobs qualify once their dead crawl was salvaged and indexed: the
+    queue, whose files are all final.
+
+    Each stage answers for its own table: harvest for the jobs, indexing for the manifest
+    (metadata WARC present, every file in the repository), preservation for its packages.
+    """
+    # RESUBMITTED jobs qualify once their dead crawl was salvaged and indexed: the
     # indexing chain takes only salvaged ones, and their metadata WARC must be in the manifest
-    sql = (
-        "SELECT j.job_id FROM jobs j WHERE j.status IN (3, 5)"
-        " AND NOT EXISTS (SELECT 1 FROM preservation_packages p WHERE p.job_id = j.job_id"
-        "                 AND p.status IN ('preserved', 'manual'))"
-        f" AND {indexed} ORDER BY j.job_id"
-    )
-    return [int(r[0]) for r in conn.execute(sa.text(sql))]
+    candidates = jobs.jobs_with_status(conn, (JobStatus.DONE, JobStatus.RESUBMITTED))
+    ids = [int(r.job_id) for r in candidates]
+    taken = {
+        int(r[0])
+        for r in conn.execute(
+            sa.text(
+                "SELECT job_id FROM preservation_packages WHERE job_id = ANY(:j)"
+                " AND status IN ('preserved', 'manual')"
+            ),
+            {"j": ids},
+        )
+    }
+    indexed = manifest.jobs_with_final_files(conn, ids)
+    in_manifest = manifest.jobs_in_manifest(conn, ids) if include_unindexed else set()
+    return [
+        int(r.job_id)
+        for r in candidates
+        if r.job_id not in taken
+        and (
+            r.job_id in indexed
+            or (
+                include_unindexed
+                and r.status == JobStatus.DONE
+                and r.job_dir is not None
+                and r.job_id not in in_manifest
+            )
+        )
+    ]

@@ -24,14 +24,15 @@ import bagit
 import sqlalchemy as sa
 
 import harvestflow
-from harvest.common import RESUBMITTED
 from harvestflow.db import get_engine
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.settings import Settings, get_settings
 from preservation import ark as arks
 from preservation import records
 from preservation.bagwriter import UnportableName, link_or_copy, write_bag, write_parts
 from preservation.config import PreservationConfig
 from preservation.errors import InvalidBag, SeriousError
+from preservation.outcomes import Outcome
 from preservation.sources import JobInfo, NotReady, job_files, load_job
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def bag_info_for(job: JobInfo, package_ark: str, cfg: PreservationConfig) -> dic
         "Job-End-Date": _iso(job.enddate),
         "Harvest-Status": (
             "partial: the crawl's worker died; its output was salvaged and the job resubmitted"
-            if job.status == RESUBMITTED
+            if job.status == JobStatus.RESUBMITTED
             else "complete"
         ),
         "Metadata-File": meta,
@@ -156,7 +157,7 @@ def stage_package(
         if package and package["status"] in ("preserved", "manual"):
             return {
                 "job_id": job_id,
-                "status": package["status"],
+                "status": Outcome(package["status"]),
                 "bag_path": package["bag_path"],
                 "ark": package["ark"],
                 "error": package["error"],
@@ -175,10 +176,15 @@ def stage_package(
         return _record(engine, cfg, job, final, bag, package_ark)
     except NotReady as exc:
         log.info("%s", exc)
-        return {"job_id": job_id, "status": "not_ready", "reason": str(exc)}
+        return {"job_id": job_id, "status": Outcome.NOT_READY, "reason": str(exc)}
     except SeriousError as exc:
         _to_manual_unstaged(engine, job, package_ark, exc, final)
-        return {"job_id": job_id, "status": "manual", "error": exc.reason, "ark": package_ark}
+        return {
+            "job_id": job_id,
+            "status": Outcome.MANUAL,
+            "error": exc.reason,
+            "ark": package_ark,
+        }
 
 
 def _to_manual_unstaged(
@@ -257,7 +263,7 @@ def _record(
         )
     return {
         "job_id": job.job_id,
-        "status": "staged",
+        "status": Outcome.STAGED,
         "bag_path": str(final),
         "ark": package_ark,
         "files": len(job.files),

@@ -1,69 +1,34 @@
-"""Names of the codes the QA reports show (Heritrix statuses, NetarchiveSuite enumerations).
+"""How the QA reports group and label status codes (the codes themselves: harvestflow.formats).
 
-Why: curators read "DNS lookup failed" faster than "-6"; keeping the names beside the numbers,
-exactly as REFERENCE.md lists them, lets people who know Heritrix and NetarchiveSuite recognise
-their own vocabulary.
+Why: curators read "DNS lookup failed" faster than "-6"; the labels live with the enums in
+``harvestflow/formats/`` (fetch status, job status, stop reasons), so QA and the curator pages
+show the same words. Here are only QA's own groupings: HTTP classes, the status families the
+daily report counts, MIME families.
 """
 
 from __future__ import annotations
 
-from harvestflow.formats import stop_reasons
-
-HERITRIX_STATUS = {
-    1: "DNS lookup ok",
-    0: "not attempted",
-    -1: "DNS unresolvable",
-    -2: "connect failed",
-    -3: "connection lost",
-    -4: "timeout",
-    -5: "unexpected runtime error",
-    -6: "prerequisite (DNS) failed",
-    -7: "unfetchable URI",
-    -8: "too many retries",
-    -50: "deferred",
-    -61: "robots prerequisite failed",
-    -404: "empty response",
-    -4000: "chaff (crawler trap)",
-    -4001: "too many link hops",
-    -4002: "too many embed hops",
-    -5000: "out of scope",
-    -5001: "blocked by operator",
-    -5002: "blocked by custom processor",
-    -5003: "blocked by quota (budget)",
-    -5004: "blocked by runtime limit",
-    -6000: "deleted by operator",
-    -7000: "processing thread killed",
-    -9998: "robots.txt precluded",
-}
+from harvestflow.formats.fetch_status import FetchStatus
 
 HTTP_CLASSES = {1: "1xx informational", 2: "2xx success", 3: "3xx redirect", 4: "4xx client error",
                 5: "5xx server error"}  # fmt: skip
 
-STOP_REASONS = stop_reasons.TEXT
-LIMIT_STOP_REASONS = stop_reasons.LIMITS
-
-JOB_STATUS = {
-    0: "NEW",
-    1: "SUBMITTED",
-    2: "STARTED",
-    3: "DONE",
-    4: "FAILED",
-    5: "RESUBMITTED",
-    6: "FAILED_REJECTED",
-}
-
-# Statuses that mean a domain's name did not resolve, a crawler trap, a robots refusal.
-DNS_FAILURE_CODES = frozenset({-1, -6})
-TRAP_CODES = frozenset({-4000})
-ROBOTS_CODES = frozenset({-9998, -61})
-BUDGET_CODES = frozenset({-5003})
+# Statuses that mean a domain's name did not resolve, a crawler trap, a robots refusal, a budget.
+DNS_FAILURE_CODES = frozenset(
+    {FetchStatus.DOMAIN_UNRESOLVABLE, FetchStatus.DOMAIN_PREREQUISITE_FAILURE}
+)
+TRAP_CODES = frozenset({FetchStatus.DEEMED_CHAFF})
+ROBOTS_CODES = frozenset({FetchStatus.ROBOTS_PRECLUDED, FetchStatus.ROBOTS_PREREQUISITE_FAILURE})
+BUDGET_CODES = frozenset({FetchStatus.BLOCKED_BY_QUOTA})
 
 MIME_FAMILIES = ("text", "image", "application", "audio", "video")
 
 
 def status_label(code: int) -> str:
-    if code in HERITRIX_STATUS:
-        return HERITRIX_STATUS[code]
+    try:
+        return FetchStatus(code).label
+    except ValueError:
+        pass
     if 100 <= code <= 599:
         return HTTP_CLASSES.get(code // 100, "HTTP")
     return "unknown code"

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from qa.codes import LIMIT_STOP_REASONS, STOP_REASONS
+from harvest import results
+from harvestflow.formats.stop_reasons import LIMITS, StopReason
 
 if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
     # file-only runs do not pay its ~0.2 s import
@@ -172,14 +173,14 @@ def diff_runs(
             elif oa == 0 and ob > 0:
                 groups["grew"].append(str(domain))
             sa_, sb = int(r["stopreason_a"]), int(r["stopreason_b"])
-            if sb in LIMIT_STOP_REASONS and sa_ not in LIMIT_STOP_REASONS:
+            if sb in LIMITS and sa_ not in LIMITS:
                 groups["hit_limits"].append(str(domain))
             change = round(100.0 * (ob - oa) / oa, 2) if oa else None
         changes.append(change)
     table["objects_change_pct"] = changes
     for side in ("a", "b"):
         table[f"stop_{side}"] = [
-            STOP_REASONS.get(int(v), str(v)) if not pd.isna(v) else ""
+            StopReason.text_of(int(v), str(v)) if not pd.isna(v) else ""
             for v in table[f"stopreason_{side}"]
         ]
     return table.reset_index(), groups
@@ -191,22 +192,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
     ``runs`` limits the rows to those runs: a broad definition's history holds millions of
     rows per run, and the daily report compares two runs only.
     """
-    import sqlalchemy as sa
-
-    only = " AND j.harvest_num = ANY(:runs)" if runs is not None else ""
-    sql = sa.text(
-        "SELECT j.harvest_num AS run, d.name AS domain, h.objectcount AS objects,"
-        " h.bytecount AS bytes, h.stopreason FROM historyinfo h"
-        " JOIN jobs j ON j.job_id = h.job_id"
-        " JOIN configurations c ON c.config_id = h.config_id"
-        " JOIN domains d ON d.domain_id = c.domain_id"
-        f" WHERE h.harvest_id = :h{only} ORDER BY j.harvest_num, d.name"
-    )
-    params: dict[str, object] = {"h": harvest_id}
-    if runs is not None:
-        params["runs"] = list(runs)
     with engine.connect() as conn:
-        rows = conn.execute(sql, params).all()
+        rows = results.history_rows(conn, harvest_id, runs)
     return pd.DataFrame(
         [tuple(r) for r in rows], columns=["run", "domain", "objects", "bytes", "stopreason"]
     )
@@ -214,14 +201,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
 
 def history_runs(engine: Engine, harvest_id: int) -> list[int]:
     """The run numbers of a definition that have harvest history, ascending."""
-    import sqlalchemy as sa
-
-    sql = sa.text(
-        "SELECT DISTINCT j.harvest_num FROM historyinfo h JOIN jobs j ON j.job_id = h.job_id"
-        " WHERE h.harvest_id = :h ORDER BY 1"
-    )
     with engine.connect() as conn:
-        return [int(r[0]) for r in conn.execute(sql, {"h": harvest_id})]
+        return results.history_runs(conn, harvest_id)
 
 
 def compare_runs(

@@ -6,16 +6,15 @@ comes here, one line at a time, and either becomes a row or a reason a curator c
 report. A row must also fit the grouped table's column types (status Int32, size Int64): an
 out-of-range number is a corrupt line to name, not an exception that would lose the whole log
 (and, without the guard below, the whole day's report). A line must have exactly Heritrix's 12
-fields (or a 13th extra-info ``{...}``): a line with more is shifted or forged, and bad.
+fields (or a 13th extra-info ``{...}``): a line with more is shifted or forged, and bad. The
+line itself is read by the platform's one crawl.log parser
+(:class:`harvestflow.formats.crawllog.CrawlLogLine`); this module adds the table's limits.
 """
 
 from __future__ import annotations
 
-import re
+from harvestflow.formats.crawllog import CrawlLogLine
 
-from harvestflow.formats.crawllog import field_count_error
-
-_TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 # the grouped table's status column is Int32; a size over a petabyte is a corrupt line, and the
 # cap keeps the Int64 byte sums of a whole day far from overflowing
 STATUS_MIN, STATUS_MAX = -(2**31), 2**31 - 1
@@ -23,39 +22,31 @@ SIZE_MAX = 10**15
 
 
 def parse_line_slow(text: str) -> tuple[dict[str, object] | None, str]:
-    """Tolerant parse of one line (any whitespace between fields); (row, "") or (None, why)."""
-    parts = text.split()
-    why = field_count_error(parts)
-    if why:
+    """Tolerant parse of one line (any whitespace between fields); (row, "") or (None, why).
+
+    The line is read by the one crawl.log parser; this adds the grouped table's limits and
+    derives its row (authority, flags).
+    """
+    entry, why = CrawlLogLine.read(text)
+    if entry is None:
         return None, why
-    ts, status_s, size_s, uri, hop, _via, mime = parts[:7]
-    ann = parts[11]
-    if not _TS_RE.match(ts):
-        return None, "first field is not an ISO timestamp"
-    try:
-        status = int(status_s)
-    except ValueError:
-        return None, f"status {status_s[:20]!r} is not an integer"
-    if not STATUS_MIN <= status <= STATUS_MAX:
+    status_s, size_s = text.split(None, 3)[1:3]
+    if not STATUS_MIN <= entry.status <= STATUS_MAX:
         return None, f"status {status_s[:20]!r} is out of range"
-    if size_s == "-":
-        size = 0
-    else:
-        try:
-            size = int(size_s)
-        except ValueError:
-            return None, f"size {size_s[:20]!r} is not an integer"
-        if abs(size) > SIZE_MAX:
-            return None, f"size {size_s[:20]!r} is out of range"
+    size = 0 if entry.size is None else entry.size
+    if abs(size) > SIZE_MAX:
+        return None, f"size {size_s[:20]!r} is out of range"
+    uri = entry.url
     pieces = uri.split("/", 3)
     auth = pieces[2] if len(pieces) > 2 else uri
+    notes = ",".join(entry.annotations) if entry.annotations else "-"
     return {
-        "ts": ts[:24],
-        "status": status,
+        "ts": entry.time[:24],
+        "status": entry.status,
         "size": size,
         "auth": auth,
-        "mime": mime,
-        "dup": "duplicate:" in ann,
-        "seed": hop == "-",
-        "quota": "Q:" in ann,
+        "mime": entry.mime or "-",
+        "dup": "duplicate:" in notes,
+        "seed": entry.hops == "",
+        "quota": "Q:" in notes,
     }, ""

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from harvestflow.progress import Progress
-from qa import crawllog_aggregate, crawltable
+from qa import crawlchunk, crawltable
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
     """Zero-copy pieces of [start, end) ending on line boundaries (the last may not)."""
     view = memoryview(mm)
     try:
-        for pos, stop in crawllog_aggregate.piece_bounds(mm, start, end, chunk_bytes):
+        for pos, stop in crawlchunk.piece_bounds(mm, start, end, chunk_bytes):
             piece = view[pos:stop]
             try:
                 yield piece
@@ -77,7 +77,7 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
 
 def aggregate_range(
     path: Path, start: int, end: int, chunk_bytes: int, progress: Progress | None
-) -> crawllog_aggregate.LogAggregate:
+) -> crawlchunk.LogAggregate:
     """Same contract as ``qa.crawllog_aggregate._aggregate_range`` (line numbers relative to
     the range)."""
     assert _ext is not None, "qa._crawlscan is not built"
@@ -97,11 +97,9 @@ def _scan_range(
     chunk_bytes: int,
     progress: Progress | _LockedProgress | None,
     scanner: object,
-) -> crawllog_aggregate.LogAggregate:
+) -> crawlchunk.LogAggregate:
     """Feed one range to ``scanner``; the result holds only the odd lines' table."""
-    result = crawllog_aggregate.LogAggregate(
-        path=path, groups=pl.DataFrame(schema=crawltable.PACKED)
-    )
+    result = crawlchunk.LogAggregate(path=path, groups=pl.DataFrame(schema=crawltable.PACKED))
     parts: list[pl.DataFrame] = []
     base = 0  # lines before this piece, within the range
     with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
@@ -123,7 +121,7 @@ def _scan_range(
     return result
 
 
-def _take_groups(result: crawllog_aggregate.LogAggregate, scanner: object) -> None:
+def _take_groups(result: crawlchunk.LogAggregate, scanner: object) -> None:
     """Move the scanner's table (and timestamps) into ``result``, beside its odd lines' table."""
     keys, codes, counts, sums, first, last = scanner.result()  # type: ignore[attr-defined]
     if codes:
@@ -141,7 +139,7 @@ def _take_groups(result: crawllog_aggregate.LogAggregate, scanner: object) -> No
     _take_ts(result, first, last)
 
 
-def _take_columns(result: crawllog_aggregate.LogAggregate, scanner: object) -> None:
+def _take_columns(result: crawlchunk.LogAggregate, scanner: object) -> None:
     """The scanner's table straight into the unpacked layout (no odd lines to merge with).
 
     Why: splitting ~10^6 "authority MIME" keys into Python strings and again in polars cost
@@ -170,7 +168,7 @@ def _take_columns(result: crawllog_aggregate.LogAggregate, scanner: object) -> N
     _take_ts(result, first, last)
 
 
-def _take_ts(result: crawllog_aggregate.LogAggregate, first: str | None, last: str | None) -> None:
+def _take_ts(result: crawlchunk.LogAggregate, first: str | None, last: str | None) -> None:
     for ts in (first, last):
         if ts is not None and (result.first_ts is None or ts < result.first_ts):
             result.first_ts = ts
@@ -179,12 +177,12 @@ def _take_ts(result: crawllog_aggregate.LogAggregate, first: str | None, last: s
 
 
 def _odd_lines(
-    odd: list[tuple[int, bytes]], base: int, result: crawllog_aggregate.LogAggregate
+    odd: list[tuple[int, bytes]], base: int, result: crawlchunk.LogAggregate
 ) -> pl.DataFrame | None:
     """The reference path over the lines the scanner left alone, with their own line numbers."""
     line_map = [base + n for n, _ in odd]
     chunk = b"\n".join(text for _, text in odd) + b"\n"
-    return crawllog_aggregate._aggregate_chunk(chunk, 0, result, line_map=line_map)
+    return crawlchunk._aggregate_chunk(chunk, 0, result, line_map=line_map)
 
 
 def wanted(engine: str | None) -> bool:
@@ -225,7 +223,7 @@ def aggregate_ranges(
     chunk_bytes: int,
     workers: int,
     progress: Progress,
-) -> list[crawllog_aggregate.LogAggregate]:
+) -> list[crawlchunk.LogAggregate]:
     """Scan the ranges in ``workers`` threads (the scanner releases the GIL); file order.
 
     One scanner per range; their tables are summed in C into the first range's, so the

@@ -10,7 +10,6 @@ the same rows, so backfills and retries are safe.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -20,13 +19,20 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from harvestflow import db
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.fetch_status import FetchStatus
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
-from qa import codes, metrics
+from qa import codes, daily_compare, inputs, metrics, report, store
 from qa.crawllog_aggregate import CrawlLogError, LogAggregate, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
+from qa.report import stats_rows, summary_of
 from search.backends import get_backend
 
 log = logging.getLogger(__name__)
@@ -91,6 +97,11 @@ def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> Jo
     return outcome
 
 
+def _ints(statuses: frozenset[FetchStatus]) -> list[int]:
+    """Plain numbers for polars (it would read an enum member as a category, not a number)."""
+    return sorted(int(s) for s in statuses)
+
+
 def _to_pandas(df: pl.DataFrame) -> pd.DataFrame:
     """Plain numpy/object columns (polars.to_pandas() would need pyarrow)."""
     return pd.DataFrame({c: df[c].to_list() for c in df.columns})
@@ -137,10 +148,10 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
         lines.sum().alias("lines"),
         lines.filter(cap & pl.col("dup")).sum().alias("dup_urls"),
         size.filter(cap & pl.col("dup")).sum().alias("dup_bytes"),
-        lines.filter(st.is_in(list(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
-        lines.filter(st.is_in(list(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
-        lines.filter(st.is_in(list(codes.TRAP_CODES))).sum().alias("trap"),
-        lines.filter(st.is_in(list(codes.ROBOTS_CODES))).sum().alias("robots"),
+        lines.filter(st.is_in(_ints(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
+        lines.filter(st.is_in(_ints(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
+        lines.filter(st.is_in(_ints(codes.TRAP_CODES))).sum().alias("trap"),
+        lines.filter(st.is_in(_ints(codes.ROBOTS_CODES))).sum().alias("robots"),
         lines.filter(pl.col("seed")).sum().alias("seeds"),
     )
     sums = [c for c in per_auth.columns if c not in ("job_id", "auth")]
@@ -175,19 +186,19 @@ def _summary_history(outcomes: list[JobOutcome], known_jobs: set[int]) -> pd.Dat
     for out in outcomes:
         if out.job.job_id in known_jobs or out.log_path is None:
             continue
-        summary = out.log_path.parent.parent / "summary.json"
+        # logs/crawl.log → the job directory
+        path = JobDir(out.log_path.parent.parent).summary_json
         try:
-            data = json.loads(summary.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            summary = JobSummary.read(path)
+        except FileNotFoundError:
             continue
-        for domain, info in sorted((data.get("domains") or {}).items()):
-            try:
-                rows.append(
-                    (out.job.job_id, domain, int(info.get("stop_reason", 4)),
-                     int(info.get("objects", 0)), int(info.get("bytes", 0)))
-                )  # fmt: skip
-            except (TypeError, ValueError, AttributeError):
-                continue
+        except (OSError, ContractError) as exc:
+            log.warning("%s: summary left out of the stop reasons: %s", path, exc)
+            continue
+        for domain, error in sorted(summary.bad_domains.items()):
+            log.warning("%s: domain %s left out of the stop reasons: %s", path, domain, error)
+        for domain, info in sorted(summary.domains.items()):
+            rows.append((out.job.job_id, domain, info.stop_reason, info.objects, info.bytes))
     return pd.DataFrame(rows, columns=["job_id", "domain", "stopreason", "objects", "bytes"])
 
 
@@ -294,7 +305,7 @@ def compute_day(
                 "harvest": out.job.harvest_name,
                 "kind": "selective" if out.job.kind == "partial" else "broad",
                 "run": out.job.harvest_num,
-                "status": codes.JOB_STATUS.get(out.job.status, str(out.job.status)),
+                "status": JobStatus.name_of(out.job.status),
                 "log": out.state,
                 "lines": agg.lines if agg else 0,
                 "bad_lines": agg.bad_lines if agg else 0,
@@ -310,61 +321,12 @@ def compute_day(
     return comp
 
 
-def stats_rows(comp: DayComputation) -> list[tuple[str, str, str, float]]:
-    """(scope, family, key, value) rows, sorted, unique per key (last value wins)."""
-    found: dict[tuple[str, str, str], float] = {}
-    for scope, fam in comp.scopes.items():
-        for family, key, value in fam.stats:
-            found[(scope, family, key)] = value
-    for out in comp.outcomes:
-        state = out.state
-        found[("day", "logs", f"job:{out.job.job_id}|{state}")] = 1.0
-        if out.aggregate:
-            found[("day", "logs", f"job:{out.job.job_id}|bad_lines")] = out.aggregate.bad_lines
-    for cls, n in comp.dns_counts.items():
-        found[("day", "dns_checks", cls)] = float(n)
-    return sorted((s, f, k, v) for (s, f, k), v in found.items())
-
-
-def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
-    """The small result returned to the DAG/CLI and stored in qa_reports.summary."""
-    general = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
-    fam = comp.scopes["day"].tables
-    mf = {r.family: r.share for r in fam["mime_family"].itertuples(index=False)}
-    tld = [(r.tld, r.share) for r in fam["tld"].head(3).itertuples(index=False)]
-    states: dict[str, int] = {}
-    for out in comp.outcomes:
-        states[out.state] = states.get(out.state, 0) + 1
-    run_changes = [
-        {"harvest": e.harvest_name, "harvest_id": e.harvest_id, "run": e.run,
-         "run_a": e.result.run_a, **e.result.counts()}
-        for e in (comp.comparisons.runs if comp.comparisons is not None else [])
-        if e.result is not None
-    ]  # fmt: skip
-    return {
-        "day": comp.day.isoformat(),
-        "report_dir": str(report_dir),
-        "jobs": len(comp.outcomes),
-        "logs": dict(sorted(states.items())),
-        "general": {k: general[k] for k in sorted(general)},
-        "mime_family_share": mf,
-        "top_tlds": tld,
-        "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
-        "problems": comp.problems,
-        "run_changes": run_changes,
-        **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
-    }
-
-
 def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None) -> dict:
     """Compute and publish one day's QA statistics; returns the summary dict.
 
     Writes ``<data_dir>/qa/<day>/`` (text per family, CSV, index.html + PNG charts) and
     replaces the day's rows in qa_stats and qa_reports. Idempotent per day.
     """
-    from harvestflow import db
-    from qa import daily_compare, inputs, report, store
-
     settings = settings or get_settings()
     engine = engine or db.get_engine(settings.harvest_db_url)
     top_n = int(settings.get("qa", "top_n", 20))

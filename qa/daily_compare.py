@@ -3,7 +3,7 @@ harvest definition's run of the day against its previous run, and the day agains
 a year before.
 
 Why in the daily report: curators read the report and its copy in the DB (shown in the
-Airflow UI), not a CLI; the issue's comparisons belong beside the figures they compare.
+Airflow UI), not a CLI; the comparisons belong beside the figures they compare.
 ``harvestflow qa compare years|kinds|runs`` (qa.compare) still gives any period on demand.
 
 Why these three and not, say, year-to-date: a day's files must depend only on inputs that are
@@ -23,6 +23,7 @@ import pandas as pd
 
 from qa import store
 from qa.compare import RunComparison, combine_stats, compare_runs, diff_tables
+from qa.texttable import table_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -106,8 +107,6 @@ def build(comp: DayComputation, engine: Engine | None = None) -> DayComparisons:
 
 
 def _diff_text(table: pd.DataFrame) -> str:
-    from qa.report import table_text
-
     shown = table[table["family"].isin(TEXT_FAMILIES) & ((table["a"] != 0) | (table["b"] != 0))]
     shown = shown.assign(change_pct=[
         "" if pd.isna(v) else f"{v:+.2f}%" for v in shown["change_pct"]

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from harvest import jobs, results
+from harvest.preload import store as preload_store
+from harvestflow.contracts.jobdir import JobDir
 from qa.hosts import domain_of_url
 
 if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
@@ -52,36 +55,19 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def jobs_ended_on(engine: Engine, day: date) -> list[JobInfo]:
-    import sqlalchemy as sa
-
     start, end = day_bounds(day)
-    sql = sa.text(
-        "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, h.kind, j.harvest_num,"
-        " j.status, j.startdate, j.enddate, j.job_dir"
-        " FROM jobs j JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
-        " WHERE j.enddate >= :start AND j.enddate < :end ORDER BY j.job_id"
-    )
     with engine.connect() as conn:
-        rows = conn.execute(sql, {"start": start, "end": end}).all()
+        rows = jobs.jobs_ended_between(conn, start, end)
     return [JobInfo(**r._asdict()) for r in rows]
 
 
 def history_for_jobs(engine: Engine, job_ids: list[int]) -> pd.DataFrame:
     """(job_id, domain, stopreason, objects, bytes) of the jobs' historyinfo rows."""
-    import sqlalchemy as sa
-
     cols = ["job_id", "domain", "stopreason", "objects", "bytes"]
     if not job_ids:
         return pd.DataFrame(columns=cols)
-    sql = sa.text(
-        "SELECT h.job_id, d.name AS domain, h.stopreason, h.objectcount AS objects,"
-        " h.bytecount AS bytes FROM historyinfo h"
-        " JOIN configurations c ON c.config_id = h.config_id"
-        " JOIN domains d ON d.domain_id = c.domain_id"
-        " WHERE h.job_id = ANY(:ids) ORDER BY h.job_id, d.name"
-    )
     with engine.connect() as conn:
-        rows = conn.execute(sql, {"ids": list(job_ids)}).all()
+        rows = results.history_of_jobs(conn, list(job_ids))
     return pd.DataFrame([tuple(r) for r in rows], columns=cols)
 
 
@@ -108,7 +94,6 @@ def origin_classes(engine: Engine) -> dict[str, str]:
     Curators' selection records (their seed URLs' domains) count as curator-selected whatever
     the preload said; preload origins are classified from the source's kind, else its name.
     """
-    import sqlalchemy as sa
 
     result: dict[str, str] = {}
 
@@ -117,32 +102,22 @@ def origin_classes(engine: Engine) -> dict[str, str]:
         if old is None or _PRIORITY[cls] < _PRIORITY[old]:
             result[domain] = cls
 
-    sql = sa.text(
-        "SELECT DISTINCT o.domain, o.origin, s.kind FROM domain_origins o"
-        " LEFT JOIN preload_sources s ON s.run_id = o.run_id AND s.source_name = o.origin"
-    )
     with engine.connect() as conn:
-        for domain, origin, kind in conn.execute(sql):
+        for domain, origin, kind in preload_store.domain_origins(conn):
             cls = classify_origin(kind) if kind else "other"
             if cls == "other":
                 cls = classify_origin(origin)
             put(domain, cls)
-        for (url,) in conn.execute(sa.text("SELECT seed_url FROM selection_records")):
+        for url in preload_store.selection_seed_urls(conn):
             put(domain_of_url(url), "curator")
     return result
 
 
 def dns_check_counts(engine: Engine, day: date) -> dict[str, int]:
     """DNS checks made that day per class (active, failed, unknown)."""
-    import sqlalchemy as sa
-
     start, end = day_bounds(day)
-    sql = sa.text(
-        "SELECT class, count(*) FROM dns_checks WHERE checked_at >= :start AND checked_at < :end"
-        " GROUP BY class ORDER BY class"
-    )
     with engine.connect() as conn:
-        return {c: int(n) for c, n in conn.execute(sql, {"start": start, "end": end})}
+        return preload_store.dns_check_counts(conn, start, end)
 
 
 def crawl_log_path(job_dir: str | None, data_dir: Path) -> Path | None:
@@ -152,7 +127,4 @@ def crawl_log_path(job_dir: str | None, data_dir: Path) -> Path | None:
     base = Path(job_dir)
     if not base.is_absolute():
         base = data_dir / base
-    plain = base / "logs" / "crawl.log"
-    if not plain.exists() and (base / "logs" / "crawl.log.gz").exists():
-        return base / "logs" / "crawl.log.gz"
-    return plain
+    return JobDir(base).crawl_log_file() or JobDir(base).crawl_log

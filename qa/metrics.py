@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from harvestflow.formats.stop_reasons import StopReason
 from qa import codes
 
 SIZE_BUCKETS = (("<10", 0, 9), ("10-10000", 10, 10_000), (">10000", 10_001, None))
@@ -196,7 +197,11 @@ def compute(
     buckets = pd.Series([size_bucket(u) for u in crawled["urls"].tolist()], index=crawled.index)
     for name, _low, _high in SIZE_BUCKETS:
         members = crawled[buckets == name]
-        complete = sum(1 for d in members["domain"].tolist() if stop_by_domain.get(d) == 0)
+        complete = sum(
+            1
+            for d in members["domain"].tolist()
+            if stop_by_domain.get(d) == StopReason.DOWNLOAD_COMPLETE
+        )
         sizes.append(
             {
                 "bucket": name,
@@ -236,12 +241,12 @@ def compute(
     # Stop reasons (history), budget hits, traps, DNS failures, robots
     reasons = pd.Series(stop_by_domain, dtype="int64").value_counts()
     stop_rows = [
-        {"stopreason": code, "name": name, "domains": int(reasons.get(code, 0))}
-        for code, name in codes.STOP_REASONS.items()
+        {"stopreason": int(r), "name": r.text, "domains": int(reasons.get(int(r), 0))}
+        for r in StopReason
     ]
     fam.tables["stop_reasons"] = pd.DataFrame(stop_rows)
-    for code, name in codes.STOP_REASONS.items():
-        fam.add("stop_reasons", f"{code}|{name}", int(reasons.get(code, 0)))
+    for r in StopReason:
+        fam.add("stop_reasons", f"{int(r)}|{r.text}", int(reasons.get(int(r), 0)))
     hits = {
         "budget_hit_lines": int(domains["budget"].sum()),
         "budget_hit_domains": int((domains["budget"] > 0).sum()),
@@ -263,7 +268,7 @@ def compute(
     # completely, not only how many (domains.csv)
     fam.tables["domains"] = domains.assign(
         size_bucket=[size_bucket(u) if u else "" for u in domains["urls"].tolist()],
-        stop=[codes.STOP_REASONS.get(stop_by_domain.get(d, -1), "")
+        stop=[StopReason.text_of(stop_by_domain.get(d, -1), "")
               for d in domains["domain"].tolist()],
     )  # fmt: skip
     top_urls = crawled.head(top_n)

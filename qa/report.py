@@ -23,48 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from qa import daily_compare
+from qa.texttable import table_text
+
 if TYPE_CHECKING:
     from qa.daily import DayComputation
 
 log = logging.getLogger(__name__)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        return f"{value:,.3f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
-
-
-def _pct(value: Any) -> str:
-    return f"{100 * float(value):.2f}%"
-
-
-def table_text(df: pd.DataFrame, columns: list[str], pct: Iterable[str] = ()) -> str:
-    """Aligned plain-text table: numbers right-aligned with thousands separators."""
-    pct_cols = set(pct)
-    cells = [[c for c in columns]]
-    for row in df[columns].itertuples(index=False):
-        cells.append(
-            [_pct(v) if c in pct_cols else _fmt(v) for c, v in zip(columns, row, strict=True)]
-        )
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    numeric = [_numeric(df[c]) or c in pct_cols for c in columns]
-    lines = []
-    for r in cells:
-        parts = [
-            cell.rjust(widths[i]) if numeric[i] else cell.ljust(widths[i])
-            for i, cell in enumerate(r)
-        ]
-        lines.append("  ".join(parts).rstrip())
-    return "\n".join(lines) + "\n"
-
-
-def _numeric(series: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
 def _title(name: str, day: str) -> str:
@@ -243,11 +208,54 @@ def _html(comp: DayComputation, texts: dict[str, str], charts: dict[str, bytes])
     return "\n".join(parts) + "\n"
 
 
+def stats_rows(comp: DayComputation) -> list[tuple[str, str, str, float]]:
+    """(scope, family, key, value) rows, sorted, unique per key (last value wins)."""
+    found: dict[tuple[str, str, str], float] = {}
+    for scope, fam in comp.scopes.items():
+        for family, key, value in fam.stats:
+            found[(scope, family, key)] = value
+    for out in comp.outcomes:
+        state = out.state
+        found[("day", "logs", f"job:{out.job.job_id}|{state}")] = 1.0
+        if out.aggregate:
+            found[("day", "logs", f"job:{out.job.job_id}|bad_lines")] = out.aggregate.bad_lines
+    for cls, n in comp.dns_counts.items():
+        found[("day", "dns_checks", cls)] = float(n)
+    return sorted((s, f, k, v) for (s, f, k), v in found.items())
+
+
+def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
+    """The small result returned to the DAG/CLI and stored in qa_reports.summary."""
+    general = dict(comp.scopes["day"].tables["general"].itertuples(index=False, name=None))
+    fam = comp.scopes["day"].tables
+    mf = {r.family: r.share for r in fam["mime_family"].itertuples(index=False)}
+    tld = [(r.tld, r.share) for r in fam["tld"].head(3).itertuples(index=False)]
+    states: dict[str, int] = {}
+    for out in comp.outcomes:
+        states[out.state] = states.get(out.state, 0) + 1
+    run_changes = [
+        {"harvest": e.harvest_name, "harvest_id": e.harvest_id, "run": e.run,
+         "run_a": e.result.run_a, **e.result.counts()}
+        for e in (comp.comparisons.runs if comp.comparisons is not None else [])
+        if e.result is not None
+    ]  # fmt: skip
+    return {
+        "day": comp.day.isoformat(),
+        "report_dir": str(report_dir),
+        "jobs": len(comp.outcomes),
+        "logs": dict(sorted(states.items())),
+        "general": {k: general[k] for k in sorted(general)},
+        "mime_family_share": mf,
+        "top_tlds": tld,
+        "hits": dict(fam["hits"].itertuples(index=False, name=None)) if "hits" in fam else {},
+        "problems": comp.problems,
+        "run_changes": run_changes,
+        **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
+    }
+
+
 def render(comp: DayComputation) -> dict[str, bytes]:
     """Every file of the report, by relative path."""
-    from qa import daily_compare
-    from qa.daily import stats_rows
-
     texts = _texts(comp)
     cmp = comp.comparisons if comp.comparisons is not None else daily_compare.build(comp)
     texts["comparisons.txt"] = daily_compare.render_text(cmp)
@@ -272,8 +280,6 @@ def render(comp: DayComputation) -> dict[str, bytes]:
 
 def write_report(comp: DayComputation, report_dir: Path) -> list[Path]:
     """Write all files to a temporary folder, then swap it in place of ``report_dir``."""
-    from qa.daily import summary_of
-
     files = render(comp)
     summary = summary_of(comp, report_dir)
     files["summary.json"] = (

@@ -13,6 +13,7 @@ counted, never a hit and never a snippet, and paging and facet counts stay exact
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Protocol
@@ -76,14 +77,38 @@ class FileProgress:
 class AccessRules:
     """What may not be shown: SURT prefixes blocked outright, and embargoes after capture.
 
-    The future access-rules module (issue 18) builds this from its versioned rules; until then
-    callers pass it explicitly. A SURT prefix ``org,example)/private`` covers that path and
+    Built from the access rules in force (:func:`access.rules.search_rules`, the same rules pywb
+    applies to replay) by the CLI and the search page, or passed explicitly. A SURT prefix
+    ``org,example)/private`` covers that path and
     below; ``org,example,`` covers every subdomain; an embargo with the prefix ``""`` covers all.
     """
 
     blocked: tuple[str, ...] = ()
     embargoes: tuple[tuple[str, timedelta], ...] = ()
     now: datetime | None = None
+    # prefix of a blocked or embargoed rule → the longer rule prefixes under it, which decide
+    # for their own captures (the longest prefix decides, as in pywb's ACL)
+    exceptions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def from_rules(cls, rules: Iterable[tuple[str, str, int | None]]) -> AccessRules:
+        """From (SURT prefix, allow|block|exclude, embargo days or None) rules, pywb's way:
+        block and exclude both hide a capture from search; an embargo only younger captures."""
+        rules = list(rules)
+        blocked: list[str] = []
+        embargoes: list[tuple[str, timedelta]] = []
+        exceptions = []
+        for prefix, policy, days in rules:
+            if policy == "allow":
+                continue
+            if days:
+                embargoes.append((prefix, timedelta(days=days)))
+            else:
+                blocked.append(prefix)
+            longer = tuple(p for p, _, _ in rules if len(p) > len(prefix) and p.startswith(prefix))
+            if longer:
+                exceptions.append((prefix, longer))
+        return cls(tuple(blocked), tuple(embargoes), None, tuple(exceptions))
 
 
 @dataclass(frozen=True)

@@ -314,14 +314,30 @@ def _facets(rows: Iterable[Any]) -> dict[str, list[tuple[str, int]]]:
 
 def _access_sql(rules: AccessRules, params: dict[str, Any]) -> list[str]:
     where = []
-    if rules.blocked:
-        params["blocked"] = [_like_prefix(p) for p in rules.blocked]
+    exceptions = dict(rules.exceptions)
+
+    def unless_longer(prefix: str, name: str) -> str:
+        """A rule under this one decides for its own captures (the longest prefix decides)."""
+        if prefix not in exceptions:
+            return ""
+        params[name] = [_like_prefix(p) for p in exceptions[prefix]]
+        return f" AND NOT c.surt LIKE ANY(CAST(:{name} AS text[]))"
+
+    plain = [p for p in rules.blocked if p not in exceptions]
+    if plain:
+        params["blocked"] = [_like_prefix(p) for p in plain]
         where.append("NOT (c.surt LIKE ANY(CAST(:blocked AS text[])))")
+    for i, prefix in enumerate(p for p in rules.blocked if p in exceptions):
+        params[f"blk_p{i}"] = _like_prefix(prefix)
+        where.append(f"NOT (c.surt LIKE :blk_p{i}{unless_longer(prefix, f'blk_x{i}')})")
     now = rules.now or datetime.now(UTC)
     for i, (prefix, period) in enumerate(rules.embargoes):
         params[f"emb_p{i}"] = _like_prefix(prefix)
         params[f"emb_t{i}"] = now - period
-        where.append(f"NOT (c.surt LIKE :emb_p{i} AND c.captured_at > :emb_t{i})")
+        where.append(
+            f"NOT (c.surt LIKE :emb_p{i} AND c.captured_at > :emb_t{i}"
+            f"{unless_longer(prefix, f'emb_x{i}')})"
+        )
     return where
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harvest.domains import registrable_domain
+from harvestflow.formats.domains import registrable_domain
 from search.model import Query
 
 _FILTER = re.compile(r'(?<![^\s(])(site|domain):("[^"]*"|\S+)', re.IGNORECASE)

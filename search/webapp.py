@@ -1,8 +1,10 @@
 """The search page: a small read-only FastAPI app (query box, results, facets, paging).
 
-Why an app of its own, not a curator page: readers use it, inside the access service of issue 18
-(which mounts it beside replay and supplies its access rules and sign-in); curators can mount it
-in Airflow like the curator views. Until then it is built by :func:`create_app` and tested alone.
+Why an app of its own, not a curator page: readers use it as well as curators. The Airflow
+plugin (``plugins/harvestflow_curator.py``) mounts it at ``/search`` behind Airflow's login, as
+it does the curator views; the access gateway serves it to readers at ``/search/``. Both get it
+from :mod:`access.searchapp`, which supplies the access rules in force (this package may not
+import ``access``).
 
 Each result links into replay of that very capture (``<replay>/all/<timestamp>/<url>``) and to
 the calendar of all captures of its URL (``<replay>/all/*/<url>``). The access rules come from
@@ -12,20 +14,18 @@ the calendar of all captures of its URL (``<replay>/all/*/<url>``). The access r
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from harvestflow.settings import Settings, get_settings
-from search.backends import get_backend
+from harvestflow.package_data import data_path
 from search.model import FACETS, AccessRules, SearchBackend
 from search.query import parse_query
 
-HERE = Path(__file__).parent
+HERE = data_path("search")  # templates/: package data
 PER_PAGE = 10
 MAX_PAGE = 1000
 MAX_QUERY = 1000
@@ -54,9 +54,17 @@ def create_app(
     rules: Callable[[], AccessRules] = AccessRules,
     collection: str = "all",
     per_page: int = PER_PAGE,
+    auth: Callable[..., Any] | None = None,
 ) -> FastAPI:
-    """The search app; ``rules`` gives the access rules in force (none by default)."""
-    app = FastAPI(title="harvestflow search", docs_url=None, redoc_url=None, openapi_url=None)
+    """The search app; ``rules`` gives the access rules in force (none by default), ``auth``
+    a FastAPI dependency run before every route (the Airflow plugin's login check)."""
+    app = FastAPI(
+        title="harvestflow search",
+        dependencies=[Depends(auth)] if auth is not None else [],
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     base = replay_url.rstrip("/") + "/" + collection
 
@@ -119,15 +127,3 @@ def create_app(
         )
 
     return app
-
-
-def app_from_settings(
-    settings: Settings | None = None, rules: Callable[[], AccessRules] = AccessRules
-) -> FastAPI:
-    """The app on the configured backend, linking to the replay service at ``[access] url``."""
-    settings = settings or get_settings()
-    return create_app(
-        lambda: get_backend(settings),
-        replay_url=str(settings.get("access", "url", "http://127.0.0.1:8090/")),
-        rules=rules,
-    )

@@ -89,6 +89,8 @@ def session_env(data_dir: Path) -> dict[str, str]:
     return {
         "HARVESTFLOW_DATA_DIR": str(data_dir),
         "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
+        # not the default (200): test_services checks the server was started with it
+        "HARVESTFLOW_POSTGRES__MAX_CONNECTIONS": "250",
         "HARVESTFLOW_S3__S3_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__MASTER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(with_grpc=True)),
@@ -97,6 +99,7 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
         "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
         "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
+        "HARVESTFLOW_ACCESS__PYWB_PORT": str(free_port()),
         "HARVESTFLOW_BROKER__PORT": str(free_port()),
     }
 

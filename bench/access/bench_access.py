@@ -163,7 +163,10 @@ def main() -> int:
             "HARVESTFLOW_DATA_DIR": str(data),
             "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
             "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
+            "HARVESTFLOW_ACCESS__PYWB_PORT": str(free_port()),
             "HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S": "3600",
+            # the service reads its access rules from a harvest DB: an embedded one of its own
+            "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
         }
     )
     if args.block_lines:
@@ -234,6 +237,13 @@ def main() -> int:
         ],
     }
 
+    from harvestflow import db
+    from harvestflow.services import postgres_for
+
+    postgres = postgres_for(settings)
+    postgres.start()
+    db.ensure_database(settings.harvest_db_url)
+    db.migrate(db.get_engine(settings.harvest_db_url))
     service = ReplayService(settings)
     service.start()
     flat_dir = work / "flat-pywb"
@@ -250,7 +260,8 @@ def main() -> int:
     results: dict[tuple[str, str, str], list[float]] = {}
     try:
         wait_up(flat_base, flat_proc)
-        clients = {"zipnum": Client(cfg.url, "all"), "flat": Client(flat_base, "flat")}
+        # pywb itself on both sides (not through our gateway): the index is what is compared
+        clients = {"zipnum": Client(cfg.pywb_url, "all"), "flat": Client(flat_base, "flat")}
         files = {"zipnum": current, "flat": {flat}}
         for shape, queries in shapes.items():
             for temp in ("cold", "warm"):
@@ -272,6 +283,8 @@ def main() -> int:
         flat_proc.terminate()
         flat_proc.wait(15)
         service.stop()
+        db.dispose_engines()
+        postgres.stop()
 
     print(
         f"\nindex: {lines:,} captures over {args.hosts:,} hosts, flat CDXJ {flat_size / 1e6:.1f} MB"

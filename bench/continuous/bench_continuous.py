@@ -1,4 +1,4 @@
-"""Adaptive revisiting vs a fixed-interval recrawl with the same number of fetches (issue 10).
+"""Adaptive revisiting vs a fixed-interval recrawl with the same number of fetches.
 
 Part 1 (simulated clock, no waiting): N URLs on H hosts whose pages change as Poisson processes
 with known rates (per URL mean change interval log-uniform between 1 hour and 90 days, 15% never

@@ -121,8 +121,8 @@ def _crawl(
     (out / "job.json").write_text(json.dumps(job))
     # raises CrawlFailed on a non-zero exit; a run cut short would skew the comparison too
     summary = crawl_in_subprocess(out / "job.json", out / "crawl")
-    if summary["status"] != "complete":
-        raise SystemExit(f"benchmark FAILED: crawl {out} ended {summary['status']!r}")
+    if summary.status != "complete":
+        raise SystemExit(f"benchmark FAILED: crawl {out} ended {summary.status!r}")
     return read_run(out / "crawl", NoiseFilter([])).visits
 
 

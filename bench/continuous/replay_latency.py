@@ -24,8 +24,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crawler.launch import crawl_in_subprocess
-from harvest.continuous.nrt import LiveWatcher, pywb_config
 from harvest.continuous.run import FORCED_TEMPLATE
+from harvestflow.contracts.summary import JobSummary
+from indexing.nrt import LiveWatcher, pywb_config
 
 REPO = Path(__file__).resolve().parents[2]
 WAYBACK = REPO / ".oracle-venv" / "bin" / "wayback"
@@ -146,7 +147,7 @@ def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
                         break
                 time.sleep(0.5)
             summary = box["summary"]
-            if not isinstance(summary, dict) or summary.get("status") != "complete":
+            if not isinstance(summary, JobSummary) or summary.status != "complete":
                 raise SystemExit(f"benchmark FAILED: the crawl did not complete: {summary}")
             during = sum(1 for t in watcher.indexed_at.values() if t.timestamp() < crawled)
             pending = set(fetched) - done
@@ -156,7 +157,7 @@ def measure(n_pages: int, n_hosts: int, warc_size: int = 20_000) -> None:
             server.shutdown()
     print(
         f"replay: {len(fetched)} pages on {n_hosts} hosts, crawl {crawled - started:.0f} s "
-        f"({summary.get('status')}), {len(watcher.indexed_at)} WARCs of {warc_size} B "
+        f"({summary.status}), {len(watcher.indexed_at)} WARCs of {warc_size} B "
         f"({during} made live before the crawl ended), "
         f"{len(latencies)} replayed, {len(pending)} never"
     )

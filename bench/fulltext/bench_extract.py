@@ -246,7 +246,7 @@ def cpu():
     return ru.ru_utime + ru.ru_stime
 backend = MemoryBackend()
 import pypdf  # imported lazily by the chain; the peer imports it at start too
-from harvest.domains import registrable_domain
+from harvestflow.formats.domains import registrable_domain
 registrable_domain("www.example.org")  # loads the bundled public-suffix list
 start = cpu()
 docs = 0

@@ -1,4 +1,4 @@
-"""Benchmark: the default job generator over millions of domain configurations (issue 4).
+"""Benchmark: the default job generator over millions of domain configurations.
 
 Loads N domain configurations (default 3,000,000) with synthetic harvest history into an
 embedded PostgreSQL (sizes after the BnF's 2011 figures: 57% of domains under 10 URLs, 42%

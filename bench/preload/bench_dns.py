@@ -1,4 +1,4 @@
-"""Benchmark: harvestflow's DNS check against dnsperf on the same queries (issue 5).
+"""Benchmark: harvestflow's DNS check against dnsperf on the same queries.
 
 Generates N domains (mostly existing, a tenth NXDOMAIN, some CNAME chains, AAAA-only and
 no-address names, a few "slow" ones whose zone only answers over TCP: knot's mod-noudp sends a

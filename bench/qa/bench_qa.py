@@ -11,7 +11,7 @@ the rounds (each round: awk, then QA, back to back), not the best round.
 
     .venv/bin/python bench/qa/bench_qa.py [--lines 10000000] [--rounds 2] [--workdir DIR]
 
-Targets (issue 8): <= 60 s, <= 4 GiB, and no slower than 2 x the awk pass.
+Targets: <= 60 s, <= 4 GiB, and no slower than 2 x the awk pass.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Rendering benchmark: harvestflow crawl --render html vs Chromium recording through pywb's
-recording proxy, same run, same pages (issue 19).
+recording proxy, same run, same pages.
 
 A generated loopback site (jssite.py: N script-built pages, ~7 URLs each, built by script: JSON
 API, thumbnails, a scroll-loaded second list, a lazy image) is served by a threaded server in

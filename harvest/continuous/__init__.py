@@ -1,4 +1,4 @@
-"""Continuous crawling with adaptive revisiting (issue 10).
+"""Continuous crawling with adaptive revisiting.
 
 Entry points (plain arguments, no Airflow): :func:`service.launch` (the hourly launcher),
 :func:`service.crawl_for` (a chain of bounded crawl runs resuming from the URL state),

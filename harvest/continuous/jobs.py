@@ -17,7 +17,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from harvest.common import DONE, FAILED, STARTED
+from harvestflow.formats.harvest_channels import Channel
+from harvestflow.formats.job_status import JobStatus
 
 DEFINITION = "continuous"
 
@@ -53,7 +54,7 @@ def register_run(
             sa.text(
                 "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
                 " template_name, template, seedlist, startdate, submitteddate)"
-                " VALUES (:h, :n, :i, :st, 'CONTINUOUS', 'continuous', CAST(:t AS jsonb), :s,"
+                " VALUES (:h, :n, :i, :st, :ch, 'continuous', CAST(:t AS jsonb), :s,"
                 " :d, :d) ON CONFLICT (harvest_id, harvest_num, job_index)"
                 " DO UPDATE SET status = EXCLUDED.status RETURNING job_id"
             ),
@@ -61,7 +62,8 @@ def register_run(
                 "h": harvest_id,
                 "n": harvest_num,
                 "i": job_index,
-                "st": STARTED,
+                "st": JobStatus.STARTED,
+                "ch": Channel.CONTINUOUS.value,
                 "t": json.dumps(template),
                 "s": "\n".join(seeds),
                 "d": started,
@@ -77,5 +79,5 @@ def finish_run(engine: sa.Engine, job_id: int, job_dir: Path, ok: bool) -> None:
             sa.text(
                 "UPDATE jobs SET status = :st, enddate = now(), job_dir = :d WHERE job_id = :j"
             ),
-            {"st": DONE if ok else FAILED, "d": str(job_dir), "j": job_id},
+            {"st": JobStatus.DONE if ok else JobStatus.FAILED, "d": str(job_dir), "j": job_id},
         )

@@ -24,10 +24,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from crawler.urls import host_of, without_fragment
 from harvest.continuous import store
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.urlstate import new_state
+from harvestflow.formats.urls import host_of, without_fragment
 
 log = logging.getLogger(__name__)
 

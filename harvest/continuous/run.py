@@ -12,7 +12,8 @@ URLs' seeds, so an unchanged embed becomes a revisit record. The dedup index is 
 state (an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent as
 If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
 its WARCs are indexed into the live collection as each one closes, during the run (a
-:class:`~harvest.continuous.nrt.LiveWatcher`; a small ``warc_max_size`` in the template makes
+:class:`~indexing.nrt.LiveWatcher`, given by the caller as
+``live_index``; a small ``warc_max_size`` in the template makes
 files close often, so captures become replayable minutes after their fetch), and a
 continuous_runs row keeps the statistics. A crashed run leaves the state untouched: the same
 URLs are still due and the next run fetches them.
@@ -21,28 +22,50 @@ URLs are still due and the next run fetches them.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
-from crawler.urls import host_of, registrable_domain
 from harvest.continuous import store
 from harvest.continuous.jobs import DEFINITION, finish_run, register_run
 from harvest.continuous.noise import NoiseFilter, load_rules
-from harvest.continuous.nrt import LiveWatcher
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
 from harvestflow.atomic import atomic_write_text
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.jobspec import JobSpec
+from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.harvest_channels import Channel
+from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
+
+
+class LiveIndex(Protocol):
+    """Indexes a run's data WARCs into the live collection as they close, while it crawls.
+
+    ``indexing.nrt.LiveWatcher`` is the one in use; the caller (the continuous-crawl DAG, the
+    CLI) passes it, since harvest sits below indexing in the layering and must not import it.
+    """
+
+    lines: int
+    indexed_at: dict[str, dt.datetime]
+
+    def start(self) -> LiveIndex: ...
+
+    def stop(self) -> None: ...
+
+
+# (directory the crawler writes its WARCs to, live collection directory) -> a LiveIndex
+LiveIndexFactory = Callable[[Path, Path], LiveIndex]
 
 # what every continuous run's template forces (the rest: settings [crawler] + overrides)
 FORCED_TEMPLATE = {
@@ -57,7 +80,7 @@ FORCED_TEMPLATE = {
 # page's embeds (and theirs: a stylesheet's images) fetched with it, as in a selective crawl
 RUN_DEFAULTS = {"warc_max_size": 50_000_000, "max_transclusion_hops": 2}
 
-CrawlFn = Callable[..., dict[str, Any]]
+CrawlFn = Callable[..., JobSummary]
 
 
 @dataclass
@@ -127,6 +150,7 @@ def run_batch(
     policies: dict[str, RevisitPolicy] | None = None,
     template: dict[str, Any] | None = None,
     resolve: dict[str, str] | None = None,
+    live_index: LiveIndexFactory,
     live_dir: Path | None = None,
     crawl: CrawlFn | None = None,
     logger: logging.Logger | None = None,
@@ -137,8 +161,8 @@ def run_batch(
     every capture of the run is replayable within minutes of its fetch. ``policy`` is the
     default revisit policy, ``policies`` those of named templates (a URL gets its seed's
     template's, then its host's overrides). ``crawl`` runs the job (default:
-    :func:`crawler.launch.crawl_in_subprocess`); ``live_dir`` (default ``<base_dir>/live``)
-    receives the near-real-time index.
+    :func:`crawler.launch.crawl_in_subprocess`); ``live_index`` (``indexing.nrt.LiveWatcher``)
+    writes the near-real-time index into ``live_dir`` (default ``<base_dir>/live``).
     """
     logger = logger or log
     real_start = dt.datetime.now(dt.UTC)
@@ -170,19 +194,23 @@ def run_batch(
     job_template = {**RUN_DEFAULTS, **(template or {}), **FORCED_TEMPLATE}
     job_id, harvest_id = register_run(engine, run_id, real_start, seeds, job_template)
     result.job_id = job_id
-    job = {
-        "job_id": job_id,
-        "harvest_id": harvest_id,
-        "harvest_name": DEFINITION,
-        "channel": "CONTINUOUS",
-        "seeds": seeds,
-        "template": job_template,
-        "resolve": resolve or {},
-        "dedup_index": str(dedup_path),
-        "max_running_time_s": max_run_s,
-    }
-    job_path = out / "job.json"
-    job_path.write_text(json.dumps(job, indent=1), encoding="utf-8")
+    job = JobSpec.from_dict(
+        {
+            "job_id": job_id,
+            "harvest_id": harvest_id,
+            "harvest_name": DEFINITION,
+            "channel": Channel.CONTINUOUS.value,
+            "seeds": seeds,
+            "template": job_template,
+            "resolve": resolve or {},
+            "dedup_index": str(dedup_path),
+            "max_running_time_s": max_run_s,
+        },
+        f"continuous run {run_id}",
+        resolve=False,  # the crawler resolves and checks the template
+    )
+    job_path = JobDir(out).job_json
+    job.write(job_path)
     with engine.begin() as conn:
         conn.execute(
             sa.text(
@@ -195,7 +223,7 @@ def run_batch(
         from crawler.launch import crawl_in_subprocess
 
         crawl = crawl_in_subprocess
-    watcher = LiveWatcher(out / "crawl" / "warcs", live_dir or base_dir / "live").start()
+    watcher = live_index(JobDir(out / "crawl").warcs, live_dir or base_dir / "live").start()
     try:
         summary = crawl(job_path, out / "crawl", logger=logger)
     except Exception:
@@ -205,7 +233,7 @@ def run_batch(
     watcher.stop()
     result.cdx_lines = watcher.lines
     result.live_indexed_at = dict(watcher.indexed_at)
-    result.status = str(summary.get("status", "unknown"))
+    result.status = summary.status or "unknown"
     update_from_run(engine, out / "crawl", due, book, now, result, shift)
     finish_run(engine, job_id, out / "crawl", ok=True)  # the indexing chain takes it in
     with engine.begin() as conn:

@@ -8,19 +8,30 @@ record's file/offset/id for the dedup index) and the body for the noise-stripped
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.crawllog_writer import TOO_MANY_EMBED_HOPS, TOO_MANY_LINK_HOPS
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
-from harvestflow.formats.crawllog import FIELDS, split_line
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.formats.crawllog import CrawlLogLine
+from harvestflow.formats.fetch_status import FetchStatus
 
 log = logging.getLogger(__name__)
+# never attempted in the run: out of scope, trap, operator, quota, time limit
+NOT_ATTEMPTED = frozenset(
+    {
+        FetchStatus.UNATTEMPTED,
+        FetchStatus.OUT_OF_SCOPE,
+        FetchStatus.BLOCKED_BY_USER,
+        FetchStatus.DEEMED_CHAFF,
+        FetchStatus.BLOCKED_BY_QUOTA,
+        FetchStatus.BLOCKED_BY_RUNTIME_LIMIT,
+    }
+)
 PROFILE_SUFFIXES = ("identical-payload-digest", "server-not-modified")
 
 
@@ -47,16 +58,9 @@ class RunOutput:
     bad_lines: int = 0
 
 
-def _fetch_time(fields: dict[str, str]) -> dt.datetime:
-    fetch = fields.get("fetch", "-")
-    if fetch != "-" and len(fetch) >= 17:
-        return dt.datetime.strptime(fetch[:17] + "000", "%Y%m%d%H%M%S%f").replace(tzinfo=dt.UTC)
-    return dt.datetime.fromisoformat(fields["time"].replace("Z", "+00:00"))
-
-
 def data_warcs(out_dir: Path) -> list[Path]:
     """The closed data WARCs of a run (not the metadata WARC, not ``.open`` files)."""
-    warc_dir = Path(out_dir) / "warcs"
+    warc_dir = JobDir(out_dir).warcs
     if not warc_dir.is_dir():
         return []
     return sorted(
@@ -106,34 +110,33 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
     """Visits (one per crawl.log line of a seed or embed fetch) and links at the hop limit."""
     out = RunOutput(warcs=data_warcs(out_dir))
     infos = read_warc_infos(out.warcs, noise)
-    log_path = Path(out_dir) / "logs" / "crawl.log"
+    log_path = JobDir(out_dir).crawl_log
     if not log_path.exists():
         log.warning("%s: no crawl.log", log_path)
         return out
     with log_path.open(encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
-            parts, why = split_line(line)
-            if why:
+            entry, why = CrawlLogLine.read(line)
+            if entry is None:
                 out.bad_lines += 1
                 log.warning("%s:%d: bad crawl.log line skipped: %s", log_path, lineno, why)
                 continue
-            fields = dict(zip(FIELDS, parts, strict=True))
-            status = int(fields["status"])
-            hops = "" if fields["hops"] == "-" else fields["hops"]
-            url = fields["url"]
+            status = entry.status
+            hops = entry.hops
+            url = entry.url
             if "P" in hops:  # prerequisites (robots.txt) are not revisited on their own
                 continue
-            via = "" if fields["via"] == "-" else fields["via"]
-            seed = None if fields["seed"] == "-" else fields["seed"]
-            if status in (TOO_MANY_LINK_HOPS, TOO_MANY_EMBED_HOPS):
+            via = entry.via or ""
+            seed = entry.seed
+            if status in (FetchStatus.TOO_MANY_LINK_HOPS, FetchStatus.TOO_MANY_EMBED_HOPS):
                 out.discovered.append((url, via, hops, seed or via))
                 continue
-            if status in (0, -5000, -5001, -4000, -5003, -5004):
-                continue  # never attempted here: out of scope, trap, quota, time limit
+            if status in NOT_ATTEMPTED:
+                continue
             info = infos.get(url)
-            digest = None if fields["digest"] == "-" else fields["digest"]
-            mime = None if fields["mime"] in ("-", "no-type") else fields["mime"]
-            notes = fields["annotations"]
+            digest = entry.digest
+            mime = None if entry.mime in (None, "no-type") else entry.mime
+            notes = ",".join(entry.annotations)  # substring tests, as before
             profile = info.profile if info else None
             if profile is None and "duplicate:server-not-modified" in notes:
                 profile = "server-not-modified"
@@ -142,7 +145,7 @@ def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:
             out.visits.append(
                 Visit(
                     url=url,
-                    fetched_at=_fetch_time(fields),
+                    fetched_at=entry.fetched_at(),
                     status=status,
                     mime=mime,
                     digest=digest,

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from harvest.continuous.launcher import LaunchResult, launch_hour
 from harvest.continuous.policy import RevisitPolicy, policy_from_settings, template_policies
 from harvest.continuous.report import crawl_stats, format_host_report, host_report
-from harvest.continuous.run import BatchResult, run_batch
+from harvest.continuous.run import BatchResult, LiveIndexFactory, run_batch
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ def steady_progress(
 def crawl_for(
     duration_s: float,
     *,
+    live_index: LiveIndexFactory,
     engine: sa.Engine | None = None,
     out_dir: Path | None = None,
     batch_size: int | None = None,
@@ -120,6 +121,7 @@ def crawl_for(
     Each batch fetches the URLs due at its start; when nothing is due the loop sleeps
     ``pause_s``. The log gets the due / overdue / done line after each batch and every
     ``progress_interval_s`` (settings ``progress_interval_s``, default 60 s) in between.
+    ``live_index`` (``indexing.nrt.LiveWatcher``) makes each closed WARC replayable at once.
     """
     logger = logger or log
     engine = _engine(engine)
@@ -148,6 +150,7 @@ def crawl_for(
                 template=template,
                 resolve=resolve,
                 logger=logger,
+                live_index=live_index,
             )
             if batch.due:
                 results.append(batch)

@@ -37,9 +37,8 @@ from dataclasses import dataclass, field, replace
 
 from harvest.continuous.policy import RevisitPolicy, content_class
 
-# Heritrix codes after which the content cannot be judged (REFERENCE §1)
+# Heritrix codes after which the content cannot be judged (crawl.log's negative statuses)
 UNJUDGEABLE_MAX = 0  # every status <= 0 is a failure or a refusal
-ROBOTS_EXCLUDED = -9998
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""NetarchiveSuite's default job generator (REFERENCE.md §5, steps 1-3).
+"""NetarchiveSuite's default job generator (``DefaultJobGenerator``: chunk, sort, fill jobs).
 
 Why chunks: configurations arrive as a stream; each chunk of ``domain_config_subset_size`` is
 sorted and split on its own, and the last job of a chunk is closed with it (as NetarchiveSuite's

@@ -3,14 +3,13 @@
 Why: the default job generator groups configurations of similar expected size, so that one
 huge site does not hold a job of small ones open for days. The rules are NetarchiveSuite's
 ``DomainConfiguration.getExpectedNumberOfObjects`` and ``DomainHistory
-.getBestHarvestInfoExpectation`` (REFERENCE.md §5.3).
+.getBestHarvestInfoExpectation``.
 """
 
 from __future__ import annotations
 
 from harvest.jobgen.model import UNLIMITED, ConfigInfo, HistoryEntry, JobGenSettings, min_inf
-
-STOP_COMPLETE = 0
+from harvestflow.formats.stop_reasons import StopReason
 
 
 def best_history(history: tuple[HistoryEntry, ...]) -> HistoryEntry | None:
@@ -20,7 +19,7 @@ def best_history(history: tuple[HistoryEntry, ...]) -> HistoryEntry | None:
     for entry in history:
         if best is None or best.objects <= entry.objects:
             best = entry
-        if entry.stop_reason == STOP_COMPLETE:
+        if entry.stop_reason == StopReason.DOWNLOAD_COMPLETE:
             return best
     return best
 
@@ -69,7 +68,7 @@ def expected_objects(
         minimum = best.objects
         factor = (
             settings.error_factor_prev_result
-            if best.stop_reason == STOP_COMPLETE
+            if best.stop_reason == StopReason.DOWNLOAD_COMPLETE
             else settings.error_factor_best_effort
         )
         expectation = minimum + _div_trunc(maximum - minimum, factor)

@@ -1,7 +1,7 @@
 """Streaming a harvest definition's domain configurations (with their best history) from the DB.
 
 Why this shape: the generator needs, per configuration, its template, limits, attributes and
-its "best" earlier harvest (REFERENCE.md §5.3: newest first, the largest object count seen,
+its "best" earlier harvest (NetarchiveSuite's rule: newest first, the largest object count seen,
 stopping at the first complete harvest). That best harvest is chosen in PostgreSQL, so one
 narrow row per configuration crosses the wire: the candidates are the harvests at or after the
 newest complete one (all of them when none completed), and the best is the largest object
@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.jobgen.model import ConfigInfo, HarvestLimits, HistoryEntry
+from harvestflow.formats.stop_reasons import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ _FULL_SET = (
 _STEP2_SET = (
     "SELECT DISTINCT hi.config_id FROM historyinfo hi JOIN configurations c USING (config_id)"
     " JOIN domains d USING (domain_id) WHERE hi.harvest_id = %(prev)s AND d.active"
-    " AND hi.stopreason IN (1, 2)"
+    f" AND hi.stopreason IN ({StopReason.OBJECT_LIMIT:d}, {StopReason.SIZE_LIMIT:d})"
 )
 
 _COLUMNS = (
@@ -71,7 +72,7 @@ _QUERY_INDEXED = (
     "  SELECT hi.objectcount, hi.bytecount, hi.stopreason FROM historyinfo hi"
     "  WHERE hi.config_id = c.config_id AND (hi.harvest_time, hi.historyinfo_id) >= COALESCE(("
     "    SELECT ROW(x.harvest_time, x.historyinfo_id) FROM historyinfo x"
-    "    WHERE x.config_id = c.config_id AND x.stopreason = 0"
+    f"    WHERE x.config_id = c.config_id AND x.stopreason = {StopReason.DOWNLOAD_COMPLETE:d}"
     "    ORDER BY x.harvest_time DESC, x.historyinfo_id DESC LIMIT 1),"
     "   ROW('-infinity'::timestamptz, 0::bigint))"
     "  ORDER BY hi.objectcount DESC, hi.harvest_time ASC, hi.historyinfo_id ASC LIMIT 1"
@@ -82,7 +83,7 @@ _QUERY_INDEXED = (
 _QUERY_BULK = (
     "WITH lastc AS ("
     "  SELECT DISTINCT ON (config_id) config_id, harvest_time AS t, historyinfo_id AS i"
-    "  FROM historyinfo WHERE stopreason = 0"
+    f"  FROM historyinfo WHERE stopreason = {StopReason.DOWNLOAD_COMPLETE:d}"
     "  ORDER BY config_id, harvest_time DESC, historyinfo_id DESC),"
     " best AS ("
     "  SELECT DISTINCT ON (hi.config_id) hi.config_id, hi.objectcount, hi.bytecount,"

@@ -8,7 +8,7 @@ answer is read with a minimal parser (header, question echo, the answer records'
 rare cases that need a full parse (CNAME chains an authoritative server did not complete,
 truncated answers re-asked over TCP) go through dnspython's ``dns.message``.
 
-Classification (issue 5): *active* = an A or AAAA answer, following CNAMEs; *failed* = NXDOMAIN
+Classification: *active* = an A or AAAA answer, following CNAMEs; *failed* = NXDOMAIN
 or no address record at all (only these exclude a domain); *unknown* = timeout, SERVFAIL,
 REFUSED or anything else after bounded retries (never excluded).
 """

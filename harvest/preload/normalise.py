@@ -6,23 +6,22 @@ punycode and subdomains, so every line is reduced to one canonical *registrable*
 NetarchiveSuite ``domains`` row is) before de-duplication. Anything that cannot be a crawlable
 registrable domain is rejected with a reason, never silently dropped.
 
-The public-suffix list is tldextract's bundled snapshot only (nothing fetched at run time) and
-private suffixes (blogspot.com...) are ignored, as NetarchiveSuite does with its ICANN list.
+The public-suffix rules are the platform's one matcher (:mod:`harvestflow.formats.domains`:
+tldextract's bundled snapshot, ICANN part only, as NetarchiveSuite's list); unlike the lenient
+``registrable_domain`` used for grouping, the preload refuses a name under no known suffix.
 IDN handling is IDNA 2008 with UTS 46 mapping (``idna`` package).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from urllib.parse import urlsplit
 
 import idna
-import tldextract
 
 from harvest.errors import HarvestError
+from harvestflow.formats.domains import is_ip, public_suffix_length
 
 # Reasons written to the rejects file (stable words, curators grep them).
 EMPTY = "empty"
@@ -55,56 +54,6 @@ class Normalised:
     host: str
 
 
-class _SuffixList:
-    """The ICANN part of tldextract's bundled public-suffix list, matched on ASCII labels.
-
-    Why not call tldextract per line: it parses each name as a URL and decodes punycode label by
-    label (about 50 µs a name); a preload normalises millions of lines. The rules are taken from
-    the same bundled snapshot (``TLDExtract.tlds``), converted to punycode once, and matched
-    with the PSL algorithm (exception rules, wildcards, longest match) on set lookups. The test
-    suite checks it against tldextract itself on names built from every rule.
-    """
-
-    def __init__(self, rules: list[str]) -> None:
-        self.exact: set[str] = set()
-        self.wildcard: set[str] = set()  # "*.ck" stored as "ck"
-        self.exception: set[str] = set()  # "!www.ck" stored as "www.ck"
-        for rule in rules:
-            target = self.exact
-            if rule.startswith("!"):
-                target, rule = self.exception, rule[1:]
-            elif rule.startswith("*."):
-                target, rule = self.wildcard, rule[2:]
-            try:
-                ascii_rule = idna.encode(rule, uts46=True, transitional=False).decode("ascii")
-            except (idna.IDNAError, UnicodeError):
-                ascii_rule = rule.encode("idna").decode("ascii")
-            target.add(ascii_rule)
-
-    def suffix_length(self, labels: list[str]) -> int:
-        """Number of labels of the public suffix of ``labels`` (0: no rule matches)."""
-        count = len(labels)
-        for start in range(count):
-            name = ".".join(labels[start:])
-            if name in self.exception:
-                return count - start - 1
-            if name in self.exact:
-                return count - start
-            if start + 1 < count and ".".join(labels[start + 1 :]) in self.wildcard:
-                return count - start
-        return 0
-
-
-@lru_cache(maxsize=1)
-def _suffixes() -> _SuffixList:
-    # suffix_list_urls=() and no cache dir: the snapshot bundled in the wheel, never the network;
-    # include_psl_private_domains=False: ICANN suffixes only, as NetarchiveSuite
-    extractor = tldextract.TLDExtract(
-        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
-    )
-    return _SuffixList(list(extractor.tlds))
-
-
 _IPV4 = re.compile(r"^\d+(\.\d+){3}$")
 _FORBIDDEN = re.compile(r"[\s/:@\[\]]")
 
@@ -133,7 +82,7 @@ def normalise_host(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> No
         raise RejectedDomain(EMPTY)
     if "*" in host:
         raise RejectedDomain(WILDCARD, raw.strip())
-    if _IPV4.match(host) or (":" in host and _is_ip(host.strip("[]"))):
+    if _IPV4.match(host) or (":" in host and is_ip(host)):
         raise RejectedDomain(IP_LITERAL, raw.strip())
     if _FORBIDDEN.search(host):
         raise RejectedDomain(BAD_LABEL, raw.strip())
@@ -144,7 +93,7 @@ def normalise_host(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> No
     for label in labels:
         if not _LDH.match(label):
             raise RejectedDomain(BAD_LABEL, repr(label) if label else "empty label")
-    suffix = _suffixes().suffix_length(labels)
+    suffix = public_suffix_length(labels)
     if not suffix:
         if labels[-1] in extra_suffixes:
             if len(labels) < 2:
@@ -154,14 +103,6 @@ def normalise_host(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> No
     if suffix >= len(labels):
         raise RejectedDomain(PUBLIC_SUFFIX, host)
     return Normalised(domain=".".join(labels[-suffix - 1 :]), host=host)
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def normalise_domain(raw: str, extra_suffixes: frozenset[str] = frozenset()) -> str:

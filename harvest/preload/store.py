@@ -136,3 +136,29 @@ def copy_upsert(
             flush()
     flush()
     return sent
+
+
+# The preload tables as QA reads them: it calls these, never SQL on them.
+
+
+def domain_origins(conn: Connection) -> list[Any]:
+    """(domain, origin, kind of its preload source or None), each combination once."""
+    sql = sa.text(
+        "SELECT DISTINCT o.domain, o.origin, s.kind FROM domain_origins o"
+        " LEFT JOIN preload_sources s ON s.run_id = o.run_id AND s.source_name = o.origin"
+    )
+    return list(conn.execute(sql).all())
+
+
+def selection_seed_urls(conn: Connection) -> list[str]:
+    """The seed URL of every curators' selection record."""
+    return [str(u) for (u,) in conn.execute(sa.text("SELECT seed_url FROM selection_records"))]
+
+
+def dns_check_counts(conn: Connection, start: Any, end: Any) -> dict[str, int]:
+    """DNS checks made in [start, end) per class (active, failed, unknown)."""
+    sql = sa.text(
+        "SELECT class, count(*) FROM dns_checks WHERE checked_at >= :start AND checked_at < :end"
+        " GROUP BY class ORDER BY class"
+    )
+    return {c: int(n) for c, n in conn.execute(sql, {"start": start, "end": end})}

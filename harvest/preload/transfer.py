@@ -5,7 +5,7 @@ Why set-based SQL in one transaction: a yearly preload moves millions of domains
 transaction means a killed task leaves nothing half done. Every step is an UPSERT or a guarded
 UPDATE, so running ``transfer`` twice changes nothing the second time.
 
-What happens (issue 5):
+What happens:
 - a domain not in the DB whose DNS check did not fail (active or unknown: unknown is never
   excluded) is created with NetarchiveSuite's defaults: configuration ``defaultconfig`` (template
   ``default_snapshot``, 1,000,000,000 bytes, unlimited objects, max rate 100) and the seed list

@@ -18,21 +18,21 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
 from harvest.common import engine_or_default
-from harvest.domains import registrable_domain
 from harvest.selection import urlcheck
 from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import RecordError, SelectionRecord, read_csv
 from harvest.selection.urlcheck import Resolver, UrlCheck
 from harvestflow.atomic import atomic_open
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.fields import tsv_field
+from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +78,6 @@ class ImportReport:
         return "\n".join(lines)
 
 
-def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
-
-
 def _record_key(external_id: str | None, collection: str, seed_url: str) -> str:
     """What identifies a record across imports: the feed id, else (collection, seed URL)."""
     return f"id:{external_id}" if external_id else f"{collection}\x00{seed_url}"
@@ -111,7 +107,7 @@ class _Known:
 
     def add(self, url: str, collection: str, key: str) -> None:
         self.urls[url][key] = collection
-        self.hosts[_host(url)].add(url)
+        self.hosts[host_of(url)].add(url)
         self.domains[registrable_domain(url)].add(url)
 
     def _others(self, url: str, key: str) -> bool:
@@ -126,7 +122,7 @@ class _Known:
         if others:
             return [f"same URL already in collection(s) {', '.join(sorted(others))}"]
         own = set(rec.all_urls)
-        host, domain = _host(url), registrable_domain(url)
+        host, domain = host_of(url), registrable_domain(url)
         same_host = sorted(u for u in self.hosts.get(host, set()) - own if self._others(u, key))
         if same_host:
             return [f"host {host} already present ({same_host[0]})"]

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harvest.errors import HarvestError
-from harvestflow.settings import PROJECT_ROOT
+from harvestflow.package_data import data_path
 
-MAPPING_FILE = PROJECT_ROOT / "config" / "selection_mapping.toml"
+MAPPING_FILE = data_path("config", "selection_mapping.toml")
 BUDGETS = ("small", "medium", "large")
 
 

@@ -20,11 +20,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import as_utc, engine_or_default
 from harvest.definitions import ensure_schedule, ensure_selective_definition, set_configs
-from harvest.domains import ensure_config, registrable_domain
+from harvest.domains import ensure_config
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import parse_feed_date
 from harvestflow.credentials import CredentialError, apply_feed_login
+from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
 

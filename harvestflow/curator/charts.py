@@ -14,7 +14,7 @@ from typing import Any
 import matplotlib.dates as mdates
 from matplotlib.figure import Figure
 
-COMPLETE = 0  # DOWNLOAD_COMPLETE
+from harvestflow.formats.stop_reasons import StopReason
 
 
 def _png(fig: Figure) -> bytes:
@@ -41,7 +41,10 @@ def domain_size_chart(name: str, history: list[dict[str, Any]]) -> bytes:
     fig = Figure(figsize=(8, 4.8))
     ax_bytes, ax_objects = fig.subplots(2, 1, sharex=True)
     times = [h["harvest_time"] for h in history]
-    colors = ["tab:blue" if h["stopreason"] == COMPLETE else "tab:red" for h in history]
+    colors = [
+        "tab:blue" if h["stopreason"] == StopReason.DOWNLOAD_COMPLETE else "tab:red"
+        for h in history
+    ]
     ax_bytes.plot(times, [h["bytecount"] for h in history], color="0.6", linewidth=1)
     ax_bytes.scatter(times, [h["bytecount"] for h in history], c=colors, zorder=3)
     ax_bytes.set_ylabel("bytes")

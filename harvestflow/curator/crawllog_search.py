@@ -4,8 +4,9 @@ Why RE2: a curator's pattern runs on the api-server, and Python's backtracking e
 minutes on a pattern like ``(a+)+b``. RE2 matches in time linear in the line, so no pattern
 can stall the server; the file is streamed (never loaded whole), lines are cut at
 ``MAX_LINE_CHARS``, and a scan stops after ``max_scan`` lines or ``time_budget_s`` seconds,
-saying so in the result. Lines without exactly crawl.log's 12 fields are never matched: they
-are counted and the first is named (harvestflow.formats.crawllog).
+saying so in the result. Lines the one crawl.log parser refuses (not exactly 12 fields, a time,
+status or size that does not read) are never matched: they are counted and the first is named
+(harvestflow.formats.crawllog).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import re2
 
 from harvestflow.errors import HarvestflowError
-from harvestflow.formats.crawllog import split_line
+from harvestflow.formats.crawllog import CrawlLogLine
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +71,13 @@ def _re2_message(exc: Exception) -> str:
     return str(reason)
 
 
-def parse_status(raw: str) -> str:
-    """The status filter as crawl.log writes it (an integer, maybe negative) or ''."""
+def parse_status(raw: str) -> int | None:
+    """The status filter (an integer, maybe negative: Heritrix's -6, -9998), or None."""
     raw = raw.strip()
     if not raw:
-        return ""
+        return None
     try:
-        return str(int(raw))
+        return int(raw)
     except ValueError as exc:
         raise SearchError(f"status must be an integer, not {raw!r}") from exc
 
@@ -112,18 +113,19 @@ def search_crawl_log(
                 result.stopped = f"{max_scan:,} lines scanned"
                 break
             line = line.rstrip("\n")
-            fields, why = split_line(line)
+            entry, why = CrawlLogLine.read(line)
             line = line[:MAX_LINE_CHARS]  # what the pattern searches
-            if why:
+            if entry is None:
                 # a shifted or forged line would show a server's own columns: named, not shown
                 result.bad_lines += 1
                 if result.bad_lines == 1:
                     result.first_bad, result.bad_reason = result.scanned, why
                 continue
-            if want_status and fields[1] != want_status:
+            if want_status is not None and entry.status != want_status:
                 continue
+            line_mime = entry.mime or "-"
             if mime and not (
-                fields[6].startswith(mime) if mime.endswith("/") else fields[6] == mime
+                line_mime.startswith(mime) if mime.endswith("/") else line_mime == mime
             ):
                 continue
             if regex is not None and not regex.search(line):
@@ -134,6 +136,6 @@ def search_crawl_log(
             if len(result.lines) >= limit:
                 result.more = True
                 break
-            result.lines.append(fields)
+            result.lines.append(entry.fields())
     log.debug("crawl.log search %s: %d lines scanned", path, result.scanned)
     return result

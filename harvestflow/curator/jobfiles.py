@@ -8,12 +8,15 @@ failed job), and every path is checked to stay inside its job directory.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harvestflow.contracts import ContractError
+from harvestflow.contracts.jobdir import JobDir
+from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +52,18 @@ def inside(base: Path, *parts: str) -> Path:
     return target
 
 
-def read_summary(job_dir: Path | None) -> dict[str, Any]:
-    """The crawler's summary.json, or {} (job not crawled yet, or file unreadable)."""
+def read_summary(job_dir: Path | None) -> JobSummary | None:
+    """The crawler's summary.json, or None (job not crawled yet, or file unreadable)."""
     if job_dir is None:
-        return {}
-    path = job_dir / "summary.json"
+        return None
+    path = JobDir(job_dir).summary_json
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        return JobSummary.read(path)
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
+        return None
+    except (OSError, ContractError) as exc:
         log.warning("%s: unreadable summary: %s", path, exc)
-        return {}
+        return None
 
 
 def parse_report(name: str, text: str, max_rows: int = MAX_REPORT_ROWS) -> Table:
@@ -95,9 +98,9 @@ def parse_report(name: str, text: str, max_rows: int = MAX_REPORT_ROWS) -> Table
 
 def read_reports(job_dir: Path | None) -> list[Table]:
     """Every report of the job, best-known first, each parsed into a table."""
-    if job_dir is None or not (job_dir / "reports").is_dir():
+    if job_dir is None:
         return []
-    names = sorted(p.name for p in (job_dir / "reports").glob("*.txt"))
+    names = [p.name for p in JobDir(job_dir).report_files()]
     ordered = [n for n in REPORT_ORDER if n in names] + [n for n in names if n not in REPORT_ORDER]
     tables = []
     for name in ordered:
@@ -115,7 +118,7 @@ def read_progress(job_dir: Path | None, max_points: int = 500) -> list[dict[str,
     first, thinned to ``max_points``; an 'ended' key marks the CRAWL ENDED line."""
     if job_dir is None:
         return []
-    path = job_dir / "logs" / "progress-statistics.log"
+    path = JobDir(job_dir).progress_log
     if not path.exists():
         return []
     samples: list[dict[str, Any]] = []
@@ -167,7 +170,7 @@ def read_screenshots(job_dir: Path | None, kind: str | None = "viewport") -> lis
     ``MAX_SCREENSHOTS``; ``index`` is the line's number, which the image route takes."""
     if job_dir is None:
         return []
-    path = job_dir / "reports" / SCREENSHOT_REPORT
+    path = JobDir(job_dir).report(SCREENSHOT_REPORT)
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
     except OSError:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from harvestflow.curator.jobfiles import MAX_REPORT_ROWS, Table, inside
 from harvestflow.curator.queries import Page, _page, _rows
+from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +213,9 @@ def overview(conn: sa.Connection) -> dict[str, Any]:
             sa.text(
                 "SELECT (SELECT count(*) FROM harvestdefinitions) AS definitions,"
                 " (SELECT count(*) FROM jobs) AS jobs,"
-                " (SELECT count(*) FROM jobs WHERE status = 2) AS running,"
-                " (SELECT count(*) FROM jobs WHERE status IN (4, 6)) AS failed,"
+                f" (SELECT count(*) FROM jobs WHERE status = {JobStatus.STARTED:d}) AS running,"
+                " (SELECT count(*) FROM jobs"
+                f" WHERE status IN ({JobStatus.FAILED:d}, {JobStatus.FAILED_REJECTED:d})) AS failed,"
                 " (SELECT count(*) FROM domains) AS domains,"
                 " (SELECT max(day) FROM qa_reports) AS last_qa,"
                 " (SELECT count(*) FROM preservation_packages WHERE status = 'manual') AS manual"

@@ -4,6 +4,12 @@ Why plain SQL text: every statement is a constant with bound parameters (``:name
 curator input ever becomes SQL; sorting and paging are fixed here, never taken from the URL.
 Each list query returns a :class:`Page` (rows + total) so big tables are paginated. Pages
 read through :func:`read_only` connections, so even a faulty query cannot write.
+
+Why here and not in each stage's package (the stages own their tables and the other stages
+call their functions): these are the curator pages' reports, read-only, joining several
+stages' tables (jobs with definitions and history, packages with definitions) and shaped for
+one page each; as stage functions they would be pass-throughs used by nothing else. The
+curator's reporting SQL lives here and in ``operations``; it never writes.
 """
 
 from __future__ import annotations
@@ -15,12 +21,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from harvest.common import STOP_REASON_NAMES
-from qa import codes
+from harvestflow.formats.job_status import JobStatus
+from harvestflow.formats.stop_reasons import StopReason
 
-# the NetarchiveSuite enumerations, defined once where they are used first
-JOB_STATUS = codes.JOB_STATUS
-STOP_REASON = STOP_REASON_NAMES
+# the schedule's time unit (NetarchiveSuite's enumeration, as harvest/schedule.py numbers it)
 TIME_UNIT = {1: "hour", 2: "day", 3: "week", 4: "month", 5: "minute"}
 # PostgreSQL's integer column ranges: a number beyond its column's is refused before SQL
 SMALLINT_MAX = 2**15 - 1
@@ -91,8 +95,9 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
         for r in _rows(
             conn,
             "SELECT harvest_id, harvest_num, count(*) AS jobs,"
-            " count(*) FILTER (WHERE status = 3) AS done,"
-            " count(*) FILTER (WHERE status IN (4, 6)) AS failed, max(enddate) AS ended"
+            f" count(*) FILTER (WHERE status = {JobStatus.DONE:d}) AS done,"
+            f" count(*) FILTER (WHERE status IN ({JobStatus.FAILED:d}, {JobStatus.FAILED_REJECTED:d}))"
+            " AS failed, max(enddate) AS ended"
             " FROM (SELECT j.*, dense_rank() OVER (PARTITION BY harvest_id"
             "       ORDER BY harvest_num DESC) AS rk FROM jobs j"
             "       WHERE harvest_id = ANY(:ids)) t"
@@ -144,8 +149,8 @@ def jobs(
 
 
 def _decorate_job(row: dict[str, Any]) -> None:
-    row["status_name"] = JOB_STATUS.get(row["status"], str(row["status"]))
-    row["stop_names"] = [STOP_REASON.get(s, str(s)) for s in (row.get("stopreasons") or [])]
+    row["status_name"] = JobStatus.name_of(row["status"])
+    row["stop_names"] = [StopReason.name_of(s) for s in (row.get("stopreasons") or [])]
 
 
 def job(
@@ -178,7 +183,7 @@ def job(
         id=job_id,
     )
     for h in row["history"].rows:
-        h["stop_name"] = STOP_REASON.get(h["stopreason"], str(h["stopreason"]))
+        h["stop_name"] = StopReason.name_of(h["stopreason"])
     return row
 
 
@@ -252,7 +257,7 @@ def domain(
         id=did,
     )
     for h in dom["history"].rows:
-        h["stop_name"] = STOP_REASON.get(h["stopreason"], str(h["stopreason"]))
+        h["stop_name"] = StopReason.name_of(h["stopreason"])
     return dom
 
 

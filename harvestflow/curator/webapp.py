@@ -29,12 +29,15 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
+from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
+from harvestflow.package_data import data_path
 
 log = logging.getLogger(__name__)
 
-HERE = Path(__file__).resolve().parent
+HERE = data_path("harvestflow.curator")  # templates/: package data
 PAGE_SIZE = 50
 SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
@@ -49,7 +52,9 @@ def _templates() -> Jinja2Templates:
     env.filters["num"] = lambda v: "" if v is None else f"{v:,}"
     env.filters["when"] = lambda v: "" if v is None else str(v)[:19].replace("T", " ")
     env.filters["q"] = lambda v: quote(str(v), safe="")
-    env.globals["STATUS"] = queries.JOB_STATUS
+    env.globals["STATUS"] = {int(s): s.name for s in JobStatus}
+    env.globals["JobStatus"] = JobStatus
+    env.globals["RUNNING"] = RUNNING
     return templates
 
 
@@ -115,7 +120,7 @@ def create_app(
             result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status_no, harvest_no)
         for row in result.rows:
             row["task_link"] = _task_link(row.get("airflow_task"), airflow_base)
-            if row["status"] == 2:  # STARTED: show where the crawl stands
+            if row["status"] == JobStatus.STARTED:  # show where the crawl stands
                 samples = jobfiles.read_progress(_dir(row["job_dir"]), max_points=2)
                 row["progress"] = samples[-1] if samples else None
         return page(
@@ -141,7 +146,7 @@ def create_app(
         session, new_session = actions.session_of(request)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
-        crawl_log = job_dir / "logs" / "crawl.log" if job_dir else None
+        crawl_log = JobDir(job_dir).crawl_log if job_dir else None
         if (q or status or mime) and crawl_log is not None and crawl_log.exists():
             try:
                 search = crawllog_search.search_crawl_log(
@@ -166,7 +171,7 @@ def create_app(
             offset=max(offset, 0),
             columns=crawllog_search.COLUMNS,
             actions=history,
-            can_control=actions.can_edit(request) and row["status"] in (1, 2),
+            can_control=actions.can_edit(request) and row["status"] in RUNNING,
             csrf=actions.csrf_token(csrf_key, session, user) if user else "",
         )
         if new_session and user:

@@ -41,9 +41,11 @@ __all__ = [
     "cdx11_line",
     "cdxj_line",
     "http_mime",
+    "line_key",
     "mime_of",
     "parse_cdx11",
     "timestamp14",
+    "warc_date",
 ]
 
 CDX11_HEADER = " CDX N b a m s k r M S V g"
@@ -135,6 +137,12 @@ def timestamp14(date: str) -> str:
     return datetime(*parts).strftime("%Y%m%d%H%M%S")  # type: ignore[arg-type]
 
 
+def warc_date(timestamp: str) -> str:
+    """A CDX timestamp (14 digits, or fewer: the missing ones are zero) as a WARC-Date."""
+    s = (timestamp + "00000000000000")[:14]
+    return f"{s[0:4]}-{s[4:6]}-{s[6:8]}T{s[8:10]}:{s[10:12]}:{s[12:14]}Z"
+
+
 def _key_and_time(rec: CdxFields) -> tuple[str, str]:
     key = surt_or_url(rec.url) if rec.url else "-"
     return key, timestamp14(rec.date) if rec.date else "-"
@@ -207,3 +215,15 @@ def parse_cdx11(line: str) -> Cdx11Line | None:
     return Cdx11Line(
         key, stamp, url, mime, status, digest, redirect, meta, length, offset, fields[10]
     )
+
+
+def line_key(line: bytes) -> bytes | None:
+    """``<urlkey> <timestamp>`` of a CDXJ or CDX11 line (what sorted indexes are searched by);
+    None when the line does not start with a key and a timestamp of digits.
+
+    Bytes, not text: merges and ZipNum blocks handle index files of tens of gigabytes as bytes.
+    """
+    parts = line.split(b" ", 2)
+    if len(parts) < 2 or not parts[1][:14].isdigit():
+        return None
+    return parts[0] + b" " + parts[1]

@@ -1,15 +1,43 @@
-"""The field layout of a Heritrix 3 crawl.log line and the one rule every reader applies to it.
+"""The crawl.log line of Heritrix 3: one model, one parser, one writer.
 
-Why here: the crawler writes crawl.log, and the reports, the continuous crawl, the daily QA
-(polars and C paths) and the curator search read it. A reader that took "at least 12 fields"
-let a value with spaces in it (before the writers escaped them, or in a log from elsewhere)
-shift the columns, so that a server could choose its own line's digest, seed and annotations.
-Every reader now takes a line only when it has exactly :data:`FIELD_COUNT` whitespace-separated
-fields, or one more that is Heritrix's optional extra-info JSON object (``-extraInfo``; written
-without spaces, ``{...}``); any other line is a bad line, named by its reader.
+Why here: the crawler writes crawl.log, and the reports, the dedup index, the continuous crawl,
+the daily QA (polars and C paths) and the curator search read it. Each used to split the line
+itself; a reader that took "at least 12 fields" let a value with spaces in it (before the
+writers escaped them, or in a log from elsewhere) shift the columns, so that a server could
+choose its own line's digest, seed and annotations. Now every reader goes through
+:meth:`CrawlLogLine.read` and the crawler writes through :meth:`CrawlLogLine.format`; the QA's
+C scanner and polars path are fast paths that tests/qa/test_crawllog_model.py proves equal to
+this parser on real Heritrix lines and hostile ones.
+
+The fields (Heritrix 3, space-separated, status right-aligned in 5 columns and size in 10):
+log time, status (HTTP status or a negative Heritrix code such as -6, -61, -9998), size (``-``
+for none), URI, hop path (``-`` for a seed), via, MIME type, thread (``#042``), fetch start and
+duration (``yyyyMMddHHmmssSSS+ms``), digest, source tag (the seed), annotations
+(comma-separated). A line is taken only when it has exactly :data:`FIELD_COUNT`
+whitespace-separated fields, or one more that is Heritrix's optional extra-info JSON object
+(``-extraInfo``; written without spaces, ``{...}``), and when its time, status and size read as
+such; any other line is a bad line, and :meth:`CrawlLogLine.read` says why.
 """
 
 from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from harvestflow.formats.fields import MAX_MIME_CHARS, clean_field
+
+__all__ = [
+    "FIELDS",
+    "FIELD_COUNT",
+    "MAX_ANNOTATION_CHARS",
+    "CrawlLogLine",
+    "fetch_field",
+    "field_count_error",
+    "is_extra_info",
+    "iso_ms",
+    "split_line",
+]
 
 FIELDS = (
     "time",
@@ -26,6 +54,9 @@ FIELDS = (
     "annotations",
 )
 FIELD_COUNT = len(FIELDS)
+# one annotation (an error message is part of some) is cut at this many characters
+MAX_ANNOTATION_CHARS = 200
+_is_time = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d").match
 
 
 def is_extra_info(field: str) -> bool:
@@ -46,7 +77,10 @@ def field_count_error(parts: list[str]) -> str:
 
 
 def split_line(line: str) -> tuple[list[str], str]:
-    """(the 12 fields, '') of a crawl.log line, or ([], why) for a bad line."""
+    """(the 12 fields, '') of a crawl.log line, or ([], why) for a line with the wrong count.
+
+    The bare field split, for :meth:`CrawlLogLine.read` and for the error message of a line a
+    reader refuses."""
     parts = line.split()
     why = field_count_error(parts)
     if why:
@@ -54,9 +88,136 @@ def split_line(line: str) -> tuple[list[str], str]:
     return parts[:FIELD_COUNT], ""
 
 
-def parse_line(line: str) -> dict[str, str] | None:
-    """The fields of a crawl.log line by name (None for a bad line)."""
-    parts, why = split_line(line)
-    if why:
+def iso_ms(when: dt.datetime) -> str:
+    """A crawl.log time: ISO 8601 in UTC with milliseconds (``2026-11-22T10:15:02.123Z``)."""
+    when = when.astimezone(dt.UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def fetch_field(start: dt.datetime | None, duration_ms: int | None) -> str | None:
+    """The fetch field (``yyyyMMddHHmmssSSS+<ms>``) of a fetch begun at ``start``; None if none."""
+    if start is None:
         return None
-    return dict(zip(FIELDS, parts, strict=True))
+    start = start.astimezone(dt.UTC)
+    stamp = start.strftime("%Y%m%d%H%M%S") + f"{start.microsecond // 1000:03d}"
+    return f"{stamp}+{duration_ms or 0}"
+
+
+@dataclass(slots=True)
+class CrawlLogLine:
+    """One crawl.log line. ``None`` (``""`` for ``hops``, ``()`` for ``annotations``) is the
+    ``-`` Heritrix writes for a missing value; values read are kept as written."""
+
+    time: str
+    status: int
+    size: int | None
+    url: str
+    hops: str = ""
+    via: str | None = None
+    mime: str | None = None
+    thread: str = "#000"
+    fetch: str | None = None
+    digest: str | None = None
+    seed: str | None = None
+    annotations: tuple[str, ...] = ()
+    extra_info: str | None = None
+
+    @classmethod
+    def read(cls, line: str) -> tuple[CrawlLogLine | None, str]:
+        """(the line, '') or (None, why it is not a crawl.log line) — for readers that name
+        their bad lines."""
+        parts = line.split()
+        n = len(parts)
+        if n != FIELD_COUNT and not (n == FIELD_COUNT + 1 and is_extra_info(parts[-1])):
+            return None, field_count_error(parts)
+        time, status_s, size_s = parts[0], parts[1], parts[2]
+        if not _is_time(time):
+            return None, "first field is not an ISO timestamp"
+        try:
+            status = int(status_s)
+        except ValueError:
+            return None, f"status {status_s[:20]!r} is not an integer"
+        size: int | None = None
+        if size_s != "-":
+            try:
+                size = int(size_s)
+            except ValueError:
+                return None, f"size {size_s[:20]!r} is not an integer"
+        notes = parts[11]
+        # positional, in field order: this runs once per line of logs of millions of lines
+        return cls(
+            time,
+            status,
+            size,
+            parts[3],
+            "" if parts[4] == "-" else parts[4],
+            None if parts[5] == "-" else parts[5],
+            None if parts[6] == "-" else parts[6],
+            parts[7],
+            None if parts[8] == "-" else parts[8],
+            None if parts[9] == "-" else parts[9],
+            None if parts[10] == "-" else parts[10],
+            () if notes == "-" else tuple(notes.split(",")),
+            parts[12] if len(parts) > FIELD_COUNT else None,
+        ), ""
+
+    @classmethod
+    def parse(cls, line: str) -> CrawlLogLine | None:
+        """The line, or None for a bad line."""
+        return cls.read(line)[0]
+
+    def fields(self) -> list[str]:
+        """The 12 fields as they read (``-`` for missing values), without padding or escaping."""
+        return [
+            self.time,
+            str(self.status),
+            "-" if self.size is None else str(self.size),
+            self.url,
+            self.hops or "-",
+            self.via or "-",
+            self.mime or "-",
+            self.thread,
+            self.fetch or "-",
+            self.digest or "-",
+            self.seed or "-",
+            ",".join(self.annotations) if self.annotations else "-",
+        ]
+
+    def format(self) -> str:
+        """The line as Heritrix writes it (no newline).
+
+        Every value a server or a link could choose (URL, via, seed, MIME type, annotations
+        built from error messages) goes through the one sanitiser, so no value can add, shift
+        or forge a field or a line (:mod:`harvestflow.formats.fields`).
+        """
+        size = "-" if self.size is None else str(self.size)
+        notes = (
+            ",".join(clean_field(a, MAX_ANNOTATION_CHARS, extra=",") for a in self.annotations)
+            if self.annotations
+            else "-"
+        )
+        out = [
+            clean_field(self.time),
+            f"{self.status:>5}",
+            f"{size:>10}",
+            clean_field(self.url),
+            clean_field(self.hops),
+            clean_field(self.via),
+            clean_field(self.mime, MAX_MIME_CHARS),
+            clean_field(self.thread),
+            clean_field(self.fetch),
+            clean_field(self.digest),
+            clean_field(self.seed),
+            notes,
+        ]
+        if self.extra_info is not None:
+            out.append(clean_field(self.extra_info))
+        return " ".join(out)
+
+    def fetched_at(self) -> dt.datetime:
+        """When the fetch began (the fetch field), else the log time; UTC."""
+        if self.fetch is not None and len(self.fetch) >= 17:
+            return dt.datetime.strptime(self.fetch[:17] + "000", "%Y%m%d%H%M%S%f").replace(
+                tzinfo=dt.UTC
+            )
+        return dt.datetime.fromisoformat(self.time.replace("Z", "+00:00"))

@@ -1,7 +1,7 @@
 """Dynamic routes of the sample website: the awkward cases a crawler must archive faithfully.
 
 Why separate from the server: each route is a small pure function of (host, path, query,
-headers, port) returning a :class:`~harvestflow.samplesite.server.Reply`, easy to read as the
+headers, port) returning a :class:`Reply`, easy to read as the
 list of what the site offers:
 
 - ``www.example-a.test``: ``/redirect-301``, ``/redirect-302``, ``/cookies`` (two Set-Cookie),
@@ -12,24 +12,69 @@ list of what the site offers:
 - ``static.example-a.test``: ``/fonts/sample.woff``, ``/big.bin?size=N`` (large body).
 - ``trap.example-c.test``: an endless calendar (``/calendar/YYYY/MM/``), session ids that change
   on every link (``/shop?sid=...``), repeated path segments (``/loop/loop/...``) and deep paths.
+- ``www.scaleN.test`` (N = 0 to 999): as many small sites as a scale test needs (a broad
+  crawl over many hosts): ``/`` links to ``/page/1`` … ``/page/3``, each answered after
+  ``SCALE_PAGE_DELAY_S`` so that a job lasts long enough to be seen running.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+import mimetypes
+import re
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from harvestflow.samplesite.server import Reply
+from harvestflow.package_data import data_path
+
+SITES_DIR = data_path("harvestflow.samplesite", "sites")
+TEXT_SUFFIXES = {".html", ".css", ".js", ".txt", ".xml"}
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css",
+    ".js": "application/javascript",
+    ".txt": "text/plain",
+    ".xml": "application/xml",
+    ".png": "image/png",
+    ".gif": "image/gif",
+}
+
+
+@dataclass
+class Reply:
+    """What a route answers: status, headers (repeats allowed), body and how to send it."""
+
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    chunks: list[bytes] | None = None  # send with Transfer-Encoding: chunked
+    delay_s: float = 0.0
+
+
+def load_static(host: str, path: str, port: int) -> tuple[bytes, str] | None:
+    """The bytes and content type of a static file, with ``__PORT__`` filled in, or None."""
+    rel = path.lstrip("/")
+    if rel == "" or rel.endswith("/"):
+        rel += "index.html"
+    base = (SITES_DIR / host).resolve()
+    target = (base / rel).resolve()
+    if base not in target.parents or not target.is_file():
+        return None
+    data = target.read_bytes()
+    if target.suffix in TEXT_SUFFIXES:
+        data = data.replace(b"__PORT__", str(port).encode())
+    ctype = CONTENT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
+    return data, ctype or "application/octet-stream"
+
 
 HTML = "text/html; charset=utf-8"
 ETAG = '"sample-etag-v1"'
 LAST_MODIFIED = "Thu, 01 Jan 2026 00:00:00 GMT"
+SCALE_HOST = re.compile(r"^www\.scale(\d{1,3})\.test$")
+SCALE_PAGES = 3
+SCALE_PAGE_DELAY_S = 0.25
 
 
 def _reply(status: int, body: bytes = b"", headers: list[tuple[str, str]] | None = None) -> Reply:
-    from harvestflow.samplesite.server import Reply
-
     return Reply(status, body, headers or [])
 
 
@@ -50,6 +95,8 @@ def dynamic(
 ) -> Reply | None:
     """The reply of a dynamic route, or None when the path is a static file (or a 404)."""
     base_a = f"http://www.example-a.test:{port}"
+    if SCALE_HOST.match(host):
+        return _scale_site(host, path)
     if host == "www.example-a.test":
         if path == "/redirect-301":
             return _redirect(301, "/about.html")
@@ -70,8 +117,6 @@ def dynamic(
             body = _page(f"Search {q} page {page}", f"<p>Results for {q}.</p>{links}")
             return _reply(200, body, [("Content-Type", HTML)])
         if path == "/etag.html":
-            from harvestflow.samplesite.server import load_static
-
             found = load_static(host, path, port)
             assert found is not None
             cond = [("ETag", ETAG), ("Last-Modified", LAST_MODIFIED)]
@@ -134,3 +179,17 @@ def _trap(path: str, query: dict[str, list[str]]) -> Reply:
         body = f'<a href="{path.rstrip("/")}/{len(parts)}/">Deeper</a>'
         return _reply(200, _page("Deep", body), [("Content-Type", HTML)])
     return _reply(404, _page("Not Found", ""), [("Content-Type", HTML)])
+
+
+def _scale_site(host: str, path: str) -> Reply:
+    """One of the many small sites ``www.scaleN.test``: a home page and three linked pages."""
+    if path == "/":
+        links = "".join(f'<a href="/page/{n}">page {n}</a> ' for n in range(1, SCALE_PAGES + 1))
+        return _reply(200, _page(host, f"<p>{links}</p>"), [("Content-Type", HTML)])
+    if (m := re.fullmatch(r"/page/(\d+)", path)) and 1 <= int(m.group(1)) <= SCALE_PAGES:
+        reply = _reply(
+            200, _page(f"{host} {m.group(1)}", "<p>a page</p>"), [("Content-Type", HTML)]
+        )
+        reply.delay_s = SCALE_PAGE_DELAY_S
+        return reply
+    return _reply(404, _page("Not Found", "<p>no such page</p>"), [("Content-Type", HTML)])

@@ -16,32 +16,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
-import mimetypes
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from harvestflow.samplesite import routes
+from harvestflow.samplesite.routes import SITES_DIR, Reply, load_static
 
 log = logging.getLogger(__name__)
-
-SITES_DIR = Path(__file__).resolve().parent / "sites"
-TEXT_SUFFIXES = {".html", ".css", ".js", ".txt", ".xml"}
-CONTENT_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".css": "text/css",
-    ".js": "application/javascript",
-    ".txt": "text/plain",
-    ".xml": "application/xml",
-    ".png": "image/png",
-    ".gif": "image/gif",
-}
 
 
 @dataclass
@@ -68,17 +55,6 @@ class ServedRequest:
         return None
 
 
-@dataclass
-class Reply:
-    """What a route answers: status, headers (repeats allowed), body and how to send it."""
-
-    status: int
-    body: bytes = b""
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    chunks: list[bytes] | None = None  # send with Transfer-Encoding: chunked
-    delay_s: float = 0.0
-
-
 class SampleSiteServer(ThreadingHTTPServer):
     """Threaded server holding the request log."""
 
@@ -97,22 +73,6 @@ class SampleSiteServer(ThreadingHTTPServer):
     @property
     def port(self) -> int:
         return int(self.server_address[1])
-
-
-def load_static(host: str, path: str, port: int) -> tuple[bytes, str] | None:
-    """The bytes and content type of a static file, with ``__PORT__`` filled in, or None."""
-    rel = path.lstrip("/")
-    if rel == "" or rel.endswith("/"):
-        rel += "index.html"
-    base = (SITES_DIR / host).resolve()
-    target = (base / rel).resolve()
-    if base not in target.parents or not target.is_file():
-        return None
-    data = target.read_bytes()
-    if target.suffix in TEXT_SUFFIXES:
-        data = data.replace(b"__PORT__", str(port).encode())
-    ctype = CONTENT_TYPES.get(target.suffix) or mimetypes.guess_type(target.name)[0]
-    return data, ctype or "application/octet-stream"
 
 
 class _Handler(BaseHTTPRequestHandler):

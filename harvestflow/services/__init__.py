@@ -37,7 +37,12 @@ __all__ = [
 
 def postgres_for(settings: Settings) -> EmbeddedPostgres:
     pg = settings["postgres"]
-    return EmbeddedPostgres(settings.path(pg["data_subdir"]), host=pg["host"], port=int(pg["port"]))
+    return EmbeddedPostgres(
+        settings.path(pg["data_subdir"]),
+        host=pg["host"],
+        port=int(pg["port"]),
+        max_connections=int(pg.get("max_connections", 200)),
+    )
 
 
 def seaweedfs_for(settings: Settings) -> EmbeddedSeaweedFS:

@@ -62,6 +62,9 @@ class EmbeddedPostgres:
     pgdata: Path
     host: str = "127.0.0.1"
     port: int = 15432
+    # every crawler process holds a few connections (its host and job leases, its task's harvest
+    # engine): a cluster of many crawlers needs more than PostgreSQL's default 100 (docs/scaling.md)
+    max_connections: int = 200
 
     @property
     def as_root(self) -> bool:
@@ -165,7 +168,7 @@ class EmbeddedPostgres:
             )
         options = (
             f"-c listen_addresses={self.host} -c port={self.port} "
-            "-c unix_socket_directories='' -c max_connections=200 "
+            f"-c unix_socket_directories='' -c max_connections={int(self.max_connections)} "
             "-c shared_buffers=128MB -c fsync=on"
         )
         log.info("starting PostgreSQL on %s:%s (data %s)", self.host, self.port, self.pgdata)

@@ -25,10 +25,10 @@ FIELDS = "urlkey,timestamp,url,mime,status,digest,length,offset,filename"
 
 @pytest.fixture(scope="session")
 def replay_venv() -> Path:
-    """The replay service's virtualenv, made by scripts/setup-replay.sh if missing."""
+    """The replay service's virtualenv, made by access/setup-replay.sh if missing."""
     venv = PROJECT_ROOT / ".replay-venv"
     if not (venv / "bin" / "wayback").exists():
-        subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "setup-replay.sh")], check=True)
+        subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
     assert (venv / "bin" / "wayback").exists()
     return venv
 
@@ -42,6 +42,7 @@ def access_settings(
     monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
     monkeypatch.setenv("HARVESTFLOW_ACCESS__URL", f"http://127.0.0.1:{free_port()}/")
     monkeypatch.setenv("HARVESTFLOW_ACCESS__RESOLVER_PORT", str(free_port()))
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__PYWB_PORT", str(free_port()))
     monkeypatch.setenv("HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S", "1")
     settings_mod.reset()
     yield settings_mod.get_settings()

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from access.config import AccessConfig
 from access.index import live_dir
@@ -46,7 +47,9 @@ def reindex_cli() -> dict:
 
 
 def test_new_files_are_served_without_restart_and_never_twice(
-    access_settings: settings_mod.Settings, tmp_path: Path
+    db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
+    access_settings: settings_mod.Settings,
+    tmp_path: Path,
 ):
     settings = access_settings
     layout = Layout.from_settings(settings)
@@ -108,7 +111,9 @@ def test_new_files_are_served_without_restart_and_never_twice(
 
 
 def test_a_collection_is_served_under_its_name_and_in_all(
-    access_settings: settings_mod.Settings, tmp_path: Path
+    db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
+    access_settings: settings_mod.Settings,
+    tmp_path: Path,
 ):
     data = copy.deepcopy(access_settings.data)
     data["indexing"]["collections"] = {"4": "elections"}

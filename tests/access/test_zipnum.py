@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import sqlalchemy as sa
 
 from access import zipnum
 from access.config import AccessConfig
@@ -64,7 +65,10 @@ def make_warcs(
 
 
 def test_zipnum_answers_exactly_what_the_flat_cdxj_answers(
-    access_settings: settings_mod.Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
+    access_settings: settings_mod.Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     monkeypatch.setenv("HARVESTFLOW_ACCESS__ZIPNUM_BLOCK_LINES", "16")
     monkeypatch.setenv("HARVESTFLOW_ACCESS__ZIPNUM_SHARD_BLOCKS", "40")

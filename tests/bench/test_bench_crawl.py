@@ -12,7 +12,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 from scrapy.settings import Settings
 
@@ -71,10 +71,7 @@ def _ours(tmp_path: Path, run_bench: ModuleType) -> Settings:
     )
     job = tmp_path / "job.json"
     job.write_text(json.dumps(cli.adhoc_spec(args)))
-    ctx = SimpleNamespace(spec=jobspec.load(job), partition=None)
-    settings = runner.scrapy_settings(ctx)  # type: ignore[arg-type]
-    settings.pop("HARVESTFLOW_CONTEXT")
-    return Settings(settings)
+    return Settings(runner.scrapy_settings(jobspec.load(job)))
 
 
 REPLACED = {

@@ -30,7 +30,7 @@ class Raw:
 @dataclass
 class RawSite:
     port: int
-    requests: list[tuple[str, str]]  # (host without port, request-line target)
+    requests: list[tuple[str, str]]  # (host without port, request-line target; "POST <target>")
 
     def url(self, host: str, path: str = "/") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -52,9 +52,14 @@ def serve(routes: Routes, tls: ssl.SSLContext | None = None) -> Iterator[RawSite
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:
+        def do_POST(self) -> None:
+            """Read the body, then answer as a GET does; logged as ``"POST <target>"``."""
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.do_GET(method="POST ")
+
+        def do_GET(self, method: str = "") -> None:
             host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
-            requests.append((host, self.path))
+            requests.append((host, method + self.path))
             if callable(routes):
                 raw = routes(host, self.path)
             else:

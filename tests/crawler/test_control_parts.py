@@ -46,12 +46,8 @@ def test_bad_requests_name_what_is_wrong(action, args, message):
 
 
 def test_stop_reason_vocabulary_has_one_home():
-    from crawler import budget
-    from harvest import common
-    from harvestflow.formats import stop_reasons
-    from qa import codes
+    from harvestflow.formats.stop_reasons import StopReason
 
-    assert budget.STOPPED_BY_OPERATOR == common.STOP_STOPPED_BY_OPERATOR == 7
-    assert common.STOP_REASON_NAMES is stop_reasons.NAMES
-    assert codes.STOP_REASONS[7] == "stopped by operator"
-    assert stop_reasons.NAMES[7] == "STOPPED_BY_OPERATOR"
+    assert StopReason.STOPPED_BY_OPERATOR == 7
+    assert StopReason(7).text == "stopped by operator"
+    assert StopReason(7).name == "STOPPED_BY_OPERATOR"

@@ -34,3 +34,8 @@ def test_failures_are_logged_and_the_crawl_goes_on(site, tmp_path):
     assert result.line_for("ftp://files.example-a.test/x")[1] == "-7"
     report = (result.out / "reports" / "crawl-report.txt").read_text()
     assert "URI failures: 2" in report
+    # the crawl's counters (crawler.stats) in the last progress tick: URLs fetched, failures
+    ticks = (result.out / "logs" / "progress-statistics.log").read_text().splitlines()[1:-1]
+    last = ticks[-1].split()
+    fetched = [f for f in result.log_fields() if int(f[1]) > 0]
+    assert (int(last[3]), int(last[6])) == (len(fetched), 2) and len(fetched) >= 2

@@ -1,4 +1,4 @@
-"""Crawling behind a login (issue 16.5) on a loopback members' site: a form-login area with a
+"""Crawling behind a login on a loopback members' site: a form-login area with a
 session cookie (CSRF token in the form, logout link), an HTTP Basic area and an HTTP Digest
 area. Credentials are stored with the CLI (encrypted in the harvest DB), referenced by the
 job spec, read decrypted by the crawler; the pages behind each login are captured, the logout

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from crawler.crawllog_writer import LogEntry, format_line, parse_line
+from crawler.crawllog_writer import LogEntry, format_line
 from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
 from harvestflow.curator.crawllog_search import search_crawl_log
+from harvestflow.formats.crawllog import CrawlLogLine
 from indexing.dedup_index import duplicate_keys
 from qa.crawlline import parse_line_slow
 
@@ -79,10 +80,10 @@ def test_a_hostile_entry_gives_a_twelve_field_line() -> None:
             )
         )
         assert len(line.splitlines()) == 1, repr(char)
-        fields = parse_line(line)
-        assert fields is not None, repr(char)
-        assert fields["annotations"].endswith(",lenTrunc")
-        assert len(fields["mime"]) <= 200
+        entry = CrawlLogLine.parse(line)
+        assert entry is not None, repr(char)
+        assert entry.annotations[-1] == "lenTrunc"
+        assert entry.mime is not None and len(entry.mime) <= 200
 
 
 def test_qa_slow_path_names_a_forged_line() -> None:

@@ -99,7 +99,7 @@ def test_a_killed_worker_s_job_is_taken_over_after_its_heartbeats_stop(
     with job_lease(job_id, ttl_s=TTL, wait_s=TTL * 20) as holder:
         assert _lease(db_engine, job_id).holder == holder
         summary = crawl_in_subprocess(spec, out)
-    assert summary["status"] == "complete"
+    assert summary.status == "complete"
     assert _lease(db_engine, job_id) is None  # released at the end
     after = fetched(log.read_text().splitlines())[len(before) :]
     assert after and not set(before) & set(after), "captured twice after the take-over"

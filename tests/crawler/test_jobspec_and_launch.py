@@ -57,7 +57,7 @@ def test_crawl_in_subprocess_relays_progress(site, tmp_path, caplog):
         summary = crawl_in_subprocess(
             path, tmp_path / "out", logger=logger, progress_interval_s=0.2
         )
-    assert summary["status"] == "complete" and summary["urls"] > 30
+    assert summary.status == "complete" and summary.urls > 30
     progress = [r.getMessage() for r in caplog.records if "URLs done" in r.getMessage()]
     assert len(progress) >= 2
 

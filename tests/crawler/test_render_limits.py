@@ -15,10 +15,10 @@ from tests.crawler.rawsite import serve
 def test_a_hanging_page_is_retried_once_then_logged_and_the_crawl_goes_on(tmp_path: Path) -> None:
     """A page whose script never yields: its tab is killed, the page tried once more in a new
     browser, then its crawl.log line says why; its plain capture and links stand."""
-    from tests.crawler.rawsite import Raw
+    from tests.crawler.rawsite import Raw, Routes
 
     html = b"Content-Type: text/html"
-    routes = {
+    routes: Routes = {
         (None, "/"): Raw(
             b'<html><body><a href="/next.html">next</a>'
             b"<script>while (true) {}</script></body></html>",
@@ -123,3 +123,96 @@ def test_the_browsers_requests_count_against_the_budget(tmp_path: Path) -> None:
     for f in refused:
         path = "/" + f[3].split("/", 3)[3]
         assert (scriptsite.HOST, path) not in asked and (scriptsite.CDN_HOST, path) not in asked
+
+
+def test_chromium_keeps_its_sandbox() -> None:
+    """No ``--no-sandbox``: run by a root crawler, Chromium runs as the unprivileged system user
+    ``harvestflow_chromium``, and its renderers are sandboxed (a user namespace of their own and
+    a seccomp filter), as the kernel reports in /proc."""
+    import asyncio
+    import os
+    import pwd
+    import time
+
+    from crawler.cdp import Browser
+
+    def group_of(pgid: int) -> list[int]:
+        out = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    out.append(int(stat.parent.name))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    async def inspect() -> tuple[list[str], int, list[tuple[str, str]]]:
+        browser = Browser(None)
+        await browser.start()
+        try:
+            assert browser.proc is not None
+            pid = browser.proc.pid
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+            uid = Path(f"/proc/{pid}").stat().st_uid
+            renderers: list[tuple[str, str]] = []
+            deadline = time.time() + 20
+            while not renderers and time.time() < deadline:
+                await asyncio.sleep(0.2)
+                for p in group_of(pid):
+                    try:
+                        if b"--type=renderer" not in Path(f"/proc/{p}/cmdline").read_bytes():
+                            continue
+                        seccomp = next(
+                            ln.split()[1]
+                            for ln in Path(f"/proc/{p}/status").read_text().splitlines()
+                            if ln.startswith("Seccomp:")
+                        )
+                        renderers.append((os.readlink(f"/proc/{p}/ns/user"), seccomp))
+                    except OSError:
+                        continue
+            return argv, uid, renderers
+        finally:
+            await browser.close()
+
+    argv, uid, renderers = asyncio.run(inspect())
+    assert "--no-sandbox" not in argv, argv
+    if os.geteuid() == 0:
+        assert uid == pwd.getpwnam("harvestflow_chromium").pw_uid
+    else:
+        assert uid == os.geteuid()
+    assert renderers, "no renderer process seen"
+    ours = os.readlink("/proc/self/ns/user")
+    for userns, seccomp in renderers:
+        assert userns != ours and seccomp == "2", renderers  # 2: seccomp-bpf filter
+
+
+def test_the_no_sandbox_escape_is_explicit_and_logged() -> None:
+    """``HARVESTFLOW_CHROMIUM_NO_SANDBOX=1`` (a host without user namespaces): Chromium gets
+    ``--no-sandbox`` and crawler.log says so; it is never added otherwise."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.crawler.conftest import REPO
+
+    script = (
+        "import asyncio, logging, pathlib\n"
+        "from crawler.cdp import Browser\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "async def main():\n"
+        "    b = Browser(None)\n"
+        "    await b.start()\n"
+        "    argv = pathlib.Path(f'/proc/{b.proc.pid}/cmdline').read_bytes().split(b'\\0')\n"
+        "    await b.close()\n"
+        "    print(b'--no-sandbox' in argv)\n"
+        "asyncio.run(main())\n"
+    )
+    env = dict(os.environ, HARVESTFLOW_CHROMIUM_NO_SANDBOX="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"
+    assert "Chromium runs without its sandbox (HARVESTFLOW_CHROMIUM_NO_SANDBOX is set)" in (
+        proc.stderr
+    )

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from tests.crawler import scriptsite
 from tests.crawler.conftest import FAST_TEMPLATE, REPO, run_crawl
-from tests.crawler.rawsite import serve
+from tests.crawler.rawsite import Routes, serve
 from tests.crawler.renderjobs import crawl_scriptsite, warc_records
 
 
@@ -46,7 +47,7 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         b" a.src = ['', 'first'].join('/') + dot + 'png'; document.body.appendChild(a);"
         b"</script></body></html>"
     )
-    routes = {
+    routes: Routes = {
         (None, "/"): Raw(page, [html]),
         (None, "/first.png"): Raw(scriptsite.png(2, 2, (1, 1, 1)), [b"Content-Type: image/png"]),
         (None, "/next.html"): Raw(b"<html><body>next</body></html>", [html]),
@@ -54,7 +55,7 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
     out = tmp_path / "killed"
     with serve(routes) as site:
         seed = site.url("kill.test", "/")
-        job = {
+        job: dict[str, Any] = {
             "job_id": 3,
             "seeds": [seed],
             # a long dwell: the render is still running when the crawler is killed
@@ -84,7 +85,9 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         assert "/first.png" in crawl_log.read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        profiles = str(out / "state" / "chromium")
+        from crawler.chromium_user import profiles_dir
+
+        profiles = str(profiles_dir(out / "state"))  # in every Chromium's command line
         deadline = time.time() + 15
         while time.time() < deadline:  # the browser dies with the crawler (PDEATHSIG)
             alive = subprocess.run(["pgrep", "-f", profiles], capture_output=True).stdout

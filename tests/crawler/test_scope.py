@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 from crawler.jobspec import from_dict
-from crawler.scope import (
-    OUT_OF_SCOPE,
-    TOO_MANY_EMBED_HOPS,
-    TOO_MANY_LINK_HOPS,
-    TRAP,
-    UNFETCHABLE,
-    Scope,
-)
+from crawler.scope import Scope
+from harvestflow.formats.fetch_status import FetchStatus
 
 
 def scope(kind: str, seeds: list[str], **template) -> Scope:
@@ -21,7 +15,7 @@ def scope(kind: str, seeds: list[str], **template) -> Scope:
 def test_host_domain_and_path_scopes():
     host = scope("host", ["http://www.a.org/"])
     assert host.decide("http://www.a.org/x", "L").accepted
-    assert host.decide("http://img.a.org/x", "L").status == OUT_OF_SCOPE
+    assert host.decide("http://img.a.org/x", "L").status == FetchStatus.OUT_OF_SCOPE
     dom = scope("domain", ["http://www.a.org/"])
     assert dom.decide("http://img.a.org/x", "L").accepted
     assert dom.decide("http://a.org/x", "L").accepted
@@ -38,18 +32,19 @@ def test_transclusion_fetches_embeds_off_site_and_past_the_hop_limit():
     s = scope("host", ["http://www.a.org/"], max_hops=2, max_transclusion_hops=2)
     assert s.decide("http://cdn.b.net/i.png", "LE").accepted  # embed on another host
     assert s.decide("http://cdn.b.net/bg.png", "LEE").accepted  # CSS → image
-    assert s.decide("http://cdn.b.net/x.png", "LEEE").status == TOO_MANY_EMBED_HOPS
+    assert s.decide("http://cdn.b.net/x.png", "LEEE").status == FetchStatus.TOO_MANY_EMBED_HOPS
     assert s.decide("http://www.a.org/i.png", "LLE").accepted  # beyond max hops: still embed
-    assert s.decide("http://www.a.org/deep", "LLL").status == TOO_MANY_LINK_HOPS
-    assert s.decide("http://other.org/", "LR").status == OUT_OF_SCOPE  # redirect ≠ embed
+    assert s.decide("http://www.a.org/deep", "LLL").status == FetchStatus.TOO_MANY_LINK_HOPS
+    # redirect ≠ embed
+    assert s.decide("http://other.org/", "LR").status == FetchStatus.OUT_OF_SCOPE
     # a page at the hop limit that redirects: followed within scope, not off-site
     assert s.decide("http://www.a.org/moved-here", "LLR").accepted
-    assert s.decide("http://other.org/", "LLR").status == OUT_OF_SCOPE
-    assert s.decide("http://www.a.org/x", "LLRRR").status == TOO_MANY_LINK_HOPS
+    assert s.decide("http://other.org/", "LLR").status == FetchStatus.OUT_OF_SCOPE
+    assert s.decide("http://www.a.org/x", "LLRRR").status == FetchStatus.TOO_MANY_LINK_HOPS
     # an image that redirects to a CDN is still an embed
     assert s.decide("http://cdn.b.net/real.png", "LLER").accepted
     # sitemap hops are navigation: no pass past the limit
-    assert s.decide("http://www.a.org/from-sitemap", "LLM").status == TOO_MANY_LINK_HOPS
+    assert s.decide("http://www.a.org/from-sitemap", "LLM").status == FetchStatus.TOO_MANY_LINK_HOPS
 
 
 def test_traps_and_bad_urls():
@@ -66,8 +61,8 @@ def test_traps_and_bad_urls():
     assert s.decide("http://www.a.org/cal/2099/01/", "L").reason == "trap:calendar-future"
     assert s.decide("http://www.a.org/cal/2020/01/", "L").accepted
     assert s.decide("http://www.a.org/cal/2020/02/", "L").accepted
-    assert s.decide("http://www.a.org/cal/2020/03/", "L").status == TRAP
-    assert s.decide("ftp://www.a.org/f", "L").status == UNFETCHABLE
+    assert s.decide("http://www.a.org/cal/2020/03/", "L").status == FetchStatus.DEEMED_CHAFF
+    assert s.decide("ftp://www.a.org/f", "L").status == FetchStatus.UNFETCHABLE_URI
     assert s.decide("http://www.a.org/" + "a" * 3000, "L").reason == "err=url-too-long"
     assert s.decide("http://[bad/", "L").reason == "err=invalid-url"
     assert s.decide("http://www.a.org:99999/", "L").reason == "err=invalid-url"

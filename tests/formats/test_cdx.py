@@ -18,7 +18,10 @@ from harvestflow.formats.cdx import (
     cdx11_line,
     cdxj_line,
     http_mime,
+    line_key,
     parse_cdx11,
+    timestamp14,
+    warc_date,
 )
 
 SID = "0123456789abcdef0123456789abcdef"
@@ -109,3 +112,21 @@ def test_cdx11_lines_read_back_field_by_field(oracle: Path, tmp_path: Path):
         assert parsed.mime == (entry.mime if entry.mime is not None else "-")
     assert parse_cdx11(CDX11_HEADER) is None
     assert parse_cdx11("too few fields") is None
+
+
+def test_keys_and_dates_read_back_from_the_oracles_lines(oracle: Path, tmp_path: Path):
+    """The readers' side of the model (ZipNum blocks, the dedup index built from a CDX) on the
+    oracle's own CDXJ and CDX11 lines: the key and timestamp as it wrote them, its timestamp
+    back to the record's WARC-Date."""
+    warc = tmp_path / "t.warc.gz"
+    entries = _write(warc)
+    for args in ((), ("-11",)):
+        lines = [ln for ln in _oracle(oracle, warc, *args) if not ln.startswith(" CDX")]
+        for (entry, _), line in zip(entries, lines, strict=True):
+            key, stamp = line.split(" ")[:2]
+            assert line_key(line.encode()) == f"{key} {stamp}".encode()
+            assert entry.date is not None
+            assert warc_date(stamp) == entry.date.split(".")[0].rstrip("Z") + "Z"
+            assert timestamp14(warc_date(stamp)) == stamp
+    assert line_key(CDX11_HEADER.encode()) is None
+    assert line_key(b"no-timestamp here") is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harvestflow.formats.crawllog import parse_line, split_line
+from harvestflow.formats.crawllog import CrawlLogLine, split_line
 from harvestflow.formats.fields import MAX_FIELD_CHARS, clean_field, tsv_field
 from tests.crawler.test_crawllog_readers import EXTRA_INFO, FORGED, GOOD, HOSTILE
 
@@ -31,7 +31,7 @@ def test_the_field_rule_names_forged_lines() -> None:
     assert "14 fields" in split_line(FORGED)[1]
     assert "13 fields" in split_line(GOOD + " extra")[1]
     assert "11 fields" in split_line(GOOD.rsplit(" ", 1)[0])[1]
-    assert parse_line(FORGED) is None
+    assert CrawlLogLine.parse(FORGED) is None
 
 
 def test_tsv_field_keeps_one_column_and_one_line() -> None:

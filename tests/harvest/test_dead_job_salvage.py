@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
 from harvest import pipeline as p
-from harvest.common import RESUBMITTED, STARTED
 from harvest.recovery import resubmit_dead_jobs
 from harvestflow import samplesite
 from harvestflow import settings as settings_mod
+from harvestflow.formats.job_status import JobStatus
 from harvestflow.settings import PROJECT_ROOT
 from indexing import chain, manifest, merge
 from indexing.layout import Layout
@@ -123,7 +123,7 @@ def test_killed_crawl_is_salvaged_indexed_once_and_preserved_as_partial(
                 " 0, :s, channel, snapshot, template_name, template, seedlist, :d FROM jobs"
                 " WHERE job_id = :j RETURNING job_id"
             ),
-            {"s": STARTED, "d": str(tmp_path / "live"), "j": job},
+            {"s": JobStatus.STARTED, "d": str(tmp_path / "live"), "j": job},
         ).scalar_one()
     (tmp_path / "live" / "warcs").mkdir(parents=True)
     (tmp_path / "live" / "warcs" / f"{live}-1-x-00000-h.warc.gz.open").write_bytes(b"WARC")
@@ -149,14 +149,14 @@ def test_killed_crawl_is_salvaged_indexed_once_and_preserved_as_partial(
         history = conn.execute(
             sa.text("SELECT sum(objectcount) FROM historyinfo WHERE job_id = :j"), {"j": job}
         ).scalar_one()
-    assert row.status == RESUBMITTED and "worker died" in row.harvest_errors
+    assert row.status == JobStatus.RESUBMITTED and "worker died" in row.harvest_errors
     assert history == summary["urls"] > 0  # the history counts what the dead crawl collected
     # the live job is untouched: still STARTED, its .open WARC still there
     with hdb.connect() as conn:
         live_status = conn.execute(
             sa.text("SELECT status FROM jobs WHERE job_id = :j"), {"j": live}
         ).scalar_one()
-    assert live_status == STARTED
+    assert live_status == JobStatus.STARTED
     assert list((tmp_path / "live" / "warcs").glob("*.open"))
     # the daily QA counts the salvaged job (it ended today, whatever its status)
     assert job in [j.job_id for j in jobs_ended_on(hdb, datetime.now(UTC).date())]

@@ -1,6 +1,6 @@
 """The crawl feed's login fields (loginPageUrl, logoutUrl, secretId) reach the crawl: the
 credential the secretId names gets the target's domain and login/logout URLs at transfer, and
-the job spec references it without any secret (issue 16.5)."""
+the job spec references it without any secret."""
 
 from __future__ import annotations
 

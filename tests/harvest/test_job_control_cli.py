@@ -85,15 +85,16 @@ def test_filter_saved_to_the_domain_reaches_the_next_job(hdb, submitted, capsys,
 
 
 def test_new_limits_free_a_domain_the_old_ones_stopped():
-    from crawler.budget import OBJECT_LIMIT, Budgets
+    from crawler.budget import Budgets
     from crawler.jobspec import from_dict
+    from harvestflow.formats.stop_reasons import StopReason
 
     spec = from_dict({"job_id": 1, "seeds": ["http://a.test/"], "max_objects": 2}, "test")
     budgets = Budgets(spec)
     budgets.commit("a.test", 10, reserved=False)
     budgets.commit("a.test", 10, reserved=False)
     assert budgets.reserve("a.test") is not None  # spent
-    assert budgets.domains["a.test"].stop_reason == OBJECT_LIMIT
+    assert budgets.domains["a.test"].stop_reason == StopReason.OBJECT_LIMIT
     budgets.set_limits(max_objects=5)
     assert budgets.reserve("a.test") is None
     assert budgets.domains["a.test"].stop_reason is None and budgets.domains["a.test"].objects == 2

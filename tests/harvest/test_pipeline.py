@@ -10,9 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from harvest import pipeline as p
-from harvest.common import DONE, FAILED, NEW, STARTED, SUBMITTED
 from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
+from harvestflow.formats.job_status import JobStatus
+from indexing.dedup_index import dedup_index_for_job
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
@@ -41,9 +42,9 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
     assert p.due_definitions("daily", LD, engine=hdb) == [hid]
     assert p.due_definitions("weekly", LD, engine=hdb) == []
     jobs = p.generate_jobs(hid, LD, engine=hdb)
-    assert len(jobs) == 1 and status_of(hdb, jobs[0]) == NEW
+    assert len(jobs) == 1 and status_of(hdb, jobs[0]) == JobStatus.NEW
     path = p.prepare_job(jobs[0], tmp_path, engine=hdb)
-    assert status_of(hdb, jobs[0]) == SUBMITTED
+    assert status_of(hdb, jobs[0]) == JobStatus.SUBMITTED
     assert Path(path).relative_to(tmp_path).parts[:3] == ("jobs", str(hid), str(jobs[0]))
     spec = json.loads(Path(path).read_text())
     assert spec["seeds"] == ["http://www.example-a.test:8123/", "http://example-b.test:8123/"]
@@ -61,7 +62,7 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
     assert loaded.all_resolve["static.example-a.test"] == "127.0.0.1"
     assert [d.max_bytes for d in loaded.domains] == [100_000_000, 100_000_000]
     p.mark_started(jobs[0], engine=hdb)
-    assert status_of(hdb, jobs[0]) == STARTED
+    assert status_of(hdb, jobs[0]) == JobStatus.STARTED
     write_summary(path, {"example-a.test": (40, 12345, 0), "example-b.test": (7, 700, 1)})
     (Path(path).parent / "reports").mkdir()
     (Path(path).parent / "reports" / "crawl-report.txt").write_text("Crawl Name: x\n")
@@ -75,7 +76,7 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
         assert [tuple(r) for r in rows] == [(7, 700, 1), (40, 12345, 0)]
         names = c.execute(sa.text("SELECT name FROM job_reports ORDER BY 1")).scalars().all()
         assert names == ["crawl-report.txt", "summary.json"]
-    assert status_of(hdb, jobs[0]) == DONE
+    assert status_of(hdb, jobs[0]) == JobStatus.DONE
     adv = p.advance_schedule(hid, LD, engine=hdb)
     assert adv["next_date"] == datetime(2026, 11, 23, 3, 0, tzinfo=UTC)
     with hdb.connect() as c:
@@ -91,7 +92,14 @@ def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
     assert p.prepare_job(first[0], tmp_path, engine=hdb) == path  # retried task: same dir
     assert finished_summary(path) is None  # not crawled yet: a retried crawl task crawls
     summary = write_summary(path, {"example-a.test": (1, 10, 0), "example-b.test": (1, 10, 0)})
-    assert finished_summary(path) == summary  # crawled: a re-run reports it, crawls nothing
+    # crawled: a re-run reports it, crawls nothing
+    done = finished_summary(path)
+    assert done is not None
+    assert done.brief() == {k: summary[k] for k in ("job_id", "status", "urls", "bytes")}
+    assert {d: (e.objects, e.bytes, e.stop_reason) for d, e in done.domains.items()} == {
+        "example-a.test": (1, 10, 0),
+        "example-b.test": (1, 10, 0),
+    }
     p.advance_schedule(hid, LD, engine=hdb)
     # backfill of an earlier day: a new run (own number), once
     earlier = datetime(2026, 11, 20, 3, 0, tzinfo=UTC)
@@ -115,10 +123,25 @@ def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
     p.prepare_job(job, tmp_path, engine=hdb)
     result = p.record_job_results(job, engine=hdb)
     assert result["status"] == "FAILED"
-    assert status_of(hdb, job) == FAILED
+    assert status_of(hdb, job) == JobStatus.FAILED
     with hdb.connect() as c:
         err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
     assert "summary.json" in err
+
+
+def test_a_summary_field_of_the_wrong_type_fails_the_job_naming_file_and_field(hdb, tmp_path):
+    hid = p.create_demo_definition(8099, engine=hdb)
+    job = p.generate_jobs(hid, LD, engine=hdb)[0]
+    path = p.prepare_job(job, tmp_path, engine=hdb)
+    summary = write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+    summary_path = Path(path).parent / "summary.json"
+    summary_path.write_text(json.dumps({**summary, "urls": "3 URLs"}))
+    result = p.record_job_results(job, engine=hdb)
+    assert result["status"] == "FAILED"
+    assert status_of(hdb, job) == JobStatus.FAILED
+    with hdb.connect() as c:
+        err = c.execute(sa.text("SELECT harvest_errors FROM jobs")).scalar()
+    assert err == f"{summary_path}: field 'urls': expected an integer, got '3 URLs'"
 
 
 def test_broken_schedule_deactivates_only_that_definition(hdb):
@@ -179,7 +202,7 @@ def own_data_dir(tmp_path, monkeypatch):
 def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_data_dir):
     hid = p.create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
-    path1 = p.prepare_job(first, tmp_path, engine=hdb)
+    path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
     assert json.loads(Path(path1).read_text())["dedup_index"] is None  # nothing before
     write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
     p.record_job_results(first, engine=hdb)
@@ -202,7 +225,11 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_
             {"j": first, "h": hid, "c": str(cdx)},
         )
     second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
-    spec = json.loads(Path(p.prepare_job(second, tmp_path, engine=hdb)).read_text())
+    spec = json.loads(
+        Path(
+            p.prepare_job(second, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
     lines = Path(spec["dedup_index"]).read_text().splitlines()
     assert lines == [
         "http://www.example-a.test:8099/\tsha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\t"
@@ -210,6 +237,47 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_
         "http://www.example-a.test:8099/img.png\tsha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\t"
         "2026-11-22T03:00:02Z\t1-1-x.warc.gz\t300\t-\t-\t-",
     ]
+
+
+def test_a_jobs_dedup_index_names_earlier_warcs_by_the_path_they_are_at(
+    hdb, tmp_path, own_data_dir
+):
+    """The crawler reads a revisit's original back for a rendering browser: the job's dedup
+    index names the earlier WARC by its final copy's absolute path (a bare name it could not
+    open), and keeps the name where no copy is known."""
+    hid = p.create_demo_definition(8099, engine=hdb)
+    first = p.generate_jobs(hid, LD, engine=hdb)[0]
+    path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+    write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
+    p.record_job_results(first, engine=hdb)
+    final = tmp_path / "repository" / "1-1-x.warc.gz"
+    final.parent.mkdir()
+    final.write_bytes(b"a WARC")
+    cdx = tmp_path / "first.cdx"
+    cdx.write_text(
+        " CDX N b a m s k r M S V g\n"
+        "test,example-a)/ 20261122030001 http://www.example-a.test:8099/ text/html 200 "
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz\n"
+        "test,example-a)/b 20261122030002 http://www.example-a.test:8099/b text/html 200 "
+        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 300 0 1-1-gone.warc.gz\n"
+    )
+    with hdb.begin() as c:
+        for name, final_path in (("1-1-x.warc.gz", str(final)), ("1-1-gone.warc.gz", "/nowhere")):
+            c.execute(
+                sa.text(
+                    "INSERT INTO index_manifest (file_name, job_id, harvest_id, source_path,"
+                    " cdx_path, final_path) VALUES (:n, :j, :h, '/nowhere', :c, :f)"
+                ),
+                {"n": name, "j": first, "h": hid, "c": str(cdx), "f": final_path},
+            )
+    second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
+    spec = json.loads(
+        Path(
+            p.prepare_job(second, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
+    files = [ln.split("\t")[3] for ln in Path(spec["dedup_index"]).read_text().splitlines()]
+    assert files == [str(final), "1-1-gone.warc.gz"]
 
 
 def test_failing_job_generation_deactivates_only_that_definition(hdb, monkeypatch):
@@ -344,7 +412,11 @@ def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
         line.format(d="NEW", date="2026-11-21T03:00:01Z", f=f"{previous}-{hid}-b.warc.gz")
     )
     third = p.generate_jobs(hid, LD, engine=hdb)[0]
-    spec = json.loads(Path(p.prepare_job(third, tmp_path, engine=hdb)).read_text())
+    spec = json.loads(
+        Path(
+            p.prepare_job(third, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
+        ).read_text()
+    )
     lines = Path(spec["dedup_index"]).read_text().splitlines()
     # only the previous run's captures (not the older run's), as the indexing package wrote them
     assert lines == [

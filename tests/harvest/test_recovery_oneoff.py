@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from harvest import pipeline as p
-from harvest.common import FAILED, NEW, RESUBMITTED, STARTED
 from harvest.oneoff import OneOffError, create_seedlist_harvest, validate_params
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
+from harvestflow.formats.job_status import JobStatus
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
@@ -58,9 +58,9 @@ def test_dead_worker_job_is_post_processed_and_resubmitted_once(hdb, tmp_path):
     result = resubmit_dead_jobs(600, hdb)
     new = result["resubmitted"][job]
     old_row, new_row = job_row(hdb, job), job_row(hdb, new)
-    assert old_row.status == RESUBMITTED and old_row.resubmitted_as_job == new
+    assert old_row.status == JobStatus.RESUBMITTED and old_row.resubmitted_as_job == new
     assert "worker died" in old_row.harvest_errors
-    assert new_row.status == NEW and new_row.seedlist == old_row.seedlist
+    assert new_row.status == JobStatus.NEW and new_row.seedlist == old_row.seedlist
     assert new_row.template == old_row.template and new_row.harvest_num == old_row.harvest_num
     assert (warcs / f"{job}-{hid}-20261122030000000-00000-h.warc.gz").exists()  # output kept
     assert resubmit_job(job, hdb) == new  # idempotent
@@ -86,10 +86,11 @@ def test_status_never_moves_back(hdb, tmp_path):
     p.prepare_job(job, tmp_path, engine=hdb)
     p.record_job_results(job, engine=hdb)  # no summary: FAILED
     p.mark_started(job, engine=hdb)  # a late "started" does not move it back
-    assert job_row(hdb, job).status == FAILED
+    assert job_row(hdb, job).status == JobStatus.FAILED
     with pytest.raises(sa.exc.DBAPIError, match="may not move back"), hdb.begin() as c:
         c.execute(
-            sa.text("UPDATE jobs SET status = :s WHERE job_id = :j"), {"s": STARTED, "j": job}
+            sa.text("UPDATE jobs SET status = :s WHERE job_id = :j"),
+            {"s": JobStatus.STARTED, "j": job},
         )
 
 
@@ -139,9 +140,12 @@ def test_rerunning_a_failed_job_resubmits_it_and_follows_the_link(hdb, tmp_path)
     new_path = p.prepare_job(old, tmp_path, engine=hdb)
     assert new_path != old_path
     new = json.loads(Path(new_path).read_text())["job_id"]
-    assert job_row(hdb, old).status == RESUBMITTED and job_row(hdb, old).resubmitted_as_job == new
+    assert (
+        job_row(hdb, old).status == JobStatus.RESUBMITTED
+        and job_row(hdb, old).resubmitted_as_job == new
+    )
     p.mark_started(old, engine=hdb)
-    assert job_row(hdb, new).status == STARTED
+    assert job_row(hdb, new).status == JobStatus.STARTED
     write_summary(new_path, {"example-a.test": (3, 300, 0), "example-b.test": (1, 10, 0)})
     result = p.record_job_results(old, engine=hdb)
     assert (result["job_id"], result["status"], result["history_rows"]) == (new, "DONE", 2)

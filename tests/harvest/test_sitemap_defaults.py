@@ -1,4 +1,4 @@
-"""Sitemaps are read by default in selective harvests, not in the broad crawl (issue 16.4):
+"""Sitemaps are read by default in selective harvests, not in the broad crawl:
 the effective template of each selection depth (template file + mapping attributes) says so,
 and the crawler's job spec reads the key."""
 

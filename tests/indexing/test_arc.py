@@ -1,4 +1,4 @@
-"""Legacy ARC files (issue 16.6): CDX11 and CDXJ lines equal cdxj-indexer's for ARC and ARC.gz,
+"""Legacy ARC files: CDX11 and CDXJ lines equal cdxj-indexer's for ARC and ARC.gz,
 ``harvestflow index cdx`` takes them, damage in an uncompressed ARC is reported and the rest kept,
 and pywb replays a capture from an ARC file with our index."""
 

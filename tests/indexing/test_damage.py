@@ -1,5 +1,5 @@
 """No record lost without a word: bytes inserted in an uncompressed WARC are reported as damage
-at the damaged record's offset, and every intact record after it is still indexed (issue 23)."""
+at the damaged record's offset, and every intact record after it is still indexed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A retrospective delivery of ARC files (issue 16.6) goes through the whole platform like a
+"""A retrospective delivery of ARC files goes through the whole platform like a
 harvest's WARCs: registered as one job, ingested, indexed (lines equal cdxj-indexer's), transferred,
 backed up, cleaned, merged, and preserved as one BagIt package in S3, instead of quarantined."""
 

@@ -27,7 +27,7 @@ BASES = {
 FLOW_CONTROL = {
     "crawler.errors.Refused": "Scrapy IgnoreRequest: routes a refused fetch to its errback",
     "crawler.errors.FetchedByBrowser": "Scrapy IgnoreRequest: drops a request a browser made",
-    "crawler.capture_middleware._HeaderOverflow": "caught by the capture code that raises it",
+    "crawler.internals.HeaderOverflow": "raised in the bounded header parser, caught by the capture middleware",
     "indexing.warcscan.Fallback": "switches the fast scan to warcio's reader",
     "indexing.warcscan.SkipUnsafe": "skips one record in the fast scan",
     "indexing.record_model.NeedMore": "asks the incremental reader for more bytes",

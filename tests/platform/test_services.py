@@ -76,3 +76,11 @@ def test_the_embedded_s3_serves_many_buckets(s3_client) -> None:
                 s3_client.delete_bucket(Bucket=name)
             except Exception:  # cleanup only: a bucket never made is not there
                 pass
+
+
+def test_the_embedded_server_accepts_the_configured_connections(services, db_engine) -> None:
+    """``[postgres] max_connections`` (the session sets 250, not the default) reaches the server:
+    a cluster of crawlers needs more than the default (docs/scaling.md)."""
+    assert int(services["postgres"]["max_connections"]) == 250
+    with db_engine.connect() as conn:
+        assert conn.execute(sa.text("SHOW max_connections")).scalar() == "250"

@@ -300,3 +300,81 @@ def test_crawl_control_writes_go_through_airflow_auth(airflow_up: Airflow, demo_
     csrf = hmac.new(key, f"{session}\0{af.user}".encode(), hashlib.sha256).hexdigest()
     done = client.post(url, data={"action": "pause", "csrf_token": csrf})
     assert done.status_code == 400 and "not running" in done.text, done.text
+
+
+def test_the_reading_room_admits_a_user_signed_in_to_the_curator_pages(
+    airflow_up: Airflow, demo_platform: DemoPlatform
+) -> None:
+    """Reading-room mode: outside the address ranges, Airflow's login (the curator
+    pages' own) lets a reader in — as a Bearer token or the UI's ``_token`` cookie —, a forged
+    token or none does not. The gateway asks the real curator pages of the running Airflow."""
+    import dataclasses
+    import ipaddress
+
+    from access.config import AccessConfig
+    from access.gateway import Gateway
+    from harvestflow.settings import get_settings
+
+    af = airflow_up
+    cfg = dataclasses.replace(
+        AccessConfig.from_settings(get_settings()),
+        reading_room=True,
+        reading_room_ranges=(ipaddress.ip_network("127.0.0.1/32"),),
+        reading_room_login=True,
+        login_check_url=f"{af.base}/curator/",
+    )
+    gateway = Gateway(cfg, rules=list)
+    token = httpx.post(
+        f"{af.base}/auth/token", json={"username": af.user, "password": af.password}, timeout=30
+    ).json()["access_token"]
+    replay = "/all/2030/http://www.example-a.test/"
+    assert gateway.refusal("127.0.0.1", replay, {}) is None  # inside the ranges
+    assert gateway.refusal("127.0.0.2", "/", {}) is None  # the home page is public
+    refused = gateway.refusal("127.0.0.2", replay, {})
+    assert refused and "outside the reading room and not signed in" in refused
+    assert gateway.refusal("127.0.0.2", replay, {"Authorization": f"Bearer {token}"}) is None
+    assert gateway.refusal("127.0.0.2", replay, {"Cookie": f"lang=fr; _token={token}"}) is None
+    forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    assert gateway.refusal("127.0.0.2", replay, {"Authorization": f"Bearer {forged}"})
+
+
+def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform) -> None:
+    """The full-text search page mounted at /search in Airflow: refused without Airflow's login
+    as the curator views are; signed in, "Browse → Archive search" shows it, a search finds the
+    demo site's front page (extracted by the demo's indexing chain) and the result links into
+    replay at ``[access] url``, to that capture and to the calendar of its URL."""
+    from access.config import AccessConfig
+    from harvestflow.settings import load
+
+    af = airflow_up
+    search = af.base + "/search/"
+    for params in ({}, {"q": "bundled loopback"}):
+        assert httpx.get(search, params=params, timeout=30).status_code == 401, params
+    forged = {"Authorization": "Bearer eyJhbGciOiJIUzUxMiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}
+    refused = httpx.get(search, params={"q": "bundled"}, headers=forged, timeout=30)
+    assert refused.status_code == 403 and "Invalid JWT" in refused.text
+    html = httpx.get(search, headers={"Accept": "text/html"}, timeout=30)
+    assert html.status_code == 307 and "/auth/login" in html.headers["location"]
+
+    replay = AccessConfig.from_settings(load(environ=demo_platform.env)).url
+    with chromium() as driver:
+        airflow_login(driver, af.base, af.user, af.password)
+        driver.get(af.base + "/plugin/archive-search")
+        frame = WebDriverWait(driver, 60).until(
+            expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
+        )
+        assert str(frame.get_attribute("src")).rstrip("/").endswith("/search")
+        driver.switch_to.frame(frame)
+        form = WebDriverWait(driver, 60).until(lambda d: d.find_element(By.TAG_NAME, "form"))
+        form.find_element(By.NAME, "q").send_keys("bundled loopback")
+        _submit(driver, form)
+        main = _main(driver)
+        assert re.search(r"\b1 result, page 1 of 1\b", main), main
+        title = driver.find_element(By.CSS_SELECTOR, ".hit a.title")
+        assert title.text == "Example A — front page"
+        front = re.escape(replay) + r"all/%s/(http://www\.example-a\.test:\d+/)$"
+        href = str(title.get_attribute("href"))
+        link = re.match(front % r"\d{14}", href)
+        assert link, (href, replay)
+        calendar = driver.find_element(By.LINK_TEXT, "all captures of this URL")
+        assert calendar.get_attribute("href") == f"{replay}all/*/{link.group(1)}"

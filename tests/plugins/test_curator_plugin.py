@@ -37,3 +37,15 @@ def test_airflow_links_keep_the_base_url_path() -> None:
     assert base_path("http://127.0.0.1:8080") == ""
     assert base_path("https://archive.example/airflow/") == "/airflow"
     assert base_path("") == ""
+
+
+def test_plugin_mounts_the_search_page_behind_airflow_login() -> None:
+    module = _plugin()
+    plugin = module.HarvestflowSearchPlugin
+    (app,) = plugin.fastapi_apps
+    assert app["url_prefix"] == "/search"
+    assert {getattr(route, "path", "") for route in app["app"].routes} == {"/"}
+    # every route runs the same login check as the curator views
+    assert [d.dependency for d in app["app"].router.dependencies] == [module.require_airflow_login]
+    (view,) = plugin.external_views
+    assert view["href"] == "/search/" and view["category"] == "browse"

@@ -62,6 +62,9 @@ def test_manual_queue_lists_reason_and_release_lets_a_repaired_job_through(
     queue = preservation_queue(pres_settings)
     assert [q["job_id"] for q in queue] == [job.job_id]
     assert "checksum_mismatch" in queue[0]["error"] and data_name in queue[0]["files"]
+    # the definition's name, asked of the harvest stage, right after its id
+    assert queue[0]["harvest_name"] == "selective-test"
+    assert list(queue[0])[:3] == ["job_id", "harvest_id", "harvest_name"]
     with pytest.raises(ValueError, match="not in the manual queue"):
         release_job(job.job_id + 1000, pres_settings)
     staged_file.write_bytes(original)  # the operator restores the file

@@ -8,6 +8,7 @@ embargoed capture is never returned, not even through its snippet or a facet cou
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -126,6 +127,47 @@ def test_blocked_and_embargoed_captures_never_appear(indexed) -> None:  # type: 
     now = datetime(2026, 11, 25, tzinfo=UTC)
     embargo = AccessRules(embargoes=(("", timedelta(days=365)),), now=now)
     assert _urls(_search(backend, "", access=embargo)) == ["http://www.bnf-test.fr/sevres.html"]
+
+
+def test_access_rules_in_force_decide_by_the_longest_prefix_as_pywb(indexed) -> None:  # type: ignore[no-untyped-def]
+    """Rules as the access module stores them (prefix, policy, embargo days): a longer rule
+    decides for its own captures, whatever the shorter one says (pywb's ACL semantics)."""
+    backend, _ = indexed
+    every = set(_urls(_search(backend, "", per_page=50)))
+    news = {u for u in every if "news.example.org" in u}
+    assert len(news) >= 3 and "https://news.example.org/web/preserving.html" in news
+    rules = AccessRules.from_rules(
+        [
+            ("org,example,news)/", "block", None),
+            ("org,example,news)/web", "allow", None),  # an exception inside the block
+            ("fr,bnf-test)/depot", "exclude", None),
+        ]
+    )
+    shown = set(_urls(_search(backend, "", per_page=50, access=rules)))
+    # (the shared payload's other capture, on mirror.example.net, now stands for it)
+    assert shown == (every - news - {"http://www.bnf-test.fr/depot-legal.html"}) | {
+        "https://news.example.org/web/preserving.html",
+        "http://mirror.example.net/calendar",
+    }
+    # a block inside the exception hides again
+    deeper = AccessRules.from_rules(
+        [
+            ("org,example,news)/", "block", None),
+            ("org,example,news)/web", "allow", None),
+            ("org,example,news)/web/preserving", "block", None),
+        ]
+    )
+    assert not set(_urls(_search(backend, "", per_page=50, access=deeper))) & news
+    # an embargo over everything, lifted for one prefix by an allow rule
+    now = datetime(2026, 11, 25, tzinfo=UTC)
+    embargo = replace(
+        AccessRules.from_rules([("", "block", 365), ("fr,bnf-test)/depot", "allow", None)]),
+        now=now,
+    )
+    assert set(_urls(_search(backend, "", per_page=50, access=embargo))) == {
+        "http://www.bnf-test.fr/sevres.html",
+        "http://www.bnf-test.fr/depot-legal.html",
+    }
 
 
 def test_reextracting_changes_nothing(indexed) -> None:  # type: ignore[no-untyped-def]

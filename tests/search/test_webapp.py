@@ -7,8 +7,9 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from access.searchapp import app_from_settings
 from search.model import AccessRules
-from search.webapp import app_from_settings, create_app
+from search.webapp import create_app
 
 pytestmark = pytest.mark.services
 
@@ -79,7 +80,7 @@ def test_the_configured_app_links_to_the_access_service(indexed) -> None:  # typ
     default = TestClient(app_from_settings(real)).get("/", params={"q": "dirigible"}).text
     configured = real["access"]["url"].rstrip("/")  # the session's free port (tests/conftest.py)
     assert f'href="{configured}/all/20261122031500/http://news.example.org/' in default
-    # the access service's [access] url (issue 18) moves the links with it
+    # the access service's [access] url moves the links with it
     moved = Settings({**real.data, "access": {"url": "http://access.test:9000/"}}, real.source)
     html = TestClient(app_from_settings(moved)).get("/", params={"q": "dirigible"}).text
     assert 'href="http://access.test:9000/all/20261122031500/http://news.example.org/' in html

@@ -25,12 +25,13 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.launch import crawl_in_subprocess
 from harvest.continuous.launcher import launch_hour
 from harvest.continuous.noise import add_rule
-from harvest.continuous.nrt import pywb_config
 from harvest.continuous.policy import HOUR, RevisitPolicy
 from harvest.continuous.report import crawl_stats, host_report
 from harvest.continuous.run import CrawlFn, run_batch
 from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
+from harvestflow.contracts.summary import JobSummary
+from indexing.nrt import LiveWatcher, pywb_config
 from tests.conftest import oracle
 from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
 
@@ -118,7 +119,7 @@ def crawl_leaving_the_index_to_the_watcher(live: Path, seen: list[bool]) -> Craw
     """The real crawl, then a wait (before run_batch's final pass) for the watcher thread to
     have indexed every closed data WARC: True in ``seen`` when it did on its own."""
 
-    def crawl(job_path: Path, out: Path, logger: logging.Logger | None = None) -> dict:
+    def crawl(job_path: Path, out: Path, logger: logging.Logger | None = None) -> JobSummary:
         summary = crawl_in_subprocess(job_path, out, logger=logger)
         names = [p.name for p in data_warcs(out)]
         deadline = time.time() + 20
@@ -157,6 +158,7 @@ def test_adaptive_revisits_learn_rhythms_and_ignore_noise(
                 live_dir=live,
                 # run 1 (6 pages, several files): the watcher thread indexes closed WARCs itself
                 crawl=crawl_leaving_the_index_to_the_watcher(live, watched) if step == 1 else None,
+                live_index=LiveWatcher,
             )
             runs.append(result)
         states = load_states(db_engine, [site.url(p) for p in ("/", *PAGES, "/private")])
@@ -223,6 +225,7 @@ def test_a_capture_is_replayable_through_pywb_minutes_after_its_fetch(
             template=FAST,
             resolve=site.resolve(),
             live_dir=live,
+            live_index=LiveWatcher,
         )
         assert result.visited == 1 and result.cdx_lines >= 1
         latency = wait_replayable(pywb, seed, result.out_dir)
@@ -285,6 +288,7 @@ def test_crawl_for_runs_batches_and_logs_due_overdue_done(
             batch_size=10,
             resolve=site.resolve(),
             progress_interval_s=0.5,
+            live_index=LiveWatcher,
         )
     finally:
         site.stop()
@@ -318,7 +322,13 @@ def test_robots_excluded_url_cannot_be_judged_and_gets_the_fixed_interval(
         add_record(db_engine, private)
         launch_hour(db_engine, H0, POLICY)
         result = run_batch(
-            db_engine, tmp_path, now=H0, policy=POLICY, template=FAST, resolve=site.resolve()
+            db_engine,
+            tmp_path,
+            now=H0,
+            policy=POLICY,
+            template=FAST,
+            resolve=site.resolve(),
+            live_index=LiveWatcher,
         )
     finally:
         site.stop()

@@ -19,6 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvest.continuous.launcher import launch_hour
 from harvest.continuous.run import run_batch
 from harvest.continuous.store import load_states
+from indexing.nrt import LiveWatcher
 from tests.crawler.rawsite import Raw, serve
 from tests.harvest.continuous.test_continuous_crawl import (
     FAST,
@@ -68,13 +69,13 @@ def test_embeds_on_a_cdn_host_are_captured_and_replayed(db_engine: sa.Engine, tm
             resolve = {"news.test": "127.0.0.1", "cdn.test": "127.0.0.1"}
             first = run_batch(
                 db_engine, tmp_path, now=H0, policy=POLICY, template=FAST, resolve=resolve,
-                live_dir=live,
+                live_dir=live, live_index=LiveWatcher,
             )  # fmt: skip
             # an hour later the page is due again, its embeds (images: 2 h) are not
             again = H0 + dt.timedelta(hours=1, minutes=1)
             second = run_batch(
                 db_engine, tmp_path, now=again, policy=POLICY, template=FAST, resolve=resolve,
-                live_dir=live,
+                live_dir=live, live_index=LiveWatcher,
             )  # fmt: skip
             cdn_paths = [path for _, path in cdn.requests]
 

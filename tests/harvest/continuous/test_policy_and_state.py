@@ -176,7 +176,7 @@ def test_a_304_echoing_an_equal_etag_but_a_moved_last_modified_distrusts_the_eta
 def test_live_watcher_indexes_a_warc_as_soon_as_it_closes(tmp_path) -> None:
     from crawler import records
     from crawler.warcfiles import RotatingWarcWriter
-    from harvest.continuous.nrt import LiveWatcher
+    from indexing.nrt import LiveWatcher
 
     def response(i: int):
         http = records.response_http_headers(200, "HTTP/1.1", [("Content-Type", "text/html")])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from crawler.urls import canonical_key, registrable_domain
+from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.urls import canonical_key
 
 
 def test_canonical_key_merges_spellings_and_drops_session_ids():

@@ -1,6 +1,11 @@
-"""URL helpers: canonical keys for the seen-set, hosts, registrable domains, fragments.
+"""URL forms: canonical keys for the seen-set, hosts, fragments.
 
-Why: the seen-set must treat ``http://Example.com:80/a?b=2&a=1#top`` and
+Why one home: the crawler keys its seen-set, dedup index, scope and reports by these forms, and
+the continuous crawl and the selection importer key their URL state by the same hosts; written
+per stage, the same URL could get two hosts. Registrable domains are in
+:mod:`harvestflow.formats.domains`.
+
+Why these keys: the seen-set must treat ``http://Example.com:80/a?b=2&a=1#top`` and
 ``http://example.com/a?a=1&b=2`` as one URL, and session ids that change on every link
 (``;jsessionid=…``, ``?sid=…``) must not make every page look new — that is how session-id
 explosions are bounded. w3lib does the heavy lifting; we add host case, default ports and
@@ -14,7 +19,6 @@ import re
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import tldextract
 from w3lib.url import canonicalize_url
 
 SESSION_PARAMS = frozenset(
@@ -24,9 +28,6 @@ _PATH_SESSION = re.compile(r";(jsessionid|phpsessid|sid)=[^/?#]*", re.IGNORECASE
 _ASP_SESSION = re.compile(r"^aspsessionid[a-z]{8}$", re.IGNORECASE)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
-# offline: never fetch the public suffix list at run time (bundled snapshot only)
-_extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
 
 def host_of(url: str) -> str:
     """Lower-case host name of a URL, '' when there is none."""
@@ -34,23 +35,6 @@ def host_of(url: str) -> str:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
         return ""
-
-
-@lru_cache(maxsize=65536)
-def registrable_domain(host: str) -> str:
-    """The registrable domain of a host (``www.bbc.co.uk`` → ``bbc.co.uk``).
-
-    Hosts under a suffix the public suffix list does not know (``.test``, ``.local``) take
-    their last two labels, which is what a curator means by "the domain" there.
-    """
-    host = host.lower().rstrip(".")
-    if not host or re.fullmatch(r"[\d.]+|\[?[0-9a-f:]+\]?", host):
-        return host
-    ext = _extract(host)
-    if ext.suffix and ext.domain:
-        return f"{ext.domain}.{ext.suffix}"
-    labels = host.split(".")
-    return ".".join(labels[-2:])
 
 
 def strip_session_ids(url: str) -> str:

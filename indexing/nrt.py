@@ -10,6 +10,9 @@ with :func:`index_closed_warcs` directly); every closed data WARC is linked into
 (sorted in byte order, written through a temporary name). pywb reads a directory of CDXJ files
 as one index, so a capture is replayable as soon as its file's CDXJ lands. The WARCs still go
 through the regular indexing chain later; the live index is a cache that can be rebuilt.
+
+The continuous crawl (harvest/continuous/run.py) is handed :class:`LiveWatcher` by its callers
+(the continuous-crawl DAG, ``harvestflow continuous crawl``): harvest sits below indexing.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """``harvestflow continuous ...``: launch an hour, crawl, report, noise rules, host policies.
 
-Registered by harvestflow/cli.py through :func:`add_cli` (handlers import lazily).
+Registered by harvestflow/cli.py through :func:`add_cli` (handlers import lazily). Here and not
+in harvest/continuous: a crawl gives the continuous crawl the indexing package's live index,
+and harvest sits below indexing in the layering.
 """
 
 from __future__ import annotations
@@ -53,8 +55,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 def cmd_crawl(args: argparse.Namespace) -> int:
     from harvest.continuous.service import crawl_for
+    from indexing.nrt import LiveWatcher
 
-    print(json.dumps(crawl_for(args.minutes * 60, batch_size=args.batch_size), indent=1))
+    result = crawl_for(args.minutes * 60, batch_size=args.batch_size, live_index=LiveWatcher)
+    print(json.dumps(result, indent=1))
     return 0
 
 

@@ -4,6 +4,9 @@
   collection; ``""`` is the main one) and extract them again from the WARCs, with a progress bar.
 - ``search query "words \\"a phrase\\" -not site:host domain:name" [--page N] [--json]``: one
   page of collapsed results and the facets; ``--block SURT`` hides captures as access rules do.
+
+Here and not in search/: ``reindex`` runs the indexing package's text extraction, which writes
+through search's backend (indexing sits above search in the layering).
 """
 
 from __future__ import annotations
@@ -11,17 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
 
+from indexing.fulltext import reindex  # the chain module owns the files it reads
 from search.backends import get_backend
-from search.model import FACETS, AccessRules, SearchResult
+from search.model import FACETS, SearchResult
 from search.query import parse_query
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from indexing.fulltext import reindex  # the chain module owns the files it reads
-
     totals = reindex(args.collection, progress_bar=True)
     print(
         f"{totals['files']} file(s): {totals['extracted']} documents extracted,"
@@ -56,9 +58,16 @@ def _print(result: SearchResult) -> None:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    rules = AccessRules(
-        blocked=tuple(args.block),
-        embargoes=((("", timedelta(days=args.embargo_days)),) if args.embargo_days else ()),
+    from access.rules import search_rules
+    from harvestflow.db import get_engine
+
+    # the access rules in force (as replay applies them), plus what the command line adds
+    in_force = search_rules(get_engine())
+    rules = replace(
+        in_force,
+        blocked=in_force.blocked + tuple(args.block),
+        embargoes=in_force.embargoes
+        + ((("", timedelta(days=args.embargo_days)),) if args.embargo_days else ()),
     )
     query = parse_query(
         args.text,

@@ -1,0 +1,125 @@
+"""One access collection per harvest definition (selective or broad), as BnF's per-definition
+indexing sub-chains: ``harvest-<id>`` replays only the captures of that definition's jobs.
+
+Why pywb's automatic collections: a definition created while the replay service runs must get
+its collection without a restart. pywb lists the folders of its ``collections_root`` at each
+request; each folder ``<colls>/harvest-<id>/`` holds ``indexes/`` (links to the per-file CDXJ
+files the indexing chain wrote for the WARCs of that definition's jobs), ``acl/`` (a link to
+the one ACL file of :mod:`access.rules`) and ``metadata.yaml`` (the definition's name, shown by
+pywb on the home and collection pages). WARCs are opened through our WARC resolver.
+
+Which files belong to a definition: the job id at the start of each per-file CDXJ name (the
+WARC's name, ``<job>-<definition>-…`` or ``<job>-metadata-…``) and the job's ``harvest_id``
+in the harvest database — the jobs → definition link, not the name's second field.
+
+Limitation: a definition's collection is a folder of flat per-file indexes (pywb opens each for
+a lookup), not a ZipNum: right for selective definitions' hundreds of files, slow for a broad
+crawl's tens of thousands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from access.config import AccessConfig
+from access.index import Lister, _day_dirs, _sync_links, roots
+from harvest.definitions import definition_labels
+from harvest.jobs import definitions_of_jobs
+from harvestflow.atomic import atomic_write_text
+from indexing.layout import Layout, job_id_of
+
+log = logging.getLogger(__name__)
+
+PREFIX = "harvest-"
+
+
+@dataclass(frozen=True)
+class Definition:
+    harvest_id: int
+    name: str
+    kind: str  # 'partial' (selective) or 'full' (broad)
+
+    @property
+    def collection(self) -> str:
+        return f"{PREFIX}{self.harvest_id}"
+
+
+def collections_root(cfg: AccessConfig) -> Path:
+    """pywb's ``collections_root``: one folder per definition collection."""
+    return cfg.root / "colls"
+
+
+def acl_file(cfg: AccessConfig) -> Path:
+    return cfg.root / "acl" / "rules.aclj"
+
+
+def _definitions(
+    engine: sa.Engine, job_ids: set[int]
+) -> tuple[dict[int, Definition], dict[int, int]]:
+    """The definitions of these jobs, and each job's definition (one query each)."""
+    with engine.connect() as conn:
+        jobs = definitions_of_jobs(conn, job_ids)
+        defs = {
+            hid: Definition(hid, name, kind)
+            for hid, (name, kind) in definition_labels(conn, set(jobs.values())).items()
+        }
+    return defs, jobs
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except FileNotFoundError:
+        pass
+    atomic_write_text(path, text)
+
+
+def sync(
+    cfg: AccessConfig, layout: Layout, engine: sa.Engine, lister: Lister | None = None
+) -> dict[str, int]:
+    """Make each definition's collection folder link exactly its jobs' per-file CDXJ files.
+
+    Cheap and idempotent (directory listings, two queries, symbolic links); returns the number of
+    index files per collection. Definitions without captures get no collection yet.
+    """
+    lister = lister or Lister()
+    found: list[tuple[int, str, Path]] = []
+    for root in roots(layout):
+        for day_dir in _day_dirs(root):
+            for name in lister.cdxj_names(day_dir):
+                job = job_id_of(name.removesuffix(".cdxj"))
+                if job is not None:
+                    found.append((job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name))
+    defs, jobs = _definitions(engine, {job for job, _, _ in found})
+    want: dict[int, dict[str, Path]] = {}
+    for job, name, target in found:
+        hid = jobs.get(job)
+        if hid is not None and hid in defs:
+            want.setdefault(hid, {})[name] = target
+    base = collections_root(cfg)
+    base.mkdir(parents=True, exist_ok=True)
+    acl = acl_file(cfg)
+    result = {}
+    for hid, files in sorted(want.items()):
+        d = defs[hid]
+        folder = base / d.collection
+        added, removed = _sync_links(folder / "indexes", files)
+        (folder / "acl").mkdir(exist_ok=True)
+        link = folder / "acl" / acl.name
+        if not link.is_symlink():
+            link.symlink_to(acl)
+        kind = "broad crawl" if d.kind == "full" else "selective harvest"
+        meta = {"title": f"{d.name} ({kind} {hid})", "definition": hid, "kind": d.kind}
+        _write_if_changed(folder / "metadata.yaml", json.dumps(meta) + "\n")
+        result[d.collection] = len(files)
+        if added or removed:
+            log.info(
+                "access %s: %d index file(s) (+%d -%d)", d.collection, len(files), added, removed
+            )
+    return result

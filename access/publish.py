@@ -1,0 +1,46 @@
+"""What the replay service serves from the harvest database: rules, definition collections, tours.
+
+Why one function: the CLI after a change, ``access serve`` at start and on every refresh pass,
+and the DAG's refresh task must all bring the same three generated things up to date —
+pywb's ACL file (:mod:`access.rules`), the per-definition collections (:mod:`access.definitions`)
+and the home page with the guided tours (:mod:`access.home`). pywb re-reads each of them while
+it serves, so a change is in force at the next request (the CLI's own publish) or within
+``refresh_interval_s`` (a change made from another machine).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sqlalchemy as sa
+
+from access import definitions, home, rules, tours
+from access.config import AccessConfig
+from access.index import Lister
+from harvestflow.db import get_engine
+from harvestflow.settings import Settings, get_settings
+from indexing.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+def publish(
+    settings: Settings | None = None,
+    engine: sa.Engine | None = None,
+    lister: Lister | None = None,
+) -> dict[str, Any]:
+    """Write the ACL file, the definition collections and the home page; return what is served.
+
+    Raises when the harvest database cannot be read: the service must not start (or go on
+    serving a newer state) without knowing the rules; a running one keeps the last files.
+    """
+    settings = settings or get_settings()
+    engine = engine or get_engine(settings.harvest_db_url)
+    cfg = AccessConfig.from_settings(settings)
+    in_force = rules.active(engine)
+    if rules.write_acl(definitions.acl_file(cfg), in_force):
+        log.info("access rules: %d in force, ACL file written", len(in_force))
+    colls = definitions.sync(cfg, Layout.from_settings(settings), engine, lister)
+    home.write(cfg, tours.all_tours(engine))
+    return {"rules": len(in_force), "collections": colls}

@@ -1,0 +1,218 @@
+"""Access rules (legal deposit): allow / block / exclude by SURT prefix, versioned in the harvest DB.
+
+Why here and in this shape: replay (pywb) and search must refuse the same captures, so the rules
+have one home — the ``access_rules`` table (``sql/024_access.sql``) — and both consumers are
+generated from it: pywb's own ACL file format (``.aclj``, what ``wb-manager acl`` writes: one
+``<surt> - {json}`` line per rule, sorted in reverse) for replay and pywb's CDX API, and the
+prefix lists of :class:`search.model.AccessRules` for full-text search.
+
+Semantics are pywb's: the rule with the longest SURT prefix of a capture's key decides; with
+no rule a capture is allowed. ``block`` keeps the capture listed but refuses its replay (pywb
+answers 451); ``exclude`` hides it from every answer. An embargo of N days makes the rule apply
+only to captures younger than N days (pywb's per-rule ``newer``); older captures are allowed.
+
+Versioning: a rule is never updated in place. Adding a rule for a prefix that has one closes
+the old row (``removed_by``/``removed_at``) and inserts the new one pointing at it
+(``replaces``); removing closes the row. Every change is kept with who and when.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from access.errors import AccessError
+from harvestflow.atomic import atomic_write_text
+from harvestflow.formats.surt import surt
+from search.model import AccessRules
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("allow", "block", "exclude")
+ACL_NAME = "rules.aclj"
+_COLUMNS = (
+    "rule_id, surt, policy, embargo_days, reason, created_by, created_at, removed_by,"
+    " removed_at, replaces"
+)
+
+
+class RuleError(AccessError, ValueError):
+    """A rule that cannot be stored (bad prefix, policy or embargo), named with the value."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    rule_id: int
+    surt: str
+    policy: str
+    embargo_days: int | None
+    reason: str
+    created_by: str
+    created_at: datetime
+    removed_by: str | None = None
+    removed_at: datetime | None = None
+    replaces: int | None = None
+
+    def describe(self) -> str:
+        """One line for logs and refusal pages: ``rule 7 block org,example)/ (reason)``."""
+        embargo = f" embargo {self.embargo_days} days" if self.embargo_days else ""
+        reason = f" ({self.reason})" if self.reason else ""
+        return f"rule {self.rule_id} {self.policy} {self.surt or '(everything)'}{embargo}{reason}"
+
+    def applies_to(self, timestamp: str, now: datetime | None = None) -> bool:
+        """Whether the rule decides a capture of this 14-digit time (embargo: younger only)."""
+        if not self.embargo_days:
+            return True
+        try:
+            captured = datetime.strptime(timestamp[:14].ljust(14, "0"), "%Y%m%d%H%M%S")
+        except ValueError:
+            return True
+        now = now or datetime.now(UTC)
+        return captured.replace(tzinfo=UTC) > now - timedelta(days=self.embargo_days)
+
+
+def prefix_of(value: str) -> str:
+    """A SURT prefix from what an operator typed: a URL (``http://…``) or a SURT prefix."""
+    value = value.strip()
+    if any(ch in value for ch in " \t\r\n\x00"):
+        raise RuleError(f"SURT prefix {value!r}: no spaces or control characters")
+    if "://" in value:
+        return surt(value)
+    if value in ("", "*"):
+        return ""
+    if "," not in value and ")" not in value:
+        raise RuleError(f"{value!r} is neither a URL (http://…) nor a SURT prefix (org,example)/…)")
+    host, paren, rest = value.partition(")")
+    return host.lower() + paren + rest  # the host part of a SURT is lower case, the path not
+
+
+def _row(row: sa.Row) -> Rule:
+    return Rule(*row)
+
+
+def active(engine: sa.Engine) -> list[Rule]:
+    """The rules in force, by prefix."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(f"SELECT {_COLUMNS} FROM access_rules WHERE removed_at IS NULL ORDER BY surt")
+        )
+        return [_row(r) for r in rows]
+
+
+def history(engine: sa.Engine) -> list[Rule]:
+    """Every version of every rule, oldest change first."""
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(f"SELECT {_COLUMNS} FROM access_rules ORDER BY rule_id"))
+        return [_row(r) for r in rows]
+
+
+def add(
+    engine: sa.Engine,
+    prefix: str,
+    policy: str,
+    *,
+    user: str,
+    reason: str = "",
+    embargo_days: int | None = None,
+) -> Rule:
+    """Put a rule in force for ``prefix`` (replacing the one it had, which is kept, closed)."""
+    key = prefix_of(prefix)
+    if policy not in POLICIES:
+        raise RuleError(f"policy {policy!r}: want one of {', '.join(POLICIES)}")
+    if embargo_days is not None and embargo_days <= 0:
+        raise RuleError(f"embargo {embargo_days!r} days: want a positive number of days")
+    if policy == "allow" and embargo_days:
+        raise RuleError("an embargo belongs to a block or exclude rule, not to allow")
+    if not user:
+        raise RuleError("who makes the change must be named (--user)")
+    with engine.begin() as conn:
+        conn.execute(sa.text("LOCK TABLE access_rules IN SHARE ROW EXCLUSIVE MODE"))
+        old = conn.execute(
+            sa.text(
+                "UPDATE access_rules SET removed_by = :u, removed_at = clock_timestamp()"
+                " WHERE surt = :s AND removed_at IS NULL RETURNING rule_id"
+            ),
+            {"u": user, "s": key},
+        ).scalar()
+        row = conn.execute(
+            sa.text(
+                "INSERT INTO access_rules (surt, policy, embargo_days, reason, created_by,"
+                f" replaces) VALUES (:s, :p, :e, :r, :u, :old) RETURNING {_COLUMNS}"
+            ),
+            {"s": key, "p": policy, "e": embargo_days, "r": reason, "u": user, "old": old},
+        ).one()
+    rule = _row(row)
+    log.info("access %s added by %s", rule.describe(), user)
+    return rule
+
+
+def remove(engine: sa.Engine, rule_or_prefix: str, *, user: str) -> Rule:
+    """Close the rule in force with this id or prefix; the row stays as history."""
+    if not user:
+        raise RuleError("who makes the change must be named (--user)")
+    if rule_or_prefix.isdigit():
+        where, value = "rule_id = :v", int(rule_or_prefix)
+    else:
+        where, value = "surt = :v", prefix_of(rule_or_prefix)  # type: ignore[assignment]
+    with engine.begin() as conn:
+        row = conn.execute(
+            sa.text(
+                "UPDATE access_rules SET removed_by = :u, removed_at = clock_timestamp()"
+                f" WHERE {where} AND removed_at IS NULL RETURNING {_COLUMNS}"
+            ),
+            {"u": user, "v": value},
+        ).one_or_none()
+    if row is None:
+        raise RuleError(f"no rule in force with id or prefix {rule_or_prefix!r}")
+    rule = _row(row)
+    log.info("access %s removed by %s", rule.describe(), user)
+    return rule
+
+
+def deciding(rules: Iterable[Rule], key: str) -> Rule | None:
+    """The rule pywb applies to a capture whose SURT key is ``key``: the longest prefix."""
+    best: Rule | None = None
+    for rule in rules:
+        if key.startswith(rule.surt) and (best is None or len(rule.surt) > len(best.surt)):
+            best = rule
+    return best
+
+
+def acl_lines(rules: Iterable[Rule]) -> list[str]:
+    """pywb's ACL file lines (``wb-manager acl`` format), sorted as pywb searches them."""
+    lines = []
+    for rule in rules:
+        entry: dict[str, object] = {"access": rule.policy, "url": rule.surt or "*"}
+        if rule.embargo_days:
+            entry["newer"] = {"days": rule.embargo_days}
+        entry["rule"] = rule.rule_id
+        if rule.reason:
+            entry["reason"] = rule.reason
+        lines.append(f"{rule.surt or '*,'} - {json.dumps(entry, ensure_ascii=True)}")
+    return sorted(lines, reverse=True)
+
+
+def write_acl(path: Path, rules: Iterable[Rule]) -> bool:
+    """Write pywb's ACL file if its content changed (atomic rename); True when written.
+
+    pywb opens the file at every lookup, so a new version is in force for the next request.
+    """
+    text = "".join(line + "\n" for line in acl_lines(rules))
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write_text(path, text)
+    return True
+
+
+def search_rules(engine: sa.Engine) -> AccessRules:
+    """The rules in force as full-text search applies them (the same as replay's)."""
+    return AccessRules.from_rules((r.surt, r.policy, r.embargo_days) for r in active(engine))

@@ -1,0 +1,391 @@
+"""A broad crawl with 100 workers, in simulation: do the database and the broker keep up?
+
+What is real: the embedded PostgreSQL with our migrations; N domain configurations loaded as in
+bench/jobgen (default seeds, three earlier snapshots of history); the **real job generator**
+(``harvest.planning.generate_jobs``: jobs, job_configs and frozen seed lists written); the
+**real channel routing** (``harvest.channels.split_by_channel`` → the pool/queue of the channel,
+as ``dags/harvest_tasks.crawl_on_channels`` does); the embedded redis-server broker and Celery
+workers taking tasks from those queues; and, inside each task, every database step a crawl task
+does: ``prepare_job`` (job directory, job.json), the job lease with heartbeats
+(``harvest.joblease``), ``mark_started``, a **host lease taken and given back for every
+simulated fetch** (``crawler.leases.HostLeases``, the cluster-wide politeness), and
+``record_job_results`` (one history row per domain).
+
+What stands in: the fetch itself (a sleep of ``--fetch-s``), and Airflow's scheduler between the
+broker and the jobs (measured on its own by bench/scale/scheduling.py: a per-task overhead to add
+to the figures here). ``--workers`` crawl slots are ``--processes`` Celery worker processes with
+a thread pool each (100 crawler processes do not fit on 2 cores; the database and the broker see
+the same number of concurrent clients either way).
+
+Printed: jobs generated and the generation time; the makespan against the ideal one (every slot
+busy all the time: total stand-in time / workers), i.e. how much the platform's own steps and
+waits cost; host-lease round trips per second and their p50/p95 latency; the broker's
+enqueue → start latency for tasks that found a free slot; prepare/record times. The run fails
+(exit 1) when a task fails or not every job ends DONE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
+
+import sqlalchemy as sa  # noqa: E402
+from celery import Celery  # noqa: E402
+
+# imported here, not in the task: the first task of each thread must not time the imports
+from crawler.leases import HostLeases, JobLeases  # noqa: E402
+from harvest.joblease import job_lease  # noqa: E402
+from harvest.jobs import mark_started, prepare_job  # noqa: E402
+from harvest.results import record_job_results  # noqa: E402
+from harvestflow.db import get_engine  # noqa: E402
+from harvestflow.settings import get_settings  # noqa: E402
+
+app = Celery("hf-scale-sim")
+app.conf.update(
+    broker_url=os.environ.get("HF_SIM_BROKER", "redis://127.0.0.1:6379/0"),
+    task_acks_late=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    broker_connection_retry_on_startup=True,
+)
+
+_local = threading.local()
+_lock = threading.Lock()
+
+
+def _lease_engine() -> Any:
+    """One pool per worker process, one connection per thread (as one per crawler process)."""
+    if not hasattr(app, "_hf_engine"):
+        size = int(os.environ.get("HF_SIM_THREADS", "25"))
+        app._hf_engine = sa.create_engine(  # type: ignore[attr-defined]
+            get_settings().harvest_db_url, pool_size=size, max_overflow=0, pool_pre_ping=True
+        )
+    return app._hf_engine  # type: ignore[attr-defined]
+
+
+def _pct(values: list[float], q: float) -> float:
+    return sorted(values)[int(q * (len(values) - 1))] if values else float("nan")
+
+
+def _write_row(row: dict[str, Any]) -> None:
+    out = Path(os.environ["HF_SIM_OUT"]) / f"metrics-{os.getpid()}.jsonl"
+    with _lock, out.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+@app.task(name="hf_sim.crawl_standin")
+def crawl_standin(
+    job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s: float
+) -> None:
+    """A crawl task with the crawl replaced by ``fetches`` sleeps; a failure is recorded."""
+    started = time.time()
+    try:
+        _standin(job_id, enqueued, fetches, fetch_s, delay_s)
+    except Exception as exc:  # the run counts it: a task that fails is the finding
+        _write_row(
+            {
+                "job": job_id,
+                "enqueued": enqueued,
+                "started": started,
+                "ended": time.time(),
+                "status": f"ERROR {type(exc).__name__}: {str(exc).splitlines()[0][:120]}",
+            }
+        )
+        raise
+
+
+def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s: float) -> None:
+    started = time.time()
+    t0 = time.monotonic()
+    spec = Path(prepare_job(job_id, get_settings().data_dir))
+    prepare_s = time.monotonic() - t0
+    with get_engine().connect() as conn:
+        domains = [
+            r.name
+            for r in conn.execute(
+                sa.text(
+                    "SELECT d.name FROM job_configs jc JOIN configurations c USING (config_id)"
+                    " JOIN domains d USING (domain_id) WHERE jc.job_id = :j ORDER BY d.name"
+                ),
+                {"j": job_id},
+            )
+        ]
+    takes: list[float] = []
+    waits = 0
+    with job_lease(job_id, ttl_s=30) as holder:
+        mark_started(job_id)
+        leases = HostLeases(_lease_engine(), f"{holder}-{threading.get_ident()}", 30.0)
+        beats = JobLeases(_lease_engine(), ttl_s=30)
+        last_beat = time.monotonic()
+        for i in range(fetches):
+            host = "www." + domains[i % len(domains)]
+            while True:
+                t = time.monotonic()
+                wait = leases.try_take(host)
+                takes.append(time.monotonic() - t)
+                if wait == 0.0:
+                    break
+                waits += 1
+                time.sleep(wait)
+            time.sleep(fetch_s)  # the fetch
+            t = time.monotonic()
+            leases.give_back(host, delay_s)
+            takes.append(time.monotonic() - t)
+            if time.monotonic() - last_beat > 2.0:
+                beats.heartbeat(job_id, holder)
+                last_beat = time.monotonic()
+    summary = {
+        "status": "complete",
+        "ended": datetime.now(UTC).isoformat(),
+        "urls": fetches,
+        "bytes": 0,
+        "domains": {
+            d: {"objects": 1 if i < fetches else 0, "bytes": 0, "stop_reason": 0}
+            for i, d in enumerate(domains)
+        },
+    }
+    (spec.parent / "summary.json").write_text(json.dumps(summary))
+    t0 = time.monotonic()
+    result = record_job_results(job_id)
+    record_s = time.monotonic() - t0
+    row = {
+        "job": job_id,
+        "enqueued": enqueued,
+        "started": started,
+        "ended": time.time(),
+        "prepare_s": prepare_s,
+        "record_s": record_s,
+        "lease_ops": len(takes),
+        "lease_p50_ms": 1000 * _pct(takes, 0.5),
+        "lease_p95_ms": 1000 * _pct(takes, 0.95),
+        "lease_ms": [round(1000 * x, 2) for x in takes],
+        "lease_waits": waits,
+        "status": result["status"],
+        "worker": os.getpid(),
+    }
+    _write_row(row)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--configs", type=int, default=100_000, help="domain configurations")
+    ap.add_argument("--per-job", type=int, default=100, help="configurations per job")
+    ap.add_argument("--workers", type=int, default=100, help="crawl slots in all")
+    ap.add_argument("--processes", type=int, default=4, help="Celery worker processes")
+    ap.add_argument("--fetches", type=int, default=10, help="simulated fetches per job")
+    ap.add_argument("--fetch-s", type=float, default=0.2, help="one simulated fetch")
+    ap.add_argument("--delay-s", type=float, default=3.0, help="politeness delay per host")
+    ap.add_argument("--keep", type=Path, help="data dir to keep/reuse (the load is slow)")
+    args = ap.parse_args()
+    threads = max(1, args.workers // args.processes)
+    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-sim-", dir="/tmp"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(data_dir, 0o755)
+    ports_file = data_dir / "bench-ports.json"
+    ports = (
+        json.loads(ports_file.read_text())
+        if ports_file.exists()
+        else {"pg": _free_port(), "broker": _free_port()}
+    )
+    ports_file.write_text(json.dumps(ports))
+    out = data_dir / "metrics"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    env = dict(
+        os.environ,
+        HARVESTFLOW_DATA_DIR=str(data_dir),
+        HARVESTFLOW_POSTGRES__PORT=str(ports["pg"]),
+        HARVESTFLOW_POSTGRES__URL="",
+        HARVESTFLOW_BROKER__PORT=str(ports["broker"]),
+        HARVESTFLOW_JOBGEN__FIXED_DOMAIN_COUNT_SNAPSHOT=str(args.per_job),
+        HF_SIM_BROKER=f"redis://127.0.0.1:{ports['broker']}/0",
+        HF_SIM_OUT=str(out),
+        HF_SIM_THREADS=str(threads),
+        PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), os.environ.get("PYTHONPATH", "")]),
+    )
+    os.environ.update(env)
+    app.conf.broker_url = env["HF_SIM_BROKER"]
+    sys.path.insert(0, str(REPO / "bench" / "jobgen"))
+    import bench_jobgen  # the loader of the jobgen benchmark: same synthetic history
+
+    from harvest.channels import queue_names, split_by_channel
+    from harvest.planning import generate_jobs
+    from harvestflow import db, services
+    from harvestflow.settings import get_settings, reset
+
+    reset()
+    settings = get_settings()
+    pg = services.postgres_for(settings)
+    broker = services.redis_for(settings)
+    pg.start()
+    broker.start()
+    workers: list[subprocess.Popen[bytes]] = []
+    failed = False
+    try:
+        db.ensure_database(settings.harvest_db_url)
+        db.migrate(db.get_engine(settings.harvest_db_url))
+        bench_jobgen.load(args.configs)
+        hid, _, _ = bench_jobgen._definition()
+        t0 = time.monotonic()
+        job_ids = generate_jobs(hid, datetime.now(UTC))
+        gen_s = time.monotonic() - t0
+        routes = split_by_channel(job_ids)
+        pools = queue_names()
+        print(
+            f"job generator: {args.configs:,} configurations -> {len(job_ids):,} jobs in"
+            f" {gen_s:.1f} s; channels: "
+            + ", ".join(f"{pools[p]} {len(j)}" for p, j in routes.items()),
+            flush=True,
+        )
+        queues = ",".join(sorted(pools[p] for p, j in routes.items() if j))
+        for n in range(args.processes):
+            log = open(out / f"worker-{n}.log", "wb")  # noqa: SIM115
+            workers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable, "-m", "celery", "-A", "simulate", "worker",
+                        "--pool", "threads", "--concurrency", str(threads),
+                        "--queues", queues, "--hostname", f"sim{n}@%h",
+                        "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+                    ],
+                    cwd=HERE, env=env, stdout=log, stderr=subprocess.STDOUT,
+                )
+            )  # fmt: skip
+        insp = app.control.inspect(timeout=2.0)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if len(insp.ping() or {}) == args.processes:
+                break
+            time.sleep(1)
+        else:
+            raise SystemExit("benchmark FAILED: the Celery workers did not answer")
+        peak = [0]
+        sampling = threading.Event()
+
+        def sample_connections() -> None:
+            engine = sa.create_engine(settings.harvest_db_url, poolclass=sa.pool.NullPool)
+            while not sampling.is_set():
+                try:
+                    with engine.connect() as conn:
+                        n = conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity")).scalar()
+                    peak[0] = max(peak[0], int(n or 0))
+                except sa.exc.OperationalError:
+                    pass  # the server is full: the tasks' errors say so
+                time.sleep(0.5)
+
+        threading.Thread(target=sample_connections, daemon=True).start()
+        begin = time.time()
+        for priority, ids in routes.items():
+            for job_id in ids:
+                crawl_standin.apply_async(
+                    (job_id, time.time(), args.fetches, args.fetch_s, args.delay_s),
+                    queue=pools[priority],
+                )
+        rows: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 3600
+        last = 0.0
+        while time.monotonic() < deadline:
+            rows = [
+                json.loads(line)
+                for f in out.glob("metrics-*.jsonl")
+                for line in f.read_text().splitlines()
+            ]
+            if len(rows) >= len(job_ids):
+                break
+            if any(w.poll() is not None for w in workers):
+                raise SystemExit("benchmark FAILED: a Celery worker exited (see its log)")
+            if time.monotonic() - last > 10:
+                print(f"{len(rows)}/{len(job_ids)} jobs done", flush=True)
+                last = time.monotonic()
+            time.sleep(0.5)
+        sampling.set()
+        errors = [r for r in rows if r["status"] != "DONE"]
+        rows = [r for r in rows if r["status"] == "DONE"]
+        print(
+            f"PostgreSQL: peak {peak[0]} connections (max_connections"
+            f" {settings['postgres'].get('max_connections', 200)}); {len(errors)} task(s) failed"
+            + (f", e.g. {errors[0]['status']}" if errors else "")
+        )
+        if not rows:
+            raise SystemExit("benchmark FAILED: no job ended")
+        makespan = max(r["ended"] for r in rows) - begin
+        busy = sum(r["ended"] - r["started"] for r in rows)
+        standin = args.fetches * args.fetch_s
+        ideal = len(job_ids) * standin / args.workers
+        lease_ms = [x for r in rows for x in r["lease_ms"]]
+        lease_ops = sum(r["lease_ops"] for r in rows)
+        # enqueue → start, for the tasks enqueued while a slot was free (the first wave)
+        first = sorted(rows, key=lambda r: r["started"])[: args.workers]
+        dispatch = [r["started"] - r["enqueued"] for r in first]
+        failed = bool(errors)
+        print(f"jobs: {len(rows)} done by {args.workers} slots ({args.processes} processes)")
+        print(
+            f"makespan {makespan:.1f} s against {ideal:.1f} s ideal (stand-in {standin:.1f} s per"
+            f" job); slots busy {busy / (makespan * args.workers):.0%} of the makespan"
+        )
+        print(
+            f"RATIO makespan / ideal: {makespan / ideal:.2f}   (1.00 = the platform's own steps"
+            " cost nothing)"
+        )
+        print(
+            f"host leases: {lease_ops:,} round trips, {lease_ops / makespan:.0f}/s,"
+            f" p50 {statistics.median(lease_ms):.1f} ms, p95 {_pct(lease_ms, 0.95):.1f} ms,"
+            f" {sum(r['lease_waits'] for r in rows)} waits for a held host"
+        )
+        print(
+            f"broker: enqueue -> start p50 {1000 * statistics.median(dispatch):.0f} ms,"
+            f" p95 {1000 * _pct(dispatch, 0.95):.0f} ms (first {len(first)} tasks)"
+        )
+        prep = [r["prepare_s"] for r in rows]
+        rec = [r["record_s"] for r in rows]
+        print(
+            f"prepare_job p50 {1000 * statistics.median(prep):.0f} ms p95"
+            f" {1000 * _pct(prep, 0.95):.0f} ms; record_job_results p50"
+            f" {1000 * statistics.median(rec):.0f} ms p95 {1000 * _pct(rec, 0.95):.0f} ms"
+            f" ({args.per_job} history rows each)"
+        )
+        if failed:
+            print(f"benchmark FAILED: {len(errors)} of {len(job_ids)} tasks failed")
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            try:
+                w.wait(30)
+            except subprocess.TimeoutExpired:
+                w.kill()
+        db.dispose_engines()
+        broker.stop()
+        pg.stop()
+        if args.keep is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    random.seed(1)
+    sys.exit(main())

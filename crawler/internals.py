@@ -1,0 +1,128 @@
+"""The private parts of Scrapy and Twisted the crawler relies on, each in one place.
+
+Why a module of its own: the crawler needs a few things neither library offers publicly (a
+bound on the size of a response's header section, the type of a size-limited gunzip's error,
+an offline public suffix list for the cookie middleware, the robots.txt middleware's parser
+table). Each is used here and only here, with the reason; every other crawler module uses
+public APIs. A Scrapy or Twisted upgrade that moves one of these fails at import or in
+``tests/crawler/test_versions.py`` and ``tests/crawler/test_crawl_bounds.py``, not in the
+middle of a crawl; the version ranges they were checked with are pinned in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# scrapy.core is Scrapy's engine package. HTTP11DownloadHandler is the default http(s) handler,
+# named by its path in DOWNLOAD_HANDLERS_BASE (public), but it lives in scrapy.core; the three
+# _Lenient* classes are Scrapy's lenient HTTP/1.1 parser stack, which the header bound extends:
+# Twisted's HTTP11ClientProtocol hard-codes its parser class and has no header-size limit.
+from scrapy.core.downloader.handlers.http11 import (
+    HTTP11DownloadHandler,
+    _LenientHTTP11ClientFactory,
+    _LenientHTTP11ClientProtocol,
+    _LenientHTTPClientParser,
+)
+
+# gunzip(max_size=...) raises this private ValueError subclass past the limit; Scrapy exports
+# no public name for it (its own sitemap spider and HttpCompressionMiddleware import it too)
+from scrapy.utils._compression import _DecompressionMaxSizeExceeded
+
+__all__ = [
+    "DecompressionMaxSizeExceeded",
+    "HTTP11DownloadHandler",
+    "HeaderOverflow",
+    "bound_response_headers",
+    "offline_cookie_public_suffixes",
+    "robots_parser_of",
+]
+
+DecompressionMaxSizeExceeded = _DecompressionMaxSizeExceeded
+
+
+class HeaderOverflow(Exception):
+    """Raised inside Twisted's parser; Twisted turns it into a ResponseFailed reason."""
+
+
+class BoundedHeaderParser(_LenientHTTPClientParser):
+    """Scrapy's lenient response parser, counting the bytes of the header section.
+
+    Why: Twisted caps each header line (16 KiB) but neither their number nor a header
+    continued over many lines, so a hostile or broken server could feed headers until the
+    download timeout. Past ``max_header_bytes`` the parser raises; Twisted's protocol drops
+    the connection and fails the request with that reason.
+    """
+
+    max_header_bytes = 0  # set per request by BoundedHeaderProtocol
+    header_bytes = 0
+
+    def lineReceived(self, line: bytes) -> None:
+        self.header_bytes += len(line) + 1
+        if self.max_header_bytes and self.header_bytes > self.max_header_bytes:
+            raise HeaderOverflow(f"response headers over {self.max_header_bytes} bytes")
+        super().lineReceived(line)
+
+
+class BoundedHeaderProtocol(_LenientHTTP11ClientProtocol):
+    """Puts :class:`BoundedHeaderParser` on each request, as Scrapy puts its lenient one
+    (``HTTP11ClientProtocol.request`` hard-codes the parser class in the private ``_parser``;
+    the subclass only adds two counters)."""
+
+    max_header_bytes = 0
+
+    def request(self, request: Any) -> Any:
+        d = super().request(request)
+        parser = self._parser
+        if parser is not None:
+            parser.__class__ = BoundedHeaderParser
+            assert isinstance(parser, BoundedHeaderParser)
+            parser.max_header_bytes = self.max_header_bytes
+            parser.header_bytes = 0
+        return d
+
+
+class BoundedHeaderFactory(_LenientHTTP11ClientFactory):
+    max_header_bytes = 0
+
+    def buildProtocol(self, addr: Any) -> BoundedHeaderProtocol:
+        # the quiescent callback is how Twisted's pool takes a finished connection back
+        proto = BoundedHeaderProtocol(self._quiescentCallback)
+        proto.max_header_bytes = self.max_header_bytes
+        return proto
+
+
+def bound_response_headers(handler: HTTP11DownloadHandler, limit: int) -> None:
+    """Make ``handler``'s connections fail a response whose header section passes ``limit``.
+
+    The handler's private connection pool builds its protocol factory from a class attribute
+    (``_factory``); a subclass carrying this job's limit is put there.
+    """
+    factory: type[BoundedHeaderFactory] = type(
+        "JobHeaderFactory", (BoundedHeaderFactory,), {"max_header_bytes": limit}
+    )
+    handler._pool._factory = factory
+
+
+def offline_cookie_public_suffixes() -> None:
+    """Scrapy's cookie middleware builds a module-level TLDExtract (``_split_domain``) that
+    downloads the public suffix list on first use, and offers no setting for it; nothing may
+    be fetched at run time, so point it at tldextract's bundled copy."""
+    import scrapy.downloadermiddlewares.cookies as cookies
+    import tldextract
+
+    if not isinstance(getattr(cookies, "_split_domain", None), tldextract.TLDExtract):
+        # setting a name the middleware no longer reads would fetch the list at run time
+        raise RuntimeError(
+            "scrapy.downloadermiddlewares.cookies has no _split_domain TLDExtract any more: "
+            "crawler/internals.py needs updating for this Scrapy release"
+        )
+    cookies._split_domain = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+    )
+
+
+def robots_parser_of(middleware: Any, netloc: str, default: Any) -> Any:
+    """The entry of Scrapy's RobotsTxtMiddleware parser table (``_parsers``) for ``netloc``:
+    the parser, None after a fetch error, or the Deferred of a fetch still running (see
+    ``crawler.politeness.ArchivalRobotsTxtMiddleware.robot_parser`` for why it is read)."""
+    return middleware._parsers.get(netloc, default)

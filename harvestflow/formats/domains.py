@@ -1,0 +1,123 @@
+"""Public suffixes and registrable domains, from tldextract's bundled public-suffix snapshot.
+
+Why one home: the crawler (scope and budgets per domain), harvest (NetarchiveSuite's domains,
+selections, the full-text index), the daily QA (figures per domain and TLD) and the broad-crawl
+preload all cut a host to its *registrable domain*. Four copies used two different matchers
+(tldextract per call, and two set-based copies of the PSL algorithm); one disagreement between
+them would put the same site in two domains. The rules here are the ICANN part of the list
+(private suffixes such as blogspot.com are ignored, as NetarchiveSuite does), read from the
+snapshot bundled in tldextract's wheel: nothing is fetched at run time.
+
+Why not call tldextract per host: it parses each name as a URL and decodes punycode label by
+label (about 50 µs a name, ~50x a set look-up); QA classifies every distinct host of a crawl
+and the preload millions of lines. The rules are loaded once, with both their Unicode and
+punycode spellings, and matched with the PSL algorithm (exception rules, wildcards, longest
+match). tests/harvest/preload/test_normalise.py checks it against tldextract on every rule.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+import idna
+import tldextract
+
+__all__ = [
+    "SuffixList",
+    "is_ip",
+    "public_suffix_length",
+    "registrable_domain",
+    "suffix_list",
+]
+
+# a host of digits and dots is an IPv4 address in one of its spellings (``1.2.3``, ``3232235777``)
+_NUMERIC_HOST = re.compile(r"[\d.]+")
+
+
+def _ascii_rule(rule: str) -> str:
+    if rule.isascii():
+        return rule
+    try:
+        return idna.encode(rule, uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        return rule.encode("idna").decode("ascii")
+
+
+class SuffixList:
+    """ICANN public-suffix rules matched on the labels of a lower-case host name."""
+
+    def __init__(self, rules: list[str]) -> None:
+        self.exact: set[str] = set()
+        self.wildcard: set[str] = set()  # "*.ck" stored as "ck"
+        self.exception: set[str] = set()  # "!www.ck" stored as "www.ck"
+        for rule in rules:
+            target = self.exact
+            if rule.startswith("!"):
+                target, rule = self.exception, rule[1:]
+            elif rule.startswith("*."):
+                target, rule = self.wildcard, rule[2:]
+            target.add(rule)  # the Unicode spelling (hosts written in Unicode)
+            target.add(_ascii_rule(rule))  # the punycode one (hosts from URLs, crawl logs)
+
+    def suffix_length(self, labels: list[str]) -> int:
+        """Number of trailing labels that form the public suffix (0: no rule matches)."""
+        count = len(labels)
+        for start in range(count):  # longest candidate first
+            name = ".".join(labels[start:])
+            if name in self.exception:
+                return count - start - 1
+            if name in self.exact:
+                return count - start
+            if start + 1 < count and ".".join(labels[start + 1 :]) in self.wildcard:
+                return count - start
+        return 0
+
+
+@lru_cache(maxsize=1)
+def suffix_list() -> SuffixList:
+    """The bundled ICANN rules, loaded once per process."""
+    # suffix_list_urls=() and no cache dir: the snapshot bundled in the wheel, never the network
+    extractor = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
+    )
+    return SuffixList(list(extractor.tlds))
+
+
+def public_suffix_length(labels: list[str]) -> int:
+    """How many trailing ``labels`` form the public suffix (0 when no rule matches)."""
+    return suffix_list().suffix_length(labels)
+
+
+def is_ip(text: str) -> bool:
+    """Whether ``text`` is an IPv4 or IPv6 address (IPv6 with or without its brackets)."""
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=65536)  # hosts repeat (every link of a site, every record of a WARC)
+def registrable_domain(host_or_url: str) -> str:
+    """The registrable domain of a host or URL (``www.bbc.co.uk`` → ``bbc.co.uk``).
+
+    Lenient, for grouping: an IP address (or a host of digits and dots) is its own domain, and
+    names under a suffix the list does not know (``example-a.test``, ``localhost``, intranet
+    names) or that are a public suffix themselves keep their last two labels, which is what a
+    curator means by "the domain" of a test or intranet site. The preload, which must refuse
+    such names, uses :class:`SuffixList` with its own rules.
+    """
+    host = host_or_url
+    if "://" in host_or_url:
+        host = urlsplit(host_or_url).hostname or ""
+    host = host.strip().strip(".").lower()
+    if not host or _NUMERIC_HOST.fullmatch(host) or is_ip(host):
+        return host
+    labels = [label for label in host.split(".") if label]
+    suffix = public_suffix_length(labels)
+    if 0 < suffix < len(labels):
+        return ".".join(labels[-suffix - 1 :])
+    return ".".join(labels[-2:])

@@ -1,0 +1,284 @@
+"""Access rules against the real replay service and full-text search.
+
+Captures go through the real indexing chain and text extraction; rules are managed with the
+real CLI (``harvestflow access rules``), stored versioned in the harvest DB and applied by pywb
+(its ACL file, generated) and by the search query; the service is our gateway in front of pywb
+from the replay venv. Reading room: the gateway bound to 127.0.0.1 is asked from 127.0.0.2
+(another loopback address) and from 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import sqlalchemy as sa
+
+from access.config import AccessConfig
+from access.service import ReplayService
+from harvestflow import settings as settings_mod
+from indexing.fulltext import extract_file
+from tests.access.conftest import cdx, get
+from tests.search.corpus import Page, chain_job
+
+pytestmark = pytest.mark.services
+T = TypeVar("T")
+
+PROSE = (
+    "<p>The reading room of the national library keeps the quokka collection of web pages,"
+    " harvested under legal deposit and consulted by researchers every day of the year.</p>"
+    "<p>Curators select the sites; crawlers capture them; the archive keeps every version.</p>"
+)
+
+
+def page(url: str, word: str, when: datetime) -> Page:
+    body = f"<html><head><title>{word}</title></head><body><h1>{word}</h1>{PROSE}</body></html>"
+    return Page(url, body.encode(), "text/html", date=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harvestflow.cli", *args], capture_output=True, text=True
+    )
+
+
+def search_urls() -> set[str]:
+    out = cli("search", "query", "quokka", "--json", "--per-page", "50")
+    assert out.returncode == 0, out.stderr
+    return {h["url"] for h in json.loads(out.stdout)["hits"]}
+
+
+def replay_status(cfg: AccessConfig, url: str) -> tuple[int, bytes]:
+    return get(cfg.replay_url("all", "2030", url, "id_"))
+
+
+def get_from(source: str, cfg: AccessConfig, path: str) -> tuple[int, bytes]:
+    """GET on the gateway from a given local address (127.0.0.2 is loopback too)."""
+    conn = http.client.HTTPConnection(cfg.host, cfg.port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_block_and_embargo_apply_to_search_and_replay_and_changes_take_effect_while_serving(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings
+) -> None:
+    settings = access_settings
+    cfg = AccessConfig.from_settings(settings)
+    now = datetime.now(UTC)
+    old = datetime(2021, 6, 1, 12, tzinfo=UTC)
+    secret = "http://blocked.test/secret.html"
+    public = "http://blocked.test/public/ok.html"
+    fresh = "http://embargo.test/new.html"
+    aged = "http://embargo.test/old.html"
+    opened = "http://open.test/page.html"
+    names = chain_job(
+        db_engine,
+        settings.data_dir,
+        "rules",
+        [
+            [
+                page(secret, "secret", old),
+                page(public, "public", old),
+                page(fresh, "fresh", now - timedelta(days=2)),
+                page(aged, "aged", old),
+                page(opened, "opened", old),
+            ]
+        ],
+    )
+    for name in names:
+        extract_file(name)
+    everything = {secret, public, fresh, aged, opened}
+    assert search_urls() == everything  # no rule yet
+
+    # rules from the CLI, each change by a named user; the longest prefix decides
+    added = cli("access", "rules", "add", "http://blocked.test/", "--policy", "block",
+                "--reason", "court order 12/2026", "--user", "alice")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert "block test,blocked)/" in added.stdout
+    assert cli("access", "rules", "add", "test,blocked)/public/", "--policy", "allow",
+               "--user", "alice").returncode == 0  # fmt: skip
+    assert cli("access", "rules", "add", "http://embargo.test/", "--policy", "block",
+               "--embargo-days", "365", "--reason", "publisher embargo",
+               "--user", "bob").returncode == 0  # fmt: skip
+    bad = cli("access", "rules", "add", "example.org", "--policy", "block", "--user", "bob")
+    assert bad.returncode == 1 and "neither a URL" in bad.stderr
+
+    # search: the blocked page and the capture under embargo are gone, the rest stays
+    assert search_urls() == {public, aged, opened}
+
+    service = ReplayService(settings)
+    service.start()
+    try:
+        # the search page on the gateway: the same rules, results linking into replay there
+        status, body = get(f"{cfg.url}search/?q=quokka")
+        assert status == 200, body[:300]
+        assert f'href="{cfg.replay_url("all", "20210601120000", public)}"'.encode() in body
+        assert secret.encode() not in body and fresh.encode() not in body
+        # replay: refused by pywb (451, its "blocked" page), allowed where no rule says no
+        status, body = replay_status(cfg, secret)
+        assert status == 451, body[:300]
+        assert b"Consultation restricted" in body and secret.encode() in body
+        assert replay_status(cfg, fresh)[0] == 451  # younger than the embargo
+        for url in (public, aged, opened):
+            status, body = replay_status(cfg, url)
+            assert status == 200 and b"quokka" in body, (url, status)
+        # URL search (pywb's CDX API) marks the blocked captures
+        status, body = get(f"{cfg.url}all/cdx?output=json&url={secret}")
+        assert status == 200 and json.loads(body.splitlines()[0])["access"] == "block"
+        # every refusal is logged with the rule that refused it
+        refused = cfg.refused_log.read_text()
+        assert "court order 12/2026" in refused and "block test,blocked)/" in refused
+        assert "embargo 365 days (publisher embargo)" in refused
+
+        # while serving: exclude open.test, lift the block of blocked.test
+        assert cli("access", "rules", "add", "http://open.test/", "--policy", "exclude",
+                   "--reason", "withdrawn", "--user", "carol").returncode == 0  # fmt: skip
+        assert cli("access", "rules", "remove", "test,blocked)/", "--user", "carol").returncode == 0
+        assert replay_status(cfg, opened)[0] == 404  # excluded: as if never archived
+        assert cdx(cfg.url, "all", opened) == []
+        status, body = replay_status(cfg, secret)
+        assert status == 200 and b"quokka" in body
+        assert search_urls() == {secret, public, aged}
+        assert "exclude test,open)/ (withdrawn)" in cfg.refused_log.read_text()
+    finally:
+        service.stop()
+
+    # versioned: every change kept with who and when
+    history = json.loads(cli("access", "rules", "list", "--history", "--json").stdout)
+    assert [(r["surt"], r["created_by"], r["removed_by"]) for r in history] == [
+        ("test,blocked)/", "alice", "carol"),
+        ("test,blocked)/public/", "alice", None),
+        ("test,embargo)/", "bob", None),
+        ("test,open)/", "carol", None),
+    ]
+    assert all(r["created_at"] for r in history) and history[0]["removed_at"]
+
+
+def test_reading_room_refuses_addresses_outside_its_ranges(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM", "true")
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM_RANGES", '["127.0.0.1/32"]')
+    settings_mod.reset()
+    settings = settings_mod.get_settings()
+    cfg = AccessConfig.from_settings(settings)
+    assert cfg.host == "127.0.0.1"
+    url = "http://reading.test/room.html"
+    names = chain_job(
+        db_engine,
+        settings.data_dir,
+        "room",
+        [[page(url, "room", datetime(2024, 1, 1, tzinfo=UTC))]],
+    )
+    for name in names:
+        extract_file(name)
+    service = ReplayService(settings)
+    service.start()
+    try:
+        path = f"/all/2030id_/{url}"
+        status, body = get_from("127.0.0.1", cfg, path)
+        assert status == 200 and b"quokka" in body
+        status, body = get_from("127.0.0.2", cfg, path)
+        assert status == 403
+        assert b"Consultation restricted" in body and b"127.0.0.2" in body  # a page, not a break
+        assert b"</html>" in body
+        assert get_from("127.0.0.2", cfg, f"/all/cdx?url={url}")[0] == 403  # URL search too
+        assert get_from("127.0.0.2", cfg, "/")[0] == 200  # the home page stays public
+        # the search page: for the reading room only (its snippets are the archive's text)
+        status, body = get_from("127.0.0.1", cfg, "/search/?q=quokka")
+        assert status == 200, body[:300]
+        assert f'href="{cfg.replay_url("all", "20240101000000", url)}"'.encode() in body
+        status, body = get_from("127.0.0.2", cfg, "/search/?q=quokka")
+        assert status == 403 and b"Consultation restricted" in body and b"quokka" not in body
+        assert get_from("127.0.0.1", cfg, "/search")[0] == 301  # to /search/
+        refused = cfg.refused_log.read_text().splitlines()
+        assert len(refused) == 3
+        assert all("\t127.0.0.2\t403\t" in line for line in refused)
+        assert "reading room: address 127.0.0.2 is outside the reading room" in refused[0]
+    finally:
+        service.stop()
+
+
+def wait_for(check: Callable[[], T], timeout: float = 60.0) -> T:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        assert time.monotonic() < deadline, "not served in time"
+        time.sleep(0.5)
+    return result
+
+
+def _hid(engine: sa.Engine, name: str) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.text("SELECT harvest_id FROM harvestdefinitions WHERE name = :n"), {"n": name}
+            ).scalar_one()
+        )
+
+
+def test_a_collection_per_definition_and_a_guided_tour_on_the_home_page(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings, tmp_path: Path
+) -> None:
+    settings = access_settings
+    cfg = AccessConfig.from_settings(settings)
+    when = datetime(2025, 5, 4, 3, 2, 1, tzinfo=UTC)
+    mine, theirs, later = (
+        "http://elections.test/",
+        "http://sports.test/",
+        "http://late.test/",
+    )
+    chain_job(db_engine, settings.data_dir, "Elections 2026", [[page(mine, "vote", when)]])
+    chain_job(db_engine, settings.data_dir, "Sports", [[page(theirs, "match", when)]])
+    elections = f"harvest-{_hid(db_engine, 'Elections 2026')}"
+    sports = f"harvest-{_hid(db_engine, 'Sports')}"
+    service = ReplayService(settings)
+    service.start()
+    try:
+        # each definition's collection holds only its jobs' captures; `all` holds both
+        assert [c["url"] for c in cdx(cfg.url, elections, mine)] == [mine]
+        assert cdx(cfg.url, elections, theirs) == []
+        assert [c["url"] for c in cdx(cfg.url, sports, theirs)] == [theirs]
+        assert cdx(cfg.url, "all", mine) and cdx(cfg.url, "all", theirs)
+        status, body = get(cfg.replay_url(elections, "20250504030201", mine, "id_"))
+        assert status == 200 and b"vote" in body
+        # a definition harvested while serving gets its collection without a restart
+        chain_job(db_engine, settings.data_dir, "Late", [[page(later, "late", when)]])
+        late = f"harvest-{_hid(db_engine, 'Late')}"
+        assert wait_for(lambda: get(f"{cfg.url}{late}/cdx?url={later}")[1].strip())
+
+        # a guided tour from the CLI, shown on the home page at once
+        for args in (
+            ("add", "elections-2026", "--title", "The 2026 elections",
+             "--description", "Campaign sites <as they were>", "--user", "curator"),
+            ("add-site", "elections-2026", mine, "--capture", "20250504030201",
+             "--collection", elections, "--title", "Official results {{ 7*7 }}"),
+        ):  # fmt: skip
+            done = cli("access", "tours", *args)
+            assert done.returncode == 0, done.stderr
+        status, home = get(cfg.url)
+        assert status == 200
+        text = home.decode()
+        assert "The 2026 elections" in text
+        assert '<form id="hf-search" action="/search/" method="get">' in text  # full text
+        assert "Campaign sites &lt;as they were&gt;" in text  # escaped, never markup
+        assert f'href="/{elections}/20250504030201/{mine}"' in text
+        assert "Official results &#123;&#123; 7*7 &#125;&#125;" in text and "49" not in text
+        assert f"{elections}</a>" in text and "Elections 2026 (selective harvest" in text
+        shown = cli("access", "tours", "show", "elections-2026").stdout
+        assert f"1. /{elections}/20250504030201/{mine}" in shown
+        assert cli("access", "tours", "remove", "elections-2026").returncode == 0
+        assert "The 2026 elections" not in get(cfg.url)[1].decode()
+    finally:
+        service.stop()

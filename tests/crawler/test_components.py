@@ -1,0 +1,80 @@
+"""The crawl's Scrapy components take the template from the settings and the job's shared
+state from the crawler, and count in ``crawler.stats``.
+
+Why: Scrapy deep-copies settings and expects plain values in them; a live object smuggled
+through a setting (with a ``__deepcopy__`` returning itself) hid which component used what.
+Each template value is now the setting ``HARVESTFLOW_<KEY>`` and the job's context hangs off
+the crawler (``crawler.context.attach``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.statscollectors import MemoryStatsCollector
+
+from crawler import jobspec, runner
+from crawler.context import FAILURES, URLS_DONE, CrawlContext, attach, context_of
+from crawler.inflate import BoundedDecompressionMiddleware
+from crawler.spider import ArchiveSpider
+
+
+def _spec(tmp_path: Path) -> jobspec.JobSpec:
+    job = {
+        "job_id": 41,
+        "seeds": ["http://a.example.test/"],
+        "template": {"max_inflate_bytes": 5000, "inflate_budget_bytes": 9000, "extract_js": False},
+        "resolve": {"a.example.test": "127.0.0.1"},
+        "warc_prefix": "t",
+        "user_agent": "hf-test/1.0 (+http://example.test/)",
+    }
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job), encoding="utf-8")
+    return jobspec.load(path)
+
+
+def test_settings_are_plain_values_with_every_template_value(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    settings = runner.scrapy_settings(spec)
+    json.dumps(settings)  # nothing but plain data: no live object in the settings
+    s = Settings(settings).copy()  # Scrapy's own deep copy
+    for key, value in asdict(spec.template).items():
+        if key != "resolve":
+            assert s.get(f"HARVESTFLOW_{key.upper()}") == value, key
+    assert s.getint("HARVESTFLOW_MAX_INFLATE_BYTES") == 5000
+    assert s.getbool("HARVESTFLOW_EXTRACT_JS") is False
+    assert s.getdict("HARVESTFLOW_RESOLVE") == spec.all_resolve  # template's and job's
+    assert s.getint("HARVESTFLOW_JOB_ID") == 41
+
+
+def test_components_take_the_context_off_the_crawler(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    ctx = CrawlContext(spec, tmp_path / "out")
+    try:
+        crawler = Crawler(ArchiveSpider, runner.scrapy_settings(spec))
+        with pytest.raises(RuntimeError, match="no harvestflow job context"):
+            context_of(crawler)
+        attach(crawler, ctx)
+        # Scrapy copies the crawler's settings; the context is shared, never copied
+        assert context_of(crawler) is ctx and copy.deepcopy(crawler.settings) is not None
+        spider = ArchiveSpider.from_crawler(crawler)
+        assert spider.ctx is ctx and spider.extract_js is False
+        assert ctx.spider_callbacks == (spider.parse, spider.on_error)
+        mw = BoundedDecompressionMiddleware.from_crawler(crawler)
+        assert (mw.limit, mw.budget.total) == (5000, 9000)
+        # counters go to crawler.stats
+        crawler.stats = MemoryStatsCollector(crawler)
+        ctx.count(URLS_DONE)
+        ctx.count(URLS_DONE)
+        ctx.count(FAILURES)
+        assert crawler.stats.get_value(URLS_DONE) == 2
+        assert crawler.stats.get_value(FAILURES) == 1
+    finally:
+        ctx.close_files()
+        ctx.state.close()

@@ -1,0 +1,78 @@
+"""Registrable domains: one matcher for the crawler, harvest, QA and the preload.
+
+The oracle is tldextract itself (per-call path, the bundled snapshot), on names built from
+every ICANN rule of the list; the preload's strict normaliser is checked against the same oracle
+in tests/harvest/preload/test_normalise.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import idna
+import pytest
+import tldextract
+
+from harvestflow.formats.domains import is_ip, public_suffix_length, registrable_domain
+from qa.hosts import classify_host
+
+
+def _oracle_domain(oracle: tldextract.TLDExtract, host: str) -> str:
+    """What the crawler computed before (tldextract per call, last two labels otherwise)."""
+    ext = oracle(host)
+    if ext.suffix and ext.domain:
+        return f"{ext.domain}.{ext.suffix}"
+    return ".".join(host.split(".")[-2:])
+
+
+def test_registrable_domain_agrees_with_tldextract_on_every_bundled_rule() -> None:
+    oracle = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
+    )
+    checked = 0
+    for rule in oracle.tlds:
+        body = rule.lstrip("!").replace("*", "wild")
+        spellings = [body]
+        with contextlib.suppress(idna.IDNAError):
+            spellings.append(idna.encode(body, uts46=True).decode("ascii"))
+        for name in spellings:
+            for host in (f"x.{name}", f"a.b.{name}", name):
+                assert registrable_domain(host) == _oracle_domain(oracle, host), (rule, host)
+                checked += 1
+    assert checked > 20_000
+
+
+@pytest.mark.parametrize(
+    ("value", "domain"),
+    [
+        ("www.bbc.co.uk", "bbc.co.uk"),
+        ("https://WWW.Site.fr:443/path?q=1", "site.fr"),
+        ("http://user@shop.example.com/", "example.com"),
+        ("static.example-a.test", "example-a.test"),
+        ("www.bücher.de", "bücher.de"),
+        ("www.xn--bcher-kva.de", "xn--bcher-kva.de"),
+        ("example.org.", "example.org"),
+        ("co.uk", "co.uk"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("[::1]", "[::1]"),
+        ("", ""),
+    ],
+)
+def test_registrable_domain_of_hosts_and_urls(value: str, domain: str) -> None:
+    assert registrable_domain(value) == domain
+
+
+def test_a_numeric_host_is_its_own_domain_everywhere() -> None:
+    """The copies disagreed: the crawler kept ``1.2.3`` (an IPv4 spelling) whole, harvest and
+    QA cut it to ``2.3``, grouping unrelated addresses. Now every stage keeps it whole."""
+    assert registrable_domain("1.2.3") == "1.2.3"
+    assert registrable_domain("http://3232235777/") == "3232235777"
+    assert classify_host("1.2.3").domain == "1.2.3"
+
+
+def test_public_suffix_rules_wildcards_and_exceptions() -> None:
+    assert public_suffix_length(["a", "example", "co", "uk"]) == 2
+    assert public_suffix_length(["x", "foo", "ck"]) == 2  # *.ck
+    assert public_suffix_length(["www", "ck"]) == 1  # !www.ck
+    assert public_suffix_length(["example", "test"]) == 0
+    assert is_ip("::1") and is_ip("[::1]") and is_ip("10.0.0.1") and not is_ip("1.2.3")

@@ -1,0 +1,109 @@
+"""The import layering (pyproject.toml ``[tool.importlinter]``) holds, and a broken rule fails.
+
+Core (settings, db, services, formats, ...) <- stage libraries (crawler < harvest < search <
+indexing < qa | preservation < access) <- the CLIs, demo, curator pages and Airflow runtime;
+no module cycles inside a package; no library imports Airflow. Checked by import-linter's own
+``lint-imports``, as pre-commit runs it. The second test copies the packages, adds one bad
+import per rule and expects ``lint-imports`` to name the broken contract: the check can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harvestflow.settings import PROJECT_ROOT
+
+PACKAGES = (
+    "harvestflow",
+    "harvest",
+    "crawler",
+    "indexing",
+    "preservation",
+    "qa",
+    "access",
+    "search",
+)
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the packages under ``root`` with ``root``'s pyproject.toml."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_layering_contracts_hold() -> None:
+    done = lint_imports(PROJECT_ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout, done.stdout
+
+
+def test_every_harvestflow_module_has_a_layer() -> None:
+    """harvestflow holds both the core and the top: a new module must be placed in one."""
+    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = config["tool"]["importlinter"]["contracts"][0]["layers"]
+    placed = {m.strip() for layer in layers for m in re.split(r"[:|]", layer)}
+    modules = {
+        f"harvestflow.{m.name}" for m in pkgutil.iter_modules([str(PROJECT_ROOT / "harvestflow")])
+    }
+    assert modules - placed == set()
+
+
+@pytest.fixture(scope="module")
+def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Python files of the packages and the pyproject.toml, in a directory of their own."""
+    root = tmp_path_factory.mktemp("layering")
+    for name in PACKAGES:
+        shutil.copytree(
+            PROJECT_ROOT / name,
+            root / name,
+            ignore=lambda d, names: [
+                n for n in names if not n.endswith(".py") and not (Path(d) / n).is_dir()
+            ],
+        )
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+BAD_IMPORTS = [
+    # (module that gets the import, the import, the contract that must break, its message)
+    ("crawler/scope.py", "import harvestflow.cli", "core <- stage libraries", "crawler is not allowed to import harvestflow.cli"),
+    ("qa/hosts.py", "import harvestflow.curator.queries", "core <- stage libraries", "qa is not allowed to import harvestflow.curator"),
+    ("harvest/jobs.py", "import indexing.manifest", "core <- stage libraries", "harvest is not allowed to import indexing"),
+    ("harvestflow/db.py", "import harvest.jobs", "core <- stage libraries", "harvestflow.db is not allowed to import harvest"),
+    ("preservation/records.py", "import airflow.sdk", "no library imports Airflow", "preservation.records -> airflow"),
+    ("qa/crawltable.py", "import qa.daily", "no import cycles", "No cycles are allowed in qa"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("target", "statement", "contract", "message"), BAD_IMPORTS)
+def test_a_bad_import_breaks_its_contract(
+    tree_copy: Path, target: str, statement: str, contract: str, message: str
+) -> None:
+    path = tree_copy / target
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(original + f"\n{statement}  # added by the test\n", encoding="utf-8")
+        done = lint_imports(tree_copy)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = [line for line in done.stdout.splitlines() if line.endswith(" BROKEN")]
+    assert len(broken) == 1 and broken[0].startswith(contract), done.stdout
+    assert message in done.stdout, done.stdout
