@@ -1,7 +1,7 @@
 """Build hook for the one C extension (qa._crawlscan); all metadata lives in pyproject.toml.
 
 The extension is optional: if it cannot be compiled, the install still succeeds and
-qa.crawllog falls back to its polars path with a warning.
+qa.crawllog_aggregate falls back to its polars path with a warning.
 """
 
 from setuptools import Extension, setup

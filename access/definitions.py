@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from access.config import AccessConfig
 from access.index import Lister, _day_dirs, _sync_links, roots
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
+from harvestflow.atomic import atomic_write_text
 from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,7 @@ def _write_if_changed(path: Path, text: str) -> None:
             return
     except FileNotFoundError:
         pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def sync(

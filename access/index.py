@@ -253,7 +253,7 @@ def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
             tmp = folder / f".{name}.{os.getpid()}.tmp"
             tmp.unlink(missing_ok=True)
             tmp.symlink_to(target)
-            os.replace(tmp, link)
+            os.replace(tmp, link)  # a symbolic link, not file content: no fsync to do
             added += 1
     return added, removed
 

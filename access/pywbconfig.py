@@ -30,6 +30,7 @@ from access import zipnum
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
 from access.index import access_collections, live_dir
+from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
@@ -110,10 +111,6 @@ def write(settings: Settings | None = None) -> Path:
     for source, name in ((BANNER, "harvestflow_banner.html"), (ERROR_PAGE, "error.html")):
         target = cfg.root / "templates" / name
         target.parent.mkdir(exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-        os.replace(tmp, target)
-    tmp = cfg.config_file.with_name(f".config.yaml.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, cfg.config_file)
+        atomic_write_text(target, source.read_text(encoding="utf-8"))
+    atomic_write_text(cfg.config_file, text)
     return cfg.config_file

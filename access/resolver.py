@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from harvestflow.db import get_engine
+from harvestflow.s3 import s3_client
 from harvestflow.settings import Settings
 from indexing import manifest
 from preservation.records import preserved_key
@@ -64,22 +65,12 @@ class WarcLocator:
 
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
-            from botocore.config import Config
-
-            s3 = self.settings.s3
-            self._s3 = boto3.client(
-                "s3",
-                endpoint_url=s3.endpoint_url,
-                aws_access_key_id=s3.access_key,
-                aws_secret_access_key=s3.secret_key,
-                region_name=s3.region,
-                config=Config(
-                    connect_timeout=5,
-                    read_timeout=60,
-                    retries={"max_attempts": 4, "mode": "standard"},
-                    s3={"addressing_style": "path"},
-                ),
+            # a reader is waiting: short connect timeout, a few inner retries
+            self._s3 = s3_client(
+                self.settings,
+                connect_timeout=5,
+                read_timeout=60,
+                retries={"max_attempts": 4, "mode": "standard"},
             )
         return self._s3
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from access.errors import AccessError
+from harvestflow.atomic import atomic_write_text
 from harvestflow.formats.surt import surt
 from search.model import AccessRules
 
@@ -41,7 +42,7 @@ _COLUMNS = (
 )
 
 
-class RuleError(ValueError):
+class RuleError(AccessError, ValueError):
     """A rule that cannot be stored (bad prefix, policy or embargo), named with the value."""
 
 
@@ -208,10 +209,7 @@ def write_acl(path: Path, rules: Iterable[Rule]) -> bool:
             return False
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
     return True
 
 

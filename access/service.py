@@ -35,6 +35,7 @@ from access.searchapp import SearchServer, app_from_settings
 from harvestflow.db import get_engine
 from harvestflow.package_data import data_path
 from harvestflow.services import ServiceError
+from harvestflow.services.process import wait_until
 from harvestflow.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -123,19 +124,19 @@ class ReplayService:
                 stderr=err,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + timeout_s
-        while not self.healthy():
-            if self.proc.poll() is not None:
-                self.stop()
-                raise ServiceError(
-                    f"pywb exited with {self.proc.returncode} at start; see {self.cfg.access_log}"
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ServiceError(
-                    f"pywb did not answer on {self.cfg.pywb_url}; see {self.cfg.access_log}"
-                )
-            time.sleep(0.3)
+        try:
+            wait_until(
+                self.healthy,
+                timeout_s,
+                proc=self.proc,
+                name="pywb",
+                logfile=self.cfg.access_log,
+                not_ready=f"pywb did not answer on {self.cfg.pywb_url}",
+                poll_s=0.3,
+            )
+        except ServiceError:
+            self.stop()
+            raise
         self._spawn("access-refresh", self._refresh_loop)
         log.info("replay service on %s (resolver %s)", self.cfg.url, self.cfg.resolver_url)
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from access.config import ALL, COLL_NAME
+from access.errors import AccessError
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _CAPTURE = re.compile(r"^[0-9]{4,14}$")
 
 
-class TourError(ValueError):
+class TourError(AccessError, ValueError):
     """A tour or site that cannot be stored, named with the value at fault."""
 
 

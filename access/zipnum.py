@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-import os
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -31,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from access.errors import AccessError
+from harvestflow.atomic import atomic_write_text, commit, tmp_path
 from harvestflow.formats.cdx import line_key
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ SHARD_SUFFIX = ".cdxj.gz"
 EMPTY_KEY = b"! 00000000000000"
 
 
-class ZipNumError(ValueError):
+class ZipNumError(AccessError, ValueError):
     """Input that cannot become a ZipNum index (unsorted lines, not CDXJ), with where."""
 
 
@@ -50,16 +51,6 @@ class BuildResult:
     blocks: int
     shards: list[Path]
     generation: int
-
-
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def _replace_atomic(tmp: Path, dest: Path) -> None:
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, dest)
 
 
 def block_key(line: bytes) -> bytes:
@@ -106,7 +97,7 @@ class _ShardWriter:
         self.close()
         part = f"{self.prefix}-{len(self.shards):02d}"
         final = self.out_dir / (part + SHARD_SUFFIX)
-        tmp = _tmp(final)
+        tmp = tmp_path(final)
         self.shards.append((part, tmp, final))
         self.fh = open(tmp, "wb")  # noqa: SIM115 (closed by close() or discard())
         self.offset = 0
@@ -132,9 +123,7 @@ class _ShardWriter:
 
     def close(self) -> None:
         if self.fh is not None:
-            self.fh.flush()
-            os.fsync(self.fh.fileno())
-            self.fh.close()
+            self.fh.close()  # fsync'd by commit() when the shard is renamed
             self.fh = None
 
     def discard(self) -> None:
@@ -177,7 +166,7 @@ def build(
     writer = _ShardWriter(out_dir, name, generation, shard_blocks)
     summary = out_dir / f"{name}.idx"
     loc = out_dir / f"{name}.loc"
-    summary_tmp, loc_tmp = _tmp(summary), _tmp(loc)
+    summary_tmp, loc_tmp = tmp_path(summary), tmp_path(loc)
     n = 0
     try:
         with open(summary_tmp, "wb") as idx:
@@ -192,21 +181,21 @@ def build(
                 writer.write_block(block, idx)
         writer.close()
         for _, tmp, final in writer.shards:
-            os.replace(tmp, final)
+            commit(tmp, final)
         with open(loc_tmp, "wb") as fh:
             for part, _, final in writer.shards:
                 fh.write(f"{part}\t{final.name}\n".encode())
-        _replace_atomic(loc_tmp, loc)  # the loc first: parts named in the summary resolve
-        _replace_atomic(summary_tmp, summary)
+        commit(loc_tmp, loc)  # the loc first: parts named in the summary resolve
+        commit(summary_tmp, summary)
     except BaseException:
         writer.discard()
         summary_tmp.unlink(missing_ok=True)
         loc_tmp.unlink(missing_ok=True)
         raise
     state_path = _state_file(out_dir, name)
-    state_tmp = _tmp(state_path)
-    state_tmp.write_text(json.dumps({**(state or {}), "generation": generation, "lines": n}))
-    _replace_atomic(state_tmp, state_path)
+    atomic_write_text(
+        state_path, json.dumps({**(state or {}), "generation": generation, "lines": n})
+    )
     _remove_old_generations(out_dir, name, keep=(generation, generation - 1))
     shards = [final for _, _, final in writer.shards]
     log.info("zipnum %s: %d lines, %d blocks, %d shard(s)", summary, n, writer.blocks, len(shards))

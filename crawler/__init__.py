@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harvestflow.contracts.summary import JobSummary
 
+from harvestflow.errors import HarvestflowError
+
+
+class CrawlerError(HarvestflowError):
+    """A failure raised on purpose by the crawler (bad job spec, a crawl that failed, a lease
+    held by another crawler...), not a bug. Defined here rather than in crawler/errors.py,
+    whose fetch-stopping exceptions need Scrapy: this base imports nothing heavy."""
+
 
 def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0) -> JobSummary:
     """Run one job in this process; see :func:`crawler.runner.run_job`."""
@@ -21,4 +29,4 @@ def run_job(job_path: Path, out_dir: Path, *, progress_interval_s: float = 10.0)
     return _run(job_path, out_dir, progress_interval_s=progress_interval_s)
 
 
-__all__ = ["run_job"]
+__all__ = ["CrawlerError", "run_job"]

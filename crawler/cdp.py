@@ -27,6 +27,7 @@ from typing import Any
 
 import websockets
 
+from crawler import CrawlerError
 from crawler.chromium_user import NO_SANDBOX_ENV, browser_user, make_profile, sandbox_disabled
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class CdpError(RuntimeError):
+class CdpError(CrawlerError, RuntimeError):
     """A DevTools command that failed, the browser gone, or a tab that crashed."""
 
 

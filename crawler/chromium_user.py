@@ -28,13 +28,15 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from crawler import CrawlerError
+
 log = logging.getLogger(__name__)
 
 SANDBOX_USER = "harvestflow_chromium"
 NO_SANDBOX_ENV = "HARVESTFLOW_CHROMIUM_NO_SANDBOX"
 
 
-class ChromiumUserError(RuntimeError):
+class ChromiumUserError(CrawlerError, RuntimeError):
     """The system user for Chromium could not be made (a root crawler without ``useradd``)."""
 
 

@@ -26,8 +26,8 @@ import scrapy
 from crawler import sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
-from crawler.crawllog import CrawlLog, LogEntry
-from crawler.dedup import EarlierCapture, load_index
+from crawler.crawllog_writer import CrawlLog, LogEntry
+from crawler.dedup_lookup import EarlierCapture, load_index
 from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
 from crawler.records import dns_record, metadata_record, warc_date

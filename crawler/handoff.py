@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawler.budget import Budgets
+from harvestflow.atomic import atomic_write_text
 
 STOP_FILE = "stop"
 
@@ -169,9 +170,8 @@ def read_inbox(path: Path, offset: int, limit: int = 1 << 20) -> tuple[list[list
 
 def write_status(path: Path, data: dict[str, Any]) -> None:
     """Atomically replace a child's status file (read by the parent)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    # rewritten on every tick and worthless after a crash: atomic, not fsync'd
+    atomic_write_text(path, json.dumps(data), durable=False)
 
 
 def read_status(path: Path) -> dict[str, Any] | None:

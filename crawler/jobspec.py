@@ -9,12 +9,11 @@ for (fragments stripped, see :func:`harvestflow.formats.urls.without_fragment`),
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from harvestflow.atomic import commit, tmp_path
 from harvestflow.contracts import jobspec as _model
 from harvestflow.contracts.jobdir import JOB_JSON
 from harvestflow.contracts.jobspec import (
@@ -40,24 +39,22 @@ __all__ = [
 ]
 
 
-def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
-    """A JobSpec from the parsed JSON, seeds as the crawler fetches them; raises JobSpecError
-    naming the key at fault."""
-    job = _model.from_dict(data, where)
-    # captured under the URL the server is asked for (see urls.without_fragment)
+def _crawl_seeds(job: JobSpec) -> JobSpec:
+    """The seeds as the crawler fetches them: captured under the URL the server is asked for
+    (see urls.without_fragment), each once."""
     job.seeds = list(dict.fromkeys(u for s in job.seeds if (u := without_fragment(s.strip()))))
     return job
 
 
+def from_dict(data: dict[str, Any], where: str = "job spec") -> JobSpec:
+    """A JobSpec from the parsed JSON, seeds as the crawler fetches them; raises JobSpecError
+    naming the key at fault."""
+    return _crawl_seeds(_model.from_dict(data, where))
+
+
 def load(path: Path) -> JobSpec:
-    """Read and check a job.json file."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise JobSpecError(f"{path}: job spec not found") from exc
-    except json.JSONDecodeError as exc:
-        raise JobSpecError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    return from_dict(data, str(path))
+    """Read and check a job.json file (the core's reader: JobSpecError naming file and key)."""
+    return _crawl_seeds(JobSpec.read(path))
 
 
 def freeze_job(job_path: Path, out_dir: Path) -> Path:
@@ -65,7 +62,7 @@ def freeze_job(job_path: Path, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     frozen = out_dir / JOB_JSON
     if job_path.resolve() != frozen.resolve():
-        tmp = frozen.with_name(JOB_JSON + ".tmp")
+        tmp = tmp_path(frozen)
         shutil.copyfile(job_path, tmp)
-        os.replace(tmp, frozen)
+        commit(tmp, frozen)
     return frozen

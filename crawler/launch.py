@@ -15,13 +15,14 @@ import sys
 import threading
 from pathlib import Path
 
+from crawler import CrawlerError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
 
 log = logging.getLogger(__name__)
 
 
-class CrawlFailed(RuntimeError):
+class CrawlFailed(CrawlerError, RuntimeError):
     """The crawl child process failed; its output directory is left in place."""
 
 
@@ -80,7 +81,7 @@ def crawl_in_subprocess(
     if code not in (0, 3) or not summary_path.exists():
         detail = "\n".join(tail) or "(no error output)"
         raise CrawlFailed(
-            f"crawl of {job_path} failed with exit code {code}; output left in {out_dir}; "
-            f"last error lines:\n{detail}"
+            f"crawl of {job_path} failed with exit code {code}; output left in {out_dir} (a rerun"
+            f" resumes from it once the cause below is fixed); last error lines:\n{detail}"
         )
     return JobSummary.read(summary_path)

@@ -40,6 +40,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor, task, threads
 from twisted.internet.defer import DeferredLock
 
+from crawler import CrawlerError
 from crawler.context import context_of
 from crawler.politeness import delay_settings, politeness_delay
 
@@ -116,7 +117,7 @@ def _update(engine: sa.Engine, stmt: sa.TextClause, params: dict[str, Any]) -> i
         return conn.execute(stmt, params).rowcount
 
 
-class LeaseHeld(RuntimeError):
+class LeaseHeld(CrawlerError, RuntimeError):
     """The job's lease is held by another live crawler."""
 
 
@@ -280,7 +281,8 @@ class JobLeases:
             return
         raise LeaseHeld(
             f"job {job_id} is being crawled by {row.holder} (last heartbeat {row.heartbeat_at}, "
-            f"lease until {row.expires_at}); not starting a second crawler"
+            f"lease until {row.expires_at}); not starting a second crawler. Wait for it to end"
+            f" (or for the lease to expire if it died), or stop it: harvestflow jobs stop {job_id}"
         )
 
     def heartbeat(self, job_id: int, holder: str) -> bool:

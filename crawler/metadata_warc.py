@@ -9,7 +9,6 @@ named ``metadata://<organisation>/crawl/{setup,logs,reports,index}/<file>?harves
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -17,6 +16,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawler.records import resource_record, warc_date
 from crawler.warcfiles import WARC_VERSION
+from harvestflow.atomic import commit
 from harvestflow.formats.cdx import CDX11_HEADER, CdxEntry, cdx11_line, mime_of, parse_cdx11
 
 
@@ -112,7 +112,5 @@ def write_metadata_warc(
         writer.write_record(
             resource_record(uri, date, "application/x-cdx", ("\n".join(cdx) + "\n").encode())
         )
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    commit(tmp, final)  # streamed under the ".open" name salvage knows
     return final

@@ -33,13 +33,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from crawler import jobspec
-from crawler.crawllog import PROGRESS_HEADER as HEADER
+from crawler import CrawlerError, jobspec
+from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
 from crawler.jobspec import freeze_job
 from crawler.metadata_warc import write_metadata_warc
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 from crawler.state import SCHEMA, CrawlState, FrontierState
+from harvestflow.atomic import atomic_open
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import DomainSummary, JobSummary
 from harvestflow.formats.stop_reasons import StopReason
@@ -51,7 +52,7 @@ POLL_S = 0.2
 STATUS_RANK = {"complete": 0, "time_limit": 1, "unfinished": 2}
 
 
-class PartitionFailed(RuntimeError):
+class PartitionFailed(CrawlerError, RuntimeError):
     """A partition child failed; the others were stopped and the output is left in place."""
 
 
@@ -213,14 +214,12 @@ def _merged_status(out: Path, count: int) -> str:
 def _merge_crawl_logs(sources: list[Path], target: Path) -> None:
     """Merge the children's crawl.log by their (leading, ISO) timestamps."""
     handles = [p.open(encoding="utf-8") for p in sources if p.exists()]
-    tmp = target.with_name(target.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        with atomic_open(target, "w") as fh:
             fh.writelines(heapq.merge(*handles, key=lambda line: line[:24]))
     finally:
         for h in handles:
             h.close()
-    os.replace(tmp, target)
 
 
 def _merge_states(sources: list[Path], target: Path) -> CrawlState:
@@ -279,6 +278,7 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> JobSu
     for part in parts:
         for p in sorted(part.warcs.glob("*.warc.gz*")):
             if not p.name.endswith(".open"):
+                # a move of a closed WARC (committed by its writer), not a write: no helper
                 os.replace(p, warc_dir / p.name)
         if part.crawler_log.exists():
             shutil.copyfile(part.crawler_log, log_dir / f"crawler-{part.path.name}.log")

@@ -34,7 +34,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
 from crawler import state as st
-from crawler.dedup import EarlierCapture
+from crawler.dedup_lookup import EarlierCapture
 from crawler.handoff import owner_of
 from crawler.render_proxy import ProxyResponse
 from crawler.warcfiles import OPEN_SUFFIX

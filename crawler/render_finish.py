@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
-from crawler.crawllog import LogEntry
+from crawler.crawllog_writer import LogEntry
 from crawler.records import metadata_record
 
 if TYPE_CHECKING:

@@ -12,13 +12,13 @@ can grep. Formats (headers and columns) follow Heritrix 3 so existing scripts re
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawler.state import CrawlState, FrontierState
+from harvestflow.atomic import atomic_write_text
 from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.fields import clean_field
@@ -133,9 +133,7 @@ def tally_crawl_log(path: Path) -> Tally:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 def _duration(seconds: float) -> str:

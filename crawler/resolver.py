@@ -19,7 +19,7 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
-from crawler.capture import address_allowed
+from crawler.capture_middleware import address_allowed
 from crawler.context import CrawlContext, context_of
 
 log = logging.getLogger(__name__)

@@ -104,7 +104,11 @@ def scrapy_settings(
         "ROBOTSTXT_USER_AGENT": spec.user_agent.split("/")[0],
         "DOWNLOADER_MIDDLEWARES": {
             "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-            **({"crawler.capture.BrowserClaimMiddleware": 50} if t.render != "none" else {}),
+            **(
+                {"crawler.capture_middleware.BrowserClaimMiddleware": 50}
+                if t.render != "none"
+                else {}
+            ),
             "crawler.politeness.ArchivalRobotsTxtMiddleware": 100,
             "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
             "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
@@ -118,7 +122,7 @@ def scrapy_settings(
             **({"crawler.credentials.LoginMiddleware": 650} if spec.credentials else {}),
             # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
             "crawler.leases.HostLeaseMiddleware": 940,
-            "crawler.capture.WarcCaptureMiddleware": 950,
+            "crawler.capture_middleware.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
             "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
@@ -138,8 +142,8 @@ def scrapy_settings(
             **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
-            "http": "crawler.capture.ArchivalHTTPDownloadHandler",
-            "https": "crawler.capture.ArchivalHTTPDownloadHandler",
+            "http": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
+            "https": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
             # an archival crawl of the web fetches http(s) only: never ftp/s3/file/data
             "ftp": None,
             "s3": None,

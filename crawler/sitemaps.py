@@ -27,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 
+from crawler import CrawlerError
 from crawler.internals import DecompressionMaxSizeExceeded
 from crawler.links import Link
 
@@ -48,7 +49,7 @@ MAX_INDEX_DEPTH = 3  # sitemap → index → index → sitemap; deeper indexes a
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-class SitemapError(ValueError):
+class SitemapError(CrawlerError, ValueError):
     """A sitemap that cannot be read (too large once inflated, broken gzip)."""
 
 

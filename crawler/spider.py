@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from crawler import state as st
-from crawler.capture import header_list
+from crawler.capture_middleware import header_list
 from crawler.context import Capture, CrawlContext, context_of
 from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated

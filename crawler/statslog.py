@@ -18,7 +18,7 @@ from scrapy.crawler import Crawler
 from twisted.internet import task
 
 from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
-from crawler.crawllog import PROGRESS_HEADER as HEADER
+from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from crawler.state import FrontierState
 from harvestflow.formats.fields import clean_field
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import logging
-import os
 import re
 import socket
 from collections.abc import Callable
@@ -22,6 +21,8 @@ from typing import Any
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
+
+from harvestflow.atomic import commit
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +66,10 @@ def repair_open_file(path: Path) -> tuple[Path, int]:
     if good_end < size:
         with path.open("r+b") as fh:
             fh.truncate(good_end)
-            os.fsync(fh.fileno())
     final = path.with_name(path.name[: -len(OPEN_SUFFIX)])
     if count == 0:
         final = path.with_name(path.name[: -len(OPEN_SUFFIX)] + ".damaged")
-    os.replace(path, final)
+    commit(path, final)  # the ".open" name is the WARC's own temporary name
     log.info("closed %s: %d complete records, %d bytes cut", final.name, count, size - good_end)
     return final, count
 
@@ -149,11 +149,10 @@ class RotatingWarcWriter:
         """Close the current file and give it its final name."""
         if self._fh is None or self._path is None:
             return
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
         self._fh.close()
         final = self._path.with_name(self._path.name[: -len(OPEN_SUFFIX)])
-        os.replace(self._path, final)
+        # streamed under its own ".open" name (salvage finds it there after a crash)
+        commit(self._path, final)
         self.closed_files.append(final.name)
         self._fh = self._writer = self._path = None
         if self.on_close is not None:

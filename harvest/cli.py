@@ -122,7 +122,7 @@ def cmd_selection_transfer(args: argparse.Namespace) -> int:
 
 
 def cmd_domain_show(args: argparse.Namespace) -> int:
-    from harvest.inspect import domain_report
+    from harvest.overview import domain_report
 
     info = domain_report(args.name, history_limit=args.history)
     if info is None:
@@ -222,7 +222,7 @@ def cmd_jobs_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_definitions_list(args: argparse.Namespace) -> int:
-    from harvest.inspect import list_definitions
+    from harvest.overview import list_definitions
 
     print(f"{'id':>5} {'name':<32} {'kind':<8} {'frequency':<10} {'configs':>7} {'runs':>4}  state")
     for d in list_definitions():

@@ -6,10 +6,7 @@ settings' one) and needs the same [harvest]/[jobgen] settings; one place avoids 
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -37,18 +34,3 @@ def as_utc(value: datetime) -> datetime:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` under a temporary name beside ``path`` then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -21,7 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from harvest.common import atomic_write_text, engine_or_default, utcnow
+from harvest.common import engine_or_default, utcnow
+from harvestflow.atomic import atomic_write_text
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
@@ -32,8 +33,8 @@ from harvestflow.formats.job_status import JobStatus
 log = logging.getLogger(__name__)
 
 # writes the job's dedup index in its directory and returns its path (None: no index); the
-# indexing package's ``indexing.dedup.dedup_index_for_job``, given by the caller (the harvest DAG),
-# as harvest sits below indexing in the layering and must not import it
+# indexing package's ``indexing.dedup_index.dedup_index_for_job``, given by the caller (the
+# harvest DAG), as harvest sits below indexing in the layering and must not import it
 DedupIndexFn = Callable[[Connection, Any, Path], str | None]
 
 
@@ -230,8 +231,9 @@ def prepare_job(
 ) -> str:
     """Write the frozen job spec and mark the job SUBMITTED; returns the job.json path.
 
-    ``dedup_index`` writes the job's deduplication index (``indexing.dedup.dedup_index_for_job``,
-    which the harvest DAG passes); without it the job has none and stores every payload.
+    ``dedup_index`` writes the job's deduplication index
+    (``indexing.dedup_index.dedup_index_for_job``, which the harvest DAG passes); without it the
+    job has none and stores every payload.
 
     Idempotent: a job already prepared (SUBMITTED, STARTED, DONE) keeps its directory and spec,
     and the existing path is returned. A FAILED job being prepared again (its tasks re-run) is

@@ -27,6 +27,7 @@ from harvest.definitions import (
     ensure_selective_definition,
 )
 from harvest.domains import ensure_config
+from harvest.errors import HarvestError
 from harvest.selection.records import RecordError, normalise_url
 from harvestflow.formats.domains import registrable_domain
 
@@ -64,7 +65,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
 }
 
 
-class OneOffError(ValueError):
+class OneOffError(HarvestError, ValueError):
     """Trigger-form values that cannot be used, naming the field."""
 
 

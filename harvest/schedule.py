@@ -19,6 +19,7 @@ from datetime import datetime
 from dateutil.relativedelta import relativedelta
 
 from harvest.common import as_utc
+from harvest.errors import HarvestError
 
 HOURLY, DAILY, WEEKLY, MONTHLY, MINUTE = 1, 2, 3, 4, 5
 
@@ -42,7 +43,7 @@ STANDARD_SCHEDULES: dict[str, tuple[int, int, str]] = {
 }
 
 
-class ScheduleError(ValueError):
+class ScheduleError(HarvestError, ValueError):
     """A schedule that cannot produce dates (the definition using it is deactivated)."""
 
 

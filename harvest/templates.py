@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from harvest.errors import HarvestError
 from harvestflow.package_data import data_path
 from harvestflow.settings import get_settings
 
@@ -47,7 +48,7 @@ _STATIC_DEFAULTS: dict[str, Any] = {
 SCOPES = ("host", "domain", "path")
 
 
-class TemplateError(ValueError):
+class TemplateError(HarvestError, ValueError):
     """A template file that cannot be used, naming the file and the reason."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
 from harvestflow.settings import EXECUTORS, Settings
 
@@ -118,10 +119,7 @@ def ensure_login(settings: Settings) -> tuple[str, str]:
         passwords = json.loads(path.read_text())
     if ADMIN_USER not in passwords:
         passwords[ADMIN_USER] = secrets.token_urlsafe(12)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(passwords) + "\n")
-        os.chmod(tmp, 0o600)
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(passwords) + "\n", chmod=0o600)
     return ADMIN_USER, passwords[ADMIN_USER]
 
 

@@ -29,6 +29,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy.engine import Connection, Engine
 
 from harvestflow.db import get_engine
+from harvestflow.errors import HarvestflowError
 from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 KINDS = ("basic", "digest", "form")
 
 
-class CredentialError(ValueError):
+class CredentialError(HarvestflowError, ValueError):
     """A credential that cannot be stored or read (bad kind, unknown id, wrong key)."""
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from harvestflow.airflow_runtime import airflow_env
+from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 DAGS_DIR = data_path("dags")
 
 
-class DagRunFailed(RuntimeError):
+class DagRunFailed(HarvestflowError, RuntimeError):
     """A DAG run that did not succeed, or a task of it that did not: names each such task."""
 
     def __init__(self, dag_id: str, run_state: str, states: dict[str, str]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
+from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 from harvestflow.settings import get_settings
 
@@ -29,7 +30,7 @@ _MIGRATION_NAME = re.compile(r"^(\d{3,})_[\w-]+\.sql$")
 _ADVISORY_LOCK_KEY = 0x4856_4657  # "HVFW"
 
 
-class MigrationError(RuntimeError):
+class MigrationError(HarvestflowError, RuntimeError):
     """A migration that cannot be applied, with the file and the reason."""
 
 

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvestflow.db import get_engine
+from harvestflow.errors import HarvestflowError
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ MAX_PATTERN_CHARS = 1000
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
-class ActionError(ValueError):
+class ActionError(HarvestflowError, ValueError):
     """An action that cannot be requested, with the reason (shown to the operator)."""
 
 

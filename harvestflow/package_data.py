@@ -13,8 +13,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from harvestflow.errors import HarvestflowError
 
-class PackageDataError(RuntimeError):
+
+class PackageDataError(HarvestflowError, RuntimeError):
     """A shipped file that cannot be reached as a file on disk, with what and where."""
 
 

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 
 # The folder above the packages: the checkout when run from one (./run, the tests, an editable
@@ -29,7 +30,7 @@ ENV_PREFIX = "HARVESTFLOW_"
 EXECUTORS = {"local": "LocalExecutor", "celery": "CeleryExecutor"}
 
 
-class SettingsError(ValueError):
+class SettingsError(HarvestflowError, ValueError):
     """A settings file or override that cannot be used, with what and where."""
 
 

@@ -3,5 +3,5 @@
 Entry points for the DAGs (no Airflow here): :func:`indexing.chain.ingest`,
 :func:`indexing.chain.process_file`, :func:`indexing.chain.pending_files`,
 :func:`indexing.merge.daily_merge`, :func:`indexing.merge.bigmerge`,
-:func:`indexing.cleanup.clean_arc_repository`, :func:`indexing.dedup.build_dedup_index`.
+:func:`indexing.cleanup.clean_arc_repository`, :func:`indexing.dedup_index.build_dedup_index`.
 """

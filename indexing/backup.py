@@ -11,8 +11,8 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from harvestflow.s3 import s3_client
 from harvestflow.settings import Settings
 from indexing.files import BLOCK, ChecksumMismatch, copy_verified, sha1_of
 
@@ -46,19 +46,6 @@ class BackupTarget:
         return f"s3://{self.bucket}/{key}"
 
 
-def _s3_client(settings: Settings) -> Any:
-    import boto3
-
-    s3 = settings.s3
-    return boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-    )
-
-
 def _split_s3(location: str) -> tuple[str, str]:
     bucket, _, key = location[5:].partition("/")
     return bucket, key
@@ -67,7 +54,7 @@ def _split_s3(location: str) -> tuple[str, str]:
 def copy_and_verify(src: Path, location: str, sha1: str, size: int, settings: Settings) -> None:
     """Copy ``src`` to the backup ``location`` unless a verified copy is already there."""
     if location.startswith("s3://"):
-        client = _s3_client(settings)
+        client = s3_client(settings)
         bucket, key = _split_s3(location)
         if not verify(location, sha1, size, settings):
             client.upload_file(str(src), bucket, key, ExtraArgs={"Metadata": {"sha1": sha1}})
@@ -84,7 +71,7 @@ def copy_and_verify(src: Path, location: str, sha1: str, size: int, settings: Se
 def verify(location: str, sha1: str, size: int, settings: Settings, deep: bool = True) -> bool:
     """True when the backup copy exists with the right size (and, if ``deep``, SHA-1)."""
     if location.startswith("s3://"):
-        client = _s3_client(settings)
+        client = s3_client(settings)
         bucket, key = _split_s3(location)
         try:
             head = client.head_object(Bucket=bucket, Key=key)

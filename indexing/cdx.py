@@ -1,23 +1,23 @@
 """CDX lines (11-field CDX and CDXJ) for a WARC or ARC file, identical to the reference indexer's.
 
 Why this module: the chain, the CLI and the tests all need "the lines of this WARC" from the same
-code. Lines are built from :class:`~indexing.capture.Capture` records, whichever scanner read them:
-the fast gzip scanner first, the warcio-based one when the fast one declines the file. The lines
-themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what each field
-holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the reference
-reads them: converted to WARC records.
+code. Lines are built from :class:`~indexing.record_model.Capture` records, whichever scanner
+read them: the fast gzip scanner first, the warcio-based one when the fast one declines the file.
+The lines themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what
+each field holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the
+reference reads them: converted to WARC records.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestflow.atomic import atomic_open
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
-from indexing.capture import Capture, NotAWarcError, WarcDamage, sniff_format
+from indexing.record_model import Capture, NotAWarcError, WarcDamage, sniff_format
 from indexing.refscan import scan_reference
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
@@ -101,15 +101,10 @@ def sorted_lines(lines: Iterable[str]) -> list[str]:
 
 def write_lines_atomic(lines: Iterable[str], dest: Path) -> Path:
     """Write ``lines`` to ``dest`` through a temporary name (a crash never leaves a half file)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with atomic_open(dest, "w", newline="\n") as out:
         for line in lines:
             out.write(line)
             out.write("\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, dest)
     return dest
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from harvestflow.atomic import place
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.progress import Progress
@@ -37,14 +38,15 @@ from indexing import manifest
 from indexing.backup import BackupTarget, copy_and_verify
 from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_lines_atomic
 from indexing.crashpoints import crashpoint
-from indexing.dedup import sidecar_lines
-from indexing.files import copy_verified, move, place, sha1_of, single_instance
+from indexing.dedup_index import sidecar_lines
+from indexing.errors import IndexingError
+from indexing.files import copy_verified, move, sha1_of, single_instance
 from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of
 
 log = logging.getLogger(__name__)
 
 
-class NoSpaceError(RuntimeError):
+class NoSpaceError(IndexingError, RuntimeError):
     """No configured repository location has room for a file (the task fails and is retried)."""
 
 
@@ -296,7 +298,10 @@ def _choose_location(ctx: _Ctx, entry: manifest.Entry) -> Path:
             entry.final_path = str(final)
             return final
         log.warning("repository %s: %d bytes free, %d needed + %d kept", root, free, size, min_free)
-    raise NoSpaceError(f"{entry.file_name}: no repository location has {size} bytes free")
+    raise NoSpaceError(
+        f"{entry.file_name}: no repository location has {size} bytes free; free space or add a"
+        " location to [indexing] repository_locations, then the file is retried"
+    )
 
 
 def transfer_module(ctx: _Ctx, entry: manifest.Entry) -> None:
@@ -317,7 +322,8 @@ def transfer_module(ctx: _Ctx, entry: manifest.Entry) -> None:
             manifest.update(ctx.engine, entry.file_name, final_path=None)
             entry.final_path = None
             raise NoSpaceError(
-                f"{entry.file_name}: {final.parent} filled up during the copy"
+                f"{entry.file_name}: {final.parent} filled up during the copy (the partial copy"
+                " is removed; the next attempt picks a location with room)"
             ) from exc
     crashpoint("transfer.copied")
     base = Path(entry.cdx_path) if entry.cdx_path else _cdx_base(ctx, entry)

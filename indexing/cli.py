@@ -110,7 +110,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from indexing.dedup import build_dedup_index
+    from indexing.dedup_index import build_dedup_index
 
     path = build_dedup_index(args.harvest_id, args.out, job_ids=args.job or None)
     return _print({"dedup_index": str(path)})

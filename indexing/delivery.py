@@ -30,14 +30,15 @@ from typing import Any
 from warcio.warcwriter import WARCWriter
 
 from harvest import jobs
+from harvestflow.atomic import atomic_open, place
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.formats.harvest_channels import Channel
 from harvestflow.settings import Settings, get_settings
 from indexing import manifest
-from indexing.capture import NotAWarcError, sniff_format
-from indexing.files import place, sha1_of
+from indexing.files import sha1_of
 from indexing.layout import is_warc_name
+from indexing.record_model import NotAWarcError, sniff_format
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +87,7 @@ def _metadata_warc(
     dest: Path, name: str, source: Path, files: list[tuple[Path, str, int, str]]
 ) -> None:
     """The delivery's metadata WARC: what was delivered, from where, with fixity values."""
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    with open(tmp, "wb") as out:
+    with atomic_open(dest, "wb") as out:
         writer = WARCWriter(out, gzip=True)
         writer.write_record(
             writer.create_warcinfo_record(
@@ -112,7 +112,6 @@ def _metadata_warc(
                 warc_content_type="application/x-ndjson",
             )
         )
-    tmp.replace(dest)
 
 
 def register_delivery(

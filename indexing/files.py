@@ -11,16 +11,18 @@ import fcntl
 import hashlib
 import logging
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from harvestflow.atomic import commit, tmp_path
+from indexing.errors import IndexingError
 
 BLOCK = 1 << 20
 log = logging.getLogger(__name__)
 
 
-class ChecksumMismatch(RuntimeError):
+class ChecksumMismatch(IndexingError, RuntimeError):
     """A copy whose content differs from the ingested file (never deleted from the source)."""
 
 
@@ -32,63 +34,29 @@ def sha1_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def tmp_name(dest: Path) -> Path:
-    return dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def place(src: Path, dest: Path) -> None:
-    """Make ``dest`` a complete copy of ``src``: a hard link when possible, else a copy."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if dest.exists() and os.path.samefile(src, dest):
-        return
-    tmp = tmp_name(dest)
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-    os.replace(tmp, dest)
-    # rename() between two links of one file does nothing: never leave the temporary name
-    tmp.unlink(missing_ok=True)
-
-
 def copy_verified(src: Path, dest: Path, sha1: str) -> None:
     """Copy ``src`` to ``dest`` through a temporary name, hashing on the way; checks ``sha1``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(dest)
+    tmp = tmp_path(dest)
     h = hashlib.sha1()
     try:
         with open(src, "rb") as fin, open(tmp, "wb") as fout:
             while block := fin.read(BLOCK):
                 h.update(block)
                 fout.write(block)
-            fout.flush()
-            os.fsync(fout.fileno())
+        if h.hexdigest() != sha1:
+            raise ChecksumMismatch(f"{src}: sha1 {h.hexdigest()} differs from ingest's {sha1}")
+        commit(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)  # e.g. ENOSPC: do not leave a partial copy taking room
         raise
-    if h.hexdigest() != sha1:
-        tmp.unlink(missing_ok=True)
-        raise ChecksumMismatch(f"{src}: sha1 {h.hexdigest()} differs from ingest's {sha1}")
-    os.replace(tmp, dest)
-    fsync_dir(dest.parent)
 
 
 def move(src: Path, dest_dir: Path) -> Path:
     """Atomically move ``src`` into ``dest_dir`` (same file system), keeping its name."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest = dest_dir / src.name
-    os.replace(src, dest)
+    os.replace(src, dest)  # a move of a complete file, not a write
     return dest
 
 

@@ -31,17 +31,19 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from harvestflow.atomic import atomic_write_text, commit, tmp_path
 from harvestflow.settings import Settings, get_settings
 from indexing.cdx import SUFFIX
 from indexing.crashpoints import crashpoint
-from indexing.files import single_instance, tmp_name
+from indexing.errors import IndexingError
+from indexing.files import single_instance
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 _STRIP_NL = operator.methodcaller("removesuffix", b"\n")
 
 
-class UnsortedIndexError(ValueError):
+class UnsortedIndexError(IndexingError, ValueError):
     """An index file that is not in byte order (named with the line where it breaks)."""
 
 
@@ -138,7 +140,7 @@ def merge_sorted(
     streaming with bounded memory), "python" (``heapq.merge``) or "auto" (sort when installed).
     """
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(output)
+    tmp = tmp_path(output)  # written by sort(1) or in Python, then committed
     sort = shutil.which("sort") if engine in ("auto", "sort") else None
     if engine == "sort" and sort is None:
         raise FileNotFoundError("sort(1) not found")
@@ -148,12 +150,10 @@ def merge_sorted(
         else:
             lines = _merge_in_python(inputs, tmp, output)
         crashpoint("merge.written")
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        commit(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, output)
     dups = sum(_count_lines(p) for p in inputs) - lines if count_duplicates else -1
     return MergeStats(output, len(inputs), lines, dups)
 
@@ -165,7 +165,10 @@ def check_sorted(path: Path) -> int:
     with open(path, "rb", buffering=1 << 20) as fh:
         for n, line in enumerate(map(_STRIP_NL, fh), 1):
             if line < prev:
-                raise UnsortedIndexError(f"{path}: line {n} sorts before line {n - 1}")
+                raise UnsortedIndexError(
+                    f"{path}: line {n} sorts before line {n - 1}; sort it in byte order"
+                    " (LC_ALL=C sort) before merging"
+                )
             prev = line
     return n
 
@@ -212,9 +215,7 @@ def _read_record(record: Path) -> dict[str, Any]:
 
 
 def _write_record(record: Path, data: dict[str, Any]) -> None:
-    tmp = tmp_name(record)
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, record)
+    atomic_write_text(record, json.dumps(data))
 
 
 def _merge_day(layout: Layout, day: date, result: dict[str, Any], *, only_changed: bool) -> None:
@@ -314,9 +315,7 @@ def _bigmerge_one(big: Path, merged_dir: Path, suffix: str) -> dict[str, Any] | 
     stats = merge_sorted(inputs, big)  # checks byte order line by line as it writes
     crashpoint("bigmerge.renamed")
     state.update({p.name: _signature(p) for p in new})
-    tmp = tmp_name(state_file)
-    tmp.write_text(json.dumps(state, indent=0, sort_keys=True))
-    os.replace(tmp, state_file)
+    atomic_write_text(state_file, json.dumps(state, indent=0, sort_keys=True))
     log.info("bigmerge %s: +%d daily files, %d lines", big, len(new), stats.lines)
     return {"added": [p.name for p in new], "lines": stats.lines}
 

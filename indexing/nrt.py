@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestflow.atomic import atomic_write_text, place
 from indexing.cdx import index_warc, sorted_lines, write_lines_atomic
 
 log = logging.getLogger(__name__)
@@ -38,15 +37,10 @@ class LiveIndexResult:
 
 
 def _place(src: Path, dest: Path) -> None:
-    """Hard link (same file system) or copy through a temporary name."""
+    """Hard link (same file system) or copy through a temporary name; kept if there."""
     if dest.exists():
         return
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
+    place(src, dest)
 
 
 def index_closed_warcs(warcs: list[Path], live_dir: Path) -> LiveIndexResult:
@@ -139,7 +133,5 @@ def pywb_config(live_dir: Path, collection: str = "live") -> Path:
         f"    index_paths: {live_dir / 'index'}/\n"
         f"    archive_paths: {live_dir / 'warcs'}/\n"
     )
-    tmp = config.with_name(".config.yaml.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, config)
+    atomic_write_text(config, text)
     return config

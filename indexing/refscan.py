@@ -33,7 +33,7 @@ from indexing.boundaries import (
     off_boundary,
     resync_from,
 )
-from indexing.capture import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage
+from indexing.record_model import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage
 
 
 def _is_indexed(record: object) -> bool:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harvestflow.formats.cdx import mime_of
-from indexing.capture import (
+from indexing.record_model import (
     HTTP_RECORD_TYPES,
     INDEXED_TYPES,
     WARC_VERSIONS,

@@ -6,6 +6,6 @@ Entry points (plain arguments, small dict results; no Airflow here):
 - ``preservation.staging.stage_package(job_id, settings=None)``
 - ``preservation.ingest.ingest_job(job_id, settings=None)``
 - ``preservation.report.preservation_report(day, settings=None)``
-- ``preservation.queue.preservation_queue(settings=None)`` / ``release_job(job_id, ...)``
+- ``preservation.manual_queue.preservation_queue(settings=None)`` / ``release_job(job_id, ...)``
 - ``preservation.ark.verify(ark)``; CLI: ``preservation.cli.add_cli(subparsers)``
 """

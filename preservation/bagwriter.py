@@ -14,10 +14,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harvestflow.atomic import atomic_write_text, place
+from preservation.errors import PreservationError
 
 CHUNK_MIN = 1024 * 1024
 
@@ -48,7 +50,7 @@ def hash_file(path: Path, part_size: int) -> Digests:
     return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
 
 
-class UnportableName(ValueError):
+class UnportableName(PreservationError, ValueError):
     """A file name that BagIt tools do not agree on (CR, LF or % in it)."""
 
 
@@ -62,9 +64,7 @@ def _encode_path(rel: str) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def write_bag(
@@ -121,11 +121,4 @@ def read_parts(path: Path) -> dict[str, dict[str, object]]:
 
 def link_or_copy(src: Path, dst: Path) -> None:
     """Hard link (WARCs are immutable), or copy under a temporary name across file systems."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        import shutil
-
-        tmp = dst.with_name(dst.name + ".part")
-        shutil.copyfile(src, tmp)
-        tmp.replace(dst)
+    place(src, dst)

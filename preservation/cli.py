@@ -62,7 +62,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def cmd_queue(args: argparse.Namespace) -> int:
-    from preservation.queue import preservation_queue
+    from preservation.manual_queue import preservation_queue
 
     queue = preservation_queue()
     if args.json:
@@ -81,7 +81,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from preservation.queue import release_job
+    from preservation.manual_queue import release_job
 
     _print(release_job(args.job, restage=args.restage, note=args.note or ""))
     return 0

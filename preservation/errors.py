@@ -10,9 +10,11 @@ to the manual queue with the reason.
 
 from __future__ import annotations
 
+from harvestflow.errors import HarvestflowError
 
-class PreservationError(Exception):
-    """Base class of preservation failures."""
+
+class PreservationError(HarvestflowError):
+    """Base class of preservation failures (under the project's base)."""
 
 
 class TransientError(PreservationError):

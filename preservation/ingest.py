@@ -34,10 +34,10 @@ from preservation.config import PreservationConfig
 from preservation.errors import SeriousError, StorageConflict, TransientError
 from preservation.outcomes import Outcome, outcome_of
 from preservation.records import FileRow
-from preservation.retry import with_backoff
 from preservation.s3store import ObjectStore, make_client
 from preservation.sources import NotReady, job_files, jobs_ready, load_job
 from preservation.staging import open_bag, parts_file_for, stage_package
+from preservation.store_retry import with_backoff
 
 log = logging.getLogger(__name__)
 _LOCK_NS = 0x50524553  # "PRES"

@@ -18,6 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from harvestflow.atomic import atomic_write_text
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from preservation import records
@@ -164,10 +165,7 @@ def _store_side(settings: Settings, cfg: PreservationConfig, db: dict[str, Any])
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def _text(report: dict[str, Any]) -> str:

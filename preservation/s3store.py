@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from harvestflow.s3 import s3_client
 from harvestflow.settings import Settings
 from preservation.config import PreservationConfig
 from preservation.errors import ChecksumMismatch, MissingFile, TransientError
-from preservation.retry import with_backoff
+from preservation.store_retry import with_backoff
 
 log = logging.getLogger(__name__)
 _SERVER_CHECKS: dict[tuple[str, str], bool] = {}
@@ -46,23 +45,15 @@ def b64(digest: bytes) -> str:
 
 def make_client(settings: Settings, cfg: PreservationConfig) -> Any:
     """A boto3 S3 client for settings.s3, with timeouts and few inner retries (we retry longer)."""
-    s3 = settings.s3
-    return boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-        config=Config(
-            connect_timeout=cfg.connect_timeout_s,
-            read_timeout=cfg.read_timeout_s,
-            retries={"max_attempts": 2, "mode": "standard"},
-            max_pool_connections=max(10, cfg.upload_threads + 4),
-            # we send our own SHA-256 per request; botocore's default CRC32 would be extra work
-            request_checksum_calculation="when_required",
-            response_checksum_validation="when_required",
-            s3={"addressing_style": "path"},
-        ),
+    return s3_client(
+        settings,
+        connect_timeout=cfg.connect_timeout_s,
+        read_timeout=cfg.read_timeout_s,
+        retries={"max_attempts": 2, "mode": "standard"},
+        max_pool_connections=max(10, cfg.upload_threads + 4),
+        # we send our own SHA-256 per request; botocore's default CRC32 would be extra work
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
     )
 
 

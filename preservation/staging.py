@@ -114,6 +114,7 @@ def _build_bag(
             )
         except UnportableName as exc:
             raise InvalidBag(f"job {job.job_id}: {exc}") from exc
+        # a whole bag directory (its tag files were written by harvestflow.atomic): one rename
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

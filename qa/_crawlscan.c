@@ -3,12 +3,12 @@
  *
  * Why: the daily QA's cost is per-line field splitting; polars' string kernels spend 3-4 x what
  * mawk spends. This scanner walks each line once and sums lines and bytes per (authority, MIME,
- * status*8 + dup*4 + seed*2 + quota) -- qa.crawllog's grouping -- in open-addressing hash
+ * status*8 + dup*4 + seed*2 + quota) -- qa.crawllog_aggregate's grouping -- in open-addressing hash
  * tables (authority and MIME interned to ids, groups keyed by the ids; lines added in batches
  * whose table slots are prefetched), with the GIL released (so threads can scan ranges of one
  * mmap in parallel). result() gives the packed "authority MIME" keys, columns() the ids.
  *
- * It only accepts lines it is certain to read exactly as qa.crawllog's polars fast path does:
+ * It only accepts lines it is certain to read exactly as qa.crawllog_aggregate's polars fast path does:
  * ASCII with no whitespace but the space (no byte >= 0x80, no NUL, TAB, VT, FF, CR, 0x1c-0x1f),
  * Heritrix's fixed layout (status right-aligned at 25..29, size at 31..40), plain integers, and
  * exactly nine non-empty single-space separated fields after them (a 13th extra-info field, or

@@ -1,9 +1,9 @@
 """The polars parse of crawl.log lines into the packed table: the reference both engines share.
 
-Why its own module: qa.crawllog (the entry point, which picks an engine) and qa.crawlscan (the
-compiled scanner, whose odd lines come back here) both build on these pieces; kept apart, the
-two modules do not import each other. The field rule and the fixed layout are described in
-qa.crawllog.
+Why its own module: qa.crawllog_aggregate (the entry point, which picks an engine) and
+qa.crawlscan (the compiled scanner, whose odd lines come back here) both build on these pieces;
+kept apart, the two modules do not import each other. The field rule and the fixed layout are described in
+qa.crawllog_aggregate.
 """
 
 from __future__ import annotations

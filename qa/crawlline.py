@@ -1,6 +1,6 @@
 """The tolerant, one-line-at-a-time crawl.log parser: the path of the lines the fast ones refuse.
 
-Why a separate module: qa.crawllog (polars) and qa.crawlscan (C) aggregate the lines in
+Why a separate module: qa.crawllog_aggregate (polars) and qa.crawlscan (C) aggregate the lines in
 Heritrix's fixed layout in bulk; everything else (unpadded fields, tabs, hand-edited lines)
 comes here, one line at a time, and either becomes a row or a reason a curator can read in the
 report. A row must also fit the grouped table's column types (status Int32, size Int64): an

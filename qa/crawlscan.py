@@ -2,10 +2,10 @@
 
 Why: per-line field splitting is the daily QA's whole cost; polars' string kernels spend 3-4 x
 what mawk does. The C scanner aggregates the lines in Heritrix's plain layout into the same
-packed table as qa.crawllog (``k`` = "authority MIME", ``code`` = status*8 + flags, counts,
-byte sums) with the GIL released, so threads over one mmap use every core without spawning
+packed table as qa.crawllog_aggregate (``k`` = "authority MIME", ``code`` = status*8 + flags,
+counts, byte sums) with the GIL released, so threads over one mmap use every core without spawning
 worker processes. Every line it does not accept (blank, non-ASCII, CR, odd spacing, anything
-unusual) comes back as bytes and goes through qa.crawllog's own polars + slow path, so odd
+unusual) comes back as bytes and goes through qa.crawllog_aggregate's own polars + slow path, so odd
 lines, bad-line counts and their line numbers are exactly the reference's.
 
 The extension is optional: ``available()`` says whether it was built (``pip install -e .``
@@ -39,7 +39,7 @@ LINE_RULES = 2
 _ext: ModuleType | None
 try:
     _ext = importlib.import_module("qa._crawlscan")
-except ImportError:  # not compiled here: qa.crawllog falls back to polars
+except ImportError:  # not compiled here: qa.crawllog_aggregate falls back to polars
     _ext = None
 if _ext is not None and getattr(_ext, "LINE_RULES", 1) != LINE_RULES:
     log.warning(
@@ -78,7 +78,8 @@ def _views(mm: mmap.mmap, start: int, end: int, chunk_bytes: int) -> Iterator[me
 def aggregate_range(
     path: Path, start: int, end: int, chunk_bytes: int, progress: Progress | None
 ) -> crawlchunk.LogAggregate:
-    """Same contract as ``qa.crawllog._aggregate_range`` (line numbers relative to the range)."""
+    """Same contract as ``qa.crawllog_aggregate._aggregate_range`` (line numbers relative to
+    the range)."""
     assert _ext is not None, "qa._crawlscan is not built"
     scanner = _ext.Scanner()
     result = _scan_range(path, start, end, chunk_bytes, progress, scanner)

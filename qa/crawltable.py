@@ -1,7 +1,7 @@
 """The grouped table a crawl.log pass produces, and its packed working form.
 
-Why a module of its own: two scanners build this table (the polars path in qa.crawllog and the
-C scanner in qa.crawlscan) and the daily QA reads it, so its columns, the packed (k, code)
+Why a module of its own: two scanners build this table (the polars path in qa.crawllog_aggregate
+and the C scanner in qa.crawlscan) and the daily QA reads it, so its columns, the packed (k, code)
 layout both scanners group on, and the functions that pack, merge and expand it live in one
 place rather than in one scanner that the other reaches into.
 """

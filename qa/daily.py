@@ -28,7 +28,7 @@ from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, daily_compare, inputs, metrics, report, store
-from qa.crawllog import CrawlLogError, LogAggregate, aggregate_crawl_log
+from qa.crawllog_aggregate import CrawlLogError, LogAggregate, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path

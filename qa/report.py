@@ -294,6 +294,7 @@ def write_report(comp: DayComputation, report_dir: Path) -> list[Path]:
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    # a whole report directory swapped (not one file, so not harvestflow.atomic)
     if report_dir.exists():
         report_dir.rename(old)
     tmp.rename(report_dir)

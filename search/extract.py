@@ -24,6 +24,8 @@ from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 from resiliparse.parse.html import HTMLTree
 from resiliparse.parse.lang import detect_fast
 
+from search.errors import SearchError
+
 log = logging.getLogger(__name__)
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -36,7 +38,7 @@ LANG_MIN_CHARS = 200  # shorter texts: the page's declared language wins over de
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
-class ExtractionError(ValueError):
+class ExtractionError(SearchError, ValueError):
     """The payload could not be read as its type says (a damaged PDF, ...); the reason says why."""
 
 

@@ -30,7 +30,6 @@ import time
 import uuid
 from pathlib import Path
 
-import boto3
 import sqlalchemy as sa
 
 MiB = 1024 * 1024
@@ -141,6 +140,7 @@ def main() -> int:
     )
     from harvestflow import db, services
     from harvestflow import settings as settings_mod
+    from harvestflow.s3 import s3_client
     from harvestflow.settings import Settings
     from preservation.ingest import ingest_job
     from preservation.staging import stage_package
@@ -149,14 +149,7 @@ def main() -> int:
     settings = settings_mod.get_settings()
     services.start_all(settings)
     try:
-        s3 = settings.s3
-        client = boto3.client(
-            "s3",
-            endpoint_url=s3.endpoint_url,
-            aws_access_key_id=s3.access_key,
-            aws_secret_access_key=s3.secret_key,
-            region_name=s3.region,
-        )
+        client = s3_client(settings)
         engine = db.get_engine(settings.harvest_db_url)
         t0 = time.monotonic()
         sources = make_files(data_dir / "generated", args.total_mb, args.file_mb)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from harvest.continuous.noise import NoiseFilter, load_rules
 from harvest.continuous.policy import RevisitPolicy
 from harvest.continuous.runread import read_run
 from harvest.continuous.urlstate import UrlState, apply_visit, dedup_line, new_state
+from harvestflow.atomic import atomic_write_text
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
 from harvestflow.contracts.summary import JobSummary
@@ -135,9 +135,7 @@ def write_dedup_index(
         ),
         key=lambda x: x.encode(),
     )
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(ln + "\n" for ln in lines))
     return len(lines)
 
 

@@ -31,6 +31,7 @@ from harvest.preload.dnswire import (
     read_hosts_file,
 )
 from harvest.preload.normalise import RejectedDomain, normalise_host
+from harvestflow.atomic import atomic_open, commit
 from harvestflow.formats.fields import tsv_field
 from harvestflow.progress import Progress
 
@@ -356,9 +357,8 @@ def check_dns_file(
                 progress.advance(pending)
                 pending = 0
         progress.advance(pending)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(part, output_path)
+    # appended to across resumed runs (not a fresh temporary file): renamed when complete
+    commit(part, output_path)
     return counts
 
 
@@ -369,11 +369,9 @@ def rejects_file(output_path: Path) -> Path:
 
 def write_rejects(path: Path, rejected: list[RejectedLine]) -> None:
     """The rejects file (header + one line each), written whole under a temporary name."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_open(path, "w") as handle:
         handle.write(REJECTS_HEADER)
         handle.writelines(r.tsv() for r in rejected)
-    os.replace(tmp, path)
 
 
 def _truncate_torn_line(path: Path) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import idna
 
+from harvest.errors import HarvestError
 from harvestflow.formats.domains import is_ip, public_suffix_length
 
 # Reasons written to the rejects file (stable words, curators grep them).
@@ -36,7 +37,7 @@ BAD_URL = "bad-url"
 _LDH = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
-class RejectedDomain(ValueError):
+class RejectedDomain(HarvestError, ValueError):
     """A line that is not a usable domain; ``reason`` is one of the module's reason words."""
 
     def __init__(self, reason: str, detail: str = "") -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,8 +28,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from harvest.errors import HarvestError
 from harvest.preload.normalise import RejectedDomain, domain_of_url, normalise_host
 from harvest.preload.store import copy_upsert, engine_for, ensure_run, preload_settings, run_dir
+from harvestflow.atomic import atomic_open, atomic_write_text
 from harvestflow.formats.fields import tsv_field
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 KINDS = ("registry", "harvest_db", "selections", "url_list")
 
 
-class SourceError(ValueError):
+class SourceError(HarvestError, ValueError):
     """A source spec or file that cannot be read at all (missing file, unknown column...)."""
 
 
@@ -154,9 +155,8 @@ def collect_sources(
     seeds: list[tuple[str, str, str]] = []
     stats: list[SourceStats] = []
     rejects_path = directory / "rejects.tsv"
-    rejects_tmp = rejects_path.with_name(rejects_path.name + ".tmp")
     with (
-        rejects_tmp.open("w", encoding="utf-8") as rejects,
+        atomic_open(rejects_path, "w") as rejects,
         engine.connect() as conn,
     ):
         rejects.write("source\tline\treason\tdetail\ttext\n")
@@ -195,7 +195,6 @@ def collect_sources(
             stat.unique = len(mine)
             stats.append(stat)
             log.info("preload %s: source %s: %s", run_id, name, asdict(stat))
-    os.replace(rejects_tmp, rejects_path)
 
     chunks = _write_chunks(directory, list(seen), chunk_size)
     with engine.begin() as conn:
@@ -258,9 +257,7 @@ def _write_chunks(directory: Path, domains: list[str], size: int) -> list[Path]:
     paths = []
     for index, start in enumerate(range(0, len(domains), size)):
         path = chunk_dir / f"chunk-{index:05d}.txt"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(d + "\n" for d in domains[start : start + size]), "utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, "".join(d + "\n" for d in domains[start : start + size]))
         paths.append(path)
     for stale in chunk_dir.glob("chunk-*.txt"):
         if stale not in paths:

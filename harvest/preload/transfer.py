@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from typing import Any
 
@@ -31,6 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.preload.store import engine_for, preload_settings, run_dir
+from harvestflow.atomic import atomic_write_text
 from harvestflow.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -382,6 +382,4 @@ def _write_report_files(run_id: str, report: dict[str, Any], settings: Settings)
         ("report.json", json.dumps(report, indent=2, sort_keys=True) + "\n"),
         ("report.txt", report_text(report)),
     ):
-        tmp = directory / (name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, directory / name)
+        atomic_write_text(directory / name, text)

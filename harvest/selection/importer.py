@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import RecordError, SelectionRecord, read_csv
 from harvest.selection.urlcheck import Resolver, UrlCheck
+from harvestflow.atomic import atomic_open
 from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.fields import tsv_field
 from harvestflow.formats.urls import host_of
@@ -236,14 +236,11 @@ def write_rejects(target: Path, source: str, rejects: list[tuple[str, str, str]]
     Written whole under a temporary name, then renamed; written even when empty, so that a
     rejects file never outlives the import it belongs to.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with atomic_open(target, "w") as handle:
         handle.write(REJECTS_HEADER)
         for where, reason, text in rejects:
             fields = (source, where, reason[:1000], text[:2000])
             handle.write("\t".join(tsv_field(f) for f in fields) + "\n")
-    os.replace(tmp, target)
 
 
 def import_file(

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harvest.errors import HarvestError
 from harvestflow.package_data import data_path
 
 MAPPING_FILE = data_path("config", "selection_mapping.toml")
 BUDGETS = ("small", "medium", "large")
 
 
-class MappingError(ValueError):
+class MappingError(HarvestError, ValueError):
     """A mapping file that cannot be used (file and reason)."""
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harvest.errors import HarvestError
 from harvest.selection.mapping import SelectionMapping
 from harvest.selection.seeds import MAX_FIELD_BYTES, SeedError, check_seed_url, check_text
 
@@ -21,7 +22,7 @@ TRUE_WORDS = {"1", "true", "yes", "y", "oui", "on", "active"}
 FALSE_WORDS = {"0", "false", "no", "n", "non", "off", "inactive", ""}
 
 
-class RecordError(ValueError):
+class RecordError(HarvestError, ValueError):
     """A row that cannot be imported; ``where`` names the row (``line 12``, ``item 3``) and
     ``text`` holds the row as read (for the rejects file) when the reader knows it."""
 
@@ -32,7 +33,7 @@ class RecordError(ValueError):
         self.text = text
 
 
-class SelectionFileError(ValueError):
+class SelectionFileError(HarvestError, ValueError):
     """A file that cannot be read as records at all (no header, missing columns)."""
 
 

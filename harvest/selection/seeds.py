@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 import idna
 from w3lib.url import canonicalize_url
 
+from harvest.errors import HarvestError
+
 # Heritrix's UURI limit (and the crawler template's max_url_length default): longer seeds
 # would be refused by the crawler anyway
 MAX_URL_CHARS = 2083
@@ -28,7 +30,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(?!\d)")
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
-class SeedError(ValueError):
+class SeedError(HarvestError, ValueError):
     """A value that cannot be used; the message says why, in words."""
 
 

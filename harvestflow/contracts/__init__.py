@@ -14,6 +14,8 @@ imports none of them.
 
 from __future__ import annotations
 
+from harvestflow.errors import HarvestflowError
 
-class ContractError(ValueError):
+
+class ContractError(HarvestflowError, ValueError):
     """A contract file that cannot be read as its model: names the file and the field."""

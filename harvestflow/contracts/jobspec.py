@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harvestflow.atomic import atomic_write_text
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.fields import as_version
 from harvestflow.settings import get_settings
@@ -182,10 +183,7 @@ class JobSpec:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write job.json under a temporary name, then rename (never half a file)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "job spec", *, resolve: bool = True) -> JobSpec:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harvestflow.atomic import atomic_write_text
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.fields import (
     as_bool,
@@ -180,11 +181,8 @@ class JobSummary:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write under a temporary name, then rename (readers never see half a file)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
         text = json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(Path(path), text)
 
     def brief(self) -> dict[str, Any]:
         """job_id, status, urls and bytes: what a DAG's crawl task returns (its XCom)."""

@@ -30,7 +30,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from harvestflow.contracts.jobdir import JobDir
-from harvestflow.curator import actions, crawllog, jobfiles, operations, queries
+from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
@@ -149,10 +149,10 @@ def create_app(
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
         if (q or status or mime) and crawl_log is not None and crawl_log.exists():
             try:
-                search = crawllog.search_crawl_log(
+                search = crawllog_search.search_crawl_log(
                     crawl_log, q, status, mime, offset=max(offset, 0), limit=SEARCH_PAGE
                 )
-            except crawllog.SearchError as exc:
+            except crawllog_search.SearchError as exc:
                 error = str(exc)
         response = page(
             request,
@@ -169,7 +169,7 @@ def create_app(
             search_error=error,
             form={"q": q, "status": status, "mime": mime},
             offset=max(offset, 0),
-            columns=crawllog.COLUMNS,
+            columns=crawllog_search.COLUMNS,
             actions=history,
             can_control=actions.can_edit(request) and row["status"] in RUNNING,
             csrf=actions.csrf_token(csrf_key, session, user) if user else "",

@@ -21,10 +21,12 @@ import socket
 import struct
 from urllib.parse import SplitResultBytes, quote_from_bytes, unquote_to_bytes
 
+from harvestflow.errors import HarvestflowError
+
 __all__ = ["SurtError", "surt", "surt_or_url"]
 
 
-class SurtError(ValueError):
+class SurtError(HarvestflowError, ValueError):
     """The URL cannot be keyed; callers index it under the URL itself (as the reference does)."""
 
 

@@ -75,7 +75,8 @@ def ensure_broker(settings: Settings) -> bool:
         return redis_for(settings).start()
     if not url_answers(settings.broker_url):
         raise ServiceError(
-            f"the Celery broker at [broker] url {settings.broker_url} does not answer"
+            f"the Celery broker at [broker] url {settings.broker_url} does not answer; start it,"
+            " or correct the url (HARVESTFLOW_BROKER__URL)"
         )
     return False
 
@@ -95,17 +96,12 @@ class ServiceStatus:
 
 def ensure_bucket(settings: Settings) -> None:
     """Create the preservation bucket if missing (idempotent)."""
-    import boto3
     from botocore.exceptions import ClientError
 
+    from harvestflow.s3 import s3_client
+
     s3 = settings.s3
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-    )
+    client = s3_client(settings)
     try:
         client.head_bucket(Bucket=s3.bucket)
     except ClientError:

@@ -17,12 +17,15 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harvestflow.atomic import atomic_write_text
+from harvestflow.errors import HarvestflowError
+
 log = logging.getLogger(__name__)
 
 MARKER_NAME = ".harvestflow-data-dir"
 
 
-class DataDirError(RuntimeError):
+class DataDirError(HarvestflowError, RuntimeError):
     """This machine does not see the platform's shared data directory."""
 
 
@@ -35,9 +38,8 @@ def write_data_dir_marker(data_dir: Path) -> Path:
     path = marker_path(data_dir)
     if path.exists():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
+    atomic_write_text(
+        path,
         json.dumps(
             {
                 "id": uuid.uuid4().hex,
@@ -45,9 +47,8 @@ def write_data_dir_marker(data_dir: Path) -> Path:
                 "created_on": socket.getfqdn(),
             }
         )
-        + "\n"
+        + "\n",
     )
-    tmp.replace(path)
     log.info("marked %s as the shared data directory", data_dir)
     return path
 

@@ -17,12 +17,11 @@ import shutil
 import socket
 import stat
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harvestflow.services.process import ServiceError as ServiceError  # re-exported
-from harvestflow.services.process import read_pid
+from harvestflow.services.process import read_pid, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -188,13 +187,15 @@ class EmbeddedPostgres:
                 "start",
             ],
         )
-        deadline = time.monotonic() + 30
-        while not port_open(self.host, self.port):
-            if time.monotonic() > deadline:
-                raise ServiceError(
-                    f"PostgreSQL did not open {self.host}:{self.port}; see {self.logfile}"
-                )
-            time.sleep(0.2)
+        wait_until(
+            lambda: port_open(self.host, self.port),
+            30,
+            proc=None,
+            name="PostgreSQL",
+            logfile=self.logfile,
+            not_ready=f"PostgreSQL did not open {self.host}:{self.port}",
+            poll_s=0.2,
+        )
         return True
 
     def stop(self) -> bool:

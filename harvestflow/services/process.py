@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harvestflow.errors import HarvestflowError
+
 log = logging.getLogger(__name__)
 
 
-class ServiceError(RuntimeError):
+class ServiceError(HarvestflowError, RuntimeError):
     """A service that cannot be started or reached, with the reason and where to look."""
 
 

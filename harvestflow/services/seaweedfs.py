@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvestflow.atomic import atomic_write_text
 from harvestflow.services.postgres import port_open
 from harvestflow.services.process import ServiceError, read_pid, stop_process_group, wait_until
 
@@ -70,10 +70,7 @@ class EmbeddedSeaweedFS:
             ]
         }
         path = self.data_dir / "s3-identities.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(config, indent=2))
-        os.chmod(tmp, 0o600)
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(config, indent=2), chmod=0o600)
         return path
 
     def pid(self) -> int | None:
@@ -120,12 +117,11 @@ class EmbeddedSeaweedFS:
         which on one embedded server exhausts the volume slots after ~15 buckets. Two volumes
         a collection are plenty on one disk.
         """
-        atomic = self.data_dir / "master.toml.tmp"
-        atomic.write_text(
+        atomic_write_text(
+            self.data_dir / "master.toml",
             "# written by harvestflow (services/seaweedfs.py): volumes grown per collection\n"
-            "[master.volume_growth]\ncopy_1 = 2\ncopy_2 = 2\ncopy_3 = 3\ncopy_other = 1\n"
+            "[master.volume_growth]\ncopy_1 = 2\ncopy_2 = 2\ncopy_3 = 3\ncopy_other = 1\n",
         )
-        atomic.replace(self.data_dir / "master.toml")
 
     def start(self, timeout_s: float = 60) -> bool:
         """Start unless running; True when this call started it. Waits until S3 answers."""

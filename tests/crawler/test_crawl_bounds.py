@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import pytest
 
-from crawler.capture import address_allowed
+from crawler.capture_middleware import address_allowed
 from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
 
 HOST = "www.bounds.test"

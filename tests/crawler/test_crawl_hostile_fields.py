@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from qa.crawllog import aggregate_crawl_log
+from qa.crawllog_aggregate import aggregate_crawl_log
 from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
 from tests.crawler.hostile import HOST, HostileServer, hostile_server, response
 

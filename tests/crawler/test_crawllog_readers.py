@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from crawler.crawllog import LogEntry, format_line
+from crawler.crawllog_writer import LogEntry, format_line
 from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
-from harvestflow.curator.crawllog import search_crawl_log
+from harvestflow.curator.crawllog_search import search_crawl_log
 from harvestflow.formats.crawllog import CrawlLogLine
-from indexing.dedup import duplicate_keys
+from indexing.dedup_index import duplicate_keys
 from qa.crawlline import parse_line_slow
 
 GOOD = (
@@ -137,6 +137,6 @@ def test_dedup_index_takes_no_key_from_a_forged_line(
     dup = GOOD.replace("http://a.test/x", "http://a.test/d").replace(" -", " duplicate:digest")
     path = tmp_path / "crawl.log"
     path.write_text("\n".join([dup, FORGED, FORGED_DIGEST]) + "\n", encoding="utf-8")
-    caplog.set_level("WARNING", logger="indexing.dedup")
+    caplog.set_level("WARNING", logger="indexing.dedup_index")
     assert duplicate_keys(path) == {(b"http://a.test/d", b"sha1:GOODGOOD")}
     assert any("2 bad crawl.log line" in r.getMessage() for r in caplog.records)

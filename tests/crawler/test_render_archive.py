@@ -196,7 +196,7 @@ def test_a_revisit_is_served_from_its_original_decoded(tmp_path: Path) -> None:
     import gzip
 
     from crawler import records
-    from crawler.dedup import EarlierCapture
+    from crawler.dedup_lookup import EarlierCapture
     from crawler.render_archive import ArchivedCaptures
     from crawler.warcfiles import RotatingWarcWriter
     from harvestflow.formats.cdx import CdxEntry, cdx11_line

@@ -80,7 +80,7 @@ def test_fetch_status_names_and_numbers_are_heritrix_s() -> None:
 
 def test_crawl_log_writes_the_codes_as_heritrix_does() -> None:
     """An enum member in a crawl.log line is the bare number, right-aligned in 5 characters."""
-    from crawler.crawllog import LogEntry, format_line
+    from crawler.crawllog_writer import LogEntry, format_line
 
     when = dt.datetime(2026, 11, 22, 10, 15, 2, 123000, tzinfo=dt.UTC)
     entry = LogEntry(FetchStatus.BLOCKED_BY_QUOTA, "http://a.test/", "L", annotations=["Q:k"])

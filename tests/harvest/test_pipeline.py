@@ -13,7 +13,7 @@ from harvest import pipeline as p
 from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
 from harvestflow.formats.job_status import JobStatus
-from indexing.dedup import dedup_index_for_job
+from indexing.dedup_index import dedup_index_for_job
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services

@@ -272,7 +272,7 @@ def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
     import json
 
     from harvestflow.formats.cdx import _json_fields, cdxj_line
-    from indexing.capture import Capture
+    from indexing.record_model import Capture
 
     cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
     line = cdxj_line(cap, "f.warc.gz")

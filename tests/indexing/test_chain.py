@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 from indexing import chain, cleanup, manifest, merge
-from indexing.dedup import build_dedup_index
+from indexing.dedup_index import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
@@ -431,22 +431,24 @@ def test_a_location_that_fills_up_during_the_copy_is_chosen_again_later(
 ):
     import errno
 
-    from indexing import files
+    from harvestflow import atomic
 
     cfg["indexing"]["repository_locations"] = ["repository/full", "repository/roomy"]
     hid = make_harvest(db_engine, "fills-up")
     _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=24, records=5)
     name = sorted(chain.ingest(cfg))[0]
 
-    class DiskFull:  # os, whose fsync fails as on a full file system
+    class DiskFull:  # os, whose fsync fails as on a full file system (the "full" location)
         def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
             return getattr(os, attr)
 
         def fsync(self, fd: int) -> None:
-            raise OSError(errno.ENOSPC, "No space left on device")
+            if "/repository/full/" in os.readlink(f"/proc/self/fd/{fd}"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            os.fsync(fd)
 
     with monkeypatch.context() as m:
-        m.setattr(files, "os", DiskFull())
+        m.setattr(atomic, "os", DiskFull())
         with pytest.raises(chain.NoSpaceError, match="filled up"):
             chain.process_file(name, cfg)
     full = cfg.data_dir / "repository" / "full"

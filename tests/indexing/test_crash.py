@@ -20,7 +20,7 @@ from indexing.cdx import index_warc
 from indexing.chain import run_chain
 from indexing.cleanup import clean_arc_repository
 from indexing.crashpoints import ENV, EXIT_CODE
-from indexing.dedup import build_dedup_index
+from indexing.dedup_index import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from indexing.merge import bigmerge, daily_merge

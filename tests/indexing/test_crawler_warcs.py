@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestflow import settings as settings_mod
 from harvestflow.samplesite import start
 from indexing.cdx import index_warc, sorted_lines
-from indexing.dedup import build_dedup_index, sidecar_lines
+from indexing.dedup_index import build_dedup_index, sidecar_lines
 from indexing.layout import Layout
 from tests.crawler.conftest import make_job, run_crawl
 from tests.indexing.conftest import reference_lines

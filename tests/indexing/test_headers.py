@@ -1,7 +1,8 @@
 """The one-pass header parser reads header blocks exactly as warcio (the reference's reader) does.
 
-Why: the fast path (:func:`indexing.capture._parse_crlf_block`) replaced a regular expression with
-per-line ``partition`` for speed; every block it accepts must give warcio's values, and blocks it
+Why: the fast path (:func:`indexing.record_model._parse_crlf_block`) replaced a regular
+expression with per-line ``partition`` for speed; every block it accepts must give warcio's values,
+and blocks it
 is unsure of (continuations, colon-less lines) must go to the general parser.
 """
 
@@ -12,7 +13,7 @@ import io
 import pytest
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from indexing.capture import WARC_VERSIONS, _parse_crlf_block, parse_headers
+from indexing.record_model import WARC_VERSIONS, _parse_crlf_block, parse_headers
 
 BLOCKS = [
     b'HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nETag: "x"\r\n\r\nbody',

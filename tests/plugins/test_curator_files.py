@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harvestflow.curator.crawllog import SearchError, search_crawl_log
+from harvestflow.curator.crawllog_search import SearchError, search_crawl_log
 from harvestflow.curator.jobfiles import inside, parse_report, read_progress
 
 LINES = [

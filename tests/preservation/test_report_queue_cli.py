@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from harvestflow.settings import Settings
 from preservation import cli
 from preservation.ingest import ingest_job
-from preservation.queue import preservation_queue, release_job
+from preservation.manual_queue import preservation_queue, release_job
 from preservation.report import preservation_report
 from preservation.staging import stage_package
 

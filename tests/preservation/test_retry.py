@@ -6,7 +6,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from preservation.errors import ChecksumMismatch, TransientError
-from preservation.retry import is_transient, with_backoff
+from preservation.store_retry import is_transient, with_backoff
 
 
 def _client_error(status: int, code: str) -> ClientError:

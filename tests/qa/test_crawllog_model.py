@@ -19,7 +19,7 @@ import pytest
 
 from qa import crawlscan
 from qa.crawlline import parse_line_slow
-from qa.crawllog import aggregate_crawl_log
+from qa.crawllog_aggregate import aggregate_crawl_log
 from qa.crawltable import GROUP_KEYS, pack, unpack
 
 SAMPLES = Path(__file__).resolve().parents[1] / "formats" / "data" / "heritrix-crawl.log"

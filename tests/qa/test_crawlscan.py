@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from qa import crawlscan
-from qa.crawllog import LogAggregate, aggregate_crawl_log
+from qa.crawllog_aggregate import LogAggregate, aggregate_crawl_log
 
 from .conftest import DATA
 

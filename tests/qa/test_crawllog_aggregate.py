@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from qa.crawllog import CrawlLogError, aggregate_crawl_log, parse_line_slow, split_ranges
+from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log, parse_line_slow, split_ranges
 
 from .conftest import DATA
 
@@ -132,19 +132,19 @@ def test_split_ranges_and_workers_give_identical_results(tmp_path: Path) -> None
 
 
 def test_crawler_written_lines_parse_without_errors(tmp_path: Path) -> None:
-    from crawler import crawllog  # the crawler's writer: a missing module fails, never skips
+    from crawler import crawllog_writer  # the crawler's writer: a missing module fails, never skips
 
     when = dt.datetime(2026, 11, 22, 10, tzinfo=dt.UTC)
     entries = [
-        crawllog.LogEntry(200, "http://www.example.fr/", mime="text/html", size=123,
+        crawllog_writer.LogEntry(200, "http://www.example.fr/", mime="text/html", size=123,
                           fetch_start=when, duration_ms=5, digest="sha1:AAAA", when=when),
-        crawllog.LogEntry(-5003, "http://www.example.fr/x", hops="L",
+        crawllog_writer.LogEntry(-5003, "http://www.example.fr/x", hops="L",
                           via="http://www.example.fr/", annotations=["Q:hostMaxFetchSuccesses"],
                           when=when),
-        crawllog.LogEntry(-9998, "http://www.example.fr/private/", hops="L", when=when),
+        crawllog_writer.LogEntry(-9998, "http://www.example.fr/private/", hops="L", when=when),
     ]  # fmt: skip
     path = tmp_path / "crawl.log"
-    path.write_text("".join(crawllog.format_line(e) + "\n" for e in entries))
+    path.write_text("".join(crawllog_writer.format_line(e) + "\n" for e in entries))
     agg = aggregate_crawl_log(path)
     assert agg.bad_lines == 0
     assert sorted(agg.groups["status"].to_list()) == [-9998, -5003, 200]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -29,14 +28,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.jobs import job_dirs, previous_jobs
+from harvestflow.atomic import atomic_open, atomic_write_bytes
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.formats.cdx import parse_cdx11, warc_date
 from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.settings import Settings, get_settings
-from indexing.capture import Capture
-from indexing.files import tmp_name
 from indexing.layout import Layout
+from indexing.record_model import Capture
 
 log = logging.getLogger(__name__)
 
@@ -155,10 +154,8 @@ def build_dedup_index(
             else:
                 log.warning("dedup index of harvest %s: no crawl log %s", harvest_id, crawl_log)
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_name(out_path)
     written = 0
-    with ExitStack() as stack, open(tmp, "wb") as out:
+    with ExitStack() as stack, atomic_open(out_path, "wb") as out:
         files: list[Iterable[bytes]] = [stack.enter_context(open(p, "rb")) for p in inputs]
         if keys:
             files += [_carried(stack.enter_context(open(p, "rb")), keys) for p in others]
@@ -172,9 +169,6 @@ def build_dedup_index(
             for line in sorted(originals.values(), key=_date_file_offset):
                 out.write(line)
                 written += 1
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, out_path)
     log.info(
         "dedup index of harvest %s: %d captures from %d files (+ originals of %d duplicates"
         " from earlier jobs) -> %s",
@@ -228,10 +222,8 @@ def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
         lines.update(cdx_to_dedup_lines(path))
     if not lines:
         return False
-    tmp = out.with_name(out.name + ".tmp")
     data = sorted(line.encode("utf-8") for line in lines)  # byte order
-    tmp.write_bytes(b"".join(line + b"\n" for line in data))
-    tmp.replace(out)
+    atomic_write_bytes(out, b"".join(line + b"\n" for line in data))
     return True
 
 
@@ -272,12 +264,8 @@ def _with_warc_paths(conn: Connection, index: Path) -> int:
             fields[3] = path.encode("utf-8")
             changed += 1
         out.append(b"\t".join(fields) + b"\n")
-    tmp = tmp_name(index)
-    with open(tmp, "wb") as fh:
+    with atomic_open(index, "wb") as fh:
         fh.writelines(out)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, index)
     return changed
 
 
@@ -304,7 +292,7 @@ def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None
             log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
             return str(out)
     except Exception:
-        log.exception("dedup: indexing.dedup.build_dedup_index failed, trying the CDX")
+        log.exception("dedup: indexing.dedup_index.build_dedup_index failed, trying the CDX")
     if _from_manifest_cdx(conn, prev, out):
         _with_warc_paths(conn, out)
         log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)

@@ -1,14 +1,13 @@
 """Retry with exponential back-off for transient object-store failures.
 
 Why our own loop on top of botocore's retries: botocore retries one HTTP request a few times in
-quick succession, which does not outlast an S3 server being restarted. This loop waits longer
-(base × 2^n, capped, with jitter) and logs every wait so the task log shows what is happening.
+quick succession, which does not outlast an S3 server being restarted. The loop is the project's
+one (:mod:`harvestflow.retry`); this module says which store errors are transient.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import socket
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from botocore.exceptions import (
     ConnectionError as BotoConnectionError,
 )
 
+from harvestflow.retry import with_backoff as core_backoff
 from preservation.errors import TransientError
 
 log = logging.getLogger(__name__)
@@ -69,32 +69,21 @@ def with_backoff(
     on_retry: Callable[[int, BaseException], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Call ``func``; on a transient error wait and retry, up to ``attempts`` calls in all.
+    """Call ``func``; on a transient store error wait and retry, up to ``attempts`` calls in all.
 
-    Non-transient errors propagate at once. When the attempts are spent the last error is
-    re-raised as :class:`TransientError` (the caller lets the task fail; Airflow retries later).
+    The loop is :func:`harvestflow.retry.with_backoff`'s; here is what counts as transient for
+    the object store. Non-transient errors propagate at once. When the attempts are spent the
+    last error is re-raised as :class:`TransientError` (the caller lets the task fail; Airflow
+    retries later).
     """
-    for attempt in range(1, attempts + 1):
-        try:
-            return func()
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            if attempt >= attempts:
-                raise TransientError(
-                    f"{what}: still failing after {attempts} attempts: {exc}"
-                ) from exc
-            delay = min(max_delay_s, base_delay_s * 2 ** (attempt - 1))
-            delay *= 0.75 + random.random() / 2
-            log.warning(
-                "%s: transient error (attempt %d/%d), retrying in %.1fs: %s",
-                what,
-                attempt,
-                attempts,
-                delay,
-                exc,
-            )
-            if on_retry is not None:
-                on_retry(attempt, exc)
-            sleep(delay)
-    raise AssertionError("unreachable")
+    return core_backoff(
+        func,
+        what=what,
+        attempts=attempts,
+        base_delay_s=base_delay_s,
+        max_delay_s=max_delay_s,
+        retry_on=is_transient,
+        give_up=TransientError,
+        on_retry=on_retry,
+        sleep=sleep,
+    )

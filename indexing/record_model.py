@@ -16,13 +16,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from indexing.errors import IndexingError
+
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
 INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
-
-
-class IndexingError(Exception):
-    """Base class of indexing failures."""
 
 
 class NotAWarcError(IndexingError):

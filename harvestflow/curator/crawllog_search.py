@@ -18,6 +18,7 @@ from pathlib import Path
 
 import re2
 
+from harvestflow.errors import HarvestflowError
 from harvestflow.formats.crawllog import CrawlLogLine
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ MAX_LINE_CHARS = 8192
 COLUMNS = ("timestamp", "status", "size", "url", "hops", "via", "mime", "thread", "fetch")
 
 
-class SearchError(ValueError):
+class SearchError(HarvestflowError, ValueError):
     """A search the server refuses (bad or too long pattern, bad status), said plainly."""
 
 

@@ -51,13 +51,14 @@ from qa.crawlchunk import (
 )
 from qa.crawlline import parse_line_slow as parse_line_slow  # the tolerant path, for callers
 from qa.crawltable import PACKED, empty_groups, merge, unpack
+from qa.errors import QaError
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 64 * 1024 * 1024
 
 
-class CrawlLogError(RuntimeError):
+class CrawlLogError(QaError, RuntimeError):
     """A crawl log that cannot be read at all (missing, unreadable), with the path."""
 
 
@@ -110,7 +111,7 @@ def aggregate_crawl_log(
     """
     path = Path(path)
     if not path.is_file():
-        raise CrawlLogError(f"{path}: crawl log missing")
+        raise CrawlLogError(f"{path}: crawl log missing (was the job's output directory moved?)")
     if path.suffix == ".gz":
         with tempfile.TemporaryDirectory(prefix="qa-crawllog-") as tmp:
             plain = Path(tmp) / "crawl.log"

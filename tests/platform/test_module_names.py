@@ -1,0 +1,45 @@
+"""Module names that say what the module is: none shadows the standard library (``import
+inspect`` run from inside ``harvest/`` found ours), and the names the restructuring made
+unique (three ``crawllog.py``, two ``capture.py``, three ``dedup.py``, two ``retry.py``) stay so."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+
+from harvestflow.settings import PROJECT_ROOT
+
+PACKAGES = (
+    "crawler",
+    "harvest",
+    "harvestflow",
+    "indexing",
+    "preservation",
+    "qa",
+    "access",
+    "search",
+    "dags",
+    "plugins",
+)
+UNIQUE = ("crawllog", "capture", "dedup", "retry", "inspect", "queue")
+
+
+def _modules() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for package in PACKAGES:
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            found[path.stem].append(path.relative_to(PROJECT_ROOT).as_posix())
+    return found
+
+
+def test_no_module_shadows_the_standard_library() -> None:
+    shadows = [
+        p for name, paths in _modules().items() if name in sys.stdlib_module_names for p in paths
+    ]
+    assert not shadows, f"modules named like the standard library's: {shadows}"
+
+
+def test_the_names_made_unique_stay_unique() -> None:
+    modules = _modules()
+    repeated = {name: modules[name] for name in UNIQUE if len(modules.get(name, [])) > 1}
+    assert not repeated, f"one module name, several modules: {repeated}"

@@ -1,0 +1,52 @@
+"""harvestflow.s3.s3_client: the one S3 client factory, checked against the real embedded store
+(read back through the suite's own independent boto3 client), and no other place builds one."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from harvestflow import settings as settings_mod
+from harvestflow.settings import PROJECT_ROOT
+
+PACKAGES = (
+    "crawler",
+    "harvest",
+    "harvestflow",
+    "indexing",
+    "preservation",
+    "qa",
+    "access",
+    "search",
+    "dags",
+    "plugins",
+    "bench",
+)
+BUILDS = re.compile(r"boto3\.(?:client|resource|session\.Session|Session)\(")
+
+
+def test_the_factory_talks_to_the_store_with_the_callers_options(
+    services: settings_mod.Settings, fresh_bucket: str, s3_client: object
+) -> None:
+    from harvestflow.s3 import s3_client as factory
+
+    client = factory(services, connect_timeout=3, retries={"max_attempts": 1})
+    assert client.meta.config.connect_timeout == 3
+    assert client.meta.config.s3["addressing_style"] == "path"
+    key = f"probe/{uuid.uuid4().hex}"
+    client.put_object(Bucket=fresh_bucket, Key=key, Body=b"hello")
+    got = s3_client.get_object(Bucket=fresh_bucket, Key=key)  # type: ignore[attr-defined]
+    assert got["Body"].read() == b"hello"
+
+
+def test_no_module_builds_its_own_client() -> None:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            rel = path.relative_to(PROJECT_ROOT).as_posix()
+            if rel == "harvestflow/s3.py":
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if BUILDS.search(line):
+                    found.append(f"{rel}:{number}: {line.strip()}")
+    assert not found, "S3 clients built by hand; use harvestflow.s3.s3_client:\n" + "\n".join(found)
