@@ -39,10 +39,11 @@ from tests.crawler.hostile import (
 )
 
 INFLATED = 1 << 30
-# Before the bounded inflation one bomb alone took the crawler past 1 GiB. Here: ~230 MB on a
-# quiet machine, up to 411 MB seen on a saturated one (responses wait longer, more of them and
-# their inflated parts are alive at once); the bound keeps room for that, far below 1 GiB.
-PEAK_RSS_BOUND_MB = 512
+# Before the bounded inflation one bomb alone took the crawler past 1 GiB (four: ~4 GB). Here:
+# ~230 MB on a quiet machine, but 411 and 561 MB seen while the full suite ran beside it (the
+# allocator keeps the freed 32 MiB inflate buffers differently when the reactor is starved);
+# the bound keeps room for that and stays below what a single unbounded bomb takes.
+PEAK_RSS_BOUND_MB = 768
 BOMBS = {
     "/bomb/gzip1": (b"gzip", gzip_bomb),
     "/bomb/gzip2": (b"gzip", gzip_bomb),
