@@ -20,6 +20,7 @@ from harvestflow.formats.harvest_channels import Channel, ChannelPriority
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.formats.stop_reasons import LIMITS, StopReason
 from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import PLATFORM_PACKAGES
 
 # Heritrix 3's org.archive.modules.fetcher.FetchStatusCodes (heritrix3 master), as published:
 # the numbers crawl.log readers of the field expect. -404 is not a constant there; Heritrix's
@@ -137,8 +138,7 @@ def test_enums_match_the_harvest_database(db_engine: sa.Engine) -> None:
 
 # --- no bare literals ---------------------------------------------------------------------------
 
-SOURCE_DIRS = ("crawler", "harvest", "indexing", "preservation", "qa", "harvestflow", "dags",
-               "plugins", "search", "access")  # fmt: skip
+SOURCE_DIRS = PLATFORM_PACKAGES
 ENUM_HOMES = {
     "harvestflow/formats/fetch_status.py",
     "harvestflow/formats/job_status.py",

@@ -19,20 +19,7 @@ from pathlib import Path
 import pytest
 
 from harvestflow import atomic
-from harvestflow.settings import PROJECT_ROOT
-
-PACKAGES = (
-    "crawler",
-    "harvest",
-    "harvestflow",
-    "indexing",
-    "preservation",
-    "qa",
-    "access",
-    "search",
-    "dags",
-    "plugins",
-)
+from tests.platform.tree import python_files
 
 # renames that are not the atomic write of one file, each with why the helper does not fit
 ALLOWED = {
@@ -129,13 +116,11 @@ def test_place_links_or_copies_and_keeps_read_only_files(tmp_path: Path) -> None
 
 def test_no_module_renames_its_own_temporary_files() -> None:
     found = []
-    for package in PACKAGES:
-        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
-            rel = path.relative_to(PROJECT_ROOT).as_posix()
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                for match in RENAME.finditer(line):
-                    if (rel, match.group(0)) not in ALLOWED:
-                        found.append(f"{rel}:{number}: {match.group(0)}")
+    for path, rel in python_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for match in RENAME.finditer(line):
+                if (rel, match.group(0)) not in ALLOWED:
+                    found.append(f"{rel}:{number}: {match.group(0)}")
     assert not found, (
         "files renamed into place by hand; use harvestflow.atomic (atomic_write_text, "
         "atomic_open, commit) or add the case to ALLOWED with why the helper does not fit:\n"

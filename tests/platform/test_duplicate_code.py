@@ -25,19 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import PLATFORM_PACKAGES, python_files
 
-PACKAGES = (
-    "crawler",
-    "harvest",
-    "harvestflow",
-    "indexing",
-    "preservation",
-    "qa",
-    "access",
-    "search",
-    "dags",
-    "plugins",
-)
+PACKAGES = PLATFORM_PACKAGES
 WINDOW = 6
 _BRACKETS_ONLY = re.compile(r"^[\)\]\}\(\[\{,:;\s]*$")
 _SPACES = re.compile(r"\s+")
@@ -110,14 +100,12 @@ def shared_blocks(
     Each is (file A, first line, last line, file B, first line, last line), A < B.
     """
     windows: dict[bytes, list[tuple[str, int, int]]] = defaultdict(list)
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
-            rel = path.relative_to(root).as_posix()
-            lines = normalised_lines(path.read_text(encoding="utf-8"))
-            for i in range(len(lines) - window + 1):
-                chunk = lines[i : i + window]
-                digest = hashlib.sha1("\n".join(t for _, t in chunk).encode()).digest()
-                windows[digest].append((rel, chunk[0][0], chunk[-1][0]))
+    for path, rel in python_files(packages, root):
+        lines = normalised_lines(path.read_text(encoding="utf-8"))
+        for i in range(len(lines) - window + 1):
+            chunk = lines[i : i + window]
+            digest = hashlib.sha1("\n".join(t for _, t in chunk).encode()).digest()
+            windows[digest].append((rel, chunk[0][0], chunk[-1][0]))
     # pairs of places in different packages, each window once
     pairs: dict[tuple[str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
     for places in windows.values():

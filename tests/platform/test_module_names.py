@@ -7,28 +7,15 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import python_files
 
-PACKAGES = (
-    "crawler",
-    "harvest",
-    "harvestflow",
-    "indexing",
-    "preservation",
-    "qa",
-    "access",
-    "search",
-    "dags",
-    "plugins",
-)
 UNIQUE = ("crawllog", "capture", "dedup", "retry", "inspect", "queue")
 
 
 def _modules() -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
-    for package in PACKAGES:
-        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
-            found[path.stem].append(path.relative_to(PROJECT_ROOT).as_posix())
+    for path, rel in python_files():
+        found[path.stem].append(rel)
     return found
 
 

@@ -7,21 +7,9 @@ import re
 import uuid
 
 from harvestflow import settings as settings_mod
-from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import PLATFORM_PACKAGES, python_files
 
-PACKAGES = (
-    "crawler",
-    "harvest",
-    "harvestflow",
-    "indexing",
-    "preservation",
-    "qa",
-    "access",
-    "search",
-    "dags",
-    "plugins",
-    "bench",
-)
+PACKAGES = (*PLATFORM_PACKAGES, "bench")
 BUILDS = re.compile(r"boto3\.(?:client|resource|session\.Session|Session)\(")
 
 
@@ -41,12 +29,10 @@ def test_the_factory_talks_to_the_store_with_the_callers_options(
 
 def test_no_module_builds_its_own_client() -> None:
     found = []
-    for package in PACKAGES:
-        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
-            rel = path.relative_to(PROJECT_ROOT).as_posix()
-            if rel == "harvestflow/s3.py":
-                continue
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if BUILDS.search(line):
-                    found.append(f"{rel}:{number}: {line.strip()}")
+    for path, rel in python_files(PACKAGES):
+        if rel == "harvestflow/s3.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if BUILDS.search(line):
+                found.append(f"{rel}:{number}: {line.strip()}")
     assert not found, "S3 clients built by hand; use harvestflow.s3.s3_client:\n" + "\n".join(found)

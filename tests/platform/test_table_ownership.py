@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 
 from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import python_files
 
-SCANNED = ("harvestflow", "harvest", "crawler", "indexing", "preservation", "qa", "access",
-           "search", "dags", "plugins")  # fmt: skip
 READ_ONLY_REPORTS = "harvestflow.curator"
 
 HARVEST_TABLES = [
@@ -108,17 +107,15 @@ def sql_strings(path: Path) -> list[str]:
 def foreign_tables() -> set[tuple[str, str]]:
     tables = set(OWNERS)
     found: set[tuple[str, str]] = set()
-    for top in SCANNED:
-        for path in sorted((PROJECT_ROOT / top).rglob("*.py")):
-            rel = path.relative_to(PROJECT_ROOT).with_suffix("")
-            module = ".".join(rel.parts).removesuffix(".__init__")
-            if module.startswith(READ_ONLY_REPORTS):
-                continue
-            for text in sql_strings(path):
-                for table in TABLE_RE.findall(text):
-                    owner = OWNERS.get(table) if table in tables else None
-                    if owner and module != owner and not module.startswith(owner + "."):
-                        found.add((module, table))
+    for path, rel in python_files():
+        module = rel.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        if module.startswith(READ_ONLY_REPORTS):
+            continue
+        for text in sql_strings(path):
+            for table in TABLE_RE.findall(text):
+                owner = OWNERS.get(table) if table in tables else None
+                if owner and module != owner and not module.startswith(owner + "."):
+                    found.add((module, table))
     return found
 
 
