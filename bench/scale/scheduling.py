@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import random
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,51 +34,14 @@ import httpx
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+sys.path.insert(0, str(REPO))
+
+# the test suite's isolated platform environment: own data dir, free ports for every service
+from tests.platform.helpers import isolated_env  # noqa: E402
 
 
 class BenchFailed(SystemExit):
     """A run that did not do the whole job: its figures mean nothing."""
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(with_grpc: bool = False) -> int:
-    """A free loopback port below the ephemeral range (and port+10000 for SeaweedFS' gRPC)."""
-    for _ in range(200):
-        port = random.randint(10000, 22000)
-        if _free(port) and (not with_grpc or _free(port + 10000)):
-            return port
-    raise BenchFailed("benchmark FAILED: no free port")
-
-
-def platform_env(data_dir: Path, executor: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTFLOW_", "AIRFLOW"))}
-    env.update(
-        {
-            "HARVESTFLOW_DATA_DIR": str(data_dir),
-            "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
-            "HARVESTFLOW_S3__S3_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__MASTER_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__FILER_PORT": str(free_port(True)),
-            "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
-            "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
-            "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
-            "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
-            "HARVESTFLOW_BROKER__PORT": str(free_port()),
-            "HARVESTFLOW_AIRFLOW__EXECUTOR": executor,
-            "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        }
-    )
-    return env
 
 
 class Lines:
@@ -116,7 +77,8 @@ def _t(value: str | None) -> datetime | None:
 def measure(executor: str, runs: int, seeds: int) -> list[dict[str, Any]]:
     """Task instances of ``runs`` one-off harvests: (task, overhead s) for each."""
     data = Path(tempfile.mkdtemp(prefix=f"hf-bench-sched-{executor}-"))
-    env = platform_env(data / "var", executor)
+    env = isolated_env(data / "var")
+    env["HARVESTFLOW_AIRFLOW__EXECUTOR"] = executor
     cmd = [HARVESTFLOW, "up"] + (["--workers", "2"] if executor == "celery" else [])
     up = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

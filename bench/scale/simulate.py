@@ -48,6 +48,9 @@ sys.path.insert(0, str(REPO))
 import sqlalchemy as sa  # noqa: E402
 from celery import Celery  # noqa: E402
 
+sys.path.insert(0, str(REPO / "bench" / "jobgen"))
+import bench_jobgen  # noqa: E402  (its loader: the jobgen benchmark's synthetic history)
+
 # imported here, not in the task: the first task of each thread must not time the imports
 from crawler.leases import HostLeases, JobLeases  # noqa: E402
 from harvest.joblease import job_lease  # noqa: E402
@@ -182,14 +185,6 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
     _write_row(row)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", type=int, default=100_000, help="domain configurations")
@@ -209,7 +204,7 @@ def main() -> int:
     ports = (
         json.loads(ports_file.read_text())
         if ports_file.exists()
-        else {"pg": _free_port(), "broker": _free_port()}
+        else {"pg": bench_jobgen.free_port(), "broker": bench_jobgen.free_port()}
     )
     ports_file.write_text(json.dumps(ports))
     out = data_dir / "metrics"
@@ -229,8 +224,6 @@ def main() -> int:
     )
     os.environ.update(env)
     app.conf.broker_url = env["HF_SIM_BROKER"]
-    sys.path.insert(0, str(REPO / "bench" / "jobgen"))
-    import bench_jobgen  # the loader of the jobgen benchmark: same synthetic history
 
     from harvest.channels import queue_names, split_by_channel
     from harvest.planning import generate_jobs
