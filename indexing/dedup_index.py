@@ -24,7 +24,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.jobs import job_dirs, previous_jobs
@@ -34,6 +33,7 @@ from harvestflow.db import get_engine
 from harvestflow.formats.cdx import parse_cdx11, warc_date
 from harvestflow.formats.crawllog import CrawlLogLine
 from harvestflow.settings import Settings, get_settings
+from indexing import manifest
 from indexing.layout import Layout
 from indexing.record_model import Capture
 
@@ -206,13 +206,7 @@ def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
 
 
 def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
-    paths = conn.execute(
-        sa.text(
-            "SELECT DISTINCT cdx_path FROM index_manifest WHERE job_id = ANY(CAST(:j AS bigint[]))"
-            " AND cdx_path IS NOT NULL ORDER BY 1"
-        ),
-        {"j": job_ids},
-    ).scalars()
+    paths = manifest.cdx_paths_of_jobs(conn, job_ids)
     lines: set[str] = set()
     for raw in paths:
         path = Path(raw)
@@ -244,13 +238,7 @@ def _with_warc_paths(conn: Connection, index: Path) -> int:
     if not names:
         return 0
     paths: dict[str, str] = {}
-    for name, final, source in conn.execute(
-        sa.text(
-            "SELECT file_name, final_path, source_path FROM index_manifest"
-            " WHERE file_name = ANY(:n)"
-        ),
-        {"n": names},
-    ):
+    for name, (final, source) in manifest.file_copies(conn, names).items():
         for candidate in (final, source):
             if candidate and Path(candidate).is_absolute() and Path(candidate).is_file():
                 paths[name] = candidate

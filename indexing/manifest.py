@@ -192,3 +192,28 @@ def job_file_rows(conn: sa.Connection, job_id: int) -> list[Any]:
             {"j": job_id},
         ).all()
     )
+
+
+def cdx_paths_of_jobs(conn: sa.Connection, job_ids: list[int]) -> list[str]:
+    """The per-file CDX files recorded for these jobs' WARCs, by path."""
+    return list(
+        conn.execute(
+            sa.text(
+                "SELECT DISTINCT cdx_path FROM index_manifest"
+                " WHERE job_id = ANY(CAST(:j AS bigint[])) AND cdx_path IS NOT NULL ORDER BY 1"
+            ),
+            {"j": job_ids},
+        ).scalars()
+    )
+
+
+def file_copies(conn: sa.Connection, names: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """File name → (final copy's path, the job's own path) of these WARCs."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT file_name, final_path, source_path FROM index_manifest"
+            " WHERE file_name = ANY(:n)"
+        ),
+        {"n": names},
+    )
+    return {str(name): (final, source) for name, final, source in rows}
