@@ -39,6 +39,14 @@ from crawler.cdp import Browser, CdpError
 from crawler.chromium_user import profiles_dir
 from crawler.context import BROWSER_PRIORITY
 from crawler.render_archive import JobCaptures
+from crawler.render_model import (
+    ANCHORS_JS,
+    HEIGHT_JS,
+    SCROLL_JS,
+    RenderOutcome,
+    RenderSettings,
+    Screenshot,
+)
 from crawler.render_passthrough import Passthrough
 from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
 from crawler.render_tls import JobCA
@@ -47,7 +55,6 @@ from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 if TYPE_CHECKING:
     import scrapy
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
 
     from crawler.context import CrawlContext
 
@@ -56,20 +63,6 @@ log = logging.getLogger(__name__)
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
 _DROP_FROM_BROWSER = HOP_BY_HOP | {"host", "accept-encoding", "user-agent", "content-length"}
-_ANCHORS_JS = """(() => {
-  const out = new Set();
-  for (const a of document.querySelectorAll('a[href], area[href]')) {
-    if (a.href && /^https?:/i.test(a.href)) out.add(a.href);
-  }
-  return Array.from(out);
-})()"""
-_SCROLL_JS = """(() => {
-  window.scrollBy(0, Math.max(window.innerHeight - 40, 100));
-  const h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
-  return [Math.ceil(window.scrollY + window.innerHeight), h];
-})()"""
-_HEIGHT_JS = """Math.max(document.documentElement.scrollHeight,
-  document.body ? document.body.scrollHeight : 0)"""
 MAX_SCREENSHOT_HEIGHT = 16384
 # the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
 # net (through their tab's recording proxy) and the browser's own update checks go nowhere
@@ -78,55 +71,6 @@ BLACK_HOLE_PROXY = "http://127.0.0.1:9"
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
 REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
-
-
-@dataclass(frozen=True)
-class RenderSettings:
-    """The template's rendering values, read from the crawl's Scrapy settings."""
-
-    render: str
-    render_tabs: int
-    render_page_timeout_s: float
-    render_min_wait_s: float
-    render_max_scrolls: int
-    render_pages_per_tab: int
-    render_max_memory_mb: int
-    download_timeout_s: float
-    max_response_bytes: int
-    retries: int
-    user_agent: str
-    resolve: dict[str, str]
-
-    @classmethod
-    def from_settings(cls, s: BaseSettings) -> RenderSettings:
-        return cls(
-            render=s.get("HARVESTFLOW_RENDER", "none"),
-            render_tabs=s.getint("HARVESTFLOW_RENDER_TABS"),
-            render_page_timeout_s=s.getfloat("HARVESTFLOW_RENDER_PAGE_TIMEOUT_S"),
-            render_min_wait_s=s.getfloat("HARVESTFLOW_RENDER_MIN_WAIT_S"),
-            render_max_scrolls=s.getint("HARVESTFLOW_RENDER_MAX_SCROLLS"),
-            render_pages_per_tab=s.getint("HARVESTFLOW_RENDER_PAGES_PER_TAB"),
-            render_max_memory_mb=s.getint("HARVESTFLOW_RENDER_MAX_MEMORY_MB"),
-            download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
-            max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
-            retries=s.getint("RETRY_TIMES"),
-            user_agent=s.get("USER_AGENT", ""),
-            resolve=dict(s.getdict("HARVESTFLOW_RESOLVE")),
-        )
-
-
-@dataclass
-class Screenshot:
-    kind: str  # "viewport" | "full"
-    png: bytes
-
-
-@dataclass
-class RenderOutcome:
-    links: list[tuple[str, str, str]] = field(default_factory=list)
-    screenshots: list[Screenshot] = field(default_factory=list)
-    error: str = ""
-    resources: int = 0
 
 
 @dataclass
@@ -325,7 +269,7 @@ class Renderer:
             if crashed:
                 raise CdpError(f"tab crashed: {crashed[0]}")
             outcome = RenderOutcome()
-            anchors = await self._evaluate(browser, session, _ANCHORS_JS)
+            anchors = await self._evaluate(browser, session, ANCHORS_JS)
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
             ]
@@ -372,14 +316,14 @@ class Renderer:
         for _ in range(self.t.render_max_scrolls):
             if loop.time() >= deadline:
                 break
-            pos = await self._evaluate(browser, session, _SCROLL_JS)
+            pos = await self._evaluate(browser, session, SCROLL_JS)
             await self._settle(tab, deadline)
             if not isinstance(pos, list) or len(pos) != 2:
                 break
             bottom, height = pos
             if bottom >= height:
                 # at the bottom: done unless what the scroll started made the page grow
-                grown = await self._evaluate(browser, session, _HEIGHT_JS)
+                grown = await self._evaluate(browser, session, HEIGHT_JS)
                 if not isinstance(grown, int | float) or grown <= height:
                     break
         await self._settle(tab, deadline)

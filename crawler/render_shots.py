@@ -16,7 +16,7 @@ from harvestflow.formats.cdx import CdxEntry
 
 if TYPE_CHECKING:
     from crawler.context import CrawlContext
-    from crawler.render import Screenshot
+    from crawler.render_model import Screenshot
 
 
 SCREENSHOT_REPORT = "screenshots-report.txt"

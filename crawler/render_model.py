@@ -1,0 +1,78 @@
+"""What the renderer works with, apart from the browser: the template's rendering settings, a
+page's outcome and screenshots, and the scripts a tab runs in the page.
+
+Why apart: :mod:`crawler.render` drives Chromium and the tabs' requests; these are plain data
+and constants that the screenshot writer and the tests read too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+ANCHORS_JS = """(() => {
+  const out = new Set();
+  for (const a of document.querySelectorAll('a[href], area[href]')) {
+    if (a.href && /^https?:/i.test(a.href)) out.add(a.href);
+  }
+  return Array.from(out);
+})()"""
+SCROLL_JS = """(() => {
+  window.scrollBy(0, Math.max(window.innerHeight - 40, 100));
+  const h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  return [Math.ceil(window.scrollY + window.innerHeight), h];
+})()"""
+HEIGHT_JS = """Math.max(document.documentElement.scrollHeight,
+  document.body ? document.body.scrollHeight : 0)"""
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """The template's rendering values, read from the crawl's Scrapy settings."""
+
+    render: str
+    render_tabs: int
+    render_page_timeout_s: float
+    render_min_wait_s: float
+    render_max_scrolls: int
+    render_pages_per_tab: int
+    render_max_memory_mb: int
+    download_timeout_s: float
+    max_response_bytes: int
+    retries: int
+    user_agent: str
+    resolve: dict[str, str]
+
+    @classmethod
+    def from_settings(cls, s: BaseSettings) -> RenderSettings:
+        return cls(
+            render=s.get("HARVESTFLOW_RENDER", "none"),
+            render_tabs=s.getint("HARVESTFLOW_RENDER_TABS"),
+            render_page_timeout_s=s.getfloat("HARVESTFLOW_RENDER_PAGE_TIMEOUT_S"),
+            render_min_wait_s=s.getfloat("HARVESTFLOW_RENDER_MIN_WAIT_S"),
+            render_max_scrolls=s.getint("HARVESTFLOW_RENDER_MAX_SCROLLS"),
+            render_pages_per_tab=s.getint("HARVESTFLOW_RENDER_PAGES_PER_TAB"),
+            render_max_memory_mb=s.getint("HARVESTFLOW_RENDER_MAX_MEMORY_MB"),
+            download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
+            max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
+            retries=s.getint("RETRY_TIMES"),
+            user_agent=s.get("USER_AGENT", ""),
+            resolve=dict(s.getdict("HARVESTFLOW_RESOLVE")),
+        )
+
+
+@dataclass
+class Screenshot:
+    kind: str  # "viewport" | "full"
+    png: bytes
+
+
+@dataclass
+class RenderOutcome:
+    links: list[tuple[str, str, str]] = field(default_factory=list)
+    screenshots: list[Screenshot] = field(default_factory=list)
+    error: str = ""
+    resources: int = 0
