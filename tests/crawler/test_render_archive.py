@@ -26,6 +26,19 @@ PAGE = (
 )
 
 
+def _rendered(min_wait_s: float, **extra: object) -> dict[str, object]:
+    """The template of these tests: the seeds rendered, one hop, no robots, no script links."""
+    return {
+        **FAST_TEMPLATE,
+        "max_hops": 1,
+        "render": "seeds",
+        "render_min_wait_s": min_wait_s,
+        "extract_js": False,
+        "obey_robots": False,
+        **extra,
+    }
+
+
 def _top_left(result: CrawlResult, page: str) -> tuple[int, ...]:
     """The top-left pixel of a rendered page's viewport screenshot (its WARC record)."""
     (png,) = [
@@ -53,15 +66,7 @@ def test_a_captured_stylesheet_is_served_to_the_next_page_from_the_warc(tmp_path
         job = {
             "job_id": 5,
             "seeds": seeds,
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_min_wait_s": 0.5,
-                "render_tabs": 1,
-                "extract_js": False,
-                "obey_robots": False,
-            },
+            "template": _rendered(0.5, render_tabs=1),
             "resolve": {"shared.test": "127.0.0.1"},
         }
         result = run_crawl(job, tmp_path / "shared", timeout=150)
@@ -100,14 +105,7 @@ def test_a_url_the_plain_crawler_is_fetching_is_waited_for_then_served(tmp_path:
         job = {
             "job_id": 6,
             "seeds": seeds,
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_min_wait_s": 1.0,
-                "extract_js": False,
-                "obey_robots": False,
-            },
+            "template": _rendered(1.0),
             "resolve": {"slow.test": "127.0.0.1"},
         }
         result = run_crawl(job, tmp_path / "slow", timeout=150)
@@ -152,14 +150,7 @@ def test_a_partitioned_job_archives_a_cross_partition_resource_once(tmp_path: Pa
             "harvest_id": 3,
             "seeds": seeds,
             # the two seeds' hosts are dealt to the two partitions (a.test to p0, b.test to p1)
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_min_wait_s": 0.5,
-                "extract_js": False,
-                "obey_robots": False,
-            },
+            "template": _rendered(0.5),
             "resolve": {"a.test": "127.0.0.1", "b.test": "127.0.0.1"},
             "warc_prefix": "7-3",
         }
@@ -258,15 +249,7 @@ def test_a_post_to_a_captured_url_is_captured_not_answered_from_the_get(tmp_path
         job = {
             "job_id": 7,
             "seeds": [seed],
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 1,
-                "render": "seeds",
-                "render_min_wait_s": 1.0,
-                "render_tabs": 1,
-                "extract_js": False,
-                "obey_robots": False,
-            },
+            "template": _rendered(1.0, render_tabs=1),
             "resolve": {"posts.test": "127.0.0.1"},
         }
         result = run_crawl(job, tmp_path / "posts", timeout=150)
