@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import socket
 import statistics
@@ -36,6 +37,34 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports below Linux's ephemeral range (32768+).
+
+    Every socket stays bound until all are chosen: free_port in a loop can return the same port
+    twice, and nginx then serves two hosts' roots on one port, one host silently missing from
+    the site. Below the ephemeral range, because the crawlers' own outgoing connections take
+    ephemeral ports and one of them can take a chosen port before nginx binds it.
+    """
+    socks: list[socket.socket] = []
+    try:
+        for port in random.sample(range(10000, 32000), 4 * count):
+            if len(socks) == count:
+                break
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        if len(socks) < count:
+            raise BenchFailed(f"benchmark FAILED: {count} free ports not found")
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def start_nginx(root: Path, site: Path, ports: list[int]) -> tuple[subprocess.Popen, list[int]]:
@@ -215,7 +244,7 @@ def main() -> int:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     site = out / "site"
-    ports = [free_port() for _ in range(args.hosts)]
+    ports = free_ports(args.hosts)
     expected = int(
         subprocess.check_output(
             [

@@ -33,7 +33,7 @@ from run_bench import (  # noqa: E402  (bench/crawl's helpers: the site, nginx, 
     HF_COMMON,
     PY,
     BenchFailed,
-    free_port,
+    free_ports,
     hf_urls,
     norm,
     start_nginx,
@@ -78,7 +78,7 @@ def main() -> int:
     out: Path = args.out
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    ports = [free_port() for _ in range(args.hosts)]
+    ports = free_ports(args.hosts)
     expected = int(
         subprocess.check_output(
             [
