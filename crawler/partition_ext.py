@@ -26,7 +26,7 @@ from crawler.state import FrontierState
 
 log = logging.getLogger(__name__)
 
-POLL_S = 0.2
+POLL_S = 0.1  # a tick reads the inbox's new bytes and rewrites the status file (no fsync)
 SYNC_S = 1.0  # fsync of the inboxes written to (see crawler/handoff.py)
 
 
