@@ -23,13 +23,14 @@ reactor thread and marks it applied or refused with a message. Every action is a
 - *limits*: new per-domain object/byte limits (crawler/budget.py) and a new maximum running
   time (replacing Scrapy's CLOSESPIDER_TIMEOUT timer; counted from the crawl's start).
 
-Not in a partitioned job (several processes would each need every action): there the
-extension is off and actions stay pending; see README.
+In a partitioned job each child applies every action, and the parent process relays them
+(crawler/control_relay.py): the child reads its actions from the relay's file instead of the
+database and answers there. Per-domain limits that would change which domains are limited are
+refused there: the partition of a URL depends on it (crawler/handoff.py).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import time
@@ -43,6 +44,16 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
 
 from crawler.context import context_of
+from crawler.control_relay import (
+    ACTIONS_FILE,
+    ACTIONS_LOG,
+    DEFAULT_INTERVAL_S,
+    action_from_dict,
+    answers_file,
+    append_line,
+    read_lines,
+    write_action_log,
+)
 from crawler.errors import Refused
 from crawler.state import FrontierState
 from harvestflow.formats.surt import surt_or_url
@@ -58,8 +69,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STOP_BY_OPERATOR = "stopped_by_operator"  # the spider's close reason
-ACTIONS_LOG = "operator-actions.log"
-DEFAULT_INTERVAL_S = 2.0
 _STATE_KEY = "operator_filters"
 # crawler.stats key prefix of the URLs each operator filter refused (+ the filter's name)
 REJECTED_STAT = "harvestflow/filter_rejected/"
@@ -75,7 +84,7 @@ def _reactor() -> Any:
 
 def enabled(spec: JobSpec, partition: Partition | None) -> bool:
     """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
-    return spec.job_control and partition is None
+    return spec.job_control
 
 
 def control_settings(
@@ -183,6 +192,9 @@ class JobControl:
         self.time_limit: DelayedCall | None = None
         self.recheck: DelayedCall | None = None
         self.log_path = self.ctx.log_dir / ACTIONS_LOG
+        # a partition child: actions come from the parent's relay file, answers go back there
+        self.partition = self.ctx.partition
+        self.relay_offset = 0
         self._restore_filters()
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -202,6 +214,12 @@ class JobControl:
     def tick(self) -> None:
         self._check_waiting()
         if self.polling or self.closing:
+            return
+        if self.partition is not None:
+            lines, self.relay_offset = read_lines(
+                self.partition.coord_dir / ACTIONS_FILE, self.relay_offset
+            )
+            self._apply_all([action_from_dict(d) for d in lines])
             return
         from harvestflow.job_actions import pending_actions
 
@@ -324,6 +342,8 @@ class JobControl:
         done = []
         budgets = self.ctx.budgets
         if args.get("max_objects") is not None or args.get("max_bytes") is not None:
+            if self.partition is not None:
+                self._check_partition_keys(args)
             budgets.set_limits(args.get("max_objects"), args.get("max_bytes"))
             done.append(
                 f"per-domain max objects {budgets.spec.max_objects},"
@@ -332,6 +352,24 @@ class JobControl:
         if args.get("max_time_s") is not None:
             done.append(self._set_time_limit(int(args["max_time_s"])))
         return "; ".join(done)
+
+    def _check_partition_keys(self, args: dict[str, Any]) -> None:
+        """Refuse per-domain limits that would move URLs between partitions: a URL's partition
+        is its domain's when the domain is limited, its host's otherwise (crawler/handoff.py),
+        and job-level limits make every domain limited."""
+        spec = self.ctx.budgets.spec
+        objects = spec.max_objects if args.get("max_objects") is None else args["max_objects"]
+        nbytes = spec.max_bytes if args.get("max_bytes") is None else args["max_bytes"]
+        before = spec.max_objects >= 0 or spec.max_bytes >= 0
+        after = objects >= 0 or nbytes >= 0
+        if before != after:
+            had = "had per-domain limits" if before else "had no per-domain limit"
+            raise ValueError(
+                f"this job is crawled by {self.partition.count if self.partition else 1}"
+                f" processes and {had} when it started: limits that make domains"
+                f" {'unlimited' if before else 'limited'} would move URLs between the processes"
+                " (change a limit's value, or the time limit, instead)"
+            )
 
     def _set_time_limit(self, seconds: int) -> str:
         """Replace Scrapy's CLOSESPIDER_TIMEOUT timer (≤ 0: no time limit)."""
@@ -358,13 +396,18 @@ class JobControl:
 
     # --- the audit ----------------------------------------------------------------------------
     def _mark(self, action: JobAction, state: str, message: str, wait: bool = False) -> None:
-        """Record the answer in job_actions (in a thread unless ``wait``) and in the log."""
+        """Record the answer in job_actions (in a thread unless ``wait``) and in the log; a
+        partition child answers in the relay's file (the parent marks for the job)."""
         from harvestflow.job_actions import mark_action
 
         log.info(
             "job control: action %s %s %s: %s", action.action_id, action.action, state, message
         )
-        self._write_log(action, state, message)
+        write_action_log(self.log_path, action, state, message)
+        if self.partition is not None:
+            answer = {"action_id": action.action_id, "state": state, "message": message}
+            append_line(answers_file(self.partition.coord_dir, self.partition.index), answer)
+            return
         if wait:
             try:
                 mark_action(action.action_id, state, message)
@@ -373,24 +416,6 @@ class JobControl:
             return
         d = threads.deferToThread(mark_action, action.action_id, state, message)
         d.addErrback(lambda f: log.error("job control: cannot mark action: %s", f.value))
-
-    def _write_log(self, action: JobAction, state: str, message: str) -> None:
-        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        requested = action.requested_at
-        if isinstance(requested, dt.datetime):
-            requested = requested.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        line = {
-            "at": now,
-            "action_id": action.action_id,
-            "action": action.action,
-            "arguments": action.arguments,
-            "requested_by": action.requested_by,
-            "requested_at": str(requested),
-            "state": state,
-            "message": message,
-        }
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, sort_keys=True) + "\n")
 
     def closed(self, spider: Any, reason: str) -> None:
         if self.loop is not None and self.loop.running:
@@ -402,6 +427,8 @@ class JobControl:
         for key, n in sorted(stats.items()):
             if key.startswith(REJECTED_STAT):
                 log.info("job control: filter %s rejected %d URLs", key[len(REJECTED_STAT) :], n)
+        if self.partition is not None:  # the parent refuses what is left (control_relay)
+            return
         # what was asked and not done (the crawl ended first) is refused, never left pending
         from harvestflow.job_actions import pending_actions
 

@@ -34,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crawler import CrawlerError, jobspec
+from crawler.control_relay import DEFAULT_INTERVAL_S, ControlRelay
 from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
 from crawler.handoff import STOP_FILE, Partition, read_status
 from crawler.jobspec import freeze_job
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
 
 POLL_S = 0.05  # a poll reads two small status files: cheap; the job's end waits for it
-STATUS_RANK = {"complete": 0, "time_limit": 1, "unfinished": 2}
+STATUS_RANK = {"complete": 0, "time_limit": 1, "stopped": 2, "unfinished": 3}
 
 
 class PartitionFailed(CrawlerError, RuntimeError):
@@ -167,8 +168,23 @@ class _Progress:
         self.fh.close()
 
 
-def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, interval: float) -> None:
+def _run_children(
+    job_file: Path, out: Path, part: Partition, spec: jobspec.JobSpec, interval: float
+) -> None:
+    job_id = spec.job_id
     progress = _Progress(job_id, part, JobDir(out).logs, interval)
+    # operators' actions (crawler/control.py): polled here once for the job, relayed to each child
+    relay = (
+        ControlRelay(
+            job_id,
+            part.coord_dir,
+            part.count,
+            JobDir(out).logs,
+            spec.job_control_interval_s or DEFAULT_INTERVAL_S,
+        )
+        if spec.job_control
+        else None
+    )
     children = _start_children(job_file, out, part.count, part.coord_dir, interval)
     stopping = False
     try:
@@ -190,6 +206,8 @@ def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, inter
                 stopping = True
                 log.info("partitioned job %s: stopping the children", job_id)
             progress.tick()
+            if relay is not None:
+                relay.tick()
             time.sleep(POLL_S)
     finally:
         for child in children:
@@ -197,7 +215,10 @@ def _run_children(job_file: Path, out: Path, part: Partition, job_id: int, inter
                 child.terminate()
         for child in children:
             child.wait()
-    progress.close(_merged_status(out, part.count))
+    status = _merged_status(out, part.count)
+    if relay is not None:
+        relay.finish(status)
+    progress.close(status)
 
 
 def _merged_status(out: Path, count: int) -> str:
@@ -373,5 +394,5 @@ def run_partitioned(
         p.unlink()
     JobDir(out).summary_json.unlink(missing_ok=True)
     part = Partition(-1, processes, coord)
-    _run_children(job_file, out, part, spec.job_id, progress_interval_s)
+    _run_children(job_file, out, part, spec, progress_interval_s)
     return merge(out, processes, spec, job_file)

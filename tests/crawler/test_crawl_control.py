@@ -37,6 +37,7 @@ class SlowSite:
 
     def __init__(self) -> None:
         self.requests: list[str] = []
+        self.hosts: list[str] = []  # the Host header of each request, in order
         self.lock = threading.Lock()
         site = self
 
@@ -46,6 +47,7 @@ class SlowSite:
             def do_GET(self) -> None:
                 with site.lock:
                     site.requests.append(self.path)
+                    site.hosts.append(self.headers.get("Host", "").split(":")[0])
                 if self.path == "/robots.txt":
                     body, status = b"User-agent: *\nDisallow:\n", 200
                 else:
@@ -257,3 +259,123 @@ def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, t
         (r.action, r.requested_by) for r in rows
     ]
     assert all(x["requested_at"] and x["at"] for x in lines)
+
+
+def test_a_partitioned_job_is_paused_filtered_limited_and_stopped_in_every_process(
+    db_engine, slow_site, tmp_path
+):
+    """The same actions on a job crawled by two processes (one per domain): the parent relays
+    each action to both, and marks it applied once both have applied it."""
+    from harvest.control import request
+    from harvest.results import record_job_results
+    from harvestflow.job_actions import wait_for
+
+    job_id, job_json = prepared_job(db_engine, slow_site, tmp_path)
+    spec = json.loads(job_json.read_text())
+    # two limited domains (the demo's configurations): one partition each
+    spec["seeds"] = [f"http://www.example-a.test:{slow_site.port}/",
+                     f"http://example-b.test:{slow_site.port}/"]  # fmt: skip
+    job_json.write_text(json.dumps(spec))
+    out = job_json.parent
+    with (tmp_path / "crawler.out").open("w") as log_fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawler", "--job", str(job_json), "--out", str(out),
+             "--processes", "2", "--progress-interval", "1"],
+            stdout=log_fh, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+
+    def hosts_seen() -> set[str]:
+        with slow_site.lock:
+            return set(slow_site.hosts)
+
+    def part_log(i: int) -> list[list[str]]:
+        return crawl_log_lines(out / "state" / f"part-{i}")
+
+    try:
+        wait_until("both processes fetching", lambda: slow_site.count() >= 8
+                   and {"www.example-a.test", "example-b.test"} <= hosts_seen())  # fmt: skip
+
+        done = cli("pause", str(job_id), "--user", "alice", "--wait", "90")
+        print("pause:", done.stdout, done.stderr)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "applied by the crawler" in done.stdout
+        assert "p0: paused" in done.stdout and "p1: paused" in done.stdout
+        before = slow_site.count()
+        time.sleep(PAUSE_S)
+        assert slow_site.count() == before, "the server got requests while the job was paused"
+        assert proc.poll() is None, "the paused crawler ended"
+
+        resumed = wait_for(request(job_id, "resume", {}, "alice"), 90)
+        assert resumed is not None and resumed.state == "applied", resumed
+        wait_until("requests after resume", lambda: slow_site.count() > before + 4)
+
+        trap_args = {"kind": "regex", "pattern": "/t/", "name": "trap"}
+        filtered = wait_for(request(job_id, "filter", trap_args, "bob"), 90)
+        assert filtered is not None and filtered.state == "applied", filtered
+
+        def rejected(i: int) -> list[list[str]]:
+            return [f for f in part_log(i) if f[1] == "-5001" and "filter:trap" in f[-1]]
+
+        # both processes reject their queued trap URLs
+        wait_until("trap URLs rejected in both processes",
+                   lambda: len(rejected(0)) >= 1 and len(rejected(1)) >= 1)  # fmt: skip
+        traps_fetched = slow_site.count(lambda p: p.startswith("/t/"))
+        pages = slow_site.count(lambda p: p.startswith("/p/"))
+        wait_until("more pages after the filter", lambda: slow_site.count(
+            lambda p: p.startswith("/p/")) >= pages + 4)  # fmt: skip
+        assert slow_site.count(lambda p: p.startswith("/t/")) == traps_fetched
+
+        # job-level limits would make every domain limited: URLs would change process
+        moved = wait_for(request(job_id, "limits", {"max_objects": 5000}, "bob"), 90)
+        assert moved is not None and moved.state == "refused", moved
+        assert "would move URLs between the processes" in (moved.message or "")
+        timed = wait_for(request(job_id, "limits", {"max_time_s": 3600}, "bob"), 90)
+        assert timed is not None and timed.state == "applied", timed
+        assert "max running time 3600s" in (timed.message or "")
+
+        stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
+        print("stop:", stopped.stdout, stopped.stderr)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert "stopped by operator" in stopped.stdout
+        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "stopped" and summary["processes"] == 2
+    assert "Stopped by operator" in (out / "reports" / "crawl-report.txt").read_text()
+    assert record_job_results(job_id, engine=db_engine)["status"] == "DONE"
+    with db_engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT action, requested_by, state FROM job_actions WHERE job_id = :j"
+                    " ORDER BY action_id"), {"j": job_id},
+        ).all()  # fmt: skip
+    assert [tuple(r) for r in rows] == [
+        ("pause", "alice", "applied"),
+        ("resume", "alice", "applied"),
+        ("filter", "bob", "applied"),
+        ("limits", "bob", "refused"),
+        ("limits", "bob", "applied"),
+        ("stop", "carol", "applied"),
+    ]
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    check = subprocess.run(
+        [str(ORACLE_BIN / "warcio"), "check", "-v", *map(str, warcs)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+    (meta,) = [w for w in warcs if "metadata" in w.name]
+    with meta.open("rb") as fh:
+        logged = [
+            json.loads(line)
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "metadata"
+            and "operator-actions.log" in r.rec_headers.get_header("WARC-Target-URI")
+            for line in r.content_stream().read().decode().splitlines()
+        ]
+    assert [(x["action"], x["requested_by"], x["state"]) for x in logged] == [
+        tuple(r) for r in rows
+    ]
