@@ -1,0 +1,456 @@
+"""Selection records edited by curators in the browser: search, create, edit, bulk edit, move,
+export, and the history of each record's changes.
+
+Why here and through the importer's own parts: a record typed into a form is a row of the
+import's CSV columns, so it is read and checked by :func:`records.record_from_row` (fields,
+dates, the mapping's impossible budget/frequency/depth combinations), its new URLs are checked
+online and flagged against the URLs already known exactly as an import does
+(:mod:`importer`'s ``KnownUrls`` and ``judge``); an export writes those same columns, so it
+imports back to the same records. Every change writes one ``selection_history`` row per field
+(who, when, old -> new) and one audit row (:func:`harvestflow.audit.record_audit`), and clears
+``transferred_at``: the next transfer (:mod:`transfer`, the one the DAGs run) picks it up.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from harvest.common import engine_or_default
+from harvest.errors import HarvestError
+from harvest.selection import urlcheck
+from harvest.selection.importer import (
+    KnownUrls,
+    judge,
+    record_key,
+    record_params,
+    validation_status,
+)
+from harvest.selection.mapping import SelectionMapping, load_mapping
+from harvest.selection.records import CSV_COLUMNS, RecordError, SelectionRecord, record_from_row
+from harvest.selection.urlcheck import Resolver, UrlCheck
+from harvestflow.audit import record_audit
+
+log = logging.getLogger(__name__)
+
+STATUSES = ("active", "inactive")
+VALIDATIONS = ("valid", "warning", "unchecked", "invalid")
+MAX_PAGE = 500
+
+
+class EditError(HarvestError, ValueError):
+    """A change that cannot be made, with the reason shown to the curator."""
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """A search of the records list (empty values: no condition)."""
+
+    q: str = ""  # part of the seed URL or the title
+    collection: str = ""
+    frequency: str = ""
+    status: str = ""  # active / inactive
+    validation: str = ""  # valid / warning / unchecked / invalid
+    curator: str = ""
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The WHERE clause and its parameters (every value bound)."""
+        clauses, params = ["TRUE"], {}
+        if self.q.strip():
+            clauses.append("(seed_url ILIKE :q OR COALESCE(title, '') ILIKE :q)")
+            escaped = self.q.strip().replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+            params["q"] = f"%{escaped}%"
+        for name in ("collection", "frequency", "curator"):
+            value = getattr(self, name).strip()
+            if value:
+                clauses.append(f"{name} = :{name}")
+                params[name] = value
+        if self.status in STATUSES:
+            clauses.append("active" if self.status == "active" else "NOT active")
+        if self.validation in VALIDATIONS:
+            clauses.append("COALESCE(validation_status, 'unchecked') = :validation")
+            params["validation"] = self.validation
+        return " AND ".join(clauses), params
+
+
+@dataclass
+class SaveResult:
+    """What a create or edit did: the record, or why it was refused; the URL check's
+    verdicts and the warnings (redirects, duplicate URL/host/domain) either way."""
+
+    record_id: int | None = None
+    refused: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    checks: list[UrlCheck] = field(default_factory=list)
+    changes: list[tuple[str, str, str]] = field(default_factory=list)  # field, old, new
+
+
+@dataclass
+class BulkResult:
+    changed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
+
+
+def search_records(
+    conn: Connection, flt: RecordFilter, page_no: int = 1, size: int = 50
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of the records matching ``flt`` (by id) and how many match in all."""
+    where, params = flt.where()
+    size = min(max(size, 1), MAX_PAGE)
+    rows = conn.execute(
+        sa.text(
+            "SELECT record_id, external_id, collection, title, seed_url, budget, frequency,"
+            " depth, active, curator, created_at, modified_at, modified_by, validation_status,"
+            " validation_detail, transferred_at, count(*) OVER () AS total"
+            f" FROM selection_records WHERE {where} ORDER BY record_id LIMIT :n OFFSET :o"
+        ),
+        {**params, "n": size, "o": (max(page_no, 1) - 1) * size},
+    ).all()
+    total = int(rows[0].total) if rows else _count(conn, flt)
+    return [dict(r._mapping) for r in rows], total
+
+
+def _count(conn: Connection, flt: RecordFilter) -> int:
+    where, params = flt.where()
+    return int(
+        conn.execute(
+            sa.text(f"SELECT count(*) FROM selection_records WHERE {where}"), params
+        ).scalar_one()
+    )
+
+
+def collections(conn: Connection) -> list[str]:
+    """The collections records are in (for the move form)."""
+    rows = conn.execute(sa.text("SELECT DISTINCT collection FROM selection_records ORDER BY 1"))
+    return [r[0] for r in rows]
+
+
+def get_record(conn: Connection, record_id: int) -> dict[str, Any] | None:
+    row = conn.execute(
+        sa.text("SELECT * FROM selection_records WHERE record_id = :r"), {"r": record_id}
+    ).first()
+    return dict(row._mapping) if row else None
+
+
+def as_row(record: dict[str, Any]) -> dict[str, str]:
+    """A stored record as the import's CSV columns (the form's fields, an export's line)."""
+    sched = (record.get("schedules") or [{}])[0]
+    return {
+        "id": record.get("external_id") or "",
+        "collection": record["collection"],
+        "title": record.get("title") or "",
+        "seed_url": record["seed_url"],
+        "supplementary_urls": " ".join(record.get("supplementary_urls") or []),
+        "budget": record["budget"],
+        "frequency": record["frequency"],
+        "depth": record["depth"],
+        "active": "yes" if record["active"] else "no",
+        "theme": record["theme"],
+        "keywords": "; ".join(record.get("keywords") or []),
+        "content_notes": record.get("content_notes") or "",
+        "technical_notes": record.get("technical_notes") or "",
+        "creator": record.get("creator") or "",
+        "curator": record.get("curator") or "",
+        "ignore_robots": "yes" if record.get("ignore_robots") else "no",
+        "start_date": str(sched.get("startDate") or ""),
+        "end_date": str(sched.get("endDate") or ""),
+    }
+
+
+def export_csv(conn: Connection, flt: RecordFilter) -> str:
+    """Every record of the search (no paging) as a CSV file in the import's format."""
+    where, params = flt.where()
+    rows = conn.execute(
+        sa.text(f"SELECT * FROM selection_records WHERE {where} ORDER BY record_id"), params
+    )
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(as_row(dict(row._mapping)))
+    return out.getvalue()
+
+
+def record_history(conn: Connection, record_id: int) -> list[dict[str, Any]]:
+    """The record's changes, newest first."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT changed_at, changed_by, field, old_value, new_value FROM selection_history"
+            " WHERE record_id = :r ORDER BY change_id DESC"
+        ),
+        {"r": record_id},
+    )
+    return [dict(r._mapping) for r in rows]
+
+
+def _diff(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str, str]]:
+    return [
+        (k, old.get(k, ""), new.get(k, "")) for k in CSV_COLUMNS if old.get(k, "") != new.get(k, "")
+    ]
+
+
+_UPDATE = """
+UPDATE selection_records SET external_id = :external_id, collection = :collection,
+    title = :title, seed_url = :seed_url, supplementary_urls = CAST(:supplementary_urls AS text[]),
+    budget = :budget, frequency = :frequency, depth = :depth, ignore_robots = :ignore_robots,
+    schedules = CAST(:schedules AS jsonb), active = :active, theme = :theme,
+    keywords = CAST(:keywords AS text[]), content_notes = :content_notes,
+    technical_notes = :technical_notes, creator = :creator, curator = :curator,
+    validation_status = :validation_status, validation_detail = :validation_detail,
+    modified_at = now(), modified_by = :user, transferred_at = NULL
+WHERE record_id = :record_id
+"""
+
+_INSERT = """
+INSERT INTO selection_records (external_id, collection, title, seed_url, supplementary_urls,
+    budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
+    content_notes, technical_notes, creator, curator, created_by, modified_by,
+    validation_status, validation_detail)
+VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
+    :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
+    :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
+    :user, :user, :validation_status, :validation_detail)
+RETURNING record_id
+"""
+
+
+def _write(
+    conn: Connection,
+    rec: SelectionRecord,
+    old: dict[str, Any] | None,
+    user: str,
+    status: str,
+    detail: str | None,
+    action: str,
+) -> tuple[int, list[tuple[str, str, str]]]:
+    """Insert or update one checked record, with its history and audit rows."""
+    if old is not None and len(old.get("schedules") or []) > 1:
+        before = as_row(old)
+        if (before["start_date"], before["end_date"]) == (
+            str((rec.schedules or [{}])[0].get("startDate") or ""),
+            str((rec.schedules or [{}])[0].get("endDate") or ""),
+        ):
+            rec.schedules = old["schedules"]  # a feed target's several schedules are kept
+    params = record_params(rec, user, status, detail)
+    if old is None:
+        record_id = int(conn.execute(sa.text(_INSERT), params).scalar_one())
+        after = as_row(_stored(conn, record_id))
+        changes = _diff({}, after)
+        record_audit(conn, user, action, f"record {record_id}", {"after": after})
+    else:
+        record_id = int(old["record_id"])
+        conn.execute(sa.text(_UPDATE), {**params, "record_id": record_id})
+        before, after = as_row(old), as_row(_stored(conn, record_id))
+        changes = _diff(before, after)
+        if changes:
+            record_audit(
+                conn,
+                user,
+                action,
+                f"record {record_id}",
+                {"before": {k: o for k, o, _ in changes}, "after": {k: n for k, _, n in changes}},
+            )
+    for name, before_value, after_value in changes:
+        conn.execute(
+            sa.text(
+                "INSERT INTO selection_history (record_id, changed_by, field, old_value,"
+                " new_value) VALUES (:r, :u, :f, :o, :n)"
+            ),
+            {"r": record_id, "u": user, "f": name, "o": before_value, "n": after_value},
+        )
+    return record_id, changes
+
+
+def _stored(conn: Connection, record_id: int) -> dict[str, Any]:
+    found = get_record(conn, record_id)
+    assert found is not None, record_id
+    return found
+
+
+def save_record(
+    fields: dict[str, str],
+    user: str,
+    record_id: int | None = None,
+    *,
+    check_urls: bool = True,
+    resolver: Resolver | None = None,
+    timeout: float = 10.0,
+    engine: Engine | None = None,
+    mapping: SelectionMapping | None = None,
+) -> SaveResult:
+    """Create (``record_id`` None) or edit a record from the form's CSV-column ``fields``.
+
+    Refused, with the reason, as an import refuses a row: a field the import refuses, a
+    new URL answering 4xx/5xx or without DNS, a (collection, URL) or feed id another record
+    has. Redirects and duplicate URL/host/domain are saved with warnings.
+    """
+    mapping = mapping or load_mapping()
+    engine = engine_or_default(engine)
+    where = f"record {record_id}" if record_id else "new record"
+    result = SaveResult(record_id=record_id)
+    values = {k: str(fields.get(k, "") or "") for k in CSV_COLUMNS}
+    try:
+        rec = record_from_row(values, where, "", mapping)
+    except RecordError as exc:
+        result.refused = exc.reason
+        return result
+    with engine.connect() as conn:
+        old = get_record(conn, record_id) if record_id is not None else None
+        if record_id is not None and old is None:
+            raise EditError(f"no selection record {record_id}")
+        known = KnownUrls(conn)
+    if old is not None:
+        rec.scope, rec.login_page_url = old["scope"], old["login_page_url"]
+        rec.logout_url, rec.secret_id = old["logout_url"], old["secret_id"]
+        rec.creator = rec.creator or old["creator"]
+        own = [old["seed_url"], *(old["supplementary_urls"] or [])]
+        known.forget(own, record_key(old["external_id"], old["collection"], old["seed_url"]))
+    else:
+        own = []
+    verdicts = {}
+    new_urls = [u for u in known.unknown(rec.all_urls) if u not in own]  # own ones: checked
+    if check_urls and new_urls:
+        verdicts = urlcheck.check_urls(new_urls, resolver=resolver, timeout=timeout)
+    result.checks = list(verdicts.values())
+    invalid, flags = judge(rec, verdicts, known)
+    result.warnings = flags
+    if invalid:
+        result.refused = invalid
+        return result
+    status = validation_status(flags, check_urls)
+    if old is not None and not verdicts and not flags:
+        status = old["validation_status"] or status  # URLs unchanged: their check stands
+    action = "record.create" if old is None else "record.edit"
+    try:
+        with engine.begin() as conn:
+            result.record_id, result.changes = _write(
+                conn, rec, old, user, status, "; ".join(flags) or None, action
+            )
+    except IntegrityError as exc:
+        reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+        result.refused = f"conflicts with another record ({reason})"
+    return result
+
+
+@dataclass(frozen=True)
+class BulkChange:
+    """What a bulk edit changes (None: left as it is)."""
+
+    frequency: str | None = None
+    collection: str | None = None
+    end_date: date | None = None
+    deactivate: bool = False
+
+    def apply(self, values: dict[str, str], created: date) -> dict[str, str]:
+        values = dict(values)
+        if self.frequency:
+            values["frequency"] = self.frequency
+        if self.collection:
+            values["collection"] = self.collection
+        if self.end_date is not None:
+            # the import refuses an end date without a start: the record runs since its creation
+            values["start_date"] = values["start_date"] or created.isoformat()
+            values["end_date"] = self.end_date.isoformat()
+        if self.deactivate:
+            values["active"] = "no"
+        return values
+
+    def is_empty(self) -> bool:
+        return not (self.frequency or self.collection or self.end_date or self.deactivate)
+
+
+def bulk_edit(
+    record_ids: list[int],
+    change: BulkChange,
+    user: str,
+    *,
+    action: str = "record.bulk_edit",
+    engine: Engine | None = None,
+    mapping: SelectionMapping | None = None,
+) -> BulkResult:
+    """Apply ``change`` to each record; each is checked as a saved form is (a frequency the
+    mapping refuses for a record's budget and depth refuses that record, with the reason; the
+    others are changed). Their URLs do not change, so they are not checked online again."""
+    if change.is_empty():
+        raise EditError("nothing to change: choose a frequency, collection, end date or deactivate")
+    mapping = mapping or load_mapping()
+    engine = engine_or_default(engine)
+    result = BulkResult()
+    for record_id in dict.fromkeys(record_ids):
+        with engine.begin() as conn:
+            old = get_record(conn, record_id)
+            if old is None:
+                result.refused.append((record_id, "no such record"))
+                continue
+            before = as_row(old)
+            values = change.apply(before, old["created_at"].date())
+            try:
+                rec = record_from_row(values, f"record {record_id}", "", mapping)
+            except RecordError as exc:
+                result.refused.append((record_id, exc.reason))
+                continue
+            rec.scope, rec.login_page_url = old["scope"], old["login_page_url"]
+            rec.logout_url, rec.secret_id = old["logout_url"], old["secret_id"]
+            try:
+                with conn.begin_nested():
+                    _, changes = _write(
+                        conn,
+                        rec,
+                        old,
+                        user,
+                        old["validation_status"] or "unchecked",
+                        old["validation_detail"],
+                        action,
+                    )
+            except IntegrityError as exc:
+                reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+                result.refused.append((record_id, f"conflicts with another record ({reason})"))
+                continue
+            (result.changed if changes else result.unchanged).append(record_id)
+    log.info(
+        "selection %s by %s: %d changed, %d refused",
+        action,
+        user,
+        len(result.changed),
+        len(result.refused),
+    )
+    return result
+
+
+def move_records(
+    record_ids: list[int],
+    collection: str,
+    user: str,
+    *,
+    engine: Engine | None = None,
+    mapping: SelectionMapping | None = None,
+) -> BulkResult:
+    """Move records to another collection (a record whose URL that collection already holds
+    is refused, as the import would refuse a second one)."""
+    if not collection.strip():
+        raise EditError("the collection to move to is missing")
+    return bulk_edit(
+        record_ids,
+        BulkChange(collection=collection.strip()),
+        user,
+        action="record.move",
+        engine=engine,
+        mapping=mapping,
+    )
+
+
+def bulk_detail(result: BulkResult) -> str:
+    """The bulk edit's outcome in words (for the page)."""
+    text = f"{len(result.changed)} changed, {len(result.unchanged)} unchanged"
+    if result.refused:
+        text += "; refused: " + "; ".join(f"record {r}: {why}" for r, why in result.refused)
+    return text
