@@ -6,11 +6,13 @@ its own API server (``fastapi_apps``), behind its login, and shows it in the UI'
 know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
 dependency, so the library stays testable without an Airflow server.
 
-Every route is a GET but one; every query binds its parameters and runs in a READ ONLY
-transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read
-under the directories the database records for a job, a QA day or a preload run. The one write,
-``POST /jobs/{id}/actions`` (an operator's action on a running crawl), is checked by
-:mod:`harvestflow.curator.actions` (authenticated user with edit permission, CSRF token).
+Every route is a GET but the forms' POSTs; every page's query binds its parameters and runs in
+a READ ONLY transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files
+are only read under the directories the database records for a job, a QA day or a preload run.
+The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
+engineers) and the selection records' forms (:mod:`harvestflow.curator.records_pages`,
+curators) — are checked by :func:`harvestflow.curator.actions.check_write` (the role the write
+needs, the CSRF token) and made by the stage that owns the table.
 """
 
 from __future__ import annotations
