@@ -117,6 +117,7 @@ def test_a_curator_creates_edits_bulk_edits_and_exports(
     ]
     history = carol.get(f"/records/{first}").text
     assert re.search(r"carol</td><td>title</td><td>Front page</td><td>Better<", history)
+    assert re.search(r"<td>carol</td><td>record\.bulk_edit</td>", history)  # the audit
     with db_engine.connect() as conn:
         audit = conn.execute(
             sa.text("SELECT username, action, target FROM audit_log ORDER BY audit_id")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from selenium.common.exceptions import StaleElementReferenceException
@@ -28,7 +29,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.harvest.test_selection import Handler
 from tests.platform.helpers import HARVESTFLOW, isolated_env
 from tests.platform.test_up import Output
-from tests.plugins.browser import airflow_login, chromium
+from tests.plugins.browser import chromium
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -72,7 +73,9 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     out = Output(proc)
     try:
         base = out.wait_for(r"Airflow UI: (http://\S+)\s+login: ", 600).group(1).rstrip("/")
-        secrets = load(environ=env).airflow_home / "simple_auth_manager_passwords.json.generated"
+        # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
+        home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
+        secrets = home / "simple_auth_manager_passwords.json.generated"
         yield Platform(base, env, json.loads(secrets.read_text()), server.server_address[1])
     finally:
         proc.send_signal(signal.SIGINT)
@@ -83,6 +86,19 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
             server.server_close()
             if proc.poll() is None:
                 proc.kill()
+
+
+def _sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
+    """Airflow's login for ``user``: the JWT its auth manager issues at ``/auth/token``, as the
+    ``_token`` cookie the UI's login page sets (that page itself: test_curator_browser.py)."""
+    answer = httpx.post(
+        f"{platform.base}/auth/token",
+        json={"username": user, "password": platform.passwords[user]},
+        timeout=60,
+    )
+    assert answer.status_code == 201, answer.text
+    driver.get(f"{platform.base}/api/v2/version")  # a page of the origin, to set its cookie
+    driver.add_cookie({"name": "_token", "value": answer.json()["access_token"], "path": "/"})
 
 
 def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: str) -> str:
@@ -134,7 +150,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
     cur, site = platform.base + "/curator", platform.site
     with chromium() as driver:
         driver.set_script_timeout(90)
-        airflow_login(driver, platform.base, "carol", platform.passwords["carol"])
+        _sign_in(driver, platform, "carol")
         driver.get(cur + "/records/new")
         text = _submit(driver, "record-form", **_record(site, "/gone", "Gone"))
         assert f"refused: http://127.0.0.1:{site}/gone: the server answered 404" in text
@@ -179,7 +195,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
 
     with chromium() as driver:
         driver.set_script_timeout(90)
-        airflow_login(driver, platform.base, "victor", platform.passwords["victor"])
+        _sign_in(driver, platform, "victor")
         driver.get(f"{cur}/records/{ids[2]}")
         main = driver.find_element(By.TAG_NAME, "main").text
         assert "Section A" in main and "needs the curator role" in main
