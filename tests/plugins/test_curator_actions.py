@@ -102,6 +102,15 @@ def test_forged_post_is_refused_and_a_real_one_is_recorded_with_the_user(
     history = alice.get(f"/jobs/{running_job}").text
     assert "actions-history" in history and "test,a)/cal" in history
     assert history.count(">alice<") == 2
+    with db_engine.connect() as conn:
+        audit = conn.execute(
+            sa.text("SELECT username, action, target, detail FROM audit_log ORDER BY audit_id")
+        ).all()
+    assert [tuple(a)[:3] for a in audit] == [
+        ("alice", "job.pause", f"job {running_job}"),
+        ("alice", "job.filter", f"job {running_job}"),
+    ]
+    assert audit[1].detail["pattern"] == "test,a)/cal"
 
 
 @pytest.mark.parametrize("name", ["victor", "carol"])
