@@ -1,20 +1,17 @@
-"""Selection records edited by curators in the browser: search, create, edit, bulk edit, move,
-export, and the history of each record's changes.
+"""Selection records edited by curators in the browser: create, edit, bulk edit, move, each
+change kept in the record's history (reading and export: :mod:`record_search`).
 
 Why here and through the importer's own parts: a record typed into a form is a row of the
 import's CSV columns, so it is read and checked by :func:`records.record_from_row` (fields,
 dates, the mapping's impossible budget/frequency/depth combinations), its new URLs are checked
 online and flagged against the URLs already known exactly as an import does
-(:mod:`importer`'s ``KnownUrls`` and ``judge``); an export writes those same columns, so it
-imports back to the same records. Every change writes one ``selection_history`` row per field
+(:mod:`importer`'s ``KnownUrls`` and ``judge``). Every change writes one ``selection_history`` row per field
 (who, when, old -> new) and one audit row (:func:`harvestflow.audit.record_audit`), and clears
 ``transferred_at``: the next transfer (:mod:`transfer`, the one the DAGs run) picks it up.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from dataclasses import dataclass, field
 from datetime import date
@@ -35,50 +32,16 @@ from harvest.selection.importer import (
     validation_status,
 )
 from harvest.selection.mapping import SelectionMapping, load_mapping
+from harvest.selection.record_search import as_row, get_record
 from harvest.selection.records import CSV_COLUMNS, RecordError, SelectionRecord, record_from_row
 from harvest.selection.urlcheck import Resolver, UrlCheck
 from harvestflow.audit import record_audit
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("active", "inactive")
-VALIDATIONS = ("valid", "warning", "unchecked", "invalid")
-MAX_PAGE = 500
-
 
 class EditError(HarvestError, ValueError):
     """A change that cannot be made, with the reason shown to the curator."""
-
-
-@dataclass(frozen=True)
-class RecordFilter:
-    """A search of the records list (empty values: no condition)."""
-
-    q: str = ""  # part of the seed URL or the title
-    collection: str = ""
-    frequency: str = ""
-    status: str = ""  # active / inactive
-    validation: str = ""  # valid / warning / unchecked / invalid
-    curator: str = ""
-
-    def where(self) -> tuple[str, dict[str, Any]]:
-        """The WHERE clause and its parameters (every value bound)."""
-        clauses, params = ["TRUE"], {}
-        if self.q.strip():
-            clauses.append("(seed_url ILIKE :q OR COALESCE(title, '') ILIKE :q)")
-            escaped = self.q.strip().replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
-            params["q"] = f"%{escaped}%"
-        for name in ("collection", "frequency", "curator"):
-            value = getattr(self, name).strip()
-            if value:
-                clauses.append(f"{name} = :{name}")
-                params[name] = value
-        if self.status in STATUSES:
-            clauses.append("active" if self.status == "active" else "NOT active")
-        if self.validation in VALIDATIONS:
-            clauses.append("COALESCE(validation_status, 'unchecked') = :validation")
-            params["validation"] = self.validation
-        return " AND ".join(clauses), params
 
 
 @dataclass
@@ -98,98 +61,6 @@ class BulkResult:
     changed: list[int] = field(default_factory=list)
     unchanged: list[int] = field(default_factory=list)
     refused: list[tuple[int, str]] = field(default_factory=list)
-
-
-def search_records(
-    conn: Connection, flt: RecordFilter, page_no: int = 1, size: int = 50
-) -> tuple[list[dict[str, Any]], int]:
-    """One page of the records matching ``flt`` (by id) and how many match in all."""
-    where, params = flt.where()
-    size = min(max(size, 1), MAX_PAGE)
-    rows = conn.execute(
-        sa.text(
-            "SELECT record_id, external_id, collection, title, seed_url, budget, frequency,"
-            " depth, active, curator, created_at, modified_at, modified_by, validation_status,"
-            " validation_detail, transferred_at, count(*) OVER () AS total"
-            f" FROM selection_records WHERE {where} ORDER BY record_id LIMIT :n OFFSET :o"
-        ),
-        {**params, "n": size, "o": (max(page_no, 1) - 1) * size},
-    ).all()
-    total = int(rows[0].total) if rows else _count(conn, flt)
-    return [dict(r._mapping) for r in rows], total
-
-
-def _count(conn: Connection, flt: RecordFilter) -> int:
-    where, params = flt.where()
-    return int(
-        conn.execute(
-            sa.text(f"SELECT count(*) FROM selection_records WHERE {where}"), params
-        ).scalar_one()
-    )
-
-
-def collections(conn: Connection) -> list[str]:
-    """The collections records are in (for the move form)."""
-    rows = conn.execute(sa.text("SELECT DISTINCT collection FROM selection_records ORDER BY 1"))
-    return [r[0] for r in rows]
-
-
-def get_record(conn: Connection, record_id: int) -> dict[str, Any] | None:
-    row = conn.execute(
-        sa.text("SELECT * FROM selection_records WHERE record_id = :r"), {"r": record_id}
-    ).first()
-    return dict(row._mapping) if row else None
-
-
-def as_row(record: dict[str, Any]) -> dict[str, str]:
-    """A stored record as the import's CSV columns (the form's fields, an export's line)."""
-    sched = (record.get("schedules") or [{}])[0]
-    return {
-        "id": record.get("external_id") or "",
-        "collection": record["collection"],
-        "title": record.get("title") or "",
-        "seed_url": record["seed_url"],
-        "supplementary_urls": " ".join(record.get("supplementary_urls") or []),
-        "budget": record["budget"],
-        "frequency": record["frequency"],
-        "depth": record["depth"],
-        "active": "yes" if record["active"] else "no",
-        "theme": record["theme"],
-        "keywords": "; ".join(record.get("keywords") or []),
-        "content_notes": record.get("content_notes") or "",
-        "technical_notes": record.get("technical_notes") or "",
-        "creator": record.get("creator") or "",
-        "curator": record.get("curator") or "",
-        "ignore_robots": "yes" if record.get("ignore_robots") else "no",
-        "start_date": str(sched.get("startDate") or ""),
-        "end_date": str(sched.get("endDate") or ""),
-    }
-
-
-def export_csv(conn: Connection, flt: RecordFilter) -> str:
-    """Every record of the search (no paging) as a CSV file in the import's format."""
-    where, params = flt.where()
-    rows = conn.execute(
-        sa.text(f"SELECT * FROM selection_records WHERE {where} ORDER BY record_id"), params
-    )
-    out = io.StringIO()
-    writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(as_row(dict(row._mapping)))
-    return out.getvalue()
-
-
-def record_history(conn: Connection, record_id: int) -> list[dict[str, Any]]:
-    """The record's changes, newest first."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT changed_at, changed_by, field, old_value, new_value FROM selection_history"
-            " WHERE record_id = :r ORDER BY change_id DESC"
-        ),
-        {"r": record_id},
-    )
-    return [dict(r._mapping) for r in rows]
 
 
 def _diff(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str, str]]:
@@ -326,15 +197,14 @@ def save_record(
     if invalid:
         result.refused = invalid
         return result
-    status = validation_status(flags, check_urls)
-    if old is not None and not verdicts and not flags:
-        status = old["validation_status"] or status  # URLs unchanged: their check stands
+    status, detail = validation_status(flags, check_urls), "; ".join(flags) or None
+    if old is not None and not new_urls and not flags:
+        # the URLs were checked when they came: that check stands
+        status, detail = old["validation_status"] or status, old["validation_detail"]
     action = "record.create" if old is None else "record.edit"
     try:
         with engine.begin() as conn:
-            result.record_id, result.changes = _write(
-                conn, rec, old, user, status, "; ".join(flags) or None, action
-            )
+            result.record_id, result.changes = _write(conn, rec, old, user, status, detail, action)
     except IntegrityError as exc:
         reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
         result.refused = f"conflicts with another record ({reason})"

@@ -1,10 +1,10 @@
 """The selection records pages (as BCWeb's or W3ACT's): list and search, create and edit a
 record, bulk edit and move a selection, export the search as CSV, each record's history.
 
-Why only routes here: every query and write is harvest.selection.editing's (the owner of the
-records), which checks a form exactly as an import checks a CSV row; this module reads the
-forms, checks the writer's role (curator) and CSRF token through
-:func:`actions.check_write`, and renders the answer.
+Why only routes here: every query and write is made by harvest.selection, the owner of the
+records (``record_search`` reads, ``editing`` writes and checks a form exactly as an import
+checks a CSV row); this module reads the forms, checks the writer's role (curator) and CSRF
+token through :func:`actions.check_write`, and renders the answer.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from harvest.selection import editing
+from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
 from harvestflow.audit import audit_entries
 from harvestflow.curator import actions
@@ -36,9 +36,9 @@ Pager = Callable[..., HTMLResponse]
 FILTERS = ("q", "collection", "frequency", "status", "validation", "curator", "page_no")
 
 
-def _filter(request: Request) -> editing.RecordFilter:
+def _filter(request: Request) -> record_search.RecordFilter:
     get = request.query_params.get
-    return editing.RecordFilter(
+    return record_search.RecordFilter(
         q=get("q", "")[:2000],
         collection=get("collection", "")[:500],
         frequency=get("frequency", "")[:100],
@@ -102,8 +102,8 @@ def add_record_routes(
         flt = _filter(request)
         page_no = min(max(page_no, 1), 1_000_000)
         with connect() as conn:
-            rows, total = editing.search_records(conn, flt, page_no, PAGE_SIZE)
-            known = editing.collections(conn)
+            rows, total = record_search.search_records(conn, flt, page_no, PAGE_SIZE)
+            known = record_search.collections(conn)
         query = {k: v for k, v in vars(flt).items() if v}
         return form_page(
             request,
@@ -120,7 +120,7 @@ def add_record_routes(
     @app.get("/records/export.csv")
     def export(request: Request) -> Response:
         with connect() as conn:
-            text = editing.export_csv(conn, _filter(request))
+            text = record_search.export_csv(conn, _filter(request))
         return Response(
             text,
             media_type="text/csv; charset=utf-8",
@@ -172,13 +172,13 @@ def add_record_routes(
     @app.get("/records/{record_id}", response_class=HTMLResponse)
     def record(request: Request, record_id: RecordId, saved: str = "") -> Response:
         with connect() as conn:
-            row = editing.get_record(conn, record_id)
+            row = record_search.get_record(conn, record_id)
             if row is None:
                 raise HTTPException(404, f"no selection record {record_id}")
-            history = editing.record_history(conn, record_id)
+            history = record_search.record_history(conn, record_id)
             audit = audit_entries(conn, target=f"record {record_id}", limit=50)
         return form_page(request, "record.html", title=f"Selection record {record_id}",
-                         record=row, values=editing.as_row(row), history=history, audit=audit,
+                         record=row, values=record_search.as_row(row), history=history, audit=audit,
                          result=None, saved=bool(saved))  # fmt: skip
 
     @app.post("/records/{record_id}")
@@ -191,8 +191,8 @@ def add_record_routes(
             raise HTTPException(404, str(exc)) from None
         if result.refused:
             with connect() as conn:
-                row = editing.get_record(conn, record_id)
-                history = editing.record_history(conn, record_id)
+                row = record_search.get_record(conn, record_id)
+                history = record_search.record_history(conn, record_id)
             return form_page(request, "record.html", 400, title=f"Selection record {record_id}",
                              record=row, values=form, history=history, audit=[], result=result)  # fmt: skip
         return RedirectResponse(f"{root(request)}/records/{record_id}?saved=1", 303)

@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from harvest.selection import editing as ed
+from harvest.selection import record_search as rs
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
 from tests.harvest.test_selection import resolver, site  # noqa: F401 (fixture)
@@ -64,7 +65,7 @@ def test_a_form_is_checked_as_the_import_checks_a_row(hdb, site) -> None:  # noq
     assert twice.refused and "conflicts with another record" in twice.refused
     with hdb.connect() as conn:
         count = conn.execute(sa.text("SELECT count(*) FROM selection_records")).scalar_one()
-        row = ed.get_record(conn, created.record_id)
+        row = rs.get_record(conn, created.record_id)
     assert count == 3
     assert row is not None and (row["frequency"], row["created_by"], row["creator"]) == (
         "weekly",
@@ -103,11 +104,11 @@ def test_edits_have_history_and_audit_and_reach_the_transfer(hdb, site) -> None:
         ed.bulk_edit([first], ed.BulkChange(), "bob", engine=hdb)
 
     with hdb.connect() as conn:
-        history = ed.record_history(conn, first)
+        history = rs.record_history(conn, first)
         audit = conn.execute(
             sa.text("SELECT username, action, target, detail FROM audit_log ORDER BY audit_id")
         ).all()
-        second_row = ed.get_record(conn, second)
+        second_row = rs.get_record(conn, second)
     assert [(h["field"], h["old_value"], h["new_value"], h["changed_by"]) for h in history[:4]] == [
         ("collection", "News", "Elections 2027", "bob"),
         ("frequency", "weekly", "monthly", "bob"),
@@ -151,8 +152,8 @@ def test_an_export_imports_back_to_the_same_records(hdb, site, tmp_path: Path) -
     assert rid
     ed.bulk_edit([rid], ed.BulkChange(end_date=date(2030, 6, 1), deactivate=True), "x", engine=hdb)
     with hdb.connect() as conn:
-        text = ed.export_csv(conn, ed.RecordFilter(collection="News"))
-        everything = ed.export_csv(conn, ed.RecordFilter())
+        text = rs.export_csv(conn, rs.RecordFilter(collection="News"))
+        everything = rs.export_csv(conn, rs.RecordFilter())
         stored = conn.execute(sa.text("SELECT * FROM selection_records ORDER BY record_id")).all()
     assert len(text.splitlines()) == 1 + 3  # header, two records, one title on two lines
     path = tmp_path / "export.csv"
