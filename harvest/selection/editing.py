@@ -147,6 +147,13 @@ def _stored(conn: Connection, record_id: int) -> dict[str, Any]:
     return found
 
 
+def _keep_feed_fields(rec: SelectionRecord, old: dict[str, Any]) -> None:
+    """The crawl feed's fields the import's columns do not hold (scope, login) stay as they
+    were."""
+    rec.scope, rec.login_page_url = old["scope"], old["login_page_url"]
+    rec.logout_url, rec.secret_id = old["logout_url"], old["secret_id"]
+
+
 def save_record(
     fields: dict[str, str],
     user: str,
@@ -180,8 +187,7 @@ def save_record(
             raise EditError(f"no selection record {record_id}")
         known = KnownUrls(conn)
     if old is not None:
-        rec.scope, rec.login_page_url = old["scope"], old["login_page_url"]
-        rec.logout_url, rec.secret_id = old["logout_url"], old["secret_id"]
+        _keep_feed_fields(rec, old)
         rec.creator = rec.creator or old["creator"]
         own = [old["seed_url"], *(old["supplementary_urls"] or [])]
         known.forget(own, record_key(old["external_id"], old["collection"], old["seed_url"]))
@@ -268,8 +274,7 @@ def bulk_edit(
             except RecordError as exc:
                 result.refused.append((record_id, exc.reason))
                 continue
-            rec.scope, rec.login_page_url = old["scope"], old["login_page_url"]
-            rec.logout_url, rec.secret_id = old["logout_url"], old["secret_id"]
+            _keep_feed_fields(rec, old)
             try:
                 with conn.begin_nested():
                     _, changes = _write(

@@ -163,3 +163,31 @@ def test_an_export_imports_back_to_the_same_records(hdb, site, tmp_path: Path) -
     with hdb.connect() as conn:
         again = conn.execute(sa.text("SELECT * FROM selection_records ORDER BY record_id")).all()
     assert [tuple(r) for r in again] == [tuple(r) for r in stored]
+
+
+def test_a_bulk_edit_refuses_the_records_the_import_would_and_changes_the_others(
+    hdb,
+    site,  # noqa: F811
+) -> None:
+    large = save(hdb, form(site, budget="large", frequency="monthly", depth="domain")).record_id
+    small = save(hdb, form(site, seed_url=f"http://other.test:{site}/", title="Small")).record_id
+    taken = save(hdb, form(site, seed_url=f"http://other.test:{site}/", collection="Arts"))
+    assert large and small and taken.record_id, (large, small, taken)
+    daily = ed.bulk_edit([large, small], ed.BulkChange(frequency="daily"), "bob", engine=hdb)
+    assert daily.changed == [small]
+    assert daily.refused == [
+        (
+            large,
+            "large budget / daily / domain depth: a large budget cannot be harvested daily (it"
+            " would not finish within the day)",
+        )
+    ]
+    # Arts already holds small's URL: moving it there is refused, as a second import row is
+    moved = ed.move_records([small, 999999], "Arts", "bob", engine=hdb)
+    assert moved.changed == [] and [r for r, _ in moved.refused] == [small, 999999]
+    assert "conflicts with another record" in moved.refused[0][1]
+    with hdb.connect() as conn:
+        assert rs.get_record(conn, large)["frequency"] == "monthly"  # type: ignore[index]
+        assert rs.get_record(conn, small)["collection"] == "News"  # type: ignore[index]
+        history = rs.record_history(conn, large)
+    assert history and {h["old_value"] for h in history} == {""}  # its creation only
