@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from harvest.common import engine_or_default
 from harvest.jobs import job_status
 from harvest.traps import add_trap
+from harvestflow.audit import record_audit
 from harvestflow.formats.job_status import RUNNING
 from harvestflow.job_actions import ActionError, check_arguments, insert_action
 
@@ -44,6 +45,7 @@ def request(
         if status not in RUNNING:  # SUBMITTED, STARTED
             raise ActionError(f"job {job_id} is not running (status {status})")
         action_id = insert_action(conn, job_id, action, args, user)
+        record_audit(conn, user, f"job.{action}", f"job {job_id}", {"action_id": action_id, **args})
     if action == "filter" and args.get("save"):
         try:
             if args["save"] == "domain":

@@ -41,6 +41,7 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "triggerer": ("--skip-serve-logs",),
 }
 ADMIN_USER = "admin"
+AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")  # the simple auth manager's roles
 
 
 def airflow_bin() -> str:
@@ -67,7 +68,9 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(data_path("plugins")),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role}" for name, role in login_users(settings).items()
+            ),
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(password_file(settings)),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{api_url}/execution/",
             "AIRFLOW__API__HOST": str(af["host"]),
@@ -110,15 +113,30 @@ def password_file(settings: Settings) -> Path:
     return settings.airflow_home / "simple_auth_manager_passwords.json.generated"
 
 
+def login_users(settings: Settings) -> dict[str, str]:
+    """The simple auth manager's users and roles: admin, then ``[airflow] users``."""
+    users = {ADMIN_USER: "admin"}
+    for entry in settings["airflow"].get("users") or []:
+        name, _, role = str(entry).partition(":")
+        if not name.strip() or role.strip().upper() not in AIRFLOW_ROLES:
+            raise ValueError(
+                f"[airflow] users: {entry!r} is not name:ROLE (ROLE one of "
+                f"{', '.join(r.lower() for r in AIRFLOW_ROLES)})"
+            )
+        users[name.strip()] = role.strip().lower()
+    return users
+
+
 def ensure_login(settings: Settings) -> tuple[str, str]:
-    """Create the admin password once (kept across runs) and return the login."""
+    """Create each user's password once (kept across runs) and return the admin's login."""
     path = password_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     passwords: dict[str, str] = {}
     if path.exists() and path.read_text().strip():
         passwords = json.loads(path.read_text())
-    if ADMIN_USER not in passwords:
-        passwords[ADMIN_USER] = secrets.token_urlsafe(12)
+    missing = [name for name in login_users(settings) if name not in passwords]
+    if missing:
+        passwords.update({name: secrets.token_urlsafe(12) for name in missing})
         atomic_write_text(path, json.dumps(passwords) + "\n", chmod=0o600)
     return ADMIN_USER, passwords[ADMIN_USER]
 

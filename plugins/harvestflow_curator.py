@@ -7,11 +7,13 @@ navigation ("Browse → Harvest curator"). Every request must carry Airflow's ow
 session is sent to Airflow's login page; any other request without a token gets 401, one with
 an invalid token 403 (as Airflow's own API), a user without the permission 403.
 
-Writes (an operator's action on a running crawl) need more: the dependency names the user
-(``request.state.user``) and says whether Airflow's auth manager lets them edit DAGs
-(``request.state.can_edit``: ``is_authorized_dag(method="PUT")`` — the simple auth manager's
-USER role and above, FAB's "can edit DAGs"); harvestflow.curator.actions checks both and the
-CSRF token on every POST.
+Writes need more: the dependency names the user (``request.state.user``) and their role on our
+pages (``request.state.role``, harvestflow.curator.actions.Role) from Airflow's auth manager:
+a crawl engineer may edit pools (``is_authorized_pool(method="PUT")``: the simple auth
+manager's OP and ADMIN, FAB's Op and Admin), a curator may edit DAGs
+(``is_authorized_dag(method="PUT")``: USER; FAB's User), anyone else who sees the website is
+a viewer. harvestflow.curator.actions.check_write checks the role a write needs and the CSRF
+token on every POST.
 
 Airflow shows the app in an iframe sandboxed without top navigation; links to Airflow's own
 pages (a job's task log) are routed by the pages' script (``templates/curator.js``).
@@ -49,7 +51,18 @@ async def require_airflow_login(request: Request) -> None:
     if not manager.is_authorized_view(access_view=AccessView.WEBSITE, user=user):
         raise HTTPException(status_code=403, detail="not allowed to see harvestflow's views")
     request.state.user = user.get_name()
-    request.state.can_edit = manager.is_authorized_dag(method="PUT", user=user)
+    request.state.role = curator_role(manager, user)
+
+
+def curator_role(manager: Any, user: Any) -> Any:
+    """The user's role on the curator pages, from Airflow's auth manager (see module doc)."""
+    from harvestflow.curator.actions import Role
+
+    if manager.is_authorized_pool(method="PUT", user=user):
+        return Role.ENGINEER
+    if manager.is_authorized_dag(method="PUT", user=user):
+        return Role.CURATOR
+    return Role.VIEWER
 
 
 def airflow_base_path(base_url: str) -> str:

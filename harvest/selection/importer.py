@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,12 +79,12 @@ class ImportReport:
         return "\n".join(lines)
 
 
-def _record_key(external_id: str | None, collection: str, seed_url: str) -> str:
+def record_key(external_id: str | None, collection: str, seed_url: str) -> str:
     """What identifies a record across imports: the feed id, else (collection, seed URL)."""
     return f"id:{external_id}" if external_id else f"{collection}\x00{seed_url}"
 
 
-class _Known:
+class KnownUrls:
     """URLs, hosts and domains already present (in the DB, then earlier rows of the file).
 
     Each URL remembers which records hold it, so that a record re-imported with a changed seed
@@ -101,9 +102,18 @@ class _Known:
             )
         )
         for row in rows:
-            key = _record_key(row.external_id, row.collection, row.seed_url)
+            key = record_key(row.external_id, row.collection, row.seed_url)
             for url in [row.seed_url, *(row.supplementary_urls or [])]:
                 self.add(url, row.collection, key)
+
+    def forget(self, urls: list[str], key: str) -> None:
+        """Leave out record ``key``'s own URLs (a record edited is no duplicate of itself)."""
+        for url in urls:
+            self.urls.get(url, {}).pop(key, None)
+
+    def unknown(self, urls: Iterable[str]) -> list[str]:
+        """The URLs no record holds yet: the ones to check online."""
+        return [u for u in urls if not self.urls.get(u)]
 
     def add(self, url: str, collection: str, key: str) -> None:
         self.urls[url][key] = collection
@@ -117,7 +127,7 @@ class _Known:
     def flags(self, rec: SelectionRecord) -> list[str]:
         """Why a curator should look again (the record itself is not a duplicate of itself)."""
         url = rec.seed_url
-        key = _record_key(rec.external_id, rec.collection, rec.seed_url)
+        key = record_key(rec.external_id, rec.collection, rec.seed_url)
         others = {c for k, c in self.urls.get(url, {}).items() if k != key} - {rec.collection}
         if others:
             return [f"same URL already in collection(s) {', '.join(sorted(others))}"]
@@ -132,6 +142,24 @@ class _Known:
         if same_domain:
             return [f"domain {domain} already present ({same_domain[0]})"]
         return []
+
+
+def judge(
+    rec: SelectionRecord, verdicts: dict[str, UrlCheck], known: KnownUrls
+) -> tuple[str | None, list[str]]:
+    """(why the record is refused, or None; what a curator should look at again): a URL
+    answering 4xx/5xx or without DNS refuses it; redirects and duplicates are flags."""
+    problems = [verdicts[u] for u in rec.all_urls if u in verdicts]
+    invalid = [v for v in problems if v.verdict == "invalid"]
+    if invalid:
+        return "; ".join(v.message for v in invalid), []
+    flags = [v.message for v in problems if v.verdict == "redirect"]
+    return None, flags + known.flags(rec)
+
+
+def validation_status(flags: list[str], checked: bool) -> str:
+    """The record's validation_status column."""
+    return "warning" if flags else ("valid" if checked else "unchecked")
 
 
 _UPSERT = """
@@ -171,7 +199,7 @@ RETURNING (xmax = 0) AS inserted
 """
 
 
-def _params(rec: SelectionRecord, user: str | None, status: str, detail: str | None) -> dict:
+def record_params(rec: SelectionRecord, user: str | None, status: str, detail: str | None) -> dict:
     return {
         "external_id": rec.external_id,
         "collection": rec.collection,
@@ -271,8 +299,8 @@ def import_file(
     rejects = [(e.where, e.reason, e.text) for e in refused]
 
     with engine.begin() as conn:
-        known = _Known(conn)
-    new_urls = [u for rec in records for u in rec.all_urls if u not in known.urls]
+        known = KnownUrls(conn)
+    new_urls = known.unknown(u for rec in records for u in rec.all_urls)
     verdicts: dict[str, UrlCheck] = {}
     if check_urls and new_urls:
         verdicts = urlcheck.check_urls(new_urls, resolver=resolver, timeout=timeout)
@@ -292,22 +320,19 @@ def import_file(
                     refuse(rec, f"same record as {first}; left out")
                     continue
                 seen_keys[key] = rec.where
-                problems = [verdicts[u] for u in rec.all_urls if u in verdicts]
-                invalid = [v for v in problems if v.verdict == "invalid"]
+                invalid, flags = judge(rec, verdicts, known)
                 if invalid:
-                    refuse(rec, "; ".join(v.message for v in invalid))
+                    refuse(rec, invalid)
                     continue
-                flags = [v.message for v in problems if v.verdict == "redirect"]
-                flags += known.flags(rec)
                 for flag in flags:
                     report.warnings.append((rec.where, flag))
-                status = "warning" if flags else ("valid" if check_urls else "unchecked")
+                status = validation_status(flags, check_urls)
                 conflict = "external_id" if rec.external_id else "collection, seed_url"
                 try:
                     with conn.begin_nested():
                         row = conn.execute(
                             sa.text(_UPSERT.format(key=conflict)),
-                            _params(rec, user, status, "; ".join(flags) or None),
+                            record_params(rec, user, status, "; ".join(flags) or None),
                         ).first()
                 except IntegrityError as exc:
                     reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
@@ -319,9 +344,9 @@ def import_file(
                     report.inserted += 1
                 else:
                     report.updated += 1
-                record_key = _record_key(rec.external_id, rec.collection, rec.seed_url)
+                key_of = record_key(rec.external_id, rec.collection, rec.seed_url)
                 for url in rec.all_urls:
-                    known.add(url, rec.collection, record_key)
+                    known.add(url, rec.collection, key_of)
     target = rejects_path or default_rejects_path(path)
     write_rejects(target, path.name, rejects)
     report.rejects_path = str(target)

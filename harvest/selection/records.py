@@ -214,15 +214,17 @@ def read_csv(path: Path, mapping: SelectionMapping) -> Iterator[SelectionRecord 
             where = f"{path.name} line {first}"
             row = dict(zip(header, values, strict=False))
             try:
-                yield _csv_record(row, where, text, mapping)
+                yield record_from_row(row, where, text, mapping)
             except RecordError as exc:
                 exc.text = text
                 yield exc
 
 
-def _csv_record(
+def record_from_row(
     row: dict[str, str], where: str, text: str, mapping: SelectionMapping
 ) -> SelectionRecord:
+    """A record from a row of CSV_COLUMNS values (a CSV line, or the curator pages' form),
+    checked as every import checks it; :class:`RecordError` says what is wrong."""
     for key, value in row.items():
         try:
             check_text(value, key or "column")
@@ -270,7 +272,10 @@ def _csv_record(
         schedules=schedules,
         text=text,
     )
-    return check_fields(rec, mapping)
+    check_fields(rec, mapping)
+    for schedule in rec.schedules:  # as the record's (an export reads back the same)
+        schedule["frequency"] = rec.frequency
+    return rec
 
 
 def parse_feed_date(value: str | None, where: str, name: str = "date") -> datetime | None:

@@ -1,13 +1,13 @@
-"""The curator pages' one kind of write: an operator's action on a running crawl job.
+"""The curator pages' writes: who may make them, and the CSRF check every form goes through.
 
-Why its own module: every other page only reads. A write must be a POST from a user the auth
-dependency named (``request.state.user``) and allowed to edit (``request.state.can_edit``,
-from Airflow's auth manager: see plugins/harvestflow_curator.py), and carry the page's CSRF
-token: ``HMAC(key, session cookie + user)``, where the session cookie (``hf_csrf``, random,
-HttpOnly, SameSite=Strict) is set by the job page and the key is kept under the data directory.
-A page of another site can make a browser send the cookies, never read the token: a forged
-post without it is refused (403). The action itself goes through harvest.control (the same as
-the CLI), which records who asked in ``job_actions``.
+Why one place: every write (an operator's action on a running crawl, a selection record saved,
+a bulk edit) must be a POST from a user the auth dependency named (``request.state.user``)
+whose role (``request.state.role``, a :class:`Role` the dependency took from Airflow's auth
+manager: see plugins/harvestflow_curator.py) is at least the one the write needs, and carry the
+page's CSRF token: ``HMAC(key, session cookie + user)``, where the session cookie (``hf_csrf``,
+random, HttpOnly, SameSite=Strict) is set by the pages with forms and the key is kept under the
+data directory. A page of another site can make a browser send the cookies, never read the
+token: a forged post without it is refused (403). :func:`check_write` does both checks.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import hmac
 import logging
 import os
 import secrets
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +51,33 @@ def user_of(request: Request) -> str | None:
     return str(user) if user else None
 
 
-def can_edit(request: Request) -> bool:
-    return bool(getattr(request.state, "can_edit", False)) and user_of(request) is not None
+class Role(IntEnum):
+    """What a user may do on the curator pages; each role may do what the lower ones may.
+
+    Taken from Airflow's auth manager by the plugin: a crawl engineer may edit pools (the crawl
+    channels: the simple auth manager's OP and ADMIN, FAB's Op and Admin), a curator may edit
+    DAGs (USER; FAB's User), a viewer may only see the pages (VIEWER; FAB's Viewer).
+    """
+
+    VIEWER = 1
+    CURATOR = 2  # edit selection records and annotations, comment
+    ENGINEER = 3  # control running jobs, edit definitions and traps
+
+    @property
+    def label(self) -> str:
+        return {1: "viewer", 2: "curator", 3: "crawl engineer"}[int(self)]
+
+
+def role_of(request: Request) -> Role:
+    """The user's role as the auth dependency set it (viewer when unnamed or unset)."""
+    role = getattr(request.state, "role", None)
+    if user_of(request) is None or role is None:
+        return Role.VIEWER
+    return Role(int(role))
+
+
+def has_role(request: Request, role: Role) -> bool:
+    return user_of(request) is not None and role_of(request) >= role
 
 
 def csrf_token(key: bytes, session: str, user: str) -> str:
@@ -66,17 +92,25 @@ def session_of(request: Request) -> tuple[str, bool]:
     return secrets.token_urlsafe(32), True
 
 
-async def read_form(request: Request) -> dict[str, str]:
-    """An urlencoded form (the first value of each field); too large a body is refused."""
+async def read_form_lists(
+    request: Request, max_bytes: int = MAX_FORM_BYTES
+) -> dict[str, list[str]]:
+    """An urlencoded form, every value of each field; too large a body is refused (413)."""
     body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
+    if len(body) > max_bytes:
         raise HTTPException(413, "form too large")
-    fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+    return parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+
+
+async def read_form(request: Request, max_bytes: int = MAX_FORM_BYTES) -> dict[str, str]:
+    """An urlencoded form (the first value of each field); too large a body is refused."""
+    fields = await read_form_lists(request, max_bytes)
     return {k: v[0] for k, v in fields.items()}
 
 
-def check_write(request: Request, form: dict[str, str], key: bytes) -> str:
-    """The user allowed to write, after the CSRF check (HTTPException 403 otherwise)."""
+def check_write(request: Request, form: dict[str, str], key: bytes, *, role: Role) -> str:
+    """The user allowed to write, after the CSRF check and the check that their role is at
+    least ``role`` (HTTPException 403 otherwise)."""
     user = user_of(request)
     if user is None:
         raise HTTPException(403, "writes need an authenticated user")
@@ -85,9 +119,34 @@ def check_write(request: Request, form: dict[str, str], key: bytes) -> str:
     if not session or not given or not hmac.compare_digest(given, csrf_token(key, session, user)):
         log.warning("curator: write refused for %s: missing or wrong CSRF token", user)
         raise HTTPException(403, "missing or wrong CSRF token (reload the page)")
-    if not can_edit(request):
-        raise HTTPException(403, f"{user} may not control crawls (needs DAG edit permission)")
+    if role_of(request) < role:
+        log.warning("curator: write refused for %s: needs role %s", user, role.label)
+        raise HTTPException(
+            403, f"{user} is a {role_of(request).label}: this needs the {role.label} role"
+        )
     return user
+
+
+def form_token(request: Request, key: bytes) -> tuple[str, str, bool]:
+    """(session cookie value, CSRF token for the page's forms, whether the cookie is new)."""
+    session, new = session_of(request)
+    user = user_of(request)
+    return session, (csrf_token(key, session, user) if user else ""), new
+
+
+def set_session(request: Request, response: Response, session: str, new: bool) -> None:
+    """Set the CSRF session cookie on a page with forms (when it is new)."""
+    if not new or user_of(request) is None:
+        return
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    response.set_cookie(
+        CSRF_COOKIE,
+        session,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path=(root or "") + "/",
+    )
 
 
 def _int(form: dict[str, str], name: str) -> int | None:

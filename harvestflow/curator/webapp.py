@@ -6,11 +6,13 @@ its own API server (``fastapi_apps``), behind its login, and shows it in the UI'
 know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
 dependency, so the library stays testable without an Airflow server.
 
-Every route is a GET but one; every query binds its parameters and runs in a READ ONLY
-transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read
-under the directories the database records for a job, a QA day or a preload run. The one write,
-``POST /jobs/{id}/actions`` (an operator's action on a running crawl), is checked by
-:mod:`harvestflow.curator.actions` (authenticated user with edit permission, CSRF token).
+Every route is a GET but the forms' POSTs; every page's query binds its parameters and runs in
+a READ ONLY transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files
+are only read under the directories the database records for a job, a QA day or a preload run.
+The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
+engineers) and the selection records' forms (:mod:`harvestflow.curator.records_pages`,
+curators) — are checked by :func:`harvestflow.curator.actions.check_write` (the role the write
+needs, the CSRF token) and made by the stage that owns the table.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from harvestflow.contracts.jobdir import JobDir
-from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
+from harvestflow.curator import (
+    actions,
+    crawllog_search,
+    jobfiles,
+    operations,
+    queries,
+    records_pages,
+)
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
@@ -142,8 +151,7 @@ def create_app(
             history = job_actions(job_id, conn) if row is not None else []
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
-        user = actions.user_of(request)
-        session, new_session = actions.session_of(request)
+        session, token, new_session = actions.form_token(request, csrf_key)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
@@ -171,19 +179,11 @@ def create_app(
             offset=max(offset, 0),
             columns=crawllog_search.COLUMNS,
             actions=history,
-            can_control=actions.can_edit(request) and row["status"] in RUNNING,
-            csrf=actions.csrf_token(csrf_key, session, user) if user else "",
+            can_control=actions.has_role(request, actions.Role.ENGINEER)
+            and row["status"] in RUNNING,
+            csrf=token,
         )
-        if new_session and user:
-            root = str(request.scope.get("root_path", "")).rstrip("/")
-            response.set_cookie(
-                actions.CSRF_COOKIE,
-                session,
-                httponly=True,
-                samesite="strict",
-                secure=request.url.scheme == "https",
-                path=(root or "") + "/",
-            )
+        actions.set_session(request, response, session, new_session)
         return response
 
     @app.post("/jobs/{job_id}/actions")
@@ -192,7 +192,7 @@ def create_app(
         from harvest.control import request as request_action
 
         form = await actions.read_form(request)
-        user = actions.check_write(request, form, csrf_key)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.ENGINEER)
         action = form.get("action", "")
         try:
             action_id = request_action(
@@ -300,6 +300,10 @@ def create_app(
         with connect() as conn:
             status = operations.preservation(conn, _page_no(page_no), PAGE_SIZE)
         return page(request, "preservation.html", title="Preservation", s=status)
+
+    records_pages.add_record_routes(
+        app, page=page, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+    )
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:

@@ -54,3 +54,28 @@ def test_stop_ends_task_processes_outside_the_components_process_groups(tmp_path
         for pid in (task_pid, component.pid):
             if not _gone(pid):
                 psutil.Process(pid).kill()
+
+
+def test_more_simple_auth_manager_users_get_a_role_and_a_password(tmp_path: Path) -> None:
+    import json
+
+    import pytest
+
+    from harvestflow.airflow_runtime import airflow_env, ensure_login, password_file
+    from harvestflow.settings import load
+
+    env = {
+        "HARVESTFLOW_DATA_DIR": str(tmp_path),
+        "HARVESTFLOW_AIRFLOW__USERS": '["carol:USER", "victor:viewer"]',
+    }
+    settings = load(environ=env)
+    users = airflow_env(settings, base={})["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"]
+    assert users == "admin:admin,carol:user,victor:viewer"
+    admin, password = ensure_login(settings)
+    passwords = json.loads(password_file(settings).read_text())
+    assert admin == "admin" and passwords["admin"] == password
+    assert set(passwords) == {"admin", "carol", "victor"}
+    assert ensure_login(settings) == (admin, password)  # kept across runs
+    bad = load(environ={**env, "HARVESTFLOW_AIRFLOW__USERS": '["mallory:root"]'})
+    with pytest.raises(ValueError, match=r"'mallory:root' is not name:ROLE"):
+        airflow_env(bad, base={})

@@ -65,6 +65,8 @@ OWNERS = {
     "job_leases": "crawler",
     "credentials": "harvestflow.credentials",
     "job_actions": "harvestflow.job_actions",
+    "audit_log": "harvestflow.audit",
+    "selection_history": "harvest",
 }  # fmt: skip
 
 # (module, table): what is still there, and why

@@ -14,12 +14,14 @@ import sqlalchemy as sa
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
+from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
 from tests.plugins.test_curator_webapp import _insert_job
 
 pytestmark = pytest.mark.services
 
-USERS = {"alice": True, "victor": False}  # name -> may edit (as the plugin's dependency says)
+# name -> role (as the plugin's dependency says)
+USERS = {"alice": Role.ENGINEER, "carol": Role.CURATOR, "victor": Role.VIEWER}
 
 
 def _as_user(request: Request) -> None:
@@ -28,7 +30,7 @@ def _as_user(request: Request) -> None:
     if name not in USERS:
         raise HTTPException(status_code=401, detail="not authenticated")
     request.state.user = name
-    request.state.can_edit = USERS[name]
+    request.state.role = USERS[name]
 
 
 @pytest.fixture
@@ -100,23 +102,34 @@ def test_forged_post_is_refused_and_a_real_one_is_recorded_with_the_user(
     history = alice.get(f"/jobs/{running_job}").text
     assert "actions-history" in history and "test,a)/cal" in history
     assert history.count(">alice<") == 2
+    with db_engine.connect() as conn:
+        audit = conn.execute(
+            sa.text("SELECT username, action, target, detail FROM audit_log ORDER BY audit_id")
+        ).all()
+    assert [tuple(a)[:3] for a in audit] == [
+        ("alice", "job.pause", f"job {running_job}"),
+        ("alice", "job.filter", f"job {running_job}"),
+    ]
+    assert audit[1].detail["pattern"] == "test,a)/cal"
 
 
-def test_a_user_without_edit_permission_sees_no_forms_and_cannot_write(
-    db_engine: sa.Engine, tmp_path: Path, running_job: int
+@pytest.mark.parametrize("name", ["victor", "carol"])
+def test_only_a_crawl_engineer_sees_the_forms_and_controls_a_crawl(
+    db_engine: sa.Engine, tmp_path: Path, running_job: int, name: str
 ) -> None:
-    victor = _client(db_engine, tmp_path, "victor")
-    page = victor.get(f"/jobs/{running_job}")
+    """A viewer and a curator (who may edit selection records) may not control crawls."""
+    user = _client(db_engine, tmp_path, name)
+    page = user.get(f"/jobs/{running_job}")
     assert page.status_code == 200
-    assert 'name="action"' not in page.text and "not control it" in page.text
+    assert 'name="action"' not in page.text and "needs the crawl engineer role" in page.text
     # even with a right token (made here with the app's key), the write is refused
     from harvestflow.curator.actions import csrf_token, load_key
 
-    token = csrf_token(load_key(tmp_path), victor.cookies["hf_csrf"], "victor")
-    refused = victor.post(
+    token = csrf_token(load_key(tmp_path), user.cookies["hf_csrf"], name)
+    refused = user.post(
         f"/jobs/{running_job}/actions", data={"action": "stop", "csrf_token": token}
     )
-    assert refused.status_code == 403 and "may not control crawls" in refused.text
+    assert refused.status_code == 403 and "needs the crawl engineer role" in refused.text
     assert _actions(db_engine, running_job) == []
 
 

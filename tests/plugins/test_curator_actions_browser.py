@@ -19,6 +19,7 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
 from tests.conftest import free_port
 from tests.plugins.browser import chromium
@@ -32,7 +33,7 @@ def _cookie_user(request: Request) -> None:
     if name != "alice":
         raise HTTPException(status_code=401, detail="not authenticated")
     request.state.user = name
-    request.state.can_edit = True
+    request.state.role = Role.ENGINEER
 
 
 @pytest.fixture

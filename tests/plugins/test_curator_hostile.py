@@ -98,7 +98,15 @@ def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
             {"day": DAY, "dir": str(qa_dir), "s": json.dumps({"jobs": 1})},
         )
         conn.execute(sa.text("INSERT INTO preload_runs (run_id) VALUES ('run-1')"))
-    return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0"}
+        record = conn.execute(
+            sa.text(
+                "INSERT INTO selection_records (collection, seed_url, budget, frequency, depth,"
+                " theme) VALUES ('News', 'http://web.test/', 'small', 'weekly', 'page', 'x')"
+                " RETURNING record_id"
+            )
+        ).scalar_one()
+    return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0",
+            "record_id": str(record)}  # fmt: skip
 
 
 @pytest.fixture

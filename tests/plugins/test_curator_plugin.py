@@ -49,3 +49,25 @@ def test_plugin_mounts_the_search_page_behind_airflow_login() -> None:
     assert [d.dependency for d in app["app"].router.dependencies] == [module.require_airflow_login]
     (view,) = plugin.external_views
     assert view["href"] == "/search/" and view["category"] == "browse"
+
+
+def test_roles_come_from_the_simple_auth_managers_roles() -> None:
+    """Viewer, curator (may edit DAGs) and crawl engineer (may edit pools), as Airflow's own
+    simple auth manager answers for its four roles."""
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    from harvestflow.curator.actions import Role
+
+    curator_role = _plugin().curator_role
+    manager = SimpleAuthManager()
+    found = {
+        name: curator_role(manager, SimpleAuthManagerUser(username=name.lower(), role=name))
+        for name in ("VIEWER", "USER", "OP", "ADMIN")
+    }
+    assert found == {
+        "VIEWER": Role.VIEWER,
+        "USER": Role.CURATOR,
+        "OP": Role.ENGINEER,
+        "ADMIN": Role.ENGINEER,
+    }

@@ -128,10 +128,17 @@ def test_unknown_things_are_404(client: TestClient) -> None:
 
 def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) -> None:
     routes = [r for r in client.app.routes if isinstance(r, APIRoute)]
-    # one write only: an operator's action on a running crawl (tests/plugins/test_curator_actions)
+    # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions)
+    # and the selection records' forms (tests/plugins/test_curator_records), each checked by
+    # harvestflow.curator.actions.check_write
     writes = [r.path for r in routes if not r.methods <= {"GET", "HEAD"}]
-    assert writes == ["/jobs/{job_id}/actions"]
-    assert {m for r in routes if r.path in writes for m in r.methods} == {"POST"}
+    assert writes == [
+        "/jobs/{job_id}/actions",
+        "/records/new",
+        "/records/bulk",
+        "/records/{record_id}",
+    ]
+    assert {m for r in routes if not r.methods <= {"GET", "HEAD"} for m in r.methods} == {"POST"}
     assert client.post("/jobs").status_code == 405
     # the pages' connections are READ ONLY: a write fails there, and only there
     update = sa.text("UPDATE harvestdefinitions SET comments = 'changed'")

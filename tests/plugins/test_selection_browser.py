@@ -1,0 +1,240 @@
+"""Selection records edited in headless Chromium inside a real Airflow (`harvestflow up` on a
+fresh data dir, with a curator and a viewer of Airflow's simple auth manager): the curator
+signs in on Airflow's login page, creates records (the URL check of a loopback server's 404
+refuses one, its 301 is shown), edits one, bulk-edits and deactivates, exports the search as
+CSV (which imports back unchanged); the viewer's write and a form posted without the CSRF token
+are refused (403); the history, the audit table, and the next transfer (the function the
+selective DAGs run) show the edits."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.harvest.test_selection import Handler
+from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.platform.test_up import Output
+from tests.plugins.browser import chromium
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+STALE = (StaleElementReferenceException,)
+# the page's fetch() with the browser's own cookies (Airflow's _token and hf_csrf)
+POST = """
+const [url, body, done] = arguments;
+fetch(url, {method: "POST", body: new URLSearchParams(body), redirect: "manual"})
+  .then(async r => done([r.status, await r.text()]));
+"""
+GET = """
+const [url, done] = arguments;
+fetch(url).then(async r => done([r.status, await r.text()]));
+"""
+
+
+@dataclass
+class Platform:
+    base: str
+    env: dict[str, str]
+    passwords: dict[str, str]
+    site: int
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    from harvestflow.settings import load
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
+    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
+    proc = subprocess.Popen(
+        [HARVESTFLOW, "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    out = Output(proc)
+    try:
+        base = out.wait_for(r"Airflow UI: (http://\S+)\s+login: ", 600).group(1).rstrip("/")
+        # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
+        home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
+        secrets = home / "simple_auth_manager_passwords.json.generated"
+        yield Platform(base, env, json.loads(secrets.read_text()), server.server_address[1])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(180)
+        finally:
+            server.shutdown()
+            server.server_close()
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
+    """Airflow's login for ``user``: the JWT its auth manager issues at ``/auth/token``, as the
+    ``_token`` cookie the UI's login page sets (that page itself: test_curator_browser.py)."""
+    answer = httpx.post(
+        f"{platform.base}/auth/token",
+        json={"username": user, "password": platform.passwords[user]},
+        timeout=60,
+    )
+    assert answer.status_code == 201, answer.text
+    driver.get(f"{platform.base}/api/v2/version")  # a page of the origin, to set its cookie
+    driver.add_cookie({"name": "_token", "value": answer.json()["access_token"], "path": "/"})
+
+
+def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: str) -> str:
+    """Fill the form's fields, press its button, wait for the answer; the answer's text."""
+    form = driver.find_element(By.ID, form_id)
+    for name, value in fields.items():
+        box = form.find_element(By.NAME, name)
+        if box.get_attribute("type") == "checkbox":
+            if (value == "yes") != box.is_selected():
+                box.click()
+            continue
+        box.clear()
+        box.send_keys(value)
+    form.find_element(By.CSS_SELECTOR, button).click()
+    WebDriverWait(driver, 90, ignored_exceptions=STALE).until(
+        expected_conditions.staleness_of(form)
+    )
+    WebDriverWait(driver, 90, ignored_exceptions=STALE).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+    return driver.find_element(By.TAG_NAME, "main").text
+
+
+def _record(site: int, path: str, title: str) -> dict[str, str]:
+    return {
+        "collection": "News",
+        "title": title,
+        "seed_url": f"http://127.0.0.1:{site}{path}",
+        "budget": "small",
+        "frequency": "weekly",
+        "depth": "page",
+        "theme": "politics",
+    }
+
+
+def _engine(env: dict[str, str]) -> sa.Engine:
+    from harvestflow.db import get_engine
+    from harvestflow.settings import load
+
+    return get_engine(load(environ=env).harvest_db_url)
+
+
+def test_curator_edits_records_viewer_and_forgery_are_refused(
+    platform: Platform, tmp_path: Path
+) -> None:
+    from harvest.selection.importer import import_file
+    from harvest.selection.transfer import transfer_selection_records
+
+    cur, site = platform.base + "/curator", platform.site
+    with chromium() as driver:
+        driver.set_script_timeout(90)
+        _sign_in(driver, platform, "carol")
+        driver.get(cur + "/records/new")
+        text = _submit(driver, "record-form", **_record(site, "/gone", "Gone"))
+        assert f"refused: http://127.0.0.1:{site}/gone: the server answered 404" in text
+        driver.get(cur + "/records/new")
+        text = _submit(driver, "record-form", **_record(site, "/moved", "Moved"))
+        assert f"/moved redirects (301) to http://127.0.0.1:{site}/ok" in text
+        moved = int(driver.current_url.split("/records/")[1].split("?")[0])
+        ids = [moved]
+        for path, title in (("/ok", "Front"), ("/a", "Section A")):
+            driver.get(cur + "/records/new")
+            _submit(driver, "record-form", **_record(site, path, title))
+            ids.append(int(driver.current_url.split("/records/")[1].split("?")[0]))
+        driver.get(f"{cur}/records/{ids[1]}")
+        _submit(driver, "record-form", title="Front page", depth="host")
+
+        # bulk: all three monthly in collection Arts, then the first one deactivated
+        driver.get(cur + "/records?collection=News")
+        for box in driver.find_elements(By.NAME, "ids"):
+            box.click()
+        text = _submit(driver, "bulk-form", "#bulk-edit", frequency="monthly", collection="Arts")
+        assert "3 changed, 0 unchanged" in text
+        driver.get(cur + "/records?collection=Arts&q=moved")
+        driver.find_element(By.NAME, "ids").click()
+        text = _submit(driver, "bulk-form", "#bulk-edit", deactivate="yes")
+        assert "1 changed" in text
+
+        driver.get(f"{cur}/records/{ids[1]}")
+        history = driver.find_element(By.ID, "history").text
+        for change in ("carol collection News Arts", "carol frequency weekly monthly",
+                       "carol depth page host", "carol title Front Front page"):  # fmt: skip
+            assert change in history, history
+
+        driver.get(cur + "/records?collection=Arts")
+        export = driver.find_element(By.ID, "export").get_attribute("href")
+        status, exported = driver.execute_async_script(GET, export)
+        assert status == 200 and exported.count("\n") == 4, exported  # header + 3 records
+        # a form posted without the token (another site's): refused, nothing written
+        status, body = driver.execute_async_script(
+            POST, f"{cur}/records/{ids[2]}", _record(site, "/a", "forged")
+        )
+        assert status == 403 and "CSRF" in body
+
+    with chromium() as driver:
+        driver.set_script_timeout(90)
+        _sign_in(driver, platform, "victor")
+        driver.get(f"{cur}/records/{ids[2]}")
+        main = driver.find_element(By.TAG_NAME, "main").text
+        assert "Section A" in main and "needs the curator role" in main
+        assert not driver.find_elements(By.ID, "record-form")
+        driver.get(cur + "/records")
+        token = driver.find_element(By.NAME, "csrf_token").get_attribute("value")
+        body = {"ids": str(ids[2]), "deactivate": "yes", "op": "edit", "csrf_token": token}
+        status, text = driver.execute_async_script(POST, f"{cur}/records/bulk", body)
+        assert status == 403 and "victor is a viewer: this needs the curator role" in text
+
+    engine = _engine(platform.env)
+    with engine.connect() as conn:
+        audit = conn.execute(
+            sa.text("SELECT username, action, target FROM audit_log ORDER BY audit_id")
+        ).all()
+        active = conn.execute(
+            sa.text("SELECT title FROM selection_records WHERE active ORDER BY record_id")
+        ).all()
+    assert [a.action for a in audit] == [
+        *["record.create"] * 3,
+        "record.edit",
+        *["record.bulk_edit"] * 4,
+    ]
+    assert {a.username for a in audit} == {"carol"}
+    assert [a.title for a in active] == ["Front page", "Section A"]
+
+    # the export is the import's format: it imports back to the same records
+    path = tmp_path / "export.csv"
+    path.write_text(exported, encoding="utf-8")
+    report = import_file(path, engine=engine, user="check", rejects_path=tmp_path / "rejects")
+    assert (report.errors, report.inserted, report.updated, report.unchanged) == ([], 0, 0, 3)
+
+    # the transfer the selective DAGs run: the monthly Arts definition, without the inactive one
+    result = transfer_selection_records(engine=engine)
+    assert result["records"] == 2 and "arts-monthly" in result["definitions"]
+    with engine.connect() as conn:
+        seeds = conn.execute(
+            sa.text("SELECT name, seeds FROM seedlists WHERE name LIKE 'sel-small-monthly-%'")
+        ).all()
+    urls = "\n".join(str(s.seeds) for s in seeds)
+    assert f"http://127.0.0.1:{site}/ok" in urls and f"http://127.0.0.1:{site}/a" in urls
+    assert "/moved" not in urls
