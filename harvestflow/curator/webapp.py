@@ -8,8 +8,9 @@ dependency, so the library stays testable without an Airflow server.
 
 Every route is a GET but one; every query binds its parameters and runs in a READ ONLY
 transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read
-under the directories the database records for a job, a QA day or a preload run. The one write,
-``POST /jobs/{id}/actions`` (an operator's action on a running crawl), is checked by
+under the directories the database records for a job, a QA day or a preload run. The writes,
+``POST /jobs/{id}/actions`` (an operator's action on a running crawl), ``POST /jobs/{id}/qa``
+(a QA comment) and ``POST /records/{id}/annotations`` (a target's annotation), are checked by
 :mod:`harvestflow.curator.actions` (authenticated user with edit permission, CSRF token).
 """
 
@@ -30,7 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from harvestflow.contracts.jobdir import JobDir
-from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
+from harvestflow.curator import actions, crawllog_search, feedback, jobfiles, operations, queries
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
@@ -91,6 +92,25 @@ def create_app(
     def png(data: bytes) -> Response:
         return Response(data, media_type="image/png", headers={"Cache-Control": "no-store"})
 
+    def with_csrf(request: Request, name: str, **context: Any) -> HTMLResponse:
+        """A page with forms: the CSRF token in ``csrf``, its session cookie set if new."""
+        user = actions.user_of(request)
+        session, new_session = actions.session_of(request)
+        context["csrf"] = actions.csrf_token(csrf_key, session, user) if user else ""
+        context["can_edit"] = actions.can_edit(request)
+        response = page(request, name, **context)
+        if new_session and user:
+            root = str(request.scope.get("root_path", "")).rstrip("/")
+            response.set_cookie(
+                actions.CSRF_COOKIE,
+                session,
+                httponly=True,
+                samesite="strict",
+                secure=request.url.scheme == "https",
+                path=(root or "") + "/",
+            )
+        return response
+
     def pager_url(request: Request, **changes: Any) -> str:
         params = dict(request.query_params)
         params.update({k: str(v) for k, v in changes.items()})
@@ -140,10 +160,9 @@ def create_app(
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
             history = job_actions(job_id, conn) if row is not None else []
+            qa = feedback.job_feedback(conn, job_id) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
-        user = actions.user_of(request)
-        session, new_session = actions.session_of(request)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
@@ -154,7 +173,7 @@ def create_app(
                 )
             except crawllog_search.SearchError as exc:
                 error = str(exc)
-        response = page(
+        return with_csrf(
             request,
             "job.html",
             title=f"Job {job_id}",
@@ -172,19 +191,8 @@ def create_app(
             columns=crawllog_search.COLUMNS,
             actions=history,
             can_control=actions.can_edit(request) and row["status"] in RUNNING,
-            csrf=actions.csrf_token(csrf_key, session, user) if user else "",
+            qa=qa,
         )
-        if new_session and user:
-            root = str(request.scope.get("root_path", "")).rstrip("/")
-            response.set_cookie(
-                actions.CSRF_COOKIE,
-                session,
-                httponly=True,
-                samesite="strict",
-                secure=request.url.scheme == "https",
-                path=(root or "") + "/",
-            )
-        return response
 
     @app.post("/jobs/{job_id}/actions")
     async def job_action(request: Request, job_id: JobId) -> Response:
@@ -202,6 +210,8 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
+
+    feedback.add_routes(app, engine_factory, csrf_key)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
     def job_screenshot(job_id: JobId, index: ScreenshotIndex) -> Response:
@@ -235,9 +245,10 @@ def create_app(
     def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
+            targets = feedback.domain_feedback(conn, name) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no domain {name!r}")
-        return page(request, "domain.html", title=f"Domain {name}", d=row)
+        return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
 
     @app.get("/domains/{name}/size.png")
     def domain_chart(name: str) -> Response:
