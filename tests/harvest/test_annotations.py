@@ -272,3 +272,37 @@ def test_feed_import_refuses_bad_annotations_by_item(hdb: sa.Engine, tmp_path: P
     assert report.errors == [
         ("feed.json item 1 (id 11)", "licence date 'yesterday' is not YYYY-MM-DD")
     ]
+
+
+def test_cli_annotate_comment_and_export(
+    hdb: sa.Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harvestflow.cli import main
+
+    _import(hdb, tmp_path, FEED)
+    rid = _record(hdb, "ukwa:11")
+    job = _job_of_news(hdb)
+    args = ["selection", "annotate", str(rid), "--evidence", "domain", "--user", "dora"]
+    assert main([*args, "--evidence", "manual:seen in print", "--licence", "refused"]) == 0
+    assert main(["selection", "annotate", str(rid), "--evidence", "postcode"]) == 1
+    assert "unknown kind 'postcode'" in capsys.readouterr().err
+    assert main(["selection", "annotate", str(rid), "--notes", "", "--user", "eve"]) == 0
+    assert main(["selection", "annotations", str(rid)]) == 0
+    shown = capsys.readouterr().out
+    assert '"status": "refused"' in shown and '"changedBy": "dora"' in shown
+
+    code = main([
+        "jobs", "qa", str(job), "--status", "issues", "--comment", "menu missing",
+        "--add-url", "http://news.test/menu", "--add-url", "http://bad host/", "--user", "dora",
+    ])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 1 and "'http://bad host/' will not be added" in err  # stored, named
+    assert f"job {job}: QA issues" in out and "menu missing" in out
+    assert main(["jobs", "qa", "999999", "--comment", "x"]) == 1
+    assert "no job 999999" in capsys.readouterr().err
+
+    assert main(["selection", "export", str(tmp_path / "out.json")]) == 0
+    items = json.loads((tmp_path / "out.json").read_text())
+    news = next(item for item in items if item["id"] == "11")
+    assert news["annotations"]["scopeEvidence"][1] == {"kind": "manual", "text": "seen in print"}
+    assert news["qa"][0]["addUrls"] == ["http://news.test/menu", "http://bad host/"]
