@@ -38,6 +38,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     tr = sub.add_parser("transfer", help="transfer active records to harvest definitions")
     tr.add_argument("--frequency", default=None)
     tr.set_defaults(func=cmd_selection_transfer)
+    from harvest.selection.feedback_cli import add_qa_cli, add_selection_cli
+
+    add_selection_cli(sub)
 
     p = subparsers.add_parser("traps", help="global crawler-trap lists")
     sub = p.add_subparsers(dest="traps_command", required=True)
@@ -78,6 +81,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     from harvest.control_cli import add_control_cli
 
     add_control_cli(sub)
+    add_qa_cli(sub)
 
 
 def _fmt_size(n: int | None) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harvest.selection.annotations import AnnotationError, parse_feed
 from harvest.selection.mapping import SelectionMapping
 from harvest.selection.records import (
     RecordError,
@@ -45,6 +46,24 @@ def _string_list(item: dict[str, Any], key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise RecordError(where, f"{key} must be a list of strings")
     return value
+
+
+def _limit(item: dict[str, Any], key: str, where: str) -> int | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or value > 0):
+        raise RecordError(where, f"{key} must be a positive integer or -1 (no limit)")
+    return value
+
+
+def _annotations(item: dict[str, Any], where: str) -> dict[str, Any] | None:
+    if item.get("annotations") is None:
+        return None
+    try:
+        return parse_feed(item["annotations"])
+    except AnnotationError as exc:
+        raise RecordError(where, str(exc)) from None
 
 
 def read_ukwa_feed(
@@ -142,6 +161,9 @@ def _feed_record(
         login_page_url=optional_url(item.get("loginPageUrl"), where, "loginPageUrl"),
         logout_url=optional_url(item.get("logoutUrl"), where, "logoutUrl"),
         secret_id=str(item["secretId"]) if item.get("secretId") not in (None, "") else None,
+        max_objects=_limit(item, "maxObjects", where),
+        max_bytes=_limit(item, "maxBytes", where),
+        annotations=_annotations(item, where),
     )
     rec = check_fields(rec, mapping)
     for number, sched in enumerate(schedules[1:], 2):

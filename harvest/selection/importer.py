@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -26,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 
 from harvest.common import engine_or_default
 from harvest.selection import urlcheck
+from harvest.selection.annotations import annotate
 from harvest.selection.feed import read_ukwa_feed
 from harvest.selection.mapping import SelectionMapping, load_mapping
 from harvest.selection.records import RecordError, SelectionRecord, read_csv
@@ -166,12 +168,13 @@ _UPSERT = """
 INSERT INTO selection_records AS s (external_id, collection, title, seed_url, supplementary_urls,
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
     content_notes, technical_notes, creator, curator, created_by, modified_by,
-    validation_status, validation_detail, login_page_url, logout_url, secret_id)
+    validation_status, validation_detail, login_page_url, logout_url, secret_id, max_objects,
+    max_bytes)
 VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
     :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
     :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
     :user, :user, :validation_status, :validation_detail, :login_page_url, :logout_url,
-    :secret_id)
+    :secret_id, :max_objects, :max_bytes)
 ON CONFLICT ({key}) DO UPDATE SET
     collection = EXCLUDED.collection, title = EXCLUDED.title, seed_url = EXCLUDED.seed_url,
     supplementary_urls = EXCLUDED.supplementary_urls, budget = EXCLUDED.budget,
@@ -185,17 +188,21 @@ ON CONFLICT ({key}) DO UPDATE SET
     validation_detail = EXCLUDED.validation_detail,
     login_page_url = EXCLUDED.login_page_url, logout_url = EXCLUDED.logout_url,
     secret_id = EXCLUDED.secret_id,
+    max_objects = COALESCE(EXCLUDED.max_objects, s.max_objects),
+    max_bytes = COALESCE(EXCLUDED.max_bytes, s.max_bytes),
     modified_at = now(), modified_by = EXCLUDED.modified_by, transferred_at = NULL
 WHERE (s.collection, s.title, s.seed_url, s.supplementary_urls, s.budget, s.frequency, s.depth,
        s.scope, s.ignore_robots, s.schedules, s.active, s.theme, s.keywords, s.content_notes,
-       s.technical_notes, s.login_page_url, s.logout_url, s.secret_id)
+       s.technical_notes, s.login_page_url, s.logout_url, s.secret_id, s.max_objects,
+       s.max_bytes)
    IS DISTINCT FROM
       (EXCLUDED.collection, EXCLUDED.title, EXCLUDED.seed_url, EXCLUDED.supplementary_urls,
        EXCLUDED.budget, EXCLUDED.frequency, EXCLUDED.depth, EXCLUDED.scope,
        EXCLUDED.ignore_robots, EXCLUDED.schedules, EXCLUDED.active, EXCLUDED.theme,
        EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes,
-       EXCLUDED.login_page_url, EXCLUDED.logout_url, EXCLUDED.secret_id)
-RETURNING (xmax = 0) AS inserted
+       EXCLUDED.login_page_url, EXCLUDED.logout_url, EXCLUDED.secret_id,
+       COALESCE(EXCLUDED.max_objects, s.max_objects), COALESCE(EXCLUDED.max_bytes, s.max_bytes))
+RETURNING record_id, (xmax = 0) AS inserted
 """
 
 
@@ -225,7 +232,28 @@ def record_params(rec: SelectionRecord, user: str | None, status: str, detail: s
         "login_page_url": rec.login_page_url,
         "logout_url": rec.logout_url,
         "secret_id": rec.secret_id,
+        "max_objects": rec.max_objects,
+        "max_bytes": rec.max_bytes,
     }
+
+
+def _store_annotations(conn: Connection, rec: SelectionRecord, row: Any, user: str | None) -> None:
+    """A feed item's annotations made the record's (a new version only when they differ)."""
+    if row is not None:
+        record_id = row.record_id
+    elif rec.external_id:
+        record_id = conn.execute(
+            sa.text("SELECT record_id FROM selection_records WHERE external_id = :e"),
+            {"e": rec.external_id},
+        ).scalar_one()
+    else:
+        record_id = conn.execute(
+            sa.text(
+                "SELECT record_id FROM selection_records WHERE collection = :c AND seed_url = :s"
+            ),
+            {"c": rec.collection, "s": rec.seed_url},
+        ).scalar_one()
+    annotate(conn, record_id, user or "crawl feed import", **(rec.annotations or {}))
 
 
 def read_records(
@@ -338,6 +366,8 @@ def import_file(
                     reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
                     refuse(rec, f"conflicts with another record ({reason})")
                     continue
+                if rec.annotations is not None:
+                    _store_annotations(conn, rec, row, user)
                 if row is None:
                     report.unchanged += 1
                 elif row.inserted:

@@ -66,6 +66,11 @@ class SelectionRecord:
     login_page_url: str | None = None
     logout_url: str | None = None
     secret_id: str | None = None
+    # the crawl feed's own limits (a QA directive raised them) and curators' annotations
+    # (harvest.selection.annotations.parse_feed's checked form); None: not given
+    max_objects: int | None = None
+    max_bytes: int | None = None
+    annotations: dict[str, Any] | None = None
 
     @property
     def all_urls(self) -> list[str]:

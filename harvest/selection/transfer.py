@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,8 @@ from harvest.common import as_utc, engine_or_default
 from harvest.definitions import ensure_schedule, ensure_selective_definition, set_configs
 from harvest.domains import ensure_config
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
-from harvest.selection.mapping import SelectionMapping, load_mapping
+from harvest.selection.mapping import ConfigChoice, SelectionMapping, load_mapping
+from harvest.selection.qa_feedback import apply_directives
 from harvest.selection.records import parse_feed_date
 from harvestflow.credentials import CredentialError, apply_feed_login
 from harvestflow.formats.domains import registrable_domain
@@ -40,6 +42,29 @@ _DAG_UNITS = {
 
 
 Sched = tuple[str, datetime | None, datetime | None]  # (frequency, start, end)
+
+
+def _larger(a: int, b: int) -> int:
+    """The larger of two limits, -1 (no limit) being the largest."""
+    return -1 if -1 in (a, b) else max(a, b)
+
+
+def _with_budget(choice: ConfigChoice, row: Any, before: ConfigChoice | None) -> ConfigChoice:
+    """The configuration's limits with the record's own (a QA directive raised them), and
+    those of another record of the same configuration: the larger of each wins."""
+    if row.max_objects is not None or row.max_bytes is not None:
+        choice = replace(
+            choice,
+            max_objects=choice.max_objects if row.max_objects is None else row.max_objects,
+            max_bytes=choice.max_bytes if row.max_bytes is None else row.max_bytes,
+        )
+    if before is not None:
+        choice = replace(
+            choice,
+            max_objects=_larger(choice.max_objects, before.max_objects),
+            max_bytes=_larger(choice.max_bytes, before.max_bytes),
+        )
+    return choice
 
 
 def _schedules(row: Any, mapping: SelectionMapping) -> list[Sched]:
@@ -150,6 +175,8 @@ def transfer_selection_records(
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(4243, 0)"))  # one transfer at a time
+        # QA comments' directives first (URLs, budgets), so this transfer harvests them
+        directives, errors = apply_directives(conn)
         rows = conn.execute(
             sa.text(
                 "SELECT * FROM selection_records WHERE active"
@@ -160,7 +187,6 @@ def transfer_selection_records(
         choices: dict[tuple[str, str], Any] = {}
         by_definition: dict[str, set[tuple[str, str]]] = defaultdict(set)
         cache: dict[str, int] = {}
-        errors: list[str] = []
         concerned = []
         for row in rows:
             try:
@@ -183,7 +209,7 @@ def transfer_selection_records(
                 concerned.append(row)
             for choice, name in planned:
                 key = (registrable_domain(row.seed_url), choice.name)
-                choices[key] = choice
+                choices[key] = _with_budget(choice, row, choices.get(key))
                 seeds[key].update(dict.fromkeys([row.seed_url, *(row.supplementary_urls or [])]))
                 by_definition[name].add(key)
         rows = concerned
@@ -232,6 +258,7 @@ def transfer_selection_records(
         "configurations": len(config_ids),
         "definitions": dict(sorted(cache.items())),
         "emptied": emptied,
+        "directives": directives,
         "errors": errors,
     }
     log.info(

@@ -11,6 +11,7 @@ a READ ONLY transaction (see :mod:`harvestflow.curator.queries`); tables are pag
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
 engineers) and the selection records' forms (:mod:`harvestflow.curator.records_pages`,
+curators), a QA comment and a target's annotation (:mod:`harvestflow.curator.feedback`,
 curators) — are checked by :func:`harvestflow.curator.actions.check_write` (the role the write
 needs, the CSRF token) and made by the stage that owns the table.
 """
@@ -35,6 +36,7 @@ from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import (
     actions,
     crawllog_search,
+    feedback,
     jobfiles,
     operations,
     queries,
@@ -100,6 +102,15 @@ def create_app(
     def png(data: bytes) -> Response:
         return Response(data, media_type="image/png", headers={"Cache-Control": "no-store"})
 
+    def with_csrf(request: Request, name: str, **context: Any) -> HTMLResponse:
+        """A page with forms: the CSRF token in ``csrf``, its session cookie set if new;
+        ``can_edit`` says whether the user may write as a curator."""
+        session, context["csrf"], new_session = actions.form_token(request, csrf_key)
+        context["can_edit"] = actions.has_role(request, actions.Role.CURATOR)
+        response = page(request, name, **context)
+        actions.set_session(request, response, session, new_session)
+        return response
+
     def pager_url(request: Request, **changes: Any) -> str:
         params = dict(request.query_params)
         params.update({k: str(v) for k, v in changes.items()})
@@ -149,9 +160,9 @@ def create_app(
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
             history = job_actions(job_id, conn) if row is not None else []
+            qa = feedback.job_feedback(conn, job_id) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
-        session, token, new_session = actions.form_token(request, csrf_key)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
@@ -162,7 +173,7 @@ def create_app(
                 )
             except crawllog_search.SearchError as exc:
                 error = str(exc)
-        response = page(
+        return with_csrf(
             request,
             "job.html",
             title=f"Job {job_id}",
@@ -181,10 +192,8 @@ def create_app(
             actions=history,
             can_control=actions.has_role(request, actions.Role.ENGINEER)
             and row["status"] in RUNNING,
-            csrf=token,
+            qa=qa,
         )
-        actions.set_session(request, response, session, new_session)
-        return response
 
     @app.post("/jobs/{job_id}/actions")
     async def job_action(request: Request, job_id: JobId) -> Response:
@@ -202,6 +211,8 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
+
+    feedback.add_routes(app, engine_factory, csrf_key)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
     def job_screenshot(job_id: JobId, index: ScreenshotIndex) -> Response:
@@ -235,9 +246,10 @@ def create_app(
     def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
+            targets = feedback.domain_feedback(conn, name) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no domain {name!r}")
-        return page(request, "domain.html", title=f"Domain {name}", d=row)
+        return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
 
     @app.get("/domains/{name}/size.png")
     def domain_chart(name: str) -> Response:

@@ -50,6 +50,8 @@ HARVEST_TABLES = [
     "continuous_noise_rules",
     "continuous_host_policy",
     "continuous_runs",
+    "target_annotations",
+    "job_qa_comments",
 ]
 OWNERS = {
     **dict.fromkeys(HARVEST_TABLES, "harvest"),

@@ -390,3 +390,67 @@ def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform
         assert link, (href, replay)
         calendar = driver.find_element(By.LINK_TEXT, "all captures of this URL")
         assert calendar.get_attribute("href") == f"{replay}all/*/{link.group(1)}"
+
+
+def test_qa_comment_in_airflow_reaches_the_domain_and_the_next_transfer(
+    airflow_up: Airflow, demo_platform: DemoPlatform, tmp_path: Path
+) -> None:
+    """QA feedback behind Airflow's login: a curator's selection record of the demo's domain
+    (imported with the CLI; monthly from 2099, so no run of the session harvests it), a QA
+    comment with its status and "add these URLs" written on the demo job's page, shown on the
+    domain's page; the next selection transfer puts the URLs into the domain's seeds."""
+    import json
+
+    af = airflow_up
+    cur = af.base + "/curator"
+    missing = ["http://www.example-a.test/qa-missing.html", "http://www.example-a.test/qa/2.html"]
+    target = {
+        "id": "qa-demo",
+        "title": "Example A (QA)",
+        "seeds": ["http://www.example-a.test/"],
+        "schedules": [{"frequency": "MONTHLY", "startDate": "2099-01-01 00:00:00"}],
+        "scope": "root",
+        "depth": "CAPPED",
+        "collection": "qa-demo",
+        "theme": "demo",
+    }
+    feed = tmp_path / "qa-feed.json"
+    feed.write_text(json.dumps([target]))
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [HARVESTFLOW, *args], env=demo_platform.env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    cli("selection", "import", str(feed), "--no-url-check")
+    with chromium() as driver:
+        airflow_login(driver, af.base, af.user, af.password)
+        driver.get(cur + "/jobs")
+        links = [
+            str(a.get_attribute("href"))
+            for a in driver.find_elements(By.CSS_SELECTOR, "main a[href*='/curator/jobs/']")
+            if re.search(r"/jobs/\d+$", str(a.get_attribute("href")))
+        ]
+        job_url = min(links, key=lambda u: int(u.rsplit("/", 1)[1]))  # the demo's job
+        driver.get(job_url)
+        wait = WebDriverWait(driver, 120, ignored_exceptions=STALE)
+        form = wait.until(lambda d: d.find_element(By.ID, "qa-form"))
+        assert "Example A (QA)" in form.text  # the record the directives are for
+        Select(form.find_element(By.NAME, "status")).select_by_value("issues")
+        form.find_element(By.NAME, "text").send_keys("two pages missing from the capture")
+        form.find_element(By.NAME, "add_urls").send_keys("\n".join(missing))
+        _submit(driver, form)
+        wait.until(lambda d: d.find_element(By.ID, "qa-status").text == "issues")
+        comments = driver.find_element(By.ID, "qa-comments").text
+        assert "two pages missing" in comments and af.user in comments and "pending" in comments
+
+        driver.get(cur + "/domains/example-a.test")
+        shown = wait.until(lambda d: d.find_element(By.ID, "domain-qa").text)
+        assert "two pages missing" in shown and "issues" in shown
+
+    result = json.loads(cli("selection", "transfer"))
+    assert len(result["directives"]) == 1, result
+    seeds = cli("domain", "show", "example-a.test")
+    assert all(url in seeds for url in missing), seeds

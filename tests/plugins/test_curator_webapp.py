@@ -128,15 +128,18 @@ def test_unknown_things_are_404(client: TestClient) -> None:
 
 def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) -> None:
     routes = [r for r in client.app.routes if isinstance(r, APIRoute)]
-    # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions)
-    # and the selection records' forms (tests/plugins/test_curator_records), each checked by
+    # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions),
+    # the selection records' forms (tests/plugins/test_curator_records), a QA comment and a
+    # target's annotation (tests/plugins/test_curator_feedback_browser), each checked by
     # harvestflow.curator.actions.check_write
-    writes = [r.path for r in routes if not r.methods <= {"GET", "HEAD"}]
+    writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
     assert writes == [
         "/jobs/{job_id}/actions",
-        "/records/new",
+        "/jobs/{job_id}/qa",
         "/records/bulk",
+        "/records/new",
         "/records/{record_id}",
+        "/records/{record_id}/annotations",
     ]
     assert {m for r in routes if not r.methods <= {"GET", "HEAD"} for m in r.methods} == {"POST"}
     assert client.post("/jobs").status_code == 405

@@ -1,0 +1,142 @@
+"""The curator pages' annotations and QA feedback: what the job and domain pages show, and the
+two forms that write (a QA comment on a job, a target's annotation).
+
+Why a module apart from the web app: the pages only call the harvest stage's owners
+(:mod:`harvest.selection.annotations`, :mod:`harvest.selection.qa_feedback`); this module turns
+their answers into page data and the forms' fields into their arguments. Writes go through
+:func:`harvestflow.curator.actions.check_write` exactly as the crawl-control actions do (a POST
+with the page's CSRF token from a user allowed to edit).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import sqlalchemy as sa
+from fastapi import FastAPI, HTTPException, Request
+from fastapi import Path as PathParam
+from fastapi.responses import RedirectResponse, Response
+
+from harvest.selection import qa_feedback
+from harvest.selection.annotations import (
+    AnnotationError,
+    LicenceStatus,
+    ScopeEvidence,
+    annotate,
+    current,
+    history,
+    records_of_domains,
+)
+from harvestflow.curator import actions
+
+log = logging.getLogger(__name__)
+
+RecordId = Annotated[int, PathParam(ge=0, le=2**31 - 1)]
+JobNo = Annotated[int, PathParam(ge=0, le=2**63 - 1)]
+VOCABULARY = {
+    "qa_statuses": list(qa_feedback.QaStatus),
+    "licence_statuses": list(LicenceStatus),
+    "evidence_kinds": list(ScopeEvidence),
+}
+
+
+def job_feedback(conn: sa.Connection, job_id: int) -> dict[str, Any]:
+    """The job page's QA section: status, comments (newest first), the job's records."""
+    return {
+        "status": qa_feedback.job_status(conn, job_id),
+        "comments": qa_feedback.comments(conn, job_id=job_id),
+        "records": qa_feedback.job_records(conn, job_id),
+        **VOCABULARY,
+    }
+
+
+def domain_feedback(conn: sa.Connection, name: str) -> dict[str, Any]:
+    """The domain page's targets: each record with its annotation and history, and the QA
+    comments about them."""
+    records = records_of_domains(conn, [name])
+    ids = [int(r["record_id"]) for r in records]
+    notes = current(conn, ids)
+    for record in records:
+        record["annotation"] = notes[record["record_id"]]
+        record["history"] = history(conn, record["record_id"])[1:]
+        record["evidence"] = {e["kind"]: e["text"] for e in record["annotation"].scope_evidence}
+    return {
+        "records": records,
+        "comments": qa_feedback.comments(conn, record_ids=ids) if ids else [],
+        **VOCABULARY,
+    }
+
+
+def _number(form: dict[str, str], name: str) -> int | None:
+    raw = form.get(name, "").strip().replace(",", "").replace("_", "")
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise HTTPException(400, f"{name}: {raw[:40]!r} is not an integer") from None
+
+
+def comment_arguments(form: dict[str, str]) -> dict[str, Any]:
+    """write_comment's arguments from the job page's QA form."""
+    return {
+        "text": form.get("text", ""),
+        "status": form.get("status", "").strip() or None,
+        "record_id": _number(form, "record_id"),
+        "add_urls": form.get("add_urls", "").splitlines(),
+        "max_objects": _number(form, "max_objects"),
+        "max_bytes": _number(form, "max_bytes"),
+    }
+
+
+def annotation_arguments(form: dict[str, str]) -> dict[str, Any]:
+    """annotate's arguments from the domain page's form (a whole annotation: every field)."""
+    evidence = [
+        {"kind": kind, "text": form.get(f"evidence_{kind}_text", "")}
+        for kind in ScopeEvidence
+        if form.get(f"evidence_{kind}")
+    ]
+    return {
+        "scope_evidence": evidence,
+        "licence_status": form.get("licence_status", LicenceStatus.NOT_REQUESTED),
+        "licence_date": form.get("licence_date", ""),
+        "licence_note": form.get("licence_note", ""),
+        "notes": form.get("notes", ""),
+    }
+
+
+def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: bytes) -> None:
+    """The two writes: ``POST /jobs/{id}/qa`` and ``POST /records/{id}/annotations``."""
+
+    def root(request: Request) -> str:
+        return str(request.scope.get("root_path", "")).rstrip("/")
+
+    @app.post("/jobs/{job_id}/qa")
+    async def job_qa(request: Request, job_id: JobNo) -> Response:
+        """A QA comment on a job (its status, text, directives for the next harvest)."""
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        try:
+            with engine_factory().begin() as conn:
+                comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
+        except qa_feedback.QaError as exc:
+            raise HTTPException(404 if "no job" in str(exc) else 400, str(exc)) from None
+        target = f"{root(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
+        return RedirectResponse(target, 303)
+
+    @app.post("/records/{record_id}/annotations")
+    async def record_annotations(request: Request, record_id: RecordId) -> Response:
+        """A target's annotation (scope evidence, licence, notes), from the domain page."""
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        try:
+            with engine_factory().begin() as conn:
+                annotate(conn, record_id, user, **annotation_arguments(form))
+        except AnnotationError as exc:
+            raise HTTPException(404 if "no selection" in str(exc) else 400, str(exc)) from None
+        back = form.get("domain", "")
+        target = f"/domains/{quote(back, safe='')}#targets" if back else "/domains"
+        return RedirectResponse(root(request) + target, 303)
