@@ -18,6 +18,7 @@ from harvest.selection import qa_feedback
 from harvest.selection.feed_export import export_feed
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
+from harvestflow.audit import audit_entries
 
 pytestmark = pytest.mark.services
 
@@ -111,6 +112,15 @@ def test_annotations_are_versioned_with_who_and_when(hdb: sa.Engine, tmp_path: P
     ]
     assert (now.licence_status, now.licence_date) == ("requested", date(2026, 5, 3))
     assert versions[1].licence_status == "not_requested" and versions[1].changed_at is not None
+    # each new version is one audit row, with who and before/after (no row for "no change")
+    with hdb.connect() as conn:
+        audit = audit_entries(conn, target=f"record {rid}")
+    assert [(a["username"], a["action"]) for a in audit] == [
+        ("bob", "record.annotate"),
+        ("ann", "record.annotate"),
+    ]
+    assert audit[0]["detail"]["after"]["licence"]["status"] == "requested"
+    assert audit[0]["detail"]["before"]["notes"] == "national TLD"
 
 
 def test_qa_directives_are_applied_once_by_the_next_transfer(
@@ -170,6 +180,13 @@ def test_qa_directives_are_applied_once_by_the_next_transfer(
             )
         ).one()
         stored = qa_feedback.comments(conn, job_id=job)
+        audit = audit_entries(conn, target=f"job {job}")
+    # each comment is an audit row with its directives
+    assert [(a["username"], a["action"]) for a in audit] == [
+        ("bob", "job.qa_comment"),
+        ("ann", "job.qa_comment"),
+    ]
+    assert audit[1]["detail"]["max_objects"] == 25_000
     added = ["http://news.test/live", "http://news.test/archive?page=2"]
     assert record.supplementary_urls == added  # once, though the transfer ran twice
     assert (record.max_objects, record.modified_by) == (25_000, "ann")
