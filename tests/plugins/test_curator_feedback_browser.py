@@ -28,13 +28,14 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from harvest import pipeline
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
+from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
 from tests.conftest import free_port
 from tests.plugins.browser import chromium
 
 pytestmark = pytest.mark.services
 
-USERS = {"alice": True, "victor": False}  # name -> may edit
+USERS = {"alice": Role.CURATOR, "victor": Role.VIEWER}  # name -> role
 TARGET = {
     "id": 7,
     "title": "Town hall",
@@ -56,7 +57,7 @@ def _user(request: Request) -> None:
     if name not in USERS:
         raise HTTPException(status_code=401, detail="not authenticated")
     request.state.user = name
-    request.state.can_edit = USERS[name]
+    request.state.role = USERS[name]
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 import sqlalchemy as sa
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.harvest.test_selection import Handler
@@ -101,6 +101,21 @@ def _sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
     driver.add_cookie({"name": "_token", "value": answer.json()["access_token"], "path": "/"})
 
 
+def _gone(element: WebElement) -> bool:
+    """Whether the page that held ``element`` was replaced. Chromium says so in two ways: a
+    stale element, or, when asked while the new page is being built, "Node with given id does
+    not belong to the document"."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
+
+
 def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: str) -> str:
     """Fill the form's fields, press its button, wait for the answer; the answer's text."""
     form = driver.find_element(By.ID, form_id)
@@ -113,9 +128,7 @@ def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: s
         box.clear()
         box.send_keys(value)
     form.find_element(By.CSS_SELECTOR, button).click()
-    WebDriverWait(driver, 90, ignored_exceptions=STALE).until(
-        expected_conditions.staleness_of(form)
-    )
+    WebDriverWait(driver, 90).until(lambda d: _gone(form))
     WebDriverWait(driver, 90, ignored_exceptions=STALE).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
