@@ -8,9 +8,11 @@ dependency, so the library stays testable without an Airflow server.
 
 Every route is a GET but one; every query binds its parameters and runs in a READ ONLY
 transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files are only read
-under the directories the database records for a job, a QA day or a preload run. The one write,
-``POST /jobs/{id}/actions`` (an operator's action on a running crawl), is checked by
-:mod:`harvestflow.curator.actions` (authenticated user with edit permission, CSRF token).
+under the directories the database records for a job, a QA day or a preload run. The writes,
+``POST /jobs/{id}/actions`` (an operator's action on a running crawl) and ``POST
+/jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view found missing:
+:mod:`harvestflow.curator.qcview`), are checked by :mod:`harvestflow.curator.actions`
+(authenticated user with edit permission, CSRF token).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
@@ -30,7 +33,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from harvestflow.contracts.jobdir import JobDir
-from harvestflow.curator import actions, crawllog_search, jobfiles, operations, queries
+from harvestflow.curator import actions, crawllog_search, jobfiles, operations, qcview, queries
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
@@ -64,11 +67,21 @@ def create_app(
     data_dir: Path,
     auth: Callable[..., Any] | None = None,
     airflow_base: str = "",
+    access_url: str | None = None,
+    trigger: Trigger | None = None,
 ) -> FastAPI:
     """The curator app; ``auth`` is a FastAPI dependency run before every route.
 
     ``airflow_base`` prefixes links to Airflow's own pages (task logs): '' for the same host.
+    ``access_url`` is the replay service's address (default: ``[access] url``); ``trigger``
+    queues a DAG run for a patch harvest (default: :func:`harvestflow.dagrun.trigger`).
     """
+    if access_url is None:
+        from access.config import AccessConfig
+
+        access_url = AccessConfig.from_settings().url
+    replay = access_url.rstrip("/") + "/"
+    start_dag = trigger or _airflow_trigger
     deps = [Depends(auth)] if auth is not None else []
     deps.append(Depends(_refuse_nul))  # after authentication: a stranger gets 401 first
     app = FastAPI(
@@ -140,6 +153,7 @@ def create_app(
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
             history = job_actions(job_id, conn) if row is not None else []
+            qc = qcview.job_qc(conn, replay, row) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
         user = actions.user_of(request)
@@ -172,6 +186,8 @@ def create_app(
             columns=crawllog_search.COLUMNS,
             actions=history,
             can_control=actions.can_edit(request) and row["status"] in RUNNING,
+            qc=qc,
+            can_patch=actions.can_edit(request),
             csrf=actions.csrf_token(csrf_key, session, user) if user else "",
         )
         if new_session and user:
@@ -202,6 +218,22 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         root = str(request.scope.get("root_path", "")).rstrip("/")
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
+
+    @app.post("/jobs/{job_id}/patch")
+    async def job_patch(request: Request, job_id: JobId) -> Response:
+        """Send the job's missing URLs (all not sent yet, or the ticked ones) to a patch
+        harvest: a one-off definition, the ``oneoff_harvest`` DAG queued for it."""
+        from access.patches import PatchError, request_patch
+
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key)
+        urls = qcview.chosen_urls(await request.body())
+        try:
+            patch = request_patch(engine_factory(), job_id, user, start_dag, urls=urls)
+        except PatchError as exc:
+            raise HTTPException(400, str(exc)) from None
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        return RedirectResponse(f"{root}/jobs/{job_id}?patch={patch.patch_id}#qc", 303)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
     def job_screenshot(job_id: JobId, index: ScreenshotIndex) -> Response:
@@ -237,6 +269,8 @@ def create_app(
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
         if row is None:
             raise HTTPException(404, f"no domain {name!r}")
+        for h in row["history"].rows:
+            h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return page(request, "domain.html", title=f"Domain {name}", d=row)
 
     @app.get("/domains/{name}/size.png")
@@ -308,6 +342,17 @@ def create_app(
         return Response((HERE / "templates" / name).read_bytes(), media_type=STATIC[name])
 
     return app
+
+
+# (dag_id, conf, run_id, logical_date) → the run id queued
+Trigger = Callable[[str, dict[str, Any], str, datetime], str]
+
+
+def _airflow_trigger(dag_id: str, conf: dict[str, Any], run_id: str, when: datetime) -> str:
+    from harvestflow import dagrun
+    from harvestflow.settings import get_settings
+
+    return dagrun.trigger(get_settings(), dag_id, conf, run_id, when)
 
 
 def _page_no(value: int) -> int:

@@ -128,9 +128,10 @@ def test_unknown_things_are_404(client: TestClient) -> None:
 
 def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) -> None:
     routes = [r for r in client.app.routes if isinstance(r, APIRoute)]
-    # one write only: an operator's action on a running crawl (tests/plugins/test_curator_actions)
+    # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions)
+    # and a patch harvest of a job's missing URLs (tests/access/test_qcloop.py)
     writes = [r.path for r in routes if not r.methods <= {"GET", "HEAD"}]
-    assert writes == ["/jobs/{job_id}/actions"]
+    assert writes == ["/jobs/{job_id}/actions", "/jobs/{job_id}/patch"]
     assert {m for r in routes if r.path in writes for m in r.methods} == {"POST"}
     assert client.post("/jobs").status_code == 405
     # the pages' connections are READ ONLY: a write fails there, and only there
