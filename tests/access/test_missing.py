@@ -131,7 +131,7 @@ def test_a_patch_harvest_of_missing_urls(db_engine: sa.Engine) -> None:
         calls.append((dag_id, conf, run_id, when))
         return run_id
 
-    with pytest.raises(PatchError, match="not among its missing URLs: http://elsewhere.test/"):
+    with pytest.raises(PatchError, match=r"not among its missing URLs: http://elsewhere\.test/"):
         request_patch(db_engine, job, "curator", trigger, urls=[IMG, "http://elsewhere.test/"])
     patch = request_patch(db_engine, job, "curator", trigger, urls=[IMG, other_url])
     assert calls == [
