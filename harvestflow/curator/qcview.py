@@ -8,6 +8,7 @@ start time; a domain's captures in one job) and reads the job's QC state for the
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -19,8 +20,10 @@ MAX_SEED_LINKS = 20
 
 
 def _timestamp(value: Any) -> str:
-    """pywb's 14-digit timestamp of a datetime (the nearest capture is replayed); '' none."""
-    return value.strftime("%Y%m%d%H%M%S") if hasattr(value, "strftime") else ""
+    """pywb's 14-digit UTC timestamp of a datetime (the nearest capture is replayed); '' none."""
+    if not isinstance(value, datetime):
+        return ""
+    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y%m%d%H%M%S")
 
 
 def seed_links(access_url: str, job: dict[str, Any]) -> list[dict[str, str]]:

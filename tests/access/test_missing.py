@@ -178,3 +178,29 @@ def test_a_patch_harvest_of_missing_urls(db_engine: sa.Engine) -> None:
         request_patch(db_engine, job, "curator", trigger)
     with pytest.raises(PatchError, match="job 424242: no missing URL left"):
         request_patch(db_engine, 424242, "curator", trigger)
+
+
+def test_the_cli_lists_a_jobs_missing_urls_and_sends_them(db_engine: sa.Engine) -> None:
+    import json
+    import subprocess
+    import sys
+
+    _hid, job = db_job(db_engine)
+    missing.record(db_engine, missing.Miss(job, IMG, True))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "harvestflow.cli", "qc", *args], capture_output=True, text=True
+        )
+
+    listed = cli("missing", str(job), "--json")
+    assert listed.returncode == 0, listed.stderr
+    [row] = json.loads(listed.stdout)["missing"]
+    assert (row["url"], row["embed"], row["hits"], row["patch_id"]) == (IMG, True, 1, None)
+    sent = cli("patch", str(job), "--no-trigger", "--user", "bob")
+    assert sent.returncode == 0, sent.stderr
+    assert f"patch 1 of job {job}: 1 URL(s)" in sent.stdout and "(not started)" in sent.stdout
+    again = cli("patch", str(job), "--no-trigger")
+    assert again.returncode == 1 and "no missing URL left" in again.stderr
+    shown = cli("missing", str(job)).stdout
+    assert IMG in shown and "patch 1 (definition" in shown
