@@ -18,7 +18,8 @@ pywb on ``[access] pywb_port``. It:
 - **records what a job's view could not serve**: pywb's own not-found answer (a 404 without
   the ``Memento-Datetime`` of a replayed capture) to ``/job-<id>/<timestamp><modifier>/<url>``
   is handed to ``missing`` (:mod:`access.missing`: the URL counted against the job, for the
-  curators' QC), after the answer has gone to the browser.
+  curators' QC), after the answer has gone to the browser; not while the job has no view yet
+  (pywb's 404 for an unknown collection says nothing about the capture).
 - **logs every refusal** to ``<access>/logs/refused.log`` (time, client, request, reason): the
   reading room's, and pywb's own answers to a capture refused by an access rule (451 for
   ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
@@ -44,6 +45,7 @@ from urllib.parse import unquote
 
 from access import missing as missing_urls
 from access.config import AccessConfig
+from access.definitions import collections_root
 from access.rules import Rule, deciding
 from harvestflow.formats.fields import tsv_field
 from harvestflow.formats.surt import surt
@@ -182,12 +184,16 @@ class Gateway:
         if self.missing is None or status != 404 or headers.get("Memento-Datetime"):
             return
         miss = missing_urls.parse(path)
-        if miss is None:
-            return
+        if miss is None or not self._has_view(miss.job_id):
+            return  # not a job view's capture, or a view not served yet (nothing indexed)
         try:
             self.missing(miss)
         except Exception:
             log.exception("missing URL of job %s not recorded: %s", miss.job_id, miss.url)
+
+    def _has_view(self, job_id: int) -> bool:
+        coll = missing_urls.job_collection(job_id)
+        return (collections_root(self.cfg) / coll / "indexes").is_dir()
 
     def record(self, client: str, method: str, path: str, status: int, reason: str) -> None:
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -15,9 +15,11 @@ import sqlalchemy as sa
 
 from access import missing
 from access.config import AccessConfig
+from access.definitions import collections_root
 from access.gateway import Gateway
 from access.patches import PatchError, request_patch
 from harvest.bootstrap import ensure_reference_data
+from harvestflow import settings as settings_mod
 
 pytestmark = pytest.mark.services
 
@@ -77,10 +79,16 @@ def test_which_paths_are_a_jobs_misses() -> None:
         assert missing.parse(other) is None, other
 
 
-def test_gateway_records_pywbs_not_found_not_an_archived_404() -> None:
+def test_gateway_records_pywbs_not_found_not_an_archived_404(
+    access_settings: settings_mod.Settings,
+) -> None:
     seen: list[missing.Miss] = []
-    gw = Gateway(AccessConfig.from_settings(), list, login=lambda t: False, missing=seen.append)
+    cfg = AccessConfig.from_settings(access_settings)
+    gw = Gateway(cfg, list, login=lambda t: False, missing=seen.append)
     path = f"/job-5/20261125120000im_/{IMG}"
+    gw.not_found(404, {}, path)  # job 5 has no view yet: pywb's "no such collection"
+    assert seen == []
+    (collections_root(cfg) / "job-5" / "indexes").mkdir(parents=True)
     gw.not_found(404, {"Memento-Datetime": "Wed, 25 Nov 2026 12:00:00 GMT"}, path)  # a capture
     gw.not_found(200, {}, path)
     gw.not_found(404, {}, "/all/2026im_/http://a.test/x.png")
@@ -91,7 +99,7 @@ def test_gateway_records_pywbs_not_found_not_an_archived_404() -> None:
     def broken(miss: missing.Miss) -> None:
         raise sa.exc.OperationalError("INSERT", {}, Exception("database gone"))
 
-    Gateway(AccessConfig.from_settings(), list, login=lambda t: False, missing=broken).not_found(
+    Gateway(cfg, list, login=lambda t: False, missing=broken).not_found(
         404, {}, path
     )  # logged, never raised into the replay
 
