@@ -31,6 +31,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import actions, crawllog_search, jobfiles, operations, qcview, queries
@@ -229,7 +230,10 @@ def create_app(
         user = actions.check_write(request, form, csrf_key)
         urls = qcview.chosen_urls(await request.body())
         try:
-            patch = request_patch(engine_factory(), job_id, user, start_dag, urls=urls)
+            # blocking (queries, the Airflow CLI): off the API server's event loop
+            patch = await run_in_threadpool(
+                request_patch, engine_factory(), job_id, user, start_dag, urls=urls
+            )
         except PatchError as exc:
             raise HTTPException(400, str(exc)) from None
         root = str(request.scope.get("root_path", "")).rstrip("/")
