@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from access.config import AccessConfig
 from access.index import Lister, _day_dirs, _sync_links, roots
+from access.missing import fold_patches
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
@@ -63,7 +64,8 @@ def _definitions(
 ) -> tuple[dict[int, Definition], dict[int, int]]:
     """The definitions of these jobs, and each job's definition (one query each)."""
     with engine.connect() as conn:
-        jobs = definitions_of_jobs(conn, job_ids)
+        # a patch harvest's captures join the collection of the job they patch
+        jobs = fold_patches(conn, definitions_of_jobs(conn, job_ids))
         defs = {
             hid: Definition(hid, name, kind)
             for hid, (name, kind) in definition_labels(conn, set(jobs.values())).items()

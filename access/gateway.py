@@ -15,6 +15,11 @@ pywb on ``[access] pywb_port``. It:
 - **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
   on a loopback port of its own): under the same reading-room rule as replay, since its snippets are
   the archive's content; its results link into replay on this same address.
+- **records what a job's view could not serve**: pywb's own not-found answer (a 404 without
+  the ``Memento-Datetime`` of a replayed capture) to ``/job-<id>/<timestamp><modifier>/<url>``
+  is handed to ``missing`` (:mod:`access.missing`: the URL counted against the job, for the
+  curators' QC), after the answer has gone to the browser; not while the job has no view yet
+  (pywb's 404 for an unknown collection says nothing about the capture).
 - **logs every refusal** to ``<access>/logs/refused.log`` (time, client, request, reason): the
   reading room's, and pywb's own answers to a capture refused by an access rule (451 for
   ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
@@ -38,7 +43,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from access import missing as missing_urls
 from access.config import AccessConfig
+from access.definitions import collections_root
 from access.rules import Rule, deciding
 from harvestflow.formats.fields import tsv_field
 from harvestflow.formats.surt import surt
@@ -125,8 +132,10 @@ class Gateway:
         rules: Callable[[], list[Rule]],
         login: Callable[[str], bool] | None = None,
         search_port: int | None = None,
+        missing: Callable[[missing_urls.Miss], object] | None = None,
     ) -> None:
         self.cfg = cfg
+        self.missing = missing  # records a job view's not-found answers (None: not recorded)
         self.rules = rules
         self.login = login or LoginChecker(cfg.login_check_url)
         self.search_port = search_port  # the search page's server (None: not served)
@@ -168,6 +177,23 @@ class Gateway:
         if status == 404 and rule.policy != "exclude":
             return None
         return f"access {rule.describe()}"
+
+    def not_found(self, status: int, headers: Any, path: str) -> None:
+        """Hand pywb's not-found answer in a job's view to ``missing`` (never raises: the
+        reader's answer is sent already, and a lost record must not break replay)."""
+        if self.missing is None or status != 404 or headers.get("Memento-Datetime"):
+            return
+        miss = missing_urls.parse(path)
+        if miss is None or not self._has_view(miss.job_id):
+            return  # not a job view's capture, or a view not served yet (nothing indexed)
+        try:
+            self.missing(miss)
+        except Exception:
+            log.exception("missing URL of job %s not recorded: %s", miss.job_id, miss.url)
+
+    def _has_view(self, job_id: int) -> bool:
+        coll = missing_urls.job_collection(job_id)
+        return (collections_root(self.cfg) / coll / "indexes").is_dir()
 
     def record(self, client: str, method: str, path: str, status: int, reason: str) -> None:
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -279,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             while chunk := resp.read(_CHUNK):
                 self.wfile.write(chunk)
+            self.wfile.flush()
+            gw.not_found(resp.status, resp.headers, self.path)
         except OSError:  # the client went away
             self.close_connection = True
         finally:

@@ -1,9 +1,10 @@
 """What the replay service serves from the harvest database: rules, definition collections, tours.
 
 Why one function: the CLI after a change, ``access serve`` at start and on every refresh pass,
-and the DAG's refresh task must all bring the same three generated things up to date —
+and the DAG's refresh task must all bring the same generated things up to date —
 pywb's ACL file (:mod:`access.rules`), the per-definition collections (:mod:`access.definitions`)
-and the home page with the guided tours (:mod:`access.home`). pywb re-reads each of them while
+the per-job views of the curators' QC (:mod:`access.jobviews`) and the home page with the
+guided tours (:mod:`access.home`). pywb re-reads each of them while
 it serves, so a change is in force at the next request (the CLI's own publish) or within
 ``refresh_interval_s`` (a change made from another machine).
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import definitions, home, rules, tours
+from access import definitions, home, jobviews, rules, tours
 from access.config import AccessConfig
 from access.index import Lister
 from harvestflow.db import get_engine
@@ -41,6 +42,8 @@ def publish(
     in_force = rules.active(engine)
     if rules.write_acl(definitions.acl_file(cfg), in_force):
         log.info("access rules: %d in force, ACL file written", len(in_force))
-    colls = definitions.sync(cfg, Layout.from_settings(settings), engine, lister)
+    layout = Layout.from_settings(settings)
+    colls = definitions.sync(cfg, layout, engine, lister)
+    views = jobviews.sync(cfg, layout, engine, lister)
     home.write(cfg, tours.all_tours(engine))
-    return {"rules": len(in_force), "collections": colls}
+    return {"rules": len(in_force), "collections": colls, "job_views": len(views)}

@@ -8,7 +8,8 @@ stderr) appended to ``<access>/logs/access.log``. Beside it, in this process: ou
 ``refresh_interval_s`` (:func:`access.index.refresh`, :func:`access.publish.publish`), so new
 captures, rules, definition collections and tours appear without a restart. In front of pywb,
 our gateway (:mod:`access.gateway`) on the public address: reading room, refusal log, and the
-full-text search page at ``/search/`` (:mod:`access.searchapp`, served in this process).
+full-text search page at ``/search/`` (:mod:`access.searchapp`, served in this process), and the
+record of what the curators' job views could not serve (:mod:`access.missing`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import pywbconfig, rules
+from access import missing, pywbconfig, rules
 from access.config import AccessConfig
 from access.definitions import acl_file
 from access.gateway import SEARCH_HOST, Gateway
@@ -100,7 +101,12 @@ class ReplayService:
         self._search = SearchServer(app_from_settings(self.settings), SEARCH_HOST)
         self._search.start()
         try:
-            gateway = Gateway(self.cfg, self.current_rules, search_port=self._search.port)
+            gateway = Gateway(
+                self.cfg,
+                self.current_rules,
+                search_port=self._search.port,
+                missing=lambda miss: missing.record(self._engine(), miss),
+            )
             self._gateway = gateway.server()
         except OSError as exc:
             self.stop()

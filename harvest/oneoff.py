@@ -224,3 +224,43 @@ def finish_oneoff(
         ld,
     )
     return {"harvest_id": harvest_id, "harvest_num": num, "next_date": None, "oneoff": True}
+
+
+@dataclass(frozen=True)
+class PatchOrigin:
+    """What a patch harvest takes from the job it patches."""
+
+    job_id: int
+    harvest_id: int  # the job's definition
+    template: str
+    resolve: dict[str, str]
+
+
+def patch_origin(job_id: int, engine: Engine | None = None) -> PatchOrigin:
+    """The job's definition, template and host resolution (OneOffError for an unknown job)."""
+    engine = engine_or_default(engine)
+    with engine.connect() as conn:
+        row = conn.execute(
+            sa.text("SELECT harvest_id, template_name, resolve FROM jobs WHERE job_id = :j"),
+            {"j": int(job_id)},
+        ).first()
+    if row is None:
+        raise OneOffError(f"job: no job {job_id}")
+    return PatchOrigin(int(job_id), int(row[0]), str(row[1]), dict(row[2] or {}))
+
+
+def create_patch_harvest(
+    job_id: int, urls: list[str], run_name: str, engine: Engine | None = None
+) -> tuple[int, PatchOrigin]:
+    """A one-off definition harvesting ``urls`` (URLs missing from a job's captures) with the
+    job's template and host resolution; returns its id and what it took from the job.
+
+    Why a seed-list one-off: it is the existing way to harvest given URLs now (the
+    ``oneoff_harvest`` DAG runs it like any definition); the link to the patched job, which
+    puts its captures in that job's collections, is kept by access.
+    """
+    origin = patch_origin(job_id, engine)
+    hid = create_seedlist_harvest(
+        urls, origin.template, run_name, resolve=origin.resolve, engine=engine
+    )
+    return hid, origin

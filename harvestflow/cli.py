@@ -20,7 +20,7 @@ import harvest.preload.cli
 import indexing.cli
 import preservation.cli
 import qa.cli
-from harvestflow import continuous_cli, credentials_cli, search_cli
+from harvestflow import continuous_cli, credentials_cli, qc_cli, search_cli
 
 log = logging.getLogger("harvestflow")
 
@@ -37,6 +37,7 @@ STAGE_CLIS: tuple[ModuleType, ...] = (
     credentials_cli,
     access.cli,
     search_cli,
+    qc_cli,
 )
 
 

@@ -35,6 +35,10 @@ class DagRunFailed(HarvestflowError, RuntimeError):
         super().__init__(f"DAG {dag_id} ended {run_state}; tasks not successful: {listed}")
 
 
+class TriggerFailed(HarvestflowError, RuntimeError):
+    """A DAG run that could not be queued (Airflow's message in it)."""
+
+
 # What a task may end as in a good run: a mapped task with nothing to map, a short-circuit.
 GOOD_TASK_STATES = ("success", "skipped")
 
@@ -98,3 +102,35 @@ def task_states(task_instances: Any) -> dict[str, str]:
         key = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{index}]"
         states[key] = str(getattr(ti.state, "value", ti.state))
     return states
+
+
+def trigger(
+    settings: Settings, dag_id: str, conf: dict[str, Any], run_id: str, logical_date: datetime
+) -> str:
+    """Queue a run of ``dag_id`` with ``conf`` for the scheduler, as the UI's trigger form does
+    (``airflow dags trigger``, in harvestflow's Airflow environment); returns its run id.
+
+    Why a program and not an import: the callers (the CLI, the curator pages) must not load
+    Airflow into their process for one write, and the CLI talks to the metadata DB as the
+    scheduler's other commands do.
+    """
+    import json
+    import subprocess
+
+    from harvestflow.airflow_runtime import airflow_bin, airflow_env
+
+    args = ["dags", "trigger", dag_id, "--run-id", run_id, "--conf", json.dumps(conf)]
+    args += ["--logical-date", logical_date.isoformat()]
+    proc = subprocess.run(
+        [airflow_bin(), *args],
+        env=airflow_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip()[-1500:]
+        raise TriggerFailed(f"airflow dags trigger {dag_id} failed: {tail}")
+    log.info("queued %s run %s with %s", dag_id, run_id, conf)
+    return run_id

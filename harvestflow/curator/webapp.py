@@ -10,10 +10,12 @@ Every route is a GET but the forms' POSTs; every page's query binds its paramete
 a READ ONLY transaction (see :mod:`harvestflow.curator.queries`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers) and the selection records' forms (:mod:`harvestflow.curator.records_pages`,
+engineers), the selection records' forms (:mod:`harvestflow.curator.records_pages`,
 curators), a QA comment and a target's annotation (:mod:`harvestflow.curator.feedback`,
-curators) — are checked by :func:`harvestflow.curator.actions.check_write` (the role the write
-needs, the CSRF token) and made by the stage that owns the table.
+curators) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view
+found missing, :mod:`harvestflow.curator.qcview`, curators) — are checked by
+:func:`harvestflow.curator.actions.check_write` (the role the write needs, the CSRF token) and
+made by the stage that owns the table.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
@@ -31,6 +34,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import (
@@ -39,6 +43,7 @@ from harvestflow.curator import (
     feedback,
     jobfiles,
     operations,
+    qcview,
     queries,
     records_pages,
 )
@@ -75,11 +80,21 @@ def create_app(
     data_dir: Path,
     auth: Callable[..., Any] | None = None,
     airflow_base: str = "",
+    access_url: str | None = None,
+    trigger: Trigger | None = None,
 ) -> FastAPI:
     """The curator app; ``auth`` is a FastAPI dependency run before every route.
 
     ``airflow_base`` prefixes links to Airflow's own pages (task logs): '' for the same host.
+    ``access_url`` is the replay service's address (default: ``[access] url``); ``trigger``
+    queues a DAG run for a patch harvest (default: :func:`harvestflow.dagrun.trigger`).
     """
+    if access_url is None:
+        from access.config import AccessConfig
+
+        access_url = AccessConfig.from_settings().url
+    replay = access_url.rstrip("/") + "/"
+    start_dag = trigger or _airflow_trigger
     deps = [Depends(auth)] if auth is not None else []
     deps.append(Depends(_refuse_nul))  # after authentication: a stranger gets 401 first
     app = FastAPI(
@@ -161,6 +176,7 @@ def create_app(
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
             history = job_actions(job_id, conn) if row is not None else []
             qa = feedback.job_feedback(conn, job_id) if row is not None else {}
+            qc = qcview.job_qc(conn, replay, row) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
         job_dir = _dir(row["job_dir"])
@@ -193,6 +209,8 @@ def create_app(
             can_control=actions.has_role(request, actions.Role.ENGINEER)
             and row["status"] in RUNNING,
             qa=qa,
+            qc=qc,
+            can_patch=actions.has_role(request, actions.Role.CURATOR),
         )
 
     @app.post("/jobs/{job_id}/actions")
@@ -213,6 +231,25 @@ def create_app(
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
+
+    @app.post("/jobs/{job_id}/patch")
+    async def job_patch(request: Request, job_id: JobId) -> Response:
+        """Send the job's missing URLs (all not sent yet, or the ticked ones) to a patch
+        harvest: a one-off definition, the ``oneoff_harvest`` DAG queued for it."""
+        from access.patches import PatchError, request_patch
+
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        urls = qcview.chosen_urls(await request.body())
+        try:
+            # blocking (queries, the Airflow CLI): off the API server's event loop
+            patch = await run_in_threadpool(
+                request_patch, engine_factory(), job_id, user, start_dag, urls=urls
+            )
+        except PatchError as exc:
+            raise HTTPException(400, str(exc)) from None
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        return RedirectResponse(f"{root}/jobs/{job_id}?patch={patch.patch_id}#qc", 303)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
     def job_screenshot(job_id: JobId, index: ScreenshotIndex) -> Response:
@@ -249,6 +286,8 @@ def create_app(
             targets = feedback.domain_feedback(conn, name) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no domain {name!r}")
+        for h in row["history"].rows:
+            h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
 
     @app.get("/domains/{name}/size.png")
@@ -324,6 +363,17 @@ def create_app(
         return Response((HERE / "templates" / name).read_bytes(), media_type=STATIC[name])
 
     return app
+
+
+# (dag_id, conf, run_id, logical_date) → the run id queued
+Trigger = Callable[[str, dict[str, Any], str, datetime], str]
+
+
+def _airflow_trigger(dag_id: str, conf: dict[str, Any], run_id: str, when: datetime) -> str:
+    from harvestflow import dagrun
+    from harvestflow.settings import get_settings
+
+    return dagrun.trigger(get_settings(), dag_id, conf, run_id, when)
 
 
 def _page_no(value: int) -> int:

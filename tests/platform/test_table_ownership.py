@@ -63,6 +63,7 @@ OWNERS = {
     "qa_reports": "qa",
     **dict.fromkeys(["fulltext_docs", "fulltext_captures", "fulltext_files"], "search"),
     **dict.fromkeys(["access_rules", "access_tours", "access_tour_sites"], "access"),
+    **dict.fromkeys(["access_missing_urls", "access_patches"], "access"),
     "host_leases": "crawler",
     "job_leases": "crawler",
     "credentials": "harvestflow.credentials",

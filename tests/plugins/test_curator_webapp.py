@@ -130,11 +130,13 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     routes = [r for r in client.app.routes if isinstance(r, APIRoute)]
     # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions),
     # the selection records' forms (tests/plugins/test_curator_records), a QA comment and a
-    # target's annotation (tests/plugins/test_curator_feedback_browser), each checked by
+    # target's annotation (tests/plugins/test_curator_feedback_browser), a patch harvest of a
+    # job's missing URLs (tests/access/test_qcloop.py), each checked by
     # harvestflow.curator.actions.check_write
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
     assert writes == [
         "/jobs/{job_id}/actions",
+        "/jobs/{job_id}/patch",
         "/jobs/{job_id}/qa",
         "/records/bulk",
         "/records/new",
@@ -262,3 +264,35 @@ def test_preservation_lists_the_manual_queue(
     assert "1/2" in page.split("<h2>Packages</h2>")[1]  # files verified / files
     overview = client.get("/").text
     assert 'href="/preservation">1</a>' in overview
+
+
+def test_job_and_domain_pages_link_to_the_jobs_replay_view(
+    db_engine: sa.Engine, tmp_path: Path, job: int
+) -> None:
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "WITH d AS (INSERT INTO domains (name) VALUES ('a.test') RETURNING domain_id),"
+                " c AS (INSERT INTO configurations (name, domain_id, template_id)"
+                " SELECT 'cfg', domain_id, (SELECT min(template_id) FROM templates) FROM d"
+                " RETURNING config_id)"
+                " INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
+                " harvest_id, job_id) SELECT 0, 1, 1, config_id,"
+                " (SELECT harvest_id FROM jobs WHERE job_id = :j), :j FROM c"
+            ),
+            {"j": job},
+        )
+        conn.execute(
+            sa.text("UPDATE jobs SET startdate = '2026-11-25 12:34:56+00' WHERE job_id = :j"),
+            {"j": job},
+        )
+    app = create_app(
+        lambda: db_engine, data_dir=tmp_path, auth=None, access_url="http://replay.test:8090"
+    )
+    client = TestClient(app)
+    page = client.get(f"/jobs/{job}").text
+    assert f'href="http://replay.test:8090/job-{job}/20261125123456/http://a.test/"' in page
+    assert "none recorded" in page  # no missing URL yet
+    assert "patch harvest of all" not in page  # no user who may write: no button
+    domain = client.get("/domains/a.test").text
+    assert f'href="http://replay.test:8090/job-{job}/*/a.test/*"' in domain

@@ -1,0 +1,93 @@
+"""One replay view per crawl job (``job-<id>``): a curator's visual QC of exactly that job.
+
+Why per job (NetarchiveSuite's ViewerProxy's role): a curator checking a harvest must see what
+*that* job captured — not an older capture of the same URL from another job filling the gap —
+as soon as the indexing chain has indexed its WARCs, before any merge. Each view is a pywb
+automatic collection under ``collections_root``, like the per-definition ones
+(:mod:`access.definitions`): ``indexes/`` links to the job's per-file CDXJ files (found by the
+job id that starts their names), ``acl/`` links to the one ACL file (the access rules apply as
+everywhere; the gateway's reading room too), ``metadata.yaml`` names the job. A patch harvest
+sent from the view (:mod:`access.patches`) is part of it: its jobs' files are linked into the
+patched job's view, so the curator sees the gaps filled where they were found.
+
+Pages, links and embeds the view cannot serve are recorded per job by the gateway
+(:mod:`access.missing`). A job with no index file yet has no view.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from access import missing
+from access.config import AccessConfig
+from access.definitions import acl_file, collections_root
+from access.index import Lister, _day_dirs, _sync_links, roots
+from harvest.jobs import definitions_of_jobs
+from harvestflow.atomic import atomic_write_text
+from indexing.layout import Layout, job_id_of
+
+log = logging.getLogger(__name__)
+
+
+def _job_files(layout: Layout, lister: Lister) -> dict[int, dict[str, Path]]:
+    """Job id → its per-file CDXJ files (link name → file), over every index root."""
+    found: dict[int, dict[str, Path]] = {}
+    for root in roots(layout):
+        for day_dir in _day_dirs(root):
+            for name in lister.cdxj_names(day_dir):
+                job = job_id_of(name.removesuffix(".cdxj"))
+                if job is not None:
+                    found.setdefault(job, {})[f"{root.tag}--{day_dir.name}--{name}"] = (
+                        day_dir / name
+                    )
+    return found
+
+
+def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, dict[str, Path]]:
+    """Each known job's view: its own files plus those of the patch harvests sent for it."""
+    with engine.connect() as conn:
+        defs = definitions_of_jobs(conn, found)
+        origins = missing.patch_origins(conn, set(defs.values()))
+    views: dict[int, dict[str, Path]] = {}
+    for job, hid in defs.items():
+        views.setdefault(job, {}).update(found[job])
+        if hid in origins:
+            patched = origins[hid][0]
+            views.setdefault(patched, {}).update(found[job])
+    return views
+
+
+def sync(
+    cfg: AccessConfig, layout: Layout, engine: sa.Engine, lister: Lister | None = None
+) -> dict[str, int]:
+    """Make each job's view link exactly its (and its patches') per-file CDXJ files.
+
+    Cheap and idempotent (the listings :class:`Lister` caches, two queries, symbolic links);
+    returns the number of index files per view.
+    """
+    lister = lister or Lister()
+    views = _views(engine, _job_files(layout, lister))
+    base = collections_root(cfg)
+    base.mkdir(parents=True, exist_ok=True)
+    acl = acl_file(cfg)
+    result = {}
+    for job, files in sorted(views.items()):
+        coll = missing.job_collection(job)
+        folder = base / coll
+        added, removed = _sync_links(folder / "indexes", files)
+        (folder / "acl").mkdir(exist_ok=True)
+        link = folder / "acl" / acl.name
+        if not link.is_symlink():
+            link.symlink_to(acl)
+        meta = folder / "metadata.yaml"
+        if not meta.exists():
+            title = f"Job {job} (curator's view)"
+            atomic_write_text(meta, json.dumps({"title": title, "job": job}) + "\n")
+        result[coll] = len(files)
+        if added or removed:
+            log.info("access %s: %d index file(s) (+%d -%d)", coll, len(files), added, removed)
+    return result
