@@ -271,9 +271,10 @@ def apply_directives(conn: Connection) -> tuple[list[int], list[str]]:
     """
     pending = conn.execute(
         sa.text(
-            "SELECT * FROM job_qa_comments WHERE directive_state = 'pending'"
+            "SELECT * FROM job_qa_comments WHERE directive_state = :pending"
             " ORDER BY comment_id FOR UPDATE"
-        )
+        ),
+        {"pending": str(DirectiveState.PENDING)},
     ).all()
     done: list[int] = []
     errors: list[str] = []

@@ -5,7 +5,10 @@ the records concerned (all, or one DAG frequency) the seeds of each (domain, con
 the union of its active records' URLs, and each selection definition holds exactly the
 configurations of its active records; inactive records are therefore not transferred, and a
 record made inactive leaves its definition at the next transfer. Everything is UPSERTs, so a
-retried task repeats nothing.
+retried task repeats nothing. First, in the same transaction, the pending directives of QA
+comments (URLs to add, a raised budget) are applied to their records, once
+(:func:`harvest.selection.qa_feedback.apply_directives`); a record's own limits replace the
+mapping's for its configuration.
 """
 
 from __future__ import annotations

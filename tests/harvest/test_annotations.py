@@ -323,3 +323,26 @@ def test_cli_annotate_comment_and_export(
     news = next(item for item in items if item["id"] == "11")
     assert news["annotations"]["scopeEvidence"][1] == {"kind": "manual", "text": "seen in print"}
     assert news["qa"][0]["addUrls"] == ["http://news.test/menu", "http://bad host/"]
+
+
+def test_vocabularies_are_the_schemas(hdb: sa.Engine) -> None:
+    """Each enum is exactly what its column's CHECK constraint allows."""
+    import re
+
+    with hdb.connect() as conn:
+        checks: dict[str, str] = dict(
+            conn.execute(
+                sa.text(
+                    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conname"
+                    " IN ('target_annotations_licence_status_check',"
+                    " 'job_qa_comments_qa_status_check', 'job_qa_comments_directive_state_check')"
+                )
+            ).all()
+        )
+
+    def allowed(name: str) -> set[str]:
+        return set(re.findall(r"'(\w+)'::text", checks[name]))
+
+    assert allowed("target_annotations_licence_status_check") == set(ann.LicenceStatus)
+    assert allowed("job_qa_comments_qa_status_check") == set(qa_feedback.QaStatus)
+    assert allowed("job_qa_comments_directive_state_check") == set(qa_feedback.DirectiveState)
