@@ -31,6 +31,7 @@ from harvest.selection.annotations import (
     records_of_domains,
 )
 from harvestflow.curator import actions
+from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,16 @@ def domain_feedback(conn: sa.Connection, name: str) -> dict[str, Any]:
         "records": records,
         "comments": qa_feedback.comments(conn, record_ids=ids) if ids else [],
         **VOCABULARY,
+    }
+
+
+def record_feedback(conn: sa.Connection, record_id: int, seed_url: str) -> dict[str, Any]:
+    """The selection record page's part: its annotation now (the form is on its domain's page,
+    beside the domain's other records) and the QA comments about it, newest first."""
+    return {
+        "annotation": current(conn, [record_id])[record_id],
+        "comments": qa_feedback.comments(conn, record_ids=[record_id]),
+        "domain": registrable_domain(seed_url),
     }
 
 

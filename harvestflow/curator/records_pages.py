@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
 from harvestflow.audit import audit_entries
-from harvestflow.curator import actions
+from harvestflow.curator import actions, feedback
 from harvestflow.curator.queries import INTEGER_MAX, Page
 
 log = logging.getLogger(__name__)
@@ -177,9 +177,10 @@ def add_record_routes(
                 raise HTTPException(404, f"no selection record {record_id}")
             history = record_search.record_history(conn, record_id)
             audit = audit_entries(conn, target=f"record {record_id}", limit=50)
+            qa = feedback.record_feedback(conn, record_id, row["seed_url"])
         return form_page(request, "record.html", title=f"Selection record {record_id}",
                          record=row, values=record_search.as_row(row), history=history, audit=audit,
-                         result=None, saved=bool(saved))  # fmt: skip
+                         result=None, saved=bool(saved), qa=qa)  # fmt: skip
 
     @app.post("/records/{record_id}")
     async def edit_record(request: Request, record_id: RecordId) -> Response:

@@ -183,3 +183,17 @@ def test_forged_or_unauthorised_writes_are_refused(
     assert 'id="qa-form"' not in page.text and "fine" in page.text  # sees, cannot write
     assert 'class="filters annotation-form"' not in victor.get("/domains/townhall.test").text
     assert _comments(db_engine) == [("alice", "fine")]
+    # the comment and the annotation are on the selection record the job came from
+    noted = alice.post(
+        f"/records/{record.group(1)}/annotations",
+        data={
+            "csrf_token": token.group(1),
+            "notes": "council minutes",
+            "licence_status": "granted",
+        },
+    )
+    assert noted.status_code == 303, noted.text
+    shown = victor.get(f"/records/{record.group(1)}").text
+    qa_part = shown[shown.index('id="qa-comments"') :]
+    assert "fine" in qa_part and "alice" in qa_part and "passed" in qa_part
+    assert "council minutes" in shown and "granted" in shown
