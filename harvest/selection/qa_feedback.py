@@ -237,15 +237,20 @@ def _comment(row: Any) -> QaComment:
 
 
 def comments(
-    conn: Connection, *, job_id: int | None = None, record_ids: Sequence[int] = ()
+    conn: Connection,
+    *,
+    job_id: int | None = None,
+    record_ids: Sequence[int] = (),
+    job_ids: Sequence[int] = (),
 ) -> list[QaComment]:
-    """The comments of a job, or of records (newest first)."""
+    """The comments of a job, of jobs, or of records (newest first)."""
+    jobs = [*job_ids, *([job_id] if job_id is not None else [])]
     rows = conn.execute(
         sa.text(
-            "SELECT * FROM job_qa_comments WHERE job_id = :j"
+            "SELECT * FROM job_qa_comments WHERE job_id = ANY(CAST(:j AS bigint[]))"
             " OR record_id = ANY(CAST(:r AS integer[])) ORDER BY comment_id DESC"
         ),
-        {"j": job_id, "r": list(record_ids)},
+        {"j": jobs, "r": list(record_ids)},
     ).all()
     return [_comment(row) for row in rows]
 

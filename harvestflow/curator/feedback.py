@@ -11,7 +11,7 @@ with the page's CSRF token from a user allowed to edit).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -54,9 +54,10 @@ def job_feedback(conn: sa.Connection, job_id: int) -> dict[str, Any]:
     }
 
 
-def domain_feedback(conn: sa.Connection, name: str) -> dict[str, Any]:
+def domain_feedback(conn: sa.Connection, name: str, job_ids: Sequence[int] = ()) -> dict[str, Any]:
     """The domain page's targets: each record with its annotation and history, and the QA
-    comments about them."""
+    comments about them or about the domain's jobs shown (``job_ids``: a job that crawled the
+    domain for no selection record, a snapshot's, has its comments here too)."""
     records = records_of_domains(conn, [name])
     ids = [int(r["record_id"]) for r in records]
     notes = current(conn, ids)
@@ -66,7 +67,7 @@ def domain_feedback(conn: sa.Connection, name: str) -> dict[str, Any]:
         record["evidence"] = {e["kind"]: e["text"] for e in record["annotation"].scope_evidence}
     return {
         "records": records,
-        "comments": qa_feedback.comments(conn, record_ids=ids) if ids else [],
+        "comments": qa_feedback.comments(conn, record_ids=ids, job_ids=job_ids),
         **VOCABULARY,
     }
 

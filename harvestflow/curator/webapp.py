@@ -283,7 +283,8 @@ def create_app(
     def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
-            targets = feedback.domain_feedback(conn, name) if row is not None else {}
+            jobs = [int(h["job_id"]) for h in row["history"].rows] if row is not None else []
+            targets = feedback.domain_feedback(conn, name, jobs) if row is not None else {}
         if row is None:
             raise HTTPException(404, f"no domain {name!r}")
         for h in row["history"].rows:

@@ -6,7 +6,8 @@ records the image as missing (pywb's not-found answer, seen by the gateway); the
 it; its button queues the ``oneoff_harvest`` DAG (``airflow dags trigger``) for a patch
 harvest; that very run is executed (``airflow dags test`` at its logical date, in place of the
 scheduler), the patch job is indexed, and the image replays in the job's view, in the job's
-definition collection and in ``all``."""
+definition collection and in ``all``. A QC comment written on the job page is shown on the
+domain's page."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ from access import missing
 from access.config import AccessConfig
 from access.service import ReplayService
 from harvest.bootstrap import ensure_reference_data
+from harvest.domains import ensure_config
+from harvest.results import record_job_results
 from harvestflow import airflow_runtime, dagrun
 from harvestflow import settings as settings_mod
 from harvestflow.curator.webapp import create_app
@@ -150,6 +153,12 @@ def db_job(engine: sa.Engine, data_dir: Path, seed: str) -> tuple[int, int, Path
             sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
             {"d": str(job_dir), "j": job_id},
         )
+        # the job harvests the domain's configuration: its results make the domain's history
+        ref = ensure_config(conn, "qc.test", template="demo_loopback", seeds=[seed])
+        conn.execute(
+            sa.text("INSERT INTO job_configs (job_id, config_id) VALUES (:j, :c)"),
+            {"j": job_id, "c": ref.config_id},
+        )
     return hid, job_id, job_dir
 
 
@@ -232,6 +241,7 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
     crawled = run_crawl({**job, "resolve": {HOST: "127.0.0.1"}}, job_dir)
     fetched = {f[3]: f[1] for f in crawled.log_fields()}
     assert fetched[ok] == "200" and fetched[late] != "200", fetched  # robots.txt kept it out
+    record_job_results(job_id, engine=db_engine)  # the domain's history (the harvest DAG's step)
     run = chain.run_chain(settings)
     assert run["done"] == run["processed"] >= 1 and not run["quarantined"]
     view = missing.job_collection(job_id)
@@ -290,6 +300,17 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
             form.find_element(By.CSS_SELECTOR, "button[name=all]").click()
             WebDriverWait(driver, 300).until(lambda d: d.find_elements(By.ID, "patches"))
             assert "patch 1" in driver.find_element(By.ID, "missing-urls").text
+
+            # a QC comment on the job, saved in the harvest database, shown on the domain
+            form = driver.find_element(By.ID, "qa-form")
+            form.find_element(By.NAME, "text").send_keys("the late image is missing")
+            form.find_element(By.CSS_SELECTOR, "button").click()
+            WebDriverWait(driver, 120).until(
+                lambda d: "the late image is missing" in d.find_element(By.ID, "qa-comments").text
+            )
+            driver.get(f"{base}/domains/qc.test")
+            shown = driver.find_element(By.ID, "domain-qa").text
+            assert "the late image is missing" in shown and "alice" in shown
         [queued] = triggered
         assert queued["dag_id"] == "oneoff_harvest"
         row = dag_run(settings, queued["run_id"])
