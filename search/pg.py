@@ -467,6 +467,14 @@ def _visible_captures(
         site_terms.append(term)
     if site_terms:
         cap_where.append("(" + " OR ".join(site_terms) + ")")
+    # the first texts' captures are looked up text by text (LATERAL: a nested loop on the digest
+    # index; OFFSET 0 keeps the planner from flattening it), never by hashing every capture
+    join = (
+        "m CROSS JOIN LATERAL (SELECT * FROM fulltext_captures x"
+        " WHERE x.year = m.year AND x.digest = m.digest OFFSET 0) c"
+        if texts_first
+        else "fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest"
+    )
     cte = f"""
 WITH m AS {"MATERIALIZED " if texts_first else ""}(
     SELECT d.year, d.digest, d.lang, ts_rank_cd(d.tsv, {_QUERY_OF_CFG}) AS score
@@ -475,8 +483,7 @@ WITH m AS {"MATERIALIZED " if texts_first else ""}(
 ), v AS (
     SELECT c.year, c.digest, c.url, c.captured_at, c.mime, c.collection, c.host, c.domain,
            m.lang, m.score
-    FROM fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest
-    WHERE {" AND ".join(cap_where) or "TRUE"}
+    FROM {join} WHERE {" AND ".join(cap_where) or "TRUE"}
 )"""
     return cte, params
 
