@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -44,6 +45,7 @@ MAX_TSV_CHARS = 300_000  # body characters indexed (tsvector positions stop at 1
 SNIPPET_CHARS = 100_000  # body characters ts_headline reads
 FACET_LIMIT = 20
 COUNT_LIMIT = 10_000  # matching captures read per search: past it, counts are estimates
+PHRASE_CANDIDATES = 5  # texts holding a phrase's words read per search, x the count limit
 ESTIMATE_SAMPLE = 2_000  # texts in the block sample that estimates a count past the limit
 _HEADLINE = (
     f"StartSel={HIT_START}, StopSel={HIT_END}, MaxWords=30, MinWords=12, "
@@ -277,6 +279,7 @@ class PgSearchBackend:
             "offset": (page - 1) * per_page,
             "opts": _HEADLINE,
             "cap": self.count_limit + 1,
+            "cand": PHRASE_CANDIDATES * (self.count_limit + 1),
         }
         with self.engine.connect() as conn:
             conn.execute(sa.text("SET TRANSACTION READ ONLY"))
@@ -284,7 +287,11 @@ class PgSearchBackend:
             conn.execute(sa.text("SET LOCAL synchronize_seqscans = off"))
             sql = _SEARCH_SQL.format(
                 s="SELECT * FROM v" if texts_first else "SELECT * FROM v LIMIT :cap",
-                read="(SELECT count(*) FROM m)" if texts_first else "(SELECT count(*) FROM s)",
+                # candidates cut short: more may match than were read
+                read="(SELECT CASE WHEN (SELECT n FROM cand) >= :cand THEN :cap"
+                " ELSE (SELECT count(*) FROM m) END)"
+                if texts_first
+                else "(SELECT count(*) FROM s)",
             )
             row = conn.execute(sa.text(cte + sql), params).one()
             read, payloads, hit_rows, facet_rows = int(row[0]), int(row[1]), row[2], row[3]
@@ -425,16 +432,17 @@ def _visible_captures(
     """
     params: dict[str, Any] = dict(tsqueries)
     doc_where = []
+    # a phrase matched text by text from the texts holding all its words, and at most
+    # PHRASE_CANDIDATES x the count limit of them: words often found side by side stop early,
+    # words rarely side by side would otherwise have every text holding both re-read
+    phrase = texts_first and any("<" in tq for tq in tsqueries.values())
+    phrase_where = ""
     if query.text.strip():
-        if tsqueries["tq_fr"] == tsqueries["tq_en"] == tsqueries["tq_si"]:
-            # no word stems differently in French or English: one index condition, not three
-            doc_where.append("d.tsv @@ CAST(:tq_si AS tsquery)")
-        else:
-            doc_where.append(
-                "((d.cfg = 'french'::regconfig AND d.tsv @@ CAST(:tq_fr AS tsquery))"
-                " OR (d.cfg = 'english'::regconfig AND d.tsv @@ CAST(:tq_en AS tsquery))"
-                " OR (d.cfg = 'simple'::regconfig AND d.tsv @@ CAST(:tq_si AS tsquery)))"
-            )
+        doc_where.append(_match_sql(tsqueries, "tq"))
+        if phrase:
+            for key, tq in tsqueries.items():
+                params["all_" + key] = _PHRASE_OP.sub("&", tq)
+            phrase_where, doc_where[0] = doc_where[0], _match_sql(tsqueries, "all_tq")
     if query.years:
         params["years"] = list(query.years)
         doc_where.append("d.year = ANY(:years)")
@@ -475,17 +483,44 @@ def _visible_captures(
         if texts_first
         else "fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest"
     )
+    docs = "fulltext_docs d" + (" TABLESAMPLE SYSTEM (:pct) REPEATABLE (22)" if sample else "")
+    where = " AND ".join(doc_where) or "TRUE"
+    if phrase:
+        candidates = f"SELECT d.year FROM {docs} WHERE {where} LIMIT :cand"
+        texts = (
+            f"(SELECT d.year, d.digest, d.lang, d.cfg, d.tsv FROM {docs} WHERE {where} LIMIT :cand)"
+        )
+    else:
+        candidates = "SELECT 0 WHERE FALSE"
+        texts = f"(SELECT d.year, d.digest, d.lang, d.cfg, d.tsv FROM {docs} WHERE {where})"
     cte = f"""
 WITH m AS {"MATERIALIZED " if texts_first else ""}(
     SELECT d.year, d.digest, d.lang, ts_rank_cd(d.tsv, {_QUERY_OF_CFG}) AS score
-    FROM fulltext_docs d{" TABLESAMPLE SYSTEM (:pct) REPEATABLE (22)" if sample else ""}
-    WHERE {" AND ".join(doc_where) or "TRUE"}{" LIMIT :cap" if texts_first else ""}
+    FROM {texts} d
+    WHERE {phrase_where or "TRUE"}{" LIMIT :cap" if texts_first else ""}
+), cand AS (
+    SELECT count(*) AS n FROM ({candidates}) x
 ), v AS (
     SELECT c.year, c.digest, c.url, c.captured_at, c.mime, c.collection, c.host, c.domain,
            m.lang, m.score
     FROM {join} WHERE {" AND ".join(cap_where) or "TRUE"}
 )"""
     return cte, params
+
+
+_PHRASE_OP = re.compile(r"<(?:-|\d+)>")
+
+
+def _match_sql(tsqueries: dict[str, str], prefix: str) -> str:
+    """``d.tsv`` matches the query of its text configuration (params ``<prefix>_fr`` ...)."""
+    if tsqueries["tq_fr"] == tsqueries["tq_en"] == tsqueries["tq_si"]:
+        # no word stems differently in French or English: one index condition, not three
+        return f"d.tsv @@ CAST(:{prefix}_si AS tsquery)"
+    return (
+        f"((d.cfg = 'french'::regconfig AND d.tsv @@ CAST(:{prefix}_fr AS tsquery))"
+        f" OR (d.cfg = 'english'::regconfig AND d.tsv @@ CAST(:{prefix}_en AS tsquery))"
+        f" OR (d.cfg = 'simple'::regconfig AND d.tsv @@ CAST(:{prefix}_si AS tsquery)))"
+    )
 
 
 def _doc_params(year: int, doc: Document) -> dict[str, Any]:
