@@ -147,7 +147,7 @@ def main() -> int:
         "--load-only", action="store_true", help="load (or reuse) the index, no queries"
     )
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--count-limit", type=int, default=10_000)
+    ap.add_argument("--count-limit", type=int, default=2_000)
     args = ap.parse_args()
     from tests.conftest import free_port
 
