@@ -41,7 +41,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def _print(result: SearchResult) -> None:
     q = result.query
     first = (q.page - 1) * q.per_page + 1 if result.hits else 0
-    print(f"{result.total} result(s); {first}-{first + len(result.hits) - 1 if first else 0}")
+    shown = f"{first}-{first + len(result.hits) - 1 if first else 0}"
+    if result.exact:
+        print(f"{result.total} result(s); {shown}")
+    else:
+        print(f"{result.approximation()}; {shown}")
     for hit in result.hits:
         print()
         print(f"{hit.title or '(untitled)'}")
@@ -83,6 +87,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.json:
         payload = {
             "total": result.total,
+            "exact": result.exact,
             "hits": [
                 asdict(h) | {"captured_at": h.captured_at.isoformat(), "snippet": h.snippet_html()}
                 for h in result.hits

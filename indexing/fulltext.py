@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +49,21 @@ log = logging.getLogger(__name__)
 READY_STAGES = ("indexed", "transferred", "backedup", "done")  # after the index module
 _domain_of = functools.lru_cache(maxsize=65536)(registrable_domain)  # hosts repeat in a file
 MAX_ERRORS_KEPT = 100
+QUEUE_BYTES = 64_000_000  # payload bytes held before their digests are looked up at once
+_NETLOC = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
+
+
+@functools.lru_cache(maxsize=65536)
+def _host_of_netloc(netloc: str) -> str:
+    return (urlsplit("//" + netloc).hostname or "").lower()
+
+
+def _host(url: str) -> str:
+    """``urlsplit(url).hostname``, lower-cased, parsed once per distinct netloc of the file."""
+    match = _NETLOC.match(url)
+    if match is None or any(c in url for c in "\t\r\n"):
+        return (urlsplit(url).hostname or "").lower()
+    return _host_of_netloc(match.group(1))
 
 
 @dataclass(frozen=True)
@@ -97,7 +113,7 @@ def _capture(rec: ArcWarcRecord, offset: int, meta: FileMeta) -> CaptureRecord |
         return None
     status_text = http.get_statuscode() if http is not None else None
     status = int(status_text) if status_text and status_text.isdigit() else None
-    host = (urlsplit(url).hostname or "").lower()
+    host = _host(url)
     return CaptureRecord(
         file_name=meta.file_name,
         offset=offset,
@@ -124,7 +140,12 @@ def extract_warc(
     *,
     progress_bar: bool = False,
 ) -> FileProgress:
-    """Extract ``path`` into ``backend``, resuming from its checkpoint; returns the counts."""
+    """Extract ``path`` into ``backend``, resuming from its checkpoint; returns the counts.
+
+    Records are taken a batch at a time: the batch's new digests are looked up in the backend
+    in one call (not one round trip per record), then its records are handled in file order
+    and written with the checkpoint. A batch also ends when its payloads pass ``QUEUE_BYTES``.
+    """
     settings = settings or get_settings()
     batch_size, max_payload = _limits(settings)
     state = backend.progress(meta.file_name) or FileProgress(meta.file_name)
@@ -133,37 +154,24 @@ def extract_warc(
     if state.resume_offset >= 0:
         log.info("%s: resuming after the record at offset %d", meta.file_name, state.resume_offset)
     seen: set[str] = set()  # digests whose text this run has stored or queued
-    docs: list[Document] = []
-    caps: list[CaptureRecord] = []
-    pending = 0
+    queue: list[Record | Damage] = []
+    queued_bytes = 0
     size = path.stat().st_size
     with Progress(f"extract {meta.file_name}", size, unit="bytes", bar=progress_bar) as bar:
         for item in read_records(path, max(state.resume_offset, 0), _wanted, max_payload):
             if item.offset <= state.resume_offset:
                 continue  # taken into account before the restart
-            if isinstance(item, Damage):
-                state.failed += 1
-                where = f"resumed at {item.resumed_at}" if item.resumed_at else "nothing after it"
-                log.error(
-                    "%s: damaged record at offset %d skipped (%s; %s)",
-                    meta.file_name,
-                    item.offset,
-                    item.error,
-                    where,
-                )
-                if len(state.errors) < MAX_ERRORS_KEPT:
-                    state.errors.append({"offset": item.offset, "error": item.error})
-            else:
-                _take(item, meta, backend, state, seen, docs, caps)
+            queue.append(item)
+            if isinstance(item, Record) and item.payload is not None:
+                queued_bytes += len(item.payload)
             state.resume_offset = item.offset
             bar.advance(max(0, item.offset - bar.done))
-            pending += 1
-            if pending >= batch_size:
-                backend.add(docs, caps, state)
+            if len(queue) >= batch_size or queued_bytes >= QUEUE_BYTES:
+                _write_batch(queue, meta, backend, state, seen)
                 crashpoint("fulltext.batch_written")
-                docs, caps, pending = [], [], 0
+                queue, queued_bytes = [], 0
         state.done = True
-        backend.add(docs, caps, state)
+        _write_batch(queue, meta, backend, state, seen)
         crashpoint("fulltext.done_recorded")
     log.info(
         "%s: %d documents extracted, %d duplicate captures, %d skipped, %d failed",
@@ -176,27 +184,73 @@ def extract_warc(
     return state
 
 
-def _take(
-    item: Record,
+def _write_batch(
+    queue: list[Record | Damage],
     meta: FileMeta,
     backend: SearchBackend,
+    state: FileProgress,
+    seen: set[str],
+) -> None:
+    """Handle the queued records in file order, then store them with the checkpoint ``state``."""
+    prepared: list[tuple[Record | Damage, CaptureRecord | ValueError | None]] = []
+    for item in queue:
+        if isinstance(item, Damage):
+            prepared.append((item, None))
+            continue
+        try:
+            prepared.append((item, _capture(item.record, item.offset, meta)))
+        except ValueError as exc:  # a WARC-Date that is no date, ...
+            prepared.append((item, exc))
+    asked = {
+        cap.digest
+        for item, cap in prepared
+        if isinstance(cap, CaptureRecord)
+        and cap.record_type == "response"
+        and (cap.status is None or 200 <= cap.status < 300)
+        and cap.digest not in seen
+    }
+    known = backend.known_digests(sorted(asked)) if asked else set()
+    docs: list[Document] = []
+    caps: list[CaptureRecord] = []
+    for item, cap in prepared:
+        if isinstance(item, Damage):
+            _damaged(item, meta, state)
+        elif isinstance(cap, ValueError):
+            _fail(state, meta, item.offset, f"unreadable record headers: {cap}")
+        elif cap is not None:
+            _take(item, cap, meta, known, state, seen, docs, caps)
+    backend.add(docs, caps, state)
+
+
+def _damaged(item: Damage, meta: FileMeta, state: FileProgress) -> None:
+    state.failed += 1
+    where = f"resumed at {item.resumed_at}" if item.resumed_at else "nothing after it"
+    log.error(
+        "%s: damaged record at offset %d skipped (%s; %s)",
+        meta.file_name,
+        item.offset,
+        item.error,
+        where,
+    )
+    if len(state.errors) < MAX_ERRORS_KEPT:
+        state.errors.append({"offset": item.offset, "error": item.error})
+
+
+def _take(
+    item: Record,
+    cap: CaptureRecord,
+    meta: FileMeta,
+    known: set[str],
     state: FileProgress,
     seen: set[str],
     docs: list[Document],
     caps: list[CaptureRecord],
 ) -> None:
     rec = item.record
-    try:
-        cap = _capture(rec, item.offset, meta)
-    except ValueError as exc:  # a WARC-Date that is no date, ...
-        _fail(state, meta, item.offset, f"unreadable record headers: {exc}")
-        return
-    if cap is None:
-        return
     if cap.status is not None and not 200 <= cap.status < 300:
         state.skipped += 1  # an error page, a redirect: no text worth finding
         return
-    if rec.rec_type == "revisit" or cap.digest in seen or backend.known_digests([cap.digest]):
+    if rec.rec_type == "revisit" or cap.digest in seen or cap.digest in known:
         state.duplicates += 1
         caps.append(cap)
         return

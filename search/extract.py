@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from resiliparse.extract.html2text import extract_plain_text
@@ -35,6 +36,7 @@ EXTRACTED_TYPES = HTML_TYPES | TEXT_TYPES | PDF_TYPES
 
 MIN_MAIN_CHARS = 20  # below this, the main-content pass missed the page's text
 LANG_MIN_CHARS = 200  # shorter texts: the page's declared language wins over detection
+LANG_DETECT_CHARS = 20000  # the prefix the detector reads
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([\w.:-]+)", re.IGNORECASE)
 
 
@@ -70,14 +72,23 @@ def charset_of(content_type: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def _language(text: str, declared: str | None) -> str:
-    declared = (declared or "").split("-")[0].strip().lower()[:8]
-    if len(text) < LANG_MIN_CHARS and declared:
-        return declared
-    if not text.strip():
-        return declared
-    lang, _score = detect_fast(text[:20000])
-    return declared if lang in ("", "unknown") else str(lang)
+def _language(text: str, declared_of: Callable[[], str | None]) -> str:
+    """The detected language of ``text``; the declared one for a short text, or when detection
+    fails. The declaration is read only then: it costs a DOM query, and most texts are long."""
+
+    def declared() -> str:
+        return (declared_of() or "").split("-")[0].strip().lower()[:8]
+
+    if len(text) < LANG_MIN_CHARS or not text.strip():
+        said = declared()
+        if said or not text.strip():
+            return said
+    lang, _score = detect_fast(text[:LANG_DETECT_CHARS])
+    return declared() if lang in ("", "unknown") else str(lang)
+
+
+def _undeclared() -> None:
+    return None
 
 
 def _decode(data: bytes, charset: str | None, html: bool) -> str:
@@ -96,10 +107,11 @@ def extract_html(data: bytes, charset: str | None = None) -> Extracted:
     main = extract_plain_text(tree, main_content=True)
     if len(main.strip()) < MIN_MAIN_CHARS:
         main = extract_plain_text(tree, main_content=False)
-    declared = None
-    root = tree.document.query_selector("html") if tree.document is not None else None
-    if root is not None:
-        declared = root.getattr("lang")
+
+    def declared() -> str | None:
+        root = tree.document.query_selector("html") if tree.document is not None else None
+        return root.getattr("lang") if root is not None else None
+
     outlinks = len(tree.body.query_selector_all("a[href]")) if tree.body is not None else 0
     return Extracted(title, main.strip(), _language(main, declared), outlinks)
 
@@ -108,7 +120,7 @@ def extract_text(data: bytes, charset: str | None = None) -> Extracted:
     text = _decode(data, charset, html=False)
     text = text.strip()
     first = text.split("\n", 1)[0].strip()[:200] if text else ""
-    return Extracted(first, text, _language(text, None), 0)
+    return Extracted(first, text, _language(text, _undeclared), 0)
 
 
 def extract_pdf(data: bytes, max_pages: int = 200) -> Extracted:
@@ -125,7 +137,7 @@ def extract_pdf(data: bytes, max_pages: int = 200) -> Extracted:
     text = "\n".join(p.strip() for p in pages if p.strip())
     if not title and text:
         title = text.split("\n", 1)[0].strip()[:200]
-    return Extracted(" ".join(title.split()), text, _language(text, None), 0)
+    return Extracted(" ".join(title.split()), text, _language(text, _undeclared), 0)
 
 
 def extract(data: bytes, mime: str | None, content_type: str | None = None) -> Extracted:

@@ -152,9 +152,28 @@ class Hit:
 @dataclass(frozen=True)
 class SearchResult:
     query: Query
-    total: int  # collapsed hits (payloads) in all pages
+    total: int  # collapsed hits (payloads) in all pages; an estimate when not ``exact``
     hits: list[Hit]
     facets: dict[str, list[tuple[str, int]]]  # facet -> (value, payloads) by count
+    # False when more captures match than a search reads (the backend's count limit): then
+    # ``total`` is an estimate, and the ranking, the pages and the facets cover the ``counted``
+    # payloads of the captures read
+    exact: bool = True
+    counted: int | None = None
+
+    @property
+    def pageable(self) -> int:
+        """The payloads the pages can show."""
+        return self.total if self.exact or self.counted is None else self.counted
+
+    def approximation(self) -> str:
+        """What an approximate result's count means, said on the page ("" when exact)."""
+        if self.exact:
+            return ""
+        return (
+            f"about {self.total:,} results: too many to count, so the ranking, the pages and the"
+            f" facets cover the {self.counted or 0:,} first found"
+        )
 
 
 class SearchBackend(Protocol):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -43,13 +44,16 @@ CONFIGS = {"fr": "french", "en": "english"}  # other languages: "simple" (no ste
 MAX_TSV_CHARS = 300_000  # body characters indexed (tsvector positions stop at 16,383 anyway)
 SNIPPET_CHARS = 100_000  # body characters ts_headline reads
 FACET_LIMIT = 20
+COUNT_LIMIT = 2_000  # matching captures read per search: past it, counts are estimates
+PHRASE_CANDIDATES = 5  # texts holding a phrase's words read per search, x the count limit
+ESTIMATE_SAMPLE = 2_000  # texts in the block sample that estimates a count past the limit
 _HEADLINE = (
     f"StartSel={HIT_START}, StopSel={HIT_END}, MaxWords=30, MinWords=12, "
     'MaxFragments=2, FragmentDelimiter=" … "'
 )
 _QUERY_OF_CFG = (
-    "CASE d.cfg WHEN 'french'::regconfig THEN q.fr WHEN 'english'::regconfig THEN q.en"
-    " ELSE q.si END"
+    "CASE d.cfg WHEN 'french'::regconfig THEN CAST(:tq_fr AS tsquery)"
+    " WHEN 'english'::regconfig THEN CAST(:tq_en AS tsquery) ELSE CAST(:tq_si AS tsquery) END"
 )
 
 
@@ -64,8 +68,9 @@ def _like_prefix(prefix: str) -> str:
 class PgSearchBackend:
     """:class:`search.model.SearchBackend` on the harvest database."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, count_limit: int = COUNT_LIMIT) -> None:
         self.engine = engine
+        self.count_limit = max(1, count_limit)
 
     # --- writing ---------------------------------------------------------------------------
     def known_digests(self, digests: list[str]) -> set[str]:
@@ -246,25 +251,60 @@ class PgSearchBackend:
 
     # --- searching -------------------------------------------------------------------------
     def search(self, query: Query) -> SearchResult:
-        cte, params = _visible_captures(query)
+        """One statement: the first ``count_limit`` visible matching captures, read once; the
+        total, the ranked page (with snippets) and the facets all come from them.
+
+        Why bounded: a frequent word matches most of the index, and ranking, collapsing and
+        faceting every match costs seconds at a million documents. Under the bound everything is
+        exact; past it the page says "about N" (the planner's estimate of all matches), the
+        ranking is the best among the captures read and the facets count those captures. The
+        scan is a single ordered one (no parallel workers, no synchronized scans), so paging
+        through an approximate result stays stable.
+        """
+        with self.engine.connect() as conn:
+            row = conn.execute(_TSQUERIES, {"q": query.text}).one()
+        tsqueries = {"tq_fr": row[0], "tq_en": row[1], "tq_si": row[2]}
+        # with no filter on captures but the access rules (which hide few), the bound is on
+        # matching texts, read first; a filter on hosts, types or collections may keep few of
+        # them, so the bound is then on the visible captures, and the planner starts from the
+        # filter's index when it is the selective side
+        texts_first = not (
+            query.sites or query.hosts or query.domains or query.mimes or query.collections
+        )
+        cte, params = _visible_captures(query, tsqueries, texts_first=texts_first)
         per_page = max(1, min(query.per_page, 100))
         page = max(1, query.page)
-        params |= {"limit": per_page, "offset": (page - 1) * per_page, "opts": _HEADLINE}
+        params |= {
+            "limit": per_page,
+            "offset": (page - 1) * per_page,
+            "opts": _HEADLINE,
+            "cap": self.count_limit + 1,
+            "cand": PHRASE_CANDIDATES * (self.count_limit + 1),
+        }
         with self.engine.connect() as conn:
             conn.execute(sa.text("SET TRANSACTION READ ONLY"))
-            total = int(
-                conn.execute(
-                    sa.text(cte + " SELECT count(DISTINCT digest) FROM v"), params
-                ).scalar_one()
+            conn.execute(sa.text("SET LOCAL max_parallel_workers_per_gather = 0"))
+            conn.execute(sa.text("SET LOCAL synchronize_seqscans = off"))
+            sql = _SEARCH_SQL.format(
+                s="SELECT * FROM v" if texts_first else "SELECT * FROM v LIMIT :cap",
+                # candidates cut short: more may match than were read
+                read="(SELECT CASE WHEN (SELECT n FROM cand) >= :cand THEN :cap"
+                " ELSE (SELECT count(*) FROM m) END)"
+                if texts_first
+                else "(SELECT count(*) FROM s)",
             )
-            rows = conn.execute(sa.text(cte + _PAGE_SQL), params).mappings().all()
-            facet_rows = conn.execute(sa.text(cte + _FACET_SQL), params).all() if total else []
+            row = conn.execute(sa.text(cte + sql), params).one()
+            read, payloads, hit_rows, facet_rows = int(row[0]), int(row[1]), row[2], row[3]
+            exact = read <= self.count_limit
+            total = payloads
+            if not exact:
+                total = max(payloads + 1, _round2(_estimate(conn, query, tsqueries)))
         hits = [
             Hit(
                 digest=r["digest"],
                 title=r["title"],
                 url=r["url"],
-                captured_at=r["captured_at"],
+                captured_at=datetime.fromisoformat(r["captured_at"]),
                 mime=r["mime"],
                 collection=r["collection"],
                 lang=r["lang"],
@@ -272,29 +312,67 @@ class PgSearchBackend:
                 other_captures=int(r["n"]) - 1,
                 score=float(r["score"]),
             )
-            for r in rows
+            for r in hit_rows
         ]
-        return SearchResult(query, total, hits, _facets(facet_rows))
+        facets = _facets(facet_rows) if payloads else {f: [] for f in FACETS}
+        return SearchResult(query, total, hits, facets, exact=exact, counted=payloads)
 
 
-_PAGE_SQL = f"""
-, page AS (
-    SELECT * FROM (
-        SELECT DISTINCT ON (digest) year, digest, url, captured_at, mime, collection, lang,
-               score, count(*) OVER (PARTITION BY digest) AS n
-        FROM v ORDER BY digest, captured_at DESC, url
-    ) h ORDER BY score DESC, captured_at DESC, digest LIMIT :limit OFFSET :offset
+_TSQUERIES = sa.text(
+    "SELECT websearch_to_tsquery('french', :q)::text, websearch_to_tsquery('english', :q)::text,"
+    " websearch_to_tsquery('simple', :q)::text"
 )
-SELECT p.*, d.title,
-       ts_headline(d.cfg, left(d.body, {SNIPPET_CHARS}), {_QUERY_OF_CFG}, :opts) AS snippet
-FROM page p JOIN fulltext_docs d ON d.year = p.year AND d.digest = p.digest, q
-ORDER BY p.score DESC, p.captured_at DESC, p.digest
-"""
 
-_FACET_SQL = """
-SELECT year::text, host, domain, mime, collection, lang, count(DISTINCT digest),
-       GROUPING(year, host, domain, mime, collection, lang)
-FROM v GROUP BY GROUPING SETS ((year), (host), (domain), (mime), (collection), (lang))
+
+def _estimate(conn: Connection, query: Query, tsqueries: dict[str, str]) -> int:
+    """The number of payloads the query matches, from a block sample of about
+    ``ESTIMATE_SAMPLE`` texts (the same sample every time: an estimate that does not change
+    between two pages)."""
+    texts = conn.execute(_TEXTS).scalar_one()
+    pct = min(100.0, 100.0 * ESTIMATE_SAMPLE / max(1.0, float(texts or 0)))
+    cte, params = _visible_captures(query, tsqueries, sample=True)
+    found = conn.execute(
+        sa.text(cte + " SELECT count(DISTINCT digest) FROM v"), params | {"pct": pct}
+    ).scalar_one()
+    return int(found * 100.0 / pct)
+
+
+_TEXTS = sa.text(
+    "SELECT sum(greatest(c.reltuples, 0)) FROM pg_class c JOIN pg_inherits i"
+    " ON i.inhrelid = c.oid WHERE i.inhparent = 'fulltext_docs'::regclass"
+)
+
+
+def _round2(n: int) -> int:
+    """``n`` to two significant figures (an estimate shown as one: 12,345 -> 12,000)."""
+    digits = len(str(abs(n)))
+    return round(n, -(digits - 2)) if digits > 2 else n
+
+
+_SEARCH_SQL = f"""
+, s AS MATERIALIZED ({{s}})
+, h AS (
+    SELECT DISTINCT ON (digest) year, digest, url, captured_at, mime, collection, lang,
+           score, count(*) OVER (PARTITION BY digest) AS n
+    FROM s ORDER BY digest, captured_at DESC, url
+)
+, page AS (
+    SELECT * FROM h ORDER BY score DESC, captured_at DESC, digest LIMIT :limit OFFSET :offset
+)
+SELECT
+    {{read}},
+    (SELECT count(*) FROM h),
+    (SELECT coalesce(json_agg(x ORDER BY x.score DESC, x.captured_at DESC, x.digest), '[]')
+     FROM (SELECT p.*, d.title,
+                  ts_headline(d.cfg, left(d.body, {SNIPPET_CHARS}), {_QUERY_OF_CFG}, :opts)
+                      AS snippet
+           FROM page p JOIN fulltext_docs d ON d.year = p.year AND d.digest = p.digest) x),
+    (SELECT coalesce(json_agg(json_build_array(year::text, host, domain, mime, collection, lang,
+                                               n, g)), '[]')
+     FROM (SELECT year, host, domain, mime, collection, lang, count(DISTINCT digest) AS n,
+                  GROUPING(year, host, domain, mime, collection, lang) AS g
+           FROM s GROUP BY GROUPING SETS ((year), (host), (domain), (mime), (collection), (lang))
+          ) f)
 """
 
 
@@ -341,16 +419,30 @@ def _access_sql(rules: AccessRules, params: dict[str, Any]) -> list[str]:
     return where
 
 
-def _visible_captures(query: Query) -> tuple[str, dict[str, Any]]:
-    """The CTEs ``q`` (the query per configuration), ``m`` (matching texts) and ``v``."""
-    params: dict[str, Any] = {"q": query.text}
+def _visible_captures(
+    query: Query, tsqueries: dict[str, str], *, sample: bool = False, texts_first: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """The CTEs ``m`` (matching texts) and ``v`` (their visible captures).
+
+    The query of each text configuration (``tsqueries``: tq_fr, tq_en, tq_si) comes in as a
+    constant, so that the planner sees how common its words are: a frequent word is then read
+    by a sequential scan that stops at the count limit, a rare one through the GIN index.
+    ``sample``: the texts are a block sample of ``:pct`` percent (for an estimated count).
+    ``texts_first``: ``m`` is the first ``:cap`` matching texts (materialized), else all of them.
+    """
+    params: dict[str, Any] = dict(tsqueries)
     doc_where = []
+    # a phrase matched text by text from the texts holding all its words, and at most
+    # PHRASE_CANDIDATES x the count limit of them: words often found side by side stop early,
+    # words rarely side by side would otherwise have every text holding both re-read
+    phrase = texts_first and any("<" in tq for tq in tsqueries.values())
+    phrase_where = ""
     if query.text.strip():
-        doc_where.append(
-            "((d.cfg = 'french'::regconfig AND d.tsv @@ q.fr)"
-            " OR (d.cfg = 'english'::regconfig AND d.tsv @@ q.en)"
-            " OR (d.cfg = 'simple'::regconfig AND d.tsv @@ q.si))"
-        )
+        doc_where.append(_match_sql(tsqueries, "tq"))
+        if phrase:
+            for key, tq in tsqueries.items():
+                params["all_" + key] = _PHRASE_OP.sub("&", tq)
+            phrase_where, doc_where[0] = doc_where[0], _match_sql(tsqueries, "all_tq")
     if query.years:
         params["years"] = list(query.years)
         doc_where.append("d.year = ANY(:years)")
@@ -372,8 +464,10 @@ def _visible_captures(query: Query) -> tuple[str, dict[str, Any]]:
     for i, site in enumerate(query.sites):
         host, _, path = site.lower().partition("/")
         params[f"site_h{i}"] = host
-        params[f"site_s{i}"] = "%." + host.replace("%", "\\%").replace("_", "\\_")
-        term = f"(c.host = :site_h{i} OR c.host LIKE :site_s{i})"
+        # a subdomain's host ends with ".host": its reversed host starts with the reversed
+        # ".host" (an index prefix, sql/027_fulltext_search_plans.sql)
+        params[f"site_s{i}"] = _like_prefix(("." + host)[::-1])
+        term = f"(c.host = :site_h{i} OR reverse(c.host) LIKE :site_s{i})"
         if path:
             key = surt_or_url(f"http://{host}/{path}")
             params[f"site_p{i}"] = _like_prefix(key.split(")", 1)[1] if ")" in key else key)
@@ -381,20 +475,52 @@ def _visible_captures(query: Query) -> tuple[str, dict[str, Any]]:
         site_terms.append(term)
     if site_terms:
         cap_where.append("(" + " OR ".join(site_terms) + ")")
+    # the first texts' captures are looked up text by text (LATERAL: a nested loop on the digest
+    # index; OFFSET 0 keeps the planner from flattening it), never by hashing every capture
+    join = (
+        "m CROSS JOIN LATERAL (SELECT * FROM fulltext_captures x"
+        " WHERE x.year = m.year AND x.digest = m.digest OFFSET 0) c"
+        if texts_first
+        else "fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest"
+    )
+    docs = "fulltext_docs d" + (" TABLESAMPLE SYSTEM (:pct) REPEATABLE (22)" if sample else "")
+    where = " AND ".join(doc_where) or "TRUE"
+    if phrase:
+        candidates = f"SELECT d.year FROM {docs} WHERE {where} LIMIT :cand"
+        texts = (
+            f"(SELECT d.year, d.digest, d.lang, d.cfg, d.tsv FROM {docs} WHERE {where} LIMIT :cand)"
+        )
+    else:
+        candidates = "SELECT 0 WHERE FALSE"
+        texts = f"(SELECT d.year, d.digest, d.lang, d.cfg, d.tsv FROM {docs} WHERE {where})"
     cte = f"""
-WITH q AS (
-    SELECT websearch_to_tsquery('french', :q) AS fr, websearch_to_tsquery('english', :q) AS en,
-           websearch_to_tsquery('simple', :q) AS si
-), m AS (
+WITH m AS {"MATERIALIZED " if texts_first else ""}(
     SELECT d.year, d.digest, d.lang, ts_rank_cd(d.tsv, {_QUERY_OF_CFG}) AS score
-    FROM fulltext_docs d, q WHERE {" AND ".join(doc_where) or "TRUE"}
+    FROM {texts} d
+    WHERE {phrase_where or "TRUE"}{" LIMIT :cap" if texts_first else ""}
+), cand AS (
+    SELECT count(*) AS n FROM ({candidates}) x
 ), v AS (
     SELECT c.year, c.digest, c.url, c.captured_at, c.mime, c.collection, c.host, c.domain,
            m.lang, m.score
-    FROM fulltext_captures c JOIN m ON c.year = m.year AND c.digest = m.digest
-    WHERE {" AND ".join(cap_where) or "TRUE"}
+    FROM {join} WHERE {" AND ".join(cap_where) or "TRUE"}
 )"""
     return cte, params
+
+
+_PHRASE_OP = re.compile(r"<(?:-|\d+)>")
+
+
+def _match_sql(tsqueries: dict[str, str], prefix: str) -> str:
+    """``d.tsv`` matches the query of its text configuration (params ``<prefix>_fr`` ...)."""
+    if tsqueries["tq_fr"] == tsqueries["tq_en"] == tsqueries["tq_si"]:
+        # no word stems differently in French or English: one index condition, not three
+        return f"d.tsv @@ CAST(:{prefix}_si AS tsquery)"
+    return (
+        f"((d.cfg = 'french'::regconfig AND d.tsv @@ CAST(:{prefix}_fr AS tsquery))"
+        f" OR (d.cfg = 'english'::regconfig AND d.tsv @@ CAST(:{prefix}_en AS tsquery))"
+        f" OR (d.cfg = 'simple'::regconfig AND d.tsv @@ CAST(:{prefix}_si AS tsquery)))"
+    )
 
 
 def _doc_params(year: int, doc: Document) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def create_app(
                 **{FACET_PARAMS[k]: tuple(v) for k, v in chosen.items() if v},
             )
             result = backend_factory().search(query)
-        pages = (result.total + per_page - 1) // per_page if result else 0
+        pages = (result.pageable + per_page - 1) // per_page if result else 0
         return templates.TemplateResponse(
             request,
             "search.html",

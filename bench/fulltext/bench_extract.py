@@ -231,13 +231,15 @@ from indexing.fulltext import FileMeta, extract_warc
 from search.model import FileProgress
 
 class MemoryBackend:
+    # stands for the database: keeps what a query would find again (the digests), not the
+    # texts and captures, which the chain hands over and forgets
     def __init__(self):
-        self.docs, self.caps, self.state = {}, {}, {}
+        self.docs, self.caps, self.state = set(), 0, {}
     def known_digests(self, digests):
         return {d for d in digests if d in self.docs}
     def add(self, documents, captures, progress):
-        for d in documents: self.docs[d.digest] = d
-        for c in captures: self.caps[(c.file_name, c.offset)] = c
+        self.docs.update(d.digest for d in documents)
+        self.caps += len(captures)
         self.state[progress.file_name] = progress
     def progress(self, name):
         return None

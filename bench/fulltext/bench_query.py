@@ -7,7 +7,8 @@ documents through ``PgSearchBackend.add`` (one capture each, 2 capture years, 2,
 English/French/other texts of 150–400 Zipf-distributed words from a 5,000-word vocabulary), then
 times ``search()`` — the whole page: total, 10 collapsed hits with snippets, six facets — for
 single words (from frequent to rare), two-word phrases taken from the texts, and faceted queries
-(a word with ``site:`` and a year). Prints p50/p95 per query shape and the index size.
+(a word with ``site:`` and a year). Prints p50/p95 per query shape and round, their medians over
+``--rounds``, how many results were estimates (``--count-limit``), and the index size.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -73,12 +75,25 @@ def load(n: int, vocab: list[str]) -> list[str]:
     return texts
 
 
-def run(queries: int, vocab: list[str], texts: list[str]) -> None:
+def _stored_texts(engine: Any) -> list[str]:
+    """Texts of the loaded index (a fixed sample), to cut phrases from when it is reused."""
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT body FROM fulltext_docs TABLESAMPLE SYSTEM (1) REPEATABLE (7) LIMIT 200"
+            )
+        ).all()
+    return [r[0] for r in rows]
+
+
+def run(queries: int, vocab: list[str], texts: list[str], rounds: int, count_limit: int) -> None:
     from harvestflow.db import get_engine
     from search.pg import PgSearchBackend
     from search.query import parse_query
 
-    backend = PgSearchBackend(get_engine())
+    backend = PgSearchBackend(get_engine(), count_limit=count_limit)
     rnd = random.Random(11)
     ranks = [int(len(vocab) * (k / queries) ** 3) for k in range(queries)]  # frequent to rare
     words = [vocab[r] for r in ranks]
@@ -90,21 +105,37 @@ def run(queries: int, vocab: list[str], texts: list[str]) -> None:
     faceted = [f"{w} site:site{rnd.randint(1, 2000)}.example" for w in words]
     shapes = {"single word": words, "two-word phrase": phrases, "word + site: + year": faceted}
     backend.search(parse_query(words[0]))  # warm-up
-    for shape, items in shapes.items():
-        times, totals = [], []
-        for q in items:
-            kw = {"years": (2026,)} if shape.startswith("word +") else {}
-            t0 = time.perf_counter()
-            result = backend.search(parse_query(q, **kw))
-            times.append((time.perf_counter() - t0) * 1000)
-            totals.append(result.total)
-        times.sort()
-        p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+    print(f"count limit {count_limit:,} matching captures per search; load {_load()}")
+    per_shape: dict[str, list[tuple[float, float]]] = {shape: [] for shape in shapes}
+    for rnd_no in range(1, rounds + 1):
+        for shape, items in shapes.items():
+            times, totals, approx = [], [], 0
+            for q in items:
+                kw = {"years": (2026,)} if shape.startswith("word +") else {}
+                t0 = time.perf_counter()
+                result = backend.search(parse_query(q, **kw))
+                times.append((time.perf_counter() - t0) * 1000)
+                totals.append(result.total)
+                approx += not result.exact
+            times.sort()
+            p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+            per_shape[shape].append((statistics.median(times), p95))
+            print(
+                f"round {rnd_no} {shape:22s} p50 {statistics.median(times):8.1f} ms"
+                f"  p95 {p95:8.1f} ms  max {times[-1]:8.1f} ms  hits median"
+                f" {int(statistics.median(totals)):,} max {max(totals):,}"
+                f" ({approx}/{len(items)} estimated); load {_load()}"
+            )
+    for shape, figures in per_shape.items():
         print(
-            f"{shape:22s} p50 {statistics.median(times):8.1f} ms  p95 {p95:8.1f} ms  "
-            f"max {times[-1]:8.1f} ms  hits median {int(statistics.median(totals)):,}"
-            f" max {max(totals):,}"
+            f"median of {rounds} rounds: {shape:22s} p50"
+            f" {statistics.median(f[0] for f in figures):8.1f} ms"
+            f"  p95 {statistics.median(f[1] for f in figures):8.1f} ms"
         )
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> int:
@@ -112,6 +143,11 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=200_000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--keep", type=Path)
+    ap.add_argument(
+        "--load-only", action="store_true", help="load (or reuse) the index, no queries"
+    )
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--count-limit", type=int, default=2_000)
     args = ap.parse_args()
     from tests.conftest import free_port
 
@@ -139,11 +175,7 @@ def main() -> int:
         vocab = _vocabulary(random.Random(3))
         with engine.connect() as conn:
             have = conn.execute(sa.text("SELECT count(*) FROM fulltext_docs")).scalar_one()
-        texts = (
-            load(args.docs, vocab)
-            if have < args.docs
-            else [_text(random.Random(7), vocab) for _ in range(50)]
-        )
+        texts = load(args.docs, vocab) if have < args.docs else _stored_texts(engine)
         with engine.begin() as conn:
             conn.execute(sa.text("ANALYZE fulltext_docs; ANALYZE fulltext_captures"))
             size = conn.execute(
@@ -158,7 +190,8 @@ def main() -> int:
             f"index size: {size / 1e6:,.0f} MB for {args.docs:,} documents"
             f" ({size / 1e6 / args.docs * 1e6:,.0f} MB per million)"
         )
-        run(args.queries, vocab, texts)
+        if not args.load_only:
+            run(args.queries, vocab, texts, args.rounds, args.count_limit)
     finally:
         db.dispose_engines()
         if not args.keep:

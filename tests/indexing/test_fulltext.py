@@ -14,9 +14,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from warcio.archiveiterator import ArchiveIterator
 
 from harvestflow import settings as settings_mod
 from harvestflow.settings import PROJECT_ROOT
@@ -194,3 +196,44 @@ def test_chain_files_are_extracted_once_and_quarantined_ones_never(
     assert extract_file(good)["extracted"] == 2  # a finished file is left as it is
     assert get_backend().count() == (2, 2)
     settings_mod.reset()
+
+
+class _CountingBackend:
+    """The real backend, counting the digest look-ups the extraction asks of it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.asked: list[int] = []
+
+    def known_digests(self, digests: list[str]) -> set[str]:
+        self.asked.append(len(digests))
+        return set(self.inner.known_digests(digests))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_digests_are_looked_up_once_per_batch_not_per_record(
+    db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARVESTFLOW_FULLTEXT__BATCH_RECORDS", "50")
+    settings_mod.reset()
+    try:
+        warc, _ = _big_file(tmp_path)
+        with open(warc, "rb") as fh:
+            records = sum(1 for _ in ArchiveIterator(fh))
+        batches = -(-records // 50)
+        first = _CountingBackend(get_backend())
+        state = extract_warc(warc, FileMeta(warc.name), first)
+        assert (state.extracted, state.duplicates) == (125, 1)
+        assert len(first.asked) <= batches, first.asked
+        # the same payloads in another file: every one found known, in as few look-ups
+        again = tmp_path / "again.warc.gz"
+        again.write_bytes(warc.read_bytes())
+        second = _CountingBackend(get_backend())
+        state = extract_warc(again, FileMeta(again.name), second)
+        assert (state.extracted, state.duplicates) == (0, 126)
+        assert len(second.asked) <= batches, second.asked
+        assert _state(db_engine)[:2] == (125, 252)
+    finally:
+        settings_mod.reset()
