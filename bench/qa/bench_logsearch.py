@@ -79,7 +79,7 @@ def main() -> int:
     )
     opts = ap.parse_args()
     opts.workdir.mkdir(parents=True, exist_ok=True)
-    log = opts.workdir / f"crawl-{opts.lines}-v2.log"
+    log = opts.workdir / f"crawl-{opts.lines}-v3.log"
     if not log.exists():
         print(f"generating {opts.lines:,} lines in {log} ...", flush=True)
         generate(log, opts.lines)
