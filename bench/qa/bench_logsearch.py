@@ -5,7 +5,9 @@ through the one crawl.log parser's checks so that a forged or shifted line is na
 shown. A search that reads the whole log (few or no matches) is the slow case. The peer, in
 the same run over the same page-cached file, is mawk counting the lines with 12 fields (or a
 13th ``{...}`` object) that pass the same filters; the counts must be equal, else the run
-fails. Ratio = our search's wall time / awk's, per query shape; the median of the rounds.
+fails. Ratio = our search's CPU time / awk's (user + system; on a shared machine CPU time
+moves much less with the neighbours' load than wall time, which is printed beside it), per
+query shape; the median of the rounds.
 
     .venv/bin/python bench/qa/bench_logsearch.py [--lines 1000000] [--rounds 3] [--workdir DIR]
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,22 +55,28 @@ def search_module() -> ModuleType:
         return importlib.import_module("harvestflow.curator.crawllog")
 
 
-def run_awk(log: Path, condition: str) -> tuple[float, int]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_awk(log: Path, condition: str) -> tuple[float, float, int]:
     prog = f"({FIELD_COUNT}) && ({condition}) {{n++}} END {{print n + 0}}"
+    cpu = _children_cpu()
     started = time.perf_counter()
     out = subprocess.run(
         ["awk", prog, str(log)], capture_output=True, text=True, check=True,
         env={**os.environ, "LC_ALL": "C"},
     ).stdout  # fmt: skip
-    return time.perf_counter() - started, int(out)
+    return time.perf_counter() - started, _children_cpu() - cpu, int(out)
 
 
-def run_ours(log: Path, args: dict[str, str]) -> tuple[float, int, int]:
+def run_ours(log: Path, args: dict[str, str]) -> tuple[float, float, int, int]:
     search = search_module().search_crawl_log
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     result = search(log, **args, limit=10**9, max_scan=10**12, time_budget_s=1e9)
-    elapsed = time.perf_counter() - started
-    return elapsed, result.matched, result.scanned
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return elapsed, cpu, result.matched, result.scanned
 
 
 def main() -> int:
@@ -91,24 +100,26 @@ def main() -> int:
         load = os.getloadavg()[0]
         for label, args, condition in QUERIES:
             if rnd % 2:
-                ours_s, matched, scanned = run_ours(log, args)
-                awk_s, awk_n = run_awk(log, condition)
+                ours_s, ours_cpu, matched, scanned = run_ours(log, args)
+                awk_s, awk_cpu, awk_n = run_awk(log, condition)
             else:
-                awk_s, awk_n = run_awk(log, condition)
-                ours_s, matched, scanned = run_ours(log, args)
+                awk_s, awk_cpu, awk_n = run_awk(log, condition)
+                ours_s, ours_cpu, matched, scanned = run_ours(log, args)
             if matched != awk_n:
                 print(f"FAILED {label}: ours matched {matched:,} lines, awk {awk_n:,}")
                 failed = True
-            ratios[label].append(ours_s / awk_s)
+            ratios[label].append(ours_cpu / awk_cpu)
             print(
-                f"round {rnd} (load {load:.1f}) {label:12s} ours {ours_s:6.2f} s "
-                f"({scanned:,} lines, {matched:,} matched)  awk {awk_s:5.2f} s  "
-                f"ratio {ours_s / awk_s:5.2f}",
+                f"round {rnd} (load {load:.1f}) {label:12s} ours {ours_cpu:5.2f} CPU-s"
+                f" ({ours_s:5.2f} s wall; {scanned:,} lines, {matched:,} matched)"
+                f"  awk {awk_cpu:5.2f} CPU-s ({awk_s:5.2f} s)  CPU ratio {ours_cpu / awk_cpu:5.2f}",
                 flush=True,
             )
     for label, values in ratios.items():
         rounds = ", ".join(f"{v:.2f}" for v in values)
-        print(f"{label:12s} median ratio ours / awk {statistics.median(values):5.2f} ({rounds})")
+        print(
+            f"{label:12s} median CPU ratio ours / awk {statistics.median(values):5.2f} ({rounds})"
+        )
     if failed:
         print("benchmark FAILED: a count differs from awk's")
         return 1
