@@ -24,7 +24,7 @@ from typing import Any
 from airflow.sdk import DAG, Param, get_current_context, task
 from harvest_tasks import crawl_on_channels, generate_jobs_for
 
-from hf_common import HARVEST_DONE, task_logger
+from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, task_logger
 
 with DAG(
     dag_id="broad_crawl",
@@ -79,9 +79,9 @@ with DAG(
 
     step1 = step1_definition()
     step1_jobs = generate_jobs_for.override(task_id="step1_jobs")(step1)
-    step1_crawl = crawl_on_channels(step1_jobs, "step1_job", home="low")
+    step1_crawl = crawl_on_channels(step1_jobs, "step1_job", home=LOW_PRIORITY_POOL)
     step2 = step2_definition(step1)
     step1_crawl >> step2
     step2_jobs = generate_jobs_for.override(task_id="step2_jobs")(step2)
-    step2_crawl = crawl_on_channels(step2_jobs, "step2_job", home="low")
+    step2_crawl = crawl_on_channels(step2_jobs, "step2_job", home=LOW_PRIORITY_POOL)
     step2_crawl >> done(step2).as_teardown(setups=step2, on_failure_fail_dagrun=True)

@@ -52,11 +52,15 @@ with DAG(
 
     @task
     def high(split: dict[str, list[int]]) -> list[int]:
-        return split["high"]
+        from harvestflow.formats.harvest_channels import ChannelPriority
+
+        return split[ChannelPriority.HIGH]
 
     @task
     def low(split: dict[str, list[int]]) -> list[int]:
-        return split["low"]
+        from harvestflow.formats.harvest_channels import ChannelPriority
+
+        return split[ChannelPriority.LOW]
 
     @task(outlets=[HARVEST_DONE])
     def done(split: dict[str, list[int]]) -> dict[str, Any]:

@@ -92,29 +92,38 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
 
 
 @task
-def jobs_on_channel(job_ids: list[int], priority: str) -> list[int]:
-    """The jobs whose harvest channel has this priority ("high": selective, "low": snapshot)."""
+def jobs_on_channel(job_ids: list[int], pool: str) -> list[int]:
+    """The jobs whose harvest channel's priority crawls on ``pool`` (selective channels on the
+    high-priority pool, snapshot channels on the low-priority one: ChannelPriority)."""
     from harvest.channels import split_by_channel
+    from harvestflow.formats.harvest_channels import ChannelPriority
 
-    jobs = split_by_channel(job_ids)[priority]
-    task_logger().info("%s-priority channel job(s): %s", priority, jobs)
+    pool_of = {ChannelPriority.HIGH: HIGH_PRIORITY_POOL, ChannelPriority.LOW: LOW_PRIORITY_POOL}
+    split = split_by_channel(job_ids)
+    jobs = [j for priority in ChannelPriority if pool_of[priority] == pool for j in split[priority]]
+    task_logger().info("job(s) on the %s pool's channels: %s", pool, jobs)
     return jobs
 
 
-def crawl_on_channels(job_ids: Any, group_id: str = "harvest_job", home: str = "high") -> list[Any]:
+def crawl_on_channels(
+    job_ids: Any, group_id: str = "harvest_job", home: str = HIGH_PRIORITY_POOL
+) -> list[Any]:
     """Crawl each job on its channel's pool and queue (decided at run time, not by the DAG).
 
     Why two mapped groups and not one with a per-job pool: Airflow fixes a mapped task's pool
     and queue when the scheduler creates its task instances (``.partial()`` values, not mapped
     arguments), so a job's channel picks which of the two groups crawls it. The DAG's usual
-    channel keeps ``group_id``; the other is ``<group_id>_on_<pool>`` (often zero jobs, skipped).
+    pool (``home``, one of the settings' two) keeps ``group_id``; the other is
+    ``<group_id>_on_<pool>`` (often zero jobs, skipped). Pools are the DAG's vocabulary here:
+    their names are fixed at parse time from the settings, the channel priorities are read in
+    the routing task.
     """
-    pools = {"high": HIGH_PRIORITY_POOL, "low": LOW_PRIORITY_POOL}
-    other = "low" if home == "high" else "high"
+    pools = [home] + [p for p in (HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL) if p != home]
     groups = []
-    for priority, gid in ((home, group_id), (other, f"{group_id}_on_{pools[other]}")):
-        jobs = jobs_on_channel.override(task_id=f"{gid}_route")(job_ids, priority)
-        groups.append(crawl_job_group(pools[priority], gid).expand(job_id=jobs))
+    for pool in pools:
+        gid = group_id if pool == home else f"{group_id}_on_{pool}"
+        jobs = jobs_on_channel.override(task_id=f"{gid}_route")(job_ids, pool)
+        groups.append(crawl_job_group(pool, gid).expand(job_id=jobs))
     return groups
 
 

@@ -58,8 +58,9 @@ with DAG(
     @task
     def clean_arc_repository() -> dict[str, Any]:
         from indexing.cleanup import clean_arc_repository as clean
+        from preservation.records import file_preserved
 
-        return clean()
+        return clean(preserved=file_preserved)
 
     big = bigmerge()
     merge() >> big >> [refresh_access(), clean_arc_repository()]

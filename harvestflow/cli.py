@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 import access.cli
 import crawler.cli
@@ -120,12 +121,21 @@ def cmd_airflow(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def _file_preserved(engine: Any, job_id: int | None, file_name: str) -> bool:
+    """Preservation's answer for ``index clean`` (indexing.cleanup asks it before deleting an
+    original; indexing may not import preservation, so the top of the CLI hands it in)."""
+    from preservation.records import file_preserved
+
+    return file_preserved(engine, job_id, file_name)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="harvestflow", description="Web-archive production platform (Airflow 3)."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.set_defaults(preserved=_file_preserved)  # read by `index clean`
 
     p = sub.add_parser("services", help="start, stop or inspect the embedded PostgreSQL and S3")
     p.add_argument("action", choices=["start", "stop", "status"])

@@ -106,7 +106,8 @@ def cmd_bigmerge(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from indexing.cleanup import clean_arc_repository
 
-    return _print(clean_arc_repository())
+    # preservation's answer, handed in by harvestflow.cli (indexing may not import preservation)
+    return _print(clean_arc_repository(preserved=getattr(args, "preserved", None)))
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:

@@ -137,17 +137,6 @@ def finished_jobs(engine: Engine) -> list[tuple[int, int, str]]:
     return [(r[0], r[1], r[2]) for r in rows if r[3] == JobStatus.DONE or was_salvaged(r[2])]
 
 
-def preservation_verified(engine: Engine, job_id: int | None, file_name: str) -> bool:
-    if job_id is None:
-        return False
-    with engine.connect() as conn:
-        status = conn.execute(
-            sa.text("SELECT status FROM preservation_files WHERE job_id = :j AND file_name = :f"),
-            {"j": job_id, "f": file_name},
-        ).scalar()
-    return status == "verified"
-
-
 def file_locations(conn: sa.Connection) -> list[Any]:
     """(file_name, stage, final_path) of every file of the manifest, by name."""
     return list(

@@ -198,6 +198,22 @@ def file_local_deleted(conn: sa.Connection, job_id: int, name: str) -> None:
     )
 
 
+def file_preserved(engine: sa.Engine, job_id: int | None, file_name: str) -> bool:
+    """Whether preservation has verified its copy of the job's file.
+
+    The ARC-repository clean-up (indexing.cleanup) asks before it deletes an original; indexing
+    sits below preservation in the layering, so the indexing_merge DAG and ``harvestflow index
+    clean`` hand it this function."""
+    if job_id is None:
+        return False
+    with engine.connect() as conn:
+        status = conn.execute(
+            sa.text("SELECT status FROM preservation_files WHERE job_id = :j AND file_name = :f"),
+            {"j": job_id, "f": file_name},
+        ).scalar()
+    return status == "verified"
+
+
 def all_verified(conn: sa.Connection, job_id: int) -> bool:
     counts = conn.execute(
         sa.text(

@@ -233,6 +233,9 @@ def phase_persist() -> dict:
 
 
 def run_phase(name: str, env: dict[str, str]) -> dict:
+    """Run one phase in a child process; its result, with the child's CPU seconds (``cpu``:
+    the client's own work — PostgreSQL's server processes are not its children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, __file__, "--phase", name],
         env=env,
@@ -242,7 +245,10 @@ def run_phase(name: str, env: dict[str, str]) -> dict:
     )
     if out.returncode != 0:
         raise SystemExit(f"phase {name} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
 
 
 def main() -> int:
@@ -302,7 +308,8 @@ def main() -> int:
         )
         print(
             f"default generator: {gen['seconds']:.1f} s, {per_m:.1f} s per million "
-            f"configurations, peak RSS {gen['peak_rss_mib']:.0f} MiB"
+            f"configurations, peak RSS {gen['peak_rss_mib']:.0f} MiB; the generator process"
+            f" {gen['cpu']:.1f} CPU-s (the bare scan's client {min(scan['cpu'], scan2['cpu']):.1f})"
         )
         print(f"ratio generator / bare scan: {gen['seconds'] / bare:.2f}")
         if args.persist:

@@ -139,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     from gen_crawllog import generate, truth_path
 
     args.workdir.mkdir(parents=True, exist_ok=True)
-    # v2: odd lines, MIME parameters and non-ASCII URLs (a v1 log in the cache has none)
-    log = args.workdir / f"crawl-{args.lines}-v2.log"
+    # v2: odd lines, MIME parameters and non-ASCII URLs (a v1 log in the cache has none);
+    # v3: the same bytes, the 13-field lines counted as rejected in the truth file
+    log = args.workdir / f"crawl-{args.lines}-v3.log"
     if not log.exists() or not truth_path(log).exists():
         print(f"generating {args.lines:,} lines into {log} ...", flush=True)
         generate(log, args.lines)

@@ -59,7 +59,10 @@ HOPS = ["-", "L", "LL", "LLE", "LLL", "R", "LE", "P", "LLLL"]
 # MIME types that carry a charset parameter in a share of their lines
 TEXTUAL = {"text/html", "text/css", "text/plain", "application/javascript"}
 CHARSET_SHARE = 0.25  # of textual lines: "text/html;charset=utf-8" (spaces removed, one field)
-RAW_PARAM_SHARE = 0.001  # of textual lines: "text/html; charset=utf-8" as sent (13 fields)
+# of textual lines: "text/html; charset=utf-8" as sent: 13 fields, a shifted line that a
+# crawl.log reader must refuse and name (harvestflow.formats.crawllog: a 13th field is only
+# Heritrix's {...} extra-info object), counted with the odd lines to reject
+RAW_PARAM_SHARE = 0.001
 IDN_HOST_SHARE = 0.005  # of hosts: Unicode names (café12.fr), written as such
 UTF8_PATH_SHARE = 0.02  # of lines: a UTF-8 path (/actualités/été-12.html)
 # odd lines a parser must reject (and name), per line written
@@ -95,7 +98,7 @@ def generate(
     host_names = np.array(names, dtype=object)
     status_counts: Counter[str] = Counter()
     mime_counts: Counter[str] = Counter()
-    odd = {"truncated": 0, "garbage": 0, "bad status": 0}
+    odd = {"truncated": 0, "garbage": 0, "bad status": 0, "13 fields": 0}
     shares = {"charset": 0, "raw parameter": 0, "IDN host": 0, "UTF-8 path": 0}
     zipf_p = 1.0 / np.arange(1, hosts + 1) ** 1.1
     zipf_p /= zipf_p.sum()
@@ -129,6 +132,7 @@ def generate(
                 ts = f"2026-11-22T{(sec // 3600) % 24:02d}:{(sec // 60) % 60:02d}:{sec % 60:02d}.{k % 1000:03d}Z"
                 host = host_names[h[i]]
                 status = st[i]
+                raw = False  # a MIME parameter written with its space (13 fields)
                 if utf8[i]:
                     uri = f"http://{host}/actualités/été-{pages[i]}.html"
                     shares["UTF-8 path"] += 1
@@ -149,7 +153,7 @@ def generate(
                         charset = "iso-8859-1" if param[i] < CHARSET_SHARE / 5 else "utf-8"
                         if param[i] < RAW_PARAM_SHARE:
                             mime += f"; charset={charset}"
-                            shares["raw parameter"] += 1
+                            raw = True
                         else:
                             mime += f";charset={charset}"
                             shares["charset"] += 1
@@ -172,10 +176,13 @@ def generate(
                 elif u < TRUNCATED_SHARE + GARBAGE_SHARE + BAD_STATUS_SHARE:
                     line = line.replace(f" {status:>5} ", " -99999999999 ", 1)
                     odd["bad status"] += 1
+                elif raw:
+                    odd["13 fields"] += 1
+                    shares["raw parameter"] += 1
                 else:
                     # what a correct parser reads from this line (awk's $2 and $7)
                     status_counts[str(int(status))] += 1
-                    mime_counts[mime.split(" ")[0]] += 1
+                    mime_counts[mime] += 1
                 rows.append(line + "\n")
             out.write("".join(rows))
             done += n

@@ -19,7 +19,7 @@ from pathlib import Path
 import re2
 
 from harvestflow.errors import HarvestflowError
-from harvestflow.formats.crawllog import CrawlLogLine
+from harvestflow.formats.crawllog import CrawlLogLine, check_fields
 
 log = logging.getLogger(__name__)
 
@@ -113,22 +113,21 @@ def search_crawl_log(
                 result.stopped = f"{max_scan:,} lines scanned"
                 break
             line = line.rstrip("\n")
-            entry, why = CrawlLogLine.read(line)
-            line = line[:MAX_LINE_CHARS]  # what the pattern searches
-            if entry is None:
+            # the one parser's checks on every line, the line itself built only for those shown
+            # (building one for each of millions of lines made the search ~2 x slower)
+            parts = line.split()
+            why, line_status, _ = check_fields(parts)
+            if why:
                 # a shifted or forged line would show a server's own columns: named, not shown
                 result.bad_lines += 1
                 if result.bad_lines == 1:
                     result.first_bad, result.bad_reason = result.scanned, why
                 continue
-            if want_status is not None and entry.status != want_status:
+            if want_status is not None and line_status != want_status:
                 continue
-            line_mime = entry.mime or "-"
-            if mime and not (
-                line_mime.startswith(mime) if mime.endswith("/") else line_mime == mime
-            ):
+            if mime and not (parts[6].startswith(mime) if mime.endswith("/") else parts[6] == mime):
                 continue
-            if regex is not None and not regex.search(line):
+            if regex is not None and not regex.search(line[:MAX_LINE_CHARS]):
                 continue
             result.matched += 1
             if result.matched <= offset:
@@ -136,6 +135,8 @@ def search_crawl_log(
             if len(result.lines) >= limit:
                 result.more = True
                 break
+            entry, _ = CrawlLogLine.read(line)
+            assert entry is not None  # check_fields accepted it
             result.lines.append(entry.fields())
     log.debug("crawl.log search %s: %d lines scanned", path, result.scanned)
     return result

@@ -12,6 +12,7 @@ in tests/qa/test_crawlscan.py.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from harvestflow.curator.crawllog_search import search_crawl_log
 from harvestflow.formats.crawllog import CrawlLogLine
 from indexing.dedup_index import duplicate_keys
 from qa.crawlline import parse_line_slow
+from tests.formats.test_crawllog import HOSTILE as FORMAT_HOSTILE
+from tests.formats.test_crawllog import SAMPLES
 
 GOOD = (
     "2026-11-22T10:15:02.123Z   200       1234 http://a.test/x L http://a.test/ text/html"
@@ -140,3 +143,74 @@ def test_dedup_index_takes_no_key_from_a_forged_line(
     caplog.set_level("WARNING", logger="indexing.dedup_index")
     assert duplicate_keys(path) == {(b"http://a.test/d", b"sha1:GOODGOOD")}
     assert any("2 bad crawl.log line" in r.getMessage() for r in caplog.records)
+
+
+def _search_corpus(tmp: Path) -> tuple[Path, list[str]]:
+    """Heritrix's own lines, every hostile line of the format tests, and this file's forged
+    ones, interleaved, with a few lines of odd spacing and Heritrix's negative codes."""
+    lines = list(SAMPLES.read_text(encoding="utf-8").splitlines())
+    lines += [line for _, line in FORMAT_HOSTILE]
+    lines += [GOOD, FORGED, FORGED_DIGEST, EXTRA_INFO]
+    lines += [
+        "2026-11-22T10:15:02.123Z\t-6\t-  dns:a.test P http://a.test/ unknown #003 - - - -",
+        "2026-11-22T10:15:02.123Z  +404        -  http://a.test/m - - text/html #003 - - - -",
+        "2026-11-22T10:15:02.123Z   404       1_0 http://a.test/n - - image/png #003 - - - -",
+        "2026-11-22T10:15:02.123Z -9998          - http://a.test/robots.txt P - - #001 - - - -",
+    ]
+    lines = lines[1::2] + lines[::2]
+    path = tmp / "crawl.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path, lines
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"status": "404"}, {"status": "-6"}, {"mime": "text/html"}, {"mime": "image/"},
+     {"pattern": "a\\.test/[a-z]"}, {"pattern": "evil|GOOD", "status": "200", "mime": "text/html"}],
+)  # fmt: skip
+def test_curator_search_reads_lines_as_the_one_parser_does(
+    tmp_path: Path, filters: dict[str, str]
+) -> None:
+    """The search checks every line without building it: what it shows, refuses and names
+    must be exactly what CrawlLogLine.read gives for the same lines."""
+    path, lines = _search_corpus(tmp_path)
+    read = [CrawlLogLine.read(line) for line in lines]
+    refused = [(n, why) for n, (entry, why) in enumerate(read, 1) if entry is None]
+    status = int(filters["status"]) if "status" in filters else None
+    mime = filters.get("mime", "")
+    pattern = re.compile(filters.get("pattern", ""))
+    shown = [
+        entry.fields()
+        for line, (entry, _) in zip(lines, read, strict=True)
+        if entry is not None
+        and (status is None or entry.status == status)
+        and (not mime or ((entry.mime or "-").startswith(mime) if mime.endswith("/")
+                          else (entry.mime or "-") == mime))
+        and pattern.search(line)
+    ]  # fmt: skip
+    result = search_crawl_log(
+        path, filters.get("pattern", ""), filters.get("status", ""), filters.get("mime", "")
+    )
+    assert shown, "the corpus has lines for every filter"
+    assert result.lines == shown
+    assert result.bad_lines == len(refused) > 5
+    assert (result.first_bad, result.bad_reason) == refused[0]
+
+
+def test_curator_search_builds_only_the_lines_it_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building a CrawlLogLine for every line of a log of millions was most of a search's
+    time; the checks run on every line, the model is built for the page shown."""
+    path, lines = _search_corpus(tmp_path)
+    built = []
+    real_read = CrawlLogLine.read
+
+    def counting_read(line: str) -> tuple[CrawlLogLine | None, str]:
+        built.append(line)
+        return real_read(line)
+
+    monkeypatch.setattr(CrawlLogLine, "read", staticmethod(counting_read))
+    result = search_crawl_log(path, status="404")
+    assert 0 < len(result.lines) < len(lines) // 4 and result.scanned == len(lines)
+    assert len(built) == len(result.lines), f"{len(built)} lines built for {len(result.lines)}"

@@ -326,3 +326,25 @@ def test_no_bare_vocabulary_literals_in_the_platform() -> None:
                     if any(not _is_http_status(c) for c in codes):
                         problems.append(f"{rel}:{n}: template {line.strip()!r}")
     assert problems == [], "\n".join(problems)
+
+
+def test_dag_files_name_channel_priorities_through_the_enum() -> None:
+    """The DAG files route crawls by a channel's priority: ChannelPriority's members, not the
+    words "high"/"low" written again (a string literal outside a docstring is a second home)."""
+    words = {p.value for p in ChannelPriority}
+    problems = []
+    for path in sorted((PROJECT_ROOT / "dags").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        problems += [
+            f"dags/{path.name}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in words and id(node) not in docstrings
+        ]
+    assert problems == [], "\n".join(problems)

@@ -13,10 +13,13 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
+from harvestflow.cli import build_parser
 from indexing import chain, cleanup, manifest, merge
 from indexing.dedup_index import build_dedup_index
+from indexing.errors import IndexingError
 from indexing.files import sha1_of
 from indexing.layout import Layout
+from preservation.records import file_preserved
 from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
 from tests.indexing.warcgen import write_warc
 
@@ -292,7 +295,9 @@ def test_cleanup_deletes_only_originals_whose_copies_verify(
     manifest.update(db_engine, not_done.name, stage="transferred")  # not through the chain yet
 
     cfg["indexing"]["cleanup_requires_preservation"] = True
-    report = cleanup.clean_arc_repository(cfg)
+    with pytest.raises(IndexingError, match="no way to ask preservation"):
+        cleanup.clean_arc_repository(cfg)  # nobody handed it preservation's answer
+    report = cleanup.clean_arc_repository(cfg, preserved=file_preserved)
     assert report["deleted"] == 0
     assert "SHA-1" in report["kept"][altered.name]
     assert "does not verify" in report["kept"][bad_backup.name]
@@ -312,7 +317,11 @@ def test_cleanup_deletes_only_originals_whose_copies_verify(
             ),
             {"j": job_id, "f": sound.name},
         )
-    report = cleanup.clean_arc_repository(cfg)
+    # the CLI hands `index clean` preservation's answer (indexing may not import preservation)
+    preserved = build_parser().parse_args(["index", "clean"]).preserved
+    assert preserved(db_engine, job_id, sound.name)
+    assert not preserved(db_engine, job_id, altered.name)
+    report = cleanup.clean_arc_repository(cfg, preserved=preserved)
     assert report["deleted"] == 1 and not sound.exists()
     assert all(w.exists() for w in (altered, bad_backup, no_backup, not_done))
     cfg["indexing"]["cleanup_requires_preservation"] = False

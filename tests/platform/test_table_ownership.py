@@ -4,7 +4,7 @@ Scans the SQL text of every module (string literals, docstrings left out) for ``
 ``JOIN``, ``INTO`` and ``UPDATE`` of the tables that sql/*.sql creates, and fails on a table
 named outside its owner. The curator pages (harvestflow/curator) keep their read-only
 reporting queries across stages (see harvestflow/curator/queries.py). The exceptions left are
-listed below with why each is still there.
+listed below with why each is still there (none at the moment).
 """
 
 from __future__ import annotations
@@ -72,12 +72,9 @@ OWNERS = {
     "selection_history": "harvest",
 }  # fmt: skip
 
-# (module, table): what is still there, and why
-KNOWN = {
-    # the ARC-repository clean-up asks whether preservation verified a file; indexing sits
-    # below preservation, so the answer would have to be handed in by the DAG and the CLI
-    ("indexing.manifest", "preservation_files"),
-}
+# (module, table): what is still there, and why (none left: the ARC-repository clean-up is
+# handed preservation.records.file_preserved by the DAG and the CLI)
+KNOWN: set[tuple[str, str]] = set()
 
 TABLE_RE = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_][a-z0-9_]*)\b")
 
