@@ -73,7 +73,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "scale")
     ap.add_argument("--hosts", type=int, default=200)
-    ap.add_argument("--pages", type=int, default=30, help="pages per host")
+    ap.add_argument("--pages", type=int, default=100, help="pages per host")
     ap.add_argument("--images", type=int, default=4, help="images per host")
     ap.add_argument("--processes", default="1,2,4", help="process counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
