@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 
 ALL = "all"
+DEFINITION_PREFIX = "harvest-"  # harvest-<id>: one collection per harvest definition
 COLL_NAME = _COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

@@ -17,7 +17,9 @@ pywb's own plus a line naming the capture's collection and harvest (``access/ban
 Access rules are pywb's own: every collection reads the one ACL file generated from the rules
 in the harvest database (``acl_paths``; pywb opens it at each lookup, so a rule changed while
 serving is in force at the next request). The per-definition collections are pywb's automatic
-collections under ``collections_root`` (:mod:`access.definitions`), found at each request.
+collections under ``collections_root`` (:mod:`access.definitions`), found at each request; a
+ZipNum summary (``.idx``) in their folder is read as a ZipNum, with the top-level
+``max_blocks``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ def render(settings: Settings | None = None) -> str:
         # their WARCs through our resolver (it finds any file of the chain)
         "index_paths: indexes",
         "acl_paths: acl",
+        # their ZipNum indexes (access/definition_index.py) read this, as `all`'s its own
+        f"max_blocks: {cfg.max_blocks}",
         f"archive_paths: [{_q(cfg.resolver_url)}]",
         "default_access: allow",
         "framed_replay: true",

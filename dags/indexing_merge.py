@@ -48,10 +48,12 @@ with DAG(
 
     @task
     def refresh_access() -> dict[str, Any]:
+        from access import definition_index
         from access.index import reindex
         from access.publish import publish
 
         result = reindex()
+        result["definitions"] = definition_index.reindex()  # harvest-<id> ZipNum indexes
         result["published"] = publish()  # per-definition collections, rules, home page
         return result
 
