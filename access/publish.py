@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import definitions, home, rules, tours
+from access import cdxaudit, definitions, home, rules, tours
 from access.config import AccessConfig
 from access.index import Lister
 from harvestflow.db import get_engine
@@ -39,7 +39,7 @@ def publish(
     engine = engine or get_engine(settings.harvest_db_url)
     cfg = AccessConfig.from_settings(settings)
     in_force = rules.active(engine)
-    if rules.write_acl(definitions.acl_file(cfg), in_force):
+    if rules.write_acl(definitions.acl_file(cfg), in_force, cdxaudit.audit_user(cfg)):
         log.info("access rules: %d in force, ACL file written", len(in_force))
     colls = definitions.sync(cfg, Layout.from_settings(settings), engine, lister)
     home.write(cfg, tours.all_tours(engine))
