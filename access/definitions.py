@@ -26,7 +26,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from access import definition_index
+from access import compact, definition_index
 from access.config import DEFINITION_PREFIX, AccessConfig
 from access.index import Lister, _day_dirs, _sync_links, roots
 from harvest.definitions import definition_labels
@@ -112,6 +112,7 @@ def sync(
         d = defs[hid]
         folder = base / d.collection
         files = definition_index.served(cfg, d.collection, files, lister)
+        files = compact.apply(cfg, d.collection, files, folder / "indexes")
         added, removed = _sync_links(folder / "indexes", files)
         (folder / "acl").mkdir(exist_ok=True)
         link = folder / "acl" / acl.name
