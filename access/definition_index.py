@@ -13,8 +13,8 @@ its WARC name (``<job>-<definition>-…``, ``<job>-metadata-…``), the job's ``
 harvest database (the jobs → definition link, looked up once per job). Under the big merge's
 lock and only when the big files changed (same record of inputs as ``all``'s, so the day files
 each ZipNum covers are known). Each index is written under ``<access>/zipnum/harvest-<id>/``
-with absolute shard paths in its loc file; :func:`served` adds links to its summary and loc to
-the definition's folder of pywb (:mod:`access.definitions`), beside the per-file CDXJ files its
+and :func:`served` adds links to its summary and loc (this build's) to the definition's
+folder of pywb (:mod:`access.definitions`), beside the per-file CDXJ files its
 ZipNum does not hold yet.
 """
 
@@ -147,7 +147,6 @@ def reindex(
                         coll,
                         block_lines=cfg.block_lines,
                         shard_blocks=cfg.shard_blocks,
-                        absolute_loc=True,
                     )
                 builder.add(line)
             built = {
@@ -186,13 +185,9 @@ def served(cfg: AccessConfig, coll: str, files: dict[str, Path], lister: Lister)
     """What the definition's pywb folder links: its ZipNum's summary and loc, and the per-file
     CDXJ files (``<root tag>--<day>--<name>``) that ZipNum does not hold."""
     state = lister.state(cfg, coll)
-    summary = cfg.summary(coll)
-    if not state or not summary.exists():
+    want = zipnum.served_links(cfg.zipnum_dir(coll), coll, state, ".idx")
+    if not want:
         return files
-    want: dict[str, Path] = {
-        summary.name: summary,
-        summary.with_suffix(".loc").name: summary.with_suffix(".loc"),
-    }
     covered = {
         f"{tag}--{day.removesuffix('.cdxj')}--{name}"
         for tag, root in (state.get("inputs") or {}).items()

@@ -39,6 +39,8 @@ from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
+ZIPNUM_LINK = ".zipnum"  # `<coll>.zipnum`: not an extension pywb's folder listing reads
+
 
 @dataclass(frozen=True)
 class Root:
@@ -318,14 +320,19 @@ def refresh(settings: Settings | None = None, lister: Lister | None = None) -> d
     live = live_dir(settings) / "index"
     result: dict[str, Any] = {}
     for coll, rts in access_collections(layout).items():
-        want = dict(_recent_files(rts, lister.state(cfg, coll), lister))
+        state = lister.state(cfg, coll)
+        want = dict(_recent_files(rts, state, lister))
         if coll == ALL:
             for name in lister.cdxj_names(live):
                 if not _indexed_by_chain(layout, name, lister):
                     want[f"live--{name}"] = live.resolve() / name
         want = compact.apply(cfg, coll, want, cfg.recent_dir(coll))
+        flat = len(want)
+        # the ZipNum's summary and loc too: one swap moves pywb to a new build and off the
+        # flat files it took in at once (its config names `<coll>.zipnum` in this folder)
+        want.update(zipnum.served_links(cfg.zipnum_dir(coll), coll, state, ZIPNUM_LINK))
         added, removed = _sync_links(cfg.recent_dir(coll), want)
-        result[coll] = {"files": len(want), "added": added, "removed": removed}
+        result[coll] = {"files": flat, "added": added, "removed": removed}
         if added or removed:
             log.info("access %s: %d flat index file(s) (+%d -%d)", coll, len(want), added, removed)
     return result

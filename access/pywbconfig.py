@@ -2,7 +2,8 @@
 
 Each access collection (``all`` and one per ``[indexing.collections]`` entry) reads an
 ``index_group`` of two sources: its ZipNum index and its folder of flat CDXJ files not merged
-yet (:mod:`access.index`). WARC names are resolved, in order, through the chain's PATH index
+yet (:mod:`access.index`), the ZipNum's summary read through a link in that same folder
+(``<coll>.zipnum``: one swap of the folder changes both). WARC names are resolved, in order, through the chain's PATH index
 files (``<index root>/path/big.path``, already in pywb's path-index format
 ``<file name>\\t<path>``, sorted), the continuous crawl's live WARC folder, and last our WARC
 resolver (:mod:`access.resolver`), which finds a file moved since, its backup copy or its
@@ -31,7 +32,7 @@ from pathlib import Path
 from access import zipnum
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
-from access.index import access_collections, live_dir
+from access.index import ZIPNUM_LINK, access_collections, live_dir
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
@@ -87,7 +88,7 @@ def render(settings: Settings | None = None) -> str:
             "    index_group:",
             "      zipnum:",
             "        type: zipnum",
-            f"        path: {_q(str(cfg.summary(coll)))}",
+            f"        path: {_q(str(cfg.recent_dir(coll) / (coll + ZIPNUM_LINK)))}",
             f"        max_blocks: {cfg.max_blocks}",
             f"      recent: {_q(str(cfg.recent_dir(coll)))}",
             f"    acl_paths: [{_q(str(acl_file(cfg)))}]",

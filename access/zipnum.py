@@ -7,15 +7,18 @@ appends it to a shard file; a small **summary** (``<name>.idx``) has one line pe
 
     <urlkey> <timestamp of the block's first line>\\t<part>\\t<offset>\\t<length>\\t<block number>
 
-and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, a path
-relative to the loc file's folder). A lookup binary-searches the summary, then inflates one or a
+and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, an
+absolute path: the served folders link the loc from elsewhere, and pywb reads a relative path
+from the link's folder). A lookup binary-searches the summary, then inflates one or a
 few blocks (pywb ``pywb/warcserver/index/zipnum.py``: ``ZipNumIndexSource``, ``LocMapResolver``).
 
 Swapping while pywb serves: pywb opens the summary by name for every query and re-reads the loc
 file when its mtime changes, and adds the loc's entries to what it knew. So each build writes its
 shards under new part names (``<name>-<generation>-<nn>``), then the loc, then the summary, each
-through a temporary name and a rename; the previous generation's shards stay until the next
-build (a query that opened the old summary can still read them).
+through a temporary name and a rename, under the generation's names (``<name>-g<generation>.idx``,
+``.loc``: what the served folders link, swapped together with the flat files the build took
+in, :func:`served_links`) and the fixed names ``<name>.idx``/``.loc`` (hard links, for tools);
+the previous generation stays until the next build (a query that opened it can still read it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
@@ -87,13 +91,10 @@ class _ShardWriter:
     harvest definition, :mod:`access.definition_index`) hold no file open between blocks.
     """
 
-    def __init__(
-        self, out_dir: Path, name: str, generation: int, shard_blocks: int, absolute_loc: bool
-    ) -> None:
+    def __init__(self, out_dir: Path, name: str, generation: int, shard_blocks: int) -> None:
         self.out_dir = out_dir
         self.prefix = f"{name}-{generation:06d}"
         self.shard_blocks = shard_blocks
-        self.absolute_loc = absolute_loc
         self.shards: list[tuple[str, Path, Path]] = []  # part, tmp, final
         self.offset = 0
         self.in_shard = 0
@@ -125,11 +126,8 @@ class _ShardWriter:
         return row
 
     def loc_lines(self) -> bytes:
-        """The loc file: each part's shard, by name beside it (or by absolute path)."""
-        return b"".join(
-            f"{part}\t{final if self.absolute_loc else final.name}\n".encode()
-            for part, _, final in self.shards
-        )
+        """The loc file: each part's shard, by absolute path."""
+        return b"".join(f"{part}\t{final.absolute()}\n".encode() for part, _, final in self.shards)
 
     def discard(self) -> None:
         for _, tmp, _ in self.shards:
@@ -154,8 +152,7 @@ class Builder:
 
     Why a class: :func:`build` writes one index from one stream; the per-definition indexes
     are written all at once from one pass over the big CDXJ files, each line to its
-    definition's builder. ``absolute_loc``: the loc file names shards by absolute path, so
-    that a link to the summary and loc from another folder still finds them.
+    definition's builder.
     """
 
     def __init__(
@@ -165,14 +162,13 @@ class Builder:
         *,
         block_lines: int = 1000,
         shard_blocks: int = 10000,
-        absolute_loc: bool = False,
     ) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
         self.name = name
         self.block_lines = block_lines
         self.generation = int(read_state(out_dir, name).get("generation", 0)) + 1
-        self.writer = _ShardWriter(out_dir, name, self.generation, shard_blocks, absolute_loc)
+        self.writer = _ShardWriter(out_dir, name, self.generation, shard_blocks)
         self.summary_rows: list[bytes] = []
         self.block: list[bytes] = []
         self.lines = 0
@@ -188,9 +184,9 @@ class Builder:
     def finish(self, state: dict[str, Any] | None = None) -> BuildResult:
         """Put the shards, loc, summary and ``state`` in place (in that order); old ones go."""
         out_dir, name = self.out_dir, self.name
-        summary = out_dir / f"{name}.idx"
-        loc = out_dir / f"{name}.loc"
-        summary_tmp, loc_tmp = tmp_path(summary), tmp_path(loc)
+        summary, loc = out_dir / f"{name}.idx", out_dir / f"{name}.loc"
+        gen_summary, gen_loc = generation_files(out_dir, name, self.generation)
+        summary_tmp, loc_tmp = tmp_path(gen_summary), tmp_path(gen_loc)
         try:
             if self.block or self.lines == 0:
                 self.summary_rows.append(self.writer.write_block(self.block))
@@ -198,9 +194,13 @@ class Builder:
             for _, tmp, final in self.writer.shards:
                 commit(tmp, final)
             loc_tmp.write_bytes(self.writer.loc_lines())
-            commit(loc_tmp, loc)  # the loc first: parts named in the summary resolve
+            commit(loc_tmp, gen_loc)  # the loc first: parts named in the summary resolve
             summary_tmp.write_bytes(b"".join(self.summary_rows))
-            commit(summary_tmp, summary)
+            commit(summary_tmp, gen_summary)
+            for gen_file, fixed in ((gen_loc, loc), (gen_summary, summary)):
+                linked = tmp_path(fixed)
+                os.link(gen_file, linked)
+                commit(linked, fixed)
         except BaseException:
             self.discard()
             summary_tmp.unlink(missing_ok=True)
@@ -258,6 +258,31 @@ def _remove_old_generations(out_dir: Path, name: str, keep: tuple[int, ...]) -> 
         gen = path.name[len(name) + 1 :].split("-", 1)[0]
         if gen.isdigit() and int(gen) not in keep:
             path.unlink(missing_ok=True)
+    for path in [*out_dir.glob(f"{name}-g*.idx"), *out_dir.glob(f"{name}-g*.loc")]:
+        gen = path.stem[len(name) + 2 :]
+        if gen.isdigit() and int(gen) not in keep:
+            path.unlink(missing_ok=True)
+
+
+def generation_files(out_dir: Path, name: str, generation: int) -> tuple[Path, Path]:
+    """The summary and loc of one build, under names no later build reuses."""
+    stem = f"{name}-g{generation:06d}"
+    return out_dir / f"{stem}.idx", out_dir / f"{stem}.loc"
+
+
+def served_links(out_dir: Path, name: str, state: dict[str, Any], ext: str) -> dict[str, Path]:
+    """Links for a served folder to the summary (``<name><ext>``) and loc (``<name>.loc``) of
+    the build ``state`` describes; {} when there is none. The folder is swapped whole, so
+    pywb reads a build's index with exactly the flat files that build did not take in."""
+    generation = state.get("generation")
+    if not isinstance(generation, int):
+        return {}
+    summary, loc = generation_files(out_dir, name, generation)
+    if not summary.exists():  # built by an older version: the fixed names
+        summary, loc = out_dir / f"{name}.idx", out_dir / f"{name}.loc"
+        if not summary.exists():
+            return {}
+    return {f"{name}{ext}": summary, f"{name}.loc": loc}
 
 
 def ensure_empty(out_dir: Path, name: str) -> Path:
