@@ -2,7 +2,8 @@
 
 - ``access setup``: create the replay virtualenv with pywb (``access/setup-replay.sh``);
 - ``access serve``: pywb + our WARC resolver until Ctrl-C (what ``harvestflow up`` starts);
-- ``access reindex [--force]``: rebuild the ZipNum indexes whose big CDXJ changed, refresh the
+- ``access reindex [--force]``: rebuild the ZipNum indexes (``all``, each collection, each
+  harvest definition) whose big CDXJ changed, refresh the
   flat files not merged yet (what the ``indexing_merge`` DAG runs after its big merge), and
   publish the per-definition collections, the rules' ACL file and the home page;
 - ``access config``: print the generated pywb configuration;
@@ -37,10 +38,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    from access import definition_index
     from access.index import reindex
     from access.publish import publish
 
     result = reindex(force=args.force)
+    result["definitions"] = definition_index.reindex(force=args.force)
     result["published"] = publish()  # definition collections, rules, home page
     print(json.dumps(result, indent=1, sort_keys=True))
     return 0

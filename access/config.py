@@ -7,6 +7,7 @@ the links to the not-yet-merged index files and the logs live:
     <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
     <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
     <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
+    <data_dir>/<access>/compact/<coll>/             those files compacted (access/compact.py)
     <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
     <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
     <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 
 ALL = "all"
+DEFINITION_PREFIX = "harvest-"  # harvest-<id>: one collection per harvest definition
 COLL_NAME = _COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -44,6 +46,7 @@ class AccessConfig:
     block_lines: int
     shard_blocks: int
     max_blocks: int
+    compact_min_files: int
     refresh_interval_s: float
     pywb_port: int
     reading_room: bool
@@ -79,6 +82,7 @@ class AccessConfig:
             block_lines=max(1, int(sec.get("zipnum_block_lines", 1000))),
             shard_blocks=max(1, int(sec.get("zipnum_shard_blocks", 10000))),
             max_blocks=max(1, int(sec.get("zipnum_max_blocks", 100))),
+            compact_min_files=int(sec.get("compact_min_files", 32)),
             refresh_interval_s=float(sec.get("refresh_interval_s", 30)),
             pywb_port=int(sec.get("pywb_port", 8092)),
             reading_room=_flag(sec.get("reading_room", False), "reading_room"),
@@ -125,6 +129,9 @@ class AccessConfig:
 
     def summary(self, coll: str) -> Path:
         return self.zipnum_dir(coll) / f"{coll}.idx"
+
+    def compact_dir(self, coll: str) -> Path:
+        return self.root / "compact" / _checked(coll)
 
     def recent_dir(self, coll: str) -> Path:
         return self.root / "recent" / _checked(coll)

@@ -12,9 +12,9 @@ Which files belong to a definition: the job id at the start of each per-file CDX
 WARC's name, ``<job>-<definition>-…`` or ``<job>-metadata-…``) and the job's ``harvest_id``
 in the harvest database — the jobs → definition link, not the name's second field.
 
-Limitation: a definition's collection is a folder of flat per-file indexes (pywb opens each for
-a lookup), not a ZipNum: right for selective definitions' hundreds of files, slow for a broad
-crawl's tens of thousands.
+What the big merge holds is served from the definition's ZipNum index
+(:mod:`access.definition_index`, built by ``access reindex`` and the DAG after each big merge),
+linked into the same folder; only the per-file files that came after it are linked one by one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from access.config import AccessConfig
+from access import compact, definition_index
+from access.config import DEFINITION_PREFIX, AccessConfig
 from access.index import Lister, _day_dirs, _sync_links, roots
 from access.missing import fold_patches
 from harvest.definitions import definition_labels
@@ -36,7 +37,7 @@ from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
 
-PREFIX = "harvest-"
+PREFIX = DEFINITION_PREFIX
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,15 @@ def acl_file(cfg: AccessConfig) -> Path:
 
 
 def _definitions(
-    engine: sa.Engine, job_ids: set[int]
+    engine: sa.Engine, job_ids: set[int], more: set[int]
 ) -> tuple[dict[int, Definition], dict[int, int]]:
-    """The definitions of these jobs, and each job's definition (one query each)."""
+    """The definitions of these jobs (and ``more``), each job's definition (one query each)."""
     with engine.connect() as conn:
         # a patch harvest's captures join the collection of the job they patch
         jobs = fold_patches(conn, definitions_of_jobs(conn, job_ids))
         defs = {
             hid: Definition(hid, name, kind)
-            for hid, (name, kind) in definition_labels(conn, set(jobs.values())).items()
+            for hid, (name, kind) in definition_labels(conn, set(jobs.values()) | more).items()
         }
     return defs, jobs
 
@@ -98,8 +99,9 @@ def sync(
                 job = job_id_of(name.removesuffix(".cdxj"))
                 if job is not None:
                     found.append((job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name))
-    defs, jobs = _definitions(engine, {job for job, _, _ in found})
-    want: dict[int, dict[str, Path]] = {}
+    indexed = definition_index.built_collections(cfg)
+    defs, jobs = _definitions(engine, {job for job, _, _ in found}, set(indexed))
+    want: dict[int, dict[str, Path]] = {hid: {} for hid in indexed if hid in defs}
     for job, name, target in found:
         hid = jobs.get(job)
         if hid is not None and hid in defs:
@@ -111,6 +113,8 @@ def sync(
     for hid, files in sorted(want.items()):
         d = defs[hid]
         folder = base / d.collection
+        files = definition_index.served(cfg, d.collection, files, lister)
+        files = compact.apply(cfg, d.collection, files, folder / "indexes")
         added, removed = _sync_links(folder / "indexes", files)
         (folder / "acl").mkdir(exist_ok=True)
         link = folder / "acl" / acl.name

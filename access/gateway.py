@@ -23,7 +23,9 @@ pywb on ``[access] pywb_port``. It:
 - **logs every refusal** to ``<access>/logs/refused.log`` (time, client, request, reason): the
   reading room's, and pywb's own answers to a capture refused by an access rule (451 for
   ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
-  rules in force exactly as pywb finds it (longest SURT prefix).
+  rules in force exactly as pywb finds it (longest SURT prefix); and each capture an
+  ``exclude`` rule left out of a URL-search (CDX API) answer, with its rule
+  (:mod:`access.cdxaudit`, checked after the answer is sent).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from access import cdxaudit
 from access import missing as missing_urls
 from access.config import AccessConfig
 from access.definitions import collections_root
@@ -63,9 +66,11 @@ _HOP = {
     "upgrade",
     "date",  # ours are sent by send_response
     "server",
+    cdxaudit.HEADER.lower(),  # pywb's ACL user: only the gateway's own audit names one
 }
 # /<coll>/<timestamp><modifier>/<url> (and the calendar /<coll>/*/<url>)
 _REPLAY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/(\d{0,14})(?:[a-z]{2}_)?/(.+)$")
+_CDX_QUERY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/cdx\?(.+)$")
 _PUBLIC = re.compile(r"^/(?:$|static/|_health$|favicon\.ico$)")
 SEARCH = "/search"  # the search page's path (collections: "all", "harvest-<id>": none shadowed)
 SEARCH_HOST = "127.0.0.1"  # its server listens on loopback only: readers come through us
@@ -195,6 +200,22 @@ class Gateway:
         coll = missing_urls.job_collection(job_id)
         return (collections_root(self.cfg) / coll / "indexes").is_dir()
 
+    def audit_cdx(self, client: str, method: str, path: str) -> None:
+        """Log each capture an ``exclude`` rule left out of this URL-search answer, with the
+        rule (:mod:`access.cdxaudit`; run after the answer was sent)."""
+        match = _CDX_QUERY.match(path)
+        if not match:
+            return
+        try:
+            left_out = cdxaudit.excluded(self.cfg, match.group(1), match.group(2), self.rules())
+        except (OSError, ValueError) as exc:
+            log.warning("URL search %s: cannot check for excluded captures (%s)", path, exc)
+            return
+        for cap, rule in left_out:
+            why = f"access {rule.describe()}" if rule else "an access rule (not found)"
+            capture = f"{cap.get('urlkey')} {cap.get('timestamp')} {cap.get('url')}"
+            self.record(client, method, path, 200, f"excluded from the answer: {capture}: {why}")
+
     def record(self, client: str, method: str, path: str, status: int, reason: str) -> None:
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = "\t".join(
@@ -307,6 +328,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
             self.wfile.flush()
             gw.not_found(resp.status, resp.headers, self.path)
+            if resp.status == 200 and _CDX_QUERY.match(self.path):
+                args = (client, self.command, self.path)
+                threading.Thread(target=gw.audit_cdx, args=args, daemon=True).start()
         except OSError:  # the client went away
             self.close_connection = True
         finally:

@@ -5,7 +5,8 @@ Why two parts: the big CDXJ files (one per index root: the archive's own and one
 after each big merge (:func:`reindex`). What came later — the per-file CDXJ files the chain
 wrote since, and the continuous crawl's live files until the chain has indexed their WARCs — is
 served as flat files through a folder of links per collection that pywb re-lists whenever it
-changes (:func:`refresh`, cheap, run by ``access serve`` every few seconds and after each merge).
+changes (:func:`refresh`, cheap, run by ``access serve`` every few seconds and after each merge;
+many small files are compacted into one, :mod:`access.compact`).
 
 No capture is served twice: a per-file CDXJ file is left out of the links once the ZipNum was
 built from a big file that included it (the ZipNum's state records, for each merged daily file
@@ -20,6 +21,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,13 +29,17 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from access import zipnum
+from access import compact, zipnum
 from access.config import ALL, AccessConfig
+from harvestflow.atomic import fsync_dir
 from harvestflow.settings import Settings, SettingsError, get_settings
+from indexing.crashpoints import crashpoint
 from indexing.files import single_instance
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
+
+ZIPNUM_LINK = ".zipnum"  # `<coll>.zipnum`: not an extension pywb's folder listing reads
 
 
 @dataclass(frozen=True)
@@ -239,22 +245,64 @@ def _day_before(iso_day: str) -> str:
         return ""
 
 
+def _gen_of(folder: Path, entry: Path) -> int | None:
+    """The generation number of ``.<folder name>.<n>`` beside ``folder``, else None."""
+    prefix = f".{folder.name}."
+    rest = entry.name[len(prefix) :] if entry.name.startswith(prefix) else ""
+    return int(rest) if rest.isdigit() else None
+
+
 def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
-    """Make ``folder`` hold exactly the symbolic links ``want`` (name → target)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    added = removed = 0
-    for entry in folder.iterdir():
-        if entry.name not in want or not entry.is_symlink() or entry.resolve() != want[entry.name]:
+    """Make ``folder`` hold exactly the symbolic links ``want`` (name → target), in one step.
+
+    Why a swap: pywb lists the folder for each lookup, and a compaction replaces many links by
+    one; removing then adding would hide captures for a moment, adding then removing would
+    answer them twice. So ``folder`` is a symbolic link to a generation folder
+    ``.<name>.<n>`` beside it: a change fills the next generation, then renames a new link
+    over ``folder`` (atomic). The previous generation stays for a lookup still reading it;
+    older ones (and what a killed run left) are removed. A real folder from before is moved
+    aside once.
+    """
+    link = folder
+    link.parent.mkdir(parents=True, exist_ok=True)
+    with single_instance(link.parent, f"links-{link.name}"):  # serve's loop, the DAG, the CLI
+        return _swap_links(link, want)
+
+
+def _swap_links(link: Path, want: dict[str, Path]) -> tuple[int, int]:
+    current: dict[str, str] = {}
+    if link.is_dir():
+        for entry in link.iterdir():
+            current[entry.name] = os.readlink(entry) if entry.is_symlink() else ""
+    wanted = {name: str(target) for name, target in want.items()}
+    if current == wanted and link.is_symlink():
+        return 0, 0
+    parent = link.parent
+    gens = [g for e in parent.iterdir() if (g := _gen_of(link, e)) is not None]
+    gen = max(gens, default=0) + 1
+    new = parent / f".{link.name}.{gen}"
+    new.mkdir()
+    for name, target in wanted.items():
+        (new / name).symlink_to(target)
+    fsync_dir(new)
+    crashpoint("access.links.built")
+    previous = Path(os.readlink(link)).name if link.is_symlink() else ""
+    if link.exists() and not link.is_symlink():  # a real folder of links (older versions)
+        legacy = link
+        previous = f".{link.name}.0"
+        legacy.rename(parent / previous)
+    tmp = parent / f".{link.name}.{os.getpid()}.link.tmp"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(new.name)
+    os.replace(tmp, link)  # a symbolic link, not file content: no fsync to do
+    fsync_dir(parent)
+    for entry in parent.iterdir():
+        if _gen_of(link, entry) is not None and entry.name not in (new.name, previous):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name.startswith(f".{link.name}.") and entry.name.endswith(".link.tmp"):
             entry.unlink(missing_ok=True)
-            removed += 1
-    for name, target in want.items():
-        link = folder / name
-        if not link.is_symlink():
-            tmp = folder / f".{name}.{os.getpid()}.tmp"
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(target)
-            os.replace(tmp, link)  # a symbolic link, not file content: no fsync to do
-            added += 1
+    added = sum(1 for n, t in wanted.items() if current.get(n) != t)
+    removed = sum(1 for n, t in current.items() if wanted.get(n) != t)
     return added, removed
 
 
@@ -272,13 +320,19 @@ def refresh(settings: Settings | None = None, lister: Lister | None = None) -> d
     live = live_dir(settings) / "index"
     result: dict[str, Any] = {}
     for coll, rts in access_collections(layout).items():
-        want = dict(_recent_files(rts, lister.state(cfg, coll), lister))
+        state = lister.state(cfg, coll)
+        want = dict(_recent_files(rts, state, lister))
         if coll == ALL:
             for name in lister.cdxj_names(live):
                 if not _indexed_by_chain(layout, name, lister):
                     want[f"live--{name}"] = live.resolve() / name
+        want = compact.apply(cfg, coll, want, cfg.recent_dir(coll))
+        flat = len(want)
+        # the ZipNum's summary and loc too: one swap moves pywb to a new build and off the
+        # flat files it took in at once (its config names `<coll>.zipnum` in this folder)
+        want.update(zipnum.served_links(cfg.zipnum_dir(coll), coll, state, ZIPNUM_LINK))
         added, removed = _sync_links(cfg.recent_dir(coll), want)
-        result[coll] = {"files": len(want), "added": added, "removed": removed}
+        result[coll] = {"files": flat, "added": added, "removed": removed}
         if added or removed:
             log.info("access %s: %d flat index file(s) (+%d -%d)", coll, len(want), added, removed)
     return result

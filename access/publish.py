@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import definitions, home, jobviews, rules, tours
+from access import cdxaudit, definitions, home, jobviews, rules, tours
 from access.config import AccessConfig
 from access.index import Lister
 from harvestflow.db import get_engine
@@ -40,7 +40,7 @@ def publish(
     engine = engine or get_engine(settings.harvest_db_url)
     cfg = AccessConfig.from_settings(settings)
     in_force = rules.active(engine)
-    if rules.write_acl(definitions.acl_file(cfg), in_force):
+    if rules.write_acl(definitions.acl_file(cfg), in_force, cdxaudit.audit_user(cfg)):
         log.info("access rules: %d in force, ACL file written", len(in_force))
     layout = Layout.from_settings(settings)
     colls = definitions.sync(cfg, layout, engine, lister)

@@ -2,7 +2,8 @@
 
 Each access collection (``all`` and one per ``[indexing.collections]`` entry) reads an
 ``index_group`` of two sources: its ZipNum index and its folder of flat CDXJ files not merged
-yet (:mod:`access.index`). WARC names are resolved, in order, through the chain's PATH index
+yet (:mod:`access.index`), the ZipNum's summary read through a link in that same folder
+(``<coll>.zipnum``: one swap of the folder changes both). WARC names are resolved, in order, through the chain's PATH index
 files (``<index root>/path/big.path``, already in pywb's path-index format
 ``<file name>\\t<path>``, sorted), the continuous crawl's live WARC folder, and last our WARC
 resolver (:mod:`access.resolver`), which finds a file moved since, its backup copy or its
@@ -17,7 +18,9 @@ pywb's own plus a line naming the capture's collection and harvest (``access/ban
 Access rules are pywb's own: every collection reads the one ACL file generated from the rules
 in the harvest database (``acl_paths``; pywb opens it at each lookup, so a rule changed while
 serving is in force at the next request). The per-definition collections are pywb's automatic
-collections under ``collections_root`` (:mod:`access.definitions`), found at each request.
+collections under ``collections_root`` (:mod:`access.definitions`), found at each request; a
+ZipNum summary (``.idx``) in their folder is read as a ZipNum, with the top-level
+``max_blocks``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from access import zipnum
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
-from access.index import access_collections, live_dir
+from access.index import ZIPNUM_LINK, access_collections, live_dir
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
@@ -68,6 +71,8 @@ def render(settings: Settings | None = None) -> str:
         # their WARCs through our resolver (it finds any file of the chain)
         "index_paths: indexes",
         "acl_paths: acl",
+        # their ZipNum indexes (access/definition_index.py) read this, as `all`'s its own
+        f"max_blocks: {cfg.max_blocks}",
         f"archive_paths: [{_q(cfg.resolver_url)}]",
         "default_access: allow",
         "framed_replay: true",
@@ -83,7 +88,7 @@ def render(settings: Settings | None = None) -> str:
             "    index_group:",
             "      zipnum:",
             "        type: zipnum",
-            f"        path: {_q(str(cfg.summary(coll)))}",
+            f"        path: {_q(str(cfg.recent_dir(coll) / (coll + ZIPNUM_LINK)))}",
             f"        max_blocks: {cfg.max_blocks}",
             f"      recent: {_q(str(cfg.recent_dir(coll)))}",
             f"    acl_paths: [{_q(str(acl_file(cfg)))}]",

@@ -184,10 +184,18 @@ def deciding(rules: Iterable[Rule], key: str) -> Rule | None:
     return best
 
 
-def acl_lines(rules: Iterable[Rule]) -> list[str]:
-    """pywb's ACL file lines (``wb-manager acl`` format), sorted as pywb searches them."""
+def acl_lines(rules: Iterable[Rule], audit_user: str = "") -> list[str]:
+    """pywb's ACL file lines (``wb-manager acl`` format), sorted as pywb searches them.
+
+    ``audit_user``: beside each rule, an ``allow`` for that pywb ACL user only (what the
+    gateway asks as, to find the captures a rule excluded: :mod:`access.cdxaudit`); it sorts
+    after the rule of the same prefix, where pywb prefers a line naming the request's user.
+    """
     lines = []
     for rule in rules:
+        if audit_user:
+            audit = {"access": "allow", "url": rule.surt or "*", "user": audit_user}
+            lines.append(f"{rule.surt or '*,'} - {json.dumps(audit, ensure_ascii=True)}")
         entry: dict[str, object] = {"access": rule.policy, "url": rule.surt or "*"}
         if rule.embargo_days:
             entry["newer"] = {"days": rule.embargo_days}
@@ -198,12 +206,12 @@ def acl_lines(rules: Iterable[Rule]) -> list[str]:
     return sorted(lines, reverse=True)
 
 
-def write_acl(path: Path, rules: Iterable[Rule]) -> bool:
+def write_acl(path: Path, rules: Iterable[Rule], audit_user: str = "") -> bool:
     """Write pywb's ACL file if its content changed (atomic rename); True when written.
 
     pywb opens the file at every lookup, so a new version is in force for the next request.
     """
-    text = "".join(line + "\n" for line in acl_lines(rules))
+    text = "".join(line + "\n" for line in acl_lines(rules, audit_user))
     try:
         if path.read_text(encoding="utf-8") == text:
             return False

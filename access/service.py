@@ -25,7 +25,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import missing, pywbconfig, rules
+from access import definition_index, missing, pywbconfig, rules
 from access.config import AccessConfig
 from access.definitions import acl_file
 from access.gateway import SEARCH_HOST, Gateway
@@ -83,10 +83,12 @@ class ReplayService:
             )
         reindex(self.settings)
         try:
+            definition_index.reindex(self.settings, self._engine())
             publish(self.settings, self._engine())
         except sa.exc.SQLAlchemyError as exc:
             raise ServiceError(
-                f"access rules: cannot read them from the harvest database ({exc.__class__.__name__}:"
+                f"access rules and definitions: cannot read them from the harvest database"
+                f" ({exc.__class__.__name__}:"
                 f" {exc}); the replay service does not start without them"
             ) from exc
         config = pywbconfig.write(self.settings)

@@ -7,15 +7,18 @@ appends it to a shard file; a small **summary** (``<name>.idx``) has one line pe
 
     <urlkey> <timestamp of the block's first line>\\t<part>\\t<offset>\\t<length>\\t<block number>
 
-and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, a path
-relative to the loc file's folder). A lookup binary-searches the summary, then inflates one or a
+and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, an
+absolute path: the served folders link the loc from elsewhere, and pywb reads a relative path
+from the link's folder). A lookup binary-searches the summary, then inflates one or a
 few blocks (pywb ``pywb/warcserver/index/zipnum.py``: ``ZipNumIndexSource``, ``LocMapResolver``).
 
 Swapping while pywb serves: pywb opens the summary by name for every query and re-reads the loc
 file when its mtime changes, and adds the loc's entries to what it knew. So each build writes its
 shards under new part names (``<name>-<generation>-<nn>``), then the loc, then the summary, each
-through a temporary name and a rename; the previous generation's shards stay until the next
-build (a query that opened the old summary can still read them).
+through a temporary name and a rename, under the generation's names (``<name>-g<generation>.idx``,
+``.loc``: what the served folders link, swapped together with the flat files the build took
+in, :func:`served_links`) and the fixed names ``<name>.idx``/``.loc`` (hard links, for tools);
+the previous generation stays until the next build (a query that opened it can still read it).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text, commit, tmp_path
@@ -81,53 +85,51 @@ def merged_lines(inputs: list[Path]) -> Iterator[bytes]:
 
 
 class _ShardWriter:
-    """Appends gzip blocks to shard files, one summary line per block."""
+    """Appends gzip blocks to shard files; returns one summary line per block.
+
+    Each block is appended with its own open/close, so that many builders at once (one per
+    harvest definition, :mod:`access.definition_index`) hold no file open between blocks.
+    """
 
     def __init__(self, out_dir: Path, name: str, generation: int, shard_blocks: int) -> None:
         self.out_dir = out_dir
         self.prefix = f"{name}-{generation:06d}"
         self.shard_blocks = shard_blocks
         self.shards: list[tuple[str, Path, Path]] = []  # part, tmp, final
-        self.fh: BinaryIO | None = None
         self.offset = 0
         self.in_shard = 0
         self.blocks = 0
 
     def _next_shard(self) -> None:
-        self.close()
         part = f"{self.prefix}-{len(self.shards):02d}"
         final = self.out_dir / (part + SHARD_SUFFIX)
         tmp = tmp_path(final)
         self.shards.append((part, tmp, final))
-        self.fh = open(tmp, "wb")  # noqa: SIM115 (closed by close() or discard())
         self.offset = 0
         self.in_shard = 0
 
-    def write_block(self, lines: list[bytes], summary: BinaryIO) -> None:
+    def write_block(self, lines: list[bytes]) -> bytes:
         """One gzip member of ``lines``; no lines: the empty index's single empty block, keyed
         ``!`` (before every SURT), since pywb fails on a summary without lines."""
-        if self.fh is None or self.in_shard >= self.shard_blocks:
+        if not self.shards or self.in_shard >= self.shard_blocks:
             self._next_shard()
-        assert self.fh is not None
         comp = zlib.compressobj(6, zlib.DEFLATED, 31)  # 31: a gzip member
         data = comp.compress(b"".join(lines)) + comp.flush()
-        self.fh.write(data)
-        part = self.shards[-1][0]
+        part, tmp, _ = self.shards[-1]
+        with open(tmp, "ab") as fh:  # fsync'd by commit() when the shard is renamed
+            fh.write(data)
         key = block_key(lines[0]) if lines else EMPTY_KEY
-        summary.write(
-            b"%s\t%s\t%d\t%d\t%d\n" % (key, part.encode(), self.offset, len(data), self.blocks)
-        )
+        row = b"%s\t%s\t%d\t%d\t%d\n" % (key, part.encode(), self.offset, len(data), self.blocks)
         self.offset += len(data)
         self.in_shard += 1
         self.blocks += 1
+        return row
 
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()  # fsync'd by commit() when the shard is renamed
-            self.fh = None
+    def loc_lines(self) -> bytes:
+        """The loc file: each part's shard, by absolute path."""
+        return b"".join(f"{part}\t{final.absolute()}\n".encode() for part, _, final in self.shards)
 
     def discard(self) -> None:
-        self.close()
         for _, tmp, _ in self.shards:
             tmp.unlink(missing_ok=True)
 
@@ -143,6 +145,86 @@ def read_state(out_dir: Path, name: str) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+class Builder:
+    """A ZipNum index written line by line: :meth:`add` sorted lines, then :meth:`finish`.
+
+    Why a class: :func:`build` writes one index from one stream; the per-definition indexes
+    are written all at once from one pass over the big CDXJ files, each line to its
+    definition's builder.
+    """
+
+    def __init__(
+        self,
+        out_dir: Path,
+        name: str,
+        *,
+        block_lines: int = 1000,
+        shard_blocks: int = 10000,
+    ) -> None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = out_dir
+        self.name = name
+        self.block_lines = block_lines
+        self.generation = int(read_state(out_dir, name).get("generation", 0)) + 1
+        self.writer = _ShardWriter(out_dir, name, self.generation, shard_blocks)
+        self.summary_rows: list[bytes] = []
+        self.block: list[bytes] = []
+        self.lines = 0
+
+    def add(self, line: bytes) -> None:
+        """One CDXJ line (ending in a newline), in byte order after the previous one."""
+        self.block.append(line)
+        self.lines += 1
+        if len(self.block) >= self.block_lines:
+            self.summary_rows.append(self.writer.write_block(self.block))
+            self.block = []
+
+    def finish(self, state: dict[str, Any] | None = None) -> BuildResult:
+        """Put the shards, loc, summary and ``state`` in place (in that order); old ones go."""
+        out_dir, name = self.out_dir, self.name
+        summary, loc = out_dir / f"{name}.idx", out_dir / f"{name}.loc"
+        gen_summary, gen_loc = generation_files(out_dir, name, self.generation)
+        summary_tmp, loc_tmp = tmp_path(gen_summary), tmp_path(gen_loc)
+        try:
+            if self.block or self.lines == 0:
+                self.summary_rows.append(self.writer.write_block(self.block))
+                self.block = []
+            for _, tmp, final in self.writer.shards:
+                commit(tmp, final)
+            loc_tmp.write_bytes(self.writer.loc_lines())
+            commit(loc_tmp, gen_loc)  # the loc first: parts named in the summary resolve
+            summary_tmp.write_bytes(b"".join(self.summary_rows))
+            commit(summary_tmp, gen_summary)
+            for gen_file, fixed in ((gen_loc, loc), (gen_summary, summary)):
+                linked = tmp_path(fixed)
+                os.link(gen_file, linked)
+                commit(linked, fixed)
+        except BaseException:
+            self.discard()
+            summary_tmp.unlink(missing_ok=True)
+            loc_tmp.unlink(missing_ok=True)
+            raise
+        generation, n = self.generation, self.lines
+        atomic_write_text(
+            _state_file(out_dir, name),
+            json.dumps({**(state or {}), "generation": generation, "lines": n}),
+        )
+        _remove_old_generations(out_dir, name, keep=(generation, generation - 1))
+        shards = [final for _, _, final in self.writer.shards]
+        log.info(
+            "zipnum %s: %d lines, %d blocks, %d shard(s)",
+            summary,
+            n,
+            self.writer.blocks,
+            len(shards),
+        )
+        return BuildResult(summary, n, self.writer.blocks, shards, generation)
+
+    def discard(self) -> None:
+        """Remove what an unfinished build wrote (its temporary shards)."""
+        self.writer.discard()
 
 
 def build(
@@ -161,45 +243,14 @@ def build(
     later, e.g. which inputs it was built from). Shards of generations older than the previous
     one are removed.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    generation = int(read_state(out_dir, name).get("generation", 0)) + 1
-    writer = _ShardWriter(out_dir, name, generation, shard_blocks)
-    summary = out_dir / f"{name}.idx"
-    loc = out_dir / f"{name}.loc"
-    summary_tmp, loc_tmp = tmp_path(summary), tmp_path(loc)
-    n = 0
+    builder = Builder(out_dir, name, block_lines=block_lines, shard_blocks=shard_blocks)
     try:
-        with open(summary_tmp, "wb") as idx:
-            block: list[bytes] = []
-            for line in lines:
-                block.append(line)
-                n += 1
-                if len(block) >= block_lines:
-                    writer.write_block(block, idx)
-                    block = []
-            if block or n == 0:
-                writer.write_block(block, idx)
-        writer.close()
-        for _, tmp, final in writer.shards:
-            commit(tmp, final)
-        with open(loc_tmp, "wb") as fh:
-            for part, _, final in writer.shards:
-                fh.write(f"{part}\t{final.name}\n".encode())
-        commit(loc_tmp, loc)  # the loc first: parts named in the summary resolve
-        commit(summary_tmp, summary)
+        for line in lines:
+            builder.add(line)
     except BaseException:
-        writer.discard()
-        summary_tmp.unlink(missing_ok=True)
-        loc_tmp.unlink(missing_ok=True)
+        builder.discard()
         raise
-    state_path = _state_file(out_dir, name)
-    atomic_write_text(
-        state_path, json.dumps({**(state or {}), "generation": generation, "lines": n})
-    )
-    _remove_old_generations(out_dir, name, keep=(generation, generation - 1))
-    shards = [final for _, _, final in writer.shards]
-    log.info("zipnum %s: %d lines, %d blocks, %d shard(s)", summary, n, writer.blocks, len(shards))
-    return BuildResult(summary, n, writer.blocks, shards, generation)
+    return builder.finish(state)
 
 
 def _remove_old_generations(out_dir: Path, name: str, keep: tuple[int, ...]) -> None:
@@ -207,6 +258,31 @@ def _remove_old_generations(out_dir: Path, name: str, keep: tuple[int, ...]) -> 
         gen = path.name[len(name) + 1 :].split("-", 1)[0]
         if gen.isdigit() and int(gen) not in keep:
             path.unlink(missing_ok=True)
+    for path in [*out_dir.glob(f"{name}-g*.idx"), *out_dir.glob(f"{name}-g*.loc")]:
+        gen = path.stem[len(name) + 2 :]
+        if gen.isdigit() and int(gen) not in keep:
+            path.unlink(missing_ok=True)
+
+
+def generation_files(out_dir: Path, name: str, generation: int) -> tuple[Path, Path]:
+    """The summary and loc of one build, under names no later build reuses."""
+    stem = f"{name}-g{generation:06d}"
+    return out_dir / f"{stem}.idx", out_dir / f"{stem}.loc"
+
+
+def served_links(out_dir: Path, name: str, state: dict[str, Any], ext: str) -> dict[str, Path]:
+    """Links for a served folder to the summary (``<name><ext>``) and loc (``<name>.loc``) of
+    the build ``state`` describes; {} when there is none. The folder is swapped whole, so
+    pywb reads a build's index with exactly the flat files that build did not take in."""
+    generation = state.get("generation")
+    if not isinstance(generation, int):
+        return {}
+    summary, loc = generation_files(out_dir, name, generation)
+    if not summary.exists():  # built by an older version: the fixed names
+        summary, loc = out_dir / f"{name}.idx", out_dir / f"{name}.loc"
+        if not summary.exists():
+            return {}
+    return {f"{name}{ext}": summary, f"{name}.loc": loc}
 
 
 def ensure_empty(out_dir: Path, name: str) -> Path:

@@ -2,8 +2,9 @@
 
 Daily: the day's CDX and PATH files are merged into sorted daily files (**merge**), then into the
 big sorted CDX and PATH files the Wayback Machine reads (**bigmerge**, single), the replay
-service's ZipNum indexes are rebuilt from them, its not-yet-merged files and per-definition
-collections refreshed, without restarting it (**refresh_access**, idempotent: unchanged inputs,
+service's ZipNum indexes (the archive's and each harvest definition's) are rebuilt from them,
+its not-yet-merged files (many small ones compacted into one) and per-definition collections
+refreshed, without restarting it (**refresh_access**, idempotent: unchanged inputs,
 nothing rebuilt), and job WARCs are removed from the crawl area only when indexed, transferred
 and, if configured, backed up and verified (**cleanarcrepository**, single). Byte-order sorting
 (LC_ALL=C semantics), checked after each merge. Backfillable: a past date re-merges that day,
@@ -48,10 +49,12 @@ with DAG(
 
     @task
     def refresh_access() -> dict[str, Any]:
+        from access import definition_index
         from access.index import reindex
         from access.publish import publish
 
         result = reindex()
+        result["definitions"] = definition_index.reindex()  # harvest-<id> ZipNum indexes
         result["published"] = publish()  # per-definition collections, rules, home page
         return result
 

@@ -4,8 +4,10 @@ Why: at broad-crawl scale a flat CDXJ is too slow and too large for pywb; the ac
 builds a ZipNum index instead (``access.zipnum``). This measures it against the peer, the same
 pywb (the replay venv's) serving the flat file, in the same run:
 
-- build: ``harvestflow access reindex --force`` (our ZipNum of the big CDXJ) against ``gzip -6``
-  of the same bytes; sizes on disk (summary + loc + shards against the flat file);
+- build: ``access.index.reindex(force=True)`` (our ZipNum of the big CDXJ, what
+  ``harvestflow access reindex --force`` starts with) against ``gzip -6`` of the same bytes;
+  sizes on disk (summary + loc + shards against the flat file); then, timed apart, the
+  per-definition ZipNum indexes (``access.definition_index``: 97 jobs over 10 definitions);
 - lookups through pywb's CDX API, one at a time, a connection each: exact URLs and prefix
   queries (a host's URLs), both ``limit=100``, each **cold** (the index files' cached pages dropped
   with ``posix_fadvise(DONTNEED)`` first) then **warm** (the same queries again): p50 / p95
@@ -145,6 +147,49 @@ def wait_up(base: str, proc: subprocess.Popen[bytes] | None = None) -> None:
     raise RuntimeError(f"{base} did not start")
 
 
+def timed_python(code: str) -> float:
+    """Seconds of ``python -c code`` in a fresh process (imports included, as the CLI's)."""
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    return time.perf_counter() - t0
+
+
+def definitions(engine: object) -> None:
+    """Jobs 1-97 (the generated WARC names' job ids) over 10 harvest definitions."""
+    import sqlalchemy as sa
+
+    assert isinstance(engine, sa.Engine)
+    with engine.begin() as conn:
+        if conn.execute(sa.text("SELECT count(*) FROM jobs")).scalar_one():
+            return
+        hids = [
+            int(
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO harvestdefinitions (name, kind) VALUES (:n, 'partial')"
+                        " RETURNING harvest_id"
+                    ),
+                    {"n": f"bench {i}"},
+                ).scalar_one()
+            )
+            for i in range(10)
+        ]
+        for job in range(1, 98):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO jobs (job_id, harvest_id, harvest_num, job_index, status,"
+                    " channel, template_name, template, seedlist) VALUES (:j, :h, 1, :j, 3,"
+                    " 'CIBLEE', 'default', CAST('{}' AS jsonb), 'http://example.com/')"
+                ),
+                {"j": job, "h": hids[job % 10]},
+            )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--captures", type=int, default=2_000_000)
@@ -193,28 +238,28 @@ def main() -> int:
     )
     flat_size = flat.stat().st_size
 
+    from harvestflow import db
+    from harvestflow.services import postgres_for
+
+    # the harvest DB first: the per-definition indexes read the jobs, the service the rules
+    postgres = postgres_for(settings)
+    postgres.start()
+    db.ensure_database(settings.harvest_db_url)
+    engine = db.get_engine(settings.harvest_db_url)
+    db.migrate(engine)
+    definitions(engine)
+
     # --- build: gzip of the same bytes (peer) vs our ZipNum (reindex --force)
     t0 = time.perf_counter()
     with open(flat, "rb") as src:
         subprocess.run(["gzip", "-6", "-c"], stdin=src, stdout=subprocess.DEVNULL, check=True)
     gzip_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    # the ZipNum build alone: `harvestflow access reindex` then also publishes the collections
-    # and rules, which needs the harvest database this benchmark does not start
-    build = subprocess.run(
-        [sys.executable, "-c", "from access.index import reindex; reindex(force=True)"],
-        check=False,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    build_s = timed_python("from access.index import reindex; reindex(force=True)")
+    defs_s = timed_python(
+        "from access import definition_index; definition_index.reindex(force=True)"
     )
-    if build.returncode != 0:
-        raise SystemExit(f"benchmark FAILED: the ZipNum build exited {build.returncode}:\n"
-                         f"{build.stderr[-3000:]}")  # fmt: skip
-    build_s = time.perf_counter() - t0
     zdir = cfg.zipnum_dir("all")
-    zfiles = [p for p in zdir.iterdir() if p.name.endswith((".idx", ".loc", ".cdxj.gz"))]
-    current = {p for p in zfiles if not p.name.endswith(".cdxj.gz")} | {
+    current = {zdir / "all.idx", zdir / "all.loc"} | {
         zdir / line.split("\t")[1].strip() for line in (zdir / "all.loc").read_text().splitlines()
     }
     zsize = sum(p.stat().st_size for p in current)
@@ -243,18 +288,16 @@ def main() -> int:
         ],
     }
 
-    from harvestflow import db
-    from harvestflow.services import postgres_for
-
-    postgres = postgres_for(settings)
-    postgres.start()
-    db.ensure_database(settings.harvest_db_url)
-    db.migrate(db.get_engine(settings.harvest_db_url))
     service = ReplayService(settings)
     service.start()
     flat_dir = work / "flat-pywb"
     flat_dir.mkdir(exist_ok=True)
-    (flat_dir / "config.yaml").write_text(f"collections:\n  flat:\n    index: {flat}\n")
+    # the peer reads the same ACL file as the service (pywb checks each capture against it:
+    # ~1.4 x a lookup's time), so that only the index differs
+    acl = cfg.root / "acl" / "rules.aclj"
+    (flat_dir / "config.yaml").write_text(
+        f"collections:\n  flat:\n    index: {flat}\n    acl_paths: [{acl}]\n"
+    )
     flat_port = free_port()
     flat_proc = subprocess.Popen(
         [str(cfg.wayback), "-p", str(flat_port), "-b", "127.0.0.1"],
@@ -302,6 +345,10 @@ def main() -> int:
     print(
         f"build: ZipNum {build_s:.1f}s, gzip -6 {gzip_s:.1f}s, ratio {build_s / gzip_s:.2f}"
         f" (target <= 1.5)"
+    )
+    print(
+        f"per-definition ZipNum indexes (10 definitions, one more pass): {defs_s:.1f}s,"
+        f" {defs_s / gzip_s:.2f} x gzip"
     )
     print(f"lookups ({len(sample)} per shape, sequential, pywb CDX API, identical answers):")
     print(f"{'shape':<7} {'cache':<5} {'index':<7} {'p50 ms':>8} {'p95 ms':>8} {'per s':>7}")

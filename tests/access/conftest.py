@@ -72,11 +72,17 @@ def cdx(base: str, coll: str, url: str, match: str | None = "exact") -> list[dic
 
 
 @contextmanager
-def flat_pywb(index: Path, workdir: Path) -> Iterator[str]:
-    """pywb (the oracle venv's) serving ``index`` as a flat CDXJ file, collection ``flat``."""
+def flat_pywb(index: Path | dict[str, Path], workdir: Path) -> Iterator[str]:
+    """pywb (the oracle venv's) serving ``index`` as a flat CDXJ file, collection ``flat``
+    (or each of a ``{collection: flat CDXJ file}``)."""
     workdir.mkdir(parents=True, exist_ok=True)
+    colls = index if isinstance(index, dict) else {"flat": index}
     (workdir / "config.yaml").write_text(
-        f"collections:\n  flat:\n    index: {index}\n    archive_paths: {workdir}/\n"
+        "collections:\n"
+        + "".join(
+            f"  {name}:\n    index: {path}\n    archive_paths: {workdir}/\n"
+            for name, path in colls.items()
+        )
     )
     port = free_port()
     proc = subprocess.Popen(

@@ -1,0 +1,126 @@
+"""Captures an ``exclude`` rule leaves out of a URL-search answer, found to be logged with the rule.
+
+Why: pywb drops an excluded capture from its CDX API answer without a trace, and only the
+gateway's replay refusals (451, 404) were logged. Everything refused must be logged with the
+rule that refused it, so after answering a CDX query the gateway asks pywb the same query twice
+more — as every reader, and as an **audit user** the ACL file allows everywhere a rule stands —
+and the captures only the second answer has are the ones the rules excluded.
+
+The audit user is pywb's own per-user ACL (``X-Pywb-ACL-User`` request header; an ACL line with
+``"user"`` applies only to requests naming that user): a random name kept in
+``<access>/acl/audit-user``, created once, written into the ACL file by :mod:`access.rules`
+beside each rule, sent only by the gateway (which drops that header from what readers send).
+The extra queries are made only when an ``exclude`` rule could match the query's host or domain.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
+
+from access.config import AccessConfig
+from access.rules import Rule, deciding
+from harvestflow.atomic import fsync_dir, tmp_path
+from harvestflow.formats.surt import surt
+
+log = logging.getLogger(__name__)
+
+HEADER = "X-Pywb-ACL-User"
+_FIELDS = "urlkey,timestamp,url,filename,offset"
+
+
+def audit_user_file(cfg: AccessConfig) -> Path:
+    return cfg.root / "acl" / "audit-user"
+
+
+def audit_user(cfg: AccessConfig) -> str:
+    """The audit user's name, made once (random; every process of this data directory reads
+    the same: the first to create it wins, by a hard link that fails if the name exists)."""
+    path = audit_user_file(cfg)
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_path(path)
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(f"audit-{secrets.token_hex(16)}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+        fsync_dir(path.parent)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text().strip()
+
+
+def _host_key(url: str, match: str) -> str | None:
+    """The SURT host part of a CDX query (``org,example`` for every match type), or None."""
+    if url.startswith("*."):
+        url = url[2:]
+    url = url.rstrip("*")
+    try:
+        key = surt(url if "://" in url else "http://" + url)
+    except Exception:  # a URL we cannot key: audit it (None)
+        return None
+    return key.split(")", 1)[0]
+
+
+def may_exclude(rules: Iterable[Rule], url: str, match: str) -> bool:
+    """Whether an ``exclude`` rule could decide a capture this query would answer (cheap; a
+    ``True`` too many costs two queries, never a capture left unlogged)."""
+    excluding = [r for r in rules if r.policy == "exclude"]
+    if not excluding:
+        return False
+    host = _host_key(url, match)
+    if host is None:
+        return True
+    return any(r.surt.startswith(host) or (host + ")").startswith(r.surt) for r in excluding)
+
+
+def _query(cfg: AccessConfig, coll: str, params: list[tuple[str, str]], user: str) -> list[dict]:
+    conn = http.client.HTTPConnection(cfg.host, cfg.pywb_port, timeout=300)
+    try:
+        headers = {HEADER: user} if user else {}
+        conn.request("GET", f"/{coll}/cdx?{urlencode(params)}", headers=headers)
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    if resp.status != 200:
+        return []
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+
+def excluded(
+    cfg: AccessConfig, coll: str, query: str, rules: list[Rule]
+) -> list[tuple[dict, Rule | None]]:
+    """The captures pywb left out of this CDX query's answer, each with the deciding rule."""
+    params = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)]
+    given = dict(params)
+    if "showNumPages" in given or "url" not in given:
+        return []
+    if not may_exclude(rules, given["url"], given.get("matchType", "exact")):
+        return []
+    params = [(k, v) for k, v in params if k not in ("output", "fl")]
+    params += [("output", "json"), ("fl", _FIELDS)]
+    shown = {
+        (c.get("urlkey"), c.get("timestamp"), c.get("filename"), c.get("offset"))
+        for c in _query(cfg, coll, params, "")
+    }
+    out = []
+    for cap in _query(cfg, coll, params, audit_user(cfg)):
+        ident = (cap.get("urlkey"), cap.get("timestamp"), cap.get("filename"), cap.get("offset"))
+        if ident not in shown:
+            out.append((cap, deciding(rules, str(cap.get("urlkey", "")))))
+    return out
