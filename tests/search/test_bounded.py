@@ -14,7 +14,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from search import pg
+from search import pg_query
 from search.model import SearchResult
 from search.pg import PgSearchBackend
 from search.query import parse_query
@@ -83,4 +83,4 @@ def test_the_page_says_about(indexed) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_estimates_are_shown_to_two_significant_figures() -> None:
-    assert [pg._round2(n) for n in (7, 42, 12_345, 987_654)] == [7, 42, 12_000, 990_000]
+    assert [pg_query.round2(n) for n in (7, 42, 12_345, 987_654)] == [7, 42, 12_000, 990_000]
