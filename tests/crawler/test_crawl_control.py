@@ -300,7 +300,11 @@ def test_a_partitioned_job_is_paused_filtered_limited_and_stopped_in_every_proce
         print("pause:", done.stdout, done.stderr)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "applied by the crawler" in done.stdout
-        assert "p0: paused" in done.stdout and "p1: paused" in done.stdout
+        assert "paused: frontier saved" in done.stdout  # once if both said the same, else p0/p1
+        for i in (0, 1):  # each process paused, and said so in its own log
+            log = out / "state" / f"part-{i}" / "logs" / "operator-actions.log"
+            answers = [json.loads(line) for line in log.read_text().splitlines()]
+            assert [(a["action"], a["state"]) for a in answers] == [("pause", "applied")]
         before = slow_site.count()
         time.sleep(PAUSE_S)
         assert slow_site.count() == before, "the server got requests while the job was paused"

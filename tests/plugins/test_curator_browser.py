@@ -112,7 +112,7 @@ def _submit(driver: WebDriver, form: WebElement) -> None:
 
 def _search(driver: WebDriver, url: str, **fields: str) -> list[list[str]]:
     driver.get(url)
-    form = driver.find_element(By.CSS_SELECTOR, "form.filters")
+    form = driver.find_element(By.CSS_SELECTOR, "form.filters[method=get]")  # not the QA form
     for name, value in fields.items():
         box = form.find_element(By.NAME, name)
         box.clear()
