@@ -236,7 +236,9 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         driver.get(cur + "/domains/example-a.test")
         text = _main(driver)
         assert "demo_loopback" in text and "http://www.example-a.test:" in text  # config, seeds
-        _row(driver, rf" demo-daily {job_id} demo \d+ [\d,]+ DOWNLOAD_COMPLETE$")  # history
+        _row(
+            driver, rf" demo-daily {job_id} demo \d+ [\d,]+ DOWNLOAD_COMPLETE view this capture$"
+        )  # history, replay link
         assert _charts_render(driver) == 1  # size over time
 
         driver.get(cur + "/qa")
