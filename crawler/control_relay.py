@@ -148,7 +148,8 @@ class ControlRelay:
         if now - self.polled_at >= self.interval_s:
             self.polled_at = now
             self._relay_pending()
-        self._collect()
+        if self.relayed:  # answers only come for relayed actions: no file to read otherwise
+            self._collect()
 
     def _relay_pending(self) -> None:
         try:
@@ -192,10 +193,9 @@ class ControlRelay:
         self._collect()
         for action_id, action in list(self.relayed.items()):
             answers = self.answers.get(action_id, {})
-            if any(s == REFUSED for s, _ in answers.values()):
-                self._mark(action, *combined_answer(answers))
-            elif action.action == "stop" and answers:
-                # a child that had stopped on its own before it read the stop was stopped too
+            # a refusal stands; a stop some children answered stopped the job (the others had
+            # ended before they read it)
+            if answers and (action.action == "stop" or REFUSED in (s for s, _ in answers.values())):
                 self._mark(action, *combined_answer(answers))
             else:
                 self._mark(action, REFUSED, f"the crawl ended ({status}) first")
