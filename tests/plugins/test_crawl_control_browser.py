@@ -9,8 +9,6 @@ indexing chain, woken by the harvest's Asset, indexes its WARC."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,10 +22,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.crawler.test_crawl_control import PAUSE_S, SlowSite
-from tests.platform.helpers import HARVESTFLOW, isolated_env
-from tests.platform.test_up import Output
+from tests.platform.helpers import isolated_env
+from tests.platform.test_up import _wait_run
 from tests.plugins.browser import chromium
-from tests.plugins.test_selection_browser import Platform, _gone, _sign_in
+from tests.plugins.test_selection_browser import Platform, _gone, _sign_in, harvestflow_up
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -44,32 +42,13 @@ def wait_until(what: str, cond: Callable[[], Any], timeout: float = 300) -> Any:
 
 @pytest.fixture(scope="module")
 def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Platform, SlowSite]]:
-    from harvestflow.settings import load
-
     site = SlowSite()
     env = isolated_env(tmp_path_factory.mktemp("control") / "var")
-    proc = subprocess.Popen(
-        [HARVESTFLOW, "up"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    out = Output(proc)
     try:
-        base = out.wait_for(r"Airflow UI: (http://\S+)\s+login: ", 600).group(1).rstrip("/")
-        home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
-        secrets = home / "simple_auth_manager_passwords.json.generated"
-        yield Platform(base, env, json.loads(secrets.read_text()), site.port), site
+        with harvestflow_up(env) as (base, passwords):
+            yield Platform(base, env, passwords, site.port), site
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(180)
-        finally:
-            site.stop()
-            if proc.poll() is None:
-                proc.kill()
+        site.stop()
 
 
 def _press(driver: WebDriver, css: str) -> None:
@@ -179,15 +158,7 @@ def test_an_engineer_pauses_resumes_filters_and_stops_a_running_harvest(
         history = driver.find_element(By.ID, "actions-history").text
         assert "admin" in history and "filter" in history
 
-    state = wait_until(
-        "the DAG run ended",
-        lambda: (
-            api.get(f"/api/v2/dags/oneoff_harvest/dagRuns/{run_id}").json()["state"]
-            in ("success", "failed")
-            and api.get(f"/api/v2/dags/oneoff_harvest/dagRuns/{run_id}").json()["state"]
-        ),
-        600,
-    )
+    state = _wait_run(api, "oneoff_harvest", run_id, 600)
     assert state == "success"
     done = job()
     assert done.status == 3  # DONE

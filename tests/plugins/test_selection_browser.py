@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -54,14 +55,12 @@ class Platform:
     site: int
 
 
-@pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+@contextmanager
+def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
+    """`harvestflow up` on ``env`` (an isolated data dir): its Airflow base URL and the simple
+    auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
     from harvestflow.settings import load
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
-    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
     proc = subprocess.Popen(
         [HARVESTFLOW, "up"],
         env=env,
@@ -76,16 +75,28 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
         # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
         home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
         secrets = home / "simple_auth_manager_passwords.json.generated"
-        yield Platform(base, env, json.loads(secrets.read_text()), server.server_address[1])
+        yield base, json.loads(secrets.read_text())
     finally:
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(180)
         finally:
-            server.shutdown()
-            server.server_close()
             if proc.poll() is None:
                 proc.kill()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
+    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
+    try:
+        with harvestflow_up(env) as (base, passwords):
+            yield Platform(base, env, passwords, server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
