@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -138,6 +139,26 @@ def crawl_log_lines(out: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def checked_actions_log(out: Path) -> list[dict[str, Any]]:
+    """The lines of operator-actions.log in the job's one metadata WARC, after every WARC of
+    the job passed ``warcio check``."""
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    check = subprocess.run(
+        [str(ORACLE_BIN / "warcio"), "check", "-v", *map(str, warcs)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+    (meta,) = [w for w in warcs if "metadata" in w.name]
+    with meta.open("rb") as fh:
+        return [
+            json.loads(line)
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "metadata"
+            and "operator-actions.log" in r.rec_headers.get_header("WARC-Target-URI")
+            for line in r.content_stream().read().decode().splitlines()
+        ]
+
+
 def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, tmp_path):
     from harvest.control import request
     from harvest.results import record_job_results
@@ -239,22 +260,7 @@ def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, t
     assert 7 in history
 
     # every WARC passes warcio check; the metadata WARC carries the actions with who and when
-    warcs = sorted((out / "warcs").glob("*.warc.gz"))
-    check = subprocess.run(
-        [str(ORACLE_BIN / "warcio"), "check", "-v", *map(str, warcs)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
-    meta = [w for w in warcs if "metadata" in w.name]
-    assert len(meta) == 1
-    with meta[0].open("rb") as fh:
-        records = {
-            r.rec_headers.get_header("WARC-Target-URI"): r.content_stream().read()
-            for r in ArchiveIterator(fh)
-            if r.rec_type == "metadata"
-        }
-    (uri,) = [u for u in records if "operator-actions.log" in u]
-    lines = [json.loads(x) for x in records[uri].decode().splitlines()]
+    lines = checked_actions_log(out)
     assert [(x["action"], x["requested_by"]) for x in lines] == [
         (r.action, r.requested_by) for r in rows
     ]
@@ -365,21 +371,7 @@ def test_a_partitioned_job_is_paused_filtered_limited_and_stopped_in_every_proce
         ("limits", "bob", "applied"),
         ("stop", "carol", "applied"),
     ]
-    warcs = sorted((out / "warcs").glob("*.warc.gz"))
-    check = subprocess.run(
-        [str(ORACLE_BIN / "warcio"), "check", "-v", *map(str, warcs)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
-    (meta,) = [w for w in warcs if "metadata" in w.name]
-    with meta.open("rb") as fh:
-        logged = [
-            json.loads(line)
-            for r in ArchiveIterator(fh)
-            if r.rec_type == "metadata"
-            and "operator-actions.log" in r.rec_headers.get_header("WARC-Target-URI")
-            for line in r.content_stream().read().decode().splitlines()
-        ]
+    logged = checked_actions_log(out)
     assert [(x["action"], x["requested_by"], x["state"]) for x in logged] == [
         tuple(r) for r in rows
     ]
