@@ -11,10 +11,7 @@ block boundaries and exceed pywb's default of ten blocks per answer.
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,6 +26,7 @@ from indexing import merge
 from indexing.layout import Layout
 from tests.access.conftest import ORACLE_WAYBACK, cdx, flat_pywb
 from tests.access.sitegen import site_urls, write_captures
+from tests.access.test_refresh import reindex_cli
 from tests.access.test_zipnum import index_into_daily
 
 pytestmark = pytest.mark.skipif(
@@ -64,16 +62,6 @@ def make_definition(engine: sa.Engine, name: str, kind: str, jobs: int) -> tuple
             for i in range(jobs)
         ]
     return hid, job_ids
-
-
-def reindex_cli() -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "access", "reindex"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
 
 
 def test_each_definition_is_served_from_its_zipnum_exactly_as_its_flat_cdxj(
