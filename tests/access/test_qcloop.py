@@ -27,6 +27,7 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 import sqlalchemy as sa
 import uvicorn
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -305,7 +306,8 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
             form = driver.find_element(By.ID, "qa-form")
             form.find_element(By.NAME, "text").send_keys("the late image is missing")
             form.find_element(By.CSS_SELECTOR, "button").click()
-            WebDriverWait(driver, 120).until(
+            # the page reloads after the post: an element read mid-reload is stale, read again
+            WebDriverWait(driver, 120, ignored_exceptions=(StaleElementReferenceException,)).until(
                 lambda d: "the late image is missing" in d.find_element(By.ID, "qa-comments").text
             )
             driver.get(f"{base}/domains/qc.test")
