@@ -160,8 +160,8 @@ class Builder:
         out_dir: Path,
         name: str,
         *,
-        block_lines: int = 1000,
-        shard_blocks: int = 10000,
+        block_lines: int = 100,
+        shard_blocks: int = 100000,
     ) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.out_dir = out_dir
@@ -232,8 +232,8 @@ def build(
     out_dir: Path,
     name: str,
     *,
-    block_lines: int = 1000,
-    shard_blocks: int = 10000,
+    block_lines: int = 100,
+    shard_blocks: int = 100000,
     state: dict[str, Any] | None = None,
 ) -> BuildResult:
     """Write the ZipNum index ``<out_dir>/<name>.idx`` (+ ``.loc``, shards) of sorted ``lines``.

@@ -9,17 +9,20 @@ pywb (the replay venv's) serving the flat file, in the same run:
   sizes on disk (summary + loc + shards against the flat file); then, timed apart, the
   per-definition ZipNum indexes (``access.definition_index``: 97 jobs over 10 definitions);
 - lookups through pywb's CDX API, one at a time, a connection each: exact URLs and prefix
-  queries (a host's URLs), both ``limit=100``, each **cold** (the index files' cached pages dropped
-  with ``posix_fadvise(DONTNEED)`` first) then **warm** (the same queries again): p50 / p95
-  latency and lookups per second, ZipNum / flat ratios. Every answer is compared between the
-  two servers.
+  queries (a host's URLs), both ``limit=100``, **cold** (every lookup after the index files'
+  cached pages were dropped with ``posix_fadvise(DONTNEED)``: an index far larger than memory)
+  then **warm** (the same queries again, nothing dropped): p50 / p95 latency, lookups per second
+  and the pywb process's CPU milliseconds per lookup (one process, one core: the per-core
+  figure), ZipNum / flat ratios. Every answer is compared between the two servers.
+- ``--rounds`` rounds, the side that goes first alternating; the figures printed are the medians
+  of the rounds' figures (and of their ratios).
 
 The CDXJ is generated: ``--captures`` lines over ``--hosts`` hosts (Zipf-like sizes: a few very
 large sites, a long tail of small ones; subdomains; several captures per URL), SURT keys as
 pywb computes them for these URLs, sorted in byte order. Usage:
 
     .venv/bin/python bench/access/bench_access.py [--captures 2000000] [--hosts 20000]
-        [--queries 1000] [--keep DIR]
+        [--queries 1000] [--rounds 3] [--block-lines N] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -147,6 +153,10 @@ def wait_up(base: str, proc: subprocess.Popen[bytes] | None = None) -> None:
     raise RuntimeError(f"{base} did not start")
 
 
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def timed_python(code: str) -> float:
     """Seconds of ``python -c code`` in a fresh process (imports included, as the CLI's)."""
     t0 = time.perf_counter()
@@ -195,6 +205,7 @@ def main() -> int:
     ap.add_argument("--captures", type=int, default=2_000_000)
     ap.add_argument("--hosts", type=int, default=20_000)
     ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--block-lines", type=int, help="ZipNum block size (default: the setting)")
     ap.add_argument("--keep", type=Path, help="work directory kept (and reused) between runs")
     args = ap.parse_args()
@@ -293,47 +304,66 @@ def main() -> int:
     flat_dir = work / "flat-pywb"
     flat_dir.mkdir(exist_ok=True)
     # the peer reads the same ACL file as the service (pywb checks each capture against it:
-    # ~1.4 x a lookup's time), so that only the index differs
+    # ~1.4 x a lookup's time) and logs its requests to a file as the service does, so that
+    # only the index differs
     acl = cfg.root / "acl" / "rules.aclj"
     (flat_dir / "config.yaml").write_text(
         f"collections:\n  flat:\n    index: {flat}\n    acl_paths: [{acl}]\n"
     )
     flat_port = free_port()
-    flat_proc = subprocess.Popen(
-        [str(cfg.wayback), "-p", str(flat_port), "-b", "127.0.0.1"],
-        cwd=flat_dir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with open(flat_dir / "access.log", "ab") as flat_log:
+        flat_proc = subprocess.Popen(
+            [str(cfg.wayback), "-p", str(flat_port), "-b", "127.0.0.1"],
+            cwd=flat_dir,
+            stdout=subprocess.DEVNULL,
+            stderr=flat_log,
+        )
     flat_base = f"http://127.0.0.1:{flat_port}/"
-    results: dict[tuple[str, str, str], list[float]] = {}
+    # per round: (shape, cache, side) -> (latencies s, pywb CPU s)
+    rounds: list[dict[tuple[str, str, str], tuple[list[float], float]]] = []
     try:
         wait_up(flat_base, flat_proc)
+        assert service.proc is not None
         # pywb itself on both sides (not through our gateway): the index is what is compared
-        clients = {"zipnum": Client(cfg.pywb_url, "all"), "flat": Client(flat_base, "flat")}
-        files = {"zipnum": current, "flat": {flat}}
-        for shape, queries in shapes.items():
-            for temp in ("cold", "warm"):
-                answers: dict[str, list[bytes]] = {"flat": [], "zipnum": []}
-                for name in ("flat", "zipnum"):
-                    results[(shape, temp, name)] = []
-                    if temp == "cold":
-                        drop_cache(sorted(files[name]))
-                    for params in queries:
-                        elapsed, body = clients[name].query(params)
-                        results[(shape, temp, name)].append(elapsed)
-                        answers[name].append(body)
-                bad = sum(a != b for a, b in zip(answers["flat"], answers["zipnum"], strict=True))
-                if bad:
-                    raise SystemExit(
-                        f"{shape}/{temp}: {bad} answers differ between flat and ZipNum"
+        sides = {
+            "zipnum": (Client(cfg.pywb_url, "all"), psutil.Process(service.proc.pid), current),
+            "flat": (Client(flat_base, "flat"), psutil.Process(flat_proc.pid), {flat}),
+        }
+        for round_no in range(args.rounds):
+            order = ["flat", "zipnum"] if round_no % 2 == 0 else ["zipnum", "flat"]
+            results: dict[tuple[str, str, str], tuple[list[float], float]] = {}
+            for shape, queries in shapes.items():
+                for temp in ("cold", "warm"):
+                    answers: dict[str, list[bytes]] = {}
+                    for name in order:
+                        client, proc, files = sides[name]
+                        times, bodies = [], []
+                        cpu0 = sum(proc.cpu_times()[:2])
+                        for params in queries:
+                            if temp == "cold":
+                                drop_cache(sorted(files))
+                            elapsed, body = client.query(params)
+                            times.append(elapsed)
+                            bodies.append(body)
+                        results[(shape, temp, name)] = (times, sum(proc.cpu_times()[:2]) - cpu0)
+                        answers[name] = bodies
+                    bad = sum(
+                        a != b for a, b in zip(answers["flat"], answers["zipnum"], strict=True)
                     )
+                    if bad:
+                        raise SystemExit(
+                            f"{shape}/{temp}: {bad} answers differ between flat and ZipNum"
+                        )
+            rounds.append(results)
+            print(f"round {round_no + 1} done (first: {order[0]}); load {_load()}", flush=True)
     finally:
         flat_proc.terminate()
         flat_proc.wait(15)
         service.stop()
         db.dispose_engines()
         postgres.stop()
+    if flat_proc.returncode not in (0, -15):
+        raise SystemExit(f"flat pywb exited {flat_proc.returncode}")
 
     print(
         f"\nindex: {lines:,} captures over {args.hosts:,} hosts, flat CDXJ {flat_size / 1e6:.1f} MB"
@@ -350,19 +380,41 @@ def main() -> int:
         f"per-definition ZipNum indexes (10 definitions, one more pass): {defs_s:.1f}s,"
         f" {defs_s / gzip_s:.2f} x gzip"
     )
-    print(f"lookups ({len(sample)} per shape, sequential, pywb CDX API, identical answers):")
-    print(f"{'shape':<7} {'cache':<5} {'index':<7} {'p50 ms':>8} {'p95 ms':>8} {'per s':>7}")
-    for (shape, temp, name), times in results.items():
+    print(
+        f"lookups ({len(sample)} per shape, sequential, pywb CDX API, identical answers),"
+        f" median of {len(rounds)} rounds:"
+    )
+    print(
+        f"{'shape':<7} {'cache':<5} {'index':<7} {'p50 ms':>8} {'p95 ms':>8} {'per s':>7}"
+        f" {'CPU ms/lookup':>14}"
+    )
+
+    def med(key: tuple[str, str, str], fig: Any) -> float:
+        return statistics.median(fig(*r[key]) for r in rounds)
+
+    def p50(t: list[float], _cpu: float) -> float:
+        return statistics.median(t)
+
+    def p95(t: list[float], _cpu: float) -> float:
+        return pct(t, 95)
+
+    for key in rounds[0]:
         print(
-            f"{shape:<7} {temp:<5} {name:<7} {1000 * statistics.median(times):8.1f}"
-            f" {1000 * pct(times, 95):8.1f} {len(times) / sum(times):7.0f}"
+            f"{key[0]:<7} {key[1]:<5} {key[2]:<7} {1000 * med(key, p50):8.1f}"
+            f" {1000 * med(key, p95):8.1f} {med(key, lambda t, c: len(t) / sum(t)):7.0f}"
+            f" {med(key, lambda t, c: 1000 * c / len(t)):14.2f}"
         )
     for shape in shapes:
         for temp in ("cold", "warm"):
-            z, f = results[(shape, temp, "zipnum")], results[(shape, temp, "flat")]
+            z, f = (shape, temp, "zipnum"), (shape, temp, "flat")
+            ratios = {
+                name: [fig(*r[z]) / fig(*r[f]) for r in rounds]
+                for name, fig in (("p50", p50), ("p95", p95))
+            }
             print(
-                f"{shape} {temp}: ZipNum/flat p50 {statistics.median(z) / statistics.median(f):.2f},"
-                f" p95 {pct(z, 95) / pct(f, 95):.2f}"
+                f"{shape} {temp}: ZipNum/flat p50 {statistics.median(ratios['p50']):.2f}"
+                f" (rounds {', '.join(f'{x:.2f}' for x in ratios['p50'])}),"
+                f" p95 {statistics.median(ratios['p95']):.2f}"
             )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
