@@ -28,12 +28,12 @@ import sqlalchemy as sa
 
 from access import compact, definition_index
 from access.config import DEFINITION_PREFIX, AccessConfig
-from access.index import Lister, _day_dirs, _sync_links, roots
+from access.index import Lister, _sync_links, job_index_files
 from access.missing import fold_patches
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
-from indexing.layout import Layout, job_id_of
+from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
@@ -84,21 +84,21 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def sync(
-    cfg: AccessConfig, layout: Layout, engine: sa.Engine, lister: Lister | None = None
+    cfg: AccessConfig,
+    layout: Layout,
+    engine: sa.Engine,
+    live: Path,
+    lister: Lister | None = None,
 ) -> dict[str, int]:
-    """Make each definition's collection folder link exactly its jobs' per-file CDXJ files.
+    """Make each definition's collection folder link exactly its jobs' per-file CDXJ files
+    (``live``: the continuous crawl's live index folder, whose files count until the chain has
+    indexed their WARCs).
 
     Cheap and idempotent (directory listings, two queries, symbolic links); returns the number of
     index files per collection. Definitions without captures get no collection yet.
     """
     lister = lister or Lister()
-    found: list[tuple[int, str, Path]] = []
-    for root in roots(layout):
-        for day_dir in _day_dirs(root):
-            for name in lister.cdxj_names(day_dir):
-                job = job_id_of(name.removesuffix(".cdxj"))
-                if job is not None:
-                    found.append((job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name))
+    found = list(job_index_files(layout, live, lister))
     indexed = definition_index.built_collections(cfg)
     defs, jobs = _definitions(engine, {job for job, _, _ in found}, set(indexed))
     want: dict[int, dict[str, Path]] = {hid: {} for hid in indexed if hid in defs}

@@ -35,7 +35,7 @@ from harvestflow.atomic import fsync_dir
 from harvestflow.settings import Settings, SettingsError, get_settings
 from indexing.crashpoints import crashpoint
 from indexing.files import single_instance
-from indexing.layout import Layout
+from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +223,30 @@ def _recent_files(
 _WARC_DAY = re.compile(r"-(\d{8})\d{9}-")
 
 
+def job_index_files(layout: Layout, live: Path, lister: Lister) -> Iterator[tuple[int, str, Path]]:
+    """(job id, link name, file) of each per-file CDXJ a job's view and definition serve flat.
+
+    The chain's per-file files of every index root (``<root tag>--<day>--<name>``) and the
+    continuous crawl's live files the chain has not indexed yet (``live--<name>``, the names
+    ``all`` links them under), each found by the job id that starts its WARC's name.
+    """
+    for root in roots(layout):
+        for day_dir in _day_dirs(root):
+            for name in lister.cdxj_names(day_dir):
+                job = job_id_of(name.removesuffix(".cdxj"))
+                if job is not None:
+                    yield job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name
+    for name in _live_files(layout, live, lister):
+        job = job_id_of(name.removesuffix(".cdxj"))
+        if job is not None:
+            yield job, f"live--{name}", live.resolve() / name
+
+
+def _live_files(layout: Layout, live: Path, lister: Lister) -> list[str]:
+    """The live index files whose WARC the chain has not indexed yet (served until it has)."""
+    return [n for n in lister.cdxj_names(live) if not _indexed_by_chain(layout, n, lister)]
+
+
 def _indexed_by_chain(layout: Layout, cdxj_name: str, lister: Lister) -> bool:
     """Whether the chain wrote a per-file CDXJ for this live file's WARC.
 
@@ -323,9 +347,8 @@ def refresh(settings: Settings | None = None, lister: Lister | None = None) -> d
         state = lister.state(cfg, coll)
         want = dict(_recent_files(rts, state, lister))
         if coll == ALL:
-            for name in lister.cdxj_names(live):
-                if not _indexed_by_chain(layout, name, lister):
-                    want[f"live--{name}"] = live.resolve() / name
+            for name in _live_files(layout, live, lister):
+                want[f"live--{name}"] = live.resolve() / name
         want = compact.apply(cfg, coll, want, cfg.recent_dir(coll))
         flat = len(want)
         # the ZipNum's summary and loc too: one swap moves pywb to a new build and off the

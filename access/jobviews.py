@@ -5,7 +5,8 @@ Why per job (NetarchiveSuite's ViewerProxy's role): a curator checking a harvest
 as soon as the indexing chain has indexed its WARCs, before any merge. Each view is a pywb
 automatic collection under ``collections_root``, like the per-definition ones
 (:mod:`access.definitions`): ``indexes/`` links to the job's per-file CDXJ files (found by the
-job id that starts their names), ``acl/`` links to the one ACL file (the access rules apply as
+job id that starts their names; a continuous crawl's live files too, until the chain has
+indexed their WARCs), ``acl/`` links to the one ACL file (the access rules apply as
 everywhere; the gateway's reading room too), ``metadata.yaml`` names the job. A patch harvest
 sent from the view (:mod:`access.patches`) is part of it: its jobs' files are linked into the
 patched job's view, so the curator sees the gaps filled where they were found.
@@ -25,25 +26,20 @@ import sqlalchemy as sa
 from access import missing
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
-from access.index import Lister, _day_dirs, _sync_links, roots
+from access.index import Lister, _sync_links, job_index_files
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
-from indexing.layout import Layout, job_id_of
+from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
 
-def _job_files(layout: Layout, lister: Lister) -> dict[int, dict[str, Path]]:
-    """Job id → its per-file CDXJ files (link name → file), over every index root."""
+def _job_files(layout: Layout, live: Path, lister: Lister) -> dict[int, dict[str, Path]]:
+    """Job id → its per-file CDXJ files (link name → file): every index root's, and its live
+    files until the chain has indexed their WARCs."""
     found: dict[int, dict[str, Path]] = {}
-    for root in roots(layout):
-        for day_dir in _day_dirs(root):
-            for name in lister.cdxj_names(day_dir):
-                job = job_id_of(name.removesuffix(".cdxj"))
-                if job is not None:
-                    found.setdefault(job, {})[f"{root.tag}--{day_dir.name}--{name}"] = (
-                        day_dir / name
-                    )
+    for job, name, target in job_index_files(layout, live, lister):
+        found.setdefault(job, {})[name] = target
     return found
 
 
@@ -62,15 +58,20 @@ def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, di
 
 
 def sync(
-    cfg: AccessConfig, layout: Layout, engine: sa.Engine, lister: Lister | None = None
+    cfg: AccessConfig,
+    layout: Layout,
+    engine: sa.Engine,
+    live: Path,
+    lister: Lister | None = None,
 ) -> dict[str, int]:
-    """Make each job's view link exactly its (and its patches') per-file CDXJ files.
+    """Make each job's view link exactly its (and its patches') per-file CDXJ files (``live``:
+    the continuous crawl's live index folder).
 
     Cheap and idempotent (the listings :class:`Lister` caches, two queries, symbolic links);
     returns the number of index files per view.
     """
     lister = lister or Lister()
-    views = _views(engine, _job_files(layout, lister))
+    views = _views(engine, _job_files(layout, live, lister))
     base = collections_root(cfg)
     base.mkdir(parents=True, exist_ok=True)
     acl = acl_file(cfg)

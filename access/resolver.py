@@ -9,6 +9,8 @@ the harvest database at that moment, in order:
 1. the repository copy the index manifest records (``final_path``), if present;
 2. the verified backup copy (``backup_location``: a path, or ``s3://bucket/key``);
 3. the verified preserved copy (``preservation_files.s3_key`` in the preservation bucket);
+4. the continuous crawl's live collection (``<live>/warcs/``: a closed WARC the chain has not
+   ingested yet, which the definition collections and job views serve from its live index);
 
 and streams the requested range from it (S3 ``GetObject`` with ``Range``). Answers are cached
 for a minute per file name. Credentials stay in this process; it binds to loopback.
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from access.index import live_dir
 from harvestflow.db import get_engine
 from harvestflow.s3 import s3_client
 from harvestflow.settings import Settings
@@ -104,6 +107,9 @@ class WarcLocator:
             preserved = preserved_key(conn, name)
         if preserved:
             return Location(bucket=self.settings.s3.bucket, key=preserved)
+        live = live_dir(self.settings) / "warcs" / name
+        if live.is_file():
+            return Location(path=live)
         return None
 
 

@@ -111,6 +111,50 @@ def test_new_files_are_served_without_restart_and_never_twice(
         service.stop()
 
 
+def test_a_live_file_is_served_in_its_definition_and_job_view_until_the_chain_indexes_it(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings
+) -> None:
+    """A continuous crawl's closed WARC is replayable at once in ``all``, in its definition's
+    collection and in its job's view (its WARC found by the resolver in the live folder, before
+    any ingest), and once the chain has indexed it, served once, not twice."""
+    from indexing.chain import run_chain
+    from indexing.nrt import index_closed_warcs
+    from tests.search.corpus import Page, chain_job
+
+    settings = access_settings
+    cfg = AccessConfig.from_settings(settings)
+    url, when = "http://live.example.test/news", "2026-11-22T03:15:00Z"
+    body = b"<html><head><title>breaking</title></head><body>live news</body></html>"
+    (name,) = chain_job(
+        db_engine, settings.data_dir, "News", [[Page(url, body, "text/html", date=when)]], run=False
+    )
+    with db_engine.connect() as conn:
+        hid, job = conn.execute(
+            sa.text("SELECT harvest_id, job_id FROM jobs WHERE harvest_id ="
+                    " (SELECT harvest_id FROM harvestdefinitions WHERE name = 'News')")
+        ).one()  # fmt: skip
+    warc = next(settings.data_dir.glob(f"jobs/*/*/*/warcs/{name}"))
+    service = ReplayService(settings)
+    service.start()
+    try:
+        assert index_closed_warcs([warc], live_dir(settings)).files == [name]
+        colls = ("all", f"harvest-{hid}", f"job-{job}")
+        for coll in colls:
+            (capture,) = wait_for(lambda c=coll: cdx(cfg.url, c, url))  # type: ignore[misc]
+            status, got = get(cfg.replay_url(coll, capture["timestamp"], url, "id_"))
+            assert (status, got) == (200, body), coll
+        run_chain()  # the chain ingests and indexes the WARC: the live file is dropped
+        time.sleep(3 * cfg.refresh_interval_s + 1)
+        for coll in colls:
+            assert len(cdx(cfg.url, coll, url)) == 1, coll
+            status, got = get(cfg.replay_url(coll, capture["timestamp"], url, "id_"))
+            assert (status, got) == (200, body), coll
+        indexes = cfg.root / "colls" / f"harvest-{hid}" / "indexes"
+        assert not [p.name for p in indexes.iterdir() if p.name.startswith("live--")]
+    finally:
+        service.stop()
+
+
 def test_a_collection_is_served_under_its_name_and_in_all(
     db_engine: sa.Engine,  # the service reads the access rules from the harvest DB
     access_settings: settings_mod.Settings,
