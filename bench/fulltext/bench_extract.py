@@ -1,192 +1,46 @@
 """Benchmark: the chain's text extraction against the extraction library in a loop over warcio.
 
-    .venv/bin/python bench/fulltext/bench_extract.py [--mb 200] [--rounds 2] [--workdir DIR]
+    .venv/bin/python bench/fulltext/bench_extract.py [--mb 1000] [--rounds 2] [--workdir DIR]
+        [--processes 2] [--warcio]
 
-Generates (once, cached in ``--workdir``) gzipped WARCs of news-like HTML pages (Zipf words,
-navigation, sidebar and footer, a cookie banner; 5 % PDFs; 5 % payloads repeated at another
-URL; 10 % 404s and images), then per round, each in a child process, CPU time measured with
+The WARCs (cached in ``--workdir``): our crawler's crawl (``harvestflow crawl``) of a generated
+news site served on loopback, in English and French, until they reach ``--mb`` MB gzipped (see
+corpus.py and newssite.py: 5 % PDFs, 5 % payloads repeated at another URL, 404 links, images,
+a robots.txt); with ``--warcio``, the former corpus written straight by warcio. Then per round,
+each in a child process (the side that runs first alternates), CPU time measured with
 ``resource.getrusage`` of the child from after its imports to the end of its work:
 
 - **peer**: warcio's ArchiveIterator over the files; for each 2xx HTML response resiliparse's
   ``extract_plain_text(main_content=True)`` (+ title, language; the HTTP charset, detection
-  only without one, as the chain), for each PDF pypdf's text; nothing stored; every payload
+  only without one, as the chain), for each PDF pypdf's text, each plain text (robots.txt) its
+  decoding and language; nothing stored; every payload
   extracted (the peer knows nothing of digests: the chain's dedup is part of what it measures);
 - **chain**: ``indexing.fulltext.extract_warc`` (digest dedup, capture metadata: SURT, host,
   registrable domain; damage checks; encoding and language detection; batching and
   checkpoints) into an in-memory backend, so that the figure is the chain's own CPU, not the
-  search database's (the PostgreSQL write cost is a separate line below when ``--pg`` is set).
+  search database's.
 
-Prints documents per CPU-second of each and the ratio chain / peer (target ≥ 0.9).
+Prints documents per CPU-second of each and the ratio chain / peer per round and their median
+(target ≥ 0.9). Exit 1 with a message when the crawl fails, a WARC fails ``warcio check``, a
+child exits non-zero, or the two sides do not count the same documents.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
-import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-WORDS = [
-    "archive",
-    "web",
-    "library",
-    "national",
-    "harvest",
-    "crawl",
-    "collection",
-    "document",
-    "heritage",
-    "preservation",
-    "digital",
-    "record",
-    "page",
-    "site",
-    "text",
-    "search",
-    "reader",
-    "research",
-    "history",
-    "public",
-    "election",
-    "campaign",
-    "newspaper",
-    "local",
-    "council",
-    "government",
-    "culture",
-    "museum",
-    "school",
-    "university",
-    "science",
-    "report",
-    "policy",
-    "economy",
-    "energy",
-    "climate",
-    "health",
-    "transport",
-    "housing",
-    "sport",
-    "music",
-    "festival",
-    "theatre",
-    "book",
-    "author",
-    "publisher",
-    "law",
-    "court",
-    "decision",
-    "minister",
-    "parliament",
-    "region",
-    "city",
-    "village",
-    "river",
-]
-
-
-def _sentence(rnd: random.Random) -> str:
-    n = rnd.randint(8, 25)
-    words = [WORDS[min(int(rnd.paretovariate(1.1)) - 1, len(WORDS) - 1)] for _ in range(n)]
-    return " ".join(words).capitalize() + "."
-
-
-def _html(rnd: random.Random, i: int) -> bytes:
-    nav = "".join(f'<li><a href="/s{j}">Section {j}</a></li>' for j in range(25))
-    paras = "".join(
-        "<p>" + " ".join(_sentence(rnd) for _ in range(rnd.randint(2, 6))) + "</p>"
-        for _ in range(rnd.randint(4, 14))
-    )
-    return (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Story {i}: "
-        f"{_sentence(rnd)[:60]}</title></head><body><header><nav><ul>{nav}</ul></nav></header>"
-        "<div class='cookie'>We use cookies to improve your experience.</div>"
-        f"<main><article><h1>Story {i}</h1>{paras}</article></main>"
-        f"<aside><h3>Related</h3><ul>{nav}</ul></aside>"
-        "<footer><p>Copyright 2026 Example. Privacy. Contact.</p></footer></body></html>"
-    ).encode()
-
-
-def _pdf(rnd: random.Random) -> bytes:
-    from pypdf import PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
-
-    writer = PdfWriter()
-    for _ in range(rnd.randint(1, 3)):
-        page = writer.add_blank_page(612, 792)
-        lines = " ".join(
-            f"BT /F1 10 Tf 50 {750 - 14 * k} Td ({_sentence(rnd)[:90]}) Tj ET" for k in range(40)
-        )
-        stream = DecodedStreamObject()
-        stream.set_data(lines.encode("latin-1"))
-        font = DictionaryObject(
-            {NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"):
-             NameObject("/Type1"), NameObject("/BaseFont"): NameObject("/Helvetica")}
-        )  # fmt: skip
-        page[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): writer._add_object(font)})}
-        )
-        page[NameObject("/Contents")] = writer._add_object(stream)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-def generate(workdir: Path, mb: int) -> list[Path]:
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    marker = workdir / f"done-v2-{mb}.json"
-    if marker.exists():
-        return [Path(p) for p in json.loads(marker.read_text())]
-    rnd = random.Random(22)
-    files: list[Path] = []
-    pdfs = [_pdf(rnd) for _ in range(20)]
-    recent: list[bytes] = []
-    i = 0
-    while sum(p.stat().st_size for p in files) < mb * 1_000_000:
-        path = workdir / f"1-1-20261125000000{len(files):03d}-{len(files):05d}-bench.warc.gz"
-        with open(path, "wb") as fh:
-            w = WARCWriter(fh, gzip=True)
-            while (
-                fh.tell() < 50_000_000
-                and sum(p.stat().st_size for p in files) + fh.tell() < mb * 1_000_000
-            ):
-                i += 1
-                roll = rnd.random()
-                status, ctype = "200 OK", "text/html; charset=utf-8"
-                if roll < 0.05:
-                    # a distinct payload each time (a comment after %%EOF), parsed in full
-                    body, ctype = rnd.choice(pdfs) + b"%% %d\n" % i, "application/pdf"
-                elif roll < 0.10 and recent:
-                    body = rnd.choice(recent)
-                elif roll < 0.15:
-                    body, status = b"<html><title>Not found</title></html>", "404 Not Found"
-                elif roll < 0.20:
-                    body, ctype = os.urandom(2000), "image/png"
-                else:
-                    body = _html(rnd, i)
-                    recent = [*recent, body][-50:]
-                http = StatusAndHeaders(status, [("Content-Type", ctype)], protocol="HTTP/1.1")
-                url = f"http://site{rnd.randint(1, 500)}.example.org/p/{i}"
-                w.write_record(
-                    w.create_warc_record(
-                        url, "response", payload=io.BytesIO(body), http_headers=http
-                    )
-                )
-        files.append(path)
-    marker.write_text(json.dumps([str(p) for p in files]))
-    return files
-
+from bench.fulltext.corpus import BenchFailed, crawl_corpus, generate_warcio  # noqa: E402
 
 PEER = r"""
 import sys, resource, time
@@ -217,6 +71,9 @@ for path in sys.argv[1:]:
                 _ = tree.title
             elif ctype == "application/pdf":
                 text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(data)).pages)
+            elif ctype.startswith("text/plain"):  # robots.txt in a crawl
+                text = bytes_to_str(data, ctype.partition("charset=")[2] or detect_encoding(data))
+                detect_fast(text)
             else:
                 continue
             docs += 1
@@ -259,43 +116,68 @@ print(docs, cpu() - start, len(backend.docs))
 """
 
 
-def _run(code: str, args: list[str]) -> tuple[int, float, str]:
+def _run(name: str, code: str, args: list[str]) -> tuple[int, float, str]:
     started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
-    ).stdout.split()
+    got = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if got.returncode != 0:
+        raise BenchFailed(
+            f"benchmark FAILED: the {name} child exited {got.returncode}:\n{got.stderr[-3000:]}"
+        )
+    out = got.stdout.split()
     return int(out[0]), float(out[1]), f"{time.monotonic() - started:.1f} s wall"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--mb", type=int, default=1000, help="MB of gzipped WARCs (default 1000)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument(
         "--workdir", type=Path, default=Path(tempfile.gettempdir()) / "hf-fulltext-bench"
     )
+    ap.add_argument("--processes", type=int, default=2, help="crawler processes (default 2)")
+    ap.add_argument(
+        "--warcio", action="store_true", help="the former corpus, written by warcio, no crawl"
+    )
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    files = generate(args.workdir, args.mb)
+    if args.warcio:
+        files = generate_warcio(args.workdir, args.mb)
+    else:
+        files = crawl_corpus(args.workdir, args.mb, args.processes)
     size = sum(p.stat().st_size for p in files)
-    print(f"{len(files)} WARC(s), {size / 1e6:.0f} MB")
+    print(f"{len(files)} WARC(s), {size / 1e6:.1f} MB; load {_load()}", flush=True)
     env_args = [str(p) for p in files]
     ratios = []
     for rnd in range(1, args.rounds + 1):
         order = [("peer", PEER, env_args), ("chain", CHAIN, [str(ROOT), *env_args])]
         if rnd % 2 == 0:
             order.reverse()
-        got = {}
+        got, docs_of = {}, {}
+        print(f"round {rnd} starts {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC", flush=True)
         for name, code, argv in order:
-            docs, cpu, wall = _run(code, argv)
-            got[name] = docs / cpu
+            docs, cpu, wall = _run(name, code, argv)
+            got[name], docs_of[name] = docs / cpu, docs
             print(
                 f"round {rnd} {name}: {docs} documents, {cpu:.1f} CPU-s ({wall}),"
-                f" {docs / cpu:.1f} documents per CPU-second; load {os.getloadavg()[0]:.1f}"
+                f" {docs / cpu:.1f} documents per CPU-second; load {_load()}",
+                flush=True,
+            )
+        if docs_of["peer"] != docs_of["chain"]:
+            raise BenchFailed(
+                f"benchmark FAILED: the peer counted {docs_of['peer']} documents, the chain"
+                f" {docs_of['chain']}: the rates are not of the same documents"
             )
         ratios.append(got["chain"] / got["peer"])
-        print(f"round {rnd}: ratio chain / peer = {ratios[-1]:.2f}")
-    print(f"median ratio: {sorted(ratios)[len(ratios) // 2]:.2f} (target >= 0.9)")
+        print(f"round {rnd}: ratio chain / peer = {ratios[-1]:.2f}", flush=True)
+    print(
+        f"median ratio over {len(ratios)} rounds: {statistics.median(ratios):.2f}"
+        f" ({', '.join(f'{r:.2f}' for r in ratios)}; target >= 0.9);"
+        f" {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    )
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg()) + " (1/5/15 min)"
 
 
 if __name__ == "__main__":

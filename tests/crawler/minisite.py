@@ -37,7 +37,11 @@ Handler = Callable[[Served], Reply | None]
 class MiniSite:
     """A running server: ``url(host, path)``, ``resolve_map()``, ``served``, ``stop()``."""
 
-    def __init__(self, handler: Handler, hosts: tuple[str, ...]) -> None:
+    def __init__(
+        self, handler: Handler, hosts: tuple[str, ...], *, port: int = 0, keep: bool = True
+    ) -> None:
+        """Serve ``handler`` on 127.0.0.1:``port`` (0: any); ``keep=False`` keeps no request
+        (a benchmark's site serving hundreds of thousands)."""
         self.hosts = hosts
         self.served: list[Served] = []
         site = self
@@ -60,7 +64,8 @@ class MiniSite:
                     {k: v for k, v in self.headers.items()},
                     body,
                 )
-                site.served.append(req)
+                if keep:
+                    site.served.append(req)
                 reply = handler(req) or Reply(404, b"not found", [("Content-Type", "text/plain")])
                 self.send_response(reply.status)
                 for k, v in reply.headers:
@@ -73,7 +78,7 @@ class MiniSite:
             do_POST = _serve
             do_HEAD = _serve
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), _H)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
