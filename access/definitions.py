@@ -4,7 +4,8 @@ indexing sub-chains: ``harvest-<id>`` replays only the captures of that definiti
 Why pywb's automatic collections: a definition created while the replay service runs must get
 its collection without a restart. pywb lists the folders of its ``collections_root`` at each
 request; each folder ``<colls>/harvest-<id>/`` holds ``indexes/`` (links to the per-file CDXJ
-files the indexing chain wrote for the WARCs of that definition's jobs), ``acl/`` (a link to
+files the indexing chain wrote for the WARCs of that definition's jobs, and to a continuous
+crawl's live files of those jobs until the chain has indexed their WARCs), ``acl/`` (a link to
 the one ACL file of :mod:`access.rules`) and ``metadata.yaml`` (the definition's name, shown by
 pywb on the home and collection pages). WARCs are opened through our WARC resolver.
 
