@@ -144,13 +144,13 @@ def test_a_live_file_is_served_in_its_definition_and_job_view_until_the_chain_in
             status, got = get(cfg.replay_url(coll, capture["timestamp"], url, "id_"))
             assert (status, got) == (200, body), coll
         run_chain()  # the chain ingests and indexes the WARC: the live file is dropped
-        time.sleep(3 * cfg.refresh_interval_s + 1)
-        for coll in colls:
+        indexes = cfg.root / "colls" / f"harvest-{hid}" / "indexes"
+        wait_for(lambda: not [p for p in indexes.iterdir() if p.name.startswith("live--")])
+        wait_for(lambda: not [p for p in cfg.recent_dir("all").iterdir() if "live--" in p.name])
+        for coll in colls:  # the chain's file instead of the live one, in one swap: once
             assert len(cdx(cfg.url, coll, url)) == 1, coll
             status, got = get(cfg.replay_url(coll, capture["timestamp"], url, "id_"))
             assert (status, got) == (200, body), coll
-        indexes = cfg.root / "colls" / f"harvest-{hid}" / "indexes"
-        assert not [p.name for p in indexes.iterdir() if p.name.startswith("live--")]
     finally:
         service.stop()
 
