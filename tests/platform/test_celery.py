@@ -37,8 +37,8 @@ import pytest
 from harvestflow import samplesite
 from harvestflow.samplesite import SampleSite
 from harvestflow.services.postgres import port_open
-from tests.platform.helpers import HARVESTFLOW, isolated_env
-from tests.platform.test_up import Output, _wait_run
+from tests.platform.helpers import HARVESTFLOW, Output, isolated_env, start_up
+from tests.platform.test_up import _wait_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -171,15 +171,7 @@ def platform(
     env["HARVESTFLOW_AIRFLOW__HIGH_PRIORITY_SLOTS"] = "4"
     env["HARVESTFLOW_JOBGEN__FIXED_DOMAIN_COUNT_SNAPSHOT"] = "5"
     broker_port = int(env["HARVESTFLOW_BROKER__PORT"])
-    up = subprocess.Popen(
-        [HARVESTFLOW, "up"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    out = Output(up)
+    up, out = start_up(env)
     site = samplesite.start()
     platform: Platform | None = None
     try:

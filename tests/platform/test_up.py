@@ -4,17 +4,15 @@ request is refused, and Ctrl-C stops everything `up` started."""
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
-import threading
 import time
 
 import httpx
 import pytest
 
 from harvestflow.services.postgres import port_open
-from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.platform.helpers import isolated_env, start_up
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -25,31 +23,6 @@ OUR_DAGS = {
     "daily_qa_stats",
     "broad_crawl_preload",
 }
-
-
-class Output:
-    """Collects a child's stdout lines in the background."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
-        self._thread.start()
-
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.lines.append(line)
-
-    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if m := re.search(pattern, line):
-                    return m
-            time.sleep(0.5)
-        raise AssertionError(
-            f"no line matching {pattern!r}; output:\n{''.join(self.lines)[-4000:]}"
-        )
 
 
 def _wait_run(client: httpx.Client, dag_id: str, run_id: str, timeout: float) -> str:
@@ -67,15 +40,7 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
     env = isolated_env(tmp_path / "var")
     api_port = int(env["HARVESTFLOW_AIRFLOW__PORT"])
     pg_port = int(env["HARVESTFLOW_POSTGRES__PORT"])
-    proc = subprocess.Popen(
-        [HARVESTFLOW, "up"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    out = Output(proc)
+    proc, out = start_up(env)
     try:
         harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)

@@ -26,8 +26,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.demo_fixture import DemoPlatform
-from tests.platform.helpers import HARVESTFLOW
-from tests.platform.test_up import Output
+from tests.platform.helpers import HARVESTFLOW, start_up
 from tests.plugins.browser import airflow_login, chromium
 
 # a page that reloads under a wait makes the element just read stale: read it again
@@ -47,15 +46,7 @@ class Airflow:
 @pytest.fixture(scope="module")
 def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
     demo_platform.check()
-    proc = subprocess.Popen(
-        [HARVESTFLOW, "up"],
-        env=demo_platform.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    out = Output(proc)
+    proc, out = start_up(demo_platform.env)
     try:
         harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)

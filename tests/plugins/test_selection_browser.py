@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,8 +27,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.harvest.test_selection import Handler
-from tests.platform.helpers import HARVESTFLOW, isolated_env
-from tests.platform.test_up import Output
+from tests.platform.helpers import isolated_env, start_up
 from tests.plugins.browser import chromium
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -61,15 +59,7 @@ def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
     auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
     from harvestflow.settings import load
 
-    proc = subprocess.Popen(
-        [HARVESTFLOW, "up"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    out = Output(proc)
+    proc, out = start_up(env)
     try:
         base = out.wait_for(r"Airflow UI: (http://\S+)\s+login: ", 600).group(1).rstrip("/")
         # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
