@@ -430,12 +430,7 @@ class JobControl:
         if self.partition is not None:  # the parent refuses what is left (control_relay)
             return
         # what was asked and not done (the crawl ended first) is refused, never left pending
-        from harvestflow.job_actions import pending_actions
+        from harvestflow.job_actions import left_at_end
 
-        try:
-            left = pending_actions(self.job_id)
-        except Exception as exc:
-            log.warning("job control: cannot read job_actions at the end: %s", exc)
-            return
-        for action in left:
+        for action in left_at_end(self.job_id):
             self._mark(action, "refused", f"the crawl ended ({reason}) first", wait=True)

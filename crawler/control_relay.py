@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harvestflow.job_actions import APPLIED, REFUSED, JobAction, mark_action, pending_actions
+from harvestflow.job_actions import (
+    APPLIED,
+    REFUSED,
+    JobAction,
+    left_at_end,
+    mark_action,
+    pending_actions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -199,11 +206,6 @@ class ControlRelay:
                 self._mark(action, *combined_answer(answers))
             else:
                 self._mark(action, REFUSED, f"the crawl ended ({status}) first")
-        try:
-            left = pending_actions(self.job_id)
-        except Exception as exc:
-            log.warning("job control: cannot read job_actions at the end: %s", exc)
-            return
-        for action in left:
+        for action in left_at_end(self.job_id):
             self.relayed[action.action_id] = action
             self._mark(action, REFUSED, f"the crawl ended ({status}) first")

@@ -160,6 +160,16 @@ def pending_actions(job_id: int, engine: Engine | None = None) -> list[JobAction
     return [_row(r) for r in rows]
 
 
+def left_at_end(job_id: int) -> list[JobAction]:
+    """The actions still pending when a crawl ends (its caller refuses them: never left
+    pending); none, with a warning, when the database cannot be read then."""
+    try:
+        return pending_actions(job_id)
+    except Exception as exc:
+        log.warning("job control: cannot read job_actions at the end: %s", exc)
+        return []
+
+
 def mark_action(action_id: int, state: str, message: str, engine: Engine | None = None) -> None:
     """The crawler's answer: applied or refused, with its message (a pending row only)."""
     if state not in (APPLIED, REFUSED):

@@ -149,8 +149,12 @@ def set_session(request: Request, response: Response, session: str, new: bool) -
     )
 
 
-def _int(form: dict[str, str], name: str) -> int | None:
+def form_int(form: dict[str, str], name: str, *, grouped: bool = False) -> int | None:
+    """A form's integer field (None when empty; 400 when not a number); ``grouped``: digit
+    group separators (``1,000,000``, ``1_000_000``) allowed."""
     raw = form.get(name, "").strip()
+    if grouped:
+        raw = raw.replace(",", "").replace("_", "")
     if not raw:
         return None
     try:
@@ -172,6 +176,6 @@ def action_arguments(action: str, form: dict[str, str]) -> dict[str, Any]:
                 args[name] = value
         return args
     if action == "limits":
-        given = {k: _int(form, k) for k in ("max_objects", "max_bytes", "max_time_s")}
+        given = {k: form_int(form, k) for k in ("max_objects", "max_bytes", "max_time_s")}
         return {k: v for k, v in given.items() if v is not None}
     return {}

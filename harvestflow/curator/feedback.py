@@ -82,25 +82,15 @@ def record_feedback(conn: sa.Connection, record_id: int, seed_url: str) -> dict[
     }
 
 
-def _number(form: dict[str, str], name: str) -> int | None:
-    raw = form.get(name, "").strip().replace(",", "").replace("_", "")
-    if not raw:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise HTTPException(400, f"{name}: {raw[:40]!r} is not an integer") from None
-
-
 def comment_arguments(form: dict[str, str]) -> dict[str, Any]:
     """write_comment's arguments from the job page's QA form."""
     return {
         "text": form.get("text", ""),
         "status": form.get("status", "").strip() or None,
-        "record_id": _number(form, "record_id"),
+        "record_id": actions.form_int(form, "record_id", grouped=True),
         "add_urls": form.get("add_urls", "").splitlines(),
-        "max_objects": _number(form, "max_objects"),
-        "max_bytes": _number(form, "max_bytes"),
+        "max_objects": actions.form_int(form, "max_objects", grouped=True),
+        "max_bytes": actions.form_int(form, "max_bytes", grouped=True),
     }
 
 
