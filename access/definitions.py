@@ -29,12 +29,11 @@ import sqlalchemy as sa
 
 from access import compact, definition_index
 from access.config import DEFINITION_PREFIX, AccessConfig
-from access.index import Lister, _sync_links, job_index_files
+from access.index import Lister, _sync_links
 from access.missing import fold_patches
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
-from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
@@ -86,20 +85,17 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def sync(
     cfg: AccessConfig,
-    layout: Layout,
     engine: sa.Engine,
-    live: Path,
+    found: list[tuple[int, str, Path]],
     lister: Lister | None = None,
 ) -> dict[str, int]:
     """Make each definition's collection folder link exactly its jobs' per-file CDXJ files
-    (``live``: the continuous crawl's live index folder, whose files count until the chain has
-    indexed their WARCs).
+    (``found``: :func:`access.index.job_index_files`, the live files included).
 
     Cheap and idempotent (directory listings, two queries, symbolic links); returns the number of
     index files per collection. Definitions without captures get no collection yet.
     """
     lister = lister or Lister()
-    found = list(job_index_files(layout, live, lister))
     indexed = definition_index.built_collections(cfg)
     defs, jobs = _definitions(engine, {job for job, _, _ in found}, set(indexed))
     want: dict[int, dict[str, Path]] = {hid: {} for hid in indexed if hid in defs}

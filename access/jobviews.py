@@ -26,21 +26,19 @@ import sqlalchemy as sa
 from access import missing
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
-from access.index import Lister, _sync_links, job_index_files
+from access.index import _sync_links
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
-from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
 
 
-def _job_files(layout: Layout, live: Path, lister: Lister) -> dict[int, dict[str, Path]]:
-    """Job id → its per-file CDXJ files (link name → file): every index root's, and its live
-    files until the chain has indexed their WARCs."""
-    found: dict[int, dict[str, Path]] = {}
-    for job, name, target in job_index_files(layout, live, lister):
-        found.setdefault(job, {})[name] = target
-    return found
+def _job_files(found: list[tuple[int, str, Path]]) -> dict[int, dict[str, Path]]:
+    """Job id → its per-file CDXJ files (link name → file)."""
+    by_job: dict[int, dict[str, Path]] = {}
+    for job, name, target in found:
+        by_job.setdefault(job, {})[name] = target
+    return by_job
 
 
 def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, dict[str, Path]]:
@@ -58,20 +56,15 @@ def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, di
 
 
 def sync(
-    cfg: AccessConfig,
-    layout: Layout,
-    engine: sa.Engine,
-    live: Path,
-    lister: Lister | None = None,
+    cfg: AccessConfig, engine: sa.Engine, found: list[tuple[int, str, Path]]
 ) -> dict[str, int]:
-    """Make each job's view link exactly its (and its patches') per-file CDXJ files (``live``:
-    the continuous crawl's live index folder).
+    """Make each job's view link exactly its (and its patches') per-file CDXJ files (``found``:
+    :func:`access.index.job_index_files`, the live files included).
 
-    Cheap and idempotent (the listings :class:`Lister` caches, two queries, symbolic links);
-    returns the number of index files per view.
+    Cheap and idempotent (two queries, symbolic links); returns the number of index files per
+    view.
     """
-    lister = lister or Lister()
-    views = _views(engine, _job_files(layout, live, lister))
+    views = _views(engine, _job_files(found))
     base = collections_root(cfg)
     base.mkdir(parents=True, exist_ok=True)
     acl = acl_file(cfg)

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from access import cdxaudit, definitions, home, jobviews, rules, tours
 from access.config import AccessConfig
-from access.index import Lister, live_dir
+from access.index import Lister, job_index_files, live_dir
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
 from indexing.layout import Layout
@@ -43,8 +43,10 @@ def publish(
     if rules.write_acl(definitions.acl_file(cfg), in_force, cdxaudit.audit_user(cfg)):
         log.info("access rules: %d in force, ACL file written", len(in_force))
     layout = Layout.from_settings(settings)
-    live = live_dir(settings) / "index"
-    colls = definitions.sync(cfg, layout, engine, live, lister)
-    views = jobviews.sync(cfg, layout, engine, live, lister)
+    lister = lister or Lister()
+    # every job's index files, listed once for the definition collections and the job views
+    found = list(job_index_files(layout, live_dir(settings) / "index", lister))
+    colls = definitions.sync(cfg, engine, found, lister)
+    views = jobviews.sync(cfg, engine, found)
     home.write(cfg, tours.all_tours(engine))
     return {"rules": len(in_force), "collections": colls, "job_views": len(views)}
