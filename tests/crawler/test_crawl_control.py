@@ -134,6 +134,16 @@ def prepared_job(engine: sa.Engine, site: SlowSite, tmp_path: Path) -> tuple[int
     return job_id, job_json
 
 
+def stop_from_cli(job_id: int, proc: subprocess.Popen[bytes], output: Path) -> None:
+    """`harvestflow jobs stop` as carol, waiting for it: answered "stopped by operator", and the
+    crawler (``proc``, its output in ``output``) exits 0."""
+    stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
+    print("stop:", stopped.stdout, stopped.stderr)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "stopped by operator" in stopped.stdout
+    assert proc.wait(timeout=120) == 0, output.read_text()[-3000:]
+
+
 def crawl_log_lines(out: Path) -> list[list[str]]:
     path = out / "logs" / "crawl.log"
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
@@ -218,11 +228,7 @@ def test_pause_resume_filter_limits_stop_a_running_crawl(db_engine, slow_site, t
         assert "max running time 3600s" in (limits.message or "")
 
         # stop: a clean end, stopped by operator
-        stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
-        print("stop:", stopped.stdout, stopped.stderr)
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert "stopped by operator" in stopped.stdout
-        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+        stop_from_cli(job_id, proc, tmp_path / "crawler.out")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -344,11 +350,7 @@ def test_a_partitioned_job_is_paused_filtered_limited_and_stopped_in_every_proce
         assert timed is not None and timed.state == "applied", timed
         assert "max running time 3600s" in (timed.message or "")
 
-        stopped = cli("stop", str(job_id), "--user", "carol", "--wait", "90")
-        print("stop:", stopped.stdout, stopped.stderr)
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        assert "stopped by operator" in stopped.stdout
-        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+        stop_from_cli(job_id, proc, tmp_path / "crawler.out")
     finally:
         if proc.poll() is None:
             proc.kill()

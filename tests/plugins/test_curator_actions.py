@@ -6,31 +6,19 @@ edit permission sees no forms and is refused; bad input is a 400 naming what is 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from fastapi import HTTPException, Request
-from fastapi.testclient import TestClient
 
 from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
+from tests.plugins.signed_in import page_token, signed_in_client
 from tests.plugins.test_curator_webapp import _insert_job
 
 pytestmark = pytest.mark.services
 
 # name -> role (as the plugin's dependency says)
 USERS = {"alice": Role.ENGINEER, "carol": Role.CURATOR, "victor": Role.VIEWER}
-
-
-def _as_user(request: Request) -> None:
-    """Like plugins/harvestflow_curator.require_airflow_login: names the user and their right."""
-    name = request.headers.get("authorization", "").removeprefix("Bearer ")
-    if name not in USERS:
-        raise HTTPException(status_code=401, detail="not authenticated")
-    request.state.user = name
-    request.state.role = USERS[name]
 
 
 @pytest.fixture
@@ -40,17 +28,6 @@ def running_job(db_engine: sa.Engine, tmp_path: Path) -> int:
     ensure_reference_data(db_engine)
     (tmp_path / "job").mkdir()
     return _insert_job(db_engine, tmp_path / "job", status=2)  # STARTED
-
-
-def _client(db_engine: sa.Engine, tmp_path: Path, user: str) -> TestClient:
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_as_user)
-    return TestClient(app, headers={"Authorization": f"Bearer {user}"}, follow_redirects=False)
-
-
-def _token(page: str) -> str:
-    found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page)
-    assert found, "no CSRF token in the page"
-    return found.group(1)
 
 
 def _actions(engine: sa.Engine, job: int) -> list[tuple[str, str, str]]:
@@ -68,12 +45,12 @@ def _actions(engine: sa.Engine, job: int) -> list[tuple[str, str, str]]:
 def test_forged_post_is_refused_and_a_real_one_is_recorded_with_the_user(
     db_engine: sa.Engine, tmp_path: Path, running_job: int
 ) -> None:
-    alice = _client(db_engine, tmp_path, "alice")
+    alice = signed_in_client(db_engine, tmp_path, "alice", USERS)
     page = alice.get(f"/jobs/{running_job}")
     assert page.status_code == 200
     assert "hf_csrf" in page.headers.get("set-cookie", "")
     assert "httponly" in page.headers["set-cookie"].lower()
-    token = _token(page.text)
+    token = page_token(page.text)
     url = f"/jobs/{running_job}/actions"
 
     # another site's form: the browser sends alice's cookies, but it cannot know the token
@@ -82,7 +59,7 @@ def test_forged_post_is_refused_and_a_real_one_is_recorded_with_the_user(
     assert "CSRF" in forged.text
     assert alice.post(url, data={"action": "stop", "csrf_token": "0" * 64}).status_code == 403
     # a token without the session cookie it was made for
-    fresh = _client(db_engine, tmp_path, "alice")
+    fresh = signed_in_client(db_engine, tmp_path, "alice", USERS)
     assert fresh.post(url, data={"action": "stop", "csrf_token": token}).status_code == 403
     assert _actions(db_engine, running_job) == []
 
@@ -118,7 +95,7 @@ def test_only_a_crawl_engineer_sees_the_forms_and_controls_a_crawl(
     db_engine: sa.Engine, tmp_path: Path, running_job: int, name: str
 ) -> None:
     """A viewer and a curator (who may edit selection records) may not control crawls."""
-    user = _client(db_engine, tmp_path, name)
+    user = signed_in_client(db_engine, tmp_path, name, USERS)
     page = user.get(f"/jobs/{running_job}")
     assert page.status_code == 200
     assert 'name="action"' not in page.text and "needs the crawl engineer role" in page.text
@@ -139,7 +116,7 @@ def test_no_action_on_a_finished_job(db_engine: sa.Engine, tmp_path: Path) -> No
     ensure_reference_data(db_engine)
     (tmp_path / "done").mkdir()
     job = _insert_job(db_engine, tmp_path / "done", status=3)  # DONE
-    alice = _client(db_engine, tmp_path, "alice")
+    alice = signed_in_client(db_engine, tmp_path, "alice", USERS)
     page = alice.get(f"/jobs/{job}")
     assert 'name="action"' not in page.text  # no forms for a job that is not running
     from harvestflow.curator.actions import csrf_token, load_key

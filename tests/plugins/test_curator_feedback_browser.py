@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 import uvicorn
-from fastapi import HTTPException, Request
-from fastapi.testclient import TestClient
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -32,6 +30,7 @@ from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
 from tests.conftest import free_port
 from tests.plugins.browser import chromium
+from tests.plugins.signed_in import auth_for, signed_in_client
 
 pytestmark = pytest.mark.services
 
@@ -47,17 +46,6 @@ TARGET = {
     "theme": "local",
 }
 MISSING = ["http://townhall.test/minutes/2026", "http://townhall.test/agenda.pdf"]
-
-
-def _user(request: Request) -> None:
-    """Like the plugin's dependency: the cookie (browser) or bearer (TestClient) names the user."""
-    name = request.cookies.get("test_user") or request.headers.get(
-        "authorization", ""
-    ).removeprefix("Bearer ")
-    if name not in USERS:
-        raise HTTPException(status_code=401, detail="not authenticated")
-    request.state.user = name
-    request.state.role = USERS[name]
 
 
 @pytest.fixture
@@ -76,7 +64,7 @@ def crawled(db_engine: sa.Engine, tmp_path: Path) -> int:
 
 @pytest.fixture
 def served(db_engine: sa.Engine, tmp_path: Path, crawled: int) -> Iterator[str]:
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_user)
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=auth_for(USERS))
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -145,11 +133,6 @@ def test_qa_comment_from_the_job_page_reaches_the_domain_and_the_next_transfer(
     assert _seeds(db_engine) == ["http://townhall.test/", *MISSING]
 
 
-def _client(db_engine: sa.Engine, tmp_path: Path, user: str) -> TestClient:
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_user)
-    return TestClient(app, headers={"Authorization": f"Bearer {user}"}, follow_redirects=False)
-
-
 def _comments(engine: sa.Engine) -> list[tuple[str, str]]:
     with engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT author, body FROM job_qa_comments")).all()
@@ -159,7 +142,7 @@ def _comments(engine: sa.Engine) -> list[tuple[str, str]]:
 def test_forged_or_unauthorised_writes_are_refused(
     db_engine: sa.Engine, tmp_path: Path, crawled: int
 ) -> None:
-    alice = _client(db_engine, tmp_path, "alice")
+    alice = signed_in_client(db_engine, tmp_path, "alice", USERS)
     page = alice.get(f"/jobs/{crawled}")
     token = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page.text)
     assert token is not None
@@ -178,7 +161,7 @@ def test_forged_or_unauthorised_writes_are_refused(
     ok = alice.post(url, data={"csrf_token": token.group(1), "text": "fine", "status": "passed"})
     assert ok.status_code == 303
 
-    victor = _client(db_engine, tmp_path, "victor")
+    victor = signed_in_client(db_engine, tmp_path, "victor", USERS)
     page = victor.get(f"/jobs/{crawled}")
     assert 'id="qa-form"' not in page.text and "fine" in page.text  # sees, cannot write
     assert 'class="filters annotation-form"' not in victor.get("/domains/townhall.test").text

@@ -13,38 +13,22 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
 from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from tests.harvest.test_selection import site  # noqa: F401 (fixture)
+from tests.plugins.signed_in import page_token, signed_in_client
 
 pytestmark = pytest.mark.services
 
 USERS = {"carol": Role.CURATOR, "victor": Role.VIEWER}
 
 
-def _as_user(request: Request) -> None:
-    name = request.headers.get("authorization", "").removeprefix("Bearer ")
-    if name not in USERS:
-        raise HTTPException(status_code=401, detail="not authenticated")
-    request.state.user = name
-    request.state.role = USERS[name]
-
-
 def _client(db_engine: sa.Engine, tmp_path: Path, user: str) -> TestClient:
     from harvest.bootstrap import ensure_reference_data
 
     ensure_reference_data(db_engine)
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_as_user)
-    return TestClient(app, headers={"Authorization": f"Bearer {user}"}, follow_redirects=False)
-
-
-def _token(page: str) -> str:
-    found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page)
-    assert found, "no CSRF token in the page"
-    return found.group(1)
+    return signed_in_client(db_engine, tmp_path, user, USERS)
 
 
 def _fields(port: int, **changes: str) -> dict[str, str]:
@@ -68,7 +52,7 @@ def test_a_curator_creates_edits_bulk_edits_and_exports(
     site: int,  # noqa: F811
 ) -> None:
     carol = _client(db_engine, tmp_path, "carol")
-    token = _token(carol.get("/records/new").text)
+    token = page_token(carol.get("/records/new").text)
     post = {"csrf_token": token}
 
     gone = carol.post(
@@ -140,7 +124,7 @@ def test_a_viewer_and_a_forged_form_cannot_write(
     from harvestflow.curator.actions import csrf_token, load_key
 
     carol = _client(db_engine, tmp_path, "carol")
-    token = _token(carol.get("/records/new").text)
+    token = page_token(carol.get("/records/new").text)
     made = carol.post("/records/new", data={**_fields(site), "csrf_token": token})
     record = made.headers["location"].split("?")[0]
 

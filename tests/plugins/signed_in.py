@@ -1,0 +1,46 @@
+"""Test users of the curator pages: an auth dependency standing in for the plugin's Airflow login,
+a TestClient signed in as one of them, and the CSRF token a page carries."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlalchemy as sa
+from fastapi import HTTPException, Request
+from fastapi.testclient import TestClient
+
+from harvestflow.curator.actions import Role
+from harvestflow.curator.webapp import create_app
+
+
+def auth_for(users: dict[str, Role]) -> Callable[[Request], None]:
+    """Like plugins/harvestflow_curator.require_airflow_login: names the user and their right.
+    The cookie ``test_user`` (a browser) or the bearer (a TestClient) names one of ``users``."""
+
+    def signed_in(request: Request) -> None:
+        name = request.cookies.get("test_user") or request.headers.get(
+            "authorization", ""
+        ).removeprefix("Bearer ")
+        if name not in users:
+            raise HTTPException(status_code=401, detail="not authenticated")
+        request.state.user = name
+        request.state.role = users[name]
+
+    return signed_in
+
+
+def signed_in_client(
+    engine: sa.Engine, data_dir: Path, user: str, users: dict[str, Role]
+) -> TestClient:
+    """The curator pages on ``engine``, asked as ``user``."""
+    app = create_app(lambda: engine, data_dir=data_dir, auth=auth_for(users))
+    return TestClient(app, headers={"Authorization": f"Bearer {user}"}, follow_redirects=False)
+
+
+def page_token(page: str) -> str:
+    """The CSRF token of a page's forms."""
+    found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page)
+    assert found, "no CSRF token in the page"
+    return found.group(1)
