@@ -20,6 +20,7 @@ from access.gateway import Gateway
 from access.patches import PatchError, request_patch
 from harvest.bootstrap import ensure_reference_data
 from harvestflow import settings as settings_mod
+from tests.indexing.chainkit import make_harvest
 
 pytestmark = pytest.mark.services
 
@@ -29,16 +30,8 @@ IMG = "http://www.qc.test:8123/img/late.png?v=2"
 def db_job(engine: sa.Engine, name: str = "qc", template: str = "demo_loopback") -> tuple[int, int]:
     """A DONE job of a selective definition (its template a known one)."""
     ensure_reference_data(engine)
+    hid = make_harvest(engine, name)
     with engine.begin() as conn:
-        hid = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO harvestdefinitions (name, kind) VALUES (:n, 'partial')"
-                    " RETURNING harvest_id"
-                ),
-                {"n": name},
-            ).scalar_one()
-        )
         job_id = int(
             conn.execute(
                 sa.text(

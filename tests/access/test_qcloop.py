@@ -26,7 +26,6 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -39,15 +38,17 @@ from harvest.domains import ensure_config
 from harvest.results import record_job_results
 from harvestflow import airflow_runtime, dagrun
 from harvestflow import settings as settings_mod
+from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
 from indexing import chain
 from tests.access.conftest import get
 from tests.conftest import free_port
 from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
 from tests.dags.runstates import last_run
+from tests.indexing.chainkit import make_harvest
 from tests.platform.helpers import HARVESTFLOW
 from tests.plugins.browser import chromium
-from tests.plugins.test_curator_actions_browser import _cookie_user
+from tests.plugins.signed_in import auth_for, serving
 
 pytestmark = [pytest.mark.services, pytest.mark.airflow, pytest.mark.slow]
 T = TypeVar("T")
@@ -129,15 +130,8 @@ def wait_for(check: Callable[[], T], what: str, timeout: float = 180.0) -> T:
 def db_job(engine: sa.Engine, data_dir: Path, seed: str) -> tuple[int, int, Path]:
     """The curators' job: a DONE job of a selective definition, template demo_loopback."""
     ensure_reference_data(engine)
+    hid = make_harvest(engine, "QC site")
     with engine.begin() as conn:
-        hid = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO harvestdefinitions (name, kind) VALUES ('QC site', 'partial')"
-                    " RETURNING harvest_id"
-                )
-            ).scalar_one()
-        )
         job_id = int(
             conn.execute(
                 sa.text(
@@ -195,20 +189,12 @@ def curator_pages(
     app = create_app(
         lambda: db_engine,
         data_dir=tmp_path / "curator",
-        auth=_cookie_user,
+        auth=auth_for({"alice": Role.ENGINEER}),
         access_url=AccessConfig.from_settings(airflow_ready).url,
         trigger=trigger,
     )
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, "uvicorn started", 60)
-    try:
-        yield f"http://127.0.0.1:{port}", triggered
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serving(app, timeout=60) as base:
+        yield base, triggered
 
 
 def dag_run(settings: settings_mod.Settings, run_id: str) -> sa.Row[Any] | None:

@@ -1,18 +1,24 @@
 """Test users of the curator pages: an auth dependency standing in for the plugin's Airflow login,
-a TestClient signed in as one of them, and the CSRF token a page carries."""
+a TestClient signed in as one of them, the CSRF token a page carries, and the pages served on
+loopback for a browser."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
-from fastapi import HTTPException, Request
+import uvicorn
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
 from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
+from tests.conftest import free_port
 
 
 def auth_for(users: dict[str, Role]) -> Callable[[Request], None]:
@@ -44,3 +50,21 @@ def page_token(page: str) -> str:
     found = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', page)
     assert found, "no CSRF token in the page"
     return found.group(1)
+
+
+@contextmanager
+def serving(app: FastAPI, timeout: float = 120) -> Iterator[str]:
+    """``app`` served by uvicorn on a loopback port in a thread; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)

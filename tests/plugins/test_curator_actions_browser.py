@@ -6,34 +6,22 @@ covered by test_curator_browser.py; here a cookie stands for it (the test's auth
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
-from fastapi import HTTPException, Request
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
-from tests.conftest import free_port
 from tests.plugins.browser import chromium
+from tests.plugins.signed_in import auth_for, serving
 from tests.plugins.test_curator_webapp import _insert_job
 
 pytestmark = pytest.mark.services
-
-
-def _cookie_user(request: Request) -> None:
-    name = request.cookies.get("test_user")
-    if name != "alice":
-        raise HTTPException(status_code=401, detail="not authenticated")
-    request.state.user = name
-    request.state.role = Role.ENGINEER
 
 
 @pytest.fixture
@@ -43,20 +31,9 @@ def served(db_engine: sa.Engine, tmp_path: Path) -> Iterator[tuple[str, int]]:
     ensure_reference_data(db_engine)
     (tmp_path / "job").mkdir()
     job = _insert_job(db_engine, tmp_path / "job", status=2)
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_cookie_user)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}", job
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=auth_for({"alice": Role.ENGINEER}))
+    with serving(app, timeout=60) as base:
+        yield base, job
 
 
 def test_pause_and_filter_from_the_job_page(db_engine: sa.Engine, served) -> None:

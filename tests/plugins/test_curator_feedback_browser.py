@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -28,9 +25,8 @@ from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
 from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
-from tests.conftest import free_port
 from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, signed_in_client
+from tests.plugins.signed_in import auth_for, serving, signed_in_client
 
 pytestmark = pytest.mark.services
 
@@ -65,19 +61,8 @@ def crawled(db_engine: sa.Engine, tmp_path: Path) -> int:
 @pytest.fixture
 def served(db_engine: sa.Engine, tmp_path: Path, crawled: int) -> Iterator[str]:
     app = create_app(lambda: db_engine, data_dir=tmp_path, auth=auth_for(USERS))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with serving(app) as base:
+        yield base
 
 
 def _seeds(engine: sa.Engine) -> list[str]:
