@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from crawler.handoff import complete_lines
 from harvestflow.job_actions import (
     APPLIED,
     REFUSED,
@@ -81,20 +82,14 @@ def append_line(path: Path, data: dict[str, Any]) -> None:
 
 def read_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     """The complete JSON lines after ``offset``, and the offset after the last of them."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(offset)
-            data = fh.read()
-    except FileNotFoundError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
+    raw_lines, offset = complete_lines(path, offset)
     lines = []
-    for raw in data[:end].splitlines():
+    for raw in raw_lines:
         try:
             lines.append(json.loads(raw))
         except ValueError:
             log.error("job control: unreadable line in %s skipped: %r", path, raw[:200])
-    return lines, offset + end
+    return lines, offset
 
 
 def write_action_log(path: Path, action: JobAction, state: str, message: str) -> None:

@@ -153,19 +153,23 @@ class Outbox:
         self.dirty.clear()
 
 
-def read_inbox(path: Path, offset: int, limit: int = 1 << 20) -> tuple[list[list[Any]], int]:
-    """Complete lines of an inbox from ``offset``; returns (entries, new offset)."""
+def complete_lines(path: Path, offset: int, limit: int = -1) -> tuple[list[bytes], int]:
+    """The complete lines of an append-only file after ``offset`` (at most ``limit`` bytes read;
+    a line still being written is left for the next call), and the offset after them."""
     try:
         with path.open("rb") as fh:
             fh.seek(offset)
             data = fh.read(limit)
     except FileNotFoundError:
         return [], offset
-    end = data.rfind(b"\n")
-    if end < 0:
-        return [], offset
-    entries = [json.loads(line) for line in data[: end + 1].splitlines() if line.strip()]
-    return entries, offset + end + 1
+    end = data.rfind(b"\n") + 1
+    return data[:end].splitlines(), offset + end
+
+
+def read_inbox(path: Path, offset: int, limit: int = 1 << 20) -> tuple[list[list[Any]], int]:
+    """Complete lines of an inbox from ``offset``; returns (entries, new offset)."""
+    lines, offset = complete_lines(path, offset, limit)
+    return [json.loads(line) for line in lines if line.strip()], offset
 
 
 def write_status(path: Path, data: dict[str, Any]) -> None:
