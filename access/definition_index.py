@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from access import zipnum
 from access.config import DEFINITION_PREFIX as PREFIX
 from access.config import AccessConfig
-from access.index import Lister, _day_dirs, _inputs, roots
+from access.index import Lister, _inputs, day_index_files, roots
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
 from harvestflow.db import get_engine
@@ -83,15 +83,7 @@ class _JobDefinitions:
 
 def _known_jobs(layout: Layout) -> set[int]:
     """Job ids of the per-file CDXJ files the day folders hold (one query for most jobs)."""
-    jobs: set[int] = set()
-    lister = Lister()
-    for root in roots(layout):
-        for day_dir in _day_dirs(root):
-            for name in lister.cdxj_names(day_dir):
-                job = job_id_of(name.removesuffix(".cdxj"))
-                if job is not None:
-                    jobs.add(job)
-    return jobs
+    return {job for job, _, _ in day_index_files(layout, Lister())}
 
 
 def _marker(cfg: AccessConfig) -> Path:

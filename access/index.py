@@ -223,6 +223,17 @@ def _recent_files(
 _WARC_DAY = re.compile(r"-(\d{8})\d{9}-")
 
 
+def day_index_files(layout: Layout, lister: Lister) -> Iterator[tuple[int, str, Path]]:
+    """(job id, link name ``<root tag>--<day>--<name>``, file) of each per-file CDXJ the chain
+    wrote in the day folders of every index root."""
+    for root in roots(layout):
+        for day_dir in _day_dirs(root):
+            for name in lister.cdxj_names(day_dir):
+                job = job_id_of(name.removesuffix(".cdxj"))
+                if job is not None:
+                    yield job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name
+
+
 def job_index_files(layout: Layout, live: Path, lister: Lister) -> Iterator[tuple[int, str, Path]]:
     """(job id, link name, file) of each per-file CDXJ a job's view and definition serve flat.
 
@@ -230,12 +241,7 @@ def job_index_files(layout: Layout, live: Path, lister: Lister) -> Iterator[tupl
     continuous crawl's live files the chain has not indexed yet (``live--<name>``, the names
     ``all`` links them under), each found by the job id that starts its WARC's name.
     """
-    for root in roots(layout):
-        for day_dir in _day_dirs(root):
-            for name in lister.cdxj_names(day_dir):
-                job = job_id_of(name.removesuffix(".cdxj"))
-                if job is not None:
-                    yield job, f"{root.tag}--{day_dir.name}--{name}", day_dir / name
+    yield from day_index_files(layout, lister)
     for name in _live_files(layout, live, lister):
         job = job_id_of(name.removesuffix(".cdxj"))
         if job is not None:
