@@ -62,7 +62,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.base import DelayedCall
 
-    from crawler.handoff import Partition
     from crawler.jobspec import JobSpec
     from harvestflow.job_actions import JobAction
 
@@ -82,16 +81,11 @@ def _reactor() -> Any:
     return reactor
 
 
-def enabled(spec: JobSpec, partition: Partition | None) -> bool:
-    """Jobs made from the harvest database say ``"job_control": true`` (harvest/jobs.py)."""
-    return spec.job_control
-
-
-def control_settings(
-    spec: JobSpec, partition: Partition | None, settings: dict[str, Any]
-) -> dict[str, Any]:
-    """``settings`` with the control extension and the filter middleware when enabled."""
-    settings["HARVESTFLOW_JOB_CONTROL"] = enabled(spec, partition)
+def control_settings(spec: JobSpec, settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with the control extension and the filter middleware when enabled: jobs
+    made from the harvest database say ``"job_control": true`` (harvest/jobs.py), partitioned
+    or not."""
+    settings["HARVESTFLOW_JOB_CONTROL"] = spec.job_control
     if settings["HARVESTFLOW_JOB_CONTROL"]:
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
         # first: a filtered URL costs no robots.txt fetch, no delay, no address check

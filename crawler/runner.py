@@ -185,7 +185,7 @@ def scrapy_settings(
         # the address we connect to and WARC-IP-Address records it, so both must be the origin's
         "HTTPPROXY_ENABLED": False,
     }
-    return control_settings(spec, partition, settings)
+    return control_settings(spec, settings)
 
 
 def summarise(
