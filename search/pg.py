@@ -23,7 +23,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from search.model import (
-    FACETS,
     HIT_END,
     HIT_START,
     CaptureRecord,
@@ -307,7 +306,7 @@ class PgSearchBackend:
             )
             for r in hit_rows
         ]
-        facets = facet_counts(facet_rows) if payloads else {f: [] for f in FACETS}
+        facets = facet_counts(facet_rows)  # no rows, each facet empty, when nothing matched
         return SearchResult(query, total, hits, facets, exact=exact, counted=payloads)
 
 
