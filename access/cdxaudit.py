@@ -64,8 +64,8 @@ def audit_user(cfg: AccessConfig) -> str:
     return path.read_text().strip()
 
 
-def _host_key(url: str, match: str) -> str | None:
-    """The SURT host part of a CDX query (``org,example`` for every match type), or None."""
+def _host_key(url: str) -> str | None:
+    """The SURT host part of a CDX query's URL (``org,example`` for every match type), or None."""
     if url.startswith("*."):
         url = url[2:]
     url = url.rstrip("*")
@@ -76,13 +76,13 @@ def _host_key(url: str, match: str) -> str | None:
     return key.split(")", 1)[0]
 
 
-def may_exclude(rules: Iterable[Rule], url: str, match: str) -> bool:
+def may_exclude(rules: Iterable[Rule], url: str) -> bool:
     """Whether an ``exclude`` rule could decide a capture this query would answer (cheap; a
     ``True`` too many costs two queries, never a capture left unlogged)."""
     excluding = [r for r in rules if r.policy == "exclude"]
     if not excluding:
         return False
-    host = _host_key(url, match)
+    host = _host_key(url)
     if host is None:
         return True
     return any(r.surt.startswith(host) or (host + ")").startswith(r.surt) for r in excluding)
@@ -110,17 +110,18 @@ def excluded(
     given = dict(params)
     if "showNumPages" in given or "url" not in given:
         return []
-    if not may_exclude(rules, given["url"], given.get("matchType", "exact")):
+    if not may_exclude(rules, given["url"]):
         return []
     params = [(k, v) for k, v in params if k not in ("output", "fl")]
     params += [("output", "json"), ("fl", _FIELDS)]
-    shown = {
-        (c.get("urlkey"), c.get("timestamp"), c.get("filename"), c.get("offset"))
-        for c in _query(cfg, coll, params, "")
-    }
-    out = []
-    for cap in _query(cfg, coll, params, audit_user(cfg)):
-        ident = (cap.get("urlkey"), cap.get("timestamp"), cap.get("filename"), cap.get("offset"))
-        if ident not in shown:
-            out.append((cap, deciding(rules, str(cap.get("urlkey", "")))))
-    return out
+    shown = {_ident(c) for c in _query(cfg, coll, params, "")}
+    return [
+        (cap, deciding(rules, str(cap.get("urlkey", ""))))
+        for cap in _query(cfg, coll, params, audit_user(cfg))
+        if _ident(cap) not in shown
+    ]
+
+
+def _ident(cap: dict) -> tuple[object, ...]:
+    """What tells one capture of a CDX answer from another."""
+    return (cap.get("urlkey"), cap.get("timestamp"), cap.get("filename"), cap.get("offset"))

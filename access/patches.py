@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -96,4 +96,4 @@ def request_patch(
             f" not be started ({exc}); trigger {DAG_ID} with harvest_id {hid}"
         ) from exc
     missing.set_dag_run(engine, patch_id, dag_run_id)
-    return Patch(**{**patch.__dict__, "dag_run_id": dag_run_id})
+    return replace(patch, dag_run_id=dag_run_id)

@@ -9,13 +9,15 @@ called first and everything Airflow is imported lazily.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
+import subprocess
 import sys
 from datetime import datetime
 from typing import Any
 
-from harvestflow.airflow_runtime import airflow_env
+from harvestflow.airflow_runtime import airflow_bin, airflow_env
 from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings
@@ -114,11 +116,6 @@ def trigger(
     Airflow into their process for one write, and the CLI talks to the metadata DB as the
     scheduler's other commands do.
     """
-    import json
-    import subprocess
-
-    from harvestflow.airflow_runtime import airflow_bin, airflow_env
-
     args = ["dags", "trigger", dag_id, "--run-id", run_id, "--conf", json.dumps(conf)]
     args += ["--logical-date", logical_date.isoformat()]
     proc = subprocess.run(

@@ -206,7 +206,7 @@ def _write_batch(
         for item, cap in prepared
         if isinstance(cap, CaptureRecord)
         and cap.record_type == "response"
-        and (cap.status is None or 200 <= cap.status < 300)
+        and not _error_page(cap)
         and cap.digest not in seen
     }
     known = backend.known_digests(sorted(asked)) if asked else set()
@@ -220,6 +220,11 @@ def _write_batch(
         elif cap is not None:
             _take(item, cap, meta, known, state, seen, docs, caps)
     backend.add(docs, caps, state)
+
+
+def _error_page(cap: CaptureRecord) -> bool:
+    """An error page, a redirect: no text worth finding (nor a digest worth looking up)."""
+    return cap.status is not None and not 200 <= cap.status < 300
 
 
 def _damaged(item: Damage, meta: FileMeta, state: FileProgress) -> None:
@@ -247,8 +252,8 @@ def _take(
     caps: list[CaptureRecord],
 ) -> None:
     rec = item.record
-    if cap.status is not None and not 200 <= cap.status < 300:
-        state.skipped += 1  # an error page, a redirect: no text worth finding
+    if _error_page(cap):
+        state.skipped += 1
         return
     if rec.rec_type == "revisit" or cap.digest in seen or cap.digest in known:
         state.duplicates += 1

@@ -72,23 +72,19 @@ def charset_of(content_type: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def _language(text: str, declared_of: Callable[[], str | None]) -> str:
+def _language(text: str, declared_of: Callable[[], str | None] = lambda: None) -> str:
     """The detected language of ``text``; the declared one for a short text, or when detection
     fails. The declaration is read only then: it costs a DOM query, and most texts are long."""
 
     def declared() -> str:
         return (declared_of() or "").split("-")[0].strip().lower()[:8]
 
-    if len(text) < LANG_MIN_CHARS or not text.strip():
-        said = declared()
-        if said or not text.strip():
-            return said
+    if not text.strip():
+        return declared()
+    if len(text) < LANG_MIN_CHARS and (said := declared()):
+        return said
     lang, _score = detect_fast(text[:LANG_DETECT_CHARS])
     return declared() if lang in ("", "unknown") else str(lang)
-
-
-def _undeclared() -> None:
-    return None
 
 
 def _decode(data: bytes, charset: str | None, html: bool) -> str:
@@ -120,7 +116,7 @@ def extract_text(data: bytes, charset: str | None = None) -> Extracted:
     text = _decode(data, charset, html=False)
     text = text.strip()
     first = text.split("\n", 1)[0].strip()[:200] if text else ""
-    return Extracted(first, text, _language(text, _undeclared), 0)
+    return Extracted(first, text, _language(text), 0)
 
 
 def extract_pdf(data: bytes, max_pages: int = 200) -> Extracted:
@@ -137,7 +133,7 @@ def extract_pdf(data: bytes, max_pages: int = 200) -> Extracted:
     text = "\n".join(p.strip() for p in pages if p.strip())
     if not title and text:
         title = text.split("\n", 1)[0].strip()[:200]
-    return Extracted(" ".join(title.split()), text, _language(text, _undeclared), 0)
+    return Extracted(" ".join(title.split()), text, _language(text), 0)
 
 
 def extract(data: bytes, mime: str | None, content_type: str | None = None) -> Extracted:

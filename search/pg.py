@@ -23,7 +23,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from search.model import (
-    FACETS,
     HIT_END,
     HIT_START,
     CaptureRecord,
@@ -245,7 +244,8 @@ class PgSearchBackend:
     # --- searching -------------------------------------------------------------------------
     def search(self, query: Query) -> SearchResult:
         """One statement: the first ``count_limit`` visible matching captures, read once; the
-        total, the ranked page (with snippets) and the facets all come from them.
+        total, the ranked page (with snippets) and the facets all come from them. The query's
+        parse, that statement and any estimate share one read-only transaction (one connection).
 
         Why bounded: a frequent word matches most of the index, and ranking, collapsing and
         faceting every match costs seconds at a million documents. Under the bound everything is
@@ -254,9 +254,6 @@ class PgSearchBackend:
         scan is a single ordered one (no parallel workers, no synchronized scans), so paging
         through an approximate result stays stable.
         """
-        with self.engine.connect() as conn:
-            row = conn.execute(TSQUERIES, {"q": query.text}).one()
-        tsqueries = {"tq_fr": row[0], "tq_en": row[1], "tq_si": row[2]}
         # with no filter on captures but the access rules (which hide few), the bound is on
         # matching texts, read first; a filter on hosts, types or collections may keep few of
         # them, so the bound is then on the visible captures, and the planner starts from the
@@ -264,20 +261,22 @@ class PgSearchBackend:
         texts_first = not (
             query.sites or query.hosts or query.domains or query.mimes or query.collections
         )
-        cte, params = visible_captures(query, tsqueries, texts_first=texts_first)
         per_page = max(1, min(query.per_page, 100))
         page = max(1, query.page)
-        params |= {
-            "limit": per_page,
-            "offset": (page - 1) * per_page,
-            "opts": _HEADLINE,
-            "cap": self.count_limit + 1,
-            "cand": PHRASE_CANDIDATES * (self.count_limit + 1),
-        }
         with self.engine.connect() as conn:
             conn.execute(sa.text("SET TRANSACTION READ ONLY"))
             conn.execute(sa.text("SET LOCAL max_parallel_workers_per_gather = 0"))
             conn.execute(sa.text("SET LOCAL synchronize_seqscans = off"))
+            row = conn.execute(TSQUERIES, {"q": query.text}).one()
+            tsqueries = {"tq_fr": row[0], "tq_en": row[1], "tq_si": row[2]}
+            cte, params = visible_captures(query, tsqueries, texts_first=texts_first)
+            params |= {
+                "limit": per_page,
+                "offset": (page - 1) * per_page,
+                "opts": _HEADLINE,
+                "cap": self.count_limit + 1,
+                "cand": PHRASE_CANDIDATES * (self.count_limit + 1),
+            }
             sql = SEARCH_SQL.format(
                 s="SELECT * FROM v" if texts_first else "SELECT * FROM v LIMIT :cap",
                 # candidates cut short: more may match than were read
@@ -307,7 +306,7 @@ class PgSearchBackend:
             )
             for r in hit_rows
         ]
-        facets = facet_counts(facet_rows) if payloads else {f: [] for f in FACETS}
+        facets = facet_counts(facet_rows)  # no rows, each facet empty, when nothing matched
         return SearchResult(query, total, hits, facets, exact=exact, counted=payloads)
 
 
