@@ -113,9 +113,6 @@ def annotation_arguments(form: dict[str, str]) -> dict[str, Any]:
 def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: bytes) -> None:
     """The two writes: ``POST /jobs/{id}/qa`` and ``POST /records/{id}/annotations``."""
 
-    def root(request: Request) -> str:
-        return str(request.scope.get("root_path", "")).rstrip("/")
-
     @app.post("/jobs/{job_id}/qa")
     async def job_qa(request: Request, job_id: JobNo) -> Response:
         """A QA comment on a job (its status, text, directives for the next harvest)."""
@@ -126,7 +123,7 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
                 comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
         except qa_feedback.QaError as exc:
             raise HTTPException(404 if "no job" in str(exc) else 400, str(exc)) from None
-        target = f"{root(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
+        target = f"{actions.root_path(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
         return RedirectResponse(target, 303)
 
     @app.post("/records/{record_id}/annotations")
@@ -141,4 +138,4 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
             raise HTTPException(404 if "no selection" in str(exc) else 400, str(exc)) from None
         back = form.get("domain", "")
         target = f"/domains/{quote(back, safe='')}#targets" if back else "/domains"
-        return RedirectResponse(root(request) + target, 303)
+        return RedirectResponse(actions.root_path(request) + target, 303)

@@ -110,7 +110,7 @@ def create_app(
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         context.setdefault("title", name.removesuffix(".html"))
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         context.update(root=root, airflow_base=airflow_base)
         return templates.TemplateResponse(request, name, context)
 
@@ -227,7 +227,7 @@ def create_app(
             )
         except ActionError as exc:
             raise HTTPException(400, str(exc)) from None
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
@@ -248,7 +248,7 @@ def create_app(
             )
         except PatchError as exc:
             raise HTTPException(400, str(exc)) from None
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         return RedirectResponse(f"{root}/jobs/{job_id}?patch={patch.patch_id}#qc", 303)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
