@@ -238,9 +238,10 @@ def create_app(
         harvest: a one-off definition, the ``oneoff_harvest`` DAG queued for it."""
         from access.patches import PatchError, request_patch
 
-        form = await actions.read_form(request)
+        fields = await actions.read_form_lists(request)
+        form = {k: v[0] for k, v in fields.items()}
         user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
-        urls = qcview.chosen_urls(await request.body())
+        urls = qcview.chosen_urls(fields)
         try:
             # blocking (queries, the Airflow CLI): off the API server's event loop
             patch = await run_in_threadpool(
