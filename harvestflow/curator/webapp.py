@@ -174,11 +174,11 @@ def create_app(
     ) -> HTMLResponse:
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
-            history = job_actions(job_id, conn) if row is not None else []
-            qa = feedback.job_feedback(conn, job_id) if row is not None else {}
-            qc = qcview.job_qc(conn, replay, row) if row is not None else {}
-        if row is None:
-            raise HTTPException(404, f"no job {job_id}")
+            if row is None:
+                raise HTTPException(404, f"no job {job_id}")
+            history = job_actions(job_id, conn)
+            qa = feedback.job_feedback(conn, job_id)
+            qc = qcview.job_qc(conn, replay, row)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
@@ -284,10 +284,10 @@ def create_app(
     def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
-            jobs = [int(h["job_id"]) for h in row["history"].rows] if row is not None else []
-            targets = feedback.domain_feedback(conn, name, jobs) if row is not None else {}
-        if row is None:
-            raise HTTPException(404, f"no domain {name!r}")
+            if row is None:
+                raise HTTPException(404, f"no domain {name!r}")
+            jobs = [int(h["job_id"]) for h in row["history"].rows]
+            targets = feedback.domain_feedback(conn, name, jobs)
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
