@@ -22,12 +22,13 @@ from fastapi.responses import RedirectResponse, Response
 
 from harvest.selection import qa_feedback
 from harvest.selection.annotations import (
+    Annotation,
     AnnotationError,
     LicenceStatus,
     ScopeEvidence,
     annotate,
     current,
-    history,
+    histories,
     records_of_domains,
 )
 from harvestflow.curator import actions
@@ -60,10 +61,10 @@ def domain_feedback(conn: sa.Connection, name: str, job_ids: Sequence[int] = ())
     domain for no selection record, a snapshot's, has its comments here too)."""
     records = records_of_domains(conn, [name])
     ids = [int(r["record_id"]) for r in records]
-    notes = current(conn, ids)
+    versions = histories(conn, ids)
     for record in records:
-        record["annotation"] = notes[record["record_id"]]
-        record["history"] = history(conn, record["record_id"])[1:]
+        now, *older = versions[record["record_id"]] or [Annotation(record_id=record["record_id"])]
+        record["annotation"], record["history"] = now, older
         record["evidence"] = {e["kind"]: e["text"] for e in record["annotation"].scope_evidence}
     return {
         "records": records,
