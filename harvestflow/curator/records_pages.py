@@ -76,22 +76,14 @@ def add_record_routes(
     engine_factory: Callable[[], sa.Engine],
     csrf_key: bytes,
 ) -> None:
-    """Add the /records pages to the curator app (its ``page`` renderer and read-only
-    ``connect``)."""
+    """Add the /records pages to the curator app (its renderer of pages with forms, ``page``,
+    which sets the CSRF token and ``can_edit``, and its read-only ``connect``)."""
 
     def form_page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        session, token, new = actions.form_token(request, csrf_key)
         response = page(
-            request,
-            name,
-            csrf=token,
-            can_write=actions.has_role(request, actions.Role.CURATOR),
-            role=actions.role_of(request).label,
-            columns=CSV_COLUMNS,
-            **context,
+            request, name, role=actions.role_of(request).label, columns=CSV_COLUMNS, **context
         )
         response.status_code = status
-        actions.set_session(request, response, session, new)
         return response
 
     @app.get("/records", response_class=HTMLResponse)

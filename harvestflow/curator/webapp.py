@@ -355,7 +355,7 @@ def create_app(
         return page(request, "preservation.html", title="Preservation", s=status)
 
     records_pages.add_record_routes(
-        app, page=page, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
     )
 
     @app.get("/static/{name}")
