@@ -32,12 +32,13 @@ from harvest.selection.annotations import (
     records_of_domains,
 )
 from harvestflow.curator import actions
+from harvestflow.curator.queries import BIGINT_MAX, INTEGER_MAX
 from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
 
-RecordId = Annotated[int, PathParam(ge=0, le=2**31 - 1)]
-JobNo = Annotated[int, PathParam(ge=0, le=2**63 - 1)]
+RecordId = Annotated[int, PathParam(ge=0, le=INTEGER_MAX)]
+JobNo = Annotated[int, PathParam(ge=0, le=BIGINT_MAX)]
 VOCABULARY = {
     "qa_statuses": list(qa_feedback.QaStatus),
     "licence_statuses": list(LicenceStatus),
