@@ -24,9 +24,8 @@ import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
@@ -50,6 +49,9 @@ from harvestflow.curator import (
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
+
+if TYPE_CHECKING:
+    from access.patches import Trigger
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +96,9 @@ def create_app(
 
         access_url = AccessConfig.from_settings().url
     replay = access_url.rstrip("/") + "/"
-    start_dag = trigger or _airflow_trigger
+    from harvestflow.dagrun import queue_run
+
+    start_dag = trigger or queue_run
     deps = [Depends(auth)] if auth is not None else []
     deps.append(Depends(_refuse_nul))  # after authentication: a stranger gets 401 first
     app = FastAPI(
@@ -365,17 +369,6 @@ def create_app(
         return Response((HERE / "templates" / name).read_bytes(), media_type=STATIC[name])
 
     return app
-
-
-# (dag_id, conf, run_id, logical_date) → the run id queued
-Trigger = Callable[[str, dict[str, Any], str, datetime], str]
-
-
-def _airflow_trigger(dag_id: str, conf: dict[str, Any], run_id: str, when: datetime) -> str:
-    from harvestflow import dagrun
-    from harvestflow.settings import get_settings
-
-    return dagrun.trigger(get_settings(), dag_id, conf, run_id, when)
 
 
 def _page_no(value: int) -> int:
