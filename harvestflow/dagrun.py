@@ -131,3 +131,11 @@ def trigger(
         raise TriggerFailed(f"airflow dags trigger {dag_id} failed: {tail}")
     log.info("queued %s run %s with %s", dag_id, run_id, conf)
     return run_id
+
+
+def queue_run(dag_id: str, conf: dict[str, Any], run_id: str, logical_date: datetime) -> str:
+    """:func:`trigger` with harvestflow's settings: what the CLI and the curator pages give a
+    patch harvest (:func:`access.patches.request_patch`) to queue its DAG run."""
+    from harvestflow.settings import get_settings
+
+    return trigger(get_settings(), dag_id, conf, run_id, logical_date)

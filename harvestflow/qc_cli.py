@@ -17,14 +17,12 @@ import getpass
 import json
 import os
 import sys
-from datetime import datetime
-from typing import Any
 
 from access import missing
 from access.config import AccessConfig
 from access.patches import PatchError, request_patch
+from harvestflow.dagrun import queue_run
 from harvestflow.db import get_engine
-from harvestflow.settings import get_settings
 
 
 def cmd_missing(args: argparse.Namespace) -> int:
@@ -52,12 +50,6 @@ def cmd_missing(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trigger(dag_id: str, conf: dict[str, Any], run_id: str, logical_date: datetime) -> str:
-    from harvestflow import dagrun
-
-    return dagrun.trigger(get_settings(), dag_id, conf, run_id, logical_date)
-
-
 def cmd_patch(args: argparse.Namespace) -> int:
     user = args.user or os.environ.get("USER") or getpass.getuser()
     try:
@@ -65,7 +57,7 @@ def cmd_patch(args: argparse.Namespace) -> int:
             get_engine(),
             args.job,
             user,
-            None if args.no_trigger else _trigger,
+            None if args.no_trigger else queue_run,
             urls=args.url or None,
         )
     except PatchError as exc:

@@ -173,11 +173,23 @@ def current(conn: Connection, record_ids: Sequence[int]) -> dict[int, Annotation
 
 def history(conn: Connection, record_id: int) -> list[Annotation]:
     """Every version of a record's annotation, newest first."""
+    return histories(conn, [record_id])[record_id]
+
+
+def histories(conn: Connection, record_ids: Sequence[int]) -> dict[int, list[Annotation]]:
+    """Every version of each record's annotation, newest first, in one query (a page
+    listing several records)."""
     rows = conn.execute(
-        sa.text("SELECT * FROM target_annotations WHERE record_id = :r ORDER BY version_id DESC"),
-        {"r": record_id},
+        sa.text(
+            "SELECT * FROM target_annotations WHERE record_id = ANY(CAST(:ids AS integer[]))"
+            " ORDER BY record_id, version_id DESC"
+        ),
+        {"ids": list(record_ids)},
     ).all()
-    return [_from_row(row) for row in rows]
+    found: dict[int, list[Annotation]] = {rid: [] for rid in record_ids}
+    for row in rows:
+        found[row.record_id].append(_from_row(row))
+    return found
 
 
 def annotate(

@@ -26,6 +26,7 @@ from harvest.errors import HarvestError
 from harvest.selection import urlcheck
 from harvest.selection.importer import (
     KnownUrls,
+    conflict_reason,
     judge,
     record_key,
     record_params,
@@ -212,8 +213,7 @@ def save_record(
         with engine.begin() as conn:
             result.record_id, result.changes = _write(conn, rec, old, user, status, detail, action)
     except IntegrityError as exc:
-        reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-        result.refused = f"conflicts with another record ({reason})"
+        result.refused = conflict_reason(exc)
     return result
 
 
@@ -287,8 +287,7 @@ def bulk_edit(
                         action,
                     )
             except IntegrityError as exc:
-                reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-                result.refused.append((record_id, f"conflicts with another record ({reason})"))
+                result.refused.append((record_id, conflict_reason(exc)))
                 continue
             (result.changed if changes else result.unchanged).append(record_id)
     log.info(

@@ -164,6 +164,12 @@ def validation_status(flags: list[str], checked: bool) -> str:
     return "warning" if flags else ("valid" if checked else "unchecked")
 
 
+def conflict_reason(exc: IntegrityError) -> str:
+    """Why a record was refused by a unique constraint (the database's first line)."""
+    reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+    return f"conflicts with another record ({reason})"
+
+
 _UPSERT = """
 INSERT INTO selection_records AS s (external_id, collection, title, seed_url, supplementary_urls,
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
@@ -363,8 +369,7 @@ def import_file(
                             record_params(rec, user, status, "; ".join(flags) or None),
                         ).first()
                 except IntegrityError as exc:
-                    reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-                    refuse(rec, f"conflicts with another record ({reason})")
+                    refuse(rec, conflict_reason(exc))
                     continue
                 if rec.annotations is not None:
                     _store_annotations(conn, rec, row, user)

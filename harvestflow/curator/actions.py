@@ -134,18 +134,23 @@ def form_token(request: Request, key: bytes) -> tuple[str, str, bool]:
     return session, (csrf_token(key, session, user) if user else ""), new
 
 
+def root_path(request: Request) -> str:
+    """Where the curator app is mounted ('' at the root; no trailing slash): links and
+    redirects are made under it."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
 def set_session(request: Request, response: Response, session: str, new: bool) -> None:
     """Set the CSRF session cookie on a page with forms (when it is new)."""
     if not new or user_of(request) is None:
         return
-    root = str(request.scope.get("root_path", "")).rstrip("/")
     response.set_cookie(
         CSRF_COOKIE,
         session,
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
-        path=(root or "") + "/",
+        path=root_path(request) + "/",
     )
 
 

@@ -22,21 +22,23 @@ from fastapi.responses import RedirectResponse, Response
 
 from harvest.selection import qa_feedback
 from harvest.selection.annotations import (
+    Annotation,
     AnnotationError,
     LicenceStatus,
     ScopeEvidence,
     annotate,
     current,
-    history,
+    histories,
     records_of_domains,
 )
 from harvestflow.curator import actions
+from harvestflow.curator.queries import BIGINT_MAX, INTEGER_MAX
 from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
 
-RecordId = Annotated[int, PathParam(ge=0, le=2**31 - 1)]
-JobNo = Annotated[int, PathParam(ge=0, le=2**63 - 1)]
+RecordId = Annotated[int, PathParam(ge=0, le=INTEGER_MAX)]
+JobNo = Annotated[int, PathParam(ge=0, le=BIGINT_MAX)]
 VOCABULARY = {
     "qa_statuses": list(qa_feedback.QaStatus),
     "licence_statuses": list(LicenceStatus),
@@ -60,10 +62,10 @@ def domain_feedback(conn: sa.Connection, name: str, job_ids: Sequence[int] = ())
     domain for no selection record, a snapshot's, has its comments here too)."""
     records = records_of_domains(conn, [name])
     ids = [int(r["record_id"]) for r in records]
-    notes = current(conn, ids)
+    versions = histories(conn, ids)
     for record in records:
-        record["annotation"] = notes[record["record_id"]]
-        record["history"] = history(conn, record["record_id"])[1:]
+        now, *older = versions[record["record_id"]] or [Annotation(record_id=record["record_id"])]
+        record["annotation"], record["history"] = now, older
         record["evidence"] = {e["kind"]: e["text"] for e in record["annotation"].scope_evidence}
     return {
         "records": records,
@@ -113,9 +115,6 @@ def annotation_arguments(form: dict[str, str]) -> dict[str, Any]:
 def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: bytes) -> None:
     """The two writes: ``POST /jobs/{id}/qa`` and ``POST /records/{id}/annotations``."""
 
-    def root(request: Request) -> str:
-        return str(request.scope.get("root_path", "")).rstrip("/")
-
     @app.post("/jobs/{job_id}/qa")
     async def job_qa(request: Request, job_id: JobNo) -> Response:
         """A QA comment on a job (its status, text, directives for the next harvest)."""
@@ -126,7 +125,7 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
                 comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
         except qa_feedback.QaError as exc:
             raise HTTPException(404 if "no job" in str(exc) else 400, str(exc)) from None
-        target = f"{root(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
+        target = f"{actions.root_path(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
         return RedirectResponse(target, 303)
 
     @app.post("/records/{record_id}/annotations")
@@ -141,4 +140,4 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
             raise HTTPException(404 if "no selection" in str(exc) else 400, str(exc)) from None
         back = form.get("domain", "")
         target = f"/domains/{quote(back, safe='')}#targets" if back else "/domains"
-        return RedirectResponse(root(request) + target, 303)
+        return RedirectResponse(actions.root_path(request) + target, 303)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs
 
 import sqlalchemy as sa
 
@@ -53,9 +52,9 @@ def job_qc(conn: sa.Connection, access_url: str, job: dict[str, Any]) -> dict[st
     }
 
 
-def chosen_urls(body: bytes) -> list[str] | None:
-    """The patch form's URLs: the ticked ``url`` boxes, or None for "all not sent yet"."""
-    fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+def chosen_urls(fields: dict[str, list[str]]) -> list[str] | None:
+    """The patch form's URLs (``fields``: every value of each field): the ticked ``url``
+    boxes, or None for "all not sent yet"."""
     if fields.get("all"):
         return None
     return [u for u in fields.get("url", []) if u.strip()]

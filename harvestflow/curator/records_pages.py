@@ -76,26 +76,15 @@ def add_record_routes(
     engine_factory: Callable[[], sa.Engine],
     csrf_key: bytes,
 ) -> None:
-    """Add the /records pages to the curator app (its ``page`` renderer and read-only
-    ``connect``)."""
+    """Add the /records pages to the curator app (its renderer of pages with forms, ``page``,
+    which sets the CSRF token and ``can_edit``, and its read-only ``connect``)."""
 
     def form_page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        session, token, new = actions.form_token(request, csrf_key)
         response = page(
-            request,
-            name,
-            csrf=token,
-            can_write=actions.has_role(request, actions.Role.CURATOR),
-            role=actions.role_of(request).label,
-            columns=CSV_COLUMNS,
-            **context,
+            request, name, role=actions.role_of(request).label, columns=CSV_COLUMNS, **context
         )
         response.status_code = status
-        actions.set_session(request, response, session, new)
         return response
-
-    def root(request: Request) -> str:
-        return str(request.scope.get("root_path", "")).rstrip("/")
 
     @app.get("/records", response_class=HTMLResponse)
     def records(request: Request, page_no: int = 1, done: str = "") -> Response:
@@ -112,7 +101,7 @@ def add_record_routes(
             p=Page(rows, total, page_no, PAGE_SIZE),
             f=flt,
             collections=known,
-            export_url=f"{root(request)}/records/export.csv?{urlencode(query)}",
+            export_url=f"{actions.root_path(request)}/records/export.csv?{urlencode(query)}",
             back="?" + urlencode(query),
             done=done[:2000],
         )
@@ -141,7 +130,9 @@ def add_record_routes(
         if result.refused or result.record_id is None:
             return form_page(request, "record.html", 400, title="New selection record",
                              record=None, values=form, history=[], audit=[], result=result)  # fmt: skip
-        return RedirectResponse(f"{root(request)}/records/{result.record_id}?saved=1", 303)
+        return RedirectResponse(
+            f"{actions.root_path(request)}/records/{result.record_id}?saved=1", 303
+        )
 
     @app.post("/records/bulk")
     async def bulk(request: Request) -> Response:
@@ -167,7 +158,7 @@ def add_record_routes(
         # back to the search the records were ticked in (its filters only)
         search = [(k, v) for k, v in parse_qsl(form.get("back", "").lstrip("?")) if k in FILTERS]
         done = urlencode([*search, ("done", editing.bulk_detail(result))])
-        return RedirectResponse(f"{root(request)}/records?{done}", 303)
+        return RedirectResponse(f"{actions.root_path(request)}/records?{done}", 303)
 
     @app.get("/records/{record_id}", response_class=HTMLResponse)
     def record(request: Request, record_id: RecordId, saved: str = "") -> Response:
@@ -196,4 +187,4 @@ def add_record_routes(
                 history = record_search.record_history(conn, record_id)
             return form_page(request, "record.html", 400, title=f"Selection record {record_id}",
                              record=row, values=form, history=history, audit=[], result=result)  # fmt: skip
-        return RedirectResponse(f"{root(request)}/records/{record_id}?saved=1", 303)
+        return RedirectResponse(f"{actions.root_path(request)}/records/{record_id}?saved=1", 303)

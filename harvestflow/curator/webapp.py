@@ -24,9 +24,8 @@ import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
@@ -50,6 +49,9 @@ from harvestflow.curator import (
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
+
+if TYPE_CHECKING:
+    from access.patches import Trigger
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +96,9 @@ def create_app(
 
         access_url = AccessConfig.from_settings().url
     replay = access_url.rstrip("/") + "/"
-    start_dag = trigger or _airflow_trigger
+    from harvestflow.dagrun import queue_run
+
+    start_dag = trigger or queue_run
     deps = [Depends(auth)] if auth is not None else []
     deps.append(Depends(_refuse_nul))  # after authentication: a stranger gets 401 first
     app = FastAPI(
@@ -110,7 +114,7 @@ def create_app(
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         context.setdefault("title", name.removesuffix(".html"))
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         context.update(root=root, airflow_base=airflow_base)
         return templates.TemplateResponse(request, name, context)
 
@@ -174,11 +178,11 @@ def create_app(
     ) -> HTMLResponse:
         with connect() as conn:
             row = queries.job(conn, job_id, _page_no(page_no), PAGE_SIZE)
-            history = job_actions(job_id, conn) if row is not None else []
-            qa = feedback.job_feedback(conn, job_id) if row is not None else {}
-            qc = qcview.job_qc(conn, replay, row) if row is not None else {}
-        if row is None:
-            raise HTTPException(404, f"no job {job_id}")
+            if row is None:
+                raise HTTPException(404, f"no job {job_id}")
+            history = job_actions(job_id, conn)
+            qa = feedback.job_feedback(conn, job_id)
+            qc = qcview.job_qc(conn, replay, row)
         job_dir = _dir(row["job_dir"])
         search, error = None, ""
         crawl_log = JobDir(job_dir).crawl_log if job_dir else None
@@ -227,7 +231,7 @@ def create_app(
             )
         except ActionError as exc:
             raise HTTPException(400, str(exc)) from None
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
@@ -238,9 +242,10 @@ def create_app(
         harvest: a one-off definition, the ``oneoff_harvest`` DAG queued for it."""
         from access.patches import PatchError, request_patch
 
-        form = await actions.read_form(request)
+        fields = await actions.read_form_lists(request)
+        form = {k: v[0] for k, v in fields.items()}
         user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
-        urls = qcview.chosen_urls(await request.body())
+        urls = qcview.chosen_urls(fields)
         try:
             # blocking (queries, the Airflow CLI): off the API server's event loop
             patch = await run_in_threadpool(
@@ -248,7 +253,7 @@ def create_app(
             )
         except PatchError as exc:
             raise HTTPException(400, str(exc)) from None
-        root = str(request.scope.get("root_path", "")).rstrip("/")
+        root = actions.root_path(request)
         return RedirectResponse(f"{root}/jobs/{job_id}?patch={patch.patch_id}#qc", 303)
 
     @app.get("/jobs/{job_id}/screenshots/{index}.png")
@@ -283,10 +288,10 @@ def create_app(
     def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
-            jobs = [int(h["job_id"]) for h in row["history"].rows] if row is not None else []
-            targets = feedback.domain_feedback(conn, name, jobs) if row is not None else {}
-        if row is None:
-            raise HTTPException(404, f"no domain {name!r}")
+            if row is None:
+                raise HTTPException(404, f"no domain {name!r}")
+            jobs = [int(h["job_id"]) for h in row["history"].rows]
+            targets = feedback.domain_feedback(conn, name, jobs)
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
@@ -354,7 +359,7 @@ def create_app(
         return page(request, "preservation.html", title="Preservation", s=status)
 
     records_pages.add_record_routes(
-        app, page=page, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
     )
 
     @app.get("/static/{name}")
@@ -364,17 +369,6 @@ def create_app(
         return Response((HERE / "templates" / name).read_bytes(), media_type=STATIC[name])
 
     return app
-
-
-# (dag_id, conf, run_id, logical_date) → the run id queued
-Trigger = Callable[[str, dict[str, Any], str, datetime], str]
-
-
-def _airflow_trigger(dag_id: str, conf: dict[str, Any], run_id: str, when: datetime) -> str:
-    from harvestflow import dagrun
-    from harvestflow.settings import get_settings
-
-    return dagrun.trigger(get_settings(), dag_id, conf, run_id, when)
 
 
 def _page_no(value: int) -> int:
