@@ -14,7 +14,7 @@ complete file without its record, which the next run writes again under the same
 record is used only while **every** one of its inputs is still to be served flat (the per-file
 files are written once under their name); once some are merged into the ZipNum, its remaining
 inputs are linked one by one again, and it is removed when no served folder links it. The
-folder's change itself is one atomic swap (:func:`access.index._sync_links`), so pywb answers
+folder's change itself is one atomic swap (:func:`access.index.sync_links`), so pywb answers
 the same captures before, during and after a compaction.
 """
 

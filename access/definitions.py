@@ -29,7 +29,7 @@ import sqlalchemy as sa
 
 from access import compact, definition_index
 from access.config import DEFINITION_PREFIX, AccessConfig
-from access.index import Lister, _sync_links
+from access.index import Lister, sync_links
 from access.missing import fold_patches
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
@@ -112,7 +112,7 @@ def sync(
         folder = base / d.collection
         files = definition_index.served(cfg, d.collection, files, lister)
         files = compact.apply(cfg, d.collection, files, folder / "indexes")
-        added, removed = _sync_links(folder / "indexes", files)
+        added, removed = sync_links(folder / "indexes", files)
         (folder / "acl").mkdir(exist_ok=True)
         link = folder / "acl" / acl.name
         if not link.is_symlink():

@@ -282,7 +282,7 @@ def _gen_of(folder: Path, entry: Path) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
+def sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
     """Make ``folder`` hold exactly the symbolic links ``want`` (name → target), in one step.
 
     Why a swap: pywb lists the folder for each lookup, and a compaction replaces many links by
@@ -294,17 +294,25 @@ def _sync_links(folder: Path, want: dict[str, Path]) -> tuple[int, int]:
     aside once.
     """
     link = folder
+    wanted = {name: str(target) for name, target in want.items()}
+    if _current_links(link) == wanted and link.is_symlink():
+        return 0, 0  # the common case of a refresh pass: no lock taken
     link.parent.mkdir(parents=True, exist_ok=True)
     with single_instance(link.parent, f"links-{link.name}"):  # serve's loop, the DAG, the CLI
-        return _swap_links(link, want)
+        return _swap_links(link, wanted)
 
 
-def _swap_links(link: Path, want: dict[str, Path]) -> tuple[int, int]:
+def _current_links(link: Path) -> dict[str, str]:
+    """What the folder links now (name → target; "" for an entry that is not a link)."""
     current: dict[str, str] = {}
     if link.is_dir():
         for entry in link.iterdir():
             current[entry.name] = os.readlink(entry) if entry.is_symlink() else ""
-    wanted = {name: str(target) for name, target in want.items()}
+    return current
+
+
+def _swap_links(link: Path, wanted: dict[str, str]) -> tuple[int, int]:
+    current = _current_links(link)  # again, under the lock: another process may have swapped
     if current == wanted and link.is_symlink():
         return 0, 0
     parent = link.parent
@@ -360,7 +368,7 @@ def refresh(settings: Settings | None = None, lister: Lister | None = None) -> d
         # the ZipNum's summary and loc too: one swap moves pywb to a new build and off the
         # flat files it took in at once (its config names `<coll>.zipnum` in this folder)
         want.update(zipnum.served_links(cfg.zipnum_dir(coll), coll, state, ZIPNUM_LINK))
-        added, removed = _sync_links(cfg.recent_dir(coll), want)
+        added, removed = sync_links(cfg.recent_dir(coll), want)
         result[coll] = {"files": flat, "added": added, "removed": removed}
         if added or removed:
             log.info("access %s: %d flat index file(s) (+%d -%d)", coll, len(want), added, removed)

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from access import missing
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
-from access.index import _sync_links
+from access.index import sync_links
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
 
@@ -72,7 +72,7 @@ def sync(
     for job, files in sorted(views.items()):
         coll = missing.job_collection(job)
         folder = base / coll
-        added, removed = _sync_links(folder / "indexes", files)
+        added, removed = sync_links(folder / "indexes", files)
         (folder / "acl").mkdir(exist_ok=True)
         link = folder / "acl" / acl.name
         if not link.is_symlink():

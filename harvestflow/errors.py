@@ -19,5 +19,10 @@ class HarvestflowError(Exception):
     """Base of the platform's own errors; ``str()`` says what failed and what to do."""
 
 
+class NotFoundError(HarvestflowError, LookupError):
+    """What a request names does not exist (a job, a record): a web page answers 404 to it, not
+    400, without reading the message. Stages derive their own from it and their base."""
+
+
 class RetriesExhausted(HarvestflowError, RuntimeError):
     """A transient failure outlasted the retries of :func:`harvestflow.retry.with_backoff`."""

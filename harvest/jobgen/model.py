@@ -98,6 +98,18 @@ class JobPlan:
         return [c.config_id for c in self.configs]
 
 
+def is_limit(value: object) -> bool:
+    """A budget NetarchiveSuite accepts: a positive integer, or -1 (:data:`UNLIMITED`)."""
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and (value == UNLIMITED or value > 0)
+    )
+
+
+def max_inf(a: int, b: int) -> int:
+    """Maximum where -1 means infinity (the larger of two budgets)."""
+    return UNLIMITED if UNLIMITED in (a, b) else max(a, b)
+
+
 def min_inf(a: int, b: int) -> int:
     """Minimum where -1 means infinity (NetarchiveSuite's NumberUtils.minInf)."""
     if a == UNLIMITED:

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 from harvest.errors import HarvestError
 from harvest.selection.seeds import SeedError, check_text
 from harvestflow.audit import record_audit
+from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,10 @@ class LicenceStatus(StrEnum):
 
 class AnnotationError(HarvestError, ValueError):
     """An annotation that cannot be stored; the message names the field and the reason."""
+
+
+class AnnotationTargetMissing(AnnotationError, NotFoundError):
+    """The selection record an annotation is for does not exist."""
 
 
 @dataclass
@@ -213,7 +218,7 @@ def annotate(
         sa.text("SELECT 1 FROM selection_records WHERE record_id = :r"), {"r": record_id}
     ).first()
     if exists is None:
-        raise AnnotationError(f"no selection record {record_id}")
+        raise AnnotationTargetMissing(f"no selection record {record_id}")
     old = current(conn, [record_id])[record_id]
     new = Annotation(
         record_id=record_id,

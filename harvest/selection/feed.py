@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harvest.jobgen.model import is_limit
 from harvest.selection.annotations import AnnotationError, parse_feed
 from harvest.selection.mapping import SelectionMapping
 from harvest.selection.records import (
@@ -52,7 +53,7 @@ def _limit(item: dict[str, Any], key: str, where: str) -> int | None:
     value = item.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or value > 0):
+    if not is_limit(value):
         raise RecordError(where, f"{key} must be a positive integer or -1 (no limit)")
     return value
 

@@ -24,9 +24,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.errors import HarvestError
+from harvest.jobgen.model import is_limit
 from harvest.selection.annotations import records_of_domains
 from harvest.selection.seeds import SeedError, check_seed_url, check_text
 from harvestflow.audit import record_audit
+from harvestflow.errors import NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,10 @@ class DirectiveState(StrEnum):
 
 class QaError(HarvestError, ValueError):
     """A comment that cannot be stored; the message names what and why."""
+
+
+class QaJobMissing(QaError, NotFoundError):
+    """The job a QA comment is for does not exist."""
 
 
 @dataclass
@@ -112,7 +118,7 @@ def url_problems(urls: Iterable[str]) -> list[tuple[str, str]]:
 def _limit(value: int | None, name: str) -> int | None:
     if value is None:
         return None
-    if value == -1 or value > 0:
+    if is_limit(value):
         return value
     raise QaError(f"{name} {value}: a positive number, or -1 for no limit")
 
@@ -149,7 +155,7 @@ def write_comment(
     if not author:
         raise QaError("a QA comment needs its author")
     if conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id}).first() is None:
-        raise QaError(f"no job {job_id}")
+        raise QaJobMissing(f"no job {job_id}")
     try:
         body = check_text(text or "", "comment").strip()
         urls = [check_text(u, "URL").strip() for u in add_urls]

@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from harvest.common import as_utc, engine_or_default
 from harvest.definitions import ensure_schedule, ensure_selective_definition, set_configs
 from harvest.domains import ensure_config
+from harvest.jobgen.model import max_inf
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
 from harvest.selection.mapping import ConfigChoice, SelectionMapping, load_mapping
 from harvest.selection.qa_feedback import apply_directives
@@ -47,11 +48,6 @@ _DAG_UNITS = {
 Sched = tuple[str, datetime | None, datetime | None]  # (frequency, start, end)
 
 
-def _larger(a: int, b: int) -> int:
-    """The larger of two limits, -1 (no limit) being the largest."""
-    return -1 if -1 in (a, b) else max(a, b)
-
-
 def _with_budget(choice: ConfigChoice, row: Any, before: ConfigChoice | None) -> ConfigChoice:
     """The configuration's limits with the record's own (a QA directive raised them), and
     those of another record of the same configuration: the larger of each wins."""
@@ -64,8 +60,8 @@ def _with_budget(choice: ConfigChoice, row: Any, before: ConfigChoice | None) ->
     if before is not None:
         choice = replace(
             choice,
-            max_objects=_larger(choice.max_objects, before.max_objects),
-            max_bytes=_larger(choice.max_bytes, before.max_bytes),
+            max_objects=max_inf(choice.max_objects, before.max_objects),
+            max_bytes=max_inf(choice.max_bytes, before.max_bytes),
         )
     return choice
 

@@ -33,6 +33,7 @@ from harvest.selection.annotations import (
 )
 from harvestflow.curator import actions
 from harvestflow.curator.queries import BIGINT_MAX, INTEGER_MAX
+from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,11 @@ def annotation_arguments(form: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _status_of(exc: Exception) -> int:
+    """404 when what the page's path names does not exist, 400 for a form that is refused."""
+    return 404 if isinstance(exc, NotFoundError) else 400
+
+
 def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: bytes) -> None:
     """The two writes: ``POST /jobs/{id}/qa`` and ``POST /records/{id}/annotations``."""
 
@@ -124,7 +130,7 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
             with engine_factory().begin() as conn:
                 comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
         except qa_feedback.QaError as exc:
-            raise HTTPException(404 if "no job" in str(exc) else 400, str(exc)) from None
+            raise HTTPException(_status_of(exc), str(exc)) from None
         target = f"{actions.root_path(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
         return RedirectResponse(target, 303)
 
@@ -137,7 +143,7 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
             with engine_factory().begin() as conn:
                 annotate(conn, record_id, user, **annotation_arguments(form))
         except AnnotationError as exc:
-            raise HTTPException(404 if "no selection" in str(exc) else 400, str(exc)) from None
+            raise HTTPException(_status_of(exc), str(exc)) from None
         back = form.get("domain", "")
         target = f"/domains/{quote(back, safe='')}#targets" if back else "/domains"
         return RedirectResponse(actions.root_path(request) + target, 303)
