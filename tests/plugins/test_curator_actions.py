@@ -125,3 +125,24 @@ def test_no_action_on_a_finished_job(db_engine: sa.Engine, tmp_path: Path) -> No
     late = alice.post(f"/jobs/{job}/actions", data={"action": "stop", "csrf_token": token})
     assert late.status_code == 400 and "not running" in late.text
     assert _actions(db_engine, job) == []
+
+
+def test_feedback_on_what_does_not_exist_is_a_404_and_a_bad_form_a_400(
+    db_engine: sa.Engine, tmp_path: Path, running_job: int
+) -> None:
+    """The QA comment and annotation routes tell "the page's job or record is not there" (404)
+    from "the form is refused" (400) by the error's type, whatever its message says."""
+    carol = signed_in_client(db_engine, tmp_path, "carol", USERS)
+    token = page_token(carol.get(f"/jobs/{running_job}").text)
+    no_job = carol.post("/jobs/99999/qa", data={"text": "blank page", "csrf_token": token})
+    assert no_job.status_code == 404 and "no job 99999" in no_job.text
+    # the job exists; the record the form names does not: the form is at fault
+    no_record = carol.post(
+        f"/jobs/{running_job}/qa",
+        data={"text": "x", "record_id": "99999", "csrf_token": token},
+    )
+    assert no_record.status_code == 400 and "no selection record 99999" in no_record.text
+    empty = carol.post(f"/jobs/{running_job}/qa", data={"csrf_token": token})
+    assert empty.status_code == 400 and "an empty comment" in empty.text
+    gone = carol.post("/records/99999/annotations", data={"notes": "x", "csrf_token": token})
+    assert gone.status_code == 404 and "no selection record 99999" in gone.text
