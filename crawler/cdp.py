@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import itertools
 import json
 import logging
@@ -29,16 +28,11 @@ import websockets
 
 from crawler import CrawlerError
 from crawler.chromium_user import NO_SANDBOX_ENV, browser_user, make_profile, sandbox_disabled
+from harvestflow.services.process import die_with_parent
 
 log = logging.getLogger(__name__)
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    # Linux: SIGKILL when the crawler dies (its helpers exit with the browser process)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 class CdpError(CrawlerError, RuntimeError):
@@ -137,9 +131,8 @@ class Browser:
             group=None if user is None else user.pw_gid,
             extra_groups=None if user is None else [],
             start_new_session=True,  # its helper processes are killed with its group
-            # a crawler killed -9 leaves no browser behind (set after the change of user,
-            # which would clear it: CPython calls preexec_fn after setuid)
-            preexec_fn=_die_with_parent,
+            # a crawler killed -9 leaves no browser behind
+            preexec_fn=die_with_parent,
         )
         port_file = self.profile / "DevToolsActivePort"
         loop = asyncio.get_running_loop()

@@ -18,14 +18,11 @@ writer, WARC names carrying ``-p<i>``), kept open while idle. The parent:
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import datetime as dt
 import heapq
 import logging
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -45,6 +42,7 @@ from harvestflow.atomic import atomic_open
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import DomainSummary, JobSummary
 from harvestflow.formats.stop_reasons import StopReason
+from harvestflow.services.process import die_with_parent
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -55,12 +53,6 @@ STATUS_RANK = {"complete": 0, "time_limit": 1, "stopped": 2, "unfinished": 3}
 
 class PartitionFailed(CrawlerError, RuntimeError):
     """A partition child failed; the others were stopped and the output is left in place."""
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    # not Linux (no libc.so.6): the child's own parent-pid check stops it
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _part_dir(out: Path, index: int) -> Path:
@@ -92,7 +84,7 @@ def _start_children(
         with (JobDir(part).logs / "child-output.log").open("ab") as fh:
             children.append(
                 subprocess.Popen(
-                    cmd, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+                    cmd, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
                 )
             )
     log.info("started %d partition children: %s", count, [c.pid for c in children])

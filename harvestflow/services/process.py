@@ -9,6 +9,7 @@ Each caller keeps its own messages, timeouts and poll intervals; only the mechan
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -24,6 +25,19 @@ log = logging.getLogger(__name__)
 
 class ServiceError(HarvestflowError, RuntimeError):
     """A service that cannot be started or reached, with the reason and where to look."""
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """``preexec_fn`` of a child that must not outlive the process that started it: the kernel
+    sends it SIGKILL when that process dies, even by ``kill -9`` (Linux; elsewhere nothing is
+    done and the child's own checks must stop it). A change of user clears the setting, and
+    CPython calls ``preexec_fn`` after ``setuid``: it holds for a child started as another
+    user too."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def read_pid(pidfile: Path, *, other_owner_alive: bool = False) -> int | None:

@@ -37,6 +37,7 @@ import pytest
 from harvestflow import samplesite
 from harvestflow.samplesite import SampleSite
 from harvestflow.services.postgres import port_open
+from harvestflow.services.process import die_with_parent
 from tests.platform.helpers import HARVESTFLOW, Output, isolated_env, start_up
 from tests.platform.test_up import _wait_run
 
@@ -111,7 +112,10 @@ class Platform:
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True,  # stopped with its group by the fixture
+            # and killed by the kernel if this test process dies first (a pytest killed from
+            # outside never runs the fixture's end: the workers used to be left running)
+            preexec_fn=die_with_parent,
         )
         return self.workers[name]
 
