@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psutil
 
+from harvestflow.services.process import run_forwarding
 from harvestflow.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -115,12 +116,7 @@ def run_worker(
     cmd = worker_command(queues, name, conc, serve_logs=serve_logs)
     env = worker_env(settings, name)
     log.info("worker %s on queues %s (concurrency %d)", name, ",".join(queues), conc)
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGTERM)
-        return proc.wait()
+    return run_forwarding(cmd, env)
 
 
 @dataclass

@@ -9,12 +9,19 @@ pywb is GPL-3.0 and is never imported by the platform: this script runs only in 
 service's own virtualenv, as a separate program, like the service itself:
 
     .replay-venv/bin/python bench/access/pywb_readers.py SUMMARY.idx FLAT.cdxj
-        [--queries 400] [--rounds 3] [--prefix]
+        [--queries 400] [--rounds 3] [--prefix] [--cold] [--counter FILE] [--json]
 
 (``bench_access.py --keep DIR`` leaves both: ``DIR/data/access/zipnum/all/all.idx`` and
 ``DIR/data/index/cdx/big.cdxj``.) Queries are the URLs of random lines of the flat file (host
 front pages with ``--prefix``), ``limit=100``; the two readers' answers are compared; the
-figures are the medians of the rounds, in microseconds per lookup.
+figures are the medians of the rounds, in microseconds per lookup. The shards are read from the
+summary's folder (by the file names its ``.loc`` gives), so a copy or a mount of that folder
+is read where it is.
+
+``--cold`` times only the two readers' ``load_index``, each lookup after the pages of the flat
+file, the summary and the shards were dropped from the page cache (``posix_fadvise``), p50 of
+the lookups; with ``--counter`` (``bench/access/slowfs.py``'s), the storage reads a lookup.
+``bench_cold_storage.py`` runs it on storage of a chosen latency.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ import json
 import os
 import random
 import statistics
+import struct
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -60,6 +69,36 @@ def sample_urls(flat: str, n: int, prefix: bool, seed: int = 1) -> list[str]:
     return urls
 
 
+def shards_beside(summary: str, work: str) -> str:
+    """A ``.loc`` file in ``work`` naming each shard by its path in the summary's folder."""
+    folder = os.path.dirname(os.path.abspath(summary))
+    lines = []
+    with open(os.path.splitext(summary)[0] + ".loc") as fh:
+        for line in fh:
+            part, *paths = line.rstrip("\n").split("\t")
+            lines.append(f"{part}\t{os.path.join(folder, os.path.basename(paths[0]))}\n")
+    loc = os.path.join(work, "beside.loc")
+    with open(loc, "w") as out:
+        out.writelines(lines)
+    return loc
+
+
+def drop(paths: Iterable[str]) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def storage_reads(counter: str | None) -> int:
+    if not counter:
+        return 0
+    with open(counter, "rb") as fh:
+        return int(struct.unpack("<Q", fh.read(8))[0])
+
+
 def query(url: str, match: str) -> tuple[dict[str, object], CDXQuery]:
     params: dict[str, object] = {"url": url, "matchType": match, "limit": str(LIMIT)}
     return params, CDXQuery(params)
@@ -72,10 +111,17 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prefix", action="store_true")
+    ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--counter", help="bench/access/slowfs.py's counter file")
+    ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     match = "prefix" if args.prefix else "exact"
+    work = tempfile.mkdtemp(prefix="pywb-readers-")
+    loc = shards_beside(args.summary, work)
     flat = FileIndexSource(args.flat)
-    zipnum = ZipNumIndexSource(args.summary, {"max_blocks": 300})
+    zipnum = ZipNumIndexSource(args.summary, {"max_blocks": 300, "shard_index_loc": loc})
+    shards = [path for paths in zipnum.loc_resolver.loc_map.values() for path in paths]
+    every_file = [args.flat, args.summary, *shards]
     urls = sample_urls(args.flat, args.queries, args.prefix)
 
     def answer(source: FileIndexSource | ZipNumIndexSource, url: str) -> list[str]:
@@ -85,6 +131,9 @@ def main() -> int:
     for url in urls:
         if answer(flat, url) != answer(zipnum, url):
             raise SystemExit(f"{url}: the two readers answer differently")
+
+    if args.cold:
+        return cold(args, match, urls, every_file, answer, {"flat": flat, "zipnum": zipnum})
 
     def flat_raw(url: str) -> None:
         _, q = query(url, match)
@@ -118,9 +167,50 @@ def main() -> int:
             for url in urls:
                 case(url)
             figures[name].append((time.perf_counter() - t0) / len(urls) * 1e6)
+    if args.json:
+        print(json.dumps({name: statistics.median(v) for name, v in figures.items()}))
+        return 0
     print(f"{match} lookups, {len(urls)} queries, limit {LIMIT}, median of {args.rounds} rounds")
     for name, values in figures.items():
         print(f"{name:<34} {statistics.median(values):8.1f} us")
+    return 0
+
+
+def cold(
+    args: argparse.Namespace,
+    match: str,
+    urls: list[str],
+    every_file: list[str],
+    answer: Callable[[FileIndexSource | ZipNumIndexSource, str], list[str]],
+    sources: dict[str, FileIndexSource | ZipNumIndexSource],
+) -> int:
+    """Each lookup after every index file's pages were dropped: p50 µs and storage reads a
+    lookup per side, medians of the rounds (the side that goes first alternating)."""
+    p50: dict[str, list[float]] = {name: [] for name in sources}
+    reads: dict[str, list[float]] = {name: [] for name in sources}
+    for round_no in range(args.rounds):
+        order = list(sources) if round_no % 2 == 0 else list(reversed(sources))
+        for name in order:
+            times = []
+            before = storage_reads(args.counter)
+            for url in urls:
+                drop(every_file)
+                t0 = time.perf_counter()
+                answer(sources[name], url)
+                times.append(time.perf_counter() - t0)
+            reads[name].append((storage_reads(args.counter) - before) / len(urls))
+            p50[name].append(statistics.median(times) * 1e6)
+    figures = {
+        f"{name} {what}": statistics.median(values[name])
+        for name in sources
+        for what, values in (("p50 us", p50), ("reads", reads))
+    }
+    if args.json:
+        print(json.dumps(figures))
+        return 0
+    print(f"{match} cold lookups, {len(urls)} queries, median of {args.rounds} rounds")
+    for name, value in figures.items():
+        print(f"{name:<20} {value:10.1f}")
     return 0
 
 

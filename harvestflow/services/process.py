@@ -30,14 +30,14 @@ class ServiceError(HarvestflowError, RuntimeError):
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+def die_with_parent(sig: int = signal.SIGKILL) -> None:  # pragma: no cover - in the child
     """``preexec_fn`` of a child that must not outlive the process that started it: the kernel
-    sends it SIGKILL when that process dies, even by ``kill -9`` (Linux; elsewhere nothing is
+    sends it ``sig`` when that process dies, even by ``kill -9`` (Linux; elsewhere nothing is
     done and the child's own checks must stop it). A change of user clears the setting, and
     CPython calls ``preexec_fn`` after ``setuid``: it holds for a child started as another
     user too."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def read_pid(pidfile: Path, *, other_owner_alive: bool = False) -> int | None:
@@ -120,3 +120,34 @@ def stop_process_group(
             os.killpg(pid, signal.SIGKILL)
     pidfile.unlink(missing_ok=True)
     return True
+
+
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def run_forwarding(cmd: list[str], env: dict[str, str] | None = None) -> int:
+    """Run ``cmd`` in the foreground and return its exit status; a stop signal sent to this
+    process (SIGTERM, SIGHUP, SIGQUIT) is passed on to it, and Ctrl-C becomes its SIGTERM.
+
+    Why: a command of ours that wraps a long-running program (``harvestflow worker`` around
+    ``airflow celery worker``) is what a service manager, a container runtime or a test stops,
+    with SIGTERM. Python's default for SIGTERM ends the wrapper at once, leaving the program it
+    started running on its own; here the program gets the signal and shuts down its own way
+    (Celery's warm shutdown for SIGTERM, cold for SIGQUIT), and the wrapper exits with it.
+    """
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # the terminal sent SIGINT to the program too
+                forward(signal.SIGTERM, None)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

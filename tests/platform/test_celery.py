@@ -17,6 +17,7 @@ the tasks (the task instance's hostname is the worker's name). In order, on one 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -81,6 +82,23 @@ def _stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float
             proc.wait()
 
 
+def _stop_workers(workers: list[subprocess.Popen[Any]], timeout: float = 60) -> None:
+    """SIGTERM to every worker at once (``harvestflow worker`` passes it on: Celery's warm
+    shutdown, which waits for running tasks), then SIGKILL to what is left of each one's
+    process group (the Celery worker, its pool, task supervisors and crawlers)."""
+    for proc in workers:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in workers:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @dataclass
 class Platform:
     """`harvestflow up` under celery, its API client, its workers and a test-owned site."""
@@ -112,10 +130,11 @@ class Platform:
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # stopped with its group by the fixture
-            # and killed by the kernel if this test process dies first (a pytest killed from
-            # outside never runs the fixture's end: the workers used to be left running)
-            preexec_fn=die_with_parent,
+            start_new_session=True,  # its group is killed by the fixture's end
+            # and if this test process dies first (a pytest killed from outside never runs the
+            # fixture's end), the kernel sends it SIGQUIT, which it passes on: Celery's cold
+            # shutdown, which ends the running tasks too
+            preexec_fn=functools.partial(die_with_parent, signal.SIGQUIT),
         )
         return self.workers[name]
 
@@ -203,8 +222,7 @@ def platform(
             yield platform
     finally:
         if platform is not None:
-            for w in platform.workers.values():
-                _stop(w)
+            _stop_workers(list(platform.workers.values()))
             for f in platform.logs.values():
                 f.close()
         site.stop()
