@@ -47,6 +47,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import psutil
+from pagecache import drop_cache  # beside this file
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -105,16 +106,6 @@ def generate(path: Path, captures: int, hosts: int, seed: int = 20) -> None:
     env = {**os.environ, "LC_ALL": "C"}
     subprocess.run(["sort", "-u", "-S", "25%", "-o", str(path), str(raw)], env=env, check=True)
     raw.unlink()
-
-
-def drop_cache(paths: list[Path]) -> None:
-    """Evict the files' pages from the page cache (no root needed for clean pages)."""
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 class Client:

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable
 from itertools import islice
 
+from pagecache import drop_cache  # beside this file
 from pywb.utils.binsearch import iter_range
 from pywb.warcserver.index.indexsource import FileIndexSource
 from pywb.warcserver.index.query import CDXQuery
@@ -81,15 +82,6 @@ def shards_beside(summary: str, work: str) -> str:
     with open(loc, "w") as out:
         out.writelines(lines)
     return loc
-
-
-def drop(paths: Iterable[str]) -> None:
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def storage_reads(counter: str | None) -> int:
@@ -194,7 +186,7 @@ def cold(
             times = []
             before = storage_reads(args.counter)
             for url in urls:
-                drop(every_file)
+                drop_cache(every_file)
                 t0 = time.perf_counter()
                 answer(sources[name], url)
                 times.append(time.perf_counter() - t0)
