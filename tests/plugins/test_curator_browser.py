@@ -261,6 +261,23 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
         WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             lambda d: d.find_elements(By.LINK_TEXT, "Jobs")
         )
+        # "view this capture" opens the replay in a new tab, also from inside the frame, which
+        # Airflow sandboxes without "allow-popups" (the browser refuses a target=_blank link)
+        driver.execute_script("location.href = arguments[0]", cur + "/domains/example-a.test")
+        replay = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
+            lambda d: d.find_element(By.LINK_TEXT, "view this capture")
+        )
+        replay_url = replay.get_attribute("href")
+        curator_window = driver.current_window_handle
+        replay.click()
+        WebDriverWait(driver, 30).until(lambda d: len(d.window_handles) == 2)
+        driver.switch_to.window(next(h for h in driver.window_handles if h != curator_window))
+        WebDriverWait(driver, 30).until(lambda d: d.current_url != "about:blank")
+        assert driver.current_url.split("#")[0] == replay_url, (driver.current_url, replay_url)
+        driver.close()
+        driver.switch_to.window(curator_window)
+        assert driver.current_url.startswith(base + "/plugin/harvest-curator")  # still there
+        driver.switch_to.frame(driver.find_element(By.TAG_NAME, "iframe"))
         driver.find_element(By.LINK_TEXT, "Jobs").click()
         ours = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             lambda d: d.find_element(By.CSS_SELECTOR, f"a[href*='/runs/{quote(run_id, safe='')}/']")
