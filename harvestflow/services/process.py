@@ -135,14 +135,22 @@ def run_forwarding(cmd: list[str], env: dict[str, str] | None = None) -> int:
     started running on its own; here the program gets the signal and shuts down its own way
     (Celery's warm shutdown for SIGTERM, cold for SIGQUIT), and the wrapper exits with it.
     """
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+    started: list[subprocess.Popen[bytes]] = []
+    pending: list[int] = []  # a stop signal that came before the program was started
 
     def forward(signum: int, _frame: object) -> None:
+        if not started:
+            pending.append(signum)
+            return
         with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signum)
+            started[0].send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
+        started.append(proc)
+        for signum in pending:
+            forward(signum, None)
         while True:
             try:
                 return proc.wait()
