@@ -88,6 +88,8 @@ BAD_IMPORTS = [
     ("harvest/jobs.py", "import indexing.manifest", "core <- stage libraries", "harvest is not allowed to import indexing"),
     ("harvestflow/db.py", "import harvest.jobs", "core <- stage libraries", "harvestflow.db is not allowed to import harvest"),
     ("preservation/records.py", "import airflow.sdk", "no library imports Airflow", "preservation.records -> airflow"),
+    ("access/zipnum.py", "import pywb.utils.binsearch", "no library imports pywb", "access.zipnum -> pywb"),
+    ("indexing/cdx.py", "from surt import surt", "no library imports pywb", "indexing.cdx -> surt"),
     ("qa/crawltable.py", "import qa.daily", "no import cycles", "No cycles are allowed in qa"),
 ]  # fmt: skip
 
