@@ -72,17 +72,40 @@ def _port_free(port: int) -> bool:
     return True
 
 
+_HANDED_OUT: set[int] = set()
+
+
+def _worker_ports() -> range:
+    """This pytest-xdist worker's own share of 10000-19999 (the whole of it without xdist).
+
+    Why shares: a port is checked free when a test's settings are made and bound minutes later
+    (the demo's sample site, after PostgreSQL, S3 and Airflow's migration); drawn from one range,
+    the other worker could take it meanwhile ("Address already in use", seen in a full run).
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    size = 10000 // max(1, count)
+    start = 10000 + (index % max(1, count)) * size
+    return range(start, start + size)
+
+
 def free_port(*, with_grpc: bool = False) -> int:
     """A free loopback port (and port+10000 free too, for SeaweedFS' gRPC ports).
 
     Drawn below Linux's ephemeral range (32768+), so that no outgoing connection can take it
-    between this check and the bind.
+    between this check and the bind; from this worker's share of 10000-19999 (gRPC twins in
+    20000-29999), so that two workers never draw the same; never the same twice in a session.
     """
-    for _ in range(200):
-        port = random.randint(10000, 22000) if with_grpc else random.randint(10000, 32000)
+    ports = _worker_ports()
+    for _ in range(500):
+        port = random.choice(ports)
+        if port in _HANDED_OUT:
+            continue
         if _port_free(port) and (not with_grpc or _port_free(port + 10000)):
+            _HANDED_OUT.add(port)
             return port
-    raise RuntimeError("no free port found")
+    raise RuntimeError(f"no free port found in {ports}")
 
 
 def session_env(data_dir: Path) -> dict[str, str]:

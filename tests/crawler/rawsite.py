@@ -9,7 +9,6 @@ never hang on it.
 
 from __future__ import annotations
 
-import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -84,9 +83,3 @@ def serve(routes: Routes, tls: ssl.SSLContext | None = None) -> Iterator[RawSite
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
+from tests.conftest import free_port
 from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, free_port, serve
+from tests.crawler.rawsite import Raw, serve
 from tests.crawler.test_replay_pywb import get, our_cdx
 
 HOST = "www.frag.test"

@@ -15,14 +15,8 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestflow.samplesite import start
-from tests.conftest import oracle
+from tests.conftest import free_port, oracle
 from tests.crawler.conftest import make_job, run_crawl
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> tuple[int, bytes]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from indexing.cdx import index_warc, sorted_lines
+from tests.conftest import free_port as _free_port
 from tests.indexing.arcgen import sample_captures, write_arc
 from tests.indexing.conftest import ORACLE_VENV, reference_lines
 
@@ -110,12 +111,6 @@ def test_bytes_inserted_in_an_uncompressed_arc_are_damage_and_the_rest_is_indexe
         if (o := int(line.split()[-2])) != starts[victim]
     ]
     assert result.lines("cdx11", "good.arc")[1:] == expected
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str) -> tuple[int, bytes]:

@@ -17,6 +17,7 @@ from harvestflow.samplesite import start
 from indexing.cdx import index_warc, sorted_lines
 from indexing.dedup_index import build_dedup_index, sidecar_lines
 from indexing.layout import Layout
+from tests.conftest import free_port as _free_port
 from tests.crawler.conftest import make_job, run_crawl
 from tests.indexing.conftest import reference_lines
 
@@ -30,12 +31,6 @@ def _wait_port(port: int, deadline_s: float = 40) -> None:
         except OSError:
             time.sleep(0.2)
     raise AssertionError(f"nothing listening on {port}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _payloads(crawl, url: str) -> list[bytes]:  # type: ignore[no-untyped-def]

@@ -11,7 +11,6 @@ import datetime as dt
 import itertools
 import json
 import logging
-import socket
 import subprocess
 import time
 import urllib.error
@@ -32,7 +31,7 @@ from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
 from harvestflow.contracts.summary import JobSummary
 from indexing.nrt import LiveWatcher, pywb_config
-from tests.conftest import oracle
+from tests.conftest import free_port, oracle
 from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
 
 FAST = {
@@ -65,12 +64,6 @@ def add_record(engine: sa.Engine, seed: str, start: str = "2026-11-01 06:00:00")
             ),
             {"s": seed, "sch": json.dumps(schedules)},
         )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(url: str) -> tuple[int, bytes]:
