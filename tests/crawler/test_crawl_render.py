@@ -252,7 +252,7 @@ def test_pywb_replay_in_chromium_shows_every_story(rendered: Rendered, tmp_path:
     import socket
     import time
 
-    from tests.crawler.rawsite import free_port
+    from tests.conftest import free_port
     from tests.crawler.test_replay_pywb import our_cdx
 
     result, port, _ = rendered
