@@ -31,18 +31,19 @@ import json
 import os
 import random
 import statistics
-import struct
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from itertools import islice
+from pathlib import Path
 
 from pagecache import drop_cache  # beside this file
 from pywb.utils.binsearch import iter_range
 from pywb.warcserver.index.indexsource import FileIndexSource
 from pywb.warcserver.index.query import CDXQuery
 from pywb.warcserver.index.zipnum import ZipNumIndexSource
+from slowfs import read_counter  # beside this file (standard library at import)
 
 LIMIT = 100
 
@@ -85,10 +86,8 @@ def shards_beside(summary: str, work: str) -> str:
 
 
 def storage_reads(counter: str | None) -> int:
-    if not counter:
-        return 0
-    with open(counter, "rb") as fh:
-        return int(struct.unpack("<Q", fh.read(8))[0])
+    """Reads slowfs has served so far (0 without its counter)."""
+    return read_counter(Path(counter))[0] if counter else 0
 
 
 def query(url: str, match: str) -> tuple[dict[str, object], CDXQuery]:
