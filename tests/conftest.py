@@ -30,23 +30,89 @@ ALLOW_SKIPS = "HARVESTFLOW_ALLOW_SKIPS"
 ORACLE_BIN = Path(__file__).resolve().parent.parent / ".oracle-venv" / "bin"
 
 
+def _skips_allowed() -> bool:
+    return os.environ.get(ALLOW_SKIPS) == "1"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
-    """A skipped test is a failure, under CI or not, unless ``HARVESTFLOW_ALLOW_SKIPS=1``.
+    """A skipped test, an expected failure (xfail) and an unexpected pass of one (XPASS) are
+    failures, under CI or not, unless ``HARVESTFLOW_ALLOW_SKIPS=1``.
 
     Why: ``./run test`` installs every oracle and system tool the suite needs, so a skip (a
     missing pywb, a missing wget, a ``pytest.skip`` left in a test) would hide that a check
-    did not run, on a developer's machine as much as in CI. Someone who wants a partial run
-    where some test cannot run says so explicitly with the variable; choosing a subset with
-    ``-k``/``-m`` deselects tests and skips none.
+    did not run, on a developer's machine as much as in CI; an xfail hides a known failure the
+    same way. Someone who wants a partial run where some test cannot run says so explicitly
+    with the variable; choosing a subset with ``-k``/``-m`` deselects tests and skips none.
+    The report is changed where it is made, so the test is named as failed in every summary
+    (under pytest-xdist too: the worker sends the changed report); skips that no test report
+    carries (a module skipped while collected) are failed by :class:`SkipGuard`.
     """
     outcome = yield
     report = outcome.get_result()
-    allowed = os.environ.get(ALLOW_SKIPS) == "1"
-    if report.skipped and not hasattr(report, "wasxfail") and not allowed:
+    if _skips_allowed():
+        return
+    if hasattr(report, "wasxfail"):
+        what = "expected to fail and failed" if report.skipped else "expected to fail and passed"
+        reason = report.wasxfail
+        del report.wasxfail  # else the terminal files it under xfailed/xpassed
+        report.outcome = "failed"
+        report.longrepr = f"xfail, {what} (an xfail is a failure unless {ALLOW_SKIPS}=1): {reason}"
+    elif report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped (a skip is a failure unless {ALLOW_SKIPS}=1): {reason}"
+
+
+class SkipGuard:
+    """Fails the run when any report is still a skip or an xfail at the end of the session.
+
+    Why a second line: a module skipped at collection (``pytest.skip(allow_module_level=True)``,
+    ``pytest.importorskip`` at module level, a skipped ``conftest``) makes a collection report,
+    not a test report, and its tests never run; turned into a collection error it would stop the
+    whole run. It is counted here instead, and the session's exit status set to 1 at its end.
+    Under pytest-xdist the workers send every collection report that did not pass and every test
+    report to the controller, whose hooks count them, so the exit status of ``pytest -n`` is set
+    the same way. Anything a plugin reports as skipped past ``pytest_runtest_makereport`` is
+    caught here as well.
+    """
+
+    def __init__(self) -> None:
+        self.skips: list[str] = []
+
+    def _count(self, report: pytest.CollectReport | pytest.TestReport) -> None:
+        if _skips_allowed() or not (report.skipped or hasattr(report, "wasxfail")):
+            return
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        self.skips.append(f"{report.nodeid or '<session>'}: {reason}")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        self._count(report)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._count(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.skips and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.NO_TESTS_COLLECTED,
+        ):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # type: ignore[no-untyped-def]
+        if not self.skips:
+            return
+        terminalreporter.write_sep(
+            "=", f"skipped, a failure unless {ALLOW_SKIPS}=1: {len(self.skips)}", red=True
+        )
+        for line in self.skips:
+            terminalreporter.write_line(line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("harvestflow-skip-guard"):
+        config.pluginmanager.register(SkipGuard(), "harvestflow-skip-guard")
 
 
 def oracle(name: str) -> Path:
