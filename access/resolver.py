@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from botocore.exceptions import ClientError
+
 from access.index import live_dir
 from harvestflow.db import get_engine
 from harvestflow.s3 import s3_client
@@ -39,7 +41,7 @@ from preservation.records import preserved_key
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+_RANGE = re.compile(r"^bytes=(\d{0,20})-(\d{0,20})$")
 _CHUNK = 1 << 16
 _TTL_S = 60.0
 
@@ -113,15 +115,56 @@ class WarcLocator:
         return None
 
 
-def _parse_range(header: str | None) -> tuple[int, int | None] | None:
-    """(first byte, last byte or None) of a ``bytes=a-b`` header; None for the whole file."""
+class RangeError(ValueError):
+    """A ``Range`` header this server does not satisfy (answered 416, never a wrong 206)."""
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """One range of a ``Range: bytes=…`` header: ``first-last``, ``first-`` or ``-suffix``.
+
+    ``first`` None: the last ``last`` bytes (a suffix range); ``last`` None: to the end.
+    """
+
+    first: int | None
+    last: int | None
+
+    def span(self, size: int) -> tuple[int, int]:
+        """(first, last) byte of a file of ``size`` bytes; RangeError if none of it exists."""
+        if self.first is None:
+            assert self.last is not None
+            if self.last == 0 or size == 0:
+                raise RangeError(f"range -{self.last} of a {size}-byte file")
+            return max(0, size - self.last), size - 1
+        if self.first >= size:
+            raise RangeError(f"range starts at {self.first}, past the end ({size} bytes)")
+        return self.first, size - 1 if self.last is None else min(self.last, size - 1)
+
+    def header(self) -> str:
+        """The same range for an S3 ``GetObject``."""
+        first = "" if self.first is None else str(self.first)
+        return f"bytes={first}-{'' if self.last is None else self.last}"
+
+
+def _parse_range(header: str | None) -> ByteRange | None:
+    """The one range of a ``Range`` header; None for the whole file.
+
+    Why refuse so much (416): pywb asks for one ``first-last`` range of a record; anything else
+    (several ranges, another unit, ``last`` before ``first``) would otherwise be answered with a
+    wrong or negative length. A refusal names the header.
+    """
     if not header:
         return None
     match = _RANGE.match(header.strip())
     if not match:
-        raise ValueError(f"unsupported Range {header!r}")
-    last = int(match.group(2)) if match.group(2) else None
-    return int(match.group(1)), last
+        raise RangeError(f"unsupported Range {header!r}: want one range, bytes=FIRST-[LAST]")
+    first, last = match.group(1), match.group(2)
+    if not first and not last:
+        raise RangeError(f"unsupported Range {header!r}: want bytes=FIRST-[LAST] or bytes=-N")
+    rng = ByteRange(int(first) if first else None, int(last) if last else None)
+    if rng.first is not None and rng.last is not None and rng.last < rng.first:
+        raise RangeError(f"Range {header!r}: the last byte comes before the first")
+    return rng
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -149,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             rng = _parse_range(self.headers.get("Range"))
-        except ValueError as exc:
+        except RangeError as exc:
             self._reply(416, f"{exc}\n".encode(), body)
             return
         try:
@@ -168,6 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_s3(loc, rng, body)
         except (BrokenPipeError, ConnectionResetError):
             pass
+        except RangeError as exc:
+            self._reply(416, f"{name}: {exc}\n".encode(), body)
         except Exception as exc:
             log.warning("resolver: %s from %s failed: %s", name, loc, exc)
             self._reply(502, f"{name}: reading {loc} failed: {exc}\n".encode(), body)
@@ -180,15 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(text)
 
-    def _send_file(self, path: Path, rng: tuple[int, int | None] | None, body: bool) -> None:
+    def _send_file(self, path: Path, rng: ByteRange | None, body: bool) -> None:
         size = path.stat().st_size
-        first, last = 0, size - 1
-        if rng is not None:
-            first = rng[0]
-            last = size - 1 if rng[1] is None else min(rng[1], size - 1)
-        if first >= size:
-            self._reply(416, b"range not satisfiable\n", body)
-            return
+        first, last = (0, size - 1) if rng is None else rng.span(size)
         length = last - first + 1
         with open(path, "rb") as fh:
             self._headers(rng is not None, first, last, length, size)
@@ -202,12 +241,17 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(chunk)
                     remaining -= len(chunk)
 
-    def _send_s3(self, loc: Location, rng: tuple[int, int | None] | None, body: bool) -> None:
+    def _send_s3(self, loc: Location, rng: ByteRange | None, body: bool) -> None:
         client = self.server.locator.s3()
         args: dict[str, Any] = {"Bucket": loc.bucket, "Key": loc.key}
         if rng is not None:
-            args["Range"] = f"bytes={rng[0]}-{'' if rng[1] is None else rng[1]}"
-        obj = client.get_object(**args)
+            args["Range"] = rng.header()
+        try:
+            obj = client.get_object(**args)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                raise RangeError(f"{rng.header() if rng else ''}: past the end") from exc
+            raise
         length = int(obj["ContentLength"])
         size = length
         first, last = 0, length - 1

@@ -61,3 +61,46 @@ def test_ranges_whole_file_and_unknown_names(resolver) -> None:  # type: ignore[
     assert fetch(f"{base}/warc/unknown.warc.gz")[0] == 404
     assert fetch(f"{base}/warc/..%2Fetc%2Fpasswd")[0] == 400
     assert fetch(f"{base}/health")[:2] == (200, b"ok\n")
+
+
+def test_a_range_that_ends_before_it_starts_is_refused_416_not_a_negative_length(
+    resolver,  # type: ignore[no-untyped-def]
+) -> None:
+    base, warc = resolver
+    url = f"{base}/warc/{warc.name}"
+    status, body, headers = fetch(url, "bytes=100-50")
+    assert status == 416, (status, headers)
+    assert b"the last byte comes before the first" in body
+    assert int(headers["Content-Length"]) == len(body)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "bytes=0-1,5-6",  # several ranges: pywb never asks, we never answer one wrongly
+        "bytes=abc-",
+        "bytes=-",
+        "bytes=1-2-3",
+        "items=0-5",
+        "bytes=0x10-20",
+        "bytes=" + "9" * 30 + "-",
+    ],
+)
+def test_malformed_and_multiple_ranges_are_refused_416_with_the_header_named(
+    resolver,  # type: ignore[no-untyped-def]
+    header: str,
+) -> None:
+    base, warc = resolver
+    status, body, headers = fetch(f"{base}/warc/{warc.name}", header)
+    assert status == 416, (header, status)
+    assert b"Range" in body and int(headers["Content-Length"]) == len(body)
+    assert "Content-Range" not in headers
+
+
+def test_a_suffix_range_gives_the_last_bytes(resolver) -> None:  # type: ignore[no-untyped-def]
+    base, warc = resolver
+    data = warc.read_bytes()
+    status, body, headers = fetch(f"{base}/warc/{warc.name}", "bytes=-7")
+    assert (status, body) == (206, data[-7:])
+    assert headers["Content-Range"] == f"bytes {len(data) - 7}-{len(data) - 1}/{len(data)}"
+    assert fetch(f"{base}/warc/{warc.name}", "bytes=-0")[0] == 416
