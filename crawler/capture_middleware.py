@@ -15,7 +15,6 @@ what arrived and mark it WARC-Truncated.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import logging
 import re
 import time
@@ -31,6 +30,7 @@ from crawler.context import Capture, context_of
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
 from crawler.redact import redact_request
+from harvestflow.addresses import address_allowed
 from harvestflow.formats.cdx import CdxEntry, http_mime
 from harvestflow.formats.urls import canonical_key, host_of
 
@@ -83,15 +83,6 @@ def header_list(headers: Any) -> list[tuple[str, str]]:
         for value in values:
             out.append((_str(key), _str(value)))
     return out
-
-
-def address_allowed(ip: str) -> bool:
-    """Only global addresses: no loopback, private, link-local (metadata), reserved."""
-    try:
-        addr = ipaddress.ip_address(ip.strip("[]"))
-    except ValueError:
-        return True
-    return addr.is_global and not addr.is_multicast
 
 
 class BrowserClaimMiddleware:

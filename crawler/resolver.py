@@ -19,8 +19,8 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
-from crawler.capture_middleware import address_allowed
 from crawler.context import CrawlContext, context_of
+from harvestflow.addresses import address_allowed
 
 log = logging.getLogger(__name__)
 

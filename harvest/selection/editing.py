@@ -162,7 +162,7 @@ def save_record(
     *,
     check_urls: bool = True,
     resolver: Resolver | None = None,
-    timeout: float = 10.0,
+    timeout: float | None = None,
     engine: Engine | None = None,
     mapping: SelectionMapping | None = None,
 ) -> SaveResult:

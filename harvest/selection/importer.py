@@ -314,7 +314,7 @@ def import_file(
     collection: str = "ukwa",
     theme: str | None = None,
     resolver: Resolver | None = None,
-    timeout: float = 10.0,
+    timeout: float | None = None,
     engine: Engine | None = None,
     mapping: SelectionMapping | None = None,
     rejects_path: Path | None = None,

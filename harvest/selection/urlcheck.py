@@ -3,25 +3,49 @@
 Why these verdicts: a URL answering 4xx/5xx, or whose host has no DNS, would give an empty
 harvest, so it is refused with the reason; a redirect (3xx) is accepted but reported with its
 target, so the curator can pick the better URL. Redirects are not followed (the curator decides).
-``resolve`` (host -> address) lets tests and the demo reach loopback servers without DNS.
+
+Why it refuses what the crawler refuses: anyone with the curator role types these URLs, and a
+check that connects anywhere is a scanner of the internal network's ports (PostgreSQL's port
+answered differently from a closed one). The resolved address goes through the crawler's own
+rule (:func:`harvestflow.addresses.address_allowed`; numeric spellings such as ``0x7f000001``
+resolve to the address they mean), the connection goes to that address (no second lookup), and
+a failure is reported as "not reachable" only: what went wrong is logged for operators. As in
+the crawler, ``[harvest] url_check_allow_private`` (tests, demos on loopback) lifts the rule,
+and an explicit ``resolve`` (host -> address, the operator's) is trusted.
+
+Why a total time limit (``[harvest] url_check_timeout_s``): a server that accepts and never
+answers, or sends a byte now and then, must not hold the form that is being saved (the curator
+pages run it in a thread of Airflow's api-server): the connection is cut at the deadline,
+whatever step it is in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
 import socket
 import ssl
+import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
+from harvestflow.addresses import address_allowed
 from harvestflow.progress import Progress
+from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "harvestflow-selection-check/0.1"
+NOT_REACHABLE = "not reachable"
+REFUSED_ADDRESS = (
+    "not reachable: the crawler does not fetch loopback, private, link-local or reserved addresses"
+)
+DEFAULT_TIMEOUT_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -48,25 +72,50 @@ def system_resolver(host: str) -> str:
     return socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]  # type: ignore[return-value]
 
 
-def _request(method: str, url: str, address: str, timeout: float) -> tuple[int, str | None]:
+def time_limit_s() -> float:
+    """The total time one URL's check may take (``[harvest] url_check_timeout_s``)."""
+    return float(get_settings().get("harvest", "url_check_timeout_s", DEFAULT_TIMEOUT_S))
+
+
+def private_allowed() -> bool:
+    """Whether the check may reach non-public addresses (``[harvest] url_check_allow_private``)."""
+    return get_settings().get("harvest", "url_check_allow_private", False) is True
+
+
+def _cut(conn: http.client.HTTPConnection) -> None:
+    """At the deadline: shut the connection's socket, so a blocked read or write returns."""
+    sock = conn.sock
+    if sock is None:
+        return
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _request(method: str, url: str, address: str, deadline: float) -> tuple[int, str | None]:
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("time limit reached")
     conn: http.client.HTTPConnection
     if parts.scheme == "https":
         context = ssl.create_default_context()
         context.check_hostname = False  # archives harvest sites with broken certificates too
         context.verify_mode = ssl.CERT_NONE
-        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        conn = http.client.HTTPSConnection(host, port, timeout=remaining, context=context)
     else:
-        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn = http.client.HTTPConnection(host, port, timeout=remaining)
 
     def connect(
-        addr: tuple[str, int], timeout: float = timeout, source: object = None
+        addr: tuple[str, int], timeout: float = remaining, source: object = None
     ) -> socket.socket:
         return socket.create_connection((address, addr[1]), timeout)
 
     conn._create_connection = connect  # type: ignore[attr-defined]  # connect to the resolved address
+    timer = threading.Timer(remaining, _cut, args=(conn,))
+    timer.daemon = True
+    timer.start()
     try:
         path = parts.path or "/"
         if parts.query:
@@ -74,26 +123,62 @@ def _request(method: str, url: str, address: str, timeout: float) -> tuple[int, 
         conn.request(method, path, headers={"User-Agent": USER_AGENT, "Accept": "*/*"})
         resp = conn.getresponse()
         resp.read(65536)
+        if time.monotonic() >= deadline:
+            raise TimeoutError("time limit reached")  # the answer was cut, not complete
         return resp.status, resp.getheader("Location")
     finally:
+        timer.cancel()
         conn.close()
 
 
-def check_url(url: str, *, timeout: float = 10.0, resolver: Resolver | None = None) -> UrlCheck:
-    """The verdict on one URL (never raises for network trouble: that is a verdict)."""
-    host = urlsplit(url).hostname or ""
+def _resolve(host: str, resolver: Resolver, deadline: float) -> str:
+    """``resolver(host)`` within the deadline (a stalled DNS lookup cannot be interrupted:
+    its thread is left to end on its own)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="urlcheck-dns")
     try:
-        address = (resolver or system_resolver)(host)
-    except (OSError, KeyError, LookupError) as exc:
-        return UrlCheck(url, "invalid", reason=f"no DNS for {host} ({exc})")
+        return pool.submit(resolver, host).result(timeout=max(deadline - time.monotonic(), 0))
+    except FutureTimeout:
+        raise TimeoutError(f"no DNS answer for {host} in time") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def check_url(
+    url: str,
+    *,
+    timeout: float | None = None,
+    resolver: Resolver | None = None,
+    allow_private: bool | None = None,
+) -> UrlCheck:
+    """The verdict on one URL (never raises for network trouble: that is a verdict).
+
+    ``timeout``: the total time the check may take (default: the setting); ``resolver``: an
+    explicit host -> address map, trusted as the crawler trusts ``--resolve``;
+    ``allow_private`` (default: the setting): reach loopback and private addresses.
+    """
+    deadline = time.monotonic() + (time_limit_s() if timeout is None else timeout)
     try:
-        status, location = _request("HEAD", url, address, timeout)
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return UrlCheck(url, "invalid", reason="not a URL")
+    trusted = resolver is not None or (
+        private_allowed() if allow_private is None else allow_private
+    )
+    try:
+        address = _resolve(host, resolver or system_resolver, deadline)
+    except (OSError, KeyError, LookupError, UnicodeError) as exc:
+        log.info("URL check %s: no DNS for %s (%s)", url, host, exc)
+        return UrlCheck(url, "invalid", reason=f"no DNS for {host}")
+    if not trusted and not address_allowed(address):
+        log.warning("URL check %s: refused, %s resolves to non-public %s", url, host, address)
+        return UrlCheck(url, "invalid", reason=REFUSED_ADDRESS)
+    try:
+        status, location = _request("HEAD", url, address, deadline)
         if status in (405, 501):  # HEAD not supported: ask for the page
-            status, location = _request("GET", url, address, timeout)
-    except (OSError, http.client.HTTPException, ssl.SSLError) as exc:
-        return UrlCheck(
-            url, "invalid", reason=f"no answer from {host} ({exc.__class__.__name__}: {exc})"
-        )
+            status, location = _request("GET", url, address, deadline)
+    except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
+        log.info("URL check %s: no answer (%s: %s)", url, exc.__class__.__name__, exc)
+        return UrlCheck(url, "invalid", reason=NOT_REACHABLE)
     if 300 <= status < 400:
         target = urljoin(url, location) if location else None
         return UrlCheck(url, "redirect", status, target=target)
@@ -105,12 +190,13 @@ def check_url(url: str, *, timeout: float = 10.0, resolver: Resolver | None = No
 def check_urls(
     urls: Iterable[str],
     *,
-    timeout: float = 10.0,
+    timeout: float | None = None,
     resolver: Resolver | None = None,
+    allow_private: bool | None = None,
     workers: int = 16,
     progress_interval_s: float = 10.0,
 ) -> dict[str, UrlCheck]:
-    """Verdicts on many URLs, checked in parallel (each URL once)."""
+    """Verdicts on many URLs, checked in parallel (each URL once; arguments: :func:`check_url`)."""
     unique = list(dict.fromkeys(urls))
     results: dict[str, UrlCheck] = {}
     if not unique:
@@ -119,7 +205,10 @@ def check_urls(
         Progress("URL check", len(unique), interval_s=progress_interval_s, unit="URLs") as progress,
         ThreadPoolExecutor(max_workers=min(workers, len(unique))) as pool,
     ):
-        for check in pool.map(lambda u: check_url(u, timeout=timeout, resolver=resolver), unique):
+        for check in pool.map(
+            lambda u: check_url(u, timeout=timeout, resolver=resolver, allow_private=allow_private),
+            unique,
+        ):
             results[check.url] = check
             progress.advance()
     return results

@@ -4,7 +4,9 @@ record, bulk edit and move a selection, export the search as CSV, each record's 
 Why only routes here: every query and write is made by harvest.selection, the owner of the
 records (``record_search`` reads, ``editing`` writes and checks a form exactly as an import
 checks a CSV row); this module reads the forms, checks the writer's role (curator) and CSRF
-token through :func:`actions.check_write`, and renders the answer.
+token through :func:`actions.check_write`, and renders the answer. A record is saved in a
+worker thread: its URL check waits on other servers (up to ``[harvest] url_check_timeout_s``),
+and the app runs in the event loop of Airflow's api-server, which serves every other request.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
@@ -126,7 +129,8 @@ def add_record_routes(
     async def create_record(request: Request) -> Response:
         form = await actions.read_form(request, MAX_RECORD_FORM)
         user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
-        result = editing.save_record(form, user, engine=engine_factory())
+        # in a thread: the URL check waits on the network, the api-server's loop must not
+        result = await run_in_threadpool(editing.save_record, form, user, engine=engine_factory())
         if result.refused or result.record_id is None:
             return form_page(request, "record.html", 400, title="New selection record",
                              record=None, values=form, history=[], audit=[], result=result)  # fmt: skip
@@ -178,7 +182,9 @@ def add_record_routes(
         form = await actions.read_form(request, MAX_RECORD_FORM)
         user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
         try:
-            result = editing.save_record(form, user, record_id, engine=engine_factory())
+            result = await run_in_threadpool(
+                editing.save_record, form, user, record_id, engine=engine_factory()
+            )
         except editing.EditError as exc:
             raise HTTPException(404, str(exc)) from None
         if result.refused:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,6 +16,7 @@ from harvest import pipeline as p
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
 from harvest.selection.urlcheck import check_url
+from harvestflow import settings as settings_mod
 
 HOSTS = {"good.test", "www.good.test", "news.good.test", "other.test", "feed.test"}
 
@@ -54,6 +56,17 @@ def site():
     yield server.server_address[1]
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def loopback_seeds(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The URL check may reach the loopback test servers: ``[harvest]
+    url_check_allow_private``, as the demo_loopback template lets the crawler reach them (by
+    default both refuse loopback and private addresses)."""
+    monkeypatch.setenv("HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE", "true")
+    settings_mod.reset()
+    yield
+    settings_mod.reset()
 
 
 def resolver(host: str) -> str:

@@ -9,17 +9,22 @@ from __future__ import annotations
 import csv
 import io
 import re
+import socket
+import threading
 from pathlib import Path
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from harvestflow import settings as settings_mod
 from harvestflow.curator.actions import Role
-from tests.harvest.test_selection import site  # noqa: F401 (fixture)
-from tests.plugins.signed_in import page_token, signed_in_client
+from harvestflow.curator.webapp import create_app
+from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixture)
+from tests.plugins.signed_in import auth_for, page_token, serving, signed_in_client
 
-pytestmark = pytest.mark.services
+pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_seeds")]
 
 USERS = {"carol": Role.CURATOR, "victor": Role.VIEWER}
 
@@ -150,3 +155,52 @@ def test_a_viewer_and_a_forged_form_cannot_write(
         titles = conn.execute(sa.text("SELECT title, active FROM selection_records")).all()
         writes = conn.execute(sa.text("SELECT count(*) FROM audit_log")).scalar_one()
     assert [tuple(t) for t in titles] == [("Front page", True)] and writes == 1
+
+
+def test_saving_a_record_whose_seed_never_answers_does_not_hold_other_requests(
+    db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app served by uvicorn (one event loop, as in Airflow's api-server): while a record
+    is saved whose seed's server accepts and never answers, another request is answered; the
+    save ends when that server hangs up, refused as "not reachable"."""
+    from harvest.bootstrap import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    monkeypatch.setenv("HARVESTFLOW_HARVEST__URL_CHECK_TIMEOUT_S", "600")  # the test ends it
+    settings_mod.reset()
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    held: list[socket.socket] = []
+    checking = threading.Event()
+
+    def accept() -> None:
+        conn, _ = silent.accept()
+        held.append(conn)  # never answered
+        checking.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=auth_for(USERS))
+    auth = {"Authorization": "Bearer carol"}
+    saved: list[httpx.Response] = []
+    with (
+        serving(app) as base,
+        httpx.Client(base_url=base, headers=auth, timeout=300) as carol,
+        httpx.Client(base_url=base, headers=auth, timeout=300) as other,
+    ):
+        token = page_token(carol.get("/records/new").text)
+        form = {**_fields(port, seed_url=f"http://127.0.0.1:{port}/"), "csrf_token": token}
+        saver = threading.Thread(target=lambda: saved.append(carol.post("/records/new", data=form)))
+        saver.start()
+        try:
+            assert checking.wait(120), "the URL check never connected"
+            listing = other.get("/records")
+            assert listing.status_code == 200
+            # answered while the check still waits: the save has not been answered yet
+            assert saver.is_alive() and not saved
+        finally:
+            for conn in held:
+                conn.close()  # the seed's server hangs up: the check ends
+            saver.join(120)
+            silent.close()
+    assert saved and saved[0].status_code == 400
+    assert f"http://127.0.0.1:{port}/: not reachable" in saved[0].text

@@ -81,6 +81,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
     env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
+    env["HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE"] = "true"  # the site is on loopback
     try:
         with harvestflow_up(env) as (base, passwords):
             yield Platform(base, env, passwords, server.server_address[1])
