@@ -101,6 +101,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
                 embargo_days=args.embargo_days,
             )
             _published()
+            if rule.surt != args.prefix.strip():
+                print(f"prefix {args.prefix.strip()!r} canonicalised to {rule.surt!r}")
             print(f"in force: {rule.describe()}")
         elif args.rules_command == "remove":
             rule = rules.remove(engine, args.rule, user=_user(args))
@@ -116,8 +118,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
                     if (r.removed_at)
                     else ""
                 )
+                never = "" if rules.canonical(r) else "  NEVER MATCHES: not canonical, add it again"
                 print(
-                    f"{r.describe()}  added {r.created_at:%Y-%m-%d %H:%M} by {r.created_by}{removed}"
+                    f"{r.describe()}  added {r.created_at:%Y-%m-%d %H:%M} by {r.created_by}"
+                    f"{removed}{never}"
                 )
     except rules.RuleError as exc:
         return _refused(exc)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,7 +30,7 @@ import sqlalchemy as sa
 
 from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text
-from harvestflow.formats.surt import surt
+from harvestflow.formats.surt import SurtError, surt
 from search.model import AccessRules
 
 log = logging.getLogger(__name__)
@@ -77,19 +78,75 @@ class Rule:
         return captured.replace(tzinfo=UTC) > now - timedelta(days=self.embargo_days)
 
 
+_HERITRIX = re.compile(r"^[a-z][a-z0-9+.-]*://\((?P<host>[^)]*)\)(?P<rest>.*)$", re.I)
+_HOST_PART = re.compile(r"^[^/?#@\s()]+$")
+_WWW_LABEL = re.compile(r"^www\d*$")
+
+
 def prefix_of(value: str) -> str:
-    """A SURT prefix from what an operator typed: a URL (``http://…``) or a SURT prefix."""
+    """A SURT prefix from what an operator typed: a URL (``http://…``) or a SURT prefix,
+    canonicalised the way capture keys are made (:func:`harvestflow.formats.surt.surt`).
+
+    Why: keys are canonical (lower case, %-escapes decoded then re-escaped once, ``www``
+    dropped, default port dropped, trailing ``/`` dropped), and a rule is a plain prefix of the
+    key: a prefix typed any other way (``org,Example)/Private``, ``/%7Euser``) would be shown
+    in force and never match. What cannot be canonicalised faithfully is refused.
+    """
     value = value.strip()
     if any(ch in value for ch in " \t\r\n\x00"):
         raise RuleError(f"SURT prefix {value!r}: no spaces or control characters")
-    if "://" in value:
-        return surt(value)
-    if value in ("", "*"):
+    if value in ("", "*", "*,"):
         return ""
+    heritrix = _HERITRIX.match(value)  # Heritrix's form: http://(org,example,www,)/path
+    if heritrix:
+        value = heritrix.group("host").rstrip(",") + ")" + heritrix.group("rest")
+    elif "://" in value:
+        if not value.lower().startswith(("http://", "https://")):
+            raise RuleError(f"{value!r}: rules apply to web captures, http:// or https:// URLs")
+        return _key(value, value)
     if "," not in value and ")" not in value:
         raise RuleError(f"{value!r} is neither a URL (http://…) nor a SURT prefix (org,example)/…)")
     host, paren, rest = value.partition(")")
-    return host.lower() + paren + rest  # the host part of a SURT is lower case, the path not
+    domain = host.endswith(",")  # "org,example," : example.org's sub-domains only
+    labels = host.rstrip(",").split(",")
+    port = ""
+    if ":" in labels[-1]:
+        labels[-1], port = labels[-1].split(":", 1)
+    if not all(labels) or not _HOST_PART.match(host) or (port and not port.isdigit()):
+        raise RuleError(f"SURT prefix {value!r}: {host!r} is not a host in SURT form (org,example)")
+    dotted = ".".join(reversed(labels)) + (f":{port}" if port else "")
+    if paren:
+        return _key(f"http://{dotted}{rest or '/'}", value)
+    if port:
+        raise RuleError(f"SURT prefix {value!r}: a port belongs to a whole host (end it with ')')")
+    canonical = _key(f"http://{dotted}/", value).split(")", 1)[0]
+    if _WWW_LABEL.match(labels[-1].lower()) and canonical != host.rstrip(",").lower():
+        raise RuleError(
+            f"SURT prefix {value!r}: capture keys drop a leading {labels[-1]!r}, so this would"
+            f" never match; write {canonical + ')/'!r} for that host or {canonical!r} for the"
+            " domain and its sub-domains"
+        )
+    return canonical + ("," if domain else "")
+
+
+def _key(url: str, typed: str) -> str:
+    """The capture key of ``url``: a SURT prefix for what the operator typed."""
+    try:
+        key = surt(url)
+    except SurtError as exc:
+        raise RuleError(f"SURT prefix {typed!r}: cannot be keyed ({exc})") from exc
+    if ")" not in key:
+        raise RuleError(f"{typed!r}: not an http(s) URL or SURT prefix (key {key!r})")
+    return key
+
+
+def canonical(rule: Rule) -> bool:
+    """Whether a stored rule's prefix is as keys are made (one stored before prefixes were
+    canonicalised may not be: it never matches, and ``access rules list`` says so)."""
+    try:
+        return prefix_of(rule.surt) == rule.surt
+    except RuleError:
+        return False
 
 
 def _row(row: sa.Row) -> Rule:

@@ -27,6 +27,7 @@ from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing.fulltext import extract_file
 from tests.access.conftest import cdx, get
+from tests.conftest import oracle
 from tests.search.corpus import Page, chain_job
 
 pytestmark = pytest.mark.services
@@ -159,7 +160,7 @@ def test_block_and_embargo_apply_to_search_and_replay_and_changes_take_effect_wh
     history = json.loads(cli("access", "rules", "list", "--history", "--json").stdout)
     assert [(r["surt"], r["created_by"], r["removed_by"]) for r in history] == [
         ("test,blocked)/", "alice", "carol"),
-        ("test,blocked)/public/", "alice", None),
+        ("test,blocked)/public", "alice", None),  # canonical: keys have no trailing "/"
         ("test,embargo)/", "bob", None),
         ("test,open)/", "carol", None),
     ]
@@ -282,5 +283,76 @@ def test_a_collection_per_definition_and_a_guided_tour_on_the_home_page(
         assert f"1. /{elections}/20250504030201/{mine}" in shown
         assert cli("access", "tours", "remove", "elections-2026").returncode == 0
         assert "The 2026 elections" not in get(cfg.url)[1].decode()
+    finally:
+        service.stop()
+
+
+def oracle_keys(urls: list[str]) -> list[str]:
+    """The reference SURT keys (the ``surt`` package of the oracle venv) of ``urls``."""
+    code = "import json,sys,surt; print(json.dumps([surt.surt(u) for u in json.load(sys.stdin)]))"
+    done = subprocess.run(
+        [str(oracle("python")), "-c", code], input=json.dumps(urls), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout))
+
+
+def test_rules_typed_in_upper_case_or_percent_encoded_match_the_canonical_keys(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings
+) -> None:
+    """A SURT prefix is canonicalised as keys are made, so a rule typed with upper case, a
+    %-encoded path, ``www`` or Heritrix's ``http://(…)`` form refuses the captures it names
+    (it was shown in force and never matched); one that cannot match is refused."""
+    settings = access_settings
+    cfg = AccessConfig.from_settings(settings)
+    old = datetime(2021, 6, 1, 12, tzinfo=UTC)
+    upper = "http://upper.test/Private/Report.html"
+    tilde = "http://pct.test/~user/home.html"
+    www = "http://www.heritrix.test/Dir/x.html"
+    kept = "http://upper.test/public.html"
+    chain_job(
+        db_engine,
+        settings.data_dir,
+        "canonical",
+        [[page(u, "canon", old) for u in (upper, tilde, www, kept)]],
+    )
+    typed = {
+        "TEST,Upper)/Private/": "test,upper)/private",
+        "test,pct)/%7Euser/": "test,pct)/~user",
+        "http://(test,heritrix,www,)/DIR/": "test,heritrix)/dir",
+    }
+    for prefix, key in typed.items():
+        done = cli("access", "rules", "add", prefix, "--policy", "block", "--user", "alice")
+        assert done.returncode == 0, done.stderr
+        assert "in force: rule" in done.stdout and f"block {key}\n" in done.stdout, done.stdout
+        assert f"canonicalised to {key!r}" in done.stdout
+    # the stored prefixes are prefixes of the reference implementation's keys
+    for (url, key), reference in zip(
+        [(upper, "test,upper)/private"), (tilde, "test,pct)/~user"), (www, "test,heritrix)/dir")],
+        oracle_keys([upper, tilde, www]),
+        strict=True,
+    ):
+        assert reference.startswith(key), (url, reference, key)
+    # a host prefix with a leading www can never match (keys drop it): refused, saying why
+    refused = cli("access", "rules", "add", "test,upper,www", "--policy", "block", "--user", "a")
+    assert refused.returncode == 1 and "drop a leading 'www'" in refused.stderr
+    for bad in ("test,up/per)/", "ftp://upper.test/", "test,upper:80"):
+        done = cli("access", "rules", "add", bad, "--policy", "block", "--user", "a")
+        assert done.returncode == 1 and bad in done.stderr, (bad, done.stderr)
+    listed = cli("access", "rules", "list").stdout
+    assert "NEVER MATCHES" not in listed and listed.count("block test,") == 3
+
+    service = ReplayService(settings)
+    service.start()
+    try:
+        for url in (upper, tilde, www):
+            assert replay_status(cfg, url)[0] == 451, url
+        status, body = replay_status(cfg, kept)
+        assert status == 200 and b"canon" in body
+        # removing by the prefix as typed finds the canonical rule
+        assert (
+            cli("access", "rules", "remove", "TEST,UPPER)/private/", "--user", "a").returncode == 0
+        )
+        assert replay_status(cfg, upper)[0] == 200
     finally:
         service.stop()
