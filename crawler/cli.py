@@ -210,4 +210,5 @@ def run_from_args(args: argparse.Namespace) -> int:
         summary = _run_job(job_file, args.out, args.processes, interval)
     sys.stdout.write("SUMMARY " + json.dumps(summary.to_dict(), sort_keys=True) + "\n")
     sys.stdout.flush()
-    return 0 if summary.status in ("complete", "time_limit", "stopped") else 3
+    # 3: the crawl ended before the job did; crawler.launch fails the crawl task on it
+    return 0 if summary.finished else 3

@@ -26,6 +26,21 @@ class CrawlFailed(CrawlerError, RuntimeError):
     """The crawl child process failed; its output directory is left in place."""
 
 
+class CrawlUnfinished(CrawlFailed):
+    """The crawl ended before the job did (SIGTERM, a lost lease, a crash the crawler survived):
+    summary.json says ``unfinished`` and the frontier is saved, so a rerun resumes the job.
+
+    Why a failure and not a success with a partial result: URLs of the job were never fetched
+    and nothing will fetch them unless the job is run again; a green task and a DONE job would
+    send a partial harvest to indexing and QA as a finished one. The crawl task's retry resumes
+    it in the same directory (as it does for a killed crawler) and finishes it.
+    """
+
+    def __init__(self, message: str, summary: JobSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
+
+
 def crawl_in_subprocess(
     job_path: Path,
     out_dir: Path,
@@ -37,7 +52,8 @@ def crawl_in_subprocess(
 ) -> JobSummary:
     """Run ``python -m crawler --job JOB --out DIR``; returns its summary.json.
 
-    Raises :class:`CrawlFailed` when the child failed, and
+    Raises :class:`CrawlUnfinished` when the crawl ended before the job did (exit code 3,
+    summary.json ``unfinished``), :class:`CrawlFailed` when the child failed otherwise, and
     :class:`~harvestflow.contracts.ContractError` when summary.json has a field of a wrong type.
     """
     logger = logger or log
@@ -84,4 +100,12 @@ def crawl_in_subprocess(
             f"crawl of {job_path} failed with exit code {code}; output left in {out_dir} (a rerun"
             f" resumes from it once the cause below is fixed); last error lines:\n{detail}"
         )
-    return JobSummary.read(summary_path)
+    summary = JobSummary.read(summary_path)
+    if code == 3 or not summary.finished:
+        raise CrawlUnfinished(
+            f"crawl of {job_path} ended unfinished (status {summary.status!r}, exit code {code},"
+            f" {summary.urls} URLs fetched); its frontier is saved in {out_dir}: running the job"
+            " again (the task's retry) resumes it",
+            summary,
+        )
+    return summary

@@ -38,7 +38,8 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             return prepare_job(job_id, get_settings().data_dir, dedup_index=dedup_index_for_job)
 
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
-        # followed by another worker, which takes the expired job lease and resumes the job
+        # followed by another worker, which takes the expired job lease and resumes the job;
+        # so is a crawl that ended unfinished (crawler.launch.CrawlUnfinished)
         @task(
             pool=pool,
             queue=pool,
@@ -47,35 +48,19 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             retry_delay=timedelta(seconds=30),
         )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
-            from pathlib import Path
-
             from airflow.sdk import get_current_context
 
-            from crawler.launch import crawl_in_subprocess
-            from harvest.joblease import check_worker_can_crawl, job_lease, lease_wait_s
-            from harvest.jobs import finished_summary
-            from harvest.pipeline import mark_started
-            from harvestflow.settings import get_settings
+            from harvest.pipeline import crawl_prepared_job
 
-            spec = Path(job_spec)
-            summary = finished_summary(spec)
-            if summary is not None:  # a re-run after the crawl finished: not crawled twice
-                task_logger().info("job %s was already crawled in %s", job_id, spec.parent)
-                return summary.brief()
-            check_worker_can_crawl()  # the shared data directory, or a clear refusal
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
-            # one crawler per job, cluster-wide; a dead crawler's job is resumed once its lease
-            # expired (asked again for 1.5 × the TTL), a live one's is refused
-            with job_lease(job_id, wait_s=lease_wait_s()):
-                mark_started(job_id, airflow_task={**task, "map_index": ti.map_index})
-                summary = crawl_in_subprocess(
-                    spec,
-                    spec.parent,
-                    logger=task_logger(),
-                    progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
-                )
-            return summary.brief()
+            # an unfinished crawl (SIGTERM...) raises like a failed one: the retry resumes it
+            return crawl_prepared_job(
+                job_id,
+                job_spec,
+                airflow_task={**task, "map_index": ti.map_index},
+                logger=task_logger(),
+            )
 
         @task
         def record(job_id: int) -> dict[str, Any]:

@@ -227,11 +227,16 @@ def finished_summary(job_spec: str | Path) -> JobSummary | None:
 
     Why: a crawl task cleared or retried after its crawl finished must not crawl the job again
     into the same directory (a second set of WARCs under one job id); it reports the first
-    crawl's summary instead. An unfinished crawl has no summary and resumes from its state.
+    crawl's summary instead. A killed crawl has no summary, and one that ended ``unfinished``
+    (SIGTERM...) left its frontier: both are crawled again, resuming from their state.
     """
     path = JobDir.of_spec(job_spec).summary_json
     try:
-        return JobSummary.read(path)
+        summary = JobSummary.read(path)
+        if not summary.finished:
+            log.info("%s: the crawl ended %s, it is resumed", path, summary.status or "unfinished")
+            return None
+        return summary
     except FileNotFoundError:
         return None
     except (OSError, ContractError) as exc:

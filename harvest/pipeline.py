@@ -8,7 +8,9 @@ Order of a ``selective_harvest_<frequency>`` run::
     jobs = generate_due_jobs(ids, logical_date)      # generate_jobs per definition; one
                                                      # that fails is deactivated, others go on
     path = prepare_job(job_id, data_dir)             # per job, then crawl it
-    mark_started(job_id); ...crawl...; record_job_results(job_id)
+    crawl_prepared_job(job_id, path)                 # mark_started, the crawl under the
+                                                     # job's lease (unfinished: raises)
+    record_job_results(job_id)
     advance_schedule(harvest_id, logical_date)
 
 Broad crawl: ``create_snapshot_definition`` (step 1), ``create_step2_definition`` (step 2), then
@@ -21,6 +23,7 @@ Maintenance: ``resubmit_dead_jobs``.
 from __future__ import annotations
 
 from harvest.bootstrap import ensure_reference_data
+from harvest.crawltask import crawl_prepared_job
 from harvest.definitions import advance_schedule, due_definitions
 from harvest.demo import create_demo_definition
 from harvest.jobs import list_jobs, mark_started, prepare_job
@@ -41,6 +44,7 @@ from harvest.snapshot import create_snapshot_definition, create_step2_definition
 __all__ = [
     "PARAMS_SCHEMA",
     "advance_schedule",
+    "crawl_prepared_job",
     "create_demo_definition",
     "create_seedlist_harvest",
     "create_snapshot_definition",

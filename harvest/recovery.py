@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from crawler.leases import jobs_with_live_lease
 from harvest.common import engine_or_default
-from harvest.jobs import resubmit_job
+from harvest.jobs import finished_summary, resubmit_job
 from harvest.results import record_job_results
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.job_status import JobStatus
@@ -56,7 +56,8 @@ def find_dead_jobs(
     exclude: Iterable[int] = (),
     now: float | None = None,
 ) -> list[int]:
-    """SUBMITTED/STARTED jobs without summary whose directory is silent for ``stale_after_s``.
+    """SUBMITTED/STARTED jobs without a finished summary, their directory silent for
+    ``stale_after_s``.
 
     ``exclude``: jobs known to be alive (e.g. whose Airflow task is running); a job whose
     lease is renewed by its crawler is alive too.
@@ -80,7 +81,7 @@ def find_dead_jobs(
     for row in rows:
         if row.job_id in skip:
             continue
-        if row.job_dir and JobDir(row.job_dir).summary_json.exists():
+        if row.job_dir and finished_summary(JobDir(row.job_dir).job_json) is not None:
             continue  # finished: only its results are missing, not a dead worker
         activity = last_activity(Path(row.job_dir)) if row.job_dir else None
         if activity is None and row.submitteddate is not None:

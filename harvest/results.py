@@ -152,7 +152,9 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         history_rows, problems = 0, list[str]()
         if summary is not None:
             history_rows, problems = _record_history(conn, job, summary, _ended(summary))
-            status = JobStatus.DONE
+            # an unfinished crawl (SIGTERM, a salvaged dead one) is FAILED with what it fetched
+            # in the history: its frontier was never finished (crawler.launch.CrawlUnfinished)
+            status = JobStatus.DONE if summary.finished else JobStatus.FAILED
             details = "; ".join(problems) or None
             crawl_status = summary.status
             errors = (
@@ -184,7 +186,7 @@ def record_job_results(job_id: int, engine: Engine | None = None) -> dict[str, A
         "problems": problems if summary is not None else [error],
     }
     if status == JobStatus.FAILED:
-        log.error("job %s FAILED: %s", job_id, error)
+        log.error("job %s FAILED: %s", job_id, error or errors)
     else:
         log.info(
             "job %s DONE: %d history rows, %d reports, %d URLs, %d bytes",

@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 
 SUMMARY_VERSION = 1
 
+# the crawl ends that finish a job: the site's end, its time limit, an operator's stop. Any other
+# ("unfinished": SIGTERM, a crash, a salvaged dead crawl) left its frontier to a rerun, which
+# resumes it; the crawl task fails on it and the job is not DONE (README "Crawl control")
+FINISHED_STATUSES = frozenset({"complete", "time_limit", "stopped"})
+
 
 @dataclass
 class DomainSummary:
@@ -192,6 +197,11 @@ class JobSummary:
             "urls": self.urls,
             "bytes": self.bytes,
         }
+
+    @property
+    def finished(self) -> bool:
+        """Whether the crawl reached an end that finishes the job (:data:`FINISHED_STATUSES`)."""
+        return self.status in FINISHED_STATUSES
 
     @property
     def ended_at(self) -> datetime | None:

@@ -75,9 +75,13 @@ def test_finished_but_unrecorded_job_is_not_dead(hdb, tmp_path):
     hid = p.create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     spec_path = Path(p.prepare_job(job, tmp_path, engine=hdb))
-    (spec_path.parent / "summary.json").write_text("{}")
+    (spec_path.parent / "summary.json").write_text('{"status": "complete"}')
     age(spec_path.parent, 7200)
     assert find_dead_jobs(600, hdb) == []
+    # a crawl that ended unfinished left its frontier, not a finished job: silent, it is dead
+    (spec_path.parent / "summary.json").write_text('{"status": "unfinished"}')
+    age(spec_path.parent, 7200)
+    assert find_dead_jobs(600, hdb) == [job]
 
 
 def test_status_never_moves_back(hdb, tmp_path):
