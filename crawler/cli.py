@@ -138,6 +138,28 @@ def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def bad_seeds(seeds: list[str]) -> list[str]:
+    """Why each ``--seed`` that is not an http(s) URL is refused (none: all good).
+
+    The checks are the selection import's (:func:`harvestflow.formats.seeds.check_seed_url`),
+    plus a scheme: a curator's file may say ``www.example.fr``, but a word on the command line
+    without ``http://`` (``--seed notaurl``) is a mistake, not a host to crawl. The seeds are
+    crawled as given (the check's canonical form could reorder a query).
+    """
+    from harvestflow.formats.seeds import SeedError, check_seed_url
+
+    refused = []
+    for seed in seeds:
+        if "://" not in seed:
+            refused.append(f"--seed {seed!r} is not a URL (give it with http:// or https://)")
+            continue
+        try:
+            check_seed_url(seed)
+        except SeedError as exc:
+            refused.append(f"--seed {seed!r} is not a URL to crawl: {exc}")
+    return refused
+
+
 def setup_logging() -> None:
     """Progress lines on stdout (what a parent relays), warnings on stderr — unless a caller
     (the harvestflow CLI) has configured logging already."""
@@ -201,6 +223,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     else:
         if not args.seed:
             raise SystemExit("give --job JOB.json or at least one --seed URL")
+        refused = bad_seeds(args.seed)
+        if refused:
+            for line in refused:
+                sys.stderr.write(f"harvestflow crawl: {line}\n")
+            return 2
         data = adhoc_spec(args)
         args.out.mkdir(parents=True, exist_ok=True)
         job_file = JobDir(args.out).job_json

@@ -195,6 +195,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def database_unreachable(exc: BaseException) -> str | None:
+    """One line saying the harvest database cannot be reached, when that is why ``exc`` (an
+    error of a command) happened; None otherwise.
+
+    Why a probe: SQLAlchemy raises the same OperationalError class for a server that is down
+    and for a query that failed on a live one; only the first is "start the services", so on
+    such an error the harvest database is asked again, briefly, and the line is given only if
+    that fails too. Every command that needs the database gets this answer, from here.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    from harvestflow.settings import get_settings
+
+    if not isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
+        return None
+    settings = get_settings()
+    url = make_url(settings.harvest_db_url)
+    probe = sa.create_engine(url, connect_args={"connect_timeout": 3}, poolclass=sa.NullPool)
+    try:
+        with probe.connect():
+            return None  # the server answers: the error was the query's, not the connection's
+    except Exception as probe_exc:
+        reason = str(getattr(probe_exc, "orig", None) or probe_exc).strip().splitlines()[0]
+        reason = reason.rsplit("failed: ", 1)[-1]
+    finally:
+        probe.dispose()
+    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    if settings["postgres"].get("url"):
+        todo = f"check that the server is running, or [postgres] url in {settings.source}"
+    else:
+        todo = "run `harvestflow services start`"
+    return (
+        f"harvestflow: cannot reach the harvest database {url.database!r} at {where}"
+        f" ({reason}): {todo}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -209,6 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, ServiceError | SettingsError):
             print(f"harvestflow: {exc}", file=sys.stderr)
+            return 2
+        unreachable = database_unreachable(exc)
+        if unreachable is not None:
+            log.debug("the command failed on the database", exc_info=True)
+            print(unreachable, file=sys.stderr)
             return 2
         raise
 

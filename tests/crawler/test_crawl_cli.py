@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from harvestflow.samplesite import HOSTS
 from tests.crawler.conftest import REPO, CrawlResult
 
@@ -80,3 +82,29 @@ def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) 
     far = result.line_for(s("/img/imported-bg.png"))
     assert far[1] == "-4002" and far[4] == "EEE"
     assert not site.served("static.example-a.test", "/img/imported-bg.png")
+
+
+@pytest.mark.parametrize(
+    ("seed", "said"),
+    [
+        ("notaurl", "'notaurl' is not a URL (give it with http:// or https://)"),
+        ("ftp://example.test/", "scheme 'ftp' is not http or https"),
+        ("http://[::1", "'http://[::1' is not a URL"),
+        ("http://a b/", "a space at character 9"),
+    ],
+)
+def test_a_seed_that_is_not_a_url_is_refused_with_exit_2(tmp_path, seed, said) -> None:
+    """As `selection import` refuses it (the same check): nothing is crawled, no summary says
+    "complete", the message names the seed."""
+    out = tmp_path / "adhoc"
+    good = "http://www.example-a.test/"
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "harvestflow"), "crawl", "--seed", good,
+         "--seed", seed, "--out", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert said in proc.stderr and repr(seed) in proc.stderr
+    assert good not in proc.stderr  # only the bad one is named
+    assert "SUMMARY" not in proc.stdout and not out.exists()
