@@ -1,15 +1,14 @@
-"""Indexing benchmark: our indexer vs cdxj-indexer, our merge vs ``LC_ALL=C sort -m``.
+"""Merge benchmark: our merge of per-file sorted CDXJ files vs ``LC_ALL=C sort -m``.
 
-Prints, for the same ≥1 GB of gzipped WARCs in one run: records per CPU-second (the headline)
-and, beside it, wall-clock records/s and MB/s of cdxj-indexer and of ``harvestflow index cdx``
-(one process and ``--processes``), whether the outputs are identical line by line, then the time
-to merge the per-file sorted CDXJ files with our merge and with ``LC_ALL=C sort -m`` given the
-same ``--batch-size``/buffer options as ours, and the merge's peak memory for two index sizes.
-Ratios, not absolute times, are the result (the machine is shared). A non-zero exit or an
-output differing from the peer's fails the run. Usage:
+The indexing comparison (ours vs cdxj-indexer) runs under the benchmark runner:
+``bench/run index`` (bench/index/spec.py). This script prints the time to merge the per-file
+sorted CDXJ files with our merge and with ``LC_ALL=C sort -m`` given the same
+``--batch-size``/buffer options as ours, and the merge's peak memory for two index sizes. The
+merge inputs are cdxj-indexer's lines for the WARCs (one untimed run). An output differing from
+the peer's fails the run. Not yet ported to the runner. Usage:
 
-    .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0] [--processes 2]
-        [--rounds 2] [--merge-rounds 6] [--merge-copies 20] [--merge-only] [--crawled]
+    .venv/bin/python bench/index/run.py [--data /tmp/hf-bench-index] [--gb 1.0]
+        [--merge-rounds 6] [--merge-copies 20] [--crawled]
 """
 
 from __future__ import annotations
@@ -65,95 +64,16 @@ def run_cmd(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> Run
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def timed(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
-    run = run_cmd(cmd, out, env)
-    return run.wall, run.cpu
-
-
-def line_diff(a: Path, b: Path) -> int:
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        la, lb = fa.read().splitlines(), fb.read().splitlines()
-    return sum(1 for x, y in zip(la, lb, strict=False) if x != y) + abs(len(la) - len(lb))
-
-
-def _ours(warcs: list[str], procs: int, verify: bool, fmt: str = "cdxj") -> list[str]:
-    cmd = [PY, "-m", "indexing.cli", "index", "cdx", *warcs, "--format", fmt]
-    return cmd + ["--processes", str(procs)] + ([] if verify else ["--no-verify"])
-
-
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def _slug(name: str) -> str:
-    return name.replace(" ", "_").replace(",", "") + ".cdxj"
-
-
-def index_bench(warcs: list[str], work: Path, mb: float, processes: int, rounds: int) -> None:
-    """Every round runs cdxj-indexer and each of our modes once, in a rotating order.
-
-    Ratios are taken within a round (same load), then the median over rounds is printed.
-    """
+def reference_index(warcs: list[str], work: Path) -> Path:
+    """cdxj-indexer's lines for ``warcs`` (untimed): what the merge inputs are made of."""
     ref = work / "ref.cdxj"
-    configs: list[tuple[str, list[str]]] = [
-        ("cdxj-indexer (1 process)", [str(ORACLE), *warcs]),
-        (f"harvestflow {processes} proc, verify", _ours(warcs, processes, True)),
-        ("harvestflow 1 proc, verify", _ours(warcs, 1, True)),
-        (f"harvestflow {processes} proc, no-verify", _ours(warcs, processes, False)),
-    ]
-    runs: dict[str, list[Run]] = {name: [] for name, _ in configs}
-    print(f"load average before: {_loadavg()}")
-    for r in range(rounds):
-        order = configs[r % len(configs) :] + configs[: r % len(configs)]
-        for name, cmd in order:
-            out = ref if name.startswith("cdxj") else work / _slug(name)
-            runs[name].append(run_cmd(cmd, out))
-        print(
-            f"round {r + 1}: "
-            + ", ".join(f"{n.split(' (')[0]} {runs[n][-1].wall:.1f} s" for n, _ in configs)
-            + f"; load {_loadavg()}"
-        )
-    records = ref.read_bytes().count(b"\n")
-    diffs = {name: line_diff(ref, work / _slug(name)) for name, _ in configs[1:]}
-    ref_runs = runs[configs[0][0]]
-    print(f"{records} records, {mb:.0f} MB; medians over {rounds} rounds")
-    # headline: records per CPU-second (user + system of the whole process tree), which the
-    # number of processes does not flatter; wall-clock throughput beside it
-    print(
-        f"{'indexer':36} {'rec/CPU-s':>9} {'x ref':>6} {'CPU s':>6} {'wall s':>7} {'rec/s':>7}"
-        f" {'x ref':>6} {'MB/s':>6} {'RSS MB':>6} lines differing"
-    )
-    table: dict[str, tuple[float, float, float, float]] = {}
-    for name, _ in configs:
-        rr = runs[name]
-        wall = statistics.median(x.wall for x in rr)
-        cpu = statistics.median(x.cpu for x in rr)
-        x_wall = statistics.median(a.wall / b.wall for a, b in zip(ref_runs, rr, strict=True))
-        x_cpu = statistics.median(a.cpu / b.cpu for a, b in zip(ref_runs, rr, strict=True))
-        table[name] = (records / cpu, x_cpu, records / wall, x_wall)
-        print(
-            f"{name:36} {records / cpu:9.0f} {x_cpu:6.2f} {cpu:6.1f} {wall:7.1f}"
-            f" {records / wall:7.0f} {x_wall:6.2f} {mb / wall:6.1f}"
-            f" {max(x.rss_mb for x in rr):6.0f} {diffs.get(name, 0)}"
-        )
-    one, multi = "harvestflow 1 proc, verify", f"harvestflow {processes} proc, verify"
-    print(
-        f"HEADLINE records per CPU-second (verify): {table[one][0]:.0f} with 1 process"
-        f" ({table[one][1]:.2f} x cdxj-indexer), {table[multi][0]:.0f} with {processes}"
-        f" ({table[multi][1]:.2f} x); beside it, {processes}-process throughput"
-        f" {table[multi][2]:.0f} records/s ({table[multi][3]:.2f} x cdxj-indexer's wall-clock"
-        f" rate); load average {_loadavg()}"
-    )
-    if any(diffs.values()):
-        raise SystemExit(f"benchmark FAILED: lines differ from cdxj-indexer's: {diffs}")
-    ref11, ours11 = work / "ref.cdx", work / "ours.cdx"
-    run_cmd([str(ORACLE), "-11", *warcs], ref11)
-    run_cmd(_ours(warcs, processes, True, "cdx11"), ours11)
-    diff11 = line_diff(ref11, ours11)
-    print(f"CDX11 ({records} records): lines differing from cdxj-indexer -11: {diff11}")
-    if diff11:
-        raise SystemExit(f"benchmark FAILED: {diff11} CDX11 lines differ from cdxj-indexer -11")
-    print(f"load average after: {_loadavg()}")
+    if not ref.exists():
+        run_cmd([str(ORACLE), *warcs], ref)
+    return ref
 
 
 def _merge_inputs(work: Path, copies: int) -> list[str]:
@@ -296,9 +216,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=Path("/tmp/hf-bench-index"))
     ap.add_argument("--gb", type=float, default=1.0)
-    ap.add_argument("--processes", type=int, default=2)
-    ap.add_argument("--merge-only", action="store_true", help="reuse the indexing outputs")
-    ap.add_argument("--rounds", type=int, default=2, help="indexing rounds")
     ap.add_argument("--merge-rounds", type=int, default=6)
     ap.add_argument("--merge-copies", type=int, default=20, help="merge input: N x the index")
     ap.add_argument(
@@ -341,8 +258,7 @@ def main() -> None:
     source = "crawled by our crawler" if args.crawled else "generated in our crawler's layout"
     print(f"input: {len(warcs)} gzipped WARC files, {mb:.0f} MB, {source}")
 
-    if not args.merge_only:
-        index_bench(warcs, work, mb, args.processes, args.rounds)
+    reference_index(warcs, work)
     sys.path.insert(0, str(REPO))
     merge_bench(work, args.merge_rounds, args.merge_copies)
 

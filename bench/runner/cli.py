@@ -1,0 +1,66 @@
+"""``bench/run [NAME...] [--rounds N] [--quick] [--readme]``: run benchmarks under the rules.
+
+Each NAME is a benchmark with a ``bench/NAME/spec.py`` defining ``BENCHMARK``. Every run writes
+``bench/results/NAME.json`` and regenerates bench/README.md's tables; ``--readme`` alone only
+regenerates them. Exit 1 when a benchmark's output check failed or a side exited non-zero, 2
+when a rule refused the run (fewer than 3 rounds, an order that does not alternate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from pathlib import Path
+
+from bench.runner import readme, rules
+from bench.runner.core import REPO, RESULTS, run_benchmark
+from bench.runner.spec import Benchmark
+
+README = REPO / "bench" / "README.md"
+
+
+def known() -> list[str]:
+    return sorted(
+        p.parent.name for p in (REPO / "bench").glob("*/spec.py") if p.parent.name != "runner"
+    )
+
+
+def load(name: str) -> Benchmark:
+    if name not in known():
+        raise SystemExit(f"bench/run: unknown benchmark {name!r}; known: {', '.join(known())}")
+    bench: Benchmark = importlib.import_module(f"bench.{name}.spec").BENCHMARK
+    return bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n")[1])
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"benchmarks: {', '.join(known())}")
+    ap.add_argument("--rounds", type=int, default=rules.MIN_ROUNDS)
+    ap.add_argument("--quick", action="store_true", help="small inputs (a smoke run)")
+    ap.add_argument("--readme", action="store_true", help="regenerate bench/README.md's tables")
+    ap.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
+    ap.add_argument("--work", type=Path, help="inputs and outputs (default $TMPDIR/hf-bench)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if not args.names and not args.readme:
+        ap.error("name a benchmark, or --readme")
+    try:
+        rules.check_rounds(args.rounds)
+    except rules.RuleError as exc:
+        print(f"bench/run: {exc}", file=sys.stderr)
+        return 2
+    status = 0
+    for name in args.names:
+        try:
+            code, path = run_benchmark(load(name), args.rounds, args.quick, args.results, args.work)
+        except rules.RuleError as exc:
+            print(f"bench/run: {name}: {exc}", file=sys.stderr)
+            return 2
+        print(f"written: {path}")
+        status = max(status, code)
+    if args.results == RESULTS:
+        changed = readme.update(README, RESULTS)
+        print(f"bench/README.md tables {'regenerated' if changed else 'already up to date'}")
+    return status

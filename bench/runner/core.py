@@ -1,0 +1,240 @@
+"""Run one benchmark under the rules and write ``bench/results/<name>.json``.
+
+Why one place: the order of the sides, the measurement of whole process trees, the output
+check and the medians are the same for every benchmark, so they are written once, here. A run
+whose output check fails (or a side that exits non-zero) writes a results file that says so and
+holds no ratio, and the runner exits non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.runner import rules
+from bench.runner.spec import Benchmark, Side
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+MEASURE = Path(__file__).resolve().with_name("measure.py")
+RESULTS = REPO / "bench" / "results"
+
+
+def loadavg() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.strip()
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    return {
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "cpu_model": model,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def measure_side(side: Side, out: Path, grace_s: float = 30.0) -> dict[str, Any]:
+    """Run ``side`` once under the subreaper wrapper; wall, CPU and RSS of its whole tree."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = out.parent / f"{out.name}.measure.json"
+    wrapper = [sys.executable, str(MEASURE), str(result), str(out / "stdout")]
+    wrapper += [str(out / "stderr"), str(grace_s), "--", *side.argv(out)]
+    subprocess.run(wrapper, cwd=REPO, env={**os.environ, **side.env}, check=True)
+    measured: dict[str, Any] = json.loads(result.read_text())
+    return measured
+
+
+def _tail(path: Path, n: int = 800) -> str:
+    try:
+        return path.read_text(errors="replace")[-n:]
+    except OSError:
+        return ""
+
+
+def run_benchmark(
+    bench: Benchmark,
+    rounds: int,
+    quick: bool = False,
+    results_dir: Path = RESULTS,
+    work_root: Path | None = None,
+) -> tuple[int, Path]:
+    """Run ``bench`` for ``rounds`` rounds; (exit code, results file)."""
+    rules.check_rounds(rounds)
+    work = (work_root or Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench") / bench.name
+    work.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(UTC)
+    load_before = loadavg()
+    description = bench.prepare(work, quick)
+    ours, peer = bench.sides()
+    names = (ours.name, peer.name)
+    orders = rules.round_orders(names, rounds)
+    if bench.order is not None:  # a benchmark's own order: refused unless it alternates
+        if len(bench.order) != rounds:
+            raise rules.RuleError(
+                f"{bench.name}: its order has {len(bench.order)} rounds, the run {rounds}"
+            )
+        orders = [list(o) for o in bench.order]
+    rules.check_order(orders, names)
+    side_of = {ours.name: ours, peer.name: peer}
+    per_round: list[dict[str, Any]] = []
+    failures: list[str] = []
+    check_rounds: list[dict[str, Any]] = []
+    units: int | None = None
+    for r, order in enumerate(orders):
+        row: dict[str, Any] = {"round": r + 1, "order": order, "load_before": loadavg()}
+        figures: dict[str, Any] = {}
+        for name in order:
+            out = work / f"round-{r + 1}" / name
+            if out.exists():
+                subprocess.run(["rm", "-rf", str(out)], check=True)
+            m = measure_side(side_of[name], out)
+            row[name] = m
+            if m["exit_code"] != 0:
+                failures.append(
+                    f"round {r + 1}: {name} exited {m['exit_code']}: {_tail(out / 'stderr')}"
+                )
+            else:
+                figures[name] = bench.figures(side_of[name], out)
+        per_round.append(row)
+        print(
+            f"{bench.name} round {r + 1} ({' first, '.join(order)} second): "
+            + ", ".join(
+                f"{n} {row[n]['wall_s']:.2f} s wall, {row[n]['cpu_s']:.2f} CPU-s" for n in names
+            )
+            + f"; load {' '.join(f'{x:.2f}' for x in row['load_before'])}",
+            flush=True,
+        )
+        if failures:
+            break
+        same = figures[ours.name] == figures[peer.name]
+        problems = bench.problems(figures[ours.name]) if same else []
+        check_rounds.append({"round": r + 1, "equal": same, "problems": problems})
+        if not same:
+            failures.append(f"round {r + 1}: {_difference(figures, names)}")
+            break
+        if problems:
+            failures.append(f"round {r + 1}: " + "; ".join(problems))
+            break
+        units = bench.units(figures[ours.name])
+        for name in names:
+            subprocess.run(["rm", "-rf", str(work / f"round-{r + 1}" / name)], check=True)
+    dirty = [
+        line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
+    ]
+    result: dict[str, Any] = {
+        "benchmark": bench.name,
+        "title": bench.title,
+        "date": started.isoformat(timespec="seconds"),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _git("rev-parse", "HEAD"),
+        "tree_dirty": bool(dirty),
+        "uncommitted_files": dirty,
+        "machine": {**machine(), "load_before": load_before, "load_after": loadavg()},
+        "quick": quick,
+        "rounds": rounds,
+        "input": description,
+        "sides": {
+            s.name: {
+                "role": role,
+                "command": s.command,
+                "shown": s.shown or " ".join(s.command),
+                "env": s.env,
+                "parallelism": s.parallelism,
+                "tuning": s.tuning,
+            }
+            for role, s in (("ours", ours), ("peer", peer))
+        },
+        "order": orders,
+        "per_round": per_round,
+        "output_check": {
+            "compares": bench.output_check,
+            "rounds": check_rounds,
+            "passed": not failures,
+            "failures": failures,
+        },
+    }
+    if not failures:
+        result.update(_figures(bench, per_round, names, ours, peer, units))
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{bench.name}.json"
+    path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if failures:
+        print(f"{bench.name}: FAILED, no ratio written:\n  " + "\n  ".join(failures))
+        return 1, path
+    print(f"{bench.name}: {result['headline']['text']}")
+    return 0, path
+
+
+def _difference(figures: dict[str, Any], names: tuple[str, str]) -> str:
+    a, b = (figures[n] for n in names)
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        shown = {k: (a.get(k), b.get(k)) for k in keys[:5]}
+        return f"outputs differ ({names[0]}, {names[1]}) in {keys[:5]}: {shown}"[:2000]
+    return f"outputs differ: {names[0]} {str(a)[:300]!r}, {names[1]} {str(b)[:300]!r}"
+
+
+def _figures(
+    bench: Benchmark,
+    per_round: list[dict[str, Any]],
+    names: tuple[str, str],
+    ours: Side,
+    peer: Side,
+    units: int | None,
+) -> dict[str, Any]:
+    """Medians, ratios (peer / ours: > 1 means ours costs less), rates, targets, headline."""
+    summary = rules.summarize(per_round, names)
+    same_parallelism = ours.parallelism == peer.parallelism
+    if not same_parallelism:
+        summary["ratios"]["wall"] = {
+            "shown": False,
+            "reason": f"{ours.name} runs {ours.parallelism} at once, {peer.name}"
+            f" {peer.parallelism}: only the per-CPU-second ratio compares them",
+        }
+    else:
+        summary["ratios"]["wall"]["shown"] = True
+    cpu = summary["ratios"]["cpu"]["median"]
+    if units:
+        summary["units"] = {"unit": bench.unit, "count": units}
+        for name in names:
+            med = summary["medians"][name]
+            med["per_cpu_s"] = units / med["cpu_s"] if med["cpu_s"] else None
+    targets = []
+    for t in bench.targets:
+        ratio = summary["ratios"][t.metric]
+        value = ratio.get("median") if ratio.get("shown", True) else None
+        targets.append(
+            {
+                "text": t.text,
+                "metric": t.metric,
+                "minimum": t.minimum,
+                "value": value,
+                "met": None if value is None else value >= t.minimum,
+            }
+        )
+    text = f"{cpu:.2f} x {peer.name} per CPU-second ({peer.name} CPU-s / {ours.name} CPU-s)"
+    if same_parallelism:
+        text += f"; wall {summary['ratios']['wall']['median']:.2f} x (same parallelism)"
+    summary["headline"] = {"metric": "cpu", "value": cpu, "text": text}
+    summary["targets"] = targets
+    return summary

@@ -1,0 +1,65 @@
+"""The runner's rules as functions: rounds, order, medians, ratios.
+
+Why functions of their own: each rule is tested on its own (tests/bench/test_runner.py), and a
+benchmark has no way around them since the runner, not the benchmark, calls them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+MIN_ROUNDS = 3
+
+
+class RuleError(ValueError):
+    """A benchmark or a command line asked for something the rules refuse."""
+
+
+def check_rounds(rounds: int) -> None:
+    if rounds < MIN_ROUNDS:
+        raise RuleError(
+            f"{rounds} round(s) refused: at least {MIN_ROUNDS} rounds, so a median means something"
+        )
+
+
+def round_orders(names: tuple[str, str], rounds: int) -> list[list[str]]:
+    """The order of the two sides in each round: the first side alternates (peer first)."""
+    first, second = names[1], names[0]
+    return [[first, second] if r % 2 == 0 else [second, first] for r in range(rounds)]
+
+
+def check_order(orders: list[list[str]], names: tuple[str, str]) -> None:
+    """Refuse an order in which a round misses a side or the first side does not alternate."""
+    for r, order in enumerate(orders):
+        if sorted(order) != sorted(names):
+            raise RuleError(f"round {r + 1} runs {order}: every round runs each side once")
+        if r and order[0] == orders[r - 1][0]:
+            raise RuleError(
+                f"round {r + 1} starts with {order[0]!r} as round {r} did: the first side"
+                " must alternate between rounds (the runner decides the order)"
+            )
+
+
+def median_ratio(peer: list[float], ours: list[float]) -> tuple[float, list[float]]:
+    """Median over rounds of ``peer / ours`` taken within each round (same load), and the list."""
+    ratios = [p / o if o > 0 else float("inf") for p, o in zip(peer, ours, strict=True)]
+    return statistics.median(ratios), ratios
+
+
+def summarize(per_round: list[dict[str, Any]], names: tuple[str, str]) -> dict[str, Any]:
+    """Medians of each side's wall, CPU and peak RSS (never the best round), and the ratios."""
+    ours, peer = names
+    out: dict[str, Any] = {"medians": {}, "ratios": {}}
+    for side in names:
+        rows = [r[side] for r in per_round]
+        out["medians"][side] = {
+            key: statistics.median(row[key] for row in rows)
+            for key in ("wall_s", "cpu_s", "peak_rss_mb")
+        }
+    for metric, key in (("cpu", "cpu_s"), ("wall", "wall_s")):
+        med, ratios = median_ratio(
+            [r[peer][key] for r in per_round], [r[ours][key] for r in per_round]
+        )
+        out["ratios"][metric] = {"median": med, "rounds": ratios}
+    return out

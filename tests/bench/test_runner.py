@@ -1,0 +1,231 @@
+"""The benchmark runner's rules (bench/runner): what makes its figures trustworthy by construction.
+
+Why: issue #32 found headline figures that said more than their runs showed (the best round,
+a peer always run second, CPU of killed processes missing, a run that failed its own check
+quoted anyway, README figures typed by hand). Each rule the runner enforces is proved here with
+small commands (a few seconds in all).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.runner import cli, readme, rules
+from bench.runner.core import RESULTS, measure_side, run_benchmark
+from bench.runner.spec import Benchmark, Side, Target
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Toy(Benchmark):
+    """Two shell commands; the figures are what each printed."""
+
+    name = "toy"
+    title = "toy"
+    output_check = "the printed text"
+    unit = "lines"
+    targets = (Target("at least as cheap", "cpu", 1.0),)
+
+    def __init__(self, ours: list[str], peer: list[str], parallelism: tuple[int, int] = (1, 1)):
+        self.commands = (ours, peer)
+        self.parallelism = parallelism
+
+    def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
+        return {"toy": True}
+
+    def sides(self) -> tuple[Side, Side]:
+        (o, p), (po, pp) = self.commands, self.parallelism
+        return Side("ours", o, po, "toy"), Side("peer", p, pp, "toy")
+
+    def figures(self, side: Side, out: Path) -> Any:
+        return (out / "stdout").read_text()
+
+    def units(self, figures: Any) -> int | None:
+        return figures.count("\n")
+
+
+def _sh(script: str) -> list[str]:
+    return ["sh", "-c", script]
+
+
+def _run(tmp_path: Path, bench: Benchmark, rounds: int = 3) -> tuple[int, dict[str, Any]]:
+    code, path = run_benchmark(bench, rounds, results_dir=tmp_path / "res", work_root=tmp_path)
+    return code, json.loads(path.read_text())
+
+
+def test_a_side_whose_output_differs_fails_the_run_and_no_ratio_is_written(tmp_path: Path) -> None:
+    code, res = _run(tmp_path, Toy(_sh("echo a"), _sh("echo b")))
+    assert code == 1
+    assert res["output_check"]["passed"] is False
+    assert "outputs differ" in res["output_check"]["failures"][0]
+    assert not {"ratios", "headline", "medians", "targets"} & set(res)
+    assert len(res["per_round"]) == 1  # stopped at the first round whose check failed
+
+
+def test_equal_outputs_give_medians_and_ratios(tmp_path: Path) -> None:
+    code, res = _run(tmp_path, Toy(_sh("echo a; echo b"), _sh("echo a; echo b")))
+    assert code == 0 and res["output_check"]["passed"] is True
+    assert res["medians"]["ours"]["cpu_s"] == statistics.median(
+        r["ours"]["cpu_s"] for r in res["per_round"]
+    )
+    assert res["units"] == {"unit": "lines", "count": 2}
+    assert res["headline"]["metric"] == "cpu" and res["ratios"]["wall"]["shown"] is True
+
+
+def test_a_side_that_exits_non_zero_fails_the_run(tmp_path: Path) -> None:
+    code, res = _run(tmp_path, Toy(_sh("echo a; exit 3"), _sh("echo a")))
+    assert code == 1 and "ours exited 3" in " ".join(res["output_check"]["failures"])
+    assert "ratios" not in res
+
+
+def test_no_wall_clock_ratio_when_the_sides_run_a_different_number_of_processes(
+    tmp_path: Path,
+) -> None:
+    code, res = _run(tmp_path, Toy(_sh("echo a"), _sh("echo a"), parallelism=(2, 1)))
+    assert code == 0
+    assert res["ratios"]["wall"] == {
+        "shown": False,
+        "reason": "ours runs 2 at once, peer 1: only the per-CPU-second ratio compares them",
+    }
+    assert res["headline"]["metric"] == "cpu" and "wall" not in res["headline"]["text"]
+
+
+def test_the_first_side_alternates_between_rounds() -> None:
+    orders = rules.round_orders(("ours", "peer"), 5)
+    assert [o[0] for o in orders] == ["peer", "ours", "peer", "ours", "peer"]
+    rules.check_order(orders, ("ours", "peer"))
+
+
+def test_an_order_that_does_not_alternate_is_refused(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    bench = Toy(_sh(f"touch {ran}; echo a"), _sh(f"touch {ran}; echo a"))
+    bench.order = [["ours", "peer"], ["ours", "peer"], ["peer", "ours"]]  # ours first twice
+    with pytest.raises(rules.RuleError, match="must alternate"):
+        run_benchmark(bench, 3, results_dir=tmp_path / "res", work_root=tmp_path)
+    assert not ran.exists() and not (tmp_path / "res").exists()
+    with pytest.raises(rules.RuleError, match="each side once"):
+        rules.check_order([["ours", "ours"], ["peer", "ours"]], ("ours", "peer"))
+
+
+def test_fewer_than_three_rounds_are_refused(tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    bench = Toy(_sh(f"touch {ran}; echo a"), _sh("echo a"))
+    with pytest.raises(rules.RuleError, match="at least 3 rounds"):
+        run_benchmark(bench, 2, results_dir=tmp_path / "res", work_root=tmp_path)
+    assert not ran.exists()
+    assert cli.main(["index", "--rounds", "2", "--results", str(tmp_path / "res")]) == 2
+
+
+def test_the_median_not_the_best_round_is_reported() -> None:
+    def side(cpu: float) -> dict[str, float]:
+        return {"cpu_s": cpu, "wall_s": cpu, "peak_rss_mb": 10.0}
+
+    per_round = [
+        {"ours": side(1.0), "peer": side(2.0)},  # ours' best round: ratio 2.0
+        {"ours": side(3.0), "peer": side(2.0)},
+        {"ours": side(2.0), "peer": side(2.0)},
+    ]
+    summary = rules.summarize(per_round, ("ours", "peer"))
+    assert summary["medians"]["ours"]["cpu_s"] == 2.0
+    assert summary["ratios"]["cpu"]["median"] == 1.0
+    assert summary["ratios"]["cpu"]["rounds"] == [2.0, 2 / 3, 1.0]
+
+
+GRANDCHILD = """
+import os, signal, sys, time
+marker = sys.argv[1]
+pid = os.fork()
+if pid == 0:  # the grandchild: burn 1 s of CPU, say so, then wait to be killed
+    while time.process_time() < 1.0:
+        pass
+    open(marker, "w").close()
+    while True:
+        time.sleep(1)
+while not os.path.exists(marker):
+    time.sleep(0.01)
+os.kill(pid, signal.SIGKILL)  # never waited for: its rusage never reaches this process
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_cpu_of_a_grandchild_killed_with_sigkill_is_counted(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(GRANDCHILD)
+    side = Side("ours", [sys.executable, str(script), str(tmp_path / "burnt")], 1, "test")
+    m = measure_side(side, tmp_path / "out")
+    assert m["exit_code"] == -9  # the child was killed before reaping its child
+    assert m["orphans_reaped"] == 1
+    assert m["cpu_s"] >= 0.95  # the grandchild's second of CPU, collected by the subreaper
+
+
+README = """# Benchmarks
+
+<!-- bench/run: summary -->
+stale
+<!-- /bench/run: summary -->
+
+text between
+
+<!-- bench/run: rounds toy -->
+<!-- /bench/run: rounds toy -->
+"""
+
+
+def test_readme_tables_are_regenerated_from_the_results_files(tmp_path: Path) -> None:
+    _code, res = _run(tmp_path, Toy(_sh("echo a"), _sh("echo a")))
+    text = readme.render(README, readme.load_results(tmp_path / "res"))
+    assert "stale" not in text and "text between" in text
+    assert f"**{res['ratios']['cpu']['median']:.2f} ×**" in text
+    first = res["per_round"][0]
+    assert f"| 1 | peer | {first['load_before'][0]:.2f} | {first['ours']['wall_s']:.2f} |" in text
+    assert readme.render(text, readme.load_results(tmp_path / "res")) == text  # stable
+    res["ratios"]["cpu"]["median"] = 123.0
+    (tmp_path / "res" / "toy.json").write_text(json.dumps(res))
+    assert "**123.00 ×**" in readme.render(text, readme.load_results(tmp_path / "res"))
+
+
+def test_bench_readme_tables_match_the_committed_results_files() -> None:
+    path = REPO / "bench" / "README.md"
+    text = path.read_text(encoding="utf-8")
+    assert "<!-- bench/run: summary -->" in text
+    assert readme.render(text, readme.load_results(RESULTS)) == text, (
+        "bench/README.md's tables differ from bench/results/*.json: run `bench/run --readme`"
+    )
+
+
+def _one_round(bench: Benchmark, work: Path) -> dict[str, Any]:
+    """Each side of a real benchmark once, at its quick size: the figures each produced."""
+    bench.prepare(work, quick=True)
+    figures = {}
+    for side in bench.sides():
+        m = measure_side(side, work / side.name)
+        assert m["exit_code"] == 0, (work / side.name / "stderr").read_text()
+        figures[side.name] = bench.figures(side, work / side.name)
+    return figures
+
+
+def test_index_cdxj_indexer_per_warc_in_parallel_prints_our_lines(tmp_path: Path) -> None:
+    bench = cli.load("index")
+    figures = _one_round(bench, tmp_path)
+    assert figures["ours"] == figures["peer"] and figures["ours"]["lines"] > 100
+    assert len(bench.warcs) == 2  # type: ignore[attr-defined]  # xargs -P2 gets two files
+
+
+def test_qa_awk_over_a_split_log_counts_qas_figures_and_the_truth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench.qa import spec
+
+    monkeypatch.setattr(spec, "qa_threads", lambda log: 2)  # two parts, summed by the peer
+    bench = spec.QaBenchmark()
+    figures = _one_round(bench, tmp_path)
+    assert len(bench.parts) == 2
+    assert figures["ours"] == figures["peer"]
+    assert bench.problems(figures["peer"]) == []
+    assert figures["peer"]["bad"] > 0  # the quick log has odd lines to reject
