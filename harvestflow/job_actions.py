@@ -32,7 +32,12 @@ PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
 FILTER_KINDS = ("regex", "surt")
 SAVE_TO = ("domain", "definition")
 LIMIT_KEYS = ("max_objects", "max_bytes", "max_time_s")
+# the largest limits that can be asked for (-1 is no limit): a trillion objects, an exabyte,
+# ten years. Larger numbers mean nothing a crawl could reach, and overflow the bigint
+# columns, the JSON readers and the crawler's timers on their way (QA directives use the same)
+LIMIT_MAX = {"max_objects": 10**12, "max_bytes": 10**18, "max_time_s": 10 * 366 * 86400}
 MAX_PATTERN_CHARS = 1000
+MAX_DOMAIN_CHARS = 253
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -84,11 +89,39 @@ def compile_re2(pattern: str) -> Any:
         raise ActionError(f"filter {pattern!r}: not an RE2 regular expression: {reason}") from None
 
 
+def past_limit_max(key: str, value: int) -> str | None:
+    """Why ``value`` cannot be the limit ``key`` (a crawl-control action's, a QA directive's,
+    a feed's budget) because it is too large; None when it is not."""
+    if value <= LIMIT_MAX[key]:
+        return None
+    shown = str(value) if len(str(value)) <= 24 else f"a number of {len(str(value))} digits"
+    return f"{key} {shown}: at most {LIMIT_MAX[key]:,} (-1: no limit)"
+
+
+def check_limit(key: str, value: object) -> int:
+    """``value`` as the limit ``key`` (an integer, -1 for none, at most ``LIMIT_MAX[key]``)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < -1:
+        raise ActionError(f"{key} {str(value)[:40]}: an integer, -1 for no limit")
+    too_large = past_limit_max(key, value)
+    if too_large:
+        raise ActionError(too_large)
+    return value
+
+
+def _no_control_characters(args: dict[str, Any]) -> None:
+    """Text arguments hold no NUL or other control character: the row's jsonb cannot store
+    a NUL, and none belongs in a URL pattern, a name or a domain."""
+    for key, value in args.items():
+        if isinstance(value, str) and any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ActionError(f"{key}: a control character (NUL, tab, newline…) is not allowed")
+
+
 def check_arguments(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments of ``action``, checked (ActionError names what is wrong)."""
     if action not in ACTIONS:
         raise ActionError(f"unknown action {action!r} (one of {', '.join(ACTIONS)})")
     args = dict(arguments or {})
+    _no_control_characters(args)
     if action == "filter":
         kind, pattern = args.get("kind"), args.get("pattern")
         if kind not in FILTER_KINDS:
@@ -109,6 +142,9 @@ def check_arguments(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
             raise ActionError("only a regex filter can be saved (crawler traps are regexes)")
         if save == "domain" and not args.get("domain"):
             raise ActionError("saving a filter to a domain needs the domain's name")
+        domain = args.get("domain")
+        if domain is not None and (not isinstance(domain, str) or len(domain) > MAX_DOMAIN_CHARS):
+            raise ActionError(f"domain: a domain name of at most {MAX_DOMAIN_CHARS} characters")
     elif action == "limits":
         given = {k: args[k] for k in LIMIT_KEYS if args.get(k) is not None}
         unknown = set(args) - set(LIMIT_KEYS)
@@ -116,10 +152,7 @@ def check_arguments(action: str, arguments: dict[str, Any]) -> dict[str, Any]:
             raise ActionError(f"unknown limit(s) {sorted(unknown)} (one of {LIMIT_KEYS})")
         if not given:
             raise ActionError(f"limits: give at least one of {', '.join(LIMIT_KEYS)}")
-        for key, value in given.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < -1:
-                raise ActionError(f"{key} {value!r}: an integer, -1 for no limit")
-        args = given
+        args = {key: check_limit(key, value) for key, value in given.items()}
     elif args:
         raise ActionError(f"{action} takes no arguments")
     return args

@@ -24,6 +24,7 @@ from harvest.selection.records import (
     parse_feed_date,
 )
 from harvest.selection.seeds import SeedError, check_text
+from harvestflow.job_actions import past_limit_max
 
 
 def _check_strings(value: Any, where: str, name: str = "record") -> None:
@@ -55,6 +56,9 @@ def _limit(item: dict[str, Any], key: str, where: str) -> int | None:
         return None
     if not is_limit(value):
         raise RecordError(where, f"{key} must be a positive integer or -1 (no limit)")
+    too_large = past_limit_max("max_objects" if key == "maxObjects" else "max_bytes", value)
+    if too_large:
+        raise RecordError(where, too_large)
     return value
 
 

@@ -29,6 +29,7 @@ from harvest.selection.annotations import records_of_domains
 from harvest.selection.seeds import SeedError, check_seed_url, check_text
 from harvestflow.audit import record_audit
 from harvestflow.errors import NotFoundError
+from harvestflow.job_actions import past_limit_max
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +116,17 @@ def url_problems(urls: Iterable[str]) -> list[tuple[str, str]]:
     return problems
 
 
-def _limit(value: int | None, name: str) -> int | None:
+def _limit(value: int | None, name: str, key: str) -> int | None:
+    """A directive's budget: positive or -1 (no limit), at most the limit a crawl-control
+    action may set (:func:`harvestflow.job_actions.past_limit_max`)."""
     if value is None:
         return None
-    if is_limit(value):
-        return value
-    raise QaError(f"{name} {value}: a positive number, or -1 for no limit")
+    if not is_limit(value):
+        raise QaError(f"{name} {str(value)[:40]}: a positive number, or -1 for no limit")
+    too_large = past_limit_max(key, value)
+    if too_large:
+        raise QaError(too_large)
+    return value
 
 
 def job_records(conn: Connection, job_id: int) -> list[dict[str, Any]]:
@@ -165,7 +171,8 @@ def write_comment(
     if len(urls) > MAX_URLS:
         raise QaError(f"{len(urls)} URLs to add: at most {MAX_URLS} a comment")
     qa_status = parse_status(status) if status else None
-    max_objects, max_bytes = _limit(max_objects, "max objects"), _limit(max_bytes, "max bytes")
+    max_objects = _limit(max_objects, "max objects", "max_objects")
+    max_bytes = _limit(max_bytes, "max bytes", "max_bytes")
     directives = bool(urls) or max_objects is not None or max_bytes is not None
     if not (body or qa_status or directives):
         raise QaError("an empty comment: write a text, set a QA status or give a directive")

@@ -24,6 +24,8 @@ from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request, Response
 
+from harvestflow.formats.numbers import BIGINT_MAX, NumberError, parse_int
+
 log = logging.getLogger(__name__)
 
 CSRF_COOKIE = "hf_csrf"
@@ -154,18 +156,26 @@ def set_session(request: Request, response: Response, session: str, new: bool) -
     )
 
 
-def form_int(form: dict[str, str], name: str, *, grouped: bool = False) -> int | None:
-    """A form's integer field (None when empty; 400 when not a number); ``grouped``: digit
-    group separators (``1,000,000``, ``1_000_000``) allowed."""
+def form_int(
+    form: dict[str, str],
+    name: str,
+    *,
+    grouped: bool = False,
+    minimum: int = -BIGINT_MAX,
+    maximum: int = BIGINT_MAX,
+) -> int | None:
+    """A form's integer field (None when empty; 400 when not ASCII digits or outside
+    ``minimum``..``maximum``, by default the bigint columns'); ``grouped``: digit group
+    separators (``1,000,000``, ``1_000_000``) allowed."""
     raw = form.get(name, "").strip()
     if grouped:
         raw = raw.replace(",", "").replace("_", "")
     if not raw:
         return None
     try:
-        return int(raw)
-    except ValueError:
-        raise HTTPException(400, f"{name}: {raw[:40]!r} is not an integer") from None
+        return parse_int(raw, name, minimum=minimum, maximum=maximum)
+    except NumberError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def action_arguments(action: str, form: dict[str, str]) -> dict[str, Any]:

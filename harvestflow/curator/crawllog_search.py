@@ -20,6 +20,7 @@ import re2
 
 from harvestflow.errors import HarvestflowError
 from harvestflow.formats.crawllog import CrawlLogLine, check_fields
+from harvestflow.formats.numbers import NumberError, parse_int
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,9 @@ def parse_status(raw: str) -> int | None:
     if not raw:
         return None
     try:
-        return int(raw)
-    except ValueError as exc:
-        raise SearchError(f"status must be an integer, not {raw!r}") from exc
+        return parse_int(raw, "status", minimum=-99_999, maximum=99_999)  # Heritrix: -9998..999
+    except NumberError as exc:
+        raise SearchError(str(exc)) from None
 
 
 def search_crawl_log(

@@ -32,9 +32,9 @@ from harvest.selection.annotations import (
     records_of_domains,
 )
 from harvestflow.curator import actions
-from harvestflow.curator.queries import BIGINT_MAX, INTEGER_MAX
 from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.numbers import BIGINT_MAX, INTEGER_MAX
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def comment_arguments(form: dict[str, str]) -> dict[str, Any]:
     return {
         "text": form.get("text", ""),
         "status": form.get("status", "").strip() or None,
-        "record_id": actions.form_int(form, "record_id", grouped=True),
+        "record_id": actions.form_int(form, "record_id", grouped=True, maximum=INTEGER_MAX),
         "add_urls": form.get("add_urls", "").splitlines(),
         "max_objects": actions.form_int(form, "max_objects", grouped=True),
         "max_bytes": actions.form_int(form, "max_bytes", grouped=True),

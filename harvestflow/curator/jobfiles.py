@@ -17,6 +17,7 @@ from typing import Any
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
+from harvestflow.formats.numbers import ascii_int
 
 log = logging.getLogger(__name__)
 
@@ -129,14 +130,15 @@ def read_progress(job_dir: Path | None, max_points: int = 500) -> list[dict[str,
                 if samples:
                     samples[-1]["ended"] = " ".join(fields[1:])
                 continue
-            if len(fields) < 7 or not fields[1].isdigit():
-                continue
+            counts = [ascii_int(f) for f in fields[1:4]]
+            if len(fields) < 7 or None in counts:
+                continue  # the header, or a torn line of a running job
             samples.append(
                 {
                     "time": fields[0],
-                    "discovered": int(fields[1]),
-                    "queued": int(fields[2]),
-                    "downloaded": int(fields[3]),
+                    "discovered": counts[0],
+                    "queued": counts[1],
+                    "downloaded": counts[2],
                     "docs_per_s": fields[4],
                     "kb_per_s": fields[5],
                     "failures": fields[6],
@@ -178,12 +180,11 @@ def read_screenshots(job_dir: Path | None, kind: str | None = "viewport") -> lis
     out: list[ScreenshotRef] = []
     for index, line in enumerate(lines):
         fields = line.split()
-        if len(fields) != 6 or not fields[4].isdigit():
+        offset = ascii_int(fields[4]) if len(fields) == 6 else None
+        if offset is None or offset < 0:
             continue  # a torn last line of a running job
         if kind is None or fields[1] == kind:
-            out.append(
-                ScreenshotRef(index, fields[0], fields[1], fields[2], fields[3], int(fields[4]))
-            )
+            out.append(ScreenshotRef(index, fields[0], fields[1], fields[2], fields[3], offset))
             if len(out) >= MAX_SCREENSHOTS:
                 break
     return out

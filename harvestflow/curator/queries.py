@@ -26,10 +26,6 @@ from harvestflow.formats.stop_reasons import StopReason
 
 # the schedule's time unit (NetarchiveSuite's enumeration, as harvest/schedule.py numbers it)
 TIME_UNIT = {1: "hour", 2: "day", 3: "week", 4: "month", 5: "minute"}
-# PostgreSQL's integer column ranges: a number beyond its column's is refused before SQL
-SMALLINT_MAX = 2**15 - 1
-INTEGER_MAX = 2**31 - 1
-BIGINT_MAX = 2**63 - 1
 
 
 @dataclass

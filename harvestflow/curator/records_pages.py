@@ -28,7 +28,8 @@ from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
 from harvestflow.audit import audit_entries
 from harvestflow.curator import actions, feedback
-from harvestflow.curator.queries import INTEGER_MAX, Page
+from harvestflow.curator.queries import Page
+from harvestflow.formats.numbers import INTEGER_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,10 @@ def _filter(request: Request) -> record_search.RecordFilter:
 def _ids(values: list[str]) -> list[int]:
     ids = []
     for value in values:
-        if not value.isdigit() or int(value) > INTEGER_MAX:
-            raise HTTPException(400, f"ids: {value[:20]!r} is not a record id")
-        ids.append(int(value))
+        try:
+            ids.append(parse_int(value, "ids", minimum=1, maximum=INTEGER_MAX))
+        except NumberError:
+            raise HTTPException(400, f"ids: {value[:20]!r} is not a record id") from None
     if not ids:
         raise HTTPException(400, "no record chosen: tick the records to change")
     return ids

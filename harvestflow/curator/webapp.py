@@ -47,6 +47,13 @@ from harvestflow.curator import (
     records_pages,
 )
 from harvestflow.formats.job_status import RUNNING, JobStatus
+from harvestflow.formats.numbers import (
+    BIGINT_MAX,
+    INTEGER_MAX,
+    SMALLINT_MAX,
+    NumberError,
+    parse_int,
+)
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
 
@@ -60,7 +67,7 @@ PAGE_SIZE = 50
 SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
 # a job id as the bigserial column holds it: a larger number is refused (422), not sent to SQL
-JobId = Annotated[int, PathParam(ge=0, le=queries.BIGINT_MAX)]
+JobId = Annotated[int, PathParam(ge=0, le=BIGINT_MAX)]
 ScreenshotIndex = Annotated[int, PathParam(ge=0, le=10_000_000)]
 
 
@@ -153,8 +160,8 @@ def create_app(
         request: Request, page_no: int = 1, status: str = "", harvest_id: str = ""
     ) -> HTMLResponse:
         # the filter form sends status= for "any": empty means no filter, not a bad integer
-        status_no = _opt_int(status, "status", queries.SMALLINT_MAX)
-        harvest_no = _opt_int(harvest_id, "harvest_id", queries.INTEGER_MAX)
+        status_no = _opt_int(status, "status", SMALLINT_MAX)
+        harvest_no = _opt_int(harvest_id, "harvest_id", INTEGER_MAX)
         with connect() as conn:
             result = queries.jobs(conn, _page_no(page_no), PAGE_SIZE, status_no, harvest_no)
         for row in result.rows:
@@ -394,12 +401,9 @@ def _opt_int(value: str, name: str, maximum: int) -> int | None:
     if not value:
         return None
     try:
-        number = int(value)
-    except ValueError as exc:
-        raise HTTPException(400, f"{name} must be an integer, not {value!r}") from exc
-    if abs(number) > maximum:
-        raise HTTPException(400, f"{name} out of range: {value!r}")
-    return number
+        return parse_int(value, name, minimum=-maximum, maximum=maximum)
+    except NumberError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def _day(value: str) -> str:

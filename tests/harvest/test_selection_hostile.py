@@ -126,6 +126,28 @@ def test_feed_import_names_bad_items_and_keeps_the_good_ones(
     assert len(lines) == 9 and all(len(r.split("\t")) == 4 for r in lines)
 
 
+def test_feed_budgets_past_any_crawl_are_refused_in_words(hdb: sa.Engine, tmp_path: Path) -> None:
+    """maxObjects/maxBytes beyond what a crawl could reach (and past the bigint columns) are
+    the item's refusal, not a database error that ends the import."""
+    from harvest.selection.importer import import_file
+
+    items = [
+        {**_target(1), "maxObjects": 10**40},
+        {**_target(2), "maxBytes": 2**63},
+        {**_target(3), "maxObjects": 5000, "maxBytes": -1},
+    ]
+    path = tmp_path / "feed.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    report = import_file(path, check_urls=False, engine=hdb, theme="web")
+    refused = {where.split(" (")[0]: reason for where, reason in report.errors}
+    assert (
+        "max_objects a number of 41 digits: at most 1,000,000,000,000"
+        in refused["feed.json item 1"]
+    )
+    assert "max_bytes 9223372036854775808: at most" in refused["feed.json item 2"]
+    assert report.inserted == 1 and _titles(hdb) == {"target 3"}
+
+
 def test_feed_as_json_lines_names_the_line(hdb: sa.Engine, tmp_path: Path) -> None:
     from harvest.selection.importer import import_file
 

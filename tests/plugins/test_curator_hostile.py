@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
 
@@ -20,7 +21,11 @@ import sqlalchemy as sa
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from harvestflow.curator.actions import Role
 from harvestflow.curator.webapp import create_app
+from harvestflow.formats.job_status import JobStatus
+from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixtures)
+from tests.plugins.signed_in import auth_for, page_token
 
 PNG = b"\x89PNG\r\n\x1a\n"
 MATH_DOMAIN = "$\\frac{x$.test"  # not valid math text: matplotlib raised on it as a title
@@ -46,9 +51,9 @@ HOSTILE = {
 }
 
 
-def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
-    """A job with a crawl.log, two domains with history (one named as math text), a QA day
-    and a preload run; returns a valid value per path parameter name."""
+def _seed(engine: sa.Engine, tmp_path: Path, status: int = JobStatus.DONE) -> dict[str, str]:
+    """A job (``status``) with a crawl.log, two domains with history (one named as math text),
+    a QA day and a preload run; returns a valid value per path parameter name."""
     from harvest.bootstrap import ensure_reference_data
     from harvest.definitions import ensure_selective_definition
 
@@ -74,10 +79,10 @@ def _seed(engine: sa.Engine, tmp_path: Path) -> dict[str, str]:
         job = conn.execute(
             sa.text(
                 "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                " template_name, template, seedlist, job_dir) VALUES (:h, 1, 0, 3, 'FOCUSED',"
+                " template_name, template, seedlist, job_dir) VALUES (:h, 1, 0, :s, 'FOCUSED',"
                 " 't', CAST('{}' AS jsonb), 'http://web.test/', :d) RETURNING job_id"
             ),
-            {"h": hid, "d": str(job_dir)},
+            {"h": hid, "d": str(job_dir), "s": int(status)},
         ).scalar_one()
         for name in ("web.test", MATH_DOMAIN):
             conn.execute(
@@ -167,7 +172,7 @@ def test_nul_and_out_of_range_numbers_are_400(seeded: tuple[TestClient, dict[str
         assert resp.status_code == 400, (url, resp.status_code, resp.text[:200])
         assert "NUL" in resp.text
     resp = client.get("/jobs?status=40000")
-    assert resp.status_code == 400 and "status out of range" in resp.text
+    assert resp.status_code == 400 and "status: 40000 is out of range" in resp.text
     assert client.get("/jobs/99999999999999999999").status_code == 422
     assert client.get(f"/jobs/{valid['job_id']}").status_code == 200
 
@@ -189,3 +194,193 @@ def test_a_regex_error_is_shown_as_text(seeded: tuple[TestClient, dict[str, str]
     assert "invalid regular expression: missing ]: [" in page
     # not a bytes repr (b'...'); "job's" in the page's text is fine
     assert not re.search(r"\bb(&#39;|')", page)
+
+
+# --- the forms' POSTs ---------------------------------------------------------------------------
+
+# name -> a value typed into one field of a form (sent urlencoded, as a browser does)
+FORM_HOSTILE = {
+    "NUL": "\x00",
+    "NUL inside": "x\x00y",
+    "superscript two": "²",  # "²".isdigit() is True, int("²") raises
+    "Arabic-Indic digits": "٣٤",  # int() takes them, a column would not expect them
+    "integer + 1": "2147483648",
+    "bigint + 1": "9223372036854775808",
+    "huge": "9" * 40,
+    "negative huge": "-" + "9" * 40,
+    "10^15": "1" + "0" * 15,  # fits a bigint: an absurd limit, refused in words
+    "control characters": "\x01\x1b\x7f",
+    "10 kB": "a" * 10_240,
+    "bad regex": "[",
+    "formula": '=HYPERLINK("http://evil.test","x")',
+}
+# a value that passes for each field, so a hostile value in one field reaches the code behind
+GOOD = {
+    "pattern": "/calendar/",
+    "name": "cal",
+    "domain": "web.test",
+    "max_objects": "10",
+    "max_bytes": "1000",
+    "max_time_s": "60",
+    "text": "a page is missing",
+    "add_urls": "http://web.test/missing",
+    "frequency": "monthly",
+    "collection": "News",
+    "move_to": "Arts",
+    "end_date": "2030-01-01",
+}
+
+
+class _Forms(HTMLParser):
+    """The POST forms of a page: action and every named field with the value it carries
+    (a select: its selected or first option; a button: its own value)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[tuple[str, dict[str, str]]] = []
+        self.select: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            if a.get("method", "").lower() == "post":
+                self.forms.append((a["action"], {}))
+            self.select = None
+            return
+        if not self.forms or (not a.get("name") and tag != "option"):
+            return
+        fields = self.forms[-1][1]
+        if tag in ("input", "textarea", "button"):
+            fields.setdefault(a["name"], a.get("value", ""))
+        elif tag == "select":
+            self.select = a["name"]
+        elif tag == "option" and self.select and (self.select not in fields or "selected" in a):
+            fields[self.select] = a.get("value", "")
+
+
+def _page_forms(html: str) -> list[tuple[str, dict[str, str]]]:
+    parser = _Forms()
+    parser.feed(html)
+    return parser.forms
+
+
+@pytest.fixture
+def engineer(
+    db_engine: sa.Engine,
+    tmp_path: Path,
+    site: int,  # noqa: F811
+    loopback_seeds: None,  # noqa: F811
+) -> tuple[TestClient, dict[str, str]]:
+    """A crawl engineer (every form is theirs) on the seeded database, with a running job
+    (its crawl-control forms); seed URLs typed into the forms are on the loopback site."""
+    valid = _seed(db_engine, tmp_path, JobStatus.STARTED)
+    app = create_app(
+        lambda: db_engine,
+        data_dir=tmp_path,
+        auth=auth_for({"erin": Role.ENGINEER}),
+        trigger=lambda dag, conf, run_id, when: run_id,  # a patch harvest is not queued
+    )
+    client = TestClient(
+        app,
+        headers={"Authorization": "Bearer erin"},
+        raise_server_exceptions=False,
+        follow_redirects=False,
+    )
+    return client, {**valid, "site": str(site)}
+
+
+def test_every_form_answers_hostile_values_without_a_5xx(
+    engineer: tuple[TestClient, dict[str, str]],
+) -> None:
+    """Every POST form of the pages (found in their HTML, so a form added later is walked),
+    each field in turn given each value of ``FORM_HOSTILE``, the others a good value."""
+    client, valid = engineer
+    pages = [
+        "/records",
+        "/records/new",
+        f"/records/{valid['record_id']}",
+        f"/jobs/{valid['job_id']}",
+        "/domains/web.test",
+    ]
+    forms = [form for page in pages for form in _page_forms(client.get(page).text)]
+    # the patch form is shown only for a job with missing URLs: its fields by hand
+    token = next(f["csrf_token"] for _, f in forms if "csrf_token" in f)
+    forms.append(
+        (
+            f"/jobs/{valid['job_id']}/patch",
+            {"csrf_token": token, "url": "http://web.test/", "chosen": "1"},
+        )
+    )
+    posted = {_route_of(client, action) for action, _ in forms}
+    post_routes = {
+        r.path for r in client.app.routes if isinstance(r, APIRoute) and "POST" in r.methods
+    }
+    assert posted == post_routes, post_routes - posted  # every write was walked
+    failures = []
+    for action, fields in forms:
+        base = {k: GOOD.get(k, v) for k, v in fields.items()}
+        if "seed_url" in base:
+            base["seed_url"] = f"http://127.0.0.1:{valid['site']}/ok"
+        for name in fields:
+            if name == "csrf_token":
+                continue
+            for label, value in FORM_HOSTILE.items():
+                resp = client.post(action, data={**base, name: value})
+                if resp.status_code >= 500:
+                    failures.append(f"POST {action} {name}={label}: {resp.status_code}")
+    assert not failures, "\n".join(failures)
+
+
+def _route_of(client: TestClient, path: str) -> str:
+    for route in client.app.routes:
+        if isinstance(route, APIRoute) and "POST" in route.methods and route.path_regex.match(path):
+            return route.path
+    raise AssertionError(f"no POST route for {path}")
+
+
+def test_out_of_range_and_non_ascii_numbers_in_forms_are_refused_in_words(
+    engineer: tuple[TestClient, dict[str, str]], db_engine: sa.Engine
+) -> None:
+    client, valid = engineer
+    job, record = valid["job_id"], valid["record_id"]
+    token = page_token(client.get(f"/jobs/{job}").text)
+
+    def post(path: str, **fields: str) -> tuple[int, str]:
+        resp = client.post(path, data={"csrf_token": token, **fields})
+        return resp.status_code, resp.text
+
+    qa = f"/jobs/{job}/qa"
+    status, text = post(qa, text="x", record_id=record, max_objects="9" * 40)
+    assert status == 400 and "max_objects" in text and "out of range" in text
+    status, text = post(qa, text="x", record_id=record, max_bytes="9223372036854775808")
+    assert status == 400 and "max_bytes" in text and "out of range" in text
+    status, text = post(qa, text="x", record_id=record, max_objects=str(10**15))
+    assert status == 400 and "at most 1,000,000,000,000" in text
+    status, text = post(qa, text="x", record_id="9" * 12)
+    assert status == 400 and "record_id" in text
+    status, text = post(qa, text="x", record_id=record, max_objects="²")
+    assert status == 400 and "not an integer" in text
+
+    actions = f"/jobs/{job}/actions"
+    status, text = post(actions, action="filter", kind="regex", pattern="a\x00b")
+    assert status == 400 and "control character" in text
+    status, text = post(
+        actions, action="filter", kind="regex", pattern="/x/", domain="web\x00.test"
+    )
+    assert status == 400 and "control character" in text
+    status, text = post(actions, action="limits", max_objects=str(10**40))
+    assert status == 400 and "out of range" in text
+    status, text = post(actions, action="limits", max_objects=str(10**13))
+    assert status == 400 and "at most 1,000,000,000,000" in text
+    status, text = post(actions, action="limits", max_time_s=str(10**15))
+    assert status == 400 and "max_time_s" in text
+
+    status, text = post("/records/bulk", ids="²", op="edit", frequency="monthly")
+    assert status == 400 and "is not a record id" in text
+    with db_engine.connect() as conn:
+        stored = conn.execute(
+            sa.text(
+                "SELECT (SELECT count(*) FROM job_actions), (SELECT count(*) FROM job_qa_comments)"
+            )
+        ).one()
+    assert tuple(stored) == (0, 0)  # nothing refused was stored

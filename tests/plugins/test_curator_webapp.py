@@ -190,7 +190,7 @@ def test_jobs_filter_form_any_status_and_bad_input(client: TestClient, job: int)
     assert link in client.get("/jobs", params={"status": "3"}).text
     assert link not in client.get("/jobs", params={"status": "4"}).text
     bad = client.get("/jobs", params={"status": "x"})
-    assert bad.status_code == 400 and "status must be an integer" in bad.text
+    assert bad.status_code == 400 and "status: 'x' is not an integer" in bad.text
     assert client.get("/jobs", params={"harvest_id": "99999999999"}).status_code == 400
 
 
