@@ -1,24 +1,32 @@
-"""Content-Encoding decoded only for link extraction, in bounded chunks, within a memory budget.
+"""Content-Encoding decoded in bounded chunks, within one memory budget, wherever a body is read.
 
 Why not Scrapy's HttpCompressionMiddleware: it inflates the whole body before anyone looks at
 it, bounded only by DOWNLOAD_MAXSIZE (10 x ``max_response_bytes``, so ~1 GB), and a 2 MB gzip
 response that inflates to 2 GiB made the crawler allocate that much; four at once peaked at
 4 GB. The archive never needs the inflated body: the capture middleware (priority 950) writes
 the bytes as sent, digests and all, before this middleware (590, Scrapy's slot) sees the
-response. What is left to inflate is what the spider reads for links, so:
+response. What is left to inflate is what someone reads, and :class:`Inflater` is the one
+place that does it, for every reader:
 
-- a body only link extraction would read (HTML, XML, CSS, text, or no declared type; and
-  robots.txt, whatever its type) is inflated, 64 KiB of output at a time, up to the template's ``max_inflate_bytes``; any other
-  type (images, video, PDF…) is not inflated at all: the spider gets an empty body;
-- all inflated bodies alive in the process (from this middleware until the spider has read
-  them) share ``inflate_budget_bytes``; a response arriving while the budget is spent gets
-  what is left of it, and at least its first MiB;
-- a body cut by either bound is extracted from what was inflated, and its crawl.log line
-  carries the annotation ``inflateTrunc`` (Heritrix's style, beside ``lenTrunc``: the capture is
-  archived whole, only the link extraction saw a prefix).
+- the spider's link extraction (this middleware): a body of a type it reads (HTML, XML, CSS,
+  text, no declared type, robots.txt whatever its type, and with ``extract_js`` JavaScript);
+  any other type (images, video, PDF…) is not inflated: the spider gets an empty body;
+- a rendering browser: what it asked for (``hf_browser``) is decoded whatever its type — a
+  script or a JSON API gzipped by the server must reach the browser as a browser gets it — and
+  so are captures read back from the WARC for it (crawler/render_archive.py) and its unrecorded
+  fetches (crawler/render_passthrough.py);
+- the continuous crawl's noise rules (harvest/continuous/runread.py), reading WARC records.
 
-A body that fails to decode (corrupt stream) gives the spider what was decoded before the
-error; the capture is archived as sent either way.
+Every reader gets at most ``max_inflate_bytes`` of one body, inflated 64 KiB of output at a
+time (every encoding the crawler asks for: gzip, deflate with or without its zlib header, br,
+zstd, stacked ones such as ``gzip, br``); all inflated bodies alive in the process share
+``inflate_budget_bytes`` (a body arriving while it is spent gets what is left, and at least its
+first MiB). A body cut by either bound is read as its prefix, and its crawl.log line carries the
+annotation ``inflateTrunc`` (Heritrix's style, beside ``lenTrunc``: the capture is archived
+whole, only the readers saw a prefix).
+
+A body that fails to decode (corrupt stream) gives what was decoded before the error; the
+capture is archived as sent either way.
 """
 
 from __future__ import annotations
@@ -27,15 +35,22 @@ import logging
 import weakref
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
-from scrapy.crawler import Crawler
-from scrapy.http import Response, TextResponse
-from scrapy.responsetypes import responsetypes
+from warcio.bufferedreaders import ChunkedDataReader
 
-from crawler.context import Capture
+from crawler.jsextract import is_javascript
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from warcio.recordloader import ArcWarcRecord
+
+    from crawler.context import Capture
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +59,9 @@ CHUNK = 64 * 1024
 # what a response gets even when the budget is spent: the head of every page is read (the
 # overshoot is bounded by the requests in flight, CONCURRENT_REQUESTS x this)
 MIN_INFLATE = 1024 * 1024
+# the template's defaults (harvestflow.contracts.jobspec.Template), for readers without a job
+DEFAULT_MAX_INFLATE = 32 * 1024 * 1024
+DEFAULT_BUDGET = 64 * 1024 * 1024
 ACCEPT_ENCODING = b"gzip, deflate, br, zstd"
 _DECODABLE = {b"gzip", b"x-gzip", b"deflate", b"br", b"zstd"}
 
@@ -66,8 +84,8 @@ class InflateBudget:
 
 
 class Reservation:
-    """Inflated bytes held by one response, given back once (by the spider when it has read
-    them, else when the response is collected)."""
+    """Inflated bytes held by one body, given back once (by its reader when done, else when the
+    object holding the body is collected)."""
 
     def __init__(self, budget: InflateBudget, n: int) -> None:
         self.budget = budget
@@ -77,6 +95,10 @@ class Reservation:
         n, self.n = self.n, 0
         if n:
             self.budget.release(n)
+
+    def held_by(self, owner: object) -> None:
+        """Release when ``owner`` (the response carrying the body) is collected."""
+        weakref.finalize(owner, self.release)
 
 
 def release_inflated(request: Request) -> None:
@@ -201,15 +223,93 @@ def decode(body: bytes, encodings: list[bytes], limit: int) -> tuple[bytes, bool
     return body, cut
 
 
+@dataclass
+class Inflated:
+    """A body as its reader gets it: decoded as far as we can (``left``: the Content-Encoding
+    values still applied to it, outermost last), cut at the bounds (``cut``)."""
+
+    body: bytes
+    left: list[bytes] = field(default_factory=list)
+    cut: bool = False
+    decoded: bool = False  # some encoding was removed (the headers must say so)
+    token: Reservation | None = None  # the budget it holds, released by its reader or owner
+
+    def headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``headers`` with Content-Encoding telling what is left on the body (none: no line)."""
+        if not self.decoded:
+            return headers
+        out = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+        if self.left:
+            out.append(("Content-Encoding", b", ".join(self.left).decode("latin-1")))
+        return out
+
+
+class Inflater:
+    """One process's bounded inflation: at most ``limit`` bytes of one body, and ``budget``
+    bytes of all the inflated bodies alive (the same for every reader of the process)."""
+
+    def __init__(self, limit: int = DEFAULT_MAX_INFLATE, budget: int = DEFAULT_BUDGET) -> None:
+        self.limit = max(1, limit)
+        self.budget = InflateBudget(max(self.limit, budget))
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> Inflater:
+        return cls(
+            settings.getint("HARVESTFLOW_MAX_INFLATE_BYTES") or DEFAULT_MAX_INFLATE,
+            settings.getint("HARVESTFLOW_INFLATE_BUDGET_BYTES") or DEFAULT_BUDGET,
+        )
+
+    def inflate(self, body: bytes, values: list[bytes]) -> Inflated:
+        """``body`` sent with the Content-Encoding header lines ``values``, decoded within the
+        bounds; the budget it holds is in ``token`` (released by the caller)."""
+        to_decode, to_keep = split_encodings(values)
+        if not to_decode:
+            return Inflated(body, to_keep)
+        if not body:
+            return Inflated(b"", to_keep, decoded=True)
+        grant = self.budget.reserve(self.limit, MIN_INFLATE)
+        out, cut = decode(body, to_decode, grant)
+        self.budget.release(grant - len(out))
+        return Inflated(out, to_keep, cut, True, Reservation(self.budget, len(out)))
+
+
+_INFLATERS: weakref.WeakKeyDictionary[Any, Inflater] = weakref.WeakKeyDictionary()
+
+
+def inflater_of(crawler: Crawler) -> Inflater:
+    """The crawler process's :class:`Inflater` (one budget for the spider and the renderer)."""
+    inflater = _INFLATERS.get(crawler)
+    if inflater is None:
+        inflater = _INFLATERS[crawler] = Inflater.from_settings(crawler.settings)
+    return inflater
+
+
+def encodings_of(headers: list[tuple[str, str]]) -> list[bytes]:
+    """The Content-Encoding values of header lines (every line: a header may be repeated)."""
+    return [v.encode("latin-1", "replace") for k, v in headers if k.lower() == "content-encoding"]
+
+
+def record_body(record: ArcWarcRecord, inflater: Inflater) -> Inflated:
+    """A WARC response record's payload as a reader gets it: de-chunked should the record keep
+    the transfer coding, then decoded by ``inflater`` (warcio's ``content_stream()`` would
+    inflate it whole, without a bound, and knows neither zstd nor stacked encodings)."""
+    http = record.http_headers
+    if http is None:
+        return Inflated(record.raw_stream.read())
+    stream: Any = record.raw_stream
+    if (http.get_header("Transfer-Encoding") or "").lower() == "chunked":
+        stream = ChunkedDataReader(stream, decomp_type=None)
+    return inflater.inflate(stream.read(), encodings_of(http.headers))
+
+
 class BoundedDecompressionMiddleware:
     """In Scrapy's HttpCompressionMiddleware slot (590): see the module docstring."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        self.limit = max(1, settings.getint("HARVESTFLOW_MAX_INFLATE_BYTES"))
-        self.budget = InflateBudget(
-            max(self.limit, settings.getint("HARVESTFLOW_INFLATE_BUDGET_BYTES"))
-        )
+        self.inflater = inflater_of(crawler)
+        self.limit = self.inflater.limit
+        self.budget = self.inflater.budget
+        self.extract_js = crawler.settings.getbool("HARVESTFLOW_EXTRACT_JS")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BoundedDecompressionMiddleware:
@@ -218,9 +318,22 @@ class BoundedDecompressionMiddleware:
     def process_request(self, request: Request, spider: Any = None) -> None:
         request.headers.setdefault("Accept-Encoding", ACCEPT_ENCODING)
 
+    def reads(self, request: Request, mime: str) -> bool:
+        """Whether anyone reads this response's body: link extraction, robots.txt, or a
+        rendering browser (whatever the type: a gzipped script or JSON API is its page)."""
+        return (
+            wants_body(mime)
+            or request.url.endswith("/robots.txt")
+            or "hf_browser" in request.meta
+            or (self.extract_js and is_javascript(mime, request.url))
+        )
+
     def process_response(
         self, request: Request, response: Response, spider: Any = None
     ) -> Response:
+        from scrapy.http import TextResponse
+        from scrapy.responsetypes import responsetypes
+
         if request.method == "HEAD":
             return response
         values = response.headers.getlist("Content-Encoding")
@@ -231,38 +344,32 @@ class BoundedDecompressionMiddleware:
             return response
         ctype = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         mime = ctype.split(";")[0].strip().lower()
-        token: Reservation | None = None
-        wanted = wants_body(mime) or response.url.endswith("/robots.txt")
-        if not wanted or not response.body:
-            body, cut = b"", False
+        if self.reads(request, mime):
+            got = self.inflater.inflate(response.body, values)
         else:
-            grant = self.budget.reserve(self.limit, MIN_INFLATE)
-            body, cut = decode(response.body, to_decode, grant)
-            self.budget.release(grant - len(body))
-            token = Reservation(self.budget, len(body))
-            request.meta["hf_inflated"] = token
-            if cut:
-                capture: Capture | None = request.meta.get("hf_capture")
-                if capture is not None:
-                    capture.annotations.append(INFLATE_TRUNC)
-                log.info(
-                    "%s: %d bytes inflated for link extraction, the rest not (limit %d,"
-                    " budget left %d); archived as sent",
-                    request.url,
-                    len(body),
-                    self.limit,
-                    grant,
-                )
+            got = Inflated(b"", to_keep, decoded=True)
+        if got.token is not None:
+            request.meta["hf_inflated"] = got.token
+        if got.cut:
+            capture: Capture | None = request.meta.get("hf_capture")
+            if capture is not None:
+                capture.annotations.append(INFLATE_TRUNC)
+            log.info(
+                "%s: %d bytes inflated for its readers, the rest not (limit %d); archived as sent",
+                request.url,
+                len(got.body),
+                self.limit,
+            )
         headers = response.headers.copy()
         if to_keep:
             headers[b"Content-Encoding"] = b", ".join(to_keep)
         else:
             del headers[b"Content-Encoding"]
-        cls = responsetypes.from_args(headers=headers, url=response.url, body=body)
-        kwargs: dict[str, Any] = {"body": body, "headers": headers}
+        cls = responsetypes.from_args(headers=headers, url=response.url, body=got.body)
+        kwargs: dict[str, Any] = {"body": got.body, "headers": headers}
         if issubclass(cls, TextResponse):
             kwargs["encoding"] = None
         new = response.replace(cls=cls, **kwargs)
-        if token is not None:
-            weakref.finalize(new, token.release)
+        if got.token is not None:
+            got.token.held_by(new)
         return new

@@ -38,6 +38,7 @@ from crawler import state as st
 from crawler.cdp import Browser, CdpError
 from crawler.chromium_user import profiles_dir
 from crawler.context import BROWSER_PRIORITY
+from crawler.inflate import inflater_of
 from crawler.render_archive import JobCaptures
 from crawler.render_model import (
     ANCHORS_JS,
@@ -149,6 +150,7 @@ class Renderer:
             self.t.max_response_bytes,
             self.t.user_agent,
             _DROP_FROM_BROWSER,
+            inflater_of(crawler),
         )
         self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
         self.captures = JobCaptures(ctx, crawler)  # served back to the browser

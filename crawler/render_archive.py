@@ -13,8 +13,11 @@ partition owning its host has yet to fetch, is waited for (bounded), then served
 one the crawl refused or failed gets 403/502, as when it is asked for the first time.
 
 The body is given as the browser expects it from a proxy that sends whole bodies: chunked
-transfer coding and content coding (gzip, deflate, br) removed by warcio's decoding reader;
-crawler/render_proxy.py drops the hop-by-hop headers and writes Content-Length itself. A
+transfer coding and content coding (gzip, deflate, br, zstd, stacked ones) removed by the
+crawler's bounded inflation (crawler/inflate.py: ``max_inflate_bytes`` of one body, the
+process's budget, whatever the type — a record holding a compression bomb is read as its
+prefix, logged and counted as ``harvestflow/render/inflate_cut``), its headers saying what is
+left; crawler/render_proxy.py drops the hop-by-hop headers and writes Content-Length itself. A
 revisit record resolves to the original it refers to when that original is one of the job's
 own captures, or an earlier job's WARC the dedup index names by a path readable here;
 otherwise (an earlier job's WARC in the archive's store) :meth:`ArchivedCaptures.response`
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +40,7 @@ from warcio.recordloader import ArcWarcRecord
 from crawler import state as st
 from crawler.dedup_lookup import EarlierCapture
 from crawler.handoff import owner_of
+from crawler.inflate import Inflater, inflater_of, record_body
 from crawler.render_proxy import ProxyResponse
 from crawler.warcfiles import OPEN_SUFFIX
 from harvestflow.contracts.jobdir import JobDir
@@ -48,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FROM_ARCHIVE = "harvestflow/render/from_archive"  # crawler.stats: captured URLs served back
+INFLATE_CUT = "harvestflow/render/inflate_cut"  # ...whose body was cut at the inflate bounds
 POLL_S = 0.1
 
 
@@ -63,9 +69,16 @@ class Location:
 class ArchivedCaptures:
     """The job's captures by seen-set key, from the CDX files of this process (and siblings)."""
 
-    def __init__(self, sources: list[tuple[Path, Path]], dedup: dict[str, EarlierCapture]):
+    def __init__(
+        self,
+        sources: list[tuple[Path, Path]],
+        dedup: dict[str, EarlierCapture],
+        inflater: Inflater | None = None,
+    ) -> None:
         # (CDX file, the WARC directory its file names are in) → bytes read so far
         self.sources = sources
+        self.inflater = inflater or Inflater()
+        self.cut = 0  # bodies cut at the inflate bounds
         self.read_to = {cdx: 0 for cdx, _ in sources}
         self.where: dict[str, Location] = {}
         self.dedup = dedup
@@ -122,7 +135,18 @@ class ArchivedCaptures:
                 return self._original(key, record, depth)
             if record.rec_type != "response" or record.http_headers is None:
                 return None
-            return _as_response(record, record.content_stream().read())
+            got = record_body(record, self.inflater)
+            if got.cut:
+                self.cut += 1
+                log.warning(
+                    "render: %s at %s:%d inflates past the bounds: the browser gets its first"
+                    " %d bytes (limit %d)",
+                    key, loc.filename, loc.offset, len(got.body), self.inflater.limit,
+                )  # fmt: skip
+            response = _as_response(record, got.body, got.headers)
+            if got.token is not None:
+                got.token.held_by(response)
+            return response
 
     def _original(self, key: str, revisit: ArcWarcRecord, depth: int) -> ProxyResponse | None:
         """A revisit's original capture: with the revisit's own status and headers when the
@@ -147,7 +171,13 @@ class ArchivedCaptures:
             return original
         if revisit.http_headers.get_statuscode() == "304":
             return original
-        return _as_response(revisit, original.body)
+        # the same payload as sent (identical digest): coded as the original's was
+        coding = [(k, v) for k, v in original.headers if k.lower() == "content-encoding"]
+        return _as_response(
+            revisit,
+            original.body,
+            lambda heads: [(k, v) for k, v in heads if k.lower() != "content-encoding"] + coding,
+        )
 
 
 class JobCaptures:
@@ -164,7 +194,7 @@ class JobCaptures:
             for i in range(ctx.partition.count):
                 if i != ctx.partition.index:
                     sources.append((self.root.part(i).recorded_cdx, self.root.part(i).warcs))
-        self.records = ArchivedCaptures(sources, ctx.dedup)
+        self.records = ArchivedCaptures(sources, ctx.dedup, inflater_of(crawler))
         self._owner_dbs: dict[int, sqlite3.Connection] = {}
 
     async def wait_for(self, url: str, key: str, timeout: float) -> ProxyResponse | None:
@@ -174,9 +204,8 @@ class JobCaptures:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            response = self.records.response(key)
+            response = self._served(key)
             if response is not None:
-                self.crawler.stats.inc_value(FROM_ARCHIVE)
                 return response
             state = self._state(url, key)
             if state == st.FrontierState.REFUSED:
@@ -186,13 +215,20 @@ class JobCaptures:
             if (
                 state == st.FrontierState.DONE
             ):  # its CDX line came before: read once more, then give up
-                response = self.records.response(key)
-                if response is not None:
-                    self.crawler.stats.inc_value(FROM_ARCHIVE)
-                return response
+                return self._served(key)
             if loop.time() >= deadline:
                 return ProxyResponse(504, reason="Gateway Timeout")
             await asyncio.sleep(POLL_S)
+
+    def _served(self, key: str) -> ProxyResponse | None:
+        """The capture of ``key`` read back, counted (and counted as cut when it was)."""
+        cut = self.records.cut
+        response = self.records.response(key)
+        if response is not None:
+            self.crawler.stats.inc_value(FROM_ARCHIVE)
+            if self.records.cut > cut:
+                self.crawler.stats.inc_value(INFLATE_CUT)
+        return response
 
     def _state(self, url: str, key: str) -> int | None:
         """The frontier state of ``key`` here, or in the partition that owns it (read-only)."""
@@ -221,8 +257,13 @@ class JobCaptures:
         self._owner_dbs.clear()
 
 
-def _as_response(record: ArcWarcRecord, body: bytes) -> ProxyResponse:
-    """Status, reason and header lines of a record's HTTP head, with ``body``."""
+def _as_response(
+    record: ArcWarcRecord,
+    body: bytes,
+    recode: Callable[[list[tuple[str, str]]], list[tuple[str, str]]],
+) -> ProxyResponse:
+    """Status, reason and header lines of a record's HTTP head (Content-Encoding as ``recode``
+    says is left on ``body``), with ``body``."""
     http = record.http_headers
     code, _, reason = (http.statusline or "").partition(" ")
-    return ProxyResponse(int(code or 200), list(http.headers), body, reason or "OK")
+    return ProxyResponse(int(code or 200), recode(list(http.headers)), body, reason or "OK")

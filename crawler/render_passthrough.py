@@ -8,16 +8,23 @@ an earlier job's WARC the crawler cannot read (the dedup index names it by file 
 page still needs an answer, so it is fetched here with aiohttp through the job's host mapping
 (like the crawler's resolver), with the job's User-Agent, and handed to the browser only;
 nothing of it is written (the renderer logs it and counts ``harvestflow/render/refetched``).
+It asks for the encodings the crawler asks for, and decodes them with the crawler's bounded
+inflation (crawler/inflate.py), not aiohttp's: one bound and one budget for every path that
+inflates a body in the process.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 
 import aiohttp
 
+from crawler.inflate import ACCEPT_ENCODING, Inflater, encodings_of
 from crawler.render_proxy import ProxyRequest, ProxyResponse
 from harvestflow.pinned_resolver import PinnedResolver
+
+log = logging.getLogger(__name__)
 
 
 class MappedResolver(PinnedResolver):
@@ -42,12 +49,14 @@ class Passthrough:
         max_bytes: int,
         user_agent: str,
         drop_headers: Collection[str],
+        inflater: Inflater | None = None,
     ) -> None:
         self.resolve = resolve
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
         self.user_agent = user_agent
-        self.drop = {h.lower() for h in drop_headers}
+        self.drop = {h.lower() for h in drop_headers} | {"accept-encoding"}
+        self.inflater = inflater or Inflater()
         self._session: aiohttp.ClientSession | None = None
 
     async def fetch(self, req: ProxyRequest, url: str) -> ProxyResponse:
@@ -55,10 +64,11 @@ class Passthrough:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(resolver=MappedResolver(self.resolve)),
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                auto_decompress=True,
+                auto_decompress=False,  # decoded below, within the inflate bounds
             )
         headers = [(k, v) for k, v in req.headers if k.lower() not in self.drop]
         headers.append(("User-Agent", self.user_agent))
+        headers.append(("Accept-Encoding", ACCEPT_ENCODING.decode()))
         try:
             async with self._session.request(
                 req.method, url, headers=headers, data=req.body or None, allow_redirects=False
@@ -71,9 +81,20 @@ class Passthrough:
                     if size >= self.max_bytes:
                         break
                 body = b"".join(chunks)[: self.max_bytes]
-                return ProxyResponse(
-                    resp.status, list(resp.headers.items()), body, resp.reason or ""
+                heads = list(resp.headers.items())
+                got = self.inflater.inflate(body, encodings_of(heads))
+                if got.cut:
+                    log.warning(
+                        "render: %s inflates past the bounds: the browser gets its first %d"
+                        " bytes (limit %d)",
+                        url, len(got.body), self.inflater.limit,
+                    )  # fmt: skip
+                response = ProxyResponse(
+                    resp.status, got.headers(heads), got.body, resp.reason or ""
                 )
+                if got.token is not None:
+                    got.token.held_by(response)
+                return response
         except (aiohttp.ClientError, TimeoutError) as exc:
             return ProxyResponse(502, [("Content-Type", "text/plain")], str(exc).encode(), "Error")
 

@@ -189,11 +189,16 @@ def _https_origin(authority: str) -> str:
 
 
 def _head(response: ProxyResponse) -> bytes:
-    """The status line and headers sent to the browser (the body is sent decoded, whole)."""
+    """The status line and headers sent to the browser, the body whole after them.
+
+    The handlers give a body and headers that agree: what was decoded for the browser has no
+    Content-Encoding line left (crawler/inflate.py), an encoding we cannot decode keeps its
+    line, so the browser gets what a browser gets from the server; only the length is ours.
+    """
     lines = [f"HTTP/1.1 {response.status} {response.reason or 'OK'}"]
     for name, value in response.headers:
         low = name.lower()
-        if low in HOP_BY_HOP or low in ("content-length", "content-encoding"):
+        if low in HOP_BY_HOP or low == "content-length":
             continue
         lines.append(f"{name}: {value}")
     lines.append(f"Content-Length: {len(response.body)}")

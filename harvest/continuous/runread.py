@@ -4,6 +4,11 @@ Why both crawl.log and the WARCs: crawl.log has every URI's outcome (failures, r
 exclusions, and the links left at the hop limit, which are the continuous crawl's new URLs) and
 the fetch time; the WARC records have what the next visit needs (ETag, Last-Modified, the
 record's file/offset/id for the dedup index) and the body for the noise-stripped digest.
+
+The body a noise rule reads is decoded by the crawler's bounded inflation (crawler/inflate.py,
+the template's default ``max_inflate_bytes``): a record that inflates past it (a compression
+bomb, or a page too large to judge by a prefix) gets no noise digest — the strict payload
+digest judges it — and a warning names it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecord
 
+from crawler.inflate import Inflater, record_body
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.urlstate import Visit
 from harvestflow.contracts.jobdir import JobDir
@@ -68,9 +75,12 @@ def data_warcs(out_dir: Path) -> list[Path]:
     )
 
 
-def read_warc_infos(paths: list[Path], noise: NoiseFilter) -> dict[str, WarcInfo]:
+def read_warc_infos(
+    paths: list[Path], noise: NoiseFilter, inflater: Inflater | None = None
+) -> dict[str, WarcInfo]:
     """URL → what its last response/revisit record says (bodies read only where a rule applies)."""
     infos: dict[str, WarcInfo] = {}
+    inflater = inflater or Inflater()
     for path in paths:
         with path.open("rb") as fh:
             it = ArchiveIterator(fh)
@@ -85,7 +95,7 @@ def read_warc_infos(paths: list[Path], noise: NoiseFilter) -> dict[str, WarcInfo
                     profile = next((p for p in PROFILE_SUFFIXES if prof.endswith(p)), prof)
                 ndigest = None
                 if rec.rec_type == "response" and noise.applies(url):
-                    ndigest = noise.digest(url, rec.content_stream().read())
+                    ndigest = _noise_digest(noise, url, rec, inflater, path)
                 status = None
                 if http is not None:
                     try:
@@ -104,6 +114,25 @@ def read_warc_infos(paths: list[Path], noise: NoiseFilter) -> dict[str, WarcInfo
                     status=status,
                 )
     return infos
+
+
+def _noise_digest(
+    noise: NoiseFilter, url: str, rec: ArcWarcRecord, inflater: Inflater, path: Path
+) -> str | None:
+    """The noise-stripped digest of a record's decoded body; None when it inflates past the
+    bounds (judged by its strict digest instead)."""
+    got = record_body(rec, inflater)
+    if got.token is not None:
+        got.token.release()  # read now, dropped below: nothing else holds it
+    if got.cut:
+        log.warning(
+            "%s: %s inflates past %d bytes: no noise digest (judged by its payload digest)",
+            path.name,
+            url,
+            inflater.limit,
+        )
+        return None
+    return noise.digest(url, got.body)
 
 
 def read_run(out_dir: Path, noise: NoiseFilter) -> RunOutput:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 HOST = "www.hostile.test"
@@ -34,16 +34,27 @@ def response(
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-def _zeros_compressed(inflated: int, wbits: int, prefix: bytes, chunk: int = 1 << 20) -> bytes:
+def _zeros(
+    compress: Callable[[bytes], bytes],
+    flush: Callable[[], bytes],
+    inflated: int,
+    prefix: bytes,
+    chunk: int = 1 << 20,
+) -> bytes:
+    """``prefix``, then zeros up to ``inflated`` bytes, through a streaming compressor."""
+    zeros = bytes(chunk)
+    parts = [compress(prefix)]
+    parts += [compress(zeros) for _ in range(inflated // chunk)]
+    parts.append(flush())
+    return b"".join(parts)
+
+
+def _zeros_compressed(inflated: int, wbits: int, prefix: bytes) -> bytes:
     # ISA-L's level 1 makes a 1 GiB bomb in ~0.05 s (zlib's level 9 takes ~2.5 s)
     from isal import isal_zlib
 
     comp = isal_zlib.compressobj(1, isal_zlib.DEFLATED, wbits)
-    zeros = bytes(chunk)
-    parts = [comp.compress(prefix)]
-    parts += [comp.compress(zeros) for _ in range(inflated // chunk)]
-    parts.append(comp.flush())
-    return b"".join(parts)
+    return _zeros(comp.compress, comp.flush, inflated, prefix)
 
 
 def gzip_bomb(inflated: int, prefix: bytes = b"") -> bytes:
@@ -61,11 +72,15 @@ def brotli_bomb(inflated: int, prefix: bytes = b"") -> bytes:
     import brotli
 
     comp = brotli.Compressor(quality=1)
-    zeros = bytes(1 << 20)
-    parts = [comp.process(prefix)]
-    parts += [comp.process(zeros) for _ in range(inflated >> 20)]
-    parts.append(comp.finish())
-    return b"".join(parts)
+    return _zeros(comp.process, comp.finish, inflated, prefix)
+
+
+def zstd_bomb(inflated: int, prefix: bytes = b"") -> bytes:
+    """A zstd body: ``prefix``, then zeros up to ``inflated`` bytes (10 GiB: ~330 kB)."""
+    from backports import zstd
+
+    comp = zstd.ZstdCompressor(level=1)
+    return _zeros(comp.compress, comp.flush, inflated, prefix, 1 << 24)
 
 
 class HostileServer:

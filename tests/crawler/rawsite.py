@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -36,12 +37,17 @@ class RawSite:
 
 
 Routes = dict[tuple[str | None, str], Raw] | Callable[[str, str], Raw | None]
+# (path, the route's response, the request's headers) → the response as sent: content
+# negotiation, as a production server does it (scriptsite.compressed: Accept-Encoding)
+Negotiate = Callable[[str, Raw, Message], Raw]
 
 
 @contextmanager
-def serve(routes: Routes, tls: ssl.SSLContext | None = None) -> Iterator[RawSite]:
+def serve(
+    routes: Routes, tls: ssl.SSLContext | None = None, negotiate: Negotiate | None = None
+) -> Iterator[RawSite]:
     """Serve ``routes`` on 127.0.0.1 (a free port) for the ``with`` block (over TLS with
-    ``tls``, a server context)."""
+    ``tls``, a server context; each response passed through ``negotiate`` when given)."""
     requests: list[tuple[str, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -65,6 +71,8 @@ def serve(routes: Routes, tls: ssl.SSLContext | None = None) -> Iterator[RawSite
                 raw = routes.get((host, self.path)) or routes.get((None, self.path))
             if raw is None:
                 raw = Raw(b"not here", [b"Content-Type: text/plain"], 404)
+            elif negotiate is not None:
+                raw = negotiate(self.path, raw, self.headers)
             head = f"HTTP/1.0 {raw.status} X\r\n".encode()
             head += b"".join(h + b"\r\n" for h in raw.headers)
             head += b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(raw.body)

@@ -10,14 +10,17 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.crawler import scriptsite
 from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
-from tests.crawler.rawsite import serve
+from tests.crawler.rawsite import Negotiate, serve
 
 Rendered = tuple[CrawlResult, int, list[tuple[str, str]]]
 
 
-def crawl_scriptsite(tmp_path: Path, name: str, render: str, **template: object) -> Rendered:
-    """Crawl ``scriptsite`` with ``render`` on; the result, the site's port and its requests."""
-    with serve(scriptsite.route) as site:
+def crawl_scriptsite(
+    tmp_path: Path, name: str, render: str, negotiate: Negotiate | None = None, **template: object
+) -> Rendered:
+    """Crawl ``scriptsite`` with ``render`` on; the result, the site's port and its requests
+    (``negotiate``: the server's content negotiation, e.g. ``scriptsite.compressed``)."""
+    with serve(scriptsite.route, negotiate=negotiate) as site:
         job = {
             "job_id": 9,
             "harvest_id": 3,

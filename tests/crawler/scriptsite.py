@@ -6,6 +6,9 @@ second page of stories when the reader scrolls to the bottom, and adds one more 
 timer; two lazy images below a tall spacer load only when scrolled into view. Each story page
 links to an image. No URL of the script-built parts appears in the HTML, and none is a string
 of the script that ExtractorJS's rules would take for a URL (paths are joined from pieces).
+
+Served with :func:`compressed` as rawsite's ``negotiate``, every text response is compressed
+the way production servers do it (gzip, br, zstd, deflate by Accept-Encoding, ``Vary``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from email.message import Message
 
 from tests.crawler.rawsite import Raw
 
@@ -143,6 +147,71 @@ for _i, _n in enumerate(STORIES):
 ALL_PATHS = sorted(ROUTES)
 PLAIN_PATHS = ["/", "/app.css", "/app.js", "/robots.txt"]
 CDN_PNG = png(3, 3, (1, 2, 3))
+
+
+# --- served as production servers serve it ------------------------------------------------------
+# Content-Encoding of each text path when the client accepts it (nginx's gzip_types on every
+# text type, with its brotli and zstd modules; one encoding per path so that one crawl meets
+# every one: the app script in br, the API's pages in zstd and stacked "gzip, br", the
+# stylesheet in zlib deflate and robots.txt in raw deflate as old IIS sends it); the others gzip
+CODINGS = {
+    "/app.js": "br",
+    "/api/stories-1.json": "zstd",
+    "/api/stories-2.json": "gzip, br",
+    "/app.css": "deflate",
+    "/robots.txt": "deflate-raw",
+    "/widget.html": "zstd",
+}
+TEXT_TYPES = (b"text/", b"application/javascript", b"application/json", b"+xml", b"/xml")
+
+
+def encode_as(coding: str, body: bytes) -> bytes:
+    """``body`` in one content coding (``deflate-raw``: deflate without its zlib header)."""
+    import gzip
+
+    import brotli
+    from backports import zstd
+
+    if coding == "gzip":
+        return gzip.compress(body, mtime=0)
+    if coding == "br":
+        return brotli.compress(body)
+    if coding == "zstd":
+        return zstd.compress(body)
+    if coding == "deflate":
+        return zlib.compress(body)
+    raw = zlib.compressobj(6, zlib.DEFLATED, -15)  # deflate-raw: no zlib header
+    return raw.compress(body) + raw.flush()
+
+
+def encoded(path: str, raw: Raw) -> tuple[bytes, str] | None:
+    """The body of a text response as the compressing server sends it, and its
+    Content-Encoding value (None: a type it does not compress)."""
+    ctype = next((h for h in raw.headers if h.lower().startswith(b"content-type:")), b"")
+    if raw.status != 200 or not any(t in ctype.lower() for t in TEXT_TYPES):
+        return None
+    coding = CODINGS.get(path.split("?", 1)[0], "gzip")
+    body = raw.body
+    for step in coding.split(", "):  # applied in the order listed
+        body = encode_as(step, body)
+    return body, coding.replace("deflate-raw", "deflate")
+
+
+def compressed(path: str, raw: Raw, headers: Message) -> Raw:
+    """``raw`` compressed when the client accepts the path's encoding (every coding of it),
+    with ``Vary: Accept-Encoding`` on every text response: rawsite's ``negotiate``."""
+    sent = encoded(path, raw)
+    if sent is None:
+        return raw
+    body, coding = sent
+    vary = [*raw.headers, b"Vary: Accept-Encoding"]
+    accepted = {
+        token.split(";")[0].strip().lower()
+        for token in (headers.get("Accept-Encoding") or "").split(",")
+    }
+    if not set(coding.split(", ")) <= accepted:
+        return Raw(raw.body, vary, raw.status)
+    return Raw(body, [*vary, b"Content-Encoding: " + coding.encode()], raw.status)
 
 
 def route(host: str, path: str) -> Raw | None:

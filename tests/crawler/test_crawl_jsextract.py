@@ -5,13 +5,15 @@ only in script strings gives none of them."""
 
 from __future__ import annotations
 
+from email.message import Message
 from pathlib import Path
 
 import pytest
 
 from crawler.jsextract import extract_script, is_very_likely_url
 from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.rawsite import Raw, serve
+from tests.crawler.rawsite import Negotiate, Raw, serve
+from tests.crawler.scriptsite import encode_as
 
 HOST = "www.scripted.test"
 OTHER = "cdn.elsewhere.test"
@@ -53,9 +55,11 @@ def _routes(port_holder: list[int]) -> object:
     return route
 
 
-def _crawl(tmp_path: Path, name: str, extract_js: bool) -> tuple[list[list[str]], list[str]]:
+def _crawl(
+    tmp_path: Path, name: str, extract_js: bool, negotiate: Negotiate | None = None
+) -> tuple[list[list[str]], list[str]]:
     holder = [0]
-    with serve(_routes(holder)) as site:  # type: ignore[arg-type]
+    with serve(_routes(holder), negotiate=negotiate) as site:  # type: ignore[arg-type]
         holder[0] = site.port
         job = {
             "job_id": 7,
@@ -100,6 +104,26 @@ def test_script_strings_are_followed_as_speculative_links(tmp_path: Path) -> Non
     # strings that are no URLs are never tried
     for word in ("div.menu", "1.2.3", "text/javascript", "no url here"):
         assert not any(word in u for u in served), word
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "gzip, br"])
+def test_a_compressed_javascript_response_gives_its_links(tmp_path: Path, coding: str) -> None:
+    """Served compressed (as every CDN serves scripts), application/javascript is decoded for
+    extract_js: before, only text/HTML/XML bodies were, and a compressed script gave none."""
+
+    def compress_scripts(path: str, raw: Raw, headers: Message) -> Raw:
+        if JS not in raw.headers:
+            return raw
+        body = raw.body
+        for step in coding.split(", "):
+            body = encode_as(step, body)
+        return Raw(body, [*raw.headers, b"Content-Encoding: " + coding.encode()], raw.status)
+
+    fields, served = _crawl(tmp_path, "compressed", True, compress_scripts)
+    by_url = {f[3]: f for f in fields}
+    js_page = by_url[_url(HOST, "/from-js/page.html")]
+    assert (js_page[1], js_page[4], js_page[5]) == ("200", "EX", _url(HOST, "/app.js"))
+    assert _url(OTHER, "/lib.js") in served
 
 
 def test_extract_js_off_fetches_nothing_found_only_in_script(tmp_path: Path) -> None:

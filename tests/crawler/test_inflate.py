@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from pathlib import Path
 
 import brotli
 from backports import zstd
+from scrapy import Request
+from scrapy.http import Response
+from scrapy.settings import Settings
+from warcio.archiveiterator import ArchiveIterator
 
-from crawler.inflate import InflateBudget, Reservation, decode, split_encodings, wants_body
+from crawler.inflate import (
+    BoundedDecompressionMiddleware,
+    InflateBudget,
+    Inflater,
+    Reservation,
+    decode,
+    record_body,
+    split_encodings,
+    wants_body,
+)
+from tests.crawler.bombs import bomb_warc
 from tests.crawler.hostile import brotli_bomb, deflate_bomb, gzip_bomb
 
 # links with pseudo-random numbers: compressed, still thousands of bytes (a stream to cut)
@@ -75,3 +90,68 @@ def test_the_budget_is_shared_and_every_response_gets_its_floor() -> None:
     assert budget.used == 50
     assert wants_body("text/html") and wants_body("application/xhtml+xml") and wants_body("")
     assert not wants_body("image/png") and not wants_body("application/pdf")
+
+
+def test_stacked_encodings_are_decoded_and_the_headers_say_what_is_left() -> None:
+    inflater = Inflater(LIMIT, 4 * LIMIT)
+    got = inflater.inflate(brotli.compress(gzip.compress(HTML)), [b"gzip, br"])
+    assert (got.body, got.left, got.cut) == (HTML, [], False)
+    heads = [("Content-Type", "text/html"), ("Content-Encoding", "gzip, br")]
+    assert got.headers(heads) == [("Content-Type", "text/html")]
+    assert inflater.budget.used == len(HTML)  # held until its reader gives it back
+    assert got.token is not None
+    got.token.release()
+    assert inflater.budget.used == 0
+    # an encoding we cannot decode stays on the body, and its header says so
+    kept = inflater.inflate(gzip.compress(b"x"), [b"compress", b"gzip"])
+    assert (kept.body, kept.left) == (b"x", [b"compress"])
+    assert kept.headers(heads) == [("Content-Type", "text/html"), ("Content-Encoding", "compress")]
+    # nothing to decode: body and headers untouched
+    plain = inflater.inflate(b"as is", [b"identity"])
+    assert (plain.body, plain.decoded, plain.headers(heads)) == (b"as is", False, heads)
+
+
+def test_a_record_is_read_back_decoded_within_the_limit(tmp_path: Path) -> None:
+    url = "http://h.test/"
+    placed = bomb_warc(
+        tmp_path,
+        {
+            url + "app.js": ("application/javascript", "zstd", zstd.compress(HTML)),
+            url + "bomb": ("text/css", "br", brotli_bomb(64 << 20, b"a{}")),
+        },
+    )
+    inflater = Inflater(LIMIT, 4 * LIMIT)
+    with (tmp_path / placed[0][1]).open("rb") as fh:
+        got = [
+            record_body(rec, inflater) for rec in ArchiveIterator(fh) if rec.rec_type == "response"
+        ]
+    assert (got[0].body, got[0].cut) == (HTML, False)
+    assert got[1].cut and len(got[1].body) == LIMIT and got[1].body.startswith(b"a{}")
+
+
+class _Crawler:
+    def __init__(self, **settings: object) -> None:
+        self.settings = Settings(settings)
+
+
+def test_the_middleware_decodes_what_a_browser_or_extract_js_reads_whatever_the_type() -> None:
+    mw = BoundedDecompressionMiddleware(_Crawler(HARVESTFLOW_EXTRACT_JS=True))  # type: ignore[arg-type]
+    api = b'{"stories": ["/story/1.html"]}'
+
+    def through(url: str, ctype: bytes, body: bytes, coding: bytes, **meta: object) -> Response:
+        request = Request(url, meta=meta)
+        headers = {"Content-Type": ctype, "Content-Encoding": coding}
+        return mw.process_response(request, Response(url, body=body, headers=headers))
+
+    # a rendering browser asked: decoded whatever the type, Content-Encoding gone
+    got = through(
+        "http://h.test/api", b"application/json", zstd.compress(api), b"zstd", hf_browser=1
+    )
+    assert got.body == api and b"Content-Encoding" not in got.headers
+    # extract_js reads scripts
+    js = b"var next = '/from-js/page.html';"
+    got = through("http://h.test/app.js", b"application/javascript", brotli.compress(js), b"br")
+    assert got.body == js
+    # nobody reads a JSON the plain crawler fetched: not inflated at all
+    got = through("http://h.test/api", b"application/json", zstd.compress(api), b"zstd")
+    assert got.body == b"" and b"Content-Encoding" not in got.headers
