@@ -101,8 +101,10 @@ class IndexBenchmark(Benchmark):
     def figures(self, side: Side, out: Path) -> Any:
         digest = hashlib.sha256()
         lines = 0
-        paths = [out / "stdout"] if side.name == "ours" else []
-        paths += [out / f"{w.name}.cdxj" for w in self.warcs] if side.name == "peer" else []
+        if side.name == "peer":  # one file per WARC, read in input order
+            paths = [out / f"{w.name}.cdxj" for w in self.warcs]
+        else:  # ours, or ours at two commits (new, old): one stream in input order
+            paths = [out / "stdout"]
         for path in paths:
             data = path.read_bytes() if path.exists() else b""
             digest.update(data)

@@ -128,7 +128,7 @@ class QaBenchmark(Benchmark):
 
     def figures(self, side: Side, out: Path) -> Any:
         text = (out / "stdout").read_text(encoding="utf-8", errors="replace")
-        if side.name == "ours":
+        if side.name != "peer":  # ours, or ours at two commits (new, old)
             got = json.loads(text.strip().splitlines()[-1])
             return {"S": got["S"], "M": got["M"], "lines": got["lines"], "bad": got["bad"]}
         figures: dict[str, Any] = {"S": {}, "M": {}, "lines": 0, "bad": 0}

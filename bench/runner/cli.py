@@ -1,8 +1,9 @@
-"""``bench/run [NAME...] [--rounds N] [--quick] [--readme]``: run benchmarks under the rules.
+"""``bench/run [NAME...] [--rounds N] [--quick] [--readme] [--against COMMIT]``: run benchmarks.
 
 Each NAME is a benchmark with a ``bench/NAME/spec.py`` defining ``BENCHMARK``. Every run writes
 ``bench/results/NAME.json`` and regenerates bench/README.md's tables; ``--readme`` alone only
-regenerates them. Exit 1 when a benchmark's output check failed or a side exited non-zero, 2
+regenerates them. ``--against COMMIT`` runs a regression check instead of the peer comparison:
+our side with this tree's code and with COMMIT's, alternating in the same run. Exit 1 when a benchmark's output check failed or a side exited non-zero, 2
 when a rule refused the run (fewer than 3 rounds, an order that does not alternate).
 """
 
@@ -40,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=rules.MIN_ROUNDS)
     ap.add_argument("--quick", action="store_true", help="small inputs (a smoke run)")
     ap.add_argument("--readme", action="store_true", help="regenerate bench/README.md's tables")
+    ap.add_argument(
+        "--against",
+        metavar="COMMIT",
+        help="regression check: our side with COMMIT's library code instead of the peer",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help="inputs and outputs (default $TMPDIR/hf-bench)")
     args = ap.parse_args(argv)
@@ -54,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     for name in args.names:
         try:
-            code, path = run_benchmark(load(name), args.rounds, args.quick, args.results, args.work)
+            code, path = run_benchmark(
+                load(name), args.rounds, args.quick, args.results, args.work, args.against
+            )
         except rules.RuleError as exc:
             print(f"bench/run: {name}: {exc}", file=sys.stderr)
             return 2

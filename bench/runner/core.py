@@ -12,14 +12,17 @@ import json
 import logging
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import sysconfig
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench.runner import rules
-from bench.runner.spec import Benchmark, Side
+from bench.runner.spec import Benchmark, Side, Target
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +62,69 @@ def measure_side(side: Side, out: Path, grace_s: float = 30.0) -> dict[str, Any]
     result = out.parent / f"{out.name}.measure.json"
     wrapper = [sys.executable, str(MEASURE), str(result), str(out / "stdout")]
     wrapper += [str(out / "stderr"), str(grace_s), "--", *side.argv(out)]
-    subprocess.run(wrapper, cwd=REPO, env={**os.environ, **side.env}, check=True)
+    subprocess.run(wrapper, cwd=side.cwd or REPO, env={**os.environ, **side.env}, check=True)
     measured: dict[str, Any] = json.loads(result.read_text())
     return measured
+
+
+# the C extensions setup.py builds (as it builds them: -O3), compiled in an exported tree
+EXTENSIONS = ("qa/_crawlscan.c",)
+
+
+def _build_extension(tree: Path, source: str) -> None:
+    """Compile ``source`` in place as setup.py's build_ext would (the venv's setuptools cannot
+    run setup.py outside pip's build isolation)."""
+    target = tree / (source[:-2] + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    cmd = [sysconfig.get_config_var("CC").split()[0] or "cc", "-O3", "-shared", "-fPIC"]
+    cmd += [f"-I{sysconfig.get_paths()['include']}", str(tree / source), "-o", str(target)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise rules.RuleError(f"cannot build {source} of the old commit: {done.stderr[-500:]}")
+
+
+def export_commit(commit: str, work: Path) -> tuple[str, Path]:
+    """The tree of ``commit`` exported under ``work`` (``git archive``; the C extension built
+    in place), for a regression check; (full hash, directory). Reused when already there."""
+    sha = _git("rev-parse", "--verify", f"{commit}^{{commit}}")
+    if not sha:
+        raise rules.RuleError(f"--against {commit}: not a commit of this repository")
+    tree = work / f"tree-{sha[:12]}"
+    if not (tree / ".exported").exists():
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", sha], cwd=REPO, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        for source in EXTENSIONS:
+            if (tree / source).exists():
+                _build_extension(tree, source)
+        (tree / ".exported").touch()
+    return sha, tree
+
+
+def against_sides(ours: Side, tree: Path, sha: str) -> tuple[Side, Side]:
+    """(new, old): our side as this tree runs it and as ``tree`` (an older commit) runs it.
+
+    The same command (the benchmark's own scripts from this tree); only the library code
+    differs: each side's PYTHONPATH and working directory are its own tree, which come before
+    the editable install on the import path.
+    """
+    new = replace(
+        ours,
+        name="new",
+        env={**ours.env, "PYTHONPATH": str(REPO)},
+        cwd=str(REPO),
+        tuning=f"this tree: {ours.tuning}",
+    )
+    old = replace(
+        ours,
+        name="old",
+        env={**ours.env, "PYTHONPATH": str(tree)},
+        cwd=str(tree),
+        tuning=f"commit {sha[:9]}'s library code, same command: {ours.tuning}",
+    )
+    return new, old
 
 
 def _tail(path: Path, n: int = 800) -> str:
@@ -77,8 +140,14 @@ def run_benchmark(
     quick: bool = False,
     results_dir: Path = RESULTS,
     work_root: Path | None = None,
+    against: str | None = None,
 ) -> tuple[int, Path]:
-    """Run ``bench`` for ``rounds`` rounds; (exit code, results file)."""
+    """Run ``bench`` for ``rounds`` rounds; (exit code, results file).
+
+    With ``against`` (a commit), a regression check: our side as this tree runs it against the
+    same side with that commit's library code, alternating, in the same run (no peer, no
+    targets); the results file is ``<name>-against-<commit>.json``.
+    """
     rules.check_rounds(rounds)
     work = (work_root or Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench") / bench.name
     work.mkdir(parents=True, exist_ok=True)
@@ -86,6 +155,11 @@ def run_benchmark(
     load_before = loadavg()
     description = bench.prepare(work, quick)
     ours, peer = bench.sides()
+    run_name, sha = bench.name, None
+    if against is not None:
+        sha, tree = export_commit(against, work)
+        ours, peer = against_sides(ours, tree, sha)
+        run_name = f"{bench.name}-against-{sha[:9]}"
     names = (ours.name, peer.name)
     orders = rules.round_orders(names, rounds)
     if bench.order is not None:  # a benchmark's own order: refused unless it alternates
@@ -142,8 +216,10 @@ def run_benchmark(
         line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
     ]
     result: dict[str, Any] = {
-        "benchmark": bench.name,
-        "title": bench.title,
+        "benchmark": run_name,
+        "title": bench.title + (f" — regression check against {sha[:9]}" if sha else ""),
+        "kind": "regression" if sha else "peer",
+        "against": sha,
         "date": started.isoformat(timespec="seconds"),
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": _git("rev-parse", "HEAD"),
@@ -174,9 +250,10 @@ def run_benchmark(
         },
     }
     if not failures:
-        result.update(_figures(bench, per_round, names, ours, peer, units))
+        targets = () if sha else bench.targets
+        result.update(_figures(bench, per_round, names, ours, peer, units, targets))
     results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{bench.name}.json"
+    path = results_dir / f"{run_name}.json"
     path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if failures:
         print(f"{bench.name}: FAILED, no ratio written:\n  " + "\n  ".join(failures))
@@ -201,6 +278,7 @@ def _figures(
     ours: Side,
     peer: Side,
     units: int | None,
+    targets_wanted: tuple[Target, ...],
 ) -> dict[str, Any]:
     """Medians, ratios (peer / ours: > 1 means ours costs less), rates, targets, headline."""
     summary = rules.summarize(per_round, names)
@@ -220,7 +298,7 @@ def _figures(
             med = summary["medians"][name]
             med["per_cpu_s"] = units / med["cpu_s"] if med["cpu_s"] else None
     targets = []
-    for t in bench.targets:
+    for t in targets_wanted:
         ratio = summary["ratios"][t.metric]
         value = ratio.get("median") if ratio.get("shown", True) else None
         targets.append(

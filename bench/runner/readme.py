@@ -79,7 +79,9 @@ def summary_table(results: dict[str, dict[str, Any]]) -> str:
         on, ours = _side_cell(res, "ours")
         pn, peer = _side_cell(res, "peer")
         run = f"{res['date'][:16].replace('T', ' ')}, {res['commit'][:9]}"
-        run += " (tree with uncommitted changes)" if res["tree_dirty"] else ""
+        if res["tree_dirty"]:
+            n = len(res.get("uncommitted_files", [])) or "some"
+            run += f" ({n} files of the tree uncommitted, listed in the results file)"
         run += f", {res['rounds']}" + (" (quick)" if res["quick"] else "")
         load = f"{_load(res['machine']['load_before'])} → {_load(res['machine']['load_after'])}"
         check = res["output_check"]

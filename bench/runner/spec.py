@@ -29,6 +29,8 @@ class Side:
     env: dict[str, str] = field(default_factory=dict)
     #: the command as a reader should see it (placeholders for long file lists)
     shown: str = ""
+    #: working directory (default: the repository)
+    cwd: str | None = None
 
     def argv(self, out: Path) -> list[str]:
         return [part.replace("{out}", str(out)) for part in self.command]

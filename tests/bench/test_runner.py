@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from bench.runner import cli, readme, rules
-from bench.runner.core import RESULTS, measure_side, run_benchmark
+from bench.runner.core import REPO as RUNNER_REPO
+from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark
 from bench.runner.spec import Benchmark, Side, Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +112,18 @@ def test_an_order_that_does_not_alternate_is_refused(tmp_path: Path) -> None:
     assert not ran.exists() and not (tmp_path / "res").exists()
     with pytest.raises(rules.RuleError, match="each side once"):
         rules.check_order([["ours", "ours"], ["peer", "ours"]], ("ours", "peer"))
+
+
+def test_a_regression_check_runs_the_same_command_with_the_old_commits_code(
+    tmp_path: Path,
+) -> None:
+    ours = Side("ours", ["python", "-m", "indexing.cli", "{out}"], 2, "as run", {"X": "1"})
+    new, old = against_sides(ours, tmp_path, "a" * 40)
+    assert (new.name, old.name) == ("new", "old")
+    assert new.command == old.command == ours.command  # only the library code differs
+    assert new.parallelism == old.parallelism == 2
+    assert (new.cwd, new.env) == (str(RUNNER_REPO), {"X": "1", "PYTHONPATH": str(RUNNER_REPO)})
+    assert (old.cwd, old.env) == (str(tmp_path), {"X": "1", "PYTHONPATH": str(tmp_path)})
 
 
 def test_fewer_than_three_rounds_are_refused(tmp_path: Path) -> None:
