@@ -7,10 +7,15 @@ indexed query, run in a thread so a slow database never stalls the crawl), appli
 reactor thread and marks it applied or refused with a message. Every action is also written to
 ``logs/operator-actions.log`` (who, when, what was done), which the metadata WARC carries.
 
-- *pause*: Scrapy's ``engine.pause()`` — nothing more is taken from the scheduler; fetches
-  already handed to the downloader finish. The action is marked applied once the downloader is
-  empty (bounded by the download timeout), after the frontier state is checkpointed; the
-  process stays alive. *resume*: ``engine.unpause()``.
+- *pause*: Scrapy's ``engine.pause()`` — nothing more is taken from the scheduler — and the
+  requests the downloader holds but has not sent (waiting in a host's queue for its politeness
+  delay, or for robots.txt, a host lease, a login) go back to the scheduler
+  (:class:`ReturnedToFrontier`): only fetches already on the wire finish. The action is marked
+  applied once the downloader is empty (bounded by the download timeout), after the frontier
+  state is checkpointed; from then on the site gets no request until *resume*
+  (``engine.unpause()``) — at most the control poll plus the fetches in flight after the ask.
+  The process stays alive. A rendering page's browser requests are not held back (the page
+  being rendered is a fetch in flight).
 - *stop*: pause, wait for the downloader to empty, then close the spider with reason
   ``stopped_by_operator``: the summary says ``stopped`` (crawler/runner.py), the reports
   "Finished - Stopped by operator", domains with URLs left get stop reason 7
@@ -43,6 +48,7 @@ from scrapy.extensions.closespider import CloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
 
+from crawler import CrawlerError
 from crawler.context import context_of
 from crawler.control_relay import (
     ACTIONS_FILE,
@@ -55,6 +61,7 @@ from crawler.control_relay import (
     write_action_log,
 )
 from crawler.errors import Refused
+from crawler.internals import take_unsent_requests
 from crawler.state import FrontierState
 from harvestflow.formats.surt import surt_or_url
 
@@ -73,6 +80,12 @@ _STATE_KEY = "operator_filters"
 REJECTED_STAT = "harvestflow/filter_rejected/"
 
 
+class ReturnedToFrontier(CrawlerError):
+    """A request the downloader had not sent when the crawl was paused: the filter middleware
+    turns it back into the request, which the engine schedules again (not a fetch result: no
+    crawl.log line, its budget reservation and host lease are given back on the way)."""
+
+
 def _reactor() -> Any:
     """The reactor Scrapy installed (imported late: importing it first would install the
     default one)."""
@@ -88,8 +101,12 @@ def control_settings(spec: JobSpec, settings: dict[str, Any]) -> dict[str, Any]:
     settings["HARVESTFLOW_JOB_CONTROL"] = spec.job_control
     if settings["HARVESTFLOW_JOB_CONTROL"]:
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
-        # first: a filtered URL costs no robots.txt fetch, no delay, no address check
+        # first: a filtered URL costs no robots.txt fetch, no delay, no address check (and
+        # its process_exception, called last, puts a request held back by a pause back)
         settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
+        # last, after the capture middleware's reservation (950): nothing enters a host's
+        # send queue while paused
+        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.PauseGateMiddleware"] = 990
         interval = spec.job_control_interval_s or DEFAULT_INTERVAL_S
         settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
     return settings
@@ -129,6 +146,8 @@ class Controls:
     """What the extension and the middleware share (one per crawler, on its job context)."""
 
     filters: list[OperatorFilter] = field(default_factory=list)
+    # an operator's pause is in force: requests reaching the downloader go back to the queue
+    paused: bool = False
 
 
 def controls_of(crawler: Crawler) -> Controls:
@@ -160,6 +179,37 @@ class OperatorFilterMiddleware:
                 self.stats.inc_value(REJECTED_STAT + f.name)
                 raise Refused(f"filter:{f.name}")
 
+    def process_exception(
+        self, request: Request, exception: Exception, spider: Any = None
+    ) -> Request | None:
+        """A request held back by a pause goes back to the scheduler (the last middleware to
+        see the exception: the others gave back its budget reservation and host lease)."""
+        if isinstance(exception, ReturnedToFrontier):
+            return request
+        return None
+
+
+def held_by_pause(request: Request) -> bool:
+    """A frontier request a pause holds back (a rendering page's browser requests are not)."""
+    return "hf" in request.meta and "hf_browser" not in request.meta
+
+
+class PauseGateMiddleware:
+    """Downloader middleware, the last before the download: while paused, a frontier request
+    that was waiting in a middleware (for robots.txt, a host lease, a login) when the pause
+    came goes back to the queue instead of into a host's send queue."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.controls = controls_of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PauseGateMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        if self.controls.paused and held_by_pause(request):
+            raise ReturnedToFrontier("paused")
+
 
 class JobControl:
     """Extension: polls ``job_actions`` for this job and applies what operators asked."""
@@ -178,6 +228,7 @@ class JobControl:
         self.polling = False
         self.poll_failures = 0
         self.paused = False
+        self.returned = 0  # requests a pause took back from the downloader (in its message)
         # pause/stop actions waiting for the downloader to empty: (action, deadline)
         self.waiting: list[tuple[JobAction, float]] = []
         self.closing = False
@@ -253,13 +304,15 @@ class JobControl:
         assert engine is not None
         if action.action in ("pause", "stop"):
             engine.pause()
-            self.paused = True
+            self.paused = self.controls.paused = True
+            self.returned += self._return_unsent()
             deadline = time.monotonic() + self.download_timeout_s + 5
             self.waiting.append((action, deadline))
             self._check_waiting()
         elif action.action == "resume":
             was = self.paused
-            self.paused = False
+            self.paused = self.controls.paused = False
+            self.returned = 0
             engine.unpause()
             slot = getattr(engine, "_slot", None)
             if slot is not None:  # take the next requests now, not at the next heartbeat
@@ -272,11 +325,24 @@ class JobControl:
         else:
             self._mark(action, "refused", f"unknown action {action.action!r}")
 
+    def _return_unsent(self) -> int:
+        """Put the frontier requests waiting in the hosts' send queues back in the scheduler
+        (see :class:`ReturnedToFrontier`); how many."""
+        engine = self.crawler.engine
+        if engine is None:
+            return 0
+        taken = take_unsent_requests(engine.downloader, held_by_pause)
+        for _request, waiting in taken:
+            waiting.errback(ReturnedToFrontier("paused"))
+        return len(taken)
+
     def _check_waiting(self) -> None:
         """Pause/stop actions whose in-flight fetches have finished (or waited long enough)."""
         if not self.waiting:
             return
         engine = self.crawler.engine
+        if self.paused:  # a request that was in a middleware may have reached a host's queue
+            self.returned += self._return_unsent()
         active = len(engine.downloader.active) if engine is not None else 0
         now = time.monotonic()
         still = []
@@ -290,7 +356,10 @@ class JobControl:
             if action.action == "stop":
                 self._stop(action, queued, left)
             elif self.paused:
-                self._mark(action, "applied", f"paused: frontier saved, {queued} URLs queued{left}")
+                back = f" ({self.returned} unsent put back)" if self.returned else ""
+                self._mark(
+                    action, "applied", f"paused: frontier saved, {queued} URLs queued{back}{left}"
+                )
             else:  # resumed before the in-flight fetches finished
                 self._mark(action, "applied", "paused, then resumed before it was quiet")
         self.waiting = still

@@ -3,7 +3,7 @@
 Why a module of its own: the crawler needs a few things neither library offers publicly (a
 bound on the size of a response's header section, the type of a size-limited gunzip's error,
 an offline public suffix list for the cookie middleware, the robots.txt middleware's parser
-table). Each is used here and only here, with the reason; every other crawler module uses
+table, the requests waiting in the downloader's per-host queues). Each is used here and only here, with the reason; every other crawler module uses
 public APIs. A Scrapy or Twisted upgrade that moves one of these fails at import or in
 ``tests/crawler/test_versions.py`` and ``tests/crawler/test_crawl_bounds.py``, not in the
 middle of a crawl; the version ranges they were checked with are pinned in pyproject.toml.
@@ -11,6 +11,7 @@ middle of a crawl; the version ranges they were checked with are pinned in pypro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 # scrapy.core is Scrapy's engine package. HTTP11DownloadHandler is the default http(s) handler,
@@ -35,6 +36,7 @@ __all__ = [
     "bound_response_headers",
     "offline_cookie_public_suffixes",
     "robots_parser_of",
+    "take_unsent_requests",
 ]
 
 DecompressionMaxSizeExceeded = _DecompressionMaxSizeExceeded
@@ -126,3 +128,26 @@ def robots_parser_of(middleware: Any, netloc: str, default: Any) -> Any:
     the parser, None after a fetch error, or the Deferred of a fetch still running (see
     ``crawler.politeness.ArchivalRobotsTxtMiddleware.robot_parser`` for why it is read)."""
     return middleware._parsers.get(netloc, default)
+
+
+def take_unsent_requests(downloader: Any, wanted: Callable[[Any], bool]) -> list[tuple[Any, Any]]:
+    """Take the ``wanted`` requests out of the downloader's per-host queues: (request, Deferred).
+
+    Why: the engine hands the downloader up to CONCURRENT_REQUESTS requests, and a host's slot
+    (``Downloader.slots``) keeps those it may not send yet in its private ``queue``, sending
+    one per politeness delay; pausing the engine does not stop them (an operator's pause let
+    a site get one request every delay for as long as the queue lasted). Each entry's Deferred
+    is what the download is waiting on: the caller fires it (crawler/control.py fails it with
+    a signal the filter middleware turns back into the request, which the engine schedules
+    again). Requests not ``wanted`` are left in place, in their order.
+    """
+    taken: list[tuple[Any, Any]] = []
+    for slot in downloader.slots.values():
+        queue = slot.queue
+        if not queue:
+            continue
+        kept = [entry for entry in queue if not wanted(entry[0])]
+        taken.extend(entry for entry in queue if wanted(entry[0]))
+        queue.clear()
+        queue.extend(kept)
+    return taken
