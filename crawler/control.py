@@ -26,7 +26,10 @@ reactor thread and marks it applied or refused with a message. Every action is a
   the code its console's filters give) and the annotation ``filter:<name>`` in crawl.log.
   Filters are kept in the frontier state, so a resumed crawl keeps them.
 - *limits*: new per-domain object/byte limits (crawler/budget.py) and a new maximum running
-  time (replacing Scrapy's CLOSESPIDER_TIMEOUT timer; counted from the crawl's start).
+  time (replacing Scrapy's CLOSESPIDER_TIMEOUT timer; counted from the crawl's start). Every
+  value is checked before anything changes (``job_actions.check_arguments``; the new timer is
+  computed before the old one is cancelled): a refused action leaves the crawl's limits and
+  time limit as they were.
 
 In a partitioned job each child applies every action, and the parent process relays them
 (crawler/control_relay.py): the child reads its actions from the relay's file instead of the
@@ -84,6 +87,12 @@ class ReturnedToFrontier(CrawlerError):
     """A request the downloader had not sent when the crawl was paused: the filter middleware
     turns it back into the request, which the engine schedules again (not a fetch result: no
     crawl.log line, its budget reservation and host lease are given back on the way)."""
+
+
+def _digits(value: int) -> str:
+    """A number as a message shows it: an absurd one by its size, not its 400 digits."""
+    text = str(value)
+    return text if len(text) <= 24 else f"a number of {len(text)} digits"
 
 
 def _reactor() -> Any:
@@ -401,7 +410,12 @@ class JobControl:
             n = len(self.controls.filters)
             log.info("job control: %d operator filter(s) kept from the earlier run", n)
 
-    def _set_limits(self, args: dict[str, Any]) -> str:
+    def _set_limits(self, arguments: dict[str, Any]) -> str:
+        from harvestflow.job_actions import check_arguments
+
+        # every value checked first (the requester's checks and bounds: the row comes from a
+        # table others write), so that a refused action changes nothing
+        args: dict[str, Any] = check_arguments("limits", arguments)
         done = []
         budgets = self.ctx.budgets
         if args.get("max_objects") is not None or args.get("max_bytes") is not None:
@@ -435,8 +449,14 @@ class JobControl:
             )
 
     def _set_time_limit(self, seconds: int) -> str:
-        """Replace Scrapy's CLOSESPIDER_TIMEOUT timer (≤ 0: no time limit)."""
+        """Replace Scrapy's CLOSESPIDER_TIMEOUT timer (≤ 0: no time limit); ``seconds`` is
+        checked (``check_arguments``), and the new timer's delay computed before the old
+        timer is cancelled."""
         assert self.crawler.extensions is not None
+        try:  # first: a value no timer can hold is refused with the old timer in place
+            remaining = max(self.ctx.started + seconds - time.time(), 0.0) if seconds > 0 else 0.0
+        except OverflowError:
+            raise ValueError(f"max_time_s {_digits(seconds)}: too large; -1 for no limit") from None
         for ext in self.crawler.extensions.middlewares:
             if isinstance(ext, CloseSpider) and ext.task is not None:
                 ext.task.cancel()
@@ -447,9 +467,8 @@ class JobControl:
         self.ctx.spec.max_running_time_s = max(seconds, 0)
         if seconds <= 0:
             return "no time limit"
-        remaining = self.ctx.started + seconds - time.time()
-        self.time_limit = _reactor().callLater(max(remaining, 0), self._time_up)
-        return f"max running time {seconds}s ({max(remaining, 0):.0f}s left)"
+        self.time_limit = _reactor().callLater(remaining, self._time_up)
+        return f"max running time {seconds}s ({remaining:.0f}s left)"
 
     def _time_up(self) -> None:
         engine = self.crawler.engine

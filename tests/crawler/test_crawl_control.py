@@ -470,3 +470,98 @@ def test_a_pause_stops_the_requests_waiting_for_the_politeness_delay(db_engine, 
                 if r.rec_type == "response"
             ]
     assert sorted(u for u in captured if u in urls) == urls  # one capture each
+
+
+def test_an_object_limit_below_what_the_crawl_would_fetch_stops_it_there(
+    db_engine, slow_site, tmp_path
+):
+    """`harvestflow jobs limits --max-objects N` with N below what the endless crawl would
+    fetch: it stops at N with stop reason 1 (object limit) in summary.json, the URLs left are
+    refused in crawl.log with -5003 and Heritrix's quota annotation, and the report says the
+    crawl finished."""
+    from harvest.control import request
+    from harvest.results import record_job_results
+    from harvestflow.job_actions import wait_for
+
+    job_id, job_json = prepared_job(db_engine, slow_site, tmp_path)
+    out = job_json.parent
+    proc = start_crawler(job_json, out, tmp_path / "crawler.out")
+
+    def pages_logged() -> int:
+        return sum(1 for f in crawl_log_lines(out) if f[1] == "200" and "robots" not in f[3])
+
+    try:
+        wait_until("the crawl fetching", lambda: slow_site.count() >= 4)
+        # paused, so that the count the limit is set from is the count it stops at
+        paused = wait_for(request(job_id, "pause", {}, "bob"), 90)
+        assert paused is not None and paused.state == "applied", paused
+        limit = pages_logged() + 5
+        limited = cli("limits", str(job_id), "--max-objects", str(limit), "--user", "bob",
+                      "--wait", "90")  # fmt: skip
+        assert limited.returncode == 0, limited.stdout + limited.stderr
+        assert f"max objects {limit}" in limited.stdout
+        resumed = wait_for(request(job_id, "resume", {}, "bob"), 90)
+        assert resumed is not None and resumed.state == "applied", resumed
+        # the trap is endless: only the limit ends this crawl
+        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    summary = json.loads((out / "summary.json").read_text())
+    domain = summary["domains"]["example-a.test"]
+    assert summary["status"] == "complete"
+    assert (domain["objects"], domain["stop_reason"]) == (limit, 1), domain  # OBJECT_LIMIT
+    assert pages_logged() == limit
+    assert slow_site.count(lambda p: p != "/robots.txt") == limit  # the server agrees
+    refused = [f for f in crawl_log_lines(out) if f[1] == "-5003"]
+    assert refused and all(f[-1] == "Q:groupMaxFetchSuccesses" for f in refused), refused[:3]
+    report = (out / "reports" / "crawl-report.txt").read_text()
+    assert "crawl status: Finished\n" in report, report
+    assert record_job_results(job_id, engine=db_engine)["status"] == "DONE"
+    with db_engine.connect() as conn:
+        reasons = conn.execute(
+            sa.text("SELECT stopreason FROM historyinfo WHERE job_id = :j AND objectcount > 0"),
+            {"j": job_id},
+        ).scalars().all()  # fmt: skip
+    assert reasons == [1]
+
+
+def test_an_absurd_time_limit_is_refused_and_the_crawl_keeps_its_time_limit(
+    db_engine, slow_site, tmp_path
+):
+    """A limits action with max_time_s 10^400: refused with a clear answer, and nothing
+    changed — the old crawler cancelled the crawl's timer before failing to set the new one,
+    so this endless crawl never ended. Inserted in job_actions directly: the crawler reads a
+    table others write and must hold whatever a requester let through."""
+    from harvestflow.job_actions import insert_action, wait_for
+
+    job_id, job_json = prepared_job(db_engine, slow_site, tmp_path)
+    spec = json.loads(job_json.read_text())
+    spec["max_running_time_s"] = 15
+    job_json.write_text(json.dumps(spec))
+    out = job_json.parent
+    proc = start_crawler(job_json, out, tmp_path / "crawler.out")
+    try:
+        wait_until("the crawl fetching", lambda: slow_site.count() >= 3)
+        with db_engine.begin() as conn:
+            action = insert_action(conn, job_id, "limits", {"max_time_s": 10**400}, "mallory")
+        answer = wait_for(action, 90)
+        assert answer is not None and answer.state == "refused", answer
+        message = answer.message or ""
+        assert "max_time_s a number of 401 digits" in message and "no limit" in message, answer
+        assert len(message) < 200
+        # the job's own 15 s limit still ends the endless crawl
+        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "time_limit"
+    assert summary["domains"]["example-a.test"]["stop_reason"] == 6  # TIME_LIMIT
+    assert (
+        "crawl status: Finished - Timelimit hit"
+        in (out / "reports" / "crawl-report.txt").read_text()
+    )
