@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
-from access.config import AccessConfig
+from access.config import INTERNAL_HOST, AccessConfig
 from access.rules import Rule, deciding
 from harvestflow.atomic import fsync_dir, tmp_path
 from harvestflow.formats.surt import surt
@@ -89,7 +89,7 @@ def may_exclude(rules: Iterable[Rule], url: str) -> bool:
 
 
 def _query(cfg: AccessConfig, coll: str, params: list[tuple[str, str]], user: str) -> list[dict]:
-    conn = http.client.HTTPConnection(cfg.host, cfg.pywb_port, timeout=300)
+    conn = http.client.HTTPConnection(INTERNAL_HOST, cfg.pywb_port, timeout=300)
     try:
         headers = {HEADER: user} if user else {}
         conn.request("GET", f"/{coll}/cdx?{urlencode(params)}", headers=headers)

@@ -14,8 +14,9 @@ the links to the not-yet-merged index files and the logs live:
     <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
     <data_dir>/<access>/templates/index.html        the home page with the guided tours
 
-``url`` is our gateway (:mod:`access.gateway`), the one public address; pywb itself listens on
-``pywb_port`` of the same host behind it.
+``[access] url`` is where our gateway (:mod:`access.gateway`) listens, the one public address;
+pywb (``pywb_port``), the WARC resolver (``resolver_port``) and the search page listen on
+loopback only (:data:`INTERNAL_HOST`), behind it: the gateway's rules are the only way in.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 ALL = "all"
 DEFINITION_PREFIX = "harvest-"  # harvest-<id>: one collection per harvest definition
 COLL_NAME = _COLL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# pywb, the WARC resolver and the search page: loopback only, whatever the gateway's address
+# (they run on the gateway's machine, started by the same process; nothing else may reach them)
+INTERNAL_HOST = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -101,12 +105,12 @@ class AccessConfig:
 
     @property
     def resolver_url(self) -> str:
-        return f"http://{self.host}:{self.resolver_port}/warc/"
+        return f"http://{INTERNAL_HOST}:{self.resolver_port}/warc/"
 
     @property
     def pywb_url(self) -> str:
-        """pywb itself, behind the gateway (loopback or the configured host)."""
-        return f"http://{self.host}:{self.pywb_port}/"
+        """pywb itself, behind the gateway, on loopback."""
+        return f"http://{INTERNAL_HOST}:{self.pywb_port}/"
 
     @property
     def refused_log(self) -> Path:

@@ -47,7 +47,7 @@ from urllib.parse import unquote
 
 from access import cdxaudit
 from access import missing as missing_urls
-from access.config import AccessConfig
+from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import collections_root
 from access.rules import Rule, deciding
 from harvestflow.formats.fields import tsv_field
@@ -275,7 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._forward(client, SEARCH_HOST, gw.search_port, self.path[len(SEARCH) :])
             return
-        self._forward(client, gw.cfg.host, gw.cfg.pywb_port, self.path)
+        self._forward(client, INTERNAL_HOST, gw.cfg.pywb_port, self.path)
 
     def _redirect(self, location: str) -> None:
         self.send_response(301)

@@ -16,7 +16,7 @@ missing at start would be taken for a folder prefix until the next restart. The 
 pywb's own plus a line naming the capture's collection and harvest (``access/banner.html``).
 
 Access rules are pywb's own: every collection reads the one ACL file generated from the rules
-in the harvest database (``acl_paths``; pywb opens it at each lookup, so a rule changed while
+in the harvest database (mode 0600 in a 0700 folder: it names the gateway's audit user) (``acl_paths``; pywb opens it at each lookup, so a rule changed while
 serving is in force at the next request). The per-definition collections are pywb's automatic
 collections under ``collections_root`` (:mod:`access.definitions`), found at each request; a
 ZipNum summary (``.idx``) in their folder is read as a ZipNum, with the top-level
@@ -42,11 +42,11 @@ BANNER = data_path("access", "banner.html")
 ERROR_PAGE = data_path("access", "error.html")
 
 
-def _ensure_file(path: Path) -> None:
+def _ensure_file(path: Path, mode: int = 0o644) -> None:
     """An empty file if none yet (an empty sorted index; the big merge merges into it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
     except FileExistsError:
         return
     os.close(fd)
@@ -110,7 +110,12 @@ def write(settings: Settings | None = None) -> Path:
     text = render(settings)
     cfg.root.mkdir(parents=True, exist_ok=True)
     collections_root(cfg).mkdir(exist_ok=True)
-    _ensure_file(acl_file(cfg))  # pywb refuses a missing ACL file at start
+    acl = acl_file(cfg)
+    _ensure_file(acl, 0o600)  # pywb refuses a missing ACL file at start
+    # the ACL file names the audit user (every rule lifted for it: access.cdxaudit): readable
+    # by this account only, its folder too (an older install made both world-readable)
+    os.chmod(acl.parent, 0o700)
+    os.chmod(acl, 0o600)
     # pywb looks for templates in <cwd>/templates first: our banner around pywb's own, and
     # our error page (a capture refused by an access rule says so)
     for source, name in ((BANNER, "harvestflow_banner.html"), (ERROR_PAGE, "error.html")):

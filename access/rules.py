@@ -274,7 +274,7 @@ def write_acl(path: Path, rules: Iterable[Rule], audit_user: str = "") -> bool:
             return False
     except FileNotFoundError:
         pass
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, chmod=0o600)  # names the audit user, who passes every rule
     return True
 
 

@@ -7,7 +7,10 @@ stderr) appended to ``<access>/logs/access.log``. Beside it, in this process: ou
 (:mod:`access.resolver`) and a thread that refreshes the flat index files every
 ``refresh_interval_s`` (:func:`access.index.refresh`, :func:`access.publish.publish`), so new
 captures, rules, definition collections and tours appear without a restart. In front of pywb,
-our gateway (:mod:`access.gateway`) on the public address: reading room, refusal log, and the
+our gateway (:mod:`access.gateway`) on the public address (pywb, the resolver and the search
+page listen on loopback only: whoever reaches the gateway's address reaches nothing else, not
+pywb's port that would lift the reading room, nor the resolver's whole WARCs): reading room,
+refusal log, and the
 full-text search page at ``/search/`` (:mod:`access.searchapp`, served in this process), and the
 record of what the curators' job views could not serve (:mod:`access.missing`).
 """
@@ -26,7 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from access import definition_index, missing, pywbconfig, rules
-from access.config import AccessConfig
+from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import acl_file
 from access.gateway import SEARCH_HOST, Gateway
 from access.index import Lister, refresh, reindex
@@ -93,10 +96,10 @@ class ReplayService:
             ) from exc
         config = pywbconfig.write(self.settings)
         try:
-            self._resolver = make_server(self.settings, self.cfg.host, self.cfg.resolver_port)
+            self._resolver = make_server(self.settings, INTERNAL_HOST, self.cfg.resolver_port)
         except OSError as exc:
             raise ServiceError(
-                f"WARC resolver: cannot listen on {self.cfg.host}:{self.cfg.resolver_port} ({exc});"
+                f"WARC resolver: cannot listen on {INTERNAL_HOST}:{self.cfg.resolver_port} ({exc});"
                 " set [access] resolver_port (HARVESTFLOW_ACCESS__RESOLVER_PORT)"
             ) from exc
         self._spawn("warc-resolver", self._resolver.serve_forever)
@@ -125,7 +128,7 @@ class ReplayService:
         # own descriptor of the log; ours closes at once.
         with open(self.cfg.access_log, "ab") as err:
             self.proc = subprocess.Popen(
-                [str(self.cfg.wayback), "-p", str(self.cfg.pywb_port), "-b", self.cfg.host],
+                [str(self.cfg.wayback), "-p", str(self.cfg.pywb_port), "-b", INTERNAL_HOST],
                 cwd=self.cfg.root,
                 env=env,
                 stdout=subprocess.DEVNULL,

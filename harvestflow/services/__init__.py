@@ -186,11 +186,9 @@ def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
 def replay_status(settings: Settings) -> ServiceStatus:
     """The replay service (``harvestflow access serve``): pywb's home page and our resolver's
     health page both answer. Read from the settings only (core does not import ``access``)."""
-    from urllib.parse import urlsplit
-
     url = str(settings.get("access", "url", "") or "http://127.0.0.1:8090/").rstrip("/") + "/"
-    host = urlsplit(url).hostname or "127.0.0.1"
-    resolver = f"http://{host}:{int(settings.get('access', 'resolver_port', 8091))}/health"
+    # the resolver listens on loopback only, whatever the gateway's address (access.config)
+    resolver = f"http://127.0.0.1:{int(settings.get('access', 'resolver_port', 8091))}/health"
     running = _http_ok(url) and _http_ok(resolver)
     return ServiceStatus("replay", True, running, f"{url} (WARC resolver {resolver[:-7]})")
 
