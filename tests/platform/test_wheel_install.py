@@ -1,33 +1,43 @@
-"""``pip install`` of the wheel, not editable, gives a working ``harvestflow``.
+"""``pip install`` of the wheel, not editable, with the dependencies it declares and nothing
+else, gives a working ``harvestflow``.
 
 The wheel is built once per session from a copy of the checkout (``pip wheel --no-deps``, the
-build backend from the package index like any pip build) and installed with ``--no-deps`` into
-a fresh virtualenv. That virtualenv gets the dependencies from this interpreter's site-packages
-through a ``.pth`` line: the site-packages of a ``.pth`` line is added to ``sys.path`` but its own
-``.pth`` files are not run, so the editable install of the checkout stays inactive. Every command
-runs without ``PYTHONPATH``, from a folder outside the source tree, and the first test shows the
-modules and the data files come from the virtualenv's site-packages.
+build backend from the package index like any pip build) and installed into an empty virtualenv
+with its declared dependencies, so a module the platform imports but does not declare fails here
+(tests/platform/test_declared_dependencies.py names it without installing anything). The
+dependencies come from a wheelhouse under the user's cache folder (``wheelhouse()``), filled from
+the package index the first time and whenever the declared list asks for something it lacks, and
+installed from it alone (``--no-index``): a warm cache installs without the network in about half
+a minute. Versions are held to the ones of the development environment the suite ran with
+(``-c``): the install is the tested set, and pip does not backtrack through Airflow's releases.
+Every command runs without ``PYTHONPATH``, from a folder outside the source tree, and the second
+test shows the modules and the data files come from the virtualenv's site-packages.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from packaging.requirements import Requirement
 
 from harvestflow.samplesite import start
 from harvestflow.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 SRC = Path(__file__).resolve().parents[2]
 # not needed to build the wheel: runtime state, virtualenvs, caches, tests, benchmarks
@@ -109,6 +119,89 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
     return skipped
 
 
+def wheelhouse() -> Path:
+    """The wheels of the declared dependencies, kept between sessions (CI may cache the folder:
+    ``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "harvestflow" / "test-wheelhouse"
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """One session at a time fills and reads the wheelhouse (two sessions may run side by side)."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def declared_requirements(wheel: Path) -> list[str]:
+    """The wheel's own Requires-Dist, without the extras' (``dev``): what ``pip install`` of the
+    wheel installs."""
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = zf.read(name).decode()
+    reqs = [
+        ln.split(":", 1)[1].strip()
+        for ln in metadata.splitlines()
+        if ln.startswith("Requires-Dist:")
+    ]
+    return [r for r in reqs if Requirement(r).marker is None]
+
+
+def versions_tested() -> list[str]:
+    """``name==version`` of every distribution of this environment but harvestflow itself."""
+    import importlib.metadata as md
+
+    pins = {
+        f"{d.metadata['Name']}=={d.version}"
+        for d in md.distributions()
+        if d.metadata["Name"] and d.metadata["Name"].lower() != "harvestflow"
+    }
+    return sorted(pins)
+
+
+def _pip(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pip", *args],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def install_with_dependencies(wheel: Path, venv: Path, base: Path, env: dict[str, str]) -> None:
+    """The wheel and its declared dependencies into ``venv``, from the wheelhouse alone; the
+    wheelhouse is filled from the package index first when it lacks a wheel."""
+    reqs, constraints = base / "requirements.txt", base / "constraints.txt"
+    reqs.write_text("".join(f"{r}\n" for r in declared_requirements(wheel)))
+    constraints.write_text("".join(f"{c}\n" for c in versions_tested()))
+    house = wheelhouse()
+    # no byte-compiling: Airflow's thousands of modules take a minute more, imports compile
+    install = ("install", "-q", "--no-compile", "--no-index", "--find-links", str(house))
+    python = ("--python", str(venv / "bin" / "python"))
+    target = ("-c", str(constraints), str(wheel))
+    with _locked(house):
+        done = _pip(*python, *install, *target, cwd=base, env=env)
+        if done.returncode != 0:
+            fill = _pip(
+                *("wheel", "-q", "-w", str(house), "--find-links", str(house)),
+                *("-c", str(constraints), "-r", str(reqs)),
+                cwd=base,
+                env=env,
+            )
+            assert fill.returncode == 0, fill.stdout[-3000:] + fill.stderr[-3000:]
+            done = _pip(*python, *install, *target, cwd=base, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     base = tmp_path_factory.mktemp("wheel")
@@ -117,39 +210,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     dist = base / "dist"
     # nothing of the checkout on the build's or the install's path either
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=base,
-        env=clean,
-    )
+    build = _pip("wheel", "--no-deps", "-q", "-w", str(dist), str(src), cwd=base, env=clean)
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     (wheel,) = dist.glob("harvestflow-*.whl")
 
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    install = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(venv / "bin" / "python"),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=base,
-        env=clean,
-    )
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    started = time.monotonic()
+    install_with_dependencies(wheel, venv, base, clean)
+    logger.info("wheel and its dependencies installed in %.0f s", time.monotonic() - started)
     site = Path(
         subprocess.check_output(
             [
@@ -160,11 +229,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
             text=True,
         ).strip()
     )
-    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    (site / "_harvestflow_test_deps.pth").write_text("".join(f"{p}\n" for p in sorted(deps)))
     workdir = base / "elsewhere"
     workdir.mkdir()
-    yield Installed(wheel=wheel, venv=venv, site_packages=site, workdir=workdir)
+    try:
+        yield Installed(wheel=wheel, venv=venv, site_packages=site, workdir=workdir)
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)  # about 1 GB; pytest keeps its last three tmp dirs
 
 
 def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: Installed) -> None:
@@ -183,6 +253,7 @@ def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: In
 PROBE = """
 import json, sys
 import harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan
+import crawler.cdp, crawler.inflate, websockets, brotli, scrapy, airflow.sdk
 from harvestflow import db, settings
 from harvestflow.airflow_runtime import airflow_env
 from harvestflow.curator import webapp
@@ -193,7 +264,8 @@ from harvest.templates import TEMPLATES_DIR
 s = settings.get_settings()
 env = airflow_env(s)
 print(json.dumps({
-    "modules": [m.__file__ for m in (harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan)],
+    "modules": [m.__file__ for m in (harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan,
+                                     websockets, brotli, scrapy, airflow.sdk)],
     "data": [str(p) for p in (db.SQL_DIR, settings.DEFAULT_CONFIG, global_traps_file(),
              TEMPLATES_DIR, webapp.HERE, SETUP_SCRIPT, env["AIRFLOW__CORE__DAGS_FOLDER"],
              env["AIRFLOW__CORE__PLUGINS_FOLDER"])],
@@ -224,6 +296,9 @@ def test_the_installed_package_runs_from_site_packages_not_the_checkout(
         holding = [str(p) for p in on_path if (p / top / "__init__.py").exists()]
         assert holding == [site], top
     assert found["editable_finder"] == []
+    # nothing of the checkout nor of the development environment is on sys.path
+    dev = {sys.prefix, str(SRC)}
+    assert [p for p in found["sys_path"] if any(p.startswith(d) for d in dev)] == []
     assert found["migrations"] == sorted(p.name[:3] for p in (SRC / "sql").glob("*.sql"))
     # deployment data is never put into site-packages: relative paths go under XDG_DATA_HOME
     xdg = installed.workdir / "xdg" / "harvestflow"
