@@ -99,8 +99,14 @@ def summary_table(results: dict[str, dict[str, Any]]) -> str:
             meds = "—"
             cpu = wall = "no ratio"
             check_cell = "**FAILED**: " + _cell("; ".join(check["failures"])[:300])
+        label = name
+        if res.get("kind") == "regression":
+            label += (
+                f" (regression check: {on} = the tree of the run, {pn} = commit"
+                f" {res['against'][:9]}, in the peer columns)"
+            )
         rows.append(
-            f"| {name} | {run} | {load} | `{_cell(ours['shown'])}` ({ours['parallelism']} at"
+            f"| {label} | {run} | {load} | `{_cell(ours['shown'])}` ({ours['parallelism']} at"
             f" once) | `{_cell(peer['shown'])}` ({peer['parallelism']} at once) | {meds} |"
             f" {check_cell} |"
             f" {cpu} | {wall} | {_targets(res)} |"
