@@ -110,20 +110,13 @@ def against_sides(ours: Side, tree: Path, sha: str) -> tuple[Side, Side]:
     differs: each side's PYTHONPATH and working directory are its own tree, which come before
     the editable install on the import path.
     """
-    new = replace(
-        ours,
-        name="new",
-        env={**ours.env, "PYTHONPATH": str(REPO)},
-        cwd=str(REPO),
-        tuning=f"this tree: {ours.tuning}",
-    )
-    old = replace(
-        ours,
-        name="old",
-        env={**ours.env, "PYTHONPATH": str(tree)},
-        cwd=str(tree),
-        tuning=f"commit {sha[:9]}'s library code, same command: {ours.tuning}",
-    )
+
+    def at(name: str, root: Path, code: str) -> Side:
+        env = {**ours.env, "PYTHONPATH": str(root)}
+        return replace(ours, name=name, env=env, cwd=str(root), tuning=f"{code}: {ours.tuning}")
+
+    new = at("new", REPO, "this tree")
+    old = at("old", tree, f"commit {sha[:9]}'s library code, same command")
     return new, old
 
 
