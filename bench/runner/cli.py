@@ -1,7 +1,8 @@
 """``bench/run [NAME...] [--rounds N] [--quick] [--readme] [--against COMMIT]``: run benchmarks.
 
 Each NAME is a benchmark with a ``bench/NAME/spec.py`` defining ``BENCHMARK``. Every run writes
-``bench/results/NAME.json`` and regenerates bench/README.md's tables; ``--readme`` alone only
+``bench/results/NAME.json`` (``--quick``: under $TMPDIR/hf-bench/results-quick, never over the
+real figures) and regenerates bench/README.md's tables; ``--readme`` alone only
 regenerates them. ``--against COMMIT`` runs a regression check instead of the peer comparison:
 our side with this tree's code and with COMMIT's, alternating in the same run. Exit 1 when a benchmark's output check failed or a side exited non-zero, 2
 when a rule refused the run (fewer than 3 rounds, an order that does not alternate).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="COMMIT",
         help="regression check: our side with COMMIT's library code instead of the peer",
     )
-    ap.add_argument("--results", type=Path, default=RESULTS, help=argparse.SUPPRESS)
+    ap.add_argument("--results", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help="inputs and outputs (default $TMPDIR/hf-bench)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except rules.RuleError as exc:
         print(f"bench/run: {exc}", file=sys.stderr)
         return 2
+    if args.results is None:  # a smoke run never replaces the figures of bench/results
+        quick = Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench" / "results-quick"
+        args.results = quick if args.quick else RESULTS
     status = 0
     for name in args.names:
         try:
