@@ -65,14 +65,9 @@ def test_a_token_signs_a_reader_into_the_reading_room_and_signing_out_closes_it(
     curator_pages = create_app(
         lambda: db_engine, data_dir=access_settings.data_dir, auth=auth_for(users)
     )
-    names = chain_job(
-        db_engine,
-        access_settings.data_dir,
-        "reading-room",
-        [[page(URL, "signed", datetime(2024, 1, 1, tzinfo=UTC))]],
-    )
-    for name in names:
-        extract_file(name)
+    captures = [[page(URL, "signed", datetime(2024, 1, 1, tzinfo=UTC))]]
+    for name in chain_job(db_engine, access_settings.data_dir, "reading-room", captures):
+        extract_file(name)  # for the full-text search page
     with serving(curator_pages) as curator:
         monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM", "true")
         monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM_RANGES", '["127.0.0.1/32"]')
