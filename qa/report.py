@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from harvestflow.formats.csvcells import safe_row
 from qa import daily_compare
 from qa.texttable import table_text
 
@@ -126,9 +127,9 @@ def _texts(comp: DayComputation) -> dict[str, str]:
 def _csv(rows: Iterable[Iterable[Any]], header: list[str]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(row)
+    writer.writerow(safe_row(header))
+    for row in rows:  # a host or URL a spreadsheet would run as a formula is escaped
+        writer.writerow(safe_row(list(row)))
     return buf.getvalue()
 
 

@@ -164,10 +164,26 @@ def validation_status(flags: list[str], checked: bool) -> str:
     return "warning" if flags else ("valid" if checked else "unchecked")
 
 
+# what each constraint of selection_records (sql/001) means to a curator
+_CONSTRAINT_WORDS = {
+    "selection_records_collection_seed_url_key": "conflicts with another record: its"
+    " collection already has a record for this seed URL",
+    "selection_records_external_id_key": "conflicts with another record: another record has"
+    " this id",
+    "selection_records_budget_check": "the budget is not small, medium or large",
+}
+
+
 def conflict_reason(exc: IntegrityError) -> str:
-    """Why a record was refused by a unique constraint (the database's first line)."""
-    reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-    return f"conflicts with another record ({reason})"
+    """Why the database refused a record, in a curator's words: never the constraint's name
+    or the database's message (they are logged for the operators)."""
+    diag = getattr(exc.orig, "diag", None)
+    name = getattr(diag, "constraint_name", None) or ""
+    first = str(exc.orig).splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+    log.info("selection record refused by the database (%s): %s", name or "?", first)
+    return _CONSTRAINT_WORDS.get(
+        name, "conflicts with another record or a rule of the records (the log says which)"
+    )
 
 
 _UPSERT = """

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.selection.records import CSV_COLUMNS
+from harvestflow.formats.csvcells import safe_cell
 
 STATUSES = ("active", "inactive")
 VALIDATIONS = ("valid", "warning", "unchecked", "invalid")
@@ -129,8 +130,8 @@ def export_csv(conn: Connection, flt: RecordFilter) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for row in rows:
-        writer.writerow(as_row(dict(row._mapping)))
+    for row in rows:  # text a spreadsheet would run as a formula is escaped (read back as is)
+        writer.writerow({k: safe_cell(v) for k, v in as_row(dict(row._mapping)).items()})
     return out.getvalue()
 
 

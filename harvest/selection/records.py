@@ -17,6 +17,7 @@ from typing import Any
 from harvest.errors import HarvestError
 from harvest.selection.mapping import SelectionMapping
 from harvest.selection.seeds import MAX_FIELD_BYTES, SeedError, check_seed_url, check_text
+from harvestflow.formats.csvcells import read_cell
 
 TRUE_WORDS = {"1", "true", "yes", "y", "oui", "on", "active"}
 FALSE_WORDS = {"0", "false", "no", "n", "non", "off", "inactive", ""}
@@ -217,7 +218,8 @@ def read_csv(path: Path, mapping: SelectionMapping) -> Iterator[SelectionRecord 
             if not any(v.strip() for v in values):
                 continue  # a blank line is no record
             where = f"{path.name} line {first}"
-            row = dict(zip(header, values, strict=False))
+            # a cell our export escaped for spreadsheets ('=…) is read as it was
+            row = dict(zip(header, (read_cell(v) for v in values), strict=False))
             try:
                 yield record_from_row(row, where, text, mapping)
             except RecordError as exc:

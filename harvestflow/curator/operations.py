@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from harvestflow.curator.jobfiles import MAX_REPORT_ROWS, Table, inside
 from harvestflow.curator.queries import Page, _page, _rows
+from harvestflow.formats.csvcells import safe_row
 from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
@@ -228,9 +229,9 @@ def overview(conn: sa.Connection) -> dict[str, Any]:
 
 
 def csv_text(table: Table) -> str:
-    """A table back as CSV text (downloads)."""
+    """A table back as CSV text (downloads; formulas escaped for spreadsheets)."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(table.columns)
-    writer.writerows(table.rows)
+    writer.writerow(safe_row(table.columns))
+    writer.writerows(safe_row(row) for row in table.rows)
     return out.getvalue()

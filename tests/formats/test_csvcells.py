@@ -1,0 +1,46 @@
+"""CSV cells for spreadsheets: formulas escaped with an apostrophe (OWASP), numbers left as
+they are, and every text read back as it was written, through the csv module."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from harvestflow.formats.csvcells import read_cell, safe_cell, safe_row
+
+TEXTS = [
+    '=HYPERLINK("http://evil.test","x")',
+    "+cmd",
+    "-x",
+    "@SUM(A1)",
+    "\tlead tab",
+    "\rlead CR",
+    "'=already escaped by hand",
+    "''-twice",
+    "'a hand-written apostrophe",
+    "'",
+    "-",
+    "plain",
+    "",
+    "a=b",
+]
+NUMBERS = ["-1", "+2.5", "-.5", "1e5", "-3E-2", "42"]
+
+
+def test_formula_cells_are_text_to_a_spreadsheet_and_numbers_stay_numbers() -> None:
+    for text in TEXTS:
+        cell = safe_cell(text)
+        assert isinstance(cell, str)
+        assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r"), text
+    for number in NUMBERS:
+        assert safe_cell(number) == number
+    assert safe_row([-1, 2.5, None, "=1"]) == [-1, 2.5, None, "'=1"]
+
+
+def test_every_cell_is_read_back_as_it_was_written() -> None:
+    out = io.StringIO()
+    csv.writer(out).writerow(safe_row(TEXTS + NUMBERS))
+    (row,) = csv.reader(io.StringIO(out.getvalue(), newline=""))
+    assert [read_cell(c) for c in row] == TEXTS + NUMBERS
+    # a hand-made file's apostrophe before a letter is kept
+    assert read_cell("'Allo 'Allo") == "'Allo 'Allo"
