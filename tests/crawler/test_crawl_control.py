@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -392,14 +393,28 @@ class FlatSite(SlowSite):
         return "<html><body>" + " ".join(f'<a href="{u}">{u}</a>' for u in links) + "</body></html>"
 
 
-def start_crawler(job_json: Path, out: Path, log_path: Path) -> subprocess.Popen[bytes]:
+@contextmanager
+def crawler_process(job_json: Path, out: Path, log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The crawler child crawling ``job_json`` into ``out`` (output in ``log_path``); killed
+    on the way out if it is still running."""
     with log_path.open("w") as log_fh:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "crawler", "--job", str(job_json), "--out", str(out),
              "--progress-interval", "1"],
             stdout=log_fh, stderr=subprocess.STDOUT, cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def ends_cleanly(proc: subprocess.Popen[bytes], log_path: Path, timeout: float = 120) -> None:
+    """The crawler exits 0 within ``timeout`` (only its own end can end these crawls)."""
+    assert proc.wait(timeout=timeout) == 0, log_path.read_text()[-3000:]
 
 
 def test_a_pause_stops_the_requests_waiting_for_the_politeness_delay(db_engine, tmp_path):
@@ -420,8 +435,7 @@ def test_a_pause_stops_the_requests_waiting_for_the_politeness_delay(db_engine, 
         )  # fmt: skip
         job_json.write_text(json.dumps(spec))
         out = job_json.parent
-        proc = start_crawler(job_json, out, tmp_path / "crawler.out")
-        try:
+        with crawler_process(job_json, out, tmp_path / "crawler.out") as proc:
             wait_until("the crawl fetching pages", lambda: site.count(
                 lambda p: p.startswith("/p/")) >= 3)  # fmt: skip
             asked_at = site.count()
@@ -430,6 +444,7 @@ def test_a_pause_stops_the_requests_waiting_for_the_politeness_delay(db_engine, 
             answered_at = site.count()
             assert paused is not None and paused.state == "applied", paused
             assert "paused: frontier saved" in (paused.message or "")
+            assert "unsent put back" in (paused.message or ""), "no request was waiting"
             # between the ask and the answer: at most the fetch in flight when it was asked and
             # one started before the next control poll (0.5 s) saw the ask — not the queue
             # the old pause let out, one per delay
@@ -443,11 +458,7 @@ def test_a_pause_stops_the_requests_waiting_for_the_politeness_delay(db_engine, 
             resumed = wait_for(request(job_id, "resume", {}, "alice"), 90)
             assert resumed is not None and resumed.state == "applied", resumed
             wait_until("requests after resume", lambda: site.count() > answered_at)
-            assert proc.wait(timeout=180) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            ends_cleanly(proc, tmp_path / "crawler.out", 180)
     finally:
         site.stop()
 
@@ -485,12 +496,11 @@ def test_an_object_limit_below_what_the_crawl_would_fetch_stops_it_there(
 
     job_id, job_json = prepared_job(db_engine, slow_site, tmp_path)
     out = job_json.parent
-    proc = start_crawler(job_json, out, tmp_path / "crawler.out")
 
     def pages_logged() -> int:
         return sum(1 for f in crawl_log_lines(out) if f[1] == "200" and "robots" not in f[3])
 
-    try:
+    with crawler_process(job_json, out, tmp_path / "crawler.out") as proc:
         wait_until("the crawl fetching", lambda: slow_site.count() >= 4)
         # paused, so that the count the limit is set from is the count it stops at
         paused = wait_for(request(job_id, "pause", {}, "bob"), 90)
@@ -502,12 +512,7 @@ def test_an_object_limit_below_what_the_crawl_would_fetch_stops_it_there(
         assert f"max objects {limit}" in limited.stdout
         resumed = wait_for(request(job_id, "resume", {}, "bob"), 90)
         assert resumed is not None and resumed.state == "applied", resumed
-        # the trap is endless: only the limit ends this crawl
-        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        ends_cleanly(proc, tmp_path / "crawler.out")  # the trap is endless: the limit ends it
 
     summary = json.loads((out / "summary.json").read_text())
     domain = summary["domains"]["example-a.test"]
@@ -542,8 +547,7 @@ def test_an_absurd_time_limit_is_refused_and_the_crawl_keeps_its_time_limit(
     spec["max_running_time_s"] = 15
     job_json.write_text(json.dumps(spec))
     out = job_json.parent
-    proc = start_crawler(job_json, out, tmp_path / "crawler.out")
-    try:
+    with crawler_process(job_json, out, tmp_path / "crawler.out") as proc:
         wait_until("the crawl fetching", lambda: slow_site.count() >= 3)
         with db_engine.begin() as conn:
             action = insert_action(conn, job_id, "limits", {"max_time_s": 10**400}, "mallory")
@@ -552,12 +556,7 @@ def test_an_absurd_time_limit_is_refused_and_the_crawl_keeps_its_time_limit(
         message = answer.message or ""
         assert "max_time_s a number of 401 digits" in message and "no limit" in message, answer
         assert len(message) < 200
-        # the job's own 15 s limit still ends the endless crawl
-        assert proc.wait(timeout=120) == 0, (tmp_path / "crawler.out").read_text()[-3000:]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        ends_cleanly(proc, tmp_path / "crawler.out")  # the job's own 15 s limit ends it
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "time_limit"
     assert summary["domains"]["example-a.test"]["stop_reason"] == 6  # TIME_LIMIT
