@@ -274,6 +274,14 @@ def engineer(
     """A crawl engineer (every form is theirs) on the seeded database, with a running job
     (its crawl-control forms); seed URLs typed into the forms are on the loopback site."""
     valid = _seed(db_engine, tmp_path, JobStatus.STARTED)
+    with db_engine.begin() as conn:  # the job crawled web.test: its QA form has directives
+        conn.execute(
+            sa.text(
+                "INSERT INTO job_configs (job_id, config_id) SELECT :j, c.config_id"
+                " FROM configurations c JOIN domains d USING (domain_id) WHERE d.name = 'web.test'"
+            ),
+            {"j": int(valid["job_id"])},
+        )
     app = create_app(
         lambda: db_engine,
         data_dir=tmp_path,
@@ -311,6 +319,7 @@ def test_every_form_answers_hostile_values_without_a_5xx(
             {"csrf_token": token, "url": "http://web.test/", "chosen": "1"},
         )
     )
+    assert "max_objects" in dict(forms)[f"/jobs/{valid['job_id']}/qa"]  # the directives too
     posted = {_route_of(client, action) for action, _ in forms}
     post_routes = {
         r.path for r in client.app.routes if isinstance(r, APIRoute) and "POST" in r.methods
