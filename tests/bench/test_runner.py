@@ -1,6 +1,6 @@
 """The benchmark runner's rules (bench/runner): what makes its figures trustworthy by construction.
 
-Why: issue #32 found headline figures that said more than their runs showed (the best round,
+Why: a review found headline figures that said more than their runs showed (the best round,
 a peer always run second, CPU of killed processes missing, a run that failed its own check
 quoted anyway, README figures typed by hand). Each rule the runner enforces is proved here with
 small commands (a few seconds in all).
