@@ -129,7 +129,7 @@ def _csv(rows: Iterable[Iterable[Any]], header: list[str]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(safe_row(header))
     for row in rows:  # a host or URL a spreadsheet would run as a formula is escaped
-        writer.writerow(safe_row(list(row)))
+        writer.writerow(safe_row(row))
     return buf.getvalue()
 
 

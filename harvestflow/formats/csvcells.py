@@ -16,6 +16,7 @@ letter is read as it is.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _FORMULA = re.compile(r"'*[=+\-@\t\r]")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -33,7 +34,7 @@ def safe_cell(value: object) -> object:
     return value
 
 
-def safe_row(values: list[object] | tuple[object, ...]) -> list[object]:
+def safe_row(values: Iterable[object]) -> list[object]:
     """Every cell of a row through :func:`safe_cell`."""
     return [safe_cell(v) for v in values]
 
