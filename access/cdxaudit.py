@@ -11,6 +11,9 @@ The audit user is pywb's own per-user ACL (``X-Pywb-ACL-User`` request header; a
 ``<access>/acl/audit-user``, created once, written into the ACL file by :mod:`access.rules`
 beside each rule, sent only by the gateway (which drops that header from what readers send).
 The extra queries are made only when an ``exclude`` rule could match the query's host or domain.
+The query was checked by the gateway before pywb answered it (:mod:`access.readerquery`: no
+regular-expression filter), the gateway audits a few answers at a time, and each query here is
+time-limited: the audit never costs pywb more than a bounded multiple of what readers asked.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 
 HEADER = "X-Pywb-ACL-User"
 _FIELDS = "urlkey,timestamp,url,filename,offset"
+_TIMEOUT_S = 60  # each audit query, between reads (the reader's own query had as long)
 
 
 def audit_user_file(cfg: AccessConfig) -> Path:
@@ -89,7 +93,7 @@ def may_exclude(rules: Iterable[Rule], url: str) -> bool:
 
 
 def _query(cfg: AccessConfig, coll: str, params: list[tuple[str, str]], user: str) -> list[dict]:
-    conn = http.client.HTTPConnection(INTERNAL_HOST, cfg.pywb_port, timeout=300)
+    conn = http.client.HTTPConnection(INTERNAL_HOST, cfg.pywb_port, timeout=_TIMEOUT_S)
     try:
         headers = {HEADER: user} if user else {}
         conn.request("GET", f"/{coll}/cdx?{urlencode(params)}", headers=headers)

@@ -25,6 +25,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
@@ -57,6 +58,11 @@ class AccessConfig:
     reading_room_ranges: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     reading_room_login: bool
     login_check_url: str
+    # a request to the gateway, as a production reverse proxy limits it (nginx's defaults:
+    # client_max_body_size 1m, client_header/body_timeout 60s): [access] max_body_bytes,
+    # client_timeout_s (the whole request must arrive within it; a reply, each write)
+    max_body_bytes: int = 1 << 20
+    client_timeout_s: float = 60.0
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> AccessConfig:
@@ -96,6 +102,8 @@ class AccessConfig:
             login_check_url=str(
                 sec.get("login_check_url") or f"http://{airflow_host}:{airflow_port}/curator/"
             ),
+            max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
+            client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
         )
 
     @property
@@ -142,6 +150,17 @@ class AccessConfig:
 
     def replay_url(self, coll: str, timestamp: str, url: str, modifier: str = "") -> str:
         return f"{self.url}{coll}/{timestamp}{modifier}/{url}"
+
+
+def _positive(value: object, name: str, kind: type[int] | type[float]) -> Any:
+    """A positive number setting (``kind``), or a SettingsError naming it."""
+    try:
+        number = kind(str(value).strip())
+    except ValueError:
+        number = 0
+    if not number > 0:
+        raise SettingsError(f"[access] {name}: want a positive number, got {value!r}")
+    return number
 
 
 def _flag(value: object, name: str) -> bool:

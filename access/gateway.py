@@ -9,7 +9,7 @@ pywb on ``[access] pywb_port``. It:
 - **reading-room mode** (``reading_room = true``): lets a request through only from a client
   address in ``reading_room_ranges``, or carrying the login of the curator pages (Airflow's
   ``_token`` cookie or an ``Authorization: Bearer`` JWT, checked by asking the curator pages
-  themselves, answers cached a minute) when ``reading_room_login``; others get a 403 page that
+  themselves, answers kept a few seconds: :mod:`access.readerlogin`) when ``reading_room_login``; others get a 403 page that
   says why and how to get access. The home page (the list of collections and guided tours) and
   pywb's static files stay public: only consultation is restricted.
 - **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
@@ -25,17 +25,30 @@ pywb on ``[access] pywb_port``. It:
   ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
   rules in force exactly as pywb finds it (longest SURT prefix); and each capture an
   ``exclude`` rule left out of a URL-search (CDX API) answer, with its rule
-  (:mod:`access.cdxaudit`, checked after the answer is sent).
+  (:mod:`access.cdxaudit`, checked after the answer is sent, a few at a time).
+- **limits every request** as a production reverse proxy does (nginx's defaults): a body over
+  ``max_body_bytes`` is refused 413 before it is read, an unreadable ``Content-Length`` 400, a
+  chunked body 411; the request must arrive within ``client_timeout_s`` or the connection is
+  closed. A reader's query pywb cannot read or cannot bound (regular-expression filters) gets a
+  400 before it reaches pywb (:mod:`access.readerquery`), and pywb's own failures (5xx) our error
+  page, never its traceback.
+- **serves readers web captures only**: a replayed record whose original URL is not http(s) —
+  the crawl's ``metadata://`` records (crawl.log, the job's CDX, crawler.log, reports: they list
+  excluded and blocked URLs with their WARC offsets, and local paths), screenshots, ``dns:`` —
+  is refused 404 as if not archived, whatever URL form reached it (pywb's ``Link: rel=original``
+  names the record served). Staff read those files in the curator pages.
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
 import http.client
+import io
 import ipaddress
 import logging
+import queue
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -45,10 +58,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from access import cdxaudit
+from access import cdxaudit, readerquery
 from access import missing as missing_urls
 from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import collections_root
+from access.readerlogin import LoginChecker
 from access.rules import Rule, deciding
 from harvestflow.formats.fields import tsv_field
 from harvestflow.formats.surt import surt
@@ -74,8 +88,14 @@ _CDX_QUERY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/cdx\?(.+)$")
 _PUBLIC = re.compile(r"^/(?:$|static/|_health$|favicon\.ico$)")
 SEARCH = "/search"  # the search page's path (collections: "all", "harvest-<id>": none shadowed)
 SEARCH_HOST = "127.0.0.1"  # its server listens on loopback only: readers come through us
-_LOGIN_TTL_S = 60.0
 _CHUNK = 1 << 16
+_QUERY_TIMEOUT_S = 60  # pywb's answer to a URL search (and each audit query), between reads
+_REPLAY_TIMEOUT_S = 300  # pywb's answer to a replay (a big record streams from S3), between reads
+_AUDITS = 2  # URL-search answers audited at once (cdxaudit: two more queries each)
+_AUDIT_BACKLOG = 1000  # answers waiting for their audit; beyond, one is logged as not checked
+_LINGER_S = 2.0  # after refusing a body: how long its bytes are read and dropped, then close
+_ORIGINAL = re.compile(r'<([^>]*)>\s*;\s*rel="?original"?', re.I)
+_WEB = ("http://", "https://")
 
 REFUSAL_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Consultation restricted</title>
@@ -88,44 +108,14 @@ of the library, or by accredited users signed in.</p>
 </body></html>
 """
 
-
-class LoginChecker:
-    """Whether a token is a signed-in curator's: asks the curator pages, caches the answer."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self._cache: dict[str, tuple[bool, float]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, token: str) -> bool:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit and hit[1] > now:
-                return hit[0]
-        ok = self._ask(token)
-        with self._lock:
-            self._cache[key] = (ok, now + _LOGIN_TTL_S)
-        return ok
-
-    def _ask(self, token: str) -> bool:
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(self.url)
-        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
-        try:
-            conn.request(
-                "GET",
-                parts.path or "/",
-                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            )
-            return conn.getresponse().status == 200
-        except OSError as exc:
-            log.warning("reading room: cannot check a login at %s (%s)", self.url, exc)
-            return False
-        finally:
-            conn.close()
+ERROR_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font:16px sans-serif;max-width:40em;margin:3em auto}}</style></head>
+<body><h1>{title}</h1>
+<p>{message}</p>
+<p><a href="/">Collections and guided tours</a></p>
+</body></html>
+"""
 
 
 class Gateway:
@@ -145,6 +135,8 @@ class Gateway:
         self.login = login or LoginChecker(cfg.login_check_url)
         self.search_port = search_port  # the search page's server (None: not served)
         self._log_lock = threading.Lock()
+        self._audit_queue: queue.Queue[tuple[str, str, str]] = queue.Queue(_AUDIT_BACKLOG)
+        self._auditors: list[threading.Thread] = []
 
     def refusal(self, client: str, path: str, headers: Any) -> str | None:
         """Why this request may not be served (reading room), or None."""
@@ -200,6 +192,29 @@ class Gateway:
         coll = missing_urls.job_collection(job_id)
         return (collections_root(self.cfg) / coll / "indexes").is_dir()
 
+    def queue_audit(self, client: str, method: str, path: str) -> None:
+        """Have this URL-search answer audited (:meth:`audit_cdx`) by one of :data:`_AUDITS`
+        threads, in turn: readers' queries never start more than that many audits at once."""
+        with self._log_lock:
+            if not self._auditors:
+                for n in range(_AUDITS):
+                    worker = threading.Thread(target=self._audit_loop, name=f"cdx-audit-{n}")
+                    worker.daemon = True
+                    worker.start()
+                    self._auditors.append(worker)
+        try:
+            self._audit_queue.put_nowait((client, method, path))
+        except queue.Full:
+            log.warning("URL search %s: excluded captures not checked (backlog full)", path)
+
+    def _audit_loop(self) -> None:
+        while True:
+            client, method, path = self._audit_queue.get()
+            try:
+                self.audit_cdx(client, method, path)
+            except Exception:  # one audit's failure must not end the auditing
+                log.exception("URL search %s: audit failed", path)
+
     def audit_cdx(self, client: str, method: str, path: str) -> None:
         """Log each capture an ``exclude`` rule left out of this URL-search answer, with the
         rule (:mod:`access.cdxaudit`; run after the answer was sent)."""
@@ -208,7 +223,7 @@ class Gateway:
             return
         try:
             left_out = cdxaudit.excluded(self.cfg, match.group(1), match.group(2), self.rules())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             log.warning("URL search %s: cannot check for excluded captures (%s)", path, exc)
             return
         for cap, rule in left_out:
@@ -228,7 +243,9 @@ class Gateway:
         log.info("refused %s %s from %s: %s", method, path, client, reason)
 
     def server(self) -> ThreadingHTTPServer:
-        handler = type("GatewayHandler", (_Handler,), {"gateway": self})
+        handler = type(
+            "GatewayHandler", (_Handler,), {"gateway": self, "timeout": self.cfg.client_timeout_s}
+        )
         srv = ThreadingHTTPServer((self.cfg.host, self.cfg.port), handler)
         srv.daemon_threads = True
         return srv
@@ -247,6 +264,29 @@ def _token(headers: Any) -> str | None:
     return morsel.value if morsel and morsel.value else None
 
 
+class _Deadline(io.RawIOBase):
+    """The client's socket as the request's reader: every read ends by one deadline.
+
+    Why not just a socket timeout: it bounds each read, and a client trickling a byte at a time
+    would hold a thread for ever; here the request line, headers and body must all have
+    arrived ``client_timeout_s`` after the connection was accepted (or it is closed).
+    """
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        self.sock = sock
+        self.deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     gateway: Gateway
     protocol_version = "HTTP/1.1"
@@ -254,9 +294,26 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # pywb logs the requests
         return
 
+    def log_error(self, format: str, *args: Any) -> None:  # a timed-out or garbled request
+        log.info("gateway: %s: " + format, self.client_address[0], *args)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's own reader: ours replaces it (the socket stays open)
+        self.rfile = io.BufferedReader(_Deadline(self.connection, self.timeout or 60.0))
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue``: a body we would refuse is refused before it is sent."""
+        if self._body_refused():
+            return False
+        return super().handle_expect_100()
+
     def _handle(self) -> None:
         gw = self.gateway
         client = self.client_address[0]
+        if self._body_refused():
+            return
+        self.connection.settimeout(gw.cfg.client_timeout_s)  # the reply: each write
         if self.path == "/_health":
             self._send(200, "text/plain", b"ok\n")
             return
@@ -275,7 +332,45 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self._forward(client, SEARCH_HOST, gw.search_port, self.path[len(SEARCH) :])
             return
+        problem = readerquery.problem(self.path)
+        if problem:
+            log.info("gateway: %s %s from %s: %s", self.command, self.path, client, problem)
+            self._page(400, "Bad request", problem)
+            return
         self._forward(client, INTERNAL_HOST, gw.cfg.pywb_port, self.path)
+
+    def _body_refused(self) -> bool:
+        """Refuse (and answer) a request whose body is unreadable or too big, before reading it:
+        one readable ``Content-Length`` of at most ``max_body_bytes``, no chunked body."""
+        limit = self.gateway.cfg.max_body_bytes
+        lengths = set(self.headers.get_all("Content-Length") or [])
+        if self.headers.get("Transfer-Encoding"):
+            status, why = 411, "a request body must be sent with a Content-Length, not chunked"
+        elif len(lengths) > 1:
+            status, why = 400, "the request has several different Content-Length headers"
+        elif lengths and not re.fullmatch(r"\s*\d{1,30}\s*", next(iter(lengths))):
+            status, why = 400, f"Content-Length {next(iter(lengths))[:40]!r} is not a number"
+        elif lengths and int(next(iter(lengths))) > limit:
+            status, why = 413, f"a request body may hold at most {limit} bytes"
+        else:
+            return False
+        log.info("gateway: %s %s from %s: %s", self.command, self.path, self.client_address[0], why)
+        self._page(status, "Request refused", why)
+        self._linger()
+        return True
+
+    def _linger(self) -> None:
+        """After refusing a body: stop sending, read and drop what the client still sends for a
+        moment (closing with unread bytes would reset the connection and lose our answer)."""
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.5)
+            until = time.monotonic() + _LINGER_S
+            while time.monotonic() < until and self.connection.recv(_CHUNK):
+                pass
+        except OSError:
+            pass
 
     def _redirect(self, location: str) -> None:
         self.send_response(301)
@@ -296,22 +391,32 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self.close_connection = True
 
+    def _page(self, status: int, title: str, message: str) -> None:
+        """Our error page (never pywb's traceback), saying what went wrong."""
+        page = ERROR_PAGE.format(title=html.escape(title), message=html.escape(message))
+        self._send(status, "text/html; charset=utf-8", page.encode())
+
     def _forward(self, client: str, host: str, port: int, path: str) -> None:
         """Forward the request to ``path`` at ``host:port`` (pywb or the search page)."""
         gw = self.gateway
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(self.headers.get("Content-Length") or 0)  # checked: _body_refused
         body = self.rfile.read(length) if length > 0 else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["X-Forwarded-For"] = client
-        upstream = http.client.HTTPConnection(host, port, timeout=300)
+        query = bool(_CDX_QUERY.match(self.path))
+        timeout = _QUERY_TIMEOUT_S if query else _REPLAY_TIMEOUT_S
+        upstream = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
             upstream.request(self.command, path, body=body, headers=headers)
             resp = upstream.getresponse()
-        except OSError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             upstream.close()
-            self._send(502, "text/plain", f"replay service unavailable: {exc}\n".encode())
+            log.warning("gateway: %s %s: replay service unavailable (%s)", self.command, path, exc)
+            self._page(502, "Replay unavailable", "The replay service did not answer; try later.")
             return
         try:
+            if self._answered_instead(client, resp):
+                return
             reason = gw.rule_refusal(resp.status, self.path)
             if reason:
                 gw.record(client, self.command, self.path, resp.status, reason)
@@ -328,12 +433,37 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
             self.wfile.flush()
             gw.not_found(resp.status, resp.headers, self.path)
-            if resp.status == 200 and _CDX_QUERY.match(self.path):
-                args = (client, self.command, self.path)
-                threading.Thread(target=gw.audit_cdx, args=args, daemon=True).start()
-        except OSError:  # the client went away
+            if resp.status == 200 and query:
+                gw.queue_audit(client, self.command, self.path)
+        except (OSError, http.client.HTTPException):  # the client went away, or pywb did
             self.close_connection = True
         finally:
             upstream.close()
+
+    def _answered_instead(self, client: str, resp: http.client.HTTPResponse) -> bool:
+        """Answer ourselves rather than pass pywb's answer on: a replayed record that is not a
+        web capture (a crawl's metadata record...), or pywb's own failure (5xx not replayed)."""
+        replayed = resp.getheader("Memento-Datetime") is not None
+        if replayed:
+            found = _ORIGINAL.search(resp.getheader("Link") or "")
+            original = found.group(1) if found else ""
+            if original.lower().startswith(_WEB):
+                return False
+            reason = (
+                f"not a web capture ({original[:200] or 'no original URL'}): crawl metadata"
+                " records are for staff, in the curator pages"
+            )
+            self.gateway.record(client, self.command, self.path, 404, reason)
+            self._page(404, "Not in the archive", "This address is not in the archive's web pages.")
+            return True
+        if resp.status < 500:
+            return False
+        detail = resp.read(2000).decode("utf-8", "replace")
+        log.warning(
+            "gateway: %s %s: pywb answered %s: %s", self.command, self.path, resp.status, detail
+        )
+        status = resp.status if resp.status in (503, 504) else 502
+        self._page(status, "Replay failed", "The replay service could not answer this request.")
+        return True
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_OPTIONS = _handle

@@ -33,17 +33,22 @@ def replay_venv() -> Path:
     return venv
 
 
+def replay_env(mp: pytest.MonkeyPatch, data_dir: Path) -> None:
+    """The environment of a replay service of its own: ``data_dir``, free loopback ports."""
+    mp.setenv("HARVESTFLOW_DATA_DIR", str(data_dir))
+    mp.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    mp.setenv("HARVESTFLOW_ACCESS__URL", f"http://127.0.0.1:{free_port()}/")
+    mp.setenv("HARVESTFLOW_ACCESS__RESOLVER_PORT", str(free_port()))
+    mp.setenv("HARVESTFLOW_ACCESS__PYWB_PORT", str(free_port()))
+    mp.setenv("HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S", "1")
+
+
 @pytest.fixture
 def access_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_venv: Path
 ) -> Iterator[settings_mod.Settings]:
     """Settings with a per-test data directory and the replay service on free ports."""
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__URL", f"http://127.0.0.1:{free_port()}/")
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__RESOLVER_PORT", str(free_port()))
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__PYWB_PORT", str(free_port()))
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__REFRESH_INTERVAL_S", "1")
+    replay_env(monkeypatch, tmp_path / "data")
     settings_mod.reset()
     yield settings_mod.get_settings()
     settings_mod.reset()
