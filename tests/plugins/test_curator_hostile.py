@@ -42,6 +42,8 @@ HOSTILE = {
     "bigint + 1": "9223372036854775808",
     "huge": "9" * 40,
     "negative": "-1",
+    "superscript two": "%C2%B2",  # "²".isdigit() is True, int("²") raises
+    "Arabic-Indic digits": "%D9%A3",  # int() takes it
     "negative huge": "-" + "9" * 40,
     "math text": quote("$\\mathrm{x}$", safe=""),
     "bad math text": quote("$\\frac{x$", safe=""),
