@@ -51,3 +51,33 @@ def test_stop_reason_vocabulary_has_one_home():
     assert StopReason.STOPPED_BY_OPERATOR == 7
     assert StopReason(7).text == "stopped by operator"
     assert StopReason(7).name == "STOPPED_BY_OPERATOR"
+
+
+def test_a_pause_takes_only_frontier_requests_from_the_hosts_send_queues():
+    """crawler.internals.take_unsent_requests on Scrapy's own download slots (their private
+    queue of (request, Deferred)): the frontier requests are taken, a browser's and a
+    prerequisite's stay, in their order. A Scrapy release that changes the slots fails here."""
+    from types import SimpleNamespace
+
+    from scrapy import Request
+    from scrapy.core.downloader import Slot
+    from twisted.internet.defer import Deferred
+
+    from crawler.control import held_by_pause
+    from crawler.internals import take_unsent_requests
+
+    def req(path: str, **meta: object) -> Request:
+        return Request(f"http://a.test{path}", meta=meta)
+
+    hf = {"hf": {"key": "k"}}
+    a, b = Slot(1, 1.0), Slot(1, 1.0)
+    a.queue.extend((r, Deferred()) for r in [
+        req("/1", **hf), req("/robots.txt"), req("/2", **hf),
+        req("/img", **hf, hf_browser=object()), req("/3", **hf),
+    ])  # fmt: skip
+    b.queue.append((req("/4", **hf), Deferred()))
+    taken = take_unsent_requests(SimpleNamespace(slots={"a": a, "b": b}), held_by_pause)
+    assert [r.url[len("http://a.test") :] for r, _ in taken] == ["/1", "/2", "/3", "/4"]
+    assert all(isinstance(d, Deferred) and not d.called for _, d in taken)
+    assert [r.url[len("http://a.test") :] for r, _ in a.queue] == ["/robots.txt", "/img"]
+    assert not b.queue
