@@ -4,12 +4,14 @@ signs in on Airflow's login page, creates records (the URL check of a loopback s
 refuses one, its 301 is shown), edits one, bulk-edits and deactivates, exports the search as
 CSV (which imports back unchanged); the viewer's write and a form posted without the CSRF token
 are refused (403); the history, the audit table, and the next transfer (the function the
-selective DAGs run) show the edits."""
+selective DAGs run) show the edits. A record whose seed never answers does not hold the
+api-server's other requests."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from tests.harvest.test_selection import Handler
 from tests.platform.helpers import isolated_env, start_up
 from tests.plugins.browser import chromium
+from tests.plugins.signed_in import page_token
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -82,6 +85,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
     env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
     env["HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE"] = "true"  # the site is on loopback
+    env["HARVESTFLOW_HARVEST__URL_CHECK_TIMEOUT_S"] = "600"  # a silent seed: the test ends it
     try:
         with harvestflow_up(env) as (base, passwords):
             yield Platform(base, env, passwords, server.server_address[1])
@@ -253,3 +257,51 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
     urls = "\n".join(str(s.seeds) for s in seeds)
     assert f"http://127.0.0.1:{site}/ok" in urls and f"http://127.0.0.1:{site}/a" in urls
     assert "/moved" not in urls
+
+
+def test_a_seed_that_never_answers_does_not_hold_the_api_server(platform: Platform) -> None:
+    """Airflow's api-server (one worker, one event loop) serves the curator pages: while a
+    record is saved whose seed's server accepts and never answers, ``/api/v2/monitor/health``
+    is answered; the save ends when that server hangs up, refused as "not reachable"."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    held: list[socket.socket] = []
+    checking = threading.Event()
+
+    def accept() -> None:
+        conn, _ = silent.accept()
+        held.append(conn)  # never answered
+        checking.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    answer = httpx.post(
+        f"{platform.base}/auth/token",
+        json={"username": "carol", "password": platform.passwords["carol"]},
+        timeout=60,
+    )
+    assert answer.status_code == 201, answer.text
+    jwt = answer.json()["access_token"]
+    saved: list[httpx.Response] = []
+    with (
+        httpx.Client(base_url=platform.base, cookies={"_token": jwt}, timeout=300) as carol,
+        httpx.Client(base_url=platform.base, timeout=300) as anyone,
+    ):
+        token = page_token(carol.get("/curator/records/new").text)
+        form = {**_record(port, "/", "Silent"), "csrf_token": token}
+        saver = threading.Thread(
+            target=lambda: saved.append(carol.post("/curator/records/new", data=form))
+        )
+        saver.start()
+        try:
+            assert checking.wait(120), "the URL check never connected"
+            health = anyone.get("/api/v2/monitor/health")
+            assert health.status_code == 200, health.text
+            # answered while the check still waits: the save has not been answered yet
+            assert saver.is_alive() and not saved
+        finally:
+            for conn in held:
+                conn.close()  # the seed's server hangs up: the check ends
+            saver.join(120)
+            silent.close()
+    assert saved and saved[0].status_code == 400, saved
+    assert f"http://127.0.0.1:{port}/: not reachable" in saved[0].text
