@@ -17,6 +17,13 @@ the links to the not-yet-merged index files and the logs live:
 ``[access] url`` is where our gateway (:mod:`access.gateway`) listens, the one public address;
 pywb (``pywb_port``), the WARC resolver (``resolver_port``) and the search page listen on
 loopback only (:data:`INTERNAL_HOST`), behind it: the gateway's rules are the only way in.
+
+Replay is served from a site of its own (:attr:`AccessConfig.url`, ``[access] site_url``):
+archived pages run their own scripts, and a browser sends a site's cookies to every port of
+its host, so on the curator pages' (Airflow's) site a page's script would act with the
+signed-in curator's cookie. By default the replay site is the gateway's address, moved to the
+other loopback name (``localhost`` for ``127.0.0.1`` and back) when that is Airflow's host; on
+any other shared host a ``site_url`` on a domain of its own is required.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from harvestflow.formats.domains import is_ip, registrable_domain
 from harvestflow.settings import Settings, SettingsError, base_dir, get_settings
 
 ALL = "all"
@@ -40,7 +48,11 @@ INTERNAL_HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class AccessConfig:
-    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths."""
+    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths.
+
+    ``url`` is the replay site as browsers see it (every link into replay is made from it);
+    ``host``/``port`` are where the gateway listens.
+    """
 
     url: str
     host: str
@@ -58,6 +70,7 @@ class AccessConfig:
     reading_room_ranges: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     reading_room_login: bool
     login_check_url: str
+    curator_host: str  # the curator pages' (Airflow's) host: never the replay site's
     # a request to the gateway, as a production reverse proxy limits it (nginx's defaults:
     # client_max_body_size 1m, client_header/body_timeout 60s): [access] max_body_bytes,
     # client_timeout_s (the whole request must arrive within it; a reply, each write)
@@ -83,7 +96,7 @@ class AccessConfig:
         airflow_host = str(settings.get("airflow", "host", "127.0.0.1"))
         airflow_port = int(settings.get("airflow", "port", 8080))
         return cls(
-            url=url.rstrip("/") + "/",
+            url=replay_site(url, str(sec.get("site_url") or ""), airflow_host),
             host=parts.hostname,
             port=parts.port,
             resolver_port=int(sec.get("resolver_port", 8091)),
@@ -102,6 +115,7 @@ class AccessConfig:
             login_check_url=str(
                 sec.get("login_check_url") or f"http://{airflow_host}:{airflow_port}/curator/"
             ),
+            curator_host=airflow_host,
             max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
             client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
         )
@@ -110,6 +124,18 @@ class AccessConfig:
     def wayback(self) -> Path:
         """pywb's replay server program in its own virtualenv."""
         return self.venv / "bin" / "wayback"
+
+    def on_curator_site(self, host_header: str | None) -> bool:
+        """Whether a request's ``Host`` names the curator pages' site (the gateway's own
+        loopback address typed or linked): the gateway sends it to the replay site rather than
+        run an archived page's scripts where the curator's cookies are sent."""
+        name = urlsplit(f"//{host_header or ''}").hostname or ""
+        return bool(name) and _same_site(name, self.curator_host)
+
+    @property
+    def listen_url(self) -> str:
+        """The gateway's own address (``[access] url``), for health checks."""
+        return f"http://{self.host}:{self.port}/"
 
     @property
     def resolver_url(self) -> str:
@@ -150,6 +176,45 @@ class AccessConfig:
 
     def replay_url(self, coll: str, timestamp: str, url: str, modifier: str = "") -> str:
         return f"{self.url}{coll}/{timestamp}{modifier}/{url}"
+
+
+def replay_site(url: str, site_url: str, curator_host: str) -> str:
+    """The replay site's URL: ``site_url`` when given, else the gateway's ``url``, moved to the
+    other loopback name when it is on the curator pages' host ``curator_host``.
+
+    Why refuse rather than warn: on one site, an archived page's script is sent the curator's
+    cookies (Airflow's ``_token`` is ``SameSite=Lax``, bound to the host, never to the port)
+    and can act as the curator; sub-domains of one registrable domain are one site too.
+    """
+    if site_url:
+        parts = urlsplit(site_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SettingsError(f"[access] site_url: want http(s)://HOST[:PORT]/, got {site_url!r}")
+        if _same_site(parts.hostname, curator_host):
+            raise SettingsError(
+                f"[access] site_url {site_url!r} is on the site of the curator pages"
+                f" ([airflow] host {curator_host!r}): replay needs a domain of its own"
+            )
+        return site_url.rstrip("/") + "/"
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not _same_site(host, curator_host):
+        return url.rstrip("/") + "/"
+    if host == "localhost":
+        other = "127.0.0.1"
+    elif is_ip(host) and ipaddress.ip_address(host).is_loopback:
+        other = "localhost"
+    else:
+        raise SettingsError(
+            f"[access] url {url!r} is on the host of the curator pages ([airflow] host"
+            f" {curator_host!r}): set [access] site_url to the replay site's own domain"
+        )
+    return f"{parts.scheme}://{other}:{parts.port}/"
+
+
+def _same_site(host: str, other: str) -> bool:
+    """Whether a browser takes the two hosts for one site (same registrable domain)."""
+    return registrable_domain(host.lower()) == registrable_domain(other.lower())
 
 
 def _positive(value: object, name: str, kind: type[int] | type[float]) -> Any:

@@ -317,6 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/_health":
             self._send(200, "text/plain", b"ok\n")
             return
+        if gw.cfg.on_curator_site(self.headers.get("Host")):  # replay only on its own site
+            self._redirect(gw.cfg.url.rstrip("/") + self.path, 307)
+            return
         reason = gw.refusal(client, self.path, self.headers)
         if reason:
             gw.record(client, self.command, self.path, 403, reason)
@@ -372,8 +375,8 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _redirect(self, location: str) -> None:
-        self.send_response(301)
+    def _redirect(self, location: str, status: int = 301) -> None:
+        self.send_response(status)
         self.send_header("Location", location)
         self.send_header("Content-Length", "0")
         self.send_header("Connection", "close")

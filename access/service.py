@@ -149,7 +149,12 @@ class ReplayService:
             self.stop()
             raise
         self._spawn("access-refresh", self._refresh_loop)
-        log.info("replay service on %s (resolver %s)", self.cfg.url, self.cfg.resolver_url)
+        log.info(
+            "replay service on %s, site %s (resolver %s)",
+            self.cfg.listen_url,
+            self.cfg.url,
+            self.cfg.resolver_url,
+        )
 
     def _spawn(self, name: str, target: Any) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -189,7 +194,7 @@ class ReplayService:
     def healthy(self) -> bool:
         return (
             http_ok(self.cfg.pywb_url)
-            and http_ok(self.cfg.url + "_health")
+            and http_ok(self.cfg.listen_url + "_health")
             and http_ok(self.cfg.resolver_url.replace("/warc/", "/health"))
         )
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
@@ -62,10 +63,11 @@ def replay_status(cfg: AccessConfig, url: str) -> tuple[int, bytes]:
 
 
 def get_from(source: str, cfg: AccessConfig, path: str) -> tuple[int, bytes]:
-    """GET on the gateway from a given local address (127.0.0.2 is loopback too)."""
+    """GET on the gateway from a given local address (127.0.0.2 is loopback too), naming the
+    replay site (the gateway's address is Airflow's host: it would send the client there)."""
     conn = http.client.HTTPConnection(cfg.host, cfg.port, timeout=30, source_address=(source, 0))
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers={"Host": urlsplit(cfg.url).netloc})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -34,11 +35,16 @@ FLAGS = [
 
 
 @contextmanager
-def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]:
-    """A headless Chromium driver with a fresh profile, quit and cleaned up on exit."""
+def chromium(
+    width: int = 1280, height: int = 900, capabilities: dict[str, Any] | None = None
+) -> Iterator[webdriver.Chrome]:
+    """A headless Chromium driver with a fresh profile, quit and cleaned up on exit
+    (``capabilities``: more, e.g. ``goog:loggingPrefs`` for the DevTools network log)."""
     profile = tempfile.mkdtemp(prefix="hf-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    for name, value in (capabilities or {}).items():
+        options.set_capability(name, value)
     for flag in [*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
