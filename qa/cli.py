@@ -71,8 +71,10 @@ def _emit(table: Any, csv_path: str | None, title: str) -> None:
     print(title)
     with pd.option_context("display.max_rows", 500, "display.width", 160):
         print(table.to_string(index=False) if len(table) else "(nothing to compare)")
-    if csv_path:
-        table.to_csv(csv_path, index=False)
+    if csv_path:  # a host a spreadsheet would run as a formula is escaped (csvcells)
+        from harvestflow.formats.csvcells import safe_cell
+
+        table.map(safe_cell).to_csv(csv_path, index=False)
         print(f"written: {csv_path}")
 
 

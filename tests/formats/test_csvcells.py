@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 from harvestflow.formats.csvcells import read_cell, safe_cell, safe_row
 
@@ -44,3 +45,19 @@ def test_every_cell_is_read_back_as_it_was_written() -> None:
     assert [read_cell(c) for c in row] == TEXTS + NUMBERS
     # a hand-made file's apostrophe before a letter is kept
     assert read_cell("'Allo 'Allo") == "'Allo 'Allo"
+
+
+def test_the_qa_report_and_the_qa_cli_write_their_csv_through_it(tmp_path: Path) -> None:
+    """The QA CSVs hold hosts and domains taken from crawl logs: a host a site chose to look
+    like a formula is escaped, the figures stay numbers."""
+    import pandas as pd
+
+    from qa.cli import _emit
+    from qa.report import _csv
+
+    assert _csv([["=evil.test", -4, -44.44]], ["host", "urls", "pct"]) == (
+        "host,urls,pct\n'=evil.test,-4,-44.44\n"
+    )
+    out = tmp_path / "compare.csv"
+    _emit(pd.DataFrame({"host": ["@evil.test", "a.test"], "delta": [-1, 2]}), str(out), "t")
+    assert out.read_text() == "host,delta\n'@evil.test,-1\na.test,2\n"
