@@ -183,8 +183,9 @@ def replay_site(url: str, site_url: str, curator_host: str) -> str:
     other loopback name when it is on the curator pages' host ``curator_host``.
 
     Why refuse rather than warn: on one site, an archived page's script is sent the curator's
-    cookies (Airflow's ``_token`` is ``SameSite=Lax``, bound to the host, never to the port)
-    and can act as the curator; sub-domains of one registrable domain are one site too.
+    cookies and can act as the curator; on one host (cookies are bound to the host, not the
+    port) it can even read Airflow's ``_token``, which Airflow 3.3.2's login page sets from
+    JavaScript (not HttpOnly). Sub-domains of one registrable domain are one site too.
     """
     if site_url:
         parts = urlsplit(site_url)
