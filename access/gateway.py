@@ -406,7 +406,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length > 0 else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["X-Forwarded-For"] = client
-        query = bool(_CDX_QUERY.match(self.path))
+        routed = readerquery.routed(self.path)  # as pywb routes it
+        query = bool(_CDX_QUERY.match(routed))
         timeout = _QUERY_TIMEOUT_S if query else _REPLAY_TIMEOUT_S
         upstream = http.client.HTTPConnection(host, port, timeout=timeout)
         try:
@@ -437,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             gw.not_found(resp.status, resp.headers, self.path)
             if resp.status == 200 and query:
-                gw.queue_audit(client, self.command, self.path)
+                gw.queue_audit(client, self.command, routed)
         except (OSError, http.client.HTTPException):  # the client went away, or pywb did
             self.close_connection = True
         finally:

@@ -28,6 +28,7 @@ CDX_QUERY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/cdx(?:\?(.*))?$")
 _TARGET = re.compile(
     r"^/[A-Za-z0-9][A-Za-z0-9_.-]*/(?:\d{0,14}(?:[a-z]{2}_)?|\*|timemap/[a-z]+)/(.+)$", re.S
 )
+_SLASHES = re.compile(r"/{2,}")
 _NUMBERS = ("limit", "page", "pageSize", "offset")
 _TIMES = ("from", "to", "closest")
 _NUMBER = re.compile(r"^\d{1,9}$")
@@ -40,14 +41,21 @@ REGEX_REFUSED = (
 )
 
 
+def routed(path: str) -> str:
+    """The request path as pywb routes it: %-escapes decoded, repeated slashes merged (so that
+    ``/all/%63dx`` or ``//all//cdx`` is seen as the URL search it is); the query as sent."""
+    target, mark, query = path.partition("?")
+    return _SLASHES.sub("/", unquote(target)) + mark + query
+
+
 def problem(path: str) -> str | None:
     """Why this request (path and query as received) may not go to pywb, or None."""
-    cdx = CDX_QUERY.match(path)
+    cdx = CDX_QUERY.match(routed(path))
     if cdx:
         return cdx_problem(cdx.group(2) or "")
-    target = _TARGET.match(path)
+    target = _TARGET.match(unquote(path))
     if target:
-        return url_problem(unquote(target.group(1)), "the archived URL")
+        return url_problem(target.group(1), "the archived URL")
     return None
 
 

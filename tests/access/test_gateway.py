@@ -175,6 +175,10 @@ def test_regex_filters_are_refused_before_pywb_and_other_replays_go_on(served: S
     assert status == 200 and b"quokka" in body
     for negated in ("!~url:open", "~mime:text"):
         assert request(cfg, f"/all/cdx?url=open.test/*&filter={quote(negated)}")[0] == 400
+    # the URL search written as pywb still routes it: %-escaped, slashes doubled
+    for spelled in ("/all/%63dx", "//all//cdx", "/all/cd%78"):
+        status, _, body = request(cfg, f"{spelled}?url=open.test/*&fil%74er=%7Eurl:x")
+        assert status == 400 and b"regular-expression filters" in body, (spelled, status)
     # the linear filters: contains and exact
     status, _, body = request(cfg, "/all/cdx?url=open.test/*&output=json&filter=url:a.html")
     assert status == 200 and OPEN.encode() in body
