@@ -98,8 +98,45 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from preservation.fixity import audit, summary_lines
+
+    result = audit(share=args.share)
+    if args.json:
+        _print(result)
+    else:
+        print("\n".join(summary_lines(result)))
+    return 1 if result["status"] == "failed" else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from preservation.fixity import audit_status
+
+    status = audit_status()
+    if args.json:
+        _print(status)
+        return 0
+    print(
+        f"copies: {', '.join(status['copies'])}; audit period {status['period_days']} days\n"
+        f"preserved files: {status['files']}, verified in every copy within the period:"
+        f" {status['verified_in_period']}, never verified in some copy:"
+        f" {status['never_verified']}\n"
+        f"oldest last verification: {status['oldest_verified'] or '-'};"
+        f" copies found bad and not repaired: {status['bad_copies']}"
+    )
+    for run in status["runs"][:5]:
+        print(
+            f"audit {run['audit_id']} started {run['started_at']}"
+            f" {'finished ' + str(run['finished_at']) if run['finished_at'] else 'unfinished'}:"
+            f" {run['files']} files, good {run['good']}, repaired {run['repaired']},"
+            f" failed {run['failed']}"
+        )
+    return 0
+
+
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``ark verify`` and ``preservation {ingest,stage,queue,release,report}``."""
+    """Register ``ark verify`` and
+    ``preservation {ingest,stage,queue,release,report,audit,status}``."""
     ark = subparsers.add_parser("ark", help="ARK identifiers")
     ark_sub = ark.add_subparsers(dest="ark_command", required=True)
     p = ark_sub.add_parser("verify", help="check the syntax and NOID check character of ARKs")
@@ -131,6 +168,20 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--note", help="why (kept in the events)")
     p.set_defaults(func=cmd_release)
+    p = sub.add_parser(
+        "audit", help="fixity audit: re-read the files due in every copy, repair bad copies"
+    )
+    p.add_argument(
+        "--share",
+        type=float,
+        help="share of the preserved files to read at least (default [preservation]"
+        " audit_share_per_day); files not verified within the period are read anyway",
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
+    p = sub.add_parser("status", help="fixity audits' progress and the copies' state")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
     p = sub.add_parser("report", help="daily statistics (DB and object store)")
     p.add_argument("--day", help="YYYY-MM-DD (default: today, UTC)")
     p.set_defaults(func=cmd_report)

@@ -37,6 +37,10 @@ class PreservationConfig:
     key_prefix: str = "packages"
     organisation: str = "harvestflow"
     progress_interval_s: float = 10.0
+    # fixity audits: every preserved file is re-read in every copy at least once per period;
+    # each daily run reads at least this share of them, the oldest-verified first
+    audit_period_days: int = 365
+    audit_share_per_day: float = 0.003
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> PreservationConfig:
@@ -61,6 +65,15 @@ class PreservationConfig:
             raise ValueError(
                 "[preservation] verify_sample_rate must be within 0..1,"
                 f" not {cfg.verify_sample_rate}"
+            )
+        if not 0.0 <= cfg.audit_share_per_day <= 1.0:
+            raise ValueError(
+                "[preservation] audit_share_per_day must be within 0..1,"
+                f" not {cfg.audit_share_per_day}"
+            )
+        if cfg.audit_period_days < 1:
+            raise ValueError(
+                f"[preservation] audit_period_days must be 1 or more, not {cfg.audit_period_days}"
             )
         if cfg.part_size < 5 * 1024 * 1024:
             raise ValueError("[preservation] part_size must be at least 5 MiB (S3's minimum part)")

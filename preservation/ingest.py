@@ -5,7 +5,8 @@ harvest definition → job → file be rebuilt, so it goes first and nothing els
 stored *and verified*; then the data WARCs, one by one; the bag's tag files last, so a package
 in storage is complete exactly when its tag manifest is there. A file is ``verified`` only after
 HEAD (size, S3 SHA-256 checksum, our sha256 metadata) and, for the configured sample, a full
-re-read; a package is ``preserved`` only when all its files are. Data WARCs are uploaded one at a
+re-read, in every copy (``[s3]`` and, when enabled, the ``[s3_replica]`` target at another
+site: :mod:`preservation.copies`); a package is ``preserved`` only when all its files are. Data WARCs are uploaded one at a
 time, in order; the verification of one (HEAD + re-read) runs in the background while the next
 is uploaded, and the tag files wait until every data file is verified. Re-running is safe: verified
 files are skipped, an object already stored with the right checksum is adopted instead of
@@ -31,10 +32,10 @@ from harvestflow.settings import Settings, get_settings
 from preservation import records
 from preservation.bagwriter import read_parts
 from preservation.config import PreservationConfig
+from preservation.copies import PRIMARY, Copy, open_copies
 from preservation.errors import SeriousError, StorageConflict, TransientError
 from preservation.outcomes import Outcome, outcome_of
 from preservation.records import FileRow
-from preservation.s3store import ObjectStore, make_client
 from preservation.sources import NotReady, job_files, jobs_ready, load_job
 from preservation.staging import open_bag, parts_file_for, stage_package
 from preservation.store_retry import with_backoff
@@ -125,13 +126,17 @@ def _ingest_locked(
         with engine.begin() as conn:
             records.add_event(conn, job_id, "retry", f"{what}: attempt {attempt}: {exc}")
 
-    store = ObjectStore(make_client(settings, cfg), settings.s3.bucket, cfg, on_retry)
-    store.ensure_bucket()
-    aborted = store.abort_stale_uploads(package["s3_prefix"])
-    if aborted:
-        log.info(
-            "job %s: aborted %d unfinished multipart uploads of an earlier attempt", job_id, aborted
-        )
+    copies = open_copies(settings, cfg, on_retry)
+    for copy in copies:
+        copy.store.ensure_bucket()
+        aborted = copy.store.abort_stale_uploads(package["s3_prefix"])
+        if aborted:
+            log.info(
+                "job %s: aborted %d unfinished multipart uploads of an earlier attempt (%s copy)",
+                job_id,
+                aborted,
+                copy.name,
+            )
     todo = [f for f in files if f.status != "verified"]
     staged_parts = {
         name: [str(p) for p in doc.get("parts", [])]  # type: ignore[attr-defined]
@@ -141,7 +146,7 @@ def _ingest_locked(
     summary["already_verified"] = len(files) - len(todo)
     progress = Progress(
         f"preservation ingest job {job_id}",
-        total=sum(f.size for f in todo),
+        total=sum(f.size for f in todo) * len(copies),
         unit="bytes",
         interval_s=cfg.progress_interval_s,
         logger=log,
@@ -163,8 +168,8 @@ def _ingest_locked(
                 settle(block=f.role == "manifest")  # tag files only after every data file
                 current = f
                 t0 = time.monotonic()
-                checksum = _store_file(
-                    engine, store, cfg, package, bag_path, f, summary, progress, staged_parts
+                checksums = _store_file(
+                    engine, copies, cfg, package, bag_path, f, summary, progress, staged_parts
                 )
                 if f.role == "data":
                     # the next data file goes up while this one is re-read
@@ -172,12 +177,12 @@ def _ingest_locked(
                         (
                             f,
                             verifier.submit(
-                                _verify_file, engine, store, cfg, f, checksum, t0, summary
+                                _verify_file, engine, copies, cfg, f, checksums, t0, summary
                             ),
                         )
                     )
                 else:  # the metadata WARC must be accepted before anything else is sent
-                    _verify_file(engine, store, cfg, f, checksum, t0, summary)
+                    _verify_file(engine, copies, cfg, f, checksums, t0, summary)
             settle(block=True)
     except SeriousError as exc:
         if exc.file_name is None and current is not None:
@@ -203,8 +208,8 @@ def _ingest_locked(
             conn,
             job_id,
             "preserved",
-            f"{len(files)} files; {summary['uploaded']} uploaded,"
-            f" {summary['adopted']} already stored",
+            f"{len(files)} files in {len(copies)} copies ({', '.join(c.name for c in copies)});"
+            f" {summary['uploaded']} uploaded, {summary['adopted']} already stored",
         )
     summary["seconds"] = round(time.monotonic() - started, 3)
     summary["status"] = Outcome.PRESERVED
@@ -226,7 +231,7 @@ def _drain(pending: deque[tuple[FileRow, Future[None]]]) -> None:
 
 def _store_file(
     engine: sa.Engine,
-    store: ObjectStore,
+    copies: list[Copy],
     cfg: PreservationConfig,
     package: dict[str, Any],
     bag_path: Path,
@@ -234,87 +239,133 @@ def _store_file(
     summary: dict[str, Any],
     progress: Progress,
     staged_parts: dict[str, list[str]],
-) -> str | None:
-    """Upload one file (or adopt the identical object already stored); returns its S3 checksum."""
+) -> dict[str, str | None]:
+    """Store one file in every copy; returns {copy name: S3 checksum}."""
     local = bag_path / "data" / f.file_name if f.role != "manifest" else bag_path / f.file_name
+    checksums: dict[str, str | None] = {}
+    for copy in copies:
+        checksum = _store_copy(
+            engine, copy, cfg, package, local, f, summary, progress, staged_parts
+        )
+        checksums[copy.name] = checksum
+        with engine.begin() as conn:
+            if copy.name == PRIMARY:
+                records.file_uploaded(conn, f.job_id, f.file_name, checksum)
+            records.set_copy(
+                conn, f.job_id, f.file_name, copy.name, "uploaded", s3_checksum=checksum
+            )
+    return checksums
+
+
+def _count(summary: dict[str, Any], copy: Copy, key: str, n: int = 1) -> None:
+    """The primary copy's counts keep their names; another copy's are prefixed with its name."""
+    name = key if copy.name == PRIMARY else f"{copy.name}_{key}"
+    summary[name] = summary.get(name, 0) + n
+
+
+def _store_copy(
+    engine: sa.Engine,
+    copy: Copy,
+    cfg: PreservationConfig,
+    package: dict[str, Any],
+    local: Path,
+    f: FileRow,
+    summary: dict[str, Any],
+    progress: Progress,
+    staged_parts: dict[str, list[str]],
+) -> str | None:
+    """Upload one file to one copy (or adopt the identical object already stored there)."""
+    store = copy.store
     existing = store.head(f.s3_key)
     if existing is not None:
         if existing.size != f.size or existing.metadata.get("sha256") != f.sha256:
             raise StorageConflict(
-                f"{f.s3_key}: an object is already stored there with other content"
-                f" (size {existing.size}, sha256 {existing.metadata.get('sha256')});"
+                f"{f.s3_key} ({copy.name} copy): an object is already stored there with other"
+                f" content (size {existing.size}, sha256 {existing.metadata.get('sha256')});"
                 " not overwritten",
                 file_name=f.file_name,
             )
-        log.info("%s: already stored with the right checksum, not written again", f.s3_key)
-        checksum = existing.s3_checksum
-        summary["adopted"] += 1
+        log.info(
+            "%s (%s copy): already stored with the right checksum, not written again",
+            f.s3_key,
+            copy.name,
+        )
+        _count(summary, copy, "adopted")
         progress.advance(f.size)
-    else:
+        return existing.s3_checksum
+    with engine.begin() as conn:
+        records.file_attempt(conn, f.job_id, f.file_name)
+    metadata = {
+        "ark": f.ark or str(package["ark"]),
+        "harvest-id": str(package["harvest_id"]),
+        "job-id": str(f.job_id),
+        "role": f.role,
+        "sha512": f.sha512 or "",
+    }
+
+    def on_retry(attempt: int, exc: BaseException) -> None:
         with engine.begin() as conn:
             records.file_attempt(conn, f.job_id, f.file_name)
-        metadata = {
-            "ark": f.ark or str(package["ark"]),
-            "harvest-id": str(package["harvest_id"]),
-            "job-id": str(f.job_id),
-            "role": f.role,
-            "sha512": f.sha512 or "",
-        }
+            records.add_event(
+                conn, f.job_id, "retry", f"{copy.name} copy: attempt {attempt}: {exc}", f.file_name
+            )
 
-        def on_retry(attempt: int, exc: BaseException) -> None:
-            with engine.begin() as conn:
-                records.file_attempt(conn, f.job_id, f.file_name)
-                records.add_event(conn, f.job_id, "retry", f"attempt {attempt}: {exc}", f.file_name)
-
-        checksum = with_backoff(
-            lambda: store.upload(
-                local,
-                f.s3_key,
-                size=f.size,
-                sha256_hex=f.sha256,
-                metadata=metadata,
-                on_bytes=progress.advance,
-                part_digests=staged_parts.get(f.file_name),
-            ),
-            what=f"upload {f.s3_key}",
-            attempts=3,
-            base_delay_s=cfg.retry_base_delay_s,
-            max_delay_s=cfg.retry_max_delay_s,
-            on_retry=on_retry,
-        )
-        summary["uploaded"] += 1
-        summary["bytes"] += f.size
-    with engine.begin() as conn:
-        records.file_uploaded(conn, f.job_id, f.file_name, checksum)
+    checksum: str = with_backoff(
+        lambda: store.upload(
+            local,
+            f.s3_key,
+            size=f.size,
+            sha256_hex=f.sha256,
+            metadata=metadata,
+            on_bytes=progress.advance,
+            part_digests=staged_parts.get(f.file_name),
+        ),
+        what=f"upload {f.s3_key} ({copy.name} copy)",
+        attempts=3,
+        base_delay_s=cfg.retry_base_delay_s,
+        max_delay_s=cfg.retry_max_delay_s,
+        on_retry=on_retry,
+    )
+    _count(summary, copy, "uploaded")
+    _count(summary, copy, "bytes", f.size)
     return checksum
 
 
 def _verify_file(
     engine: sa.Engine,
-    store: ObjectStore,
+    copies: list[Copy],
     cfg: PreservationConfig,
     f: FileRow,
-    checksum: str | None,
+    checksums: dict[str, str | None],
     t0: float,
     summary: dict[str, Any],
 ) -> None:
-    """HEAD (+ full re-read for the sample), then mark the file verified."""
+    """HEAD (+ full re-read for the sample) in every copy, then mark the file verified."""
     reread = f.role != "data" or sampled_for_reread(f.sha256, cfg.verify_sample_rate)
-    try:
-        store.verify(
-            f.s3_key, size=f.size, sha256_hex=f.sha256, s3_checksum=checksum, reread=reread
-        )
-    except SeriousError as exc:
-        exc.file_name = exc.file_name or f.file_name
-        raise
+    for copy in copies:
+        try:
+            copy.store.verify(
+                f.s3_key,
+                size=f.size,
+                sha256_hex=f.sha256,
+                s3_checksum=checksums.get(copy.name),
+                reread=reread,
+            )
+        except SeriousError as exc:
+            exc.file_name = exc.file_name or f.file_name
+            exc.reason = f"{copy.name} copy: {exc.reason}"
+            raise
+        with engine.begin() as conn:
+            records.set_copy(conn, f.job_id, f.file_name, copy.name, "verified")
     summary["reread"] += int(reread)
     with engine.begin() as conn:
         records.file_verified(
             conn, f.job_id, f.file_name, reread=reread, seconds=time.monotonic() - t0
         )
     log.info(
-        "%s: stored and verified%s (%s)",
+        "%s: stored and verified in %d copies%s (%s)",
         f.file_name,
+        len(copies),
         " (re-read)" if reread else "",
         f.ark or f.role,
     )

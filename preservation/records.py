@@ -277,3 +277,223 @@ def files_with_ark(conn: sa.Connection) -> list[Any]:
             )
         ).all()
     )
+
+
+# --- copies and fixity audits ---------------------------------------------------------------------
+# Each preserved file has one row per copy (primary = [s3], replica = [s3_replica]). A file's
+# last verification is the oldest of its copies' (NULL while a configured copy has no row: a
+# replica never made yet comes first in the audit, which makes it from the other copy).
+
+COPY_STATUSES = ("uploaded", "verified", "bad")
+
+
+@dataclass(frozen=True)
+class AuditFile:
+    """A preserved file as the fixity audit reads it."""
+
+    job_id: int
+    file_name: str
+    role: str
+    size: int
+    sha256: str
+    s3_key: str
+    last_verified: Any  # datetime | None
+
+
+def set_copy(
+    conn: sa.Connection,
+    job_id: int,
+    file_name: str,
+    copy: str,
+    status: str,
+    *,
+    s3_checksum: str | None = None,
+    audited: bool = False,
+    repaired: bool = False,
+    error: str | None = None,
+) -> None:
+    """Record one copy's state (UPSERT: a retried task may repeat it).
+
+    ``verified`` stamps ``verified_at``; ``audited`` stamps ``audited_at`` (a fixity audit read
+    it); ``repaired`` counts a repair; a checksum given replaces the stored one."""
+    if status not in COPY_STATUSES:
+        raise ValueError(f"unknown copy status {status!r}")
+    conn.execute(
+        sa.text(
+            "INSERT INTO preservation_copies AS c (job_id, file_name, copy, status, s3_checksum,"
+            " uploaded_at, verified_at, audited_at, repairs, error)"
+            " VALUES (:j, :n, :c, :s, :k, now(),"
+            "  CASE WHEN :s = 'verified' THEN now() END, CASE WHEN :a THEN now() END,"
+            "  CASE WHEN :r THEN 1 ELSE 0 END, :e)"
+            " ON CONFLICT (job_id, file_name, copy) DO UPDATE SET status = EXCLUDED.status,"
+            " s3_checksum = coalesce(EXCLUDED.s3_checksum, c.s3_checksum),"
+            " uploaded_at = coalesce(c.uploaded_at, EXCLUDED.uploaded_at),"
+            " verified_at = coalesce(EXCLUDED.verified_at, c.verified_at),"
+            " audited_at = coalesce(EXCLUDED.audited_at, c.audited_at),"
+            " repairs = c.repairs + EXCLUDED.repairs, error = EXCLUDED.error"
+        ),
+        {
+            "j": job_id,
+            "n": file_name,
+            "c": copy,
+            "s": status,
+            "k": s3_checksum,
+            "a": audited,
+            "r": repaired,
+            "e": error,
+        },
+    )
+
+
+def copies_of(conn: sa.Connection, job_id: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(file_name, copy): row} of a package's copies."""
+    rows = conn.execute(
+        sa.text("SELECT * FROM preservation_copies WHERE job_id = :j"), {"j": job_id}
+    ).mappings()
+    return {(r["file_name"], r["copy"]): dict(r) for r in rows}
+
+
+def _last_verified_sql() -> str:
+    """Preserved files with their last verification over the copies ``:copies`` (:ncopies)."""
+    return (
+        "SELECT f.job_id, f.file_name, f.role, f.size, f.sha256, f.s3_key,"
+        " (SELECT CASE WHEN count(*) < :ncopies THEN NULL ELSE min(c.verified_at) END"
+        "    FROM preservation_copies c WHERE c.job_id = f.job_id"
+        "    AND c.file_name = f.file_name AND c.copy = ANY(:copies)) AS last_verified"
+        " FROM preservation_files f JOIN preservation_packages p ON p.job_id = f.job_id"
+        " WHERE p.status = 'preserved' AND f.status = 'verified'"
+    )
+
+
+def files_due_for_audit(
+    conn: sa.Connection,
+    copies: list[str],
+    *,
+    now: Any,
+    share: float,
+    period_days: int,
+) -> list[AuditFile]:
+    """The files a daily fixity audit reads: the oldest-verified first, as many as the larger of
+    ``share`` of all preserved files and those last verified ``period_days - 1`` days ago or
+    earlier (or never in some copy), so that every file is read within the period when the
+    audit runs daily."""
+    rows = conn.execute(
+        sa.text(
+            f"WITH f AS ({_last_verified_sql()}),"
+            " n AS (SELECT count(*) AS total, count(*) FILTER (WHERE last_verified IS NULL"
+            "   OR last_verified <= CAST(:now AS timestamptz) - make_interval(days => :due))"
+            "   AS due FROM f)"
+            " SELECT f.* FROM f ORDER BY f.last_verified NULLS FIRST, f.job_id,"
+            ' f.file_name COLLATE "C"'
+            " LIMIT (SELECT greatest(ceil(:share * total), due) FROM n)"
+        ),
+        {
+            "copies": list(copies),
+            "ncopies": len(copies),
+            "now": now,
+            "share": float(share),
+            "due": max(0, int(period_days) - 1),
+        },
+    ).all()
+    return [AuditFile(*r) for r in rows]
+
+
+def file_failed_audit(conn: sa.Connection, job_id: int, file_name: str, reason: str) -> None:
+    """A file bad in every copy: the file and its package go to the manual queue."""
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_files SET status = 'manual', error = :e"
+            " WHERE job_id = :j AND file_name = :n"
+        ),
+        {"j": job_id, "n": file_name, "e": reason},
+    )
+    set_package_status(conn, job_id, "manual", reason)
+    add_event(conn, job_id, "fixity_failed", reason, file_name)
+
+
+def audit_started(conn: sa.Connection, *, share: float, period_days: int, copies: list[str]) -> int:
+    return int(
+        conn.execute(
+            sa.text(
+                "INSERT INTO preservation_audits (share, period_days, copies)"
+                " VALUES (:s, :p, :c) RETURNING audit_id"
+            ),
+            {"s": share, "p": period_days, "c": ",".join(copies)},
+        ).scalar_one()
+    )
+
+
+def audit_progress(conn: sa.Connection, audit_id: int, counts: dict[str, int]) -> None:
+    """The run's counts so far (written after each file: a killed run still shows them)."""
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_audits SET files = :files, bytes = :bytes, good = :good,"
+            " repaired = :repaired, failed = :failed WHERE audit_id = :i"
+        ),
+        {"i": audit_id, **{k: counts.get(k, 0) for k in FIXITY_COUNTS}},
+    )
+
+
+def audit_finished(conn: sa.Connection, audit_id: int, detail: str) -> None:
+    conn.execute(
+        sa.text(
+            "UPDATE preservation_audits SET finished_at = now(), detail = CAST(:d AS jsonb)"
+            " WHERE audit_id = :i"
+        ),
+        {"i": audit_id, "d": detail},
+    )
+
+
+FIXITY_COUNTS = ("files", "bytes", "good", "repaired", "failed")
+
+
+def audit_overview(
+    conn: sa.Connection, copies: list[str], period_days: int, job_ids: list[int] | None = None
+) -> dict[str, Any]:
+    """The fixity audits' progress for people (the curator pages, ``preservation status``):
+    preserved files, how many were verified in every copy within the period, the oldest last
+    verification, copies found bad and not repaired, the last runs, and per package (of
+    ``job_ids``) its last verification (the oldest of its files')."""
+    params = {"copies": list(copies), "ncopies": len(copies), "days": int(period_days)}
+    totals = (
+        conn.execute(
+            sa.text(
+                f"WITH f AS ({_last_verified_sql()})"
+                " SELECT count(*) AS files,"
+                " count(*) FILTER (WHERE last_verified >= now() - make_interval(days => :days))"
+                "   AS verified_in_period,"
+                " count(*) FILTER (WHERE last_verified IS NULL) AS never_verified,"
+                " min(last_verified) AS oldest_verified,"
+                " (SELECT count(*) FROM preservation_copies WHERE status = 'bad') AS bad_copies"
+                " FROM f"
+            ),
+            params,
+        )
+        .mappings()
+        .one()
+    )
+    runs = conn.execute(
+        sa.text(
+            "SELECT audit_id, started_at, finished_at, share, copies, files, bytes, good,"
+            " repaired, failed FROM preservation_audits ORDER BY audit_id DESC LIMIT 10"
+        )
+    ).mappings()
+    packages: dict[int, Any] = {}
+    if job_ids:
+        packages = dict(
+            conn.execute(
+                sa.text(
+                    f"WITH f AS ({_last_verified_sql()} AND f.job_id = ANY(:jobs))"
+                    " SELECT job_id, CASE WHEN bool_or(last_verified IS NULL) THEN NULL"
+                    " ELSE min(last_verified) END FROM f GROUP BY job_id"
+                ),
+                {**params, "jobs": list(job_ids)},
+            ).all()
+        )
+    return {
+        **dict(totals),
+        "period_days": int(period_days),
+        "copies": list(copies),
+        "runs": [dict(r) for r in runs],
+        "packages": packages,
+    }

@@ -29,7 +29,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from harvestflow.s3 import s3_client
-from harvestflow.settings import Settings
+from harvestflow.settings import S3Settings, Settings
 from preservation.config import PreservationConfig
 from preservation.errors import ChecksumMismatch, MissingFile, TransientError
 from preservation.store_retry import with_backoff
@@ -43,10 +43,14 @@ def b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def make_client(settings: Settings, cfg: PreservationConfig) -> Any:
-    """A boto3 S3 client for settings.s3, with timeouts and few inner retries (we retry longer)."""
+def make_client(
+    settings: Settings, cfg: PreservationConfig, target: S3Settings | None = None
+) -> Any:
+    """A boto3 S3 client for settings.s3 (or ``target``, the replica), with timeouts and few
+    inner retries (we retry longer)."""
     return s3_client(
         settings,
+        target=target,
         connect_timeout=cfg.connect_timeout_s,
         read_timeout=cfg.read_timeout_s,
         retries={"max_attempts": 2, "mode": "standard"},
@@ -412,6 +416,31 @@ class ObjectStore:
                     f"{key}: re-read gives sha256 {actual[0]} ({actual[1]} bytes),"
                     f" expected {sha256_hex} ({size} bytes)"
                 )
+
+    def read_sha256(self, key: str) -> tuple[str, int]:
+        """(SHA-256 hex, size) of the stored object, read in full (with retries)."""
+        result: tuple[str, int] = self._retry(lambda: self._read_sha256(key), f"read {key}")
+        return result
+
+    def download(self, key: str, path: Path) -> tuple[str, int]:
+        """Copy the object to ``path`` (with retries); returns its (SHA-256 hex, size)."""
+
+        def run() -> tuple[str, int]:
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            digest = hashlib.sha256()
+            total = 0
+            try:
+                with path.open("wb") as out:
+                    for chunk in body.iter_chunks(READ_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        total += len(chunk)
+            finally:
+                body.close()
+            return digest.hexdigest(), total
+
+        result: tuple[str, int] = self._retry(run, f"download {key}")
+        return result
 
     def _read_sha256(self, key: str) -> tuple[str, int]:
         body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]

@@ -184,6 +184,11 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_S3__MASTER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3__FILER_PORT": str(free_port(with_grpc=True)),
+        # preservation's second copy: a second embedded SeaweedFS ([s3_replica])
+        "HARVESTFLOW_S3_REPLICA__S3_PORT": str(free_port(with_grpc=True)),
+        "HARVESTFLOW_S3_REPLICA__MASTER_PORT": str(free_port(with_grpc=True)),
+        "HARVESTFLOW_S3_REPLICA__VOLUME_PORT": str(free_port(with_grpc=True)),
+        "HARVESTFLOW_S3_REPLICA__FILER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
         "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
@@ -195,7 +200,8 @@ def session_env(data_dir: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def services() -> Iterator[settings_mod.Settings]:
-    """Embedded PostgreSQL + SeaweedFS in a temporary data dir, migrated; yields Settings.
+    """Embedded PostgreSQL + SeaweedFS (and the replica SeaweedFS of ``[s3_replica]``) in a
+    temporary data dir, migrated; yields Settings.
 
     The data dir is not under pytest's numbered temp folders: pytest rotates those when other
     sessions start, and a live database must not lose its files.

@@ -136,6 +136,8 @@ def main() -> int:
             "HARVESTFLOW_S3__MASTER_PORT": str(free_port(True)),
             "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(True)),
             "HARVESTFLOW_S3__FILER_PORT": str(free_port(True)),
+            # one copy, as the boto3 loop it is compared with writes one
+            "HARVESTFLOW_S3_REPLICA__ENABLED": "false",
         }
     )
     from harvestflow import db, services

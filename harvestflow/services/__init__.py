@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from harvestflow.s3 import replica_embedded, replica_target
+from harvestflow.services import replica
 from harvestflow.services.datadir import check_data_dir, write_data_dir_marker
 from harvestflow.services.postgres import EmbeddedPostgres, ServiceError, port_open
 from harvestflow.services.redis import EmbeddedRedis, url_answers
@@ -127,6 +129,8 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
     if settings.s3_embedded and seaweedfs_for(settings).start():
         started.append("seaweedfs")
     ensure_bucket(settings)
+    if replica.start_replica(settings):
+        started.append(replica.NAME)
     if ensure_broker(settings):
         started.append("redis")
     write_data_dir_marker(settings.data_dir)
@@ -146,6 +150,8 @@ def stop_all(settings: Settings | None = None) -> list[str]:
         db.dispose_engines()
         if postgres_for(settings).stop():
             stopped.append("postgres")
+    if replica.stop_replica(settings):
+        stopped.append(replica.NAME)
     return stopped
 
 
@@ -171,6 +177,15 @@ def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
         ServiceStatus("s3", settings.s3_embedded, s3_running, settings.s3.endpoint_url),
         replay_status(settings),
     ]
+    replica_running = replica.replica_running(settings)
+    target = replica_target(settings)
+    if replica_running is not None and target is not None:
+        found.insert(
+            2,
+            ServiceStatus(
+                "s3-replica", replica_embedded(settings), replica_running, target.endpoint_url
+            ),
+        )
     if settings.executor == "celery":
         broker_running = (
             redis_for(settings).running()

@@ -46,6 +46,8 @@ class EmbeddedSeaweedFS:
     filer_port: int = 8888
     access_key: str = "harvestflow"
     secret_key: str = "harvestflow-secret"
+    # the settings section its ports come from, named when a port is taken
+    section: str = "s3"
 
     @property
     def pidfile(self) -> Path:
@@ -131,9 +133,11 @@ class EmbeddedSeaweedFS:
             return False
         for port in (self.s3_port, self.master_port, self.volume_port, self.filer_port):
             if port_open(self.host, port):
+                env = f"HARVESTFLOW_{self.section.upper()}"
                 raise ServiceError(
-                    f"port {self.host}:{port} is taken by another program; set the [s3] ports "
-                    "(HARVESTFLOW_S3__S3_PORT, __MASTER_PORT, __VOLUME_PORT, __FILER_PORT)"
+                    f"port {self.host}:{port} is taken by another program; set the"
+                    f" [{self.section}] ports ({env}__S3_PORT, __MASTER_PORT, __VOLUME_PORT,"
+                    " __FILER_PORT)"
                 )
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
         self._write_s3_config()

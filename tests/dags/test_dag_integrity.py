@@ -28,6 +28,7 @@ EXPECTED = {
     "indexing_chain",
     "indexing_merge",
     "preservation_ingest",
+    "fixity_audit",
     "daily_qa_stats",
     "broad_crawl_preload",
     "broad_crawl",

@@ -57,7 +57,8 @@ OWNERS = {
     **dict.fromkeys(HARVEST_TABLES, "harvest"),
     "index_manifest": "indexing",
     **dict.fromkeys(
-        ["arks", "preservation_packages", "preservation_files", "preservation_events", "preservation_stats"], "preservation"
+        ["arks", "preservation_packages", "preservation_files", "preservation_events", "preservation_stats",
+         "preservation_copies", "preservation_audits"], "preservation"
     ),
     "qa_stats": "qa",
     "qa_reports": "qa",
