@@ -358,3 +358,23 @@ def test_rules_typed_in_upper_case_or_percent_encoded_match_the_canonical_keys(
         assert replay_status(cfg, upper)[0] == 200
     finally:
         service.stop()
+
+
+def test_rules_list_marks_a_stored_prefix_that_can_never_match(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings
+) -> None:
+    """A rule stored before prefixes were canonicalised (upper case, as typed) is shown as
+    never matching, with what to do; a canonical one is not."""
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO access_rules (surt, policy, reason, created_by) VALUES"
+                " ('test,legacy)/Private/', 'block', 'old', 'alice'),"
+                " ('test,fine)/private', 'block', 'new', 'alice')"
+            )
+        )
+    listed = cli("access", "rules", "list").stdout.splitlines()
+    legacy = next(line for line in listed if "test,legacy)/Private/" in line)
+    fine = next(line for line in listed if "test,fine)/private" in line)
+    assert "NEVER MATCHES: not canonical, add it again" in legacy
+    assert "NEVER MATCHES" not in fine
