@@ -404,6 +404,10 @@ class _Handler(BaseHTTPRequestHandler):
         gw = self.gateway
         length = int(self.headers.get("Content-Length") or 0)  # checked: _body_refused
         body = self.rfile.read(length) if length > 0 else None
+        if body is not None and len(body) < length:
+            self.close_connection = True  # the client closed before sending it all
+            return
+        self.connection.settimeout(gw.cfg.client_timeout_s)  # reading it armed what was left
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["X-Forwarded-For"] = client
         routed = readerquery.routed(self.path)  # as pywb routes it

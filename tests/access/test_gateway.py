@@ -249,6 +249,16 @@ def test_a_body_over_the_limit_is_refused_413_before_it_is_read(served: Served) 
         b"PUT /all/ HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n",
     )
     assert answer.startswith(b"HTTP/1.1 413 ") and b"100 Continue" not in answer, answer[:200]
+    # a body within the limit is read and forwarded, the answer whole
+    body = b"q=" + b"x" * 100_000
+    answer = raw(
+        cfg,
+        f"POST /all/cdx?url=open.test/*&output=json HTTP/1.1\r\nHost: x\r\n"
+        f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body,
+    )
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.rstrip().endswith(b"}"), answer[-200:]
+    assert OPEN.encode() in answer
 
 
 @pytest.mark.parametrize(
