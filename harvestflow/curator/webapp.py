@@ -46,14 +46,14 @@ from harvestflow.curator import (
     queries,
     records_pages,
 )
-from harvestflow.formats.job_status import RUNNING, JobStatus
-from harvestflow.formats.numbers import (
+from harvestflow.formats.integers import (
     BIGINT_MAX,
     INTEGER_MAX,
     SMALLINT_MAX,
     NumberError,
     parse_int,
 )
+from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.job_actions import ActionError, job_actions
 from harvestflow.package_data import data_path
 
