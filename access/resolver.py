@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from botocore.exceptions import ClientError
 
+from access.errors import AccessError
 from access.index import live_dir
 from harvestflow.db import get_engine
 from harvestflow.s3 import s3_client
@@ -115,7 +116,7 @@ class WarcLocator:
         return None
 
 
-class RangeError(ValueError):
+class RangeError(AccessError, ValueError):
     """A ``Range`` header this server does not satisfy (answered 416, never a wrong 206)."""
 
 

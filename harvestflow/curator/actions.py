@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request, Response
 
-from harvestflow.formats.numbers import BIGINT_MAX, NumberError, parse_int
+from harvestflow.formats.integers import BIGINT_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
 

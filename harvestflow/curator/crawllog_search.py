@@ -20,7 +20,7 @@ import re2
 
 from harvestflow.errors import HarvestflowError
 from harvestflow.formats.crawllog import CrawlLogLine, check_fields
-from harvestflow.formats.numbers import NumberError, parse_int
+from harvestflow.formats.integers import NumberError, parse_int
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from harvest.selection.annotations import (
 from harvestflow.curator import actions
 from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
-from harvestflow.formats.numbers import BIGINT_MAX, INTEGER_MAX
+from harvestflow.formats.integers import BIGINT_MAX, INTEGER_MAX
 
 log = logging.getLogger(__name__)
 

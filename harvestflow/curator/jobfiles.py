@@ -17,7 +17,7 @@ from typing import Any
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
-from harvestflow.formats.numbers import ascii_int
+from harvestflow.formats.integers import ascii_int
 
 log = logging.getLogger(__name__)
 

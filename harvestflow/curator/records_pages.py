@@ -29,7 +29,7 @@ from harvest.selection.records import CSV_COLUMNS
 from harvestflow.audit import audit_entries
 from harvestflow.curator import actions, feedback
 from harvestflow.curator.queries import Page
-from harvestflow.formats.numbers import INTEGER_MAX, NumberError, parse_int
+from harvestflow.formats.integers import INTEGER_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from harvestflow.errors import HarvestflowError
+
 SMALLINT_MAX = 2**15 - 1
 INTEGER_MAX = 2**31 - 1
 BIGINT_MAX = 2**63 - 1
@@ -18,7 +20,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 MAX_DIGITS = 40  # past this, no range of ours holds the number: not even converted
 
 
-class NumberError(ValueError):
+class NumberError(HarvestflowError, ValueError):
     """Not an integer, or one outside the range asked for; the message names the field."""
 
 
