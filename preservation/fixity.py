@@ -253,10 +253,17 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def audit_status(
-    settings: Settings | None = None, job_ids: list[int] | None = None
+    settings: Settings | None = None,
+    job_ids: list[int] | None = None,
+    conn: sa.Connection | None = None,
 ) -> dict[str, Any]:
-    """The audits' progress (``records.audit_overview``) over the configured copies."""
+    """The audits' progress (``records.audit_overview``) over the configured copies, and the
+    last verification of each package of ``job_ids`` (on ``conn`` when given: the curator
+    pages' read-only connection)."""
     settings = settings or get_settings()
     cfg = PreservationConfig.from_settings(settings)
-    with get_engine(settings.harvest_db_url).connect() as conn:
-        return records.audit_overview(conn, copy_names(settings), cfg.audit_period_days, job_ids)
+    names = copy_names(settings)
+    if conn is not None:
+        return records.audit_overview(conn, names, cfg.audit_period_days, job_ids)
+    with get_engine(settings.harvest_db_url).connect() as own:
+        return records.audit_overview(own, names, cfg.audit_period_days, job_ids)

@@ -363,6 +363,11 @@ def create_app(
     def preservation(request: Request, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             status = operations.preservation(conn, _page_no(page_no), PAGE_SIZE)
+            # the fixity audits' progress, each listed package's last verification
+            from preservation.fixity import audit_status
+
+            jobs = [int(p["job_id"]) for p in status["packages"].rows]
+            status["audit"] = audit_status(job_ids=jobs, conn=conn)
         return page(request, "preservation.html", title="Preservation", s=status)
 
     records_pages.add_record_routes(

@@ -6,15 +6,22 @@ within the period."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import math
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
+from harvestflow.curator.webapp import create_app
 from harvestflow.settings import Settings
 from preservation import records
+from preservation.cli import cmd_status
 from preservation.fixity import audit
 from preservation.ingest import ingest_job
 from preservation.manual_queue import preservation_queue
@@ -64,7 +71,13 @@ def test_ingest_writes_both_copies_and_verifies_each(
 
 
 def test_audit_repairs_a_corrupted_copy_from_the_other_and_reports_it(
-    pres_settings: Settings, make_job, db_engine: sa.Engine, s3_client: Any, replica_client: Any
+    pres_settings: Settings,
+    make_job,
+    db_engine: sa.Engine,
+    s3_client: Any,
+    replica_client: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:  # type: ignore[no-untyped-def]
     job, _, prefix = _preserved(pres_settings, make_job, (200_000, 300_000))
     bucket = pres_settings.s3.bucket
@@ -107,6 +120,24 @@ def test_audit_repairs_a_corrupted_copy_from_the_other_and_reports_it(
     # a second audit finds everything good
     again = audit(pres_settings, share=1.0)
     assert (again["good"], again["repaired"], again["failed"]) == (9, 0, 0)
+
+    # the progress, as the curator pages' Preservation page and `preservation status` show it
+    app = create_app(lambda: db_engine, data_dir=tmp_path)
+    page = TestClient(app).get("/preservation").text
+    section = page.split('<h2 id="fixity">Fixity audits</h2>')[1].split("<h2>")[0]
+    assert "within the last 365 days: <b>9</b> of 9" in section
+    assert "copies found bad and not repaired: 0" in section
+    runs = re.findall(r"<tr><td>(\d+)</td>.*?</tr>", section)
+    assert len(runs) == 2
+    assert '<td class="n">2</td><td class="n">0</td></tr>' in section  # repaired 2, failed 0
+    packages = page.split("<h2>Packages</h2>")[1]
+    row = packages.split(f'href="/jobs/{job.job_id}"')[1].split("</tr>")[0]
+    verified = row.rsplit("<td>", 1)[1].removesuffix("</td>")
+    assert verified.startswith(str(datetime.now(UTC).year)), row
+    assert cmd_status(argparse.Namespace(json=False)) == 0
+    out = capsys.readouterr().out
+    assert "preserved files: 9, verified in every copy within the period: 9" in out
+    assert "repaired 2, failed 0" in out
 
 
 def test_a_file_bad_in_both_copies_goes_to_the_manual_queue_and_fails_the_audit(
