@@ -183,7 +183,10 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         for row in rows:
             print(json.dumps(row, default=str))
         return 0
-    header = f"{'job':>7} {'harvest':<24} {'run':>4} {'status':<12} {'channel':<8} "
+    # the harvest column as wide as its longest name: a one-off's name ends in its run's
+    # date and time, which tells two one-offs apart
+    width = max([24, *(len(r["harvest_name"]) for r in rows)])
+    header = f"{'job':>7} {'harvest':<{width}} {'run':>4} {'status':<12} {'channel':<8} "
     header += f"{'configs':>7} {'objects':>9} {'bytes':>10}  created"
     print(header)
     for r in rows:
@@ -191,7 +194,7 @@ def cmd_jobs_list(args: argparse.Namespace) -> int:
         if r["resubmitted_as_job"]:
             status_text += f"->{r['resubmitted_as_job']}"
         print(
-            f"{r['job_id']:>7} {r['harvest_name'][:24]:<24} {r['harvest_num']:>4} "
+            f"{r['job_id']:>7} {r['harvest_name']:<{width}} {r['harvest_num']:>4} "
             f"{status_text:<12} {r['channel']:<8} {r['num_configs']:>7} {r['objects']:>9} "
             f"{_fmt_size(r['bytes']):>10}  {r['creationdate']:%Y-%m-%d %H:%M}"
         )

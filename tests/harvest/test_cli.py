@@ -72,3 +72,21 @@ def test_selection_import_cli_reports_refused_rows(hdb, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "2 rows, 1 new" in out
     assert "REFUSED r.csv line 3: large budget / daily / domain depth" in out
+
+
+def test_jobs_list_shows_a_one_offs_whole_name(hdb, capsys):
+    """A one-off's name ends in its run's date and time: cut to 24 characters, two one-offs of
+    one day read the same."""
+    from harvest.oneoff import create_seedlist_harvest, start_oneoff
+
+    run = "manual__2026-11-28T18:04:05.123456+00:00"
+    hid = create_seedlist_harvest(
+        ["http://www.example-a.test:8099/"], "demo_loopback", run, engine=hdb
+    )
+    when = datetime(2026, 11, 28, 18, 4, 5, tzinfo=UTC)
+    start_oneoff(hid, when, engine=hdb)
+    (job,) = p.generate_jobs(hid, when, engine=hdb)
+    assert main(["jobs", "list"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    name = "oneoff-manual-2026-11-28t18-04-05-123456-00-00"
+    assert [str(job), name, "1"] in [r[:3] for r in rows], rows
