@@ -88,6 +88,11 @@ _HEARTBEAT_JOB = sa.text(
     " WHERE job_id = :j AND holder = :me"
 )
 _RELEASE_JOB = sa.text("DELETE FROM job_leases WHERE job_id = :j AND holder = :me")
+# a crawler killed without releasing its lease leaves its row; rows expired for more than a TTL
+# (their holder has not come back) are deleted whenever a job's lease is taken
+_PURGE_JOBS = sa.text(
+    "DELETE FROM job_leases WHERE expires_at < clock_timestamp() - make_interval(secs => :ttl)"
+)
 
 
 def jobs_with_live_lease(conn: sa.Connection) -> set[int]:
@@ -274,8 +279,10 @@ class JobLeases:
         self.ttl_s = ttl_s
 
     def acquire(self, job_id: int, holder: str) -> None:
-        """Take the job's lease, or raise :class:`LeaseHeld` naming the live holder."""
+        """Take the job's lease, or raise :class:`LeaseHeld` naming the live holder; the rows
+        of leases long expired go first."""
         params = {"j": job_id, "me": holder, "ttl": self.ttl_s}
+        _update(self.engine, _PURGE_JOBS, {"ttl": self.ttl_s})
         row = _take_or_state(self.engine, _TAKE_JOB, _JOB_STATE, params)
         if row is None:
             return

@@ -79,6 +79,43 @@ def test_a_leased_job_refuses_a_second_crawler_until_its_heartbeats_stop(db_engi
     leases.acquire(job, "worker-a:1:x")
 
 
+def test_taking_a_job_lease_deletes_the_rows_of_leases_long_expired(db_engine) -> None:
+    """A killed crawler's row stays (nobody released it); once expired for more than a TTL it
+    is deleted when any job's lease is taken, while a lease expired only just now is kept."""
+    dead = _job_row(db_engine)
+    with db_engine.begin() as conn:
+        recent, job = (
+            int(
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
+                        " template_name, template, seedlist)"
+                        " VALUES (1, 1, :i, 1, 'CIBLEE', 't', '{}', '') RETURNING job_id"
+                    ),
+                    {"i": i},
+                ).scalar_one()
+            )
+            for i in (1, 2)
+        )
+    leases = JobLeases(db_engine, ttl_s=60)
+    leases.acquire(dead, "worker-a:1:x")
+    leases.acquire(recent, "worker-a:1:y")
+    with db_engine.begin() as conn:
+        for j, ago in ((dead, 61), (recent, 30)):
+            conn.execute(
+                sa.text(
+                    "UPDATE job_leases SET expires_at = now() - make_interval(secs => :s)"
+                    " WHERE job_id = :j"
+                ),
+                {"j": j, "s": ago},
+            )
+    leases.acquire(job, "worker-b:2:z")
+    with db_engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT job_id FROM job_leases")).scalars().all()
+    assert sorted(rows) == sorted([recent, job])
+    assert leases.heartbeat(recent, "worker-a:1:y")  # its holder, back in time, keeps it
+
+
 def test_two_crawler_processes_keep_one_delay_per_host(
     db_engine, fresh_site, tmp_path, monkeypatch
 ):
