@@ -14,6 +14,7 @@ place.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import socket
 import time
@@ -141,6 +142,11 @@ class CrawlContext:
         self.dns_recorded: set[str] = set()  # hosts whose dns: record is written
         self.started = time.time()
         self.started_dt = dt.datetime.now(dt.UTC)
+        # a resumed job: what its earlier runs fetched (the progress line counts it) and when
+        # each run started (summary.json: ``started`` the first run's, ``resumed`` the others)
+        self.urls_done_before = self.state.counts().get(st.FrontierState.DONE, 0)
+        self.runs = [*json.loads(self.state.get_meta("runs") or "[]"), self.started_dt.isoformat()]
+        self.state.set_meta("runs", json.dumps(self.runs))
         self.crawler: Crawler | None = None  # set by attach()
         # crawler.control.Controls of a job with operator control (made by controls_of)
         self.controls: Any = None

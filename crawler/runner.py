@@ -222,7 +222,8 @@ def summarise(
     return JobSummary(
         job_id=ctx.spec.job_id,
         status=status,
-        started=ctx.started_dt.isoformat(),
+        started=ctx.runs[0],
+        resumed=ctx.runs[1:],
         ended=ended.isoformat(),
         urls=sum(o for o, _ in totals.values()),
         bytes=sum(b for _, b in totals.values()),

@@ -64,7 +64,8 @@ class ProgressStatistics:
     def tick(self) -> None:
         ctx = self.ctx
         stats = self.crawler.stats
-        urls_done = stats.get_value(URLS_DONE, 0)
+        urls_done = stats.get_value(URLS_DONE, 0)  # by this run; with the earlier runs':
+        job_done = ctx.urls_done_before + urls_done
         bytes_done = stats.get_value(BYTES_DONE, 0)
         failures = stats.get_value(FAILURES, 0)
         now = time.monotonic()
@@ -79,7 +80,7 @@ class ProgressStatistics:
         mem_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = (
-            f"{stamp} {discovered:>11} {queued:>11} {urls_done:>11}"
+            f"{stamp} {discovered:>11} {queued:>11} {job_done:>11}"
             f" {docs_now:>7.2f}({urls_done / elapsed:.2f})"
             f" {kb_now:>7.0f}({bytes_done / 1024 / elapsed:.0f})"
             f" {failures:>13} {self._busy():>13} {mem_kb:>12} {0:>13} {0:>12} {0:>11} {0:>11}"
@@ -95,7 +96,7 @@ class ProgressStatistics:
             "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"
             " %d failures | queues: %s",
             ctx.spec.job_id,
-            urls_done,
+            job_done,
             queued,
             bytes_done / 1e6,
             urls_done / elapsed,

@@ -83,13 +83,15 @@ class DomainSummary:
 _KNOWN = {
     "version", "job_id", "status", "started", "ended", "urls", "bytes", "warcs",
     "metadata_warc", "domains", "repaired_warcs", "processes", "peak_rss_kb", "salvaged",
+    "resumed",
 }  # fmt: skip
 
 
 @dataclass
 class JobSummary:
     """summary.json. ``status`` is the crawl's end (complete, time_limit, stopped, unfinished,
-    salvaged...); ``started``/``ended`` are ISO 8601 strings as written."""
+    salvaged...); ``started``/``ended`` are ISO 8601 strings as written: ``started`` is the
+    job's first run's start, ``resumed`` the start of each later run that resumed it."""
 
     job_id: int = 0
     status: str = ""
@@ -106,6 +108,8 @@ class JobSummary:
     peak_rss_kb: int | None = None
     # a dead crawl finished by crawler/salvage.py: reason, at, repaired_warcs
     salvaged: dict[str, Any] | None = None
+    # a job resumed (after a stop, a lost worker): when each later run started; written if any
+    resumed: list[str] = field(default_factory=list)
     # the version of the file read (0: written before versions); written: the current one
     version: int = field(default=SUMMARY_VERSION, compare=False)
     # domain -> the error of its entry (the entry is left out of ``domains``); not written
@@ -147,6 +151,7 @@ class JobSummary:
             processes=as_opt_int(where, "processes", data.get("processes")),
             peak_rss_kb=as_opt_int(where, "peak_rss_kb", data.get("peak_rss_kb")),
             salvaged=None if salvaged is None else as_object(where, "salvaged", salvaged),
+            resumed=as_str_list(where, "resumed", get("resumed", [])),
             version=version,
             bad_domains=problems,
             extra={k: v for k, v in data.items() if k not in _KNOWN},
@@ -170,6 +175,8 @@ class JobSummary:
         for key in ("processes", "peak_rss_kb", "salvaged"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
+        if self.resumed:
+            data["resumed"] = list(self.resumed)
         return {**self.extra, **data}
 
     @classmethod

@@ -50,6 +50,7 @@ def test_kill_9_then_resume(site, tmp_path):
             break
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
+    killed_at = time.time()
     proc.wait()
     before = fetched([ln for ln in log.read_text().split("\n")[:-1]])  # complete lines only
     assert 15 <= len(before) < 40, "killed too late to prove a resume"
@@ -62,6 +63,16 @@ def test_kill_9_then_resume(site, tmp_path):
     after = fetched(result.crawl_log)[len(before) :]
     again = set(before) & set(after)
     assert not again, f"captured again after resume: {sorted(again)}"
+    # summary.json: the job's first run's start, the resumed run's start beside it
+    from datetime import datetime
+
+    started = datetime.fromisoformat(result.summary["started"]).timestamp()
+    (resumed,) = result.summary["resumed"]
+    assert started < killed_at < datetime.fromisoformat(resumed).timestamp()
+    # the resumed run's last progress line counts the URLs the first run fetched too
+    ticks = (out / "logs" / "progress-statistics.log").read_text().splitlines()
+    last = [ln.split() for ln in ticks if len(ln.split()) > 4 and ln.split()[3].isdigit()][-1]
+    assert int(last[3]) >= len(before) + len(after), (last, len(before), len(after))
     # together the two runs captured what one uninterrupted crawl captures
     reference = run_crawl(make_job(site, seeds), tmp_path / "reference")
     assert sorted(before + after) == sorted(fetched(reference.crawl_log))
