@@ -5,7 +5,8 @@ code. Lines are built from :class:`~indexing.record_model.Capture` records, whic
 read them: the fast gzip scanner first, the warcio-based one when the fast one declines the file.
 The lines themselves are the shared CDX model's (:mod:`harvestflow.formats.cdx`, which says what
 each field holds), so the crawler's CDX and the chain's cannot differ. ARC files are read as the
-reference reads them: converted to WARC records.
+reference reads them: converted to WARC records. POST and PUT responses are keyed under their
+request body (:mod:`indexing.postpair`), as the reference does with ``-p``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from harvestflow.atomic import atomic_open
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
+from indexing.postpair import with_post_keys
 from indexing.record_model import Capture, NotAWarcError, WarcDamage, sniff_format
 from indexing.refscan import scan_reference
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
@@ -87,7 +89,7 @@ def _index_reference(path: Path, *, arc: bool) -> IndexResult:
 
 
 def _collect(result: IndexResult, items: Iterable[Capture | WarcDamage]) -> None:
-    for item in items:
+    for item in with_post_keys(items):
         if isinstance(item, WarcDamage):
             result.damages.append(item)
         else:

@@ -47,7 +47,8 @@ def _clean(value: str | None) -> str:
 
 
 def sidecar_lines(captures: Iterable[Capture], filename: str) -> list[str]:
-    """Dedup-index lines for the response records of one WARC, byte-order sorted."""
+    """Dedup-index lines for the response records of one WARC (POST/PUT answers left out),
+    byte-order sorted."""
     lines = {
         "\t".join(
             (
@@ -62,7 +63,8 @@ def sidecar_lines(captures: Iterable[Capture], filename: str) -> list[str]:
             )
         )
         for c in captures
-        if c.rec_type == "response" and c.url and c.digest
+        # a POST/PUT answer (c.method) is never what a later GET of its URL can revisit
+        if c.rec_type == "response" and c.url and c.digest and not c.method
     }
     return sorted(lines, key=lambda s: s.encode("utf-8"))
 

@@ -21,6 +21,9 @@ from indexing.errors import IndexingError
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
 INDEXED_TYPES = frozenset(("response", "revisit", "resource", "metadata"))
 HTTP_RECORD_TYPES = frozenset(("response", "request", "revisit"))
+# a POST/PUT body read for its response's key: the reference reads it whole, then keeps at most
+# 4,096 characters of its query; a body beyond this bound is keyed by its first bytes
+MAX_REQUEST_BODY = 16 * 1024 * 1024
 
 
 class NotAWarcError(IndexingError):
@@ -37,8 +40,25 @@ class WarcDamage(IndexingError):
 
 
 @dataclass(slots=True)
+class RequestBody:
+    """What a POST/PUT request record gives the key of its response (:mod:`indexing.postpair`):
+    the method as on the request line, the HTTP Content-Type and Content-Length header values,
+    and the body (at most :data:`MAX_REQUEST_BODY` bytes)."""
+
+    method: str
+    content_type: str | None
+    content_length: str | None
+    body: bytes
+
+
+@dataclass(slots=True)
 class Capture:
-    """The fields of one indexed record (``None`` where the reference writes nothing)."""
+    """The fields of one record (``None`` where the reference writes nothing).
+
+    Scanners yield every record, ``indexed`` False for those that get no line (requests,
+    warcinfo…): a POST response's key depends on the request record next to it, found by
+    ``record_id`` / ``concurrent_to`` (:mod:`indexing.postpair`).
+    """
 
     rec_type: str
     url: str | None
@@ -51,6 +71,11 @@ class Capture:
     record_id: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    method: str | None = None  # set on a POST/PUT response keyed under its request body
+    request_body: str | None = None
+    concurrent_to: str | None = None
+    indexed: bool = True
+    request: RequestBody | None = None  # a POST/PUT request record's method, headers and body
 
 
 def sniff_format(path: Path) -> str:

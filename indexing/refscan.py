@@ -33,7 +33,14 @@ from indexing.boundaries import (
     off_boundary,
     resync_from,
 )
-from indexing.record_model import INDEXED_TYPES, Capture, NotAWarcError, WarcDamage
+from indexing.record_model import (
+    INDEXED_TYPES,
+    MAX_REQUEST_BODY,
+    Capture,
+    NotAWarcError,
+    RequestBody,
+    WarcDamage,
+)
 
 
 def _is_indexed(record: object) -> bool:
@@ -101,7 +108,8 @@ class _QuietIterator(ArchiveIterator):
 
 
 def scan_reference(path: Path, *, arc: bool = False) -> Iterator[Capture | WarcDamage]:
-    """Yield a :class:`Capture` per indexed record and a :class:`WarcDamage` per damaged spot.
+    """Yield a :class:`Capture` per record (``indexed`` False for those that get no line) and a
+    :class:`WarcDamage` per damaged spot.
 
     ``arc``: the file is an ARC file (read as warcio's ``arc2warc`` does, like the reference
     indexer). Damage (whatever warcio raises on bytes it cannot parse, a record whose block ends
@@ -191,7 +199,7 @@ def _scan_records(
         first = False
         block = record.raw_stream  # ensure_digest may replace it with a copy it read
         try:
-            capture = _capture(record, it, builder) if _is_indexed(record) else None
+            capture = _capture(record, it, builder) if _is_indexed(record) else _other(record, it)
             it.read_to_end()
         except (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError) as exc:
             return _damage(offset, exc)
@@ -242,4 +250,34 @@ def _capture(record: object, it: ArchiveIterator, builder: RecordBuilder) -> Cap
         rec_headers.get_header("WARC-Record-ID"),
         http.get_header("etag") if http else None,
         http.get_header("last-modified") if http else None,
+        concurrent_to=rec_headers.get_header("WARC-Concurrent-To"),
+    )
+
+
+def _other(record: object, it: ArchiveIterator) -> Capture:
+    """A record that gets no line, kept for the pairing of requests and responses; a POST/PUT
+    request with its body as the reference reads it (``content_stream``: codings removed)."""
+    rec_headers = record.rec_headers  # type: ignore[attr-defined]
+    http = record.http_headers  # type: ignore[attr-defined]
+    request = None
+    if record.rec_type == "request" and http is not None:  # type: ignore[attr-defined]
+        method = http.protocol
+        if method.upper() in ("POST", "PUT"):
+            body = record.content_stream().read(MAX_REQUEST_BODY)  # type: ignore[attr-defined]
+            request = RequestBody(
+                method, http.get_header("Content-Type"), http.get_header("Content-Length"), body
+            )
+    return Capture(
+        record.rec_type,  # type: ignore[attr-defined]
+        rec_headers.get_header("WARC-Target-URI"),
+        rec_headers.get_header("WARC-Date"),
+        None,
+        None,
+        None,
+        it.get_record_offset(),
+        it.get_record_length(),
+        rec_headers.get_header("WARC-Record-ID"),
+        concurrent_to=rec_headers.get_header("WARC-Concurrent-To"),
+        indexed=False,
+        request=request,
     )

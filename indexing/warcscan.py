@@ -27,11 +27,13 @@ from harvestflow.formats.cdx import mime_of
 from indexing.record_model import (
     HTTP_RECORD_TYPES,
     INDEXED_TYPES,
+    MAX_REQUEST_BODY,
     WARC_VERSIONS,
     Capture,
     Headers,
     NeedMore,
     NotAWarcError,
+    RequestBody,
     WarcDamage,
     fix_target_uri,
     parse_headers,
@@ -193,7 +195,7 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     http: Headers | None = None
     payload_start = hdr_end
     if (
-        indexed
+        (indexed or rec_type == "request")
         and length
         and rec_type in HTTP_RECORD_TYPES
         and uri is not None
@@ -214,8 +216,17 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                 total += len(more)
                 if len(buf) > HEAD_MAX:
                     raise Fallback("very large HTTP header block") from None
-        if http is None and rec_type != "revisit":
+        if http is None and rec_type not in ("revisit", "request"):
             raise Fallback("response without HTTP headers")
+    # a POST/PUT request: its body makes its response's key (indexing/postpair.py)
+    request: RequestBody | None = None
+    if rec_type == "request" and http is not None and http.protocol.upper() in ("POST", "PUT"):
+        if http.get("transfer-encoding") or http.get("content-encoding"):
+            raise Fallback("request body with a transfer or content coding")
+        request = RequestBody(
+            http.protocol, http.get("content-type"), http.get("content-length"), b""
+        )
+    body_parts: list[bytes] = [buf[payload_start:block_end]] if request is not None else []
     digest = warc.by_name.get("warc-payload-digest")
     hasher = None
     if indexed and not digest and rec_type != "revisit":
@@ -223,7 +234,7 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         hasher.update(buf[payload_start:block_end])
     # --- skip the payload without inflating it (see find_end), once the file showed that its
     # members hold exactly the record and CRLF CRLF
-    if state.skip and hasher is None and not m.d.eof and state.convention_seen:
+    if state.skip and hasher is None and request is None and not m.d.eof and state.convention_seen:
         end = m.find_end(block_end + 4)
         if end is not None:
             m.forced_end = end
@@ -239,6 +250,8 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         if total < block_end:
             if hasher is not None:
                 hasher.update(out[: block_end - total])
+            if request is not None and total - payload_start < MAX_REQUEST_BODY:
+                body_parts.append(out[: block_end - total])
             if total + len(out) > block_end and out[block_end - total :].strip(_BLANK):
                 trailing_ok = False
         elif out.strip(_BLANK):
@@ -254,7 +267,22 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         elif state.convention_seen or total > block_end:
             raise SkipUnsafe("members do not all end with the record + CRLF CRLF")
     if not indexed:
-        return None
+        if request is not None:
+            request.body = b"".join(body_parts)[:MAX_REQUEST_BODY]
+        return Capture(
+            rec_type,
+            uri,
+            warc.by_name.get("warc-date"),
+            None,
+            None,
+            None,
+            m.start,
+            m.end - m.start,
+            warc.by_name.get("warc-record-id"),
+            concurrent_to=warc.by_name.get("warc-concurrent-to"),
+            indexed=False,
+            request=request,
+        )
     if hasher is not None:
         digest = _hash_b32(hasher)
     if rec_type == "revisit":
@@ -278,12 +306,13 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         warc.by_name.get("warc-record-id"),
         http.by_name.get("etag") if http else None,
         http.by_name.get("last-modified") if http else None,
+        concurrent_to=warc.by_name.get("warc-concurrent-to"),
     )
 
 
 def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDamage]:
-    """Yield a :class:`Capture` per indexed record (in file order) and a :class:`WarcDamage`
-    per damaged stretch.
+    """Yield a :class:`Capture` per record (in file order; ``indexed`` False for those that get
+    no line) and a :class:`WarcDamage` per damaged stretch.
 
     Raises :class:`NotAWarcError` for a file that is not a WARC, and :class:`Fallback` (before
     anything was yielded only if the problem is in the first record) when the general scanner

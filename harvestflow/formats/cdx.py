@@ -16,6 +16,10 @@ only as a test oracle) derives it from the record:
   reference writes it (CDXJ escapes it as JSON);
 - CDXJ: ``<key> <timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}``
   in that key order, a key left out when the record has no such value;
+- a POST or PUT response (paired with its request record) is keyed, in both formats, under its
+  URL with the method and the request body appended (:mod:`harvestflow.formats.postquery`, as
+  pywb and ``cdxj-indexer -p`` key it), and its CDXJ line ends with ``"requestBody"`` and
+  ``"method"``; the ``url`` field stays the URL;
 - CDX11: header `` CDX N b a m s k r M S V g`` then ``key timestamp url mime status digest
   redirect meta length offset filename``, ``-`` for a missing value (redirect and meta always),
   the digest without its ``sha1:`` prefix.
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from harvestflow.formats.postquery import appended_url
 from harvestflow.formats.surt import surt_or_url
 
 __all__ = [
@@ -62,6 +67,8 @@ class CdxFields(Protocol):
 
     The indexing chain's ``Capture`` and :class:`CdxEntry` both have these attributes; ``date``
     is the record's ``WARC-Date`` and ``digest`` its ``WARC-Payload-Digest`` (``sha1:…``).
+    ``method`` is set (upper-case) only for a POST/PUT response keyed under its request body,
+    ``request_body`` then being the body's query (None: a request with a bad Content-Length).
     """
 
     url: str | None
@@ -71,6 +78,8 @@ class CdxFields(Protocol):
     digest: str | None
     length: int
     offset: int
+    method: str | None
+    request_body: str | None
 
 
 @dataclass(slots=True)
@@ -84,6 +93,8 @@ class CdxEntry:
     digest: str | None
     length: int
     offset: int
+    method: str | None = None
+    request_body: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +155,10 @@ def warc_date(timestamp: str) -> str:
 
 
 def _key_and_time(rec: CdxFields) -> tuple[str, str]:
-    key = surt_or_url(rec.url) if rec.url else "-"
+    if rec.url and rec.method:
+        key = surt_or_url(appended_url(rec.url, rec.method, rec.request_body))
+    else:
+        key = surt_or_url(rec.url) if rec.url else "-"
     return key, timestamp14(rec.date) if rec.date else "-"
 
 
@@ -168,6 +182,10 @@ def cdxj_line(rec: CdxFields, filename: str) -> str:
     """The CDXJ line of ``rec`` stored in ``filename``."""
     key, ts = _key_and_time(rec)
     fields = _json_fields(rec, filename)
+    if rec.method:  # a POST/PUT key: the body's query (null when unreadable) and the method
+        keyed: dict[str, str | None] = {**fields, "requestBody": rec.request_body}
+        keyed["method"] = rec.method
+        return f"{key} {ts} {json.dumps(keyed)}"
     if _JSON_PLAIN.match("".join(fields.values())):
         # json.dumps' own output for such values, without its per-call encoder set-up
         body = ", ".join([f'"{k}": "{v}"' for k, v in fields.items()])
