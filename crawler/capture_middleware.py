@@ -32,6 +32,7 @@ from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_respo
 from crawler.redact import redact_request
 from harvestflow.addresses import address_allowed
 from harvestflow.formats.cdx import CdxEntry, http_mime
+from harvestflow.formats.postquery import body_query, keyed
 from harvestflow.formats.urls import canonical_key, host_of
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ class WarcCaptureMiddleware:
             if quota:
                 raise QuotaExceeded(quota)
             request.meta["hf_reserved"] = domain
-            earlier = self.ctx.dedup.get(request.meta["hf"]["key"])
+            # a POST (a page's API call) is its own capture, never a conditional GET's revisit
+            earlier = self.ctx.dedup.get(request.meta["hf"]["key"]) if _plain(request) else None
             if earlier is not None:
                 if earlier.etag:
                     request.headers[b"If-None-Match"] = earlier.etag
@@ -189,7 +191,7 @@ class WarcCaptureMiddleware:
             annotations.append("lenTrunc" if truncated == "length" else "timeTrunc")
         ip = str(response.ip_address) if response.ip_address else None
         key = request.meta.get("hf", {}).get("key") or canonical_key(request.url)
-        earlier = self.ctx.dedup.get(key)
+        earlier = self.ctx.dedup.get(key) if _plain(request) else None
         main = None
         if earlier is not None and response.status == 304:
             main = records.revisit_record(
@@ -226,15 +228,18 @@ class WarcCaptureMiddleware:
                 earlier.record_id,
             )
             annotations.append("duplicate:digest")
+        req_id = records.new_record_id()
         if main is None:
-            main = records.response_record(request.url, http, body, date, resp_id, ip, truncated)
+            main = records.response_record(
+                request.url, http, body, date, resp_id, ip, truncated, concurrent_to=req_id
+            )
         req_headers, req_body = redact_request(
             [("Host", urlparse_netloc(request.url)), *header_list(request.headers)],
             request.body or b"",
             request.meta,
         )
         req = records.request_record(
-            request.url, request.method, req_headers, req_body, date, resp_id
+            request.url, request.method, req_headers, req_body, date, resp_id, req_id
         )
         placed = self.ctx.writer.write(req, main)
         name, offset, length = placed[1]
@@ -242,10 +247,14 @@ class WarcCaptureMiddleware:
         # as written (after the write: warcio percent-encodes non-ASCII values as it writes)
         is_revisit = main.rec_type == "revisit"
         cdx_mime = "warc/revisit" if is_revisit else http_mime(main.http_headers.headers)
-        self.ctx.record_cdx(
-            CdxEntry(request.url, date, cdx_mime, str(response.status), digest, length, offset),
-            name,
-        )
+        entry = CdxEntry(request.url, date, cdx_mime, str(response.status), digest, length, offset)
+        if not is_revisit and keyed(request.method):  # found by replay under its body
+            entry.method = request.method.upper()
+            sent = req.http_headers  # the request line and headers as written
+            entry.request_body = body_query(
+                sent.get_header("Content-Type"), sent.get_header("Content-Length"), req_body
+            )
+        self.ctx.record_cdx(entry, name)
         domain = request.meta.pop("hf_reserved", None)
         capture = Capture(
             status=response.status,
@@ -268,6 +277,11 @@ class WarcCaptureMiddleware:
             self.ctx.budgets.add_bytes(self.ctx.budgets.domain_for(host_of(request.url)), len(body))
             self.ctx.log_capture(request, capture)
         return response
+
+
+def _plain(request: Request) -> bool:
+    """A GET: the one request a capture of the same URL can stand for (dedup, revisits)."""
+    return request.method == "GET"
 
 
 def urlparse_netloc(url: str) -> str:

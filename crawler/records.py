@@ -60,18 +60,25 @@ def request_record(
     body: bytes,
     date: str,
     concurrent_to: str,
+    record_id: str | None = None,
 ) -> ArcWarcRecord:
-    """The request as sent: ``GET /path?q HTTP/1.1``, Host first, then the headers."""
+    """The request as sent: ``GET /path?q HTTP/1.1``, Host first, then the headers, and the
+    body (a POST's: with its ``Content-Length`` as sent, which indexers read it by)."""
+    if body and not any(k.lower() == "content-length" for k, _ in headers):
+        headers = [*headers, ("Content-Length", str(len(body)))]
     http = StatusAndHeaders(
         f"{method} {request_line_target(url)} HTTP/1.1", headers, is_http_request=True
     )
+    fields = {"WARC-Date": date, "WARC-Concurrent-To": concurrent_to}
+    if record_id:
+        fields["WARC-Record-ID"] = record_id
     return _builder.create_warc_record(
         url,
         "request",
         payload=BytesIO(body),
         length=len(body),
         http_headers=http,
-        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+        warc_headers_dict=fields,
     )
 
 
@@ -120,9 +127,16 @@ def response_record(
     record_id: str,
     ip: str | None,
     truncated: str | None,
+    concurrent_to: str | None = None,
 ) -> ArcWarcRecord:
-    """The response with the body exactly as received (after de-chunking only)."""
+    """The response with the body exactly as received (after de-chunking only).
+
+    ``concurrent_to``: its request record, written just before it. The pair then names each
+    other, so that indexers (pywb, ``cdxj-indexer -p``) pair them: a POST response is found
+    under its request body only when its record names the request before it."""
     fields = {"WARC-Date": date, "WARC-Record-ID": record_id}
+    if concurrent_to:
+        fields["WARC-Concurrent-To"] = concurrent_to
     if ip:
         fields["WARC-IP-Address"] = ip
     if truncated:

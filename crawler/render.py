@@ -49,7 +49,14 @@ from crawler.render_model import (
     Screenshot,
 )
 from crawler.render_passthrough import Passthrough
-from crawler.render_proxy import HOP_BY_HOP, ProxyRequest, ProxyResponse, TabProxy
+from crawler.render_proxy import (
+    HOP_BY_HOP,
+    RANGE_HEADERS,
+    ProxyRequest,
+    ProxyResponse,
+    TabProxy,
+    ranged,
+)
 from crawler.render_tls import JobCA
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
@@ -63,7 +70,10 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
-_DROP_FROM_BROWSER = HOP_BY_HOP | {"host", "accept-encoding", "user-agent", "content-length"}
+# (a byte range: the crawl fetches the whole resource, the tab gets its range: ``ranged``)
+_DROP_FROM_BROWSER = (
+    HOP_BY_HOP | RANGE_HEADERS | {"host", "accept-encoding", "user-agent", "content-length"}
+)
 MAX_SCREENSHOT_HEIGHT = 16384
 # the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
 # net (through their tab's recording proxy) and the browser's own update checks go nowhere
@@ -129,7 +139,7 @@ class _Tab:
         page = self.page
         if page is None:
             return ProxyResponse(503, reason="No Page")
-        return await self.renderer.fetch_for(page, req)
+        return ranged(req, await self.renderer.fetch_for(page, req))
 
 
 class Renderer:

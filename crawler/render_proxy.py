@@ -13,6 +13,11 @@ through Scrapy; one listener per tab tells whose page a request belongs to.
 HTTPS: a ``CONNECT host:port`` is answered 200, then the proxy ends the TLS connection itself
 with a certificate for the host from the job's CA (crawler/render_tls.py) and reads the
 requests inside the tunnel as ``https://host:port/…``. Without a CA, ``CONNECT`` gets 501.
+
+Byte ranges: a media element asks ``Range: bytes=0-`` and then other ranges. The crawl fetches
+(and archives) the whole resource once, without the range — one 200 record of the full payload,
+as warcprox and Browsertrix archive media, so that replay can serve any range — and each of the
+browser's range requests is answered from that body (:func:`ranged`: 206 with Content-Range).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +48,9 @@ HOP_BY_HOP = frozenset(
 )
 MAX_HEAD = 256 * 1024
 MAX_BODY = 16 * 1024 * 1024
+# request headers asking for part of a resource: never sent on, the crawl fetches it whole
+RANGE_HEADERS = frozenset({"range", "if-range"})
+_ONE_RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 
 @dataclass
@@ -181,6 +190,39 @@ class TabProxy:
         await writer.drain()
         await asyncio.wait_for(writer.start_tls(self.tls_for(host)), 30)
         return True
+
+
+def ranged(request: ProxyRequest, response: ProxyResponse) -> ProxyResponse:
+    """What the browser asked for of a full response: the byte range of its ``Range`` header
+    (206 with ``Content-Range``, or 416 when it lies past the end), else the response as is.
+
+    Only a 200 whose body is the resource as sent (no content coding left on it) is cut, and
+    only a single range; a multi-range request gets the whole body (RFC 9110 §14.2 lets a
+    server ignore Range), as does anything that does not parse.
+    """
+    asked = next((v for k, v in request.headers if k.lower() == "range"), None)
+    if asked is None or request.method != "GET" or response.status != 200:
+        return response
+    if any(k.lower() == "content-encoding" for k, _ in response.headers):
+        return response
+    match = _ONE_RANGE.match(asked)
+    if match is None or not (match.group(1) or match.group(2)):
+        return response
+    size = len(response.body)
+    first_s, last_s = match.groups()
+    if first_s:
+        first = int(first_s)
+        last = min(int(last_s), size - 1) if last_s else size - 1
+    else:  # a suffix: the last N bytes
+        first, last = max(size - int(last_s), 0), size - 1
+    kept = [(k, v) for k, v in response.headers if k.lower() not in ("content-range",)]
+    if first >= size or last < first:
+        unsatisfiable = [*kept, ("Content-Range", f"bytes */{size}")]
+        return ProxyResponse(416, unsatisfiable, b"", "Range Not Satisfiable")
+    if not any(k.lower() == "accept-ranges" for k, _ in kept):
+        kept.append(("Accept-Ranges", "bytes"))
+    kept.append(("Content-Range", f"bytes {first}-{last}/{size}"))
+    return ProxyResponse(206, kept, response.body[first : last + 1], "Partial Content")
 
 
 def _https_origin(authority: str) -> str:

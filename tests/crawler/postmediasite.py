@@ -1,0 +1,280 @@
+"""A loopback news site of today's habits, served as nginx serves it: stories from a POST JSON
+API, an audio clip and a video that the browser fetches by byte range.
+
+The home page is a shell; its script (gzip-compressed, as every text type of the site) asks
+the story API ``POST /api/stories`` with the JSON bodies ``{"page": 1}`` then ``{"page": 2}``
+(the same URL, a different answer for each body) and a form-encoded ``POST /api/count``, and
+builds the story list and the count from the answers. The page embeds ``<audio>`` (a WAV clip)
+and ``<video>`` (a WebM film); the media files are served like nginx serves static files:
+``Accept-Ranges: bytes``, a ``Range`` request answered 206 with ``Content-Range``, never
+compressed. A GET of an API URL is refused (405), as a POST-only API does. Every request is
+recorded (method, path, Range header, body).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import json
+import math
+import re
+import struct
+import threading
+import wave
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
+
+HOST = "news.posted.test"
+PAGE_SIZE = 3
+STORIES = {n: f"Posted story {n}" for n in range(1, 2 * PAGE_SIZE + 1)}
+COUNT_ANSWER = "6 stories in news"
+
+SHELL = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Posted news</title>
+<script src="/app.js" defer></script>
+</head><body>
+<h1>Posted news</h1>
+<p id="count">counting</p>
+<ul id="stories"></ul>
+<audio id="clip" controls preload="auto" src="/media/clip.wav"></audio>
+<video id="film" controls preload="auto" width="64" height="48" src="/media/film.webm"></video>
+</body></html>
+"""
+
+# the API paths are joined from pieces: no string of the script is a URL a link extractor takes
+APP_JS = b"""(function () {
+  var list = document.getElementById('stories');
+  function api(name, body, type) {
+    return fetch('/' + 'api/' + name, {method: 'POST', headers: {'Content-Type': type},
+                                       body: body}).then(function (r) { return r.json(); });
+  }
+  function load(page) {
+    return api('stories', JSON.stringify({page: page}), 'application/json').then(function (d) {
+      d.stories.forEach(function (s) {
+        var li = document.createElement('li');
+        li.className = 'story';
+        var a = document.createElement('a');
+        a.href = '/' + 'story/' + s.id + '.html';
+        a.textContent = s.title;
+        li.appendChild(a);
+        list.appendChild(li);
+      });
+      return d.more;
+    });
+  }
+  load(1).then(function (more) { if (more) { return load(2); } });
+  api('count', 'section=news&sort=new+first', 'application/x-www-form-urlencoded')
+    .then(function (d) { document.getElementById('count').textContent = d.count; });
+})();
+"""
+
+
+def wav_clip(seconds: float = 1.0, rate: int = 8000) -> bytes:
+    """A real WAV file: a 440 Hz tone, 16-bit mono (Chromium decodes it; duration ``seconds``)."""
+    frames = b"".join(
+        struct.pack("<h", int(12000 * math.sin(2 * math.pi * 440 * i / rate)))
+        for i in range(int(seconds * rate))
+    )
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return out.getvalue()
+
+
+# run in headless Chromium: 1.5 s of a changing 64x48 canvas recorded as VP8 WebM (Chromium's
+# MediaRecorder writes its Duration and Cues), the file as base64
+RECORD_WEBM_JS = """
+const done = arguments[arguments.length - 1];
+const c = document.createElement('canvas'); c.width = 64; c.height = 48;
+document.body.appendChild(c);
+const g = c.getContext('2d');
+const rec = new MediaRecorder(c.captureStream(15), {mimeType: 'video/webm;codecs=vp8'});
+const parts = [];
+rec.ondataavailable = e => parts.push(e.data);
+rec.onstop = async () => {
+  const b = new Uint8Array(await new Blob(parts).arrayBuffer());
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
+  done(btoa(s));
+};
+let n = 0;
+const t = setInterval(() => { g.fillStyle = `rgb(${n * 20 % 255},80,160)`; g.fillRect(0, 0, 64, 48); n++; }, 50);
+rec.start();
+setTimeout(() => { clearInterval(t); rec.stop(); }, 1500);
+"""
+
+
+def webm_film() -> bytes:
+    """A real WebM video made by headless Chromium's MediaRecorder (no encoder on the test
+    machines; Chromium is there for the rendering anyway)."""
+    from tests.plugins.browser import chromium
+
+    with chromium() as driver:
+        driver.set_script_timeout(60)
+        driver.get("data:text/html,<body></body>")
+        film = base64.b64decode(driver.execute_async_script(RECORD_WEBM_JS))
+    assert film[:4] == b"\x1a\x45\xdf\xa3" and b"\x44\x89" in film, "no WebM with a duration"
+    return film
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    range: str | None
+    body: bytes
+
+
+@dataclass
+class PostMediaSite:
+    port: int
+    media: dict[str, tuple[bytes, str]]
+    requests: list[Seen] = field(default_factory=list)
+
+    def url(self, path: str = "/") -> str:
+        return f"http://{HOST}:{self.port}{path}"
+
+
+def _stories(page: int) -> bytes:
+    ids = [n for n in STORIES if (n - 1) // PAGE_SIZE + 1 == page]
+    return json.dumps(
+        {"stories": [{"id": n, "title": STORIES[n]} for n in ids], "more": page < 2}
+    ).encode()
+
+
+def story_page(n: int) -> bytes:
+    return f"<!doctype html><title>{STORIES[n]}</title><h1>{STORIES[n]}</h1>".encode()
+
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+@contextmanager
+def serve(film: bytes) -> Iterator[PostMediaSite]:
+    """The site on 127.0.0.1 (a free port) for the ``with`` block."""
+    media = {"/media/clip.wav": (wav_clip(), "audio/wav"), "/media/film.webm": (film, "video/webm")}
+    site = PostMediaSite(0, media)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+        timeout = 10
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, status: int, ctype: str, body: bytes, extra: list[tuple[str, str]]) -> None:
+            accepts = "gzip" in (self.headers.get("Accept-Encoding") or "")
+            text = ctype.startswith(("text/", "application/javascript", "application/json"))
+            if text:
+                extra = [*extra, ("Vary", "Accept-Encoding")]
+                if accepts:  # nginx's gzip_types: every text type compressed
+                    body = gzip.compress(body)
+                    extra.append(("Content-Encoding", "gzip"))
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            for name, value in extra:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _seen(self, body: bytes = b"") -> None:
+            site.requests.append(Seen(self.command, self.path, self.headers.get("Range"), body))
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._seen(body)
+            if self.path == "/api/stories":
+                try:
+                    page = int(json.loads(body)["page"])
+                except (ValueError, KeyError, TypeError):
+                    self._send(400, "application/json", b'{"error": "bad body"}', [])
+                    return
+                self._send(200, "application/json", _stories(page), [])
+            elif self.path == "/api/count":
+                answer = json.dumps({"count": COUNT_ANSWER}).encode()
+                self._send(200, "application/json", answer, [])
+            else:
+                self._send(405, "text/plain", b"no", [("Allow", "GET")])
+
+        def do_GET(self) -> None:
+            self._seen()
+            path = self.path
+            if path == "/":
+                self._send(200, "text/html; charset=utf-8", SHELL, [])
+            elif path == "/app.js":
+                self._send(200, "application/javascript", APP_JS, [])
+            elif path.startswith("/api/"):
+                self._send(405, "text/plain", b"POST only", [("Allow", "POST")])
+            elif m := re.fullmatch(r"/story/(\d+)\.html", path):
+                n = int(m.group(1))
+                if n in STORIES:
+                    self._send(200, "text/html; charset=utf-8", story_page(n), [])
+                else:
+                    self._send(404, "text/plain", b"none", [])
+            elif path in site.media:
+                self._media(*site.media[path])
+            else:
+                self._send(404, "text/plain", b"none", [])
+
+        def _media(self, data: bytes, ctype: str) -> None:
+            """As nginx serves a static file: ranges honoured (206), never compressed."""
+            size = len(data)
+            asked = _RANGE.match(self.headers.get("Range") or "")
+            if asked is None or not any(asked.groups()):
+                self._send(200, ctype, data, [("Accept-Ranges", "bytes")])
+                return
+            first_s, last_s = asked.groups()
+            if first_s:
+                first, last = int(first_s), min(int(last_s or size - 1), size - 1)
+            else:
+                first, last = max(size - int(last_s), 0), size - 1
+            if first >= size:
+                self._send(416, "text/plain", b"", [("Content-Range", f"bytes */{size}")])
+                return
+            part = [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes {first}-{last}/{size}")]
+            self._send(206, ctype, data[first : last + 1], part)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    site.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, name="postmediasite", daemon=True)
+    thread.start()
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def crawl(
+    out: Path, film: bytes, job_id: int = 21, harvest_id: int = 5
+) -> tuple[CrawlResult, PostMediaSite]:
+    """Crawl the site with rendering on every HTML page (the site stopped afterwards)."""
+    with serve(film) as site:
+        job = {
+            "job_id": job_id,
+            "harvest_id": harvest_id,
+            "seeds": [site.url("/")],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 2,
+                "render": "html",
+                "render_min_wait_s": 1.5,
+                "render_page_timeout_s": 20,
+            },
+            "resolve": {HOST: "127.0.0.1"},
+        }
+        return run_crawl(job, out, timeout=150), site
