@@ -1,0 +1,208 @@
+"""The manual builds with warnings as errors, a broken link fails it, and its generated
+reference pages list every command, option, setting and DAG Param the code has.
+
+Why: the manual is the platform's front door for curators and engineers; a page that links
+nowhere, or a reference that misses the option a reader looks for, fails them silently. The
+reference pages are generated from the code at build time (docs/gen_reference.py); these tests
+compare what they say with the parser, the settings file and the DAG files themselves, each
+walked here independently of the generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from harvestflow.cli import build_parser
+from harvestflow.settings import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
+MKDOCS = str(Path(sys.executable).parent / "mkdocs")
+
+
+def reference_generator() -> ModuleType:
+    """docs/gen_reference.py as a module (it is a file of the manual, not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "gen_reference", ROOT / "docs" / "gen_reference.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [MKDOCS, "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=config.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = _build(ROOT / "mkdocs.yml", out)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    assert "WARNING" not in proc.stderr, proc.stderr[-5000:]
+    return out
+
+
+def test_the_manual_builds_with_warnings_as_errors(site: Path) -> None:
+    for page in ("index.html", "tutorials/first-selective-harvest/index.html"):
+        assert (site / page).is_file(), page
+    for page in ("cli", "settings", "dags"):
+        assert (site / "reference" / page / "index.html").is_file(), page
+    # the generated pages are built, never kept in docs/ where they could go stale
+    assert not (ROOT / "docs" / "reference").exists()
+
+
+def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    page = tmp_path / "docs" / "engineers" / "backups.md"
+    page.write_text(page.read_text() + "\nSee [the old page](../engineers/restore.md).\n")
+    proc = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert proc.returncode != 0
+    assert "restore.md" in proc.stderr
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+
+
+def _sections(markdown: str, heading: str, nested: bool = False) -> dict[str, str]:
+    """{name: body} of the page's headings matching ``heading`` (its group 1 is the name); a
+    body runs to the next heading, or with ``nested`` to the next one of its level or above."""
+    headings = [(len(m.group(1)), m) for m in re.finditer(r"(?m)^(#+) .*$", markdown)]
+    found = {}
+    for number, (level, match) in enumerate(headings):
+        named = re.match(rf"#+ {heading}", match.group(0))
+        if not named:
+            continue
+        later = [m for lv, m in headings[number + 1 :] if not nested or lv <= level]
+        end = later[0].start() if later else len(markdown)
+        found[named.group(1).strip()] = markdown[match.end() : end]
+    return found
+
+
+def test_the_cli_reference_lists_every_command_and_option() -> None:
+    page = reference_generator().cli_markdown()
+    sections = _sections(page, r"(harvestflow(?: [\w-]+)*)")
+    missing = []
+    for path, parser in _commands(build_parser()):
+        name = " ".join(("harvestflow", *path))
+        if name not in sections:
+            missing.append(name)
+            continue
+        body = sections[name]
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            for option in action.option_strings or [action.metavar or action.dest]:
+                if f"`{option}`" not in body:
+                    missing.append(f"{name} {option}")
+            for choice in action.choices or []:
+                if f"`{choice}`" not in body:
+                    missing.append(f"{name} {action.dest}={choice}")
+    assert missing == []
+
+
+def test_the_built_cli_page_has_every_command(site: Path) -> None:
+    built = html.unescape((site / "reference" / "cli" / "index.html").read_text())
+    for path, _parser in _commands(build_parser()):
+        anchor = "-".join(("harvestflow", *path)).replace("_", "-")
+        assert f'id="{anchor}"' in built, anchor
+
+
+# --- the settings ----------------------------------------------------------------------------
+
+
+def _tables(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            name = f"{prefix}{key}"
+            yield name, value
+            yield from _tables(value, f"{name}.")
+
+
+def test_the_settings_reference_lists_every_setting_with_its_default_and_comment() -> None:
+    text = (ROOT / "config" / "harvestflow.toml").read_text()
+    page = reference_generator().settings_markdown()
+    sections = _sections(page, r"\[([\w.]+)\]")
+    problems = []
+    for name, table in _tables(tomllib.loads(text)):
+        if name not in sections:
+            problems.append(f"[{name}] missing")
+            continue
+        rows = {
+            m.group(1): m.group(2)
+            for m in re.finditer(r"(?m)^\| `([\w-]+)` \| `(.*?)` \|", sections[name])
+        }
+        for key, value in table.items():
+            if isinstance(value, dict):
+                continue
+            if key not in rows:
+                problems.append(f"[{name}] {key} missing")
+            elif tomllib.loads(f"v = {rows[key]}")["v"] != value:
+                problems.append(f"[{name}] {key}: {rows[key]} is not the file's {value!r}")
+    # every comment of the file is on the page (where it says what a key is for)
+    flat_page = " ".join(html.unescape(page).split())
+    for line in text.splitlines():
+        comment = line.strip().lstrip("#").strip()
+        if line.strip().startswith("#") and comment and " ".join(comment.split()) not in flat_page:
+            problems.append(f"comment not shown: {comment}")
+    assert problems == []
+
+
+# --- the DAGs --------------------------------------------------------------------------------
+
+
+def test_the_dag_reference_lists_every_dag_with_its_params_and_docs() -> None:
+    gen = reference_generator()
+    page = gen.dags_markdown()
+    sections = _sections(page, r"(\w+) \{", nested=True)
+    ignored = set((ROOT / "dags" / ".airflowignore").read_text().split())
+    files = sorted(p for p in (ROOT / "dags").glob("*.py") if p.name not in ignored)
+    assert files
+    problems = []
+    for dag in gen.load_dags():
+        if dag.dag_id not in sections:
+            problems.append(f"{dag.dag_id} missing")
+            continue
+        body = sections[dag.dag_id]
+        for param in dag.params:
+            if f"| `{param}` |" not in body:
+                problems.append(f"{dag.dag_id}: Param {param} missing")
+        first_line = (dag.doc_md or "").strip().splitlines()[0].lstrip("# ")
+        if first_line not in body:
+            problems.append(f"{dag.dag_id}: doc_md missing")
+    assert problems == []
+    assert {p.stem for p in files} <= set(sections)
