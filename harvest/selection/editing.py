@@ -78,6 +78,7 @@ UPDATE selection_records SET external_id = :external_id, collection = :collectio
     keywords = CAST(:keywords AS text[]), content_notes = :content_notes,
     technical_notes = :technical_notes, creator = :creator, curator = :curator,
     validation_status = :validation_status, validation_detail = :validation_detail,
+    watched = :watched, document_url_scheme = :document_url_scheme,
     modified_at = now(), modified_by = :user, transferred_at = NULL
 WHERE record_id = :record_id
 """
@@ -86,11 +87,11 @@ _INSERT = """
 INSERT INTO selection_records (external_id, collection, title, seed_url, supplementary_urls,
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
     content_notes, technical_notes, creator, curator, created_by, modified_by,
-    validation_status, validation_detail)
+    validation_status, validation_detail, watched, document_url_scheme)
 VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
     :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
     :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
-    :user, :user, :validation_status, :validation_detail)
+    :user, :user, :validation_status, :validation_detail, :watched, :document_url_scheme)
 RETURNING record_id
 """
 

@@ -22,6 +22,7 @@ from harvest.selection.records import (
     normalise_url,
     optional_url,
     parse_feed_date,
+    url_scheme,
 )
 from harvest.selection.seeds import SeedError, check_text
 from harvestflow.job_actions import past_limit_max
@@ -69,6 +70,15 @@ def _annotations(item: dict[str, Any], where: str) -> dict[str, Any] | None:
         return parse_feed(item["annotations"])
     except AnnotationError as exc:
         raise RecordError(where, str(exc)) from None
+
+
+def _watched(item: dict[str, Any], where: str) -> bool:
+    value = item.get("watched")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RecordError(where, "watched must be true or false")
+    return value
 
 
 def read_ukwa_feed(
@@ -169,6 +179,8 @@ def _feed_record(
         max_objects=_limit(item, "maxObjects", where),
         max_bytes=_limit(item, "maxBytes", where),
         annotations=_annotations(item, where),
+        watched=_watched(item, where),
+        document_url_scheme=url_scheme(item.get("documentUrlScheme"), where),
     )
     rec = check_fields(rec, mapping)
     for number, sched in enumerate(schedules[1:], 2):

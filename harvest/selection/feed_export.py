@@ -65,6 +65,8 @@ def _item(row: Any, mapping: SelectionMapping) -> dict[str, Any]:
         "secretId": row.secret_id,
         "maxObjects": row.max_objects,
         "maxBytes": row.max_bytes,
+        "watched": row.watched,
+        "documentUrlScheme": row.document_url_scheme,
     }
 
 

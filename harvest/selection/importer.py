@@ -191,12 +191,12 @@ INSERT INTO selection_records AS s (external_id, collection, title, seed_url, su
     budget, frequency, depth, scope, ignore_robots, schedules, active, theme, keywords,
     content_notes, technical_notes, creator, curator, created_by, modified_by,
     validation_status, validation_detail, login_page_url, logout_url, secret_id, max_objects,
-    max_bytes)
+    max_bytes, watched, document_url_scheme)
 VALUES (:external_id, :collection, :title, :seed_url, CAST(:supplementary_urls AS text[]),
     :budget, :frequency, :depth, :scope, :ignore_robots, CAST(:schedules AS jsonb), :active,
     :theme, CAST(:keywords AS text[]), :content_notes, :technical_notes, :creator, :curator,
     :user, :user, :validation_status, :validation_detail, :login_page_url, :logout_url,
-    :secret_id, :max_objects, :max_bytes)
+    :secret_id, :max_objects, :max_bytes, :watched, :document_url_scheme)
 ON CONFLICT ({key}) DO UPDATE SET
     collection = EXCLUDED.collection, title = EXCLUDED.title, seed_url = EXCLUDED.seed_url,
     supplementary_urls = EXCLUDED.supplementary_urls, budget = EXCLUDED.budget,
@@ -212,18 +212,20 @@ ON CONFLICT ({key}) DO UPDATE SET
     secret_id = EXCLUDED.secret_id,
     max_objects = COALESCE(EXCLUDED.max_objects, s.max_objects),
     max_bytes = COALESCE(EXCLUDED.max_bytes, s.max_bytes),
+    watched = EXCLUDED.watched, document_url_scheme = EXCLUDED.document_url_scheme,
     modified_at = now(), modified_by = EXCLUDED.modified_by, transferred_at = NULL
 WHERE (s.collection, s.title, s.seed_url, s.supplementary_urls, s.budget, s.frequency, s.depth,
        s.scope, s.ignore_robots, s.schedules, s.active, s.theme, s.keywords, s.content_notes,
        s.technical_notes, s.login_page_url, s.logout_url, s.secret_id, s.max_objects,
-       s.max_bytes)
+       s.max_bytes, s.watched, s.document_url_scheme)
    IS DISTINCT FROM
       (EXCLUDED.collection, EXCLUDED.title, EXCLUDED.seed_url, EXCLUDED.supplementary_urls,
        EXCLUDED.budget, EXCLUDED.frequency, EXCLUDED.depth, EXCLUDED.scope,
        EXCLUDED.ignore_robots, EXCLUDED.schedules, EXCLUDED.active, EXCLUDED.theme,
        EXCLUDED.keywords, EXCLUDED.content_notes, EXCLUDED.technical_notes,
        EXCLUDED.login_page_url, EXCLUDED.logout_url, EXCLUDED.secret_id,
-       COALESCE(EXCLUDED.max_objects, s.max_objects), COALESCE(EXCLUDED.max_bytes, s.max_bytes))
+       COALESCE(EXCLUDED.max_objects, s.max_objects), COALESCE(EXCLUDED.max_bytes, s.max_bytes),
+       EXCLUDED.watched, EXCLUDED.document_url_scheme)
 RETURNING record_id, (xmax = 0) AS inserted
 """
 
@@ -256,6 +258,8 @@ def record_params(rec: SelectionRecord, user: str | None, status: str, detail: s
         "secret_id": rec.secret_id,
         "max_objects": rec.max_objects,
         "max_bytes": rec.max_bytes,
+        "watched": rec.watched,
+        "document_url_scheme": rec.document_url_scheme,
     }
 
 

@@ -118,6 +118,8 @@ def as_row(record: dict[str, Any]) -> dict[str, str]:
         "ignore_robots": "yes" if record.get("ignore_robots") else "no",
         "start_date": str(sched.get("startDate") or ""),
         "end_date": str(sched.get("endDate") or ""),
+        "watched": "yes" if record.get("watched") else "no",
+        "document_url_scheme": record.get("document_url_scheme") or "",
     }
 
 

@@ -72,6 +72,10 @@ class SelectionRecord:
     max_objects: int | None = None
     max_bytes: int | None = None
     annotations: dict[str, Any] | None = None
+    # a watched target's official publications are extracted as documents (indexing.documents);
+    # the scheme is the URL prefix of its documents (None: found by their type only)
+    watched: bool = False
+    document_url_scheme: str | None = None
 
     @property
     def all_urls(self) -> list[str]:
@@ -94,6 +98,23 @@ def optional_url(value: Any, where: str, name: str) -> str | None:
         return normalise_url(str(value), where)
     except RecordError:
         raise RecordError(where, f"{name}: {value!r} is not an http(s) URL") from None
+
+
+def url_scheme(value: Any, where: str, name: str = "documentUrlScheme") -> str | None:
+    """A document URL scheme: an http(s) URL prefix (a target's documents start with it)."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise RecordError(where, f"{name} must be a string")
+    text = value.strip()
+    if not text.lower().startswith(("http://", "https://")):
+        raise RecordError(where, f"{name}: {text[:80]!r} is not an http(s) URL prefix")
+    try:
+        check_text(text, name)
+        check_seed_url(text)
+    except SeedError as exc:
+        raise RecordError(where, f"{name}: {exc}") from None
+    return text
 
 
 def _bool(value: Any, where: str, name: str) -> bool:
@@ -152,6 +173,8 @@ CSV_COLUMNS = [
     "ignore_robots",
     "start_date",
     "end_date",
+    "watched",
+    "document_url_scheme",
 ]
 
 
@@ -278,6 +301,8 @@ def record_from_row(
         ignore_robots=_bool(get("ignore_robots"), where, "ignore_robots"),
         schedules=schedules,
         text=text,
+        watched=_bool(get("watched"), where, "watched"),
+        document_url_scheme=url_scheme(get("document_url_scheme"), where, "document_url_scheme"),
     )
     check_fields(rec, mapping)
     for schedule in rec.schedules:  # as the record's (an export reads back the same)

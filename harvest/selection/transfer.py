@@ -30,6 +30,7 @@ from harvest.schedule import DAILY, MONTHLY, WEEKLY
 from harvest.selection.mapping import ConfigChoice, SelectionMapping, load_mapping
 from harvest.selection.qa_feedback import apply_directives
 from harvest.selection.records import parse_feed_date
+from harvest.selection.watched import mark as mark_watched
 from harvestflow.credentials import CredentialError, apply_feed_login
 from harvestflow.formats.domains import registrable_domain
 
@@ -208,7 +209,8 @@ def transfer_selection_records(
                 concerned.append(row)
             for choice, name in planned:
                 key = (registrable_domain(row.seed_url), choice.name)
-                choices[key] = _with_budget(choice, row, choices.get(key))
+                before = choices.get(key)
+                choices[key] = mark_watched(_with_budget(choice, row, before), row, before)
                 seeds[key].update(dict.fromkeys([row.seed_url, *(row.supplementary_urls or [])]))
                 by_definition[name].add(key)
         rows = concerned

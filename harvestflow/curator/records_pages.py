@@ -124,7 +124,7 @@ def add_record_routes(
     @app.get("/records/new", response_class=HTMLResponse)
     def new_record(request: Request) -> Response:
         return form_page(request, "record.html", title="New selection record", record=None,
-                         values={"active": "yes", "ignore_robots": "no"}, history=[], audit=[],
+                         values={"active": "yes", "ignore_robots": "no", "watched": "no"}, history=[], audit=[],
                          result=None)  # fmt: skip
 
     @app.post("/records/new")
