@@ -94,7 +94,11 @@ class Browser:
             "--no-pings",
             "--no-service-autorun",
             "--disable-extensions",
-            "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions",
+            "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions"
+            # every frame in its page's process, so the tab's one DevTools session reaches a
+            # cross-site iframe's document too (consent dialogs: crawler/behaviours/run.py)
+            ",IsolateOrigins,site-per-process",
+            "--disable-site-isolation-trials",
             "--mute-audio",
             "--hide-scrollbars",
             "--metrics-recording-only",

@@ -318,6 +318,13 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> JobSu
         merge_screenshot_reports(
             [p.report(SCREENSHOT_REPORT) for p in parts], job.report(SCREENSHOT_REPORT)
         )
+        from crawler.behaviours.report import BEHAVIOUR_HEADER, BEHAVIOUR_REPORT, merge_reports
+
+        merge_reports(
+            [p.report(BEHAVIOUR_REPORT) for p in parts],
+            job.report(BEHAVIOUR_REPORT),
+            BEHAVIOUR_HEADER,
+        )
     cdx = job.recorded_cdx
     with cdx.open("wb") as fh:
         for part in parts:

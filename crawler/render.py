@@ -35,6 +35,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
+from crawler.behaviours.consent import ConsentMemory
+from crawler.behaviours.report import write_behaviours
+from crawler.behaviours.run import PageBehaviours
+from crawler.behaviours.sites import load_site_behaviours
 from crawler.cdp import Browser, CdpError
 from crawler.chromium_user import profiles_dir
 from crawler.context import BROWSER_PRIORITY
@@ -168,6 +172,11 @@ class Renderer:
         self.profiles = profiles_dir(ctx.state_dir)
         shutil.rmtree(self.profiles, ignore_errors=True)
         self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
+        # behaviours (crawler/behaviours/): hosts' consent answers, curators' site scripts
+        self.consent_memory = ConsentMemory()
+        self.site_behaviours = load_site_behaviours(
+            self.t.render_site_behaviours, self.t.render_behaviour_timeout_s
+        )
 
     # --- which pages ----------------------------------------------------------------------------
     def wants(self, request: scrapy.Request, response: Response, mime: str, status: int) -> bool:
@@ -231,6 +240,8 @@ class Renderer:
                 finally:
                     tab.page = None
             outcome.resources = page.resources
+            if not outcome.error:
+                write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
         finally:
             self.rendering -= 1
             self.free.put_nowait(tab)
@@ -270,17 +281,23 @@ class Renderer:
                     loaded.set()
 
             browser.listen(session, on_event)
+            behaviours = PageBehaviours(
+                self.t, browser, session, context_id, url, self.consent_memory,
+                self.site_behaviours,
+            )  # fmt: skip
+            browser.listen(session, behaviours.on_event)
             await browser.send("Page.enable", session=session)
             await browser.send("Runtime.enable", session=session)
+            await behaviours.prepare()
             await browser.send("Page.navigate", {"url": url}, session=session)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(loaded.wait(), max(deadline - loop.time(), 0.1))
             if crashed:
                 raise CdpError(f"tab crashed: {crashed[0]}")
-            await self._behave(browser, session, tab, deadline)
+            await self._behave(browser, session, tab, deadline, behaviours)
             if crashed:
                 raise CdpError(f"tab crashed: {crashed[0]}")
-            outcome = RenderOutcome()
+            outcome = RenderOutcome(actions=behaviours.actions)
             anchors = await self._evaluate(browser, session, ANCHORS_JS)
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
@@ -316,15 +333,24 @@ class Renderer:
                 return
             await asyncio.sleep(0.05)
 
-    async def _behave(self, browser: Browser, session: str, tab: _Tab, deadline: float) -> None:
-        """Network idle, a dwell for timers, then scroll a screen at a time until the bottom is
-        reached and the page no longer grows (bounded by ``render_max_scrolls``)."""
+    async def _behave(
+        self, browser: Browser, session: str, tab: _Tab, deadline: float, pb: PageBehaviours
+    ) -> None:
+        """Network idle, a dwell for timers, the consent dialog, site scripts and expanders,
+        then scroll a screen at a time until the bottom is reached and the page no longer grows
+        (bounded by ``render_max_scrolls``), then "load more" buttons and media
+        (crawler/behaviours/run.py)."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         await self._settle(tab, deadline)
         dwell = min(start + self.t.render_min_wait_s, deadline)
         if loop.time() < dwell:
             await asyncio.sleep(dwell - loop.time())
+
+        async def settle() -> None:
+            await self._settle(tab, deadline)
+
+        await pb.before_scroll(deadline, settle)
         for _ in range(self.t.render_max_scrolls):
             if loop.time() >= deadline:
                 break
@@ -339,6 +365,7 @@ class Renderer:
                 if not isinstance(grown, int | float) or grown <= height:
                     break
         await self._settle(tab, deadline)
+        await pb.after_scroll(deadline, settle)
         await self._evaluate(browser, session, "window.scrollTo(0, 0)")
 
     async def _screenshots(self, browser: Browser, session: str) -> list[Screenshot]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from crawler.behaviours.run import Action
+
 ANCHORS_JS = """(() => {
   const out = new Set();
   for (const a of document.querySelectorAll('a[href], area[href]')) {
@@ -40,6 +42,14 @@ class RenderSettings:
     render_max_scrolls: int
     render_pages_per_tab: int
     render_max_memory_mb: int
+    render_consent: str
+    render_consent_wait_s: float
+    render_max_clicks: int
+    render_max_expanders: int
+    render_media: bool
+    render_max_media: int
+    render_site_behaviours: str
+    render_behaviour_timeout_s: float
     download_timeout_s: float
     max_response_bytes: int
     retries: int
@@ -56,6 +66,14 @@ class RenderSettings:
             render_max_scrolls=s.getint("HARVESTFLOW_RENDER_MAX_SCROLLS"),
             render_pages_per_tab=s.getint("HARVESTFLOW_RENDER_PAGES_PER_TAB"),
             render_max_memory_mb=s.getint("HARVESTFLOW_RENDER_MAX_MEMORY_MB"),
+            render_consent=s.get("HARVESTFLOW_RENDER_CONSENT", "accept"),
+            render_consent_wait_s=s.getfloat("HARVESTFLOW_RENDER_CONSENT_WAIT_S", 5.0),
+            render_max_clicks=s.getint("HARVESTFLOW_RENDER_MAX_CLICKS", 20),
+            render_max_expanders=s.getint("HARVESTFLOW_RENDER_MAX_EXPANDERS", 50),
+            render_media=s.getbool("HARVESTFLOW_RENDER_MEDIA", True),
+            render_max_media=s.getint("HARVESTFLOW_RENDER_MAX_MEDIA", 200),
+            render_site_behaviours=s.get("HARVESTFLOW_RENDER_SITE_BEHAVIOURS", ""),
+            render_behaviour_timeout_s=s.getfloat("HARVESTFLOW_RENDER_BEHAVIOUR_TIMEOUT_S", 10.0),
             download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
             max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
             retries=s.getint("RETRY_TIMES"),
@@ -76,3 +94,4 @@ class RenderOutcome:
     screenshots: list[Screenshot] = field(default_factory=list)
     error: str = ""
     resources: int = 0
+    actions: list[Action] = field(default_factory=list)  # what the behaviours did

@@ -46,9 +46,6 @@ def write_screenshots(ctx: CrawlContext, url: str, cap: Any, shots: list[Screens
 
 def merge_screenshot_reports(sources: list[Path], target: Path) -> None:
     """One ``screenshots-report.txt`` from a partitioned job's children's (one header)."""
-    lines: list[str] = []
-    for src in sources:
-        if src.exists():
-            lines += src.read_text(encoding="utf-8").splitlines()[1:]
-    if lines:
-        target.write_text("\n".join([SCREENSHOT_HEADER, *lines]) + "\n", encoding="utf-8")
+    from crawler.behaviours.report import merge_reports
+
+    merge_reports(sources, target, SCREENSHOT_HEADER)

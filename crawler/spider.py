@@ -216,6 +216,7 @@ class ArchiveSpider(scrapy.Spider):
             cap.annotations.append(f"render-failed:{outcome.error}")
         else:
             cap.annotations.append("rendered")
+            cap.annotations.extend(a.annotation for a in outcome.actions)
             write_screenshots(self.ctx, request.url, cap, outcome.screenshots)
         # plain links the browser fetched meanwhile (claimed) are not scheduled again
         claimed = self.ctx.browser_claimed

@@ -66,6 +66,15 @@ class Template:
     render_max_memory_mb: int = (
         1024  # a tab's browser above this (PSS sum) is restarted between pages
     )
+    # behaviours of rendered pages (crawler/behaviours/), within render_page_timeout_s:
+    render_consent: str = "accept"  # consent dialogs: accept | reject | hide | none
+    render_consent_wait_s: float = 5.0  # for autoconsent's rules to find and answer a dialog
+    render_max_clicks: int = 20  # "load more" / "show more" / next buttons (0: none)
+    render_max_expanders: int = 50  # details, accordions, tabs opened (0: none)
+    render_media: bool = True  # srcset/picture/lazy/media sources fetched, media played muted
+    render_max_media: int = 200  # sources fetched by that autofetch, per page
+    render_site_behaviours: str = ""  # folder of site-specific behaviours ("": none)
+    render_behaviour_timeout_s: float = 10.0  # a site behaviour's time (its @timeout ≤ 4×)
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
@@ -268,6 +277,11 @@ def _check_template(template: Template, where: str) -> None:
         raise JobSpecError(f"{where}: template.processes must be at least 1")
     if template.render not in ("none", "seeds", "html"):
         raise JobSpecError(f"{where}: template.render must be none, seeds or html")
+    if template.render_consent not in ("accept", "reject", "hide", "none"):
+        raise JobSpecError(f"{where}: template.render_consent must be accept, reject, hide or none")
+    for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):
+        if getattr(template, key) < 0:
+            raise JobSpecError(f"{where}: template.{key} must be 0 or more")
     if template.render_tabs < 1:
         raise JobSpecError(f"{where}: template.render_tabs must be at least 1")
     if template.scope not in ("host", "domain", "path"):

@@ -1,0 +1,164 @@
+"""Behaviours of rendered pages (crawler/behaviours/): consent walls answered (autoconsent's
+rule for a OneTrust dialog, our wording table for a French banner and a German dialog in a
+cross-site iframe) and the answer kept for the host's next page, a "Load more" list clicked to
+its end or to ``render_max_clicks``, expanders opened, media candidates fetched and audio
+played, a curator's site behaviour run — each judged by the WARC records (what only the action
+loads is captured), the page's crawl.log annotations and ``reports/behaviours-report.txt``.
+
+The site is served compressed, as production servers serve it (``scriptsite.compressed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from crawler.behaviours.consent import VENDOR
+from crawler.behaviours.sites import load_site_behaviours, parse_behaviour
+from crawler.cdp import find_chromium
+from tests.crawler import behavioursite as bs
+from tests.crawler.conftest import CrawlResult
+
+Crawled = tuple[CrawlResult, str, set[str]]
+SEEDS = ("/onetrust.html", "/more.html", "/expand.html", "/media.html", "/special.html")
+
+
+def _crawl(
+    tmp: Path, seeds: tuple[str, ...], walls: tuple[tuple[str, str], ...] = (), **template: object
+) -> Crawled:
+    find_chromium()
+    return bs.crawl(tmp / "out", seeds, walls, **template)
+
+
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory: pytest.TempPathFactory) -> Crawled:
+    folder = tmp_path_factory.mktemp("behaviours")
+    (folder / "reading-room.js").write_text(bs.SPECIAL_BEHAVIOUR)
+    (folder / "broken.js").write_text("// @match (unclosed\nreturn 1;\n")
+    walls = ((bs.MOT_HOST, "/mot.html"), (bs.CADRE_HOST, "/cadre.html"))
+    tmp = tmp_path_factory.mktemp("accept")
+    return _crawl(tmp, SEEDS, walls, render_site_behaviours=str(folder))
+
+
+def _on(prefix: str, host: str) -> str:
+    return prefix.replace(bs.HOST, host)
+
+
+def _notes(result: CrawlResult, url: str) -> list[str]:
+    return result.line_for(url)[11].split(",")
+
+
+def _report(result: CrawlResult) -> list[list[str]]:
+    lines = (result.out / "reports" / "behaviours-report.txt").read_text().splitlines()
+    assert lines[0] == "[page] [behaviour] [action] [count] [detail]"
+    return [line.split(" ") for line in lines[1:]]
+
+
+def test_a_onetrust_wall_is_accepted_by_autoconsents_rule(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    page = prefix + "/onetrust.html"
+    assert prefix + "/api/story-onetrust.json" in captured
+    assert prefix + bs.story_image("onetrust") in captured  # loaded only after "accept"
+    notes = _notes(result, page)
+    assert "rendered" in notes and "consent:accept:Onetrust" in notes, notes
+    assert [page, "consent", "accept", "1", "Onetrust"] in _report(result)
+
+
+def test_a_french_banner_is_accepted_by_its_wording(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    prefix = _on(prefix, bs.MOT_HOST)
+    assert prefix + bs.story_image("mot") in captured
+    assert "consent:accept:wording" in _notes(result, prefix + "/mot.html")
+
+
+def test_a_dialog_in_a_cross_site_iframe_is_accepted(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    assert _on(prefix, bs.CMP_HOST) + "/dialog.html" in captured
+    prefix = _on(prefix, bs.CADRE_HOST)
+    assert prefix + bs.story_image("cadre") in captured
+    assert "consent:accept:wording" in _notes(result, prefix + "/cadre.html")
+
+
+def test_the_hosts_answer_is_kept_for_its_next_page(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    page = prefix + "/onetrust-2.html"
+    assert prefix + bs.story_image("onetrust-2") in captured  # shown at once: cookie kept
+    notes = _notes(result, page)
+    assert "consent:kept" in notes, notes
+    assert not [n for n in notes if n.startswith("consent:accept")], notes  # not asked again
+
+
+def test_load_more_is_clicked_until_the_list_ends(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    for n in range(4, 3 * bs.PAGES + 1):
+        assert prefix + bs.list_image(n) in captured, n
+    assert f"clicks:{bs.PAGES - 1}" in _notes(result, prefix + "/more.html")
+
+
+def test_details_accordions_and_tabs_are_opened(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    for name in bs.PANELS:
+        assert f"{prefix}/img/panel-{name}.png" in captured, name
+    assert "expanded:3" in _notes(result, prefix + "/expand.html")
+
+
+def test_media_candidates_are_fetched_and_audio_played(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    missing = [p for p in bs.MEDIA_PATHS if prefix + p not in captured]
+    assert not missing
+    notes = _notes(result, prefix + "/media.html")
+    fetched = [n for n in notes if n.startswith("autofetch:")]
+    assert fetched and int(fetched[0].split(":")[1]) >= 4, notes
+    assert "played:1" in notes, notes
+
+
+def test_a_site_behaviour_runs_on_the_pages_its_pattern_matches(accepted: Crawled) -> None:
+    result, prefix, captured = accepted
+    assert prefix + "/img/special.png" in captured
+    assert "behaviour:reading-room" in _notes(result, prefix + "/special.html")
+    assert not [n for n in _notes(result, prefix + "/more.html") if n.startswith("behaviour:")]
+    log = (result.out / "logs" / "crawler.log").read_text()
+    assert re.search(r"site behaviour .*broken\.js left out: line 1: bad @match", log)
+
+
+def test_every_rendered_page_has_its_lines_in_the_behaviour_report(accepted: Crawled) -> None:
+    result, prefix, _ = accepted
+    pages = {line[0] for line in _report(result)}
+    walls = {_on(prefix, bs.MOT_HOST) + "/mot.html", _on(prefix, bs.CADRE_HOST) + "/cadre.html"}
+    assert {prefix + s for s in SEEDS} | {prefix + "/onetrust-2.html"} | walls <= pages
+    assert [prefix + "/more.html", "load-more", "click", str(bs.PAGES - 1), "load%20more"] in [
+        line[:5] for line in _report(result)
+    ]
+
+
+def test_reject_declines_and_max_clicks_bounds_the_clicks(tmp_path: Path) -> None:
+    result, prefix, captured = _crawl(
+        tmp_path, ("/onetrust.html", "/more.html"), render_consent="reject", render_max_clicks=1,
+        max_hops=0,
+    )  # fmt: skip
+    assert "consent:reject:Onetrust" in _notes(result, prefix + "/onetrust.html")
+    assert prefix + "/api/story-onetrust.json" not in captured  # a reader who refused
+    assert "clicks:1" in _notes(result, prefix + "/more.html")
+    assert prefix + bs.list_image(4) in captured
+    assert prefix + bs.list_image(7) not in captured  # the second click was not made
+
+
+def test_the_shipped_autoconsent_files_are_the_ones_its_notice_names() -> None:
+    notice = (VENDOR / "NOTICE").read_text()
+    for name in ("autoconsent.playwright.js", "rules.json"):
+        digest = hashlib.sha256((VENDOR / name).read_bytes()).hexdigest()
+        assert f"{digest}  {name}" in notice, name
+    assert "Mozilla Public License" in (VENDOR / "LICENSE").read_text()
+
+
+def test_a_behaviour_file_without_a_pattern_is_refused_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "a.js").write_text("// @name a\nreturn 1;\n")
+    with pytest.raises(ValueError, match="no '// @match"):
+        parse_behaviour(tmp_path / "a.js", 10)
+    (tmp_path / "b.js").write_text("// @match ^https://b\\.example/\n// @timeout 3\nreturn 2;\n")
+    (behaviour,) = load_site_behaviours(str(tmp_path), 10)
+    assert (behaviour.name, behaviour.timeout_s) == ("b", 3.0)
+    assert behaviour.matches("https://b.example/x") and not behaviour.matches("https://c.example/")
