@@ -19,6 +19,7 @@ import pytest
 from crawler.behaviours.consent import VENDOR
 from crawler.behaviours.sites import load_site_behaviours, parse_behaviour
 from crawler.cdp import find_chromium
+from harvestflow.contracts.jobspec import JobSpec, JobSpecError
 from tests.crawler import behavioursite as bs
 from tests.crawler.conftest import CrawlResult
 
@@ -162,3 +163,18 @@ def test_a_behaviour_file_without_a_pattern_is_refused_with_its_reason(tmp_path:
     (behaviour,) = load_site_behaviours(str(tmp_path), 10)
     assert (behaviour.name, behaviour.timeout_s) == ("b", 3.0)
     assert behaviour.matches("https://b.example/x") and not behaviour.matches("https://c.example/")
+
+
+def test_hide_removes_the_dialog_without_answering_it(tmp_path: Path) -> None:
+    result, prefix, captured = _crawl(
+        tmp_path, (), ((bs.MOT_HOST, "/mot.html"),), render_consent="hide", max_hops=0
+    )
+    prefix = _on(prefix, bs.MOT_HOST)
+    assert "consent:hide:wording" in _notes(result, prefix + "/mot.html")
+    assert prefix + "/api/story-mot.json" not in captured  # nothing behind it was loaded
+
+
+def test_a_template_with_an_unknown_consent_choice_is_refused_by_name() -> None:
+    job = {"job_id": 1, "seeds": ["http://a.test/"], "template": {"render_consent": "maybe"}}
+    with pytest.raises(JobSpecError, match="render_consent must be accept, reject, hide or none"):
+        JobSpec.from_dict(job, "job.json")
