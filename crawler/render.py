@@ -411,9 +411,12 @@ class Renderer:
                 "SELECT status, hops, via, seed, context FROM urls WHERE key=?", (key,)
             ).fetchone()
             status = None if row is None else int(row[0])
-            if req.method != "GET" and status == st.FrontierState.DONE and row is not None:
-                # a form post or an API call to a URL the crawl has fetched with GET: a capture
-                # of its own (its request and response records), never the GET's answer
+            live = (st.FrontierState.DONE, st.FrontierState.QUEUED)
+            if req.method != "GET" and status in live and row is not None:
+                # a form post or an API call to a URL the crawl has fetched, queued or is
+                # fetching (an earlier POST of the page: a GraphQL endpoint's calls run at once):
+                # a capture of its own (request and response records), never the GET's answer;
+                # a queued GET is not claimed by it
                 request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
                 if request is None:
                     return ProxyResponse(400, reason="Bad URL")

@@ -3,7 +3,7 @@ fetches by byte range (tests/crawler/postmediasite.py, served as nginx serves it
 ``--render html``, indexed by the chain and replayed through our access service (pywb started by
 our code) in headless Chromium, the live site stopped: the replayed page's script posts the same
 bodies and gets the archived answers (pywb looks a POST up under its body, the key the index
-holds), so every story and the count are shown; both media elements load their metadata from
+holds), so every story and both counts are shown; both media elements load their metadata from
 the one full capture of each file and have a duration."""
 
 from __future__ import annotations
@@ -71,14 +71,17 @@ def test_a_post_built_page_replays_with_its_stories_and_its_ranged_media(
                 shown = WebDriverWait(driver, 60).until(
                     lambda d: (
                         len(d.find_elements(By.CSS_SELECTOR, "li.story")) == 6
-                        and d.find_element(By.ID, "count").text == postmediasite.COUNT_ANSWER
+                        and all(
+                            d.find_element(By.ID, f"count-{section}").text == answer
+                            for section, answer in postmediasite.COUNTS.items()
+                        )
                         and [e.text for e in d.find_elements(By.CSS_SELECTOR, "li.story a")]
                     )
                 )
             except Exception:
                 stories = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "li.story")]
-                count = driver.find_element(By.ID, "count").text
-                raise AssertionError(f"replayed stories {stories}, count {count!r}") from None
+                counts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "p[id^=count]")]
+                raise AssertionError(f"replayed stories {stories}, counts {counts}") from None
             assert sorted(shown) == sorted(postmediasite.STORIES.values())
             media = driver.execute_async_script(MEDIA_JS)
     finally:

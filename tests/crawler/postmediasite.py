@@ -3,8 +3,9 @@ API, an audio clip and a video that the browser fetches by byte range.
 
 The home page is a shell; its script (gzip-compressed, as every text type of the site) asks
 the story API ``POST /api/stories`` with the JSON bodies ``{"page": 1}`` then ``{"page": 2}``
-(the same URL, a different answer for each body) and a form-encoded ``POST /api/count``, and
-builds the story list and the count from the answers. The page embeds ``<audio>`` (a WAV clip)
+(the same URL, a different answer for each body) and, both at once, the form-encoded
+``POST /api/count`` for two sections, and builds the story list and the counts from the
+answers. The page embeds ``<audio>`` (a WAV clip)
 and ``<video>`` (a WebM film); the media files are served like nginx serves static files:
 ``Accept-Ranges: bytes``, a ``Range`` request answered 206 with ``Content-Range``, never
 compressed. A GET of an API URL is refused (405), as a POST-only API does. Every request is
@@ -27,20 +28,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 
 from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
 
 HOST = "news.posted.test"
 PAGE_SIZE = 3
 STORIES = {n: f"Posted story {n}" for n in range(1, 2 * PAGE_SIZE + 1)}
-COUNT_ANSWER = "6 stories in news"
+# the form-encoded count API, asked for both sections at once (two POSTs to one URL in flight)
+COUNTS = {"news": "6 stories in news", "sport": "2 stories in sport"}
 
 SHELL = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Posted news</title>
 <script src="/app.js" defer></script>
 </head><body>
 <h1>Posted news</h1>
-<p id="count">counting</p>
+<p id="count-news">counting</p>
+<p id="count-sport">counting</p>
 <ul id="stories"></ul>
 <audio id="clip" controls preload="auto" src="/media/clip.wav"></audio>
 <video id="film" controls preload="auto" width="64" height="48" src="/media/film.webm"></video>
@@ -69,8 +73,10 @@ APP_JS = b"""(function () {
     });
   }
   load(1).then(function (more) { if (more) { return load(2); } });
-  api('count', 'section=news&sort=new+first', 'application/x-www-form-urlencoded')
-    .then(function (d) { document.getElementById('count').textContent = d.count; });
+  ['news', 'sport'].forEach(function (section) {
+    api('count', 'section=' + section + '&sort=new+first', 'application/x-www-form-urlencoded')
+      .then(function (d) { document.getElementById('count-' + section).textContent = d.count; });
+  });
 })();
 """
 
@@ -203,7 +209,11 @@ def serve(film: bytes) -> Iterator[PostMediaSite]:
                     return
                 self._send(200, "application/json", _stories(page), [])
             elif self.path == "/api/count":
-                answer = json.dumps({"count": COUNT_ANSWER}).encode()
+                section = parse_qs(body.decode("utf-8", "replace")).get("section", [""])[0]
+                if section not in COUNTS:
+                    self._send(400, "application/json", b'{"error": "no such section"}', [])
+                    return
+                answer = json.dumps({"count": COUNTS[section]}).encode()
                 self._send(200, "application/json", answer, [])
             else:
                 self._send(405, "text/plain", b"no", [("Allow", "GET")])

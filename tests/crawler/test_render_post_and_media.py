@@ -3,8 +3,9 @@ site served as nginx serves one (tests/crawler/postmediasite.py: gzip on every t
 byte ranges on media):
 
 - each POST is archived as a request record carrying its body (with its Content-Length) and a
-  response record naming that request (``WARC-Concurrent-To``), so indexers pair them; the two
-  bodies posted to the same API URL are two captures, never a revisit of each other;
+  response record naming that request (``WARC-Concurrent-To``), so indexers pair them; the
+  bodies posted to the same API URL, one after the other or both at once, are each a capture
+  of its own, never a revisit of each other nor an unrecorded fetch;
 - the crawler's own CDX keys each POST capture under its body exactly as ``cdxj-indexer -p``
   (the reference) keys the same WARC record; the indexing chain's lines of the job's WARCs are
   the reference's ``-p`` lines, CDXJ and CDX11;
@@ -66,7 +67,12 @@ def test_post_api_calls_are_archived_as_request_records_with_their_bodies(crawle
     posts = [r for r in records if r[0] == "request" and r[2] == "POST"]
     bodies = sorted((r[1]["WARC-Target-URI"], r[4]) for r in posts)
     assert bodies == sorted(
-        [(api, b'{"page":1}'), (api, b'{"page":2}'), (count, b"section=news&sort=new+first")]
+        [
+            (api, b'{"page":1}'),
+            (api, b'{"page":2}'),
+            (count, b"section=news&sort=new+first"),
+            (count, b"section=sport&sort=new+first"),  # in flight with the one above
+        ]
     ), bodies
     by_id = {r[1]["WARC-Record-ID"]: r for r in records}
     for _, headers, _, http, body in posts:
@@ -128,7 +134,7 @@ def test_post_captures_are_keyed_under_their_body_as_cdxj_indexer_keys_them(craw
     warcs = result.data_warcs()
     reference = _oracle_lines(warcs, "-11")
     posted = [ln for ln in reference if "__wb_method=post" in ln.split(" ", 1)[0]]
-    assert len(posted) == 3, reference  # the reference paired each POST with its answer
+    assert len(posted) == 4, reference  # the reference paired each POST with its answer
     assert any("/api/stories?__wb_method=post&page=2 " in ln for ln in posted), posted
     ours = _crawler_cdx(result)
     assert sorted(posted) == sorted(ln for ln in ours if "__wb_method=" in ln)
