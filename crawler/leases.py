@@ -42,6 +42,7 @@ from twisted.internet.defer import DeferredLock
 
 from crawler import CrawlerError
 from crawler.context import context_of
+from crawler.outages import PlatformUnavailable, outage_s, ride_out
 from crawler.politeness import delay_settings, politeness_delay
 
 log = logging.getLogger(__name__)
@@ -197,6 +198,8 @@ class HostLeaseMiddleware:
         # a crawler that dies holding a host blocks it at most this long
         hold_s = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") + self.cap_s + 60.0
         self.leases = HostLeases(make_engine(), holder_name(), hold_s)
+        self.outage_s = outage_s()
+        self.unavailable: str | None = None  # set once the harvest DB stayed away too long
         self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
         self.waited_ms: Counter[str] = Counter()
         self.waits: Counter[str] = Counter()
@@ -212,14 +215,24 @@ class HostLeaseMiddleware:
         await maybe_deferred_to_future(self.locks[host].acquire())
         start = time.monotonic()
         try:
+            if self.unavailable is not None:  # the crawl is stopping: no second long wait
+                raise PlatformUnavailable(self.unavailable)
             while True:
+                # the harvest DB away: this host's fetches pause (bounded), never fail the URL
                 wait = await maybe_deferred_to_future(
-                    threads.deferToThread(self.leases.try_take, host)
+                    threads.deferToThread(
+                        ride_out,
+                        f"host lease of {host}",
+                        lambda: self.leases.try_take(host),
+                        self.outage_s,
+                    )
                 )
                 if wait <= 0:
                     break
                 await maybe_deferred_to_future(task.deferLater(reactor, wait, lambda: None))
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, PlatformUnavailable):
+                self.unavailable = str(exc)
             self.locks[host].release()
             raise
         waited = int((time.monotonic() - start) * 1000)
@@ -238,7 +251,12 @@ class HostLeaseMiddleware:
             self.ctx.crawl_delays.get(host),
             self.cap_s,
         )
-        d = threads.deferToThread(self.leases.give_back, host, delay)
+        d = threads.deferToThread(
+            ride_out,
+            f"host lease of {host} (give back)",
+            lambda: self.leases.give_back(host, delay),
+            self.outage_s,
+        )
         d.addErrback(lambda f: log.error("host lease of %s not given back: %s", host, f.value))
         d.addBoth(lambda _: self.locks[host].release())
 

@@ -18,6 +18,7 @@ from scrapy import exceptions as sx
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import error as txerror
 from twisted.python.failure import Failure
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
@@ -29,6 +30,7 @@ from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
+from crawler.outages import PLATFORM_END_REASON, is_platform_failure
 from crawler.sitemaps import is_sitemap_context, links_of_response
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.urls import host_of
@@ -106,6 +108,7 @@ class ArchiveSpider(scrapy.Spider):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.renderer: Any = None  # crawler.render.Renderer when the template renders pages
+        self.platform_failure: str | None = None  # the first failure of our own platform
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> ArchiveSpider:
@@ -223,9 +226,36 @@ class ArchiveSpider(scrapy.Spider):
         new = [r for r in new if r.meta["hf"]["key"] not in claimed]
         return new + end_render(self.ctx, request, cap, links, outcome.links)
 
+    def platform_failed(self, request: scrapy.Request | None, exc: BaseException) -> None:
+        """A service of ours failed (not the site): the URL stays queued in the frontier (no
+        crawl.log line, no done mark) and the crawl ends ``unfinished`` for a retry to resume."""
+        url = request.url if request is not None else "(no request)"
+        self.ctx.count("platformFailures")
+        if self.platform_failure is None:
+            self.platform_failure = f"{type(exc).__name__}: {exc}"
+            log.error(
+                "platform failure at %s, not the site's: stopping the crawl resumable: %s",
+                url,
+                self.platform_failure,
+            )
+            engine = self.crawler.engine
+            if engine is not None:
+                closing = deferred_from_coro(engine.close_spider_async(reason=PLATFORM_END_REASON))
+                closing.addErrback(lambda f: log.error("close after platform failure: %s", f))
+        else:
+            log.warning("platform failure at %s (left queued): %s", url, exc)
+
     def on_error(self, failure: Failure) -> Iterable[scrapy.Request]:
         request = failure.request  # type: ignore[attr-defined]
         release_inflated(request)
+        if is_platform_failure(failure.value):
+            self.platform_failed(request, failure.value)
+            waiting = request.meta.get("hf_browser")
+            if waiting is not None and not waiting.done():
+                from crawler.render_proxy import ProxyResponse
+
+                waiting.set_result(ProxyResponse(503, reason="Not Archived"))
+            return []
         cap: Capture | None = request.meta.get("hf_capture")
         if cap is not None:  # captured, then failed later (e.g. a bad gzip body)
             log.warning("post-capture failure for %s: %s", request.url, failure.value)
@@ -254,7 +284,8 @@ class ArchiveSpider(scrapy.Spider):
         return []
 
     def closed(self, reason: str) -> None:
-        self.ctx.end_reason = reason
+        # after a platform failure the crawl is unfinished, however it came to close
+        self.ctx.end_reason = PLATFORM_END_REASON if self.platform_failure else reason
 
 
 class ScheduleOutputMiddleware:
@@ -275,6 +306,19 @@ class ScheduleOutputMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ScheduleOutputMiddleware:
         return cls(crawler)
+
+    def process_spider_exception(
+        self, response: Response, exception: Exception, spider: Any = None
+    ) -> Iterable[Any] | None:
+        """A callback that failed on our platform (the frontier's commit, a WARC write on a
+        full disk): the URL stays queued and the crawl stops resumable; other errors go on to
+        Scrapy's usual handling."""
+        if not is_platform_failure(exception):
+            return None
+        owner = spider if spider is not None else self.crawler.spider
+        if isinstance(owner, ArchiveSpider):
+            owner.platform_failed(response.request, exception)
+        return []
 
     def _schedule(self, output: Any) -> bool:
         if isinstance(output, scrapy.Request):

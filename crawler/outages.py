@@ -1,0 +1,108 @@
+"""Failures of our own platform (harvest DB, broker, S3, our disk), told apart from a site's.
+
+Why: a fetch that failed because *we* could not reach PostgreSQL or write our own files says
+nothing about the site. Logged as a fetch result (``-5 err=OperationalError``) it would mark the
+URL done-and-failed, and a crawl ending soon after would call itself ``complete`` with pages
+missing. A platform failure instead leaves the URL queued in the frontier, pauses the fetch
+that needed the service for a bounded time (``[crawler] platform_outage_s``), and past that
+bound ends the crawl ``unfinished`` so that the crawl task fails and its retry resumes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# errors of our own files: the disk (or its quota) full, or the device failing
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+# the crawl's end reason (summary.json "unfinished": not in runner.STATUS_BY_REASON)
+PLATFORM_END_REASON = "platform_unavailable"
+DEFAULT_OUTAGE_S = 120.0
+
+
+class PlatformUnavailable(RuntimeError):
+    """A service of ours stayed unreachable longer than ``[crawler] platform_outage_s``."""
+
+
+def _platform_types() -> tuple[type[BaseException], ...]:
+    """The exception classes of our services' clients that mean "the service is unreachable"."""
+    found: list[type[BaseException]] = [PlatformUnavailable]
+    import sqlalchemy.exc as sx
+
+    found += [sx.OperationalError, sx.InterfaceError, sx.TimeoutError]
+    try:
+        import redis.exceptions as rx
+
+        found += [rx.ConnectionError, rx.TimeoutError]
+    except ImportError:  # pragma: no cover - redis is a dependency of the celery executor only
+        pass
+    try:
+        import botocore.exceptions as bx
+
+        found += [bx.EndpointConnectionError, bx.ConnectionClosedError, bx.ReadTimeoutError]
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(found)
+
+
+_TYPES: tuple[type[BaseException], ...] | None = None
+
+
+def is_platform_failure(exc: BaseException | None) -> bool:
+    """True when ``exc`` (or an exception it was raised from) is a failure of our platform."""
+    global _TYPES
+    if _TYPES is None:
+        _TYPES = _platform_types()
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, _TYPES):
+            return True
+        if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def outage_s() -> float:
+    """``[crawler] platform_outage_s``: how long a fetch waits for a service of ours to return."""
+    from harvestflow.settings import get_settings
+
+    return float(get_settings().get("crawler", "platform_outage_s", DEFAULT_OUTAGE_S))
+
+
+def ride_out(what: str, call: Callable[[], T], bound_s: float) -> T:
+    """``call()``, called again while it fails with a platform failure, for up to ``bound_s``.
+
+    Blocking (run it in a thread, never on the reactor). Waits 0.5 s, doubling up to 5 s,
+    between tries; past the bound raises :class:`PlatformUnavailable` from the last error.
+    """
+    deadline = time.monotonic() + bound_s
+    pause = 0.5
+    warned = False
+    while True:
+        try:
+            result = call()
+        except Exception as exc:
+            if not is_platform_failure(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise PlatformUnavailable(
+                    f"{what}: our service still failing after {bound_s:.0f} s: {exc}"
+                ) from exc
+            if not warned:
+                log.warning("%s: platform failure, pausing until it returns: %s", what, exc)
+                warned = True
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
+            continue
+        if warned:
+            log.warning("%s: our service is back", what)
+        return result

@@ -1,0 +1,104 @@
+"""Faults of our own platform mid-crawl (the harvest DB stopped, the data disk full) are never
+recorded as the site's failures: the crawl pauses and finishes, or stops ``unfinished`` and a
+rerun (the crawl task's retry) resumes it; every page is captured exactly once in the end.
+
+The crawler runs with host leases on, so it needs PostgreSQL for every fetch; the database is
+the real embedded server of the ``services`` fixture, stopped and started again by the test.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harvestflow import services as svc
+from tests.crawler.conftest import CrawlResult, run_crawl
+from tests.faults.platform_site import SlowSite, assert_every_page_once, slow_job
+
+pytestmark = [pytest.mark.slow]
+
+PAGES = 30
+
+
+@pytest.fixture()
+def slow_site() -> Iterator[SlowSite]:
+    site = SlowSite(PAGES, page_s=0.1)
+    yield site
+    site.stop()
+
+
+@pytest.fixture()
+def leased(db_engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host leases on: every fetch of the crawler asks the harvest DB first."""
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__HOST_LEASES", "true")
+
+
+def _in_background(job: dict, out: Any) -> tuple[threading.Thread, dict[str, CrawlResult]]:
+    done: dict[str, CrawlResult] = {}
+
+    def crawl() -> None:
+        done["result"] = run_crawl(job, out, check=False, timeout=300)
+
+    thread = threading.Thread(target=crawl)
+    thread.start()
+    return thread, done
+
+
+def test_the_database_stopped_30s_mid_crawl_pauses_the_crawl_which_then_finishes_every_page(
+    services, leased, slow_site, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__PLATFORM_OUTAGE_S", "120")
+    pg = svc.postgres_for(services)
+    out = tmp_path / "job"
+    thread, done = _in_background(slow_job(slow_site, 41), out)
+    try:
+        slow_site.wait_served(8)
+        pg.stop()
+        stopped = time.monotonic()
+        served_at_stop = len(slow_site.requests())
+        time.sleep(30)
+        # nothing fetched while the database was away but the fetch already under way
+        assert len(slow_site.requests()) <= served_at_stop + 1
+    finally:
+        pg.start()
+    print(f"database back after {time.monotonic() - stopped:.1f} s")
+    thread.join(timeout=240)
+    result = done["result"]
+    assert result.proc.returncode == 0, result.proc.stderr[-3000:]
+    assert result.summary["status"] == "complete"
+    assert_every_page_once(slow_site, [out])
+    crawler_log = (out / "logs" / "crawler.log").read_text()
+    assert "pausing until it returns" in crawler_log
+
+
+def test_the_database_away_past_the_bound_ends_the_crawl_unfinished_and_the_rerun_completes(
+    services, leased, slow_site, tmp_path, monkeypatch
+) -> None:
+    """Not ``complete`` with URLs left: the crawl exits 3 (``unfinished``: the crawl task
+    fails), its URLs still queued, and the rerun on the same output resumes and finishes."""
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__PLATFORM_OUTAGE_S", "4")
+    pg = svc.postgres_for(services)
+    out = tmp_path / "job"
+    job = slow_job(slow_site, 42)
+    thread, done = _in_background(job, out)
+    try:
+        slow_site.wait_served(8)
+        pg.stop()
+        thread.join(timeout=120)
+    finally:
+        pg.start()
+    first = done["result"]
+    assert first.proc.returncode == 3, first.proc.stderr[-3000:]
+    assert first.summary["status"] == "unfinished"
+    assert all(
+        d["stop_reason"] != 0 for d in first.summary["domains"].values() if d.get("in_job")
+    ), first.summary["domains"]
+    fetched_first = {r.path for r in slow_site.requests()}
+    assert len(fetched_first) < PAGES + 1  # pages were left for the rerun
+    again = run_crawl(job, out, timeout=240)
+    assert again.summary["status"] == "complete"
+    assert_every_page_once(slow_site, [out])
