@@ -212,11 +212,13 @@ def ranged(request: ProxyRequest, response: ProxyResponse) -> ProxyResponse:
     first_s, last_s = match.groups()
     if first_s:
         first = int(first_s)
+        if last_s and int(last_s) < first:
+            return response  # not a valid range (RFC 9110 §14.1.1): ignored
         last = min(int(last_s), size - 1) if last_s else size - 1
     else:  # a suffix: the last N bytes
         first, last = max(size - int(last_s), 0), size - 1
     kept = [(k, v) for k, v in response.headers if k.lower() not in ("content-range",)]
-    if first >= size or last < first:
+    if first >= size:
         unsatisfiable = [*kept, ("Content-Range", f"bytes */{size}")]
         return ProxyResponse(416, unsatisfiable, b"", "Range Not Satisfiable")
     if not any(k.lower() == "accept-ranges" for k, _ in kept):
