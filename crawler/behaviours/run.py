@@ -61,8 +61,8 @@ def page_js() -> str:
 class Action:
     """One behaviour's action on a page: a report line and a crawl.log annotation."""
 
-    behaviour: str  # consent | site | expand | load-more | autofetch | play
-    action: str  # accept | reject | hide | kept | run | open | click | fetch
+    behaviour: str  # consent | site | expand | load-more | autofetch | play | page
+    action: str  # accept | reject | hide | kept | run | failed | open | click | fetch | left
     count: int
     detail: str = ""
 
@@ -71,6 +71,8 @@ class Action:
         if self.behaviour == "consent":
             who = re.sub(r"[^A-Za-z0-9._-]+", "-", self.detail)[:40] or "-"
             return "consent:kept" if self.action == "kept" else f"consent:{self.action}:{who}"
+        if self.behaviour == "page":
+            return "left-page"
         if self.behaviour == "site":
             return f"behaviour:{re.sub(r'[^A-Za-z0-9._-]+', '-', self.detail)[:40]}"
         short = {"expand": "expanded", "load-more": "clicks", "play": "played"}
@@ -102,10 +104,21 @@ class PageBehaviours:
         self.contexts: dict[int, str] = {}  # execution context → frame id (main worlds)
         self.main_frame = ""
         self.consent = Autoconsent(t.render_consent) if t.render_consent != "none" else None
+        self.navigations = 0  # of the main frame (the page's own load is the first)
+        self.where = url
+        self.left = False  # a click took the page elsewhere (then it is loaded again)
+        self.loaded = asyncio.Event()
 
     # --- events ---------------------------------------------------------------------------------
     def on_event(self, method: str, params: dict[str, Any]) -> None:
-        if method == "Runtime.executionContextCreated":
+        if method == "Page.frameNavigated":
+            frame = params.get("frame") or {}
+            if not frame.get("parentId"):
+                self.navigations += 1
+                self.where = str(frame.get("url") or "")
+        elif method == "Page.loadEventFired":
+            self.loaded.set()
+        elif method == "Runtime.executionContextCreated":
             ctx = params.get("context") or {}
             aux = ctx.get("auxData") or {}
             if aux.get("isDefault"):
@@ -167,19 +180,43 @@ class PageBehaviours:
     async def before_scroll(self, deadline: float, settle: Settle) -> None:
         await self._consent(deadline, settle)
         for site in self.sites:
-            if self._left(deadline) <= 0:
-                break
+            if self._left(deadline) <= 0 or await self._came_back(deadline, settle):
+                return
             await self._site(site, deadline, settle)
+        if await self._came_back(deadline, settle):
+            return
         if self.t.render_max_expanders > 0 and self._left(deadline) > 0:
             opened = await self._call("expand", self.t.render_max_expanders)
             if isinstance(opened, int) and opened > 0:
                 self.actions.append(Action("expand", "open", opened))
                 await settle()
+        await self._came_back(deadline, settle)
 
     async def after_scroll(self, deadline: float, settle: Settle) -> None:
+        if await self._came_back(deadline, settle):
+            return
         await self._load_more(deadline, settle)
-        if self.t.render_media and self._left(deadline) > 0:
+        if self.t.render_media and self._left(deadline) > 0 and not self.left:
             await self._media(deadline, settle)
+
+    async def _came_back(self, deadline: float, settle: Settle) -> bool:
+        """Whether a click took the page to another document (a script's ``location``
+        change, a form): then the page is loaded again, so its screenshots and links are its
+        own, and the behaviours left are not run (annotation ``left-page``)."""
+        if self.left:
+            return True
+        if self.navigations <= 1:
+            return False
+        self.left = True
+        log.warning("render of %s: a behaviour's click went to %s: back", self.url, self.where)
+        self.actions.append(Action("page", "left", 1, self.where))
+        self.loaded.clear()
+        with contextlib.suppress(CdpError):
+            await self.browser.send("Page.navigate", {"url": self.url}, session=self.session)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.loaded.wait(), max(0.1, min(10, self._left(deadline))))
+        await settle()
+        return True
 
     # --- the behaviours -------------------------------------------------------------------------
     async def _consent(self, deadline: float, settle: Settle) -> None:
@@ -260,6 +297,8 @@ class PageBehaviours:
         clicks = 0
         labels: list[str] = []
         while clicks < self.t.render_max_clicks and self._left(deadline) > 0:
+            if await self._came_back(deadline, settle):
+                break
             before = await self._call("size")
             clicked = await self._call("loadMore", list(LOAD_MORE))
             if not isinstance(clicked, dict) or not clicked.get("clicked"):

@@ -14,7 +14,9 @@
   image only when opened;
 - ``/media.html``: ``srcset`` and ``<picture>`` candidates the browser does not choose, a lazy
   ``data-src`` image, a poster, an audio clip (a real WAV, ``preload=none``);
-- ``/special.html``: a panel shown only by a button no wording table knows (a site behaviour).
+- ``/special.html``: a panel shown only by a button no wording table knows (a site behaviour);
+- ``/leave.html``: an "expander" whose click loads ``/gone.html`` in its place, and a link
+  its script adds (``/kept.html``: in the rendered DOM only when the page is itself again).
 
 Served with ``scriptsite.compressed`` (every text type compressed, as production servers do).
 """
@@ -217,6 +219,17 @@ document.getElementById('reveal').addEventListener('click', function () {
 </body></html>
 """
 
+# an expander whose click goes elsewhere (a script's location change)
+LEAVE = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Leaves</title></head><body>
+<h1 id="title">A page that must stay itself</h1>
+<button aria-expanded="false" onclick="location.href = '/gone.html'">Section</button>
+<script>document.body.insertAdjacentHTML('beforeend', '<a href="/k' + 'ept.html">kept</a>');</script>
+</body></html>
+"""
+GONE = b"""<!doctype html><html><head><title>Gone</title></head><body><h1>Elsewhere</h1></body></html>
+"""
+
 SPECIAL_BEHAVIOUR = """// @match /special\\.html$
 // @name reading-room
 // @timeout 5
@@ -276,6 +289,8 @@ def _routes() -> dict[str, Raw]:
         "/expand.html": EXPAND,
         "/media.html": MEDIA,
         "/special.html": SPECIAL,
+        "/leave.html": LEAVE,
+        "/gone.html": GONE,
         "/api/special.json": {"image": "/img/special.png"},
         "/media/clip.wav": Raw(_wav(), [b"Content-Type: audio/wav"]),
         "/media/clip.webm": Raw(b"\x1a\x45\xdf\xa3", [b"Content-Type: video/webm"]),

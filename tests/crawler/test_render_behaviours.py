@@ -178,3 +178,18 @@ def test_a_template_with_an_unknown_consent_choice_is_refused_by_name() -> None:
     job = {"job_id": 1, "seeds": ["http://a.test/"], "template": {"render_consent": "maybe"}}
     with pytest.raises(JobSpecError, match="render_consent must be accept, reject, hide or none"):
         JobSpec.from_dict(job, "job.json")
+
+
+def test_a_click_that_leaves_the_page_brings_it_back_and_ends_the_behaviours(
+    tmp_path: Path,
+) -> None:
+    result, prefix, captured = _crawl(tmp_path, ("/leave.html",))
+    page = prefix + "/leave.html"
+    assert prefix + "/gone.html" in captured  # where the click went (the browser asked)
+    notes = _notes(result, page)
+    assert notes[-2:] == ["expanded:1", "left-page"], notes  # nothing ran after it
+    kept = result.line_for(prefix + "/kept.html")  # the page's own rendered DOM, back
+    assert (kept[4], kept[5]) == ("L", page), kept
+    assert [page, "page", "left", "1", prefix + "/gone.html"] in _report(result)
+    shots = (result.out / "reports" / "screenshots-report.txt").read_text()
+    assert f"{page} full" in shots
