@@ -20,6 +20,9 @@ A file whose module fails (after its retries), or that is quarantined, makes the
 4. Beside the chain, `extract_text` puts each indexed file's HTML, text and PDF captures into the
    full-text index (its log: documents extracted, duplicates, skipped, failed with offsets);
    `harvestflow search query "some words"` then finds them.
+5. For the jobs of watched targets (selection records marked `watched`), `extract_documents`
+   stores their publications (PDF, Word, ODF, EPUB) with landing pages and metadata
+   (indexing/documents); `harvestflow documents list` shows them.
 """
 
 from datetime import datetime
@@ -90,6 +93,21 @@ with DAG(
         task_logger().info("%s: %s", file_name, result)
         return result
 
+    @task
+    def documents_pending() -> list[str]:
+        """Files of watched targets' jobs past the index module not yet read for documents."""
+        from indexing.documents.scan import pending_files as document_files
+
+        return document_files()
+
+    @task(retries=2, map_index_template="{{ task.op_kwargs['file_name'] }}")
+    def extract_documents(file_name: str) -> dict[str, Any]:
+        from indexing.documents.scan import extract_file as read_documents
+
+        result = read_documents(file_name)
+        task_logger().info("%s: %s", file_name, result)
+        return result
+
     files = pending()
     ingest() >> files
     # not on_failure_fail_dagrun: a teardown counted for the run state would hide its upstream
@@ -100,3 +118,6 @@ with DAG(
     # run red through it; the good files' text is then extracted by the next run (left over)
     processed >> (texts := text_pending())
     extract_text.expand(file_name=texts)
+    # documents of watched targets, like the text: after every file of the run is indexed
+    processed >> (document_files := documents_pending())
+    extract_documents.expand(file_name=document_files)

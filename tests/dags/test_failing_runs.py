@@ -73,6 +73,8 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
         # good files' text is extracted by the next run, as left over)
         "text_pending": "upstream_failed",
         "extract_text": "upstream_failed",
+        "documents_pending": "upstream_failed",  # the same for watched targets' documents
+        "extract_documents": "upstream_failed",
     }
     assert "not a WARC or ARC file" in proc.stdout + proc.stderr
     with db_engine.connect() as conn:

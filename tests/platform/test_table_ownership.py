@@ -71,6 +71,8 @@ OWNERS = {
     "job_actions": "harvestflow.job_actions",
     "audit_log": "harvestflow.audit",
     "selection_history": "harvest",
+    **dict.fromkeys(["documents", "document_captures", "document_pages", "document_links",
+                     "document_files", "document_versions"], "indexing.documents"),
 }  # fmt: skip
 
 # (module, table): what is still there, and why (none left: the ARC-repository clean-up is

@@ -1,0 +1,141 @@
+"""The document step (#35): a watched public body's site crawled by our crawler, its WARCs
+taken through the step as the indexing chain maps it, the documents found exactly once each
+with their landing pages and metadata."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from harvest import pipeline as p
+from harvest.bootstrap import ensure_reference_data
+from harvest.selection.importer import import_file
+from harvest.selection.transfer import transfer_selection_records
+from indexing import manifest
+from indexing.documents import scan, store
+from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
+from tests.indexing.publications_site import HOST, Site, serve
+
+pytestmark = pytest.mark.services
+
+
+def watched_feed(site: Site) -> list[dict]:
+    return [
+        {
+            "id": 35,
+            "title": "Office of Publications",
+            "seeds": [site.url("/")],
+            "schedules": [{"frequency": "MONTHLY", "startDate": "2026-01-05 09:00:00"}],
+            "scope": "subdomains",
+            "depth": "CAPPED",
+            "watched": True,
+            "documentUrlScheme": site.url("/publications/"),
+        }
+    ]
+
+
+def harvest_watched_site(engine: sa.Engine, site: Site, tmp_path: Path) -> tuple[int, list[Path]]:
+    """Import the target, transfer it, generate and prepare its job, crawl the site with it,
+    and register the WARCs in the index manifest as the chain's ingest and index modules do."""
+    ensure_reference_data(engine)
+    feed = tmp_path / "feed.json"
+    feed.write_text(json.dumps(watched_feed(site)))
+    report = import_file(feed, check_urls=False, engine=engine, theme="gov")
+    assert report.inserted == 1, report.text()
+    definitions = transfer_selection_records(engine=engine)["definitions"]
+    (job_id,) = p.generate_jobs(
+        definitions["ukwa-monthly-202601050900"], datetime(2026, 12, 6, tzinfo=UTC), engine=engine
+    )
+    spec = json.loads(Path(p.prepare_job(job_id, tmp_path / "job", engine=engine)).read_text())
+    spec["template"].update(FAST_TEMPLATE)
+    spec["resolve"] = {HOST: "127.0.0.1"}
+    crawl = run_crawl(spec, tmp_path / "crawl")
+    warcs = sorted(crawl.data_warcs())
+    for warc in warcs:
+        manifest.insert(
+            engine,
+            file_name=warc.name,
+            job_id=job_id,
+            harvest_id=spec["harvest_id"],
+            source_path=str(warc),
+            final_path=str(warc),
+            size=warc.stat().st_size,
+            stage="indexed",
+        )
+    return job_id, warcs
+
+
+def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
+    db_engine, tmp_path
+):
+    with serve() as site:
+        job_id, warcs = harvest_watched_site(db_engine, site, tmp_path)
+    pending = scan.pending_files()
+    assert sorted(pending) == sorted(w.name for w in warcs)
+    for name in pending:
+        assert scan.extract_file(name)["status"] == "done"
+    assert scan.pending_files() == []
+
+    with db_engine.connect() as conn:
+        docs = {Path(d["url"]).name: d for d in store.list_documents(conn)}
+    # the privacy notice is outside the target's document URL scheme; the pages are no documents
+    assert sorted(docs) == ["annual-report-2025.pdf", "guide.docx", "notes.pdf", "strategy.pdf"]
+    assert {d["state"] for d in docs.values()} == {"new"}
+
+    annual = docs["annual-report-2025.pdf"]
+    assert sorted(c["url"] for c in annual["captures"]) == [
+        site.url("/publications/files/annual-report-2025.pdf"),
+        site.url("/publications/files/mirror/annual-report-2025.pdf"),
+    ]
+    assert annual["landing_url"] == site.url("/publications/annual-report-2025")
+    assert annual["link_text"] == "Download the annual report 2025 (PDF)"
+    assert (annual["kind"], annual["broken"]) == ("pdf", None)
+    assert annual["title"] == "Annual Report and Accounts 2025"
+    assert annual["authors"] == ["Jane Smith", "Ravi Patel"]
+    assert (annual["published"], annual["language"]) == ("2025-07-14", "en")
+    assert (annual["isbn"], annual["issn"], annual["doi"]) == ("9781528612345", "2050-1234", None)
+
+    strategy = docs["strategy.pdf"]
+    assert strategy["landing_url"] == site.url("/publications/strategy")
+    assert strategy["title"] == "Strategy 2026-2030"  # its own: the page has no catalogue title
+    assert strategy["authors"] == ["Office of Strategy"]
+    assert strategy["doi"] == "10.5555/strategy.2026"
+    assert (strategy["published"], strategy["language"]) == ("2026-01-20", "en-GB")  # DC tags
+
+    guide = docs["guide.docx"]
+    assert (guide["kind"], guide["landing_url"]) == ("word", site.url("/publications/guide"))
+    assert guide["title"] == "A Guide to Our Services"  # schema.org JSON-LD
+    assert (guide["published"], guide["language"]) == ("2025-11-03", "cy")
+    assert guide["authors"] == ["Services Team"]  # the file's own core properties
+
+    notes = docs["notes.pdf"]
+    assert notes["broken"] and notes["broken"].startswith("unreadable pdf")
+    assert notes["landing_url"] == site.url("/publications/")  # only the listing links it
+    assert notes["title"] == "Meeting notes"  # the link's text
+    assert len(notes["captures"]) == 1 and notes["captures"][0]["job_id"] == job_id
+
+    # run again (a retried task, a second sweep): nothing read twice, nothing added
+    for warc in warcs:
+        assert (
+            scan.extract_file(warc.name)["documents"] == (scan.extract_file(warc.name)["documents"])
+        )
+    with db_engine.connect() as conn:
+        again = store.list_documents(conn)
+        captures = conn.execute(sa.text("SELECT count(*) FROM document_captures")).scalar_one()
+    assert len(again) == 4 and captures == 5
+
+
+def test_a_job_of_no_watched_target_is_not_read(db_engine, tmp_path):
+    with serve() as site:
+        job_id, warcs = harvest_watched_site(db_engine, site, tmp_path)
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE jobs SET template = template - 'documents' WHERE job_id = :j"),
+            {"j": job_id},
+        )
+    assert scan.pending_files() == []
+    assert scan.extract_file(warcs[0].name)["status"] == "not watched"
