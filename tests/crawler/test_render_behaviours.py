@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from crawler.behaviours.consent import VENDOR
 from crawler.behaviours.sites import load_site_behaviours, parse_behaviour
@@ -133,6 +134,17 @@ def test_every_rendered_page_has_its_lines_in_the_behaviour_report(accepted: Cra
     assert [prefix + "/more.html", "load-more", "click", str(bs.PAGES - 1), "load%20more"] in [
         line[:5] for line in _report(result)
     ]
+    # kept with the job's other reports in its metadata WARC
+    report = (result.out / "reports" / "behaviours-report.txt").read_bytes()
+    (meta,) = [w for w in (result.out / "warcs").glob("*.warc.gz") if "metadata" in w.name]
+    with meta.open("rb") as fh:
+        kept = {
+            rec.rec_headers.get_header("WARC-Target-URI").split("?")[0]: rec.content_stream().read()
+            for rec in ArchiveIterator(fh)
+            if rec.rec_type == "metadata"
+        }
+    found = [body for uri, body in kept.items() if uri.endswith("/reports/behaviours-report.txt")]
+    assert found == [report]
 
 
 def test_reject_declines_and_max_clicks_bounds_the_clicks(tmp_path: Path) -> None:
