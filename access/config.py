@@ -76,6 +76,11 @@ class AccessConfig:
     # client_timeout_s (the whole request must arrive within it; a reply, each write)
     max_body_bytes: int = 1 << 20
     client_timeout_s: float = 60.0
+    # reading-room sign-in from a browser (access/readerpass.py): the curator pages' page that
+    # issues a pass ([access] signin_url; Airflow's site), and how long the gateway's reader
+    # session lasts ([access] reader_session_s)
+    signin_url: str = ""
+    reader_session_s: float = 8 * 3600.0
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> AccessConfig:
@@ -118,6 +123,12 @@ class AccessConfig:
             curator_host=airflow_host,
             max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
             client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
+            signin_url=str(
+                sec.get("signin_url") or f"http://{airflow_host}:{airflow_port}/curator/reading-room"
+            ),
+            reader_session_s=_positive(
+                sec.get("reader_session_s", 8 * 3600), "reader_session_s", float
+            ),
         )
 
     @property

@@ -9,8 +9,13 @@ pywb on ``[access] pywb_port``. It:
 - **reading-room mode** (``reading_room = true``): lets a request through only from a client
   address in ``reading_room_ranges``, or carrying the login of the curator pages (Airflow's
   ``_token`` cookie or an ``Authorization: Bearer`` JWT, checked by asking the curator pages
-  themselves, answers kept a few seconds: :mod:`access.readerlogin`) when ``reading_room_login``; others get a 403 page that
-  says why and how to get access. The home page (the list of collections and guided tours) and
+  themselves, answers kept a few seconds: :mod:`access.readerlogin`) or the gateway's own
+  reader session when ``reading_room_login``; others get a 403 page that says why, with a link
+  to sign in. A browser signs in through the curator pages (``[access] signin_url``, on
+  Airflow's site, whose cookies never reach replay): they send it to ``/_signin`` with a
+  one-minute single-use pass, which the gateway exchanges for its own ``HttpOnly`` cookie, a
+  signed reader session (:mod:`access.readerpass`), never forwarded to pywb; ``/_signout``
+  clears it. The home page (the list of collections and guided tours) and
   pywb's static files stay public: only consultation is restricted.
 - **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
   on a loopback port of its own): under the same reading-room rule as replay, since its snippets are
@@ -53,12 +58,13 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cached_property
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from access import cdxaudit, readerquery
+from access import cdxaudit, readerpass, readerquery
 from access import missing as missing_urls
 from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import collections_root
@@ -104,9 +110,10 @@ REFUSAL_PAGE = """<!doctype html>
 <p>The web archive collected under legal deposit can be consulted only in the reading rooms
 of the library, or by accredited users signed in.</p>
 <p>{reason}</p>
-<p><a href="{login}">Sign in</a> &middot; <a href="/">Collections and guided tours</a></p>
+<p>{login}<a href="/">Collections and guided tours</a></p>
 </body></html>
 """
+SIGN_IN_LINK = '<a id="sign-in" href="{url}">Sign in</a> &middot; '
 
 ERROR_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -137,6 +144,22 @@ class Gateway:
         self._log_lock = threading.Lock()
         self._audit_queue: queue.Queue[tuple[str, str, str]] = queue.Queue(_AUDIT_BACKLOG)
         self._auditors: list[threading.Thread] = []
+        self.used_passes = readerpass.UsedNonces()
+
+    @cached_property
+    def pass_key(self) -> bytes:
+        """The key of sign-in passes and reader sessions (shared with the curator pages)."""
+        return readerpass.load_key(self.cfg.root)
+
+    def reader_session(self, headers: Any) -> readerpass.Claims | None:
+        """The reader session the request's cookie holds, if signed by us and not expired."""
+        value = readerpass.cookie_value(headers.get("Cookie"))
+        if not value:
+            return None
+        try:
+            return readerpass.verify(self.pass_key, readerpass.SESSION, value)
+        except readerpass.PassError:
+            return None
 
     def refusal(self, client: str, path: str, headers: Any) -> str | None:
         """Why this request may not be served (reading room), or None."""
@@ -153,6 +176,8 @@ class Gateway:
         if self.cfg.reading_room_login:
             token = _token(headers)
             if token and self.login(token):
+                return None
+            if self.reader_session(headers) is not None:
                 return None
         return f"reading room: address {client} is outside the reading room and not signed in"
 
@@ -320,13 +345,17 @@ class _Handler(BaseHTTPRequestHandler):
         if gw.cfg.on_curator_site(self.headers.get("Host")):  # replay only on its own site
             self._redirect(gw.cfg.url.rstrip("/") + self.path, 307)
             return
+        where = self.path.split("?", 1)[0]
+        if where == readerpass.SIGNIN:
+            self._sign_in(client)
+            return
+        if where == readerpass.SIGNOUT:
+            self._sign_out()
+            return
         reason = gw.refusal(client, self.path, self.headers)
         if reason:
             gw.record(client, self.command, self.path, 403, reason)
-            page = REFUSAL_PAGE.format(
-                reason=html.escape(reason), login=html.escape(gw.cfg.login_check_url)
-            )
-            self._send(403, "text/html; charset=utf-8", page.encode())
+            self._refuse(reason, self.path)
             return
         target = self.path.split("?", 1)[0]
         if gw.search_port is not None and (target == SEARCH or target.startswith(SEARCH + "/")):
@@ -341,6 +370,53 @@ class _Handler(BaseHTTPRequestHandler):
             self._page(400, "Bad request", problem)
             return
         self._forward(client, INTERNAL_HOST, gw.cfg.pywb_port, self.path)
+
+    def _refuse(self, reason: str, next_path: str) -> None:
+        """The reading room's refusal page; with a link to sign in and come back to
+        ``next_path`` when signing in may open it."""
+        cfg = self.gateway.cfg
+        login = ""
+        if cfg.reading_room_login and cfg.signin_url:
+            url = cfg.signin_url + "?" + urlencode({"next": next_path})
+            login = SIGN_IN_LINK.format(url=html.escape(url))
+        page = REFUSAL_PAGE.format(reason=html.escape(reason), login=login)
+        self._send(403, "text/html; charset=utf-8", page.encode())
+
+    def _sign_in(self, client: str) -> None:
+        """``/_signin?pass=…&next=…``: a pass the curator pages issued (good, not expired, not
+        used) becomes our reader-session cookie, and the browser goes on to ``next``."""
+        gw = self.gateway
+        query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        given = (query.get("pass") or [""])[0]
+        try:
+            target = readerpass.safe_next((query.get("next") or ["/"])[0])
+        except readerpass.PassError as exc:  # the pass is not spent: it may be used rightly
+            gw.record(client, self.command, readerpass.SIGNIN, 400, f"sign-in refused: {exc}")
+            self._page(400, "Bad sign-in link", str(exc))
+            return
+        try:
+            claims = readerpass.verify(gw.pass_key, readerpass.PASS, given)
+            gw.used_passes.spend(claims)
+        except readerpass.PassError as exc:  # the pass itself is never logged
+            gw.record(client, self.command, readerpass.SIGNIN, 403, f"sign-in refused: {exc}")
+            self._refuse(f"sign-in refused: {exc}", target)
+            return
+        session = readerpass.sign(
+            gw.pass_key, readerpass.SESSION, claims.user, gw.cfg.reader_session_s
+        )
+        log.info("reading room: %s signed in from %s", claims.user, client)
+        self._redirect(target, 303, self._cookie(session, int(gw.cfg.reader_session_s)))
+
+    def _sign_out(self) -> None:
+        """``/_signout``: the reader-session cookie cleared; the browser goes to the home page."""
+        self._redirect("/", 303, self._cookie("", 0))
+
+    def _cookie(self, value: str, max_age: int) -> str:
+        secure = "; Secure" if self.gateway.cfg.url.startswith("https:") else ""
+        return (
+            f"{readerpass.COOKIE}={value}; Max-Age={max_age}; Path=/; HttpOnly; SameSite=Lax"
+            + secure
+        )
 
     def _body_refused(self) -> bool:
         """Refuse (and answer) a request whose body is unreadable or too big, before reading it:
@@ -375,9 +451,12 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _redirect(self, location: str, status: int = 301) -> None:
+    def _redirect(self, location: str, status: int = 301, cookie: str = "") -> None:
         self.send_response(status)
         self.send_header("Location", location)
+        if cookie:
+            self.send_header("Set-Cookie", cookie)
+            self.send_header("Cache-Control", "no-store")
         self.send_header("Content-Length", "0")
         self.send_header("Connection", "close")
         self.end_headers()
@@ -409,6 +488,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.connection.settimeout(gw.cfg.client_timeout_s)  # reading it armed what was left
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        for key in [k for k in headers if k.lower() == "cookie"]:  # our session stays here
+            headers[key] = readerpass.without_cookie(headers[key])
+            if not headers[key]:
+                del headers[key]
         headers["X-Forwarded-For"] = client
         routed = readerquery.routed(self.path)  # as pywb routes it
         query = bool(_CDX_QUERY.match(routed))
@@ -430,6 +513,8 @@ class _Handler(BaseHTTPRequestHandler):
                 gw.record(client, self.command, self.path, resp.status, reason)
             self.send_response(resp.status, resp.reason)
             for key, value in resp.getheaders():
+                if key.lower() == "set-cookie" and readerpass.sets_cookie(value):
+                    continue  # an archived answer never sets (or clears) our reader session
                 if key.lower() not in _HOP:
                     self.send_header(key, value)
             self.send_header("Connection", "close")

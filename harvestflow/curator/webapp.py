@@ -44,6 +44,7 @@ from harvestflow.curator import (
     operations,
     qcview,
     queries,
+    readingroom,
     records_pages,
 )
 from harvestflow.formats.integers import (
@@ -242,6 +243,7 @@ def create_app(
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
+    readingroom.add_routes(app, replay)  # a signed-in user's pass into the reading room
 
     @app.post("/jobs/{job_id}/patch")
     async def job_patch(request: Request, job_id: JobId) -> Response:
