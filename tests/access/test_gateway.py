@@ -238,7 +238,7 @@ def test_a_body_over_the_limit_is_refused_413_before_it_is_read(served: Served) 
     cfg = served.cfg
     size = 300 * 1024 * 1024
     head = (
-        f"POST /all/cdx?url=open.test HTTP/1.1\r\nHost: {cfg.host}\r\n"
+        f"POST /all/cdx?url=open.test HTTP/1.1\r\nHost: {urlsplit(cfg.url).netloc}\r\n"
         f"Content-Type: application/octet-stream\r\nContent-Length: {size}\r\n\r\n"
     ).encode()
     with socket.create_connection((cfg.host, cfg.port), timeout=30) as sock:
