@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from access.config import AccessConfig
 from harvest import jobs as harvest_jobs
 from harvestflow import airflow_runtime, dagrun, db, services
 from harvestflow import settings as settings_mod
@@ -183,7 +184,9 @@ def print_outputs(settings: Settings, harvest_id: int) -> None:
         print(f"preserved {p.file_name}: {p.ark} s3://{settings.s3.bucket}/{p.s3_key} ({p.status})")
     print(f"QA reports:  {settings.path('qa')}")
     access = settings.path(str(settings.get("access", "data_subdir", "access") or "access"))
-    replay = str(settings.get("access", "url", "") or "http://127.0.0.1:8090/").rstrip("/")
+    # the replay site (a host of its own, not the gateway's address on Airflow's host, which
+    # only redirects there)
+    replay = AccessConfig.from_settings(settings).url.rstrip("/")
     print(f"replay index: {access / 'zipnum'} (ZipNum); `harvestflow access serve`, then")
     print(f"  {replay}/all/*/<url> lists the captures of a URL, {replay}/all/<ts>/<url> replays")
     print(f"preload:     {settings.path('preload', 'demo-preload')}")

@@ -113,3 +113,28 @@ def test_demo_runs_the_whole_cycle_from_a_clean_data_dir(demo_platform: DemoPlat
     assert reports and "<img" in reports[0].read_text()
     with gzip.open(warcs[0]) as first:
         assert first.read(4) == b"WARC"
+
+
+@pytest.mark.services
+def test_the_demo_prints_the_replay_sites_address_not_the_gateways_on_airflows_host(
+    db_engine: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gateway's own address on Airflow's host only redirects (307) to the replay site of
+    its own: the demo's "where everything is" names the replay site."""
+    from access.config import AccessConfig
+    from harvestflow import demo
+    from harvestflow import settings as settings_mod
+
+    monkeypatch.setenv("HARVESTFLOW_AIRFLOW__HOST", "127.0.0.1")
+    monkeypatch.setenv("HARVESTFLOW_ACCESS__URL", "http://127.0.0.1:18090/")
+    settings_mod.reset()
+    try:
+        settings = settings_mod.get_settings()
+        demo.print_outputs(settings, harvest_id=-1)  # no such harvest: no jobs listed
+        site = AccessConfig.from_settings(settings).url
+    finally:
+        settings_mod.reset()
+    out = capsys.readouterr().out
+    assert site == "http://localhost:18090/"
+    assert f"  {site}all/*/<url> lists the captures of a URL, {site}all/<ts>/<url> replays" in out
+    assert "127.0.0.1:18090" not in out
