@@ -107,25 +107,25 @@ class BrowserClaimMiddleware:
                 raise FetchedByBrowser()
 
 
-class WarcCaptureMiddleware:
-    """Writes request + response (or revisit) records for every fetch."""
+class RefuseBeforeFetchMiddleware:
+    """Refusals decided before any fetch: the address safety rule and the budgets' quotas.
+
+    Why its own middleware, ordered before the host lease (crawler/leases.py, 940): a URL
+    refused here takes no lease of its host and waits no politeness delay (a job over its quota
+    once spent the host's delay on each refused URL). The capture middleware's
+    ``process_exception`` gives back the quota reserved here when the fetch fails.
+    """
 
     def __init__(self, crawler: Crawler) -> None:
         self.ctx = context_of(crawler)
         settings = crawler.settings
-        self.max_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
-        self.max_time = settings.getfloat("DOWNLOAD_TIMEOUT") * 0.9
-        exclude = settings.get("HARVESTFLOW_DEDUP_MIME_EXCLUDE")
-        self.dedup_exclude = re.compile(exclude) if exclude else None
         self.overrides = {h.lower() for h in settings.getdict("HARVESTFLOW_RESOLVE")}
         self.allow_private = settings.getbool("HARVESTFLOW_ALLOW_PRIVATE_ADDRESSES")
-        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> WarcCaptureMiddleware:
+    def from_crawler(cls, crawler: Crawler) -> RefuseBeforeFetchMiddleware:
         return cls(crawler)
 
-    # --- before the fetch ---------------------------------------------------------------------
     def process_request(self, request: Request, spider: Any = None) -> None:
         host = host_of(request.url)
         if host in self.ctx.refused_hosts or (
@@ -138,6 +138,27 @@ class WarcCaptureMiddleware:
             if quota:
                 raise QuotaExceeded(quota)
             request.meta["hf_reserved"] = domain
+
+
+class WarcCaptureMiddleware:
+    """Writes request + response (or revisit) records for every fetch."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.ctx = context_of(crawler)
+        settings = crawler.settings
+        self.max_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
+        self.max_time = settings.getfloat("DOWNLOAD_TIMEOUT") * 0.9
+        exclude = settings.get("HARVESTFLOW_DEDUP_MIME_EXCLUDE")
+        self.dedup_exclude = re.compile(exclude) if exclude else None
+        crawler.signals.connect(self.bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> WarcCaptureMiddleware:
+        return cls(crawler)
+
+    # --- before the fetch ---------------------------------------------------------------------
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        if "hf" in request.meta:
             # a POST (a page's API call) is its own capture, never a conditional GET's revisit
             earlier = self.ctx.dedup.get(request.meta["hf"]["key"]) if _plain(request) else None
             if earlier is not None:

@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 JOB_LEASE_ENV = "HARVESTFLOW_JOB_LEASE"
 POLL_S = 0.25  # a host held by another crawler (fetching) is asked again after this
+# a waiting crawler's turn is kept this long past its next question (then it counts as gone)
+WAITER_GRACE_S = 5.0
 
 
 # The statements, built once (the host ones run twice per fetch).
@@ -61,7 +63,25 @@ _TAKE_HOST = sa.text(
     " WHERE host_leases.next_fetch_at <= clock_timestamp()"
     "   AND (host_leases.held_until IS NULL"
     "        OR host_leases.held_until < clock_timestamp())"
+    # in turn (migration 038): not while another live waiter holds an older ticket
+    "   AND NOT EXISTS (SELECT 1 FROM host_lease_waiters w"
+    "        WHERE w.host = :h AND w.holder <> :me AND w.expires_at > clock_timestamp()"
+    "          AND w.ticket < COALESCE((SELECT ticket FROM host_lease_waiters"
+    "              WHERE host = :h AND holder = :me), 9223372036854775807))"
     " RETURNING holder"
+)
+# a crawler that takes the host leaves the queue: its next request waits behind the others
+_LEAVE_QUEUE = sa.text("DELETE FROM host_lease_waiters WHERE host = :h AND holder = :me")
+# a crawler that did not get the host joins the queue (or keeps its ticket), alive until a
+# little after it asks again
+_JOIN_QUEUE = sa.text(
+    "INSERT INTO host_lease_waiters (host, holder, ticket, expires_at)"
+    " VALUES (:h, :me, nextval('host_lease_tickets'),"
+    "         clock_timestamp() + make_interval(secs => :alive))"
+    " ON CONFLICT (host, holder) DO UPDATE SET expires_at = EXCLUDED.expires_at"
+)
+_DROP_DEAD_WAITERS = sa.text(
+    "DELETE FROM host_lease_waiters WHERE host = :h AND expires_at < clock_timestamp()"
 )
 _HOST_STATE = sa.text(
     "SELECT EXTRACT(EPOCH FROM next_fetch_at - clock_timestamp()) AS wait,"
@@ -164,22 +184,29 @@ class HostLeases:
         self.hold_s = hold_s
 
     def try_take(self, host: str) -> float:
-        """0.0 when this crawler now holds ``host``; else seconds to wait before asking again."""
-        row = _take_or_state(
-            self.engine,
-            _TAKE_HOST,
-            _HOST_STATE,
-            {"h": host, "me": self.holder, "hold": self.hold_s},
-        )
-        if row is None:
-            return 0.0
-        if row.held:
-            return POLL_S
-        return max(float(row.wait or 0.0), 0.01)
+        """0.0 when this crawler now holds ``host``; else seconds to wait before asking again.
+
+        Crawlers waiting for one host take it in turn: one that did not get it holds a ticket
+        (``host_lease_waiters``) until it does, and the lease goes to the oldest live ticket.
+        """
+        params = {"h": host, "me": self.holder, "hold": self.hold_s}
+        with self.engine.begin() as conn:
+            if conn.execute(_TAKE_HOST, params).first() is not None:
+                conn.execute(_LEAVE_QUEUE, params)
+                return 0.0
+            row = conn.execute(_HOST_STATE, params).one()
+            wait = float(row.wait or 0.0)
+            # held (fetching), or free but another crawler's turn: ask again soon
+            wait = POLL_S if row.held or wait <= 0 else wait
+            conn.execute(_JOIN_QUEUE, {**params, "alive": wait + WAITER_GRACE_S})
+            return wait
 
     def give_back(self, host: str, delay_s: float) -> None:
         """Release ``host``: its next fetch (by anyone) no sooner than ``delay_s`` from now."""
-        _update(self.engine, _GIVE_BACK_HOST, {"h": host, "d": delay_s, "me": self.holder})
+        with self.engine.begin() as conn:
+            params = {"h": host, "d": delay_s, "me": self.holder}
+            conn.execute(_GIVE_BACK_HOST, params)
+            conn.execute(_DROP_DEAD_WAITERS, params)
 
 
 class HostLeaseMiddleware:

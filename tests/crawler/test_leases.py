@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from crawler.leases import POLL_S, HostLeases, JobLeases, LeaseHeld
 from tests.crawler.conftest import make_job, run_crawl
+from tests.faults.platform_site import HOST, SlowSite, slow_job
 
 DELAY = 0.4
 TOLERANCE = 0.03
@@ -159,3 +160,104 @@ def test_two_crawler_processes_keep_one_delay_per_host(
     assert any(
         line.startswith("www.example-a.test ") for rep in reports for line in rep.splitlines()
     )
+
+
+def test_crawlers_waiting_for_a_host_take_its_lease_in_turn(db_engine) -> None:
+    """The crawler that just gave a host back does not take it again while another waits: the
+    oldest live waiter's ticket goes first; a waiter gone silent loses its turn."""
+    a = HostLeases(db_engine, "worker-a:1:x", hold_s=60)
+    b = HostLeases(db_engine, "worker-b:2:y", hold_s=60)
+    assert a.try_take("example.test") == 0.0
+    assert b.try_take("example.test") == POLL_S  # held: b waits, with a ticket
+    a.give_back("example.test", 0.0)
+    assert a.try_take("example.test") == POLL_S  # free, but b's turn
+    assert b.try_take("example.test") == 0.0
+    b.give_back("example.test", 0.0)
+    assert b.try_take("example.test") == POLL_S  # a waits since before b asked again
+    assert a.try_take("example.test") == 0.0
+    a.give_back("example.test", 0.0)
+    with db_engine.begin() as conn:  # b stops asking (its crawler died): its turn expires
+        conn.execute(sa.text("UPDATE host_lease_waiters SET expires_at = now() - interval '1 s'"))
+    assert a.try_take("example.test") == 0.0
+
+
+def _crawl_both(jobs: dict[str, dict], tmp_path) -> dict:
+    results = {}
+
+    def crawl(name: str) -> None:
+        results[name] = run_crawl(jobs[name], tmp_path / name, timeout=300)
+
+    threads = [threading.Thread(target=crawl, args=(n,)) for n in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def test_two_crawler_processes_on_one_host_fetch_in_turn_and_keep_its_delay(
+    db_engine, tmp_path, monkeypatch
+) -> None:
+    """Two jobs on one host alternate (no run of more than 2 fetches by one job while the other
+    has fetches waiting), and the server still sees the delay between any two requests."""
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__HOST_LEASES", "true")
+    site = SlowSite(pages=10, page_s=0.02)
+    try:
+        delay = {"min_delay_ms": int(DELAY * 1000), "max_delay_ms": int(DELAY * 1000)}
+        jobs = {
+            name: {**slow_job(site, job_id, delay), "user_agent": f"hfjob{name}/1.0"}
+            for job_id, name in ((1, "A"), (2, "B"))
+        }
+        results = _crawl_both(jobs, tmp_path)
+    finally:
+        site.stop()
+    assert {r.summary["status"] for r in results.values()} == {"complete"}
+    reqs = sorted(site.requests(), key=lambda r: r.started)
+    who = ["A" if "hfjobA" in r.agent else "B" for r in reqs]
+    assert who.count("A") == who.count("B") == 11  # each job fetched / and the 10 pages
+    gaps = [nxt.started - prev.ended for prev, nxt in itertools.pairwise(reqs)]
+    assert min(gaps) >= DELAY - TOLERANCE, gaps
+    # while both jobs have fetches left: from the later job's first to the earlier one's last
+    both = who[
+        max(who.index("A"), who.index("B")) : min(
+            len(who) - who[::-1].index("A"), len(who) - who[::-1].index("B")
+        )
+    ]
+    runs = [len(list(group)) for _, group in itertools.groupby(both)]
+    assert max(runs) <= 2, "".join(who)
+
+
+def test_a_url_refused_for_a_quota_takes_no_host_lease(db_engine, tmp_path, monkeypatch) -> None:
+    """Refusals decided before fetching (here the domain's object quota) take no lease of the
+    host: the leases taken (counted by a trigger on host_leases) are the fetches the server
+    saw, not one more per refused URL."""
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__HOST_LEASES", "true")
+    with db_engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE lease_takes (holder text)"))
+        conn.execute(
+            sa.text(
+                "CREATE FUNCTION note_take() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF NEW.holder IS NOT NULL THEN INSERT INTO lease_takes VALUES (NEW.holder);"
+                " END IF; RETURN NEW; END $$"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "CREATE TRIGGER note_take AFTER INSERT OR UPDATE ON host_leases"
+                " FOR EACH ROW EXECUTE FUNCTION note_take()"
+            )
+        )
+    site = SlowSite(pages=10, page_s=0.02)
+    try:
+        job = slow_job(site, 3, {"min_delay_ms": 300, "max_delay_ms": 300})
+        domain = HOST.removeprefix("www.")
+        job["domains"] = [{"domain": domain, "config_id": 5, "max_objects": 3, "max_bytes": -1}]
+        result = run_crawl(job, tmp_path / "job", timeout=300)
+    finally:
+        site.stop()
+    assert result.summary["status"] == "complete"
+    refused = [f for f in result.log_fields() if f[1] == "-5003"]
+    assert len(refused) >= 5, result.crawl_log
+    with db_engine.connect() as conn:
+        takes = conn.execute(sa.text("SELECT count(*) FROM lease_takes")).scalar_one()
+    assert takes == len(site.requests()) == 3

@@ -67,6 +67,7 @@ OWNERS = {
     **dict.fromkeys(["access_missing_urls", "access_patches"], "access"),
     "host_leases": "crawler",
     "job_leases": "crawler",
+    "host_lease_waiters": "crawler",
     "credentials": "harvestflow.credentials",
     "job_actions": "harvestflow.job_actions",
     "audit_log": "harvestflow.audit",
