@@ -30,6 +30,7 @@ from crawler.errors import FetchedByBrowser, Refused
 from crawler.inflate import release_inflated
 from crawler.jsextract import extract_html_scripts, extract_script, is_javascript
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
+from crawler.manifests import manifest_kind, manifest_links
 from crawler.outages import PLATFORM_END_REASON, is_platform_failure
 from crawler.sitemaps import is_sitemap_context, links_of_response
 from harvestflow.formats.fetch_status import FetchStatus
@@ -103,6 +104,7 @@ class ArchiveSpider(scrapy.Spider):
     ctx: CrawlContext
     extract_js: bool
     extract_sitemaps: bool
+    media_renditions: str
     max_response_bytes: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -118,6 +120,7 @@ class ArchiveSpider(scrapy.Spider):
         spider.ctx.spider_callbacks = (spider.parse, spider.on_error)
         spider.extract_js = settings.getbool("HARVESTFLOW_EXTRACT_JS")
         spider.extract_sitemaps = settings.getbool("HARVESTFLOW_EXTRACT_SITEMAPS")
+        spider.media_renditions = settings.get("HARVESTFLOW_MEDIA_RENDITIONS", "extremes")
         spider.max_response_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
         if settings.get("HARVESTFLOW_RENDER", "none") != "none":
             from crawler.render import Renderer  # no DevTools client unless a job renders
@@ -149,6 +152,9 @@ class ArchiveSpider(scrapy.Spider):
                     links += links_of_response(
                         response.body, response.url, hf, self.max_response_bytes
                     )
+            elif cap.status == 200 and (kind := manifest_kind(cap.mime, response.url)):
+                # an HLS/DASH manifest: its renditions' segments (crawler/manifests.py)
+                links += manifest_links(kind, response.body, response.url, self.media_renditions)
             elif isinstance(response, HtmlResponse):
                 found, note = html_links(
                     response.text,

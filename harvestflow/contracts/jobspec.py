@@ -73,6 +73,9 @@ class Template:
     render_max_expanders: int = 50  # details, accordions, tabs opened (0: none)
     render_media: bool = True  # srcset/picture/lazy/media sources fetched, media played muted
     render_max_media: int = 200  # sources fetched by that autofetch, per page
+    # HLS/DASH manifests: the renditions whose segments are fetched (crawler/manifests.py):
+    # extremes (lowest and highest bandwidth of each kind) | all
+    media_renditions: str = "extremes"
     render_site_behaviours: str = ""  # folder of site-specific behaviours ("": none)
     render_behaviour_timeout_s: float = 10.0  # a site behaviour's time (its @timeout ≤ 4×)
     max_path_depth: int = 20
@@ -279,6 +282,8 @@ def _check_template(template: Template, where: str) -> None:
         raise JobSpecError(f"{where}: template.render must be none, seeds or html")
     if template.render_consent not in ("accept", "reject", "hide", "none"):
         raise JobSpecError(f"{where}: template.render_consent must be accept, reject, hide or none")
+    if template.media_renditions not in ("extremes", "all"):
+        raise JobSpecError(f"{where}: template.media_renditions must be extremes or all")
     for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):
         if getattr(template, key) < 0:
             raise JobSpecError(f"{where}: template.{key} must be 0 or more")

@@ -81,6 +81,81 @@ APP_JS = b"""(function () {
 """
 
 
+# a page of adaptive streams: an HLS master playlist (three variants and an audio rendition)
+# and a DASH MPD (three video representations by SegmentTemplate/$Number$, audio by
+# SegmentTimeline/$Time$); served with their registered types
+STREAMS_PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>Streams</title></head>
+<body><h1>Streams</h1>
+<video id="hls" src="/hls/master.m3u8" width="64" height="48"></video>
+<video id="dash" width="64" height="48">
+<source src="/dash/film.mpd" type="application/dash+xml"></video>
+</body></html>
+"""
+HLS_MASTER = b"""#EXTM3U
+#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aud",NAME="en",DEFAULT=YES,URI="audio/index.m3u8"
+#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,AUDIO="aud"
+mid/index.m3u8
+#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=320x180,AUDIO="aud"
+low/index.m3u8
+#EXT-X-STREAM-INF:BANDWIDTH=2500000,RESOLUTION=1280x720,AUDIO="aud"
+high/index.m3u8
+"""
+HLS_MEDIA = b"""#EXTM3U
+#EXT-X-VERSION:7
+#EXT-X-TARGETDURATION:2
+#EXT-X-MAP:URI="init.mp4"
+#EXTINF:2.0,
+seg0.m4s
+#EXTINF:2.0,
+seg1.m4s
+#EXTINF:1.0,
+seg2.m4s
+#EXT-X-ENDLIST
+"""
+DASH_MPD = b"""<?xml version="1.0" encoding="UTF-8"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT5S"
+     profiles="urn:mpeg:dash:profile:isoff-live:2011" minBufferTime="PT2S">
+ <Period id="1">
+  <AdaptationSet mimeType="video/mp4" contentType="video">
+   <SegmentTemplate media="$RepresentationID$/seg-$Number%03d$.m4s"
+                    initialization="$RepresentationID$/init.mp4"
+                    duration="2" timescale="1" startNumber="1"/>
+   <Representation id="v2" bandwidth="500000" width="640" height="360"/>
+   <Representation id="v1" bandwidth="100000" width="320" height="180"/>
+   <Representation id="v3" bandwidth="1500000" width="1280" height="720"/>
+  </AdaptationSet>
+  <AdaptationSet mimeType="audio/mp4" contentType="audio">
+   <Representation id="a1" bandwidth="64000">
+    <SegmentTemplate media="audio/$Time$.m4s" initialization="audio/init.mp4" timescale="48000">
+     <SegmentTimeline><S t="0" d="96000" r="1"/><S d="48000"/></SegmentTimeline>
+    </SegmentTemplate>
+   </Representation>
+  </AdaptationSet>
+ </Period>
+</MPD>
+"""
+HLS_TYPE, DASH_TYPE = "application/vnd.apple.mpegurl", "application/dash+xml"
+
+
+def stream_files() -> dict[str, tuple[bytes, str]]:
+    """Path → (body, type) of the streams page's manifests and every segment they name."""
+    files = {
+        "/streams.html": (STREAMS_PAGE, "text/html; charset=utf-8"),
+        "/hls/master.m3u8": (HLS_MASTER, HLS_TYPE),
+        "/dash/film.mpd": (DASH_MPD, DASH_TYPE),
+    }
+    for name in ("low", "mid", "high", "audio"):
+        files[f"/hls/{name}/index.m3u8"] = (HLS_MEDIA, HLS_TYPE)
+        for part in ("init.mp4", "seg0.m4s", "seg1.m4s", "seg2.m4s"):
+            files[f"/hls/{name}/{part}"] = (f"hls {name} {part}".encode(), "video/mp4")
+    for rep in ("v1", "v2", "v3"):
+        for part in ("init.mp4", "seg-001.m4s", "seg-002.m4s", "seg-003.m4s"):
+            files[f"/dash/{rep}/{part}"] = (f"dash {rep} {part}".encode(), "video/mp4")
+    for part in ("init.mp4", "0.m4s", "96000.m4s", "192000.m4s"):
+        files[f"/dash/audio/{part}"] = (f"dash audio {part}".encode(), "audio/mp4")
+    return files
+
+
 def wav_clip(seconds: float = 1.0, rate: int = 8000) -> bytes:
     """A real WAV file: a 440 Hz tone, 16-bit mono (Chromium decodes it; duration ``seconds``)."""
     frames = b"".join(
@@ -162,6 +237,7 @@ def story_page(n: int) -> bytes:
 
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+STREAM_FILES = stream_files()
 
 
 @contextmanager
@@ -235,6 +311,9 @@ def serve(film: bytes) -> Iterator[PostMediaSite]:
                     self._send(404, "text/plain", b"none", [])
             elif path in site.media:
                 self._media(*site.media[path])
+            elif path in STREAM_FILES:
+                body, ctype = STREAM_FILES[path]
+                self._send(200, ctype, body, [])
             else:
                 self._send(404, "text/plain", b"none", [])
 
@@ -270,20 +349,27 @@ def serve(film: bytes) -> Iterator[PostMediaSite]:
 
 
 def crawl(
-    out: Path, film: bytes, job_id: int = 21, harvest_id: int = 5
+    out: Path,
+    film: bytes,
+    job_id: int = 21,
+    harvest_id: int = 5,
+    seed: str = "/",
+    **template: object,
 ) -> tuple[CrawlResult, PostMediaSite]:
-    """Crawl the site with rendering on every HTML page (the site stopped afterwards)."""
+    """Crawl the site from ``seed`` with rendering on every HTML page (the site stopped
+    afterwards; ``template``: more template settings)."""
     with serve(film) as site:
         job = {
             "job_id": job_id,
             "harvest_id": harvest_id,
-            "seeds": [site.url("/")],
+            "seeds": [site.url(seed)],
             "template": {
                 **FAST_TEMPLATE,
                 "max_hops": 2,
                 "render": "html",
                 "render_min_wait_s": 1.5,
                 "render_page_timeout_s": 20,
+                **template,
             },
             "resolve": {HOST: "127.0.0.1"},
         }
