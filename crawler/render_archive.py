@@ -100,6 +100,8 @@ class ArchivedCaptures:
                 line = parse_cdx11(raw.decode("utf-8", "surrogateescape"))
                 if line is None or not line.url.startswith(("http:", "https:")):
                     continue  # dns: and screenshot records are not the browser's business
+                if "__wb_method=" in line.key:
+                    continue  # a POST/PUT answer (keyed under its body) is never a GET's
                 try:
                     key = canonical_key(line.url)
                 except ValueError:

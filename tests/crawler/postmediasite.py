@@ -72,7 +72,15 @@ APP_JS = b"""(function () {
       return d.more;
     });
   }
-  load(1).then(function (more) { if (more) { return load(2); } });
+  load(1).then(function (more) { if (more) { return load(2); } }).then(function () {
+    // a GET of the API URL after its POSTs: the server's own answer, never a POST's
+    return fetch('/' + 'api/stories').then(function (r) {
+      var a = document.createElement('a');
+      a.href = '/' + 'status/' + r.status + '.html';
+      a.textContent = 'GET status';
+      document.body.appendChild(a);
+    });
+  });
   ['news', 'sport'].forEach(function (section) {
     api('count', 'section=' + section + '&sort=new+first', 'application/x-www-form-urlencoded')
       .then(function (d) { document.getElementById('count-' + section).textContent = d.count; });

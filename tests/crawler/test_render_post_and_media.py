@@ -82,13 +82,17 @@ def test_post_api_calls_are_archived_as_request_records_with_their_bodies(crawle
         assert response[0] == "response" and response[2] == "200"
         assert response[1]["WARC-Concurrent-To"] == headers["WARC-Record-ID"]
     answers = [
-        json.loads(r[4]) for r in records if r[0] == "response" and r[1]["WARC-Target-URI"] == api
+        json.loads(r[4])
+        for r in records
+        if r[0] == "response" and r[1]["WARC-Target-URI"] == api and r[2] == "200"
     ]
     assert sorted(s["id"] for a in answers for s in a["stories"]) == list(postmediasite.STORIES)
     # the stories were found in the DOM the script built from the POST answers
     pages = {f[3]: f[1] for f in result.log_fields()}
     for n in postmediasite.STORIES:
         assert pages.get(site.url(f"/story/{n}.html")) == "200", n
+    # the page's GET of the API URL got the server's 405, not a POST answer from the WARC
+    assert site.url("/status/405.html") in pages and site.url("/status/200.html") not in pages
 
 
 def test_media_asked_for_by_range_is_archived_once_whole(crawled: Crawled):
