@@ -12,7 +12,9 @@ so together the crawlers keep one host's delay and one connection at a time.
 Cost: two short statements per fetch, run in Twisted's thread pool (never on the reactor), and
 only with ``[crawler] host_leases`` on ("auto": when ``[airflow] executor = "celery"``), and
 never for a crawl without politeness. Requests to one host in one process queue on a local lock
-first, so only one of them polls the database.
+first, so only one of them polls the database. Crawlers waiting for one host take it in turn
+(a ticket each in ``host_lease_waiters``, migration 038), and a harvest DB gone away pauses the
+host's fetches for up to ``[crawler] platform_outage_s`` (:mod:`crawler.outages`).
 
 The job lease (table ``job_leases``) names the crawler running a job; the crawl task takes it
 (:func:`acquire_job`) and hands its token to the crawler (``HARVESTFLOW_JOB_LEASE``), whose

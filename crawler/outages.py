@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import errno
 import logging
+import shutil
+import sqlite3
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from crawler.context import context_of
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +32,7 @@ _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
 # the crawl's end reason (summary.json "unfinished": not in runner.STATUS_BY_REASON)
 PLATFORM_END_REASON = "platform_unavailable"
 DEFAULT_OUTAGE_S = 120.0
+DEFAULT_MIN_FREE_DISK_MB = 256
 
 
 class PlatformUnavailable(RuntimeError):
@@ -66,6 +74,11 @@ def is_platform_failure(exc: BaseException | None) -> bool:
             return True
         if isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS:
             return True
+        # the frontier (SQLite) on a full or failing disk reports it in words only
+        if isinstance(exc, sqlite3.OperationalError) and any(
+            w in str(exc) for w in ("disk is full", "disk I/O error")
+        ):
+            return True
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
@@ -106,3 +119,41 @@ def ride_out(what: str, call: Callable[[], T], bound_s: float) -> T:
         if warned:
             log.warning("%s: our service is back", what)
         return result
+
+
+def min_free_disk_mb() -> float:
+    """``[crawler] min_free_disk_mb``: the free space on the job's disk below which no fetch
+    starts (room left for the crawl to end cleanly: summary, reports, metadata WARC)."""
+    from harvestflow.settings import get_settings
+
+    raw = get_settings().get("crawler", "min_free_disk_mb", DEFAULT_MIN_FREE_DISK_MB)
+    return float(raw)
+
+
+class DiskSpaceGuard:
+    """Downloader middleware (before the host lease): no fetch starts on a nearly full disk.
+
+    Why before the fetch: a WARC, crawl.log or frontier write failing on a full disk would
+    leave a capture half recorded (written but not marked done, fetched again on resume). With
+    the job's disk below ``min_free_disk_mb`` the fetch is a platform failure instead: the URL
+    stays queued and the crawl stops ``unfinished`` while there is room to end it cleanly; the
+    retry, once space is freed, resumes it.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.ctx = context_of(crawler)
+        self.min_free = min_free_disk_mb() * 1024 * 1024
+        self.paths = {self.ctx.out, self.ctx.warc_dir}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DiskSpaceGuard:
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        for path in self.paths:
+            free = shutil.disk_usage(path).free
+            if free < self.min_free:
+                raise PlatformUnavailable(
+                    f"{path}: {free // (1024 * 1024)} MB free, below [crawler] min_free_disk_mb"
+                    f" ({self.min_free // (1024 * 1024):.0f} MB); free space and resume the job"
+                )

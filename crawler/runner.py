@@ -120,6 +120,8 @@ def scrapy_settings(
             # before CookiesMiddleware (700): a request waiting for a form login gets its cookies;
             # only in jobs with credentials (it imports the credential store)
             **({"crawler.credentials.LoginMiddleware": 650} if spec.credentials else {}),
+            # no fetch on a nearly full disk (crawler/outages.py): the crawl stops resumable
+            "crawler.outages.DiskSpaceGuard": 920,
             # quota and address refusals before the host's lease: they take no lease or delay
             "crawler.capture_middleware.RefuseBeforeFetchMiddleware": 930,
             # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)

@@ -7,7 +7,9 @@ slowly enough to stop a service mid-crawl, with a log of every request it served
 
 from __future__ import annotations
 
+import base64
 import collections
+import os
 import subprocess
 import threading
 import time
@@ -34,9 +36,11 @@ class Served:
 class SlowSite:
     """``/`` links to ``/page/1`` … ``/page/<pages>``; each page takes ``page_s`` to serve."""
 
-    def __init__(self, pages: int, page_s: float) -> None:
+    def __init__(self, pages: int, page_s: float, page_bytes: int = 0) -> None:
         self.pages = pages
         self.page_s = page_s
+        # pages padded with this many random (incompressible) bytes, to fill a disk
+        self.padding = base64.b64encode(os.urandom(page_bytes)).decode() if page_bytes else ""
         self.lock = threading.Lock()
         self.served: list[Served] = []
         site = self
@@ -53,7 +57,8 @@ class SlowSite:
                     status, body = 200, f"<html><body>{links}</body></html>"
                 elif self.path.startswith("/page/"):
                     time.sleep(site.page_s)
-                    status, body = 200, f"<html><body>page {self.path}</body></html>"
+                    pad = f"<!-- {self.path} {site.padding} -->" if site.padding else ""
+                    status, body = 200, f"<html><body>page {self.path}{pad}</body></html>"
                 else:
                     status, body = 404, "<html><body>no</body></html>"
                 data = body.encode()

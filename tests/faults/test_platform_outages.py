@@ -8,6 +8,7 @@ the real embedded server of the ``services`` fixture, stopped and started again 
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -102,3 +103,38 @@ def test_the_database_away_past_the_bound_ends_the_crawl_unfinished_and_the_reru
     again = run_crawl(job, out, timeout=240)
     assert again.summary["status"] == "complete"
     assert_every_page_once(slow_site, [out])
+
+
+@pytest.fixture()
+def small_disk(tmp_path) -> Iterator[Any]:
+    """A 8 MB tmpfs mounted for the test (we run as root), unmounted after it."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_full_data_disk_stops_the_crawl_resumable_and_the_rerun_completes_every_page(
+    services, small_disk, tmp_path, monkeypatch
+) -> None:
+    """The job's disk fills up mid-crawl: no fetch starts below ``min_free_disk_mb``, the crawl
+    ends ``unfinished`` (exit 3) with its summary written, no page is logged as failed; once
+    space is freed the rerun resumes and completes, each page captured once."""
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__MIN_FREE_DISK_MB", "4")
+    site = SlowSite(40, page_s=0.0, page_bytes=200_000)
+    try:
+        out = small_disk / "job"
+        job = slow_job(site, 43, {"min_delay_ms": 0, "max_delay_ms": 0})
+        first = run_crawl(job, out, check=False, timeout=240)
+        assert first.proc.returncode == 3, first.proc.stderr[-3000:]
+        assert first.summary["status"] == "unfinished"
+        served = [r for r in site.requests() if r.path.startswith("/page/")]
+        assert 0 < len(served) < site.pages  # the disk filled mid-crawl
+        assert "min_free_disk_mb" in (out / "logs" / "crawler.log").read_text()
+        subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+        again = run_crawl(job, out, timeout=240)
+        assert again.summary["status"] == "complete"
+        assert_every_page_once(site, [out])
+    finally:
+        site.stop()
