@@ -22,7 +22,9 @@ A file whose module fails (after its retries), or that is quarantined, makes the
    `harvestflow search query "some words"` then finds them.
 5. For the jobs of watched targets (selection records marked `watched`), `extract_documents`
    stores their publications (PDF, Word, ODF, EPUB) with landing pages and metadata
-   (indexing/documents); `harvestflow documents list` shows them.
+   (indexing/documents); `harvestflow documents list` shows them. `check_documents` then
+   offers (state `available`) those the access service replays, and retries the others at the
+   next run.
 """
 
 from datetime import datetime
@@ -108,6 +110,15 @@ with DAG(
         task_logger().info("%s: %s", file_name, result)
         return result
 
+    @task(trigger_rule="all_done")
+    def check_documents() -> dict[str, int]:
+        """New documents the access service now replays become available (retried each run)."""
+        from indexing.documents.availability import check_new
+
+        counts = check_new()
+        task_logger().info("documents checked: %s", counts)
+        return counts
+
     files = pending()
     ingest() >> files
     # not on_failure_fail_dagrun: a teardown counted for the run state would hide its upstream
@@ -120,4 +131,4 @@ with DAG(
     extract_text.expand(file_name=texts)
     # documents of watched targets, like the text: after every file of the run is indexed
     processed >> (document_files := documents_pending())
-    extract_documents.expand(file_name=document_files)
+    extract_documents.expand(file_name=document_files) >> check_documents()

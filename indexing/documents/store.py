@@ -299,3 +299,147 @@ def list_documents(
     for doc in docs:
         doc["captures"] = by_digest.get(doc["digest"], [])
     return docs
+
+
+def _version(
+    conn: Connection,
+    document_id: int,
+    user: str,
+    action: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> None:
+    conn.execute(
+        sa.text(
+            "INSERT INTO document_versions (document_id, changed_by, action, before, after)"
+            " VALUES (:d, :u, :a, CAST(:b AS jsonb), CAST(:f AS jsonb))"
+        ),
+        {
+            "d": document_id,
+            "u": user,
+            "a": action,
+            "b": json.dumps(before, default=str),
+            "f": json.dumps(after, default=str),
+        },
+    )
+
+
+def record_check(
+    conn: Connection, document_id: int, available: bool, detail: str, user: str
+) -> None:
+    """An availability check's outcome: a ``new`` document found replayable becomes
+    ``available`` (one version row); otherwise only what the check saw is kept."""
+    moved = conn.execute(
+        sa.text(
+            "UPDATE documents SET checked_at = now(), check_detail = :x, updated_at = now(),"
+            " state = CASE WHEN :ok AND state = 'new' THEN 'available' ELSE state END"
+            " WHERE document_id = :d RETURNING state"
+        ),
+        {"x": detail[:2000], "ok": available, "d": document_id},
+    ).scalar_one_or_none()
+    if available and moved == "available":
+        _version(conn, document_id, user, "available", {"state": "new"}, {"state": "available"})
+
+
+class DocumentError(ValueError):
+    """A change a document cannot take (unknown id, a bad field, a state it cannot reach)."""
+
+
+def _current(conn: Connection, document_id: int) -> dict[str, Any]:
+    row = (
+        conn.execute(
+            sa.text("SELECT * FROM documents WHERE document_id = :d FOR UPDATE"),
+            {"d": document_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise DocumentError(f"no document {document_id}")
+    return dict(row)
+
+
+def correct(conn: Connection, document_id: int, user: str, fields: dict[str, Any]) -> list[str]:
+    """A curator's correction of the metadata: the changed fields, kept as a new version (the
+    values before and after); the landing page no longer overwrites them. Returns the fields
+    changed (none: no version written)."""
+    unknown = set(fields) - set(EDITABLE)
+    if unknown:
+        raise DocumentError(f"not a document field: {', '.join(sorted(unknown))}")
+    doc = _current(conn, document_id)
+    new: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "authors":
+            value = [a.strip() for a in (value or []) if a and a.strip()]
+        else:
+            value = (str(value).strip() or None) if value is not None else None
+            if value is not None and len(value) > 2000:
+                raise DocumentError(f"{key}: longer than 2000 characters")
+        if value != (doc[key] if key != "authors" else list(doc[key] or [])):
+            new[key] = value
+    if not new:
+        return []
+    before = {k: doc[k] for k in new}
+    sets = ", ".join(
+        f"{k} = CAST(:{k} AS text[])" if k == "authors" else f"{k} = :{k}" for k in new
+    )
+    conn.execute(
+        sa.text(f"UPDATE documents SET {sets}, updated_at = now() WHERE document_id = :id"),
+        {**new, "id": document_id},
+    )
+    _version(conn, document_id, user, "correct", before, new)
+    return sorted(new)
+
+
+DECISIONS = {"catalogue": "catalogued", "reject": "rejected"}
+
+
+def decide(conn: Connection, document_id: int, user: str, decision: str) -> str:
+    """A curator catalogues or rejects an available document (a rejected one may be catalogued
+    after all, and the reverse); a document not yet replayable cannot be catalogued."""
+    if decision not in DECISIONS:
+        raise DocumentError(f"unknown decision {decision!r} (catalogue or reject)")
+    doc = _current(conn, document_id)
+    state = DECISIONS[decision]
+    if state == "catalogued" and doc["state"] not in ("available", "rejected"):
+        raise DocumentError(
+            f"document {document_id} is {doc['state']}: only an available document (replayed by"
+            " the access service) can be catalogued"
+        )
+    if doc["state"] == state:
+        return state
+    conn.execute(
+        sa.text("UPDATE documents SET state = :s, updated_at = now() WHERE document_id = :d"),
+        {"s": state, "d": document_id},
+    )
+    _version(conn, document_id, user, decision, {"state": doc["state"]}, {"state": state})
+    return state
+
+
+def history(conn: Connection, document_id: int) -> list[dict[str, Any]]:
+    """The document's versions, newest first."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT version_id, changed_at, changed_by, action, before, after"
+            " FROM document_versions WHERE document_id = :d ORDER BY version_id DESC"
+        ),
+        {"d": document_id},
+    ).mappings()
+    return [dict(r) for r in rows]
+
+
+def counts_by_target(conn: Connection) -> dict[int, dict[str, int]]:
+    """Per target: documents found, available (or catalogued: they were available first), and
+    catalogued (QA's daily figures)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT record_id, count(*) AS found,"
+            " count(*) FILTER (WHERE state IN ('available', 'catalogued')) AS available,"
+            " count(*) FILTER (WHERE state = 'catalogued') AS catalogued"
+            " FROM documents WHERE record_id IS NOT NULL GROUP BY record_id ORDER BY record_id"
+        )
+    )
+    return {
+        r.record_id: {"found": r.found, "available": r.available, "catalogued": r.catalogued}
+        for r in rows
+    }

@@ -75,6 +75,7 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
         "extract_text": "upstream_failed",
         "documents_pending": "upstream_failed",  # the same for watched targets' documents
         "extract_documents": "upstream_failed",
+        "check_documents": "success",  # the documents indexed earlier are still checked
     }
     assert "not a WARC or ARC file" in proc.stdout + proc.stderr
     with db_engine.connect() as conn:

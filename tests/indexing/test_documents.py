@@ -38,11 +38,12 @@ def watched_feed(site: Site) -> list[dict]:
     ]
 
 
-def harvest_watched_site(engine: sa.Engine, site: Site, tmp_path: Path) -> tuple[int, list[Path]]:
-    """Import the target, transfer it, generate and prepare its job, crawl the site with it,
-    and register the WARCs in the index manifest as the chain's ingest and index modules do."""
+def harvest_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> tuple[int, Path]:
+    """Import the target, transfer it, generate and prepare its job, and crawl the site with it
+    into the job's directory; (job id, job directory)."""
     ensure_reference_data(engine)
-    feed = tmp_path / "feed.json"
+    feed = data_dir / "feed.json"
+    feed.parent.mkdir(parents=True, exist_ok=True)
     feed.write_text(json.dumps(watched_feed(site)))
     report = import_file(feed, check_urls=False, engine=engine, theme="gov")
     assert report.inserted == 1, report.text()
@@ -50,30 +51,38 @@ def harvest_watched_site(engine: sa.Engine, site: Site, tmp_path: Path) -> tuple
     (job_id,) = p.generate_jobs(
         definitions["ukwa-monthly-202601050900"], datetime(2026, 12, 6, tzinfo=UTC), engine=engine
     )
-    spec = json.loads(Path(p.prepare_job(job_id, tmp_path / "job", engine=engine)).read_text())
+    spec_path = Path(p.prepare_job(job_id, data_dir, engine=engine))
+    spec = json.loads(spec_path.read_text())
     spec["template"].update(FAST_TEMPLATE)
     spec["resolve"] = {HOST: "127.0.0.1"}
-    crawl = run_crawl(spec, tmp_path / "crawl")
-    warcs = sorted(crawl.data_warcs())
+    run_crawl(spec, spec_path.parent)
+    return job_id, spec_path.parent
+
+
+def register_indexed(engine: sa.Engine, job_id: int, job_dir: Path) -> list[Path]:
+    """The job's data WARCs entered in the index manifest as indexed (the chain's ingest and
+    index modules' outcome, without their copies)."""
+    warcs = sorted(w for w in (job_dir / "warcs").glob("*.warc.gz") if "-metadata-" not in w.name)
+    assert warcs
     for warc in warcs:
         manifest.insert(
             engine,
             file_name=warc.name,
             job_id=job_id,
-            harvest_id=spec["harvest_id"],
             source_path=str(warc),
             final_path=str(warc),
             size=warc.stat().st_size,
             stage="indexed",
         )
-    return job_id, warcs
+    return warcs
 
 
 def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
     db_engine, tmp_path
 ):
     with serve() as site:
-        job_id, warcs = harvest_watched_site(db_engine, site, tmp_path)
+        job_id, job_dir = harvest_watched_site(db_engine, site, tmp_path)
+    warcs = register_indexed(db_engine, job_id, job_dir)
     pending = scan.pending_files()
     assert sorted(pending) == sorted(w.name for w in warcs)
     for name in pending:
@@ -131,7 +140,8 @@ def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
 
 def test_a_job_of_no_watched_target_is_not_read(db_engine, tmp_path):
     with serve() as site:
-        job_id, warcs = harvest_watched_site(db_engine, site, tmp_path)
+        job_id, job_dir = harvest_watched_site(db_engine, site, tmp_path)
+    warcs = register_indexed(db_engine, job_id, job_dir)
     with db_engine.begin() as conn:
         conn.execute(
             sa.text("UPDATE jobs SET template = template - 'documents' WHERE job_id = :j"),
