@@ -10,16 +10,21 @@ The site is served compressed, as production servers serve it (``scriptsite.comp
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.behaviours.consent import VENDOR
+from crawler.behaviours.run import page_js
 from crawler.behaviours.sites import load_site_behaviours, parse_behaviour
-from crawler.cdp import find_chromium
+from crawler.behaviours.wording import CONSENT_HINTS, consent_words
+from crawler.cdp import Browser, find_chromium
 from harvestflow.contracts.jobspec import JobSpec, JobSpecError
 from tests.crawler import behavioursite as bs
 from tests.crawler.conftest import CrawlResult
@@ -205,3 +210,69 @@ def test_a_click_that_leaves_the_page_brings_it_back_and_ends_the_behaviours(
     assert [page, "page", "left", "1", prefix + "/gone.html"] in _report(result)
     shots = (result.out / "reports" / "screenshots-report.txt").read_text()
     assert f"{page} full" in shots
+
+
+# a consent banner in each language of the wording table: its text, its accept and reject button
+BANNERS = {
+    "en": ("We use cookies to improve your experience.", "Accept all cookies", "Reject all"),
+    "fr": ("Nous utilisons des cookies.", "Tout accepter", "Tout refuser"),
+    "de": ("Wir verwenden Cookies.", "Alle akzeptieren", "Alle ablehnen"),
+    "es": ("Utilizamos cookies propias y de terceros.", "Aceptar todo", "Rechazar todo"),
+    "it": ("Questo sito utilizza cookie.", "Accetta tutto", "Rifiuta tutto"),
+    "nl": ("Wij gebruiken cookies.", "Alles accepteren", "Alles weigeren"),
+    "sv": ("Vi använder kakor (cookies).", "Acceptera alla", "Avvisa alla"),
+    "da": ("Vi bruger cookies.", "Tillad alle", "Afvis alle"),
+    "no": ("Vi bruker informasjonskapsler.", "Godta alle", "Avslå alle"),
+    "fi": ("Käytämme evästeitä.", "Hyväksy kaikki", "Hylkää kaikki"),
+    "is": ("Við notum vafrakökur.", "Samþykkja allt", "Hafna öllu"),
+}
+
+
+def test_the_wording_fallback_answers_a_banner_in_each_language() -> None:
+    """page.js's consent step, in Chromium, on a fixed banner of each language: the button of
+    the template's choice is clicked, the other never; a button of the same wording outside a
+    consent box (no cookie wording around it) is not clicked."""
+
+    async def clicked(browser: Browser, session: str, html: str, mode: str) -> object:
+        url = "data:text/html;charset=utf-8," + urllib.parse.quote(html)
+        await browser.send("Page.navigate", {"url": url}, session=session)
+        await asyncio.sleep(0.3)
+        args = json.dumps([consent_words(mode), list(CONSENT_HINTS)])
+        result = await browser.send(
+            "Runtime.evaluate",
+            {"expression": f"({page_js()}).consent(...{args})", "returnByValue": True},
+            session=session,
+        )
+        return result["result"]["value"].get("clicked")
+
+    async def run() -> dict[tuple[str, str], object]:
+        browser = Browser(None)
+        await browser.start()
+        try:
+            target = await browser.send("Target.createTarget", {"url": "about:blank"})
+            session = (
+                await browser.send(
+                    "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+                )
+            )["sessionId"]
+            await browser.send("Page.enable", session=session)
+            out: dict[tuple[str, str], object] = {}
+            for lang, (text, yes, no) in BANNERS.items():
+                banner = (
+                    '<div style="position:fixed;bottom:0;left:0;right:0;padding:10px">'
+                    f"<p>{text}</p><button>{yes}</button> <button>{no}</button></div>"
+                )
+                for mode in ("accept", "reject"):
+                    out[(lang, mode)] = await clicked(browser, session, banner, mode)
+            plain = "<p>Welcome</p><button>Accept</button>"  # not a consent box
+            out[("plain", "accept")] = await clicked(browser, session, plain, "accept")
+            return out
+        finally:
+            await browser.close()
+
+    find_chromium()
+    got = asyncio.run(run())
+    for lang, (_, yes, no) in BANNERS.items():
+        assert got[(lang, "accept")] == yes.lower(), (lang, got[(lang, "accept")])
+        assert got[(lang, "reject")] == no.lower(), (lang, got[(lang, "reject")])
+    assert got[("plain", "accept")] is None
