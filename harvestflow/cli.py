@@ -19,6 +19,7 @@ import crawler.cli
 import harvest.cli
 import harvest.preload.cli
 import indexing.cli
+import indexing.documents.cli
 import preservation.cli
 import qa.cli
 from harvestflow import continuous_cli, credentials_cli, qc_cli, search_cli
@@ -33,6 +34,7 @@ STAGE_CLIS: tuple[ModuleType, ...] = (
     harvest.preload.cli,
     continuous_cli,
     indexing.cli,
+    indexing.documents.cli,
     preservation.cli,
     qa.cli,
     credentials_cli,

@@ -39,6 +39,7 @@ from harvestflow.contracts.jobdir import JobDir
 from harvestflow.curator import (
     actions,
     crawllog_search,
+    documents_pages,
     feedback,
     jobfiles,
     operations,
@@ -375,6 +376,10 @@ def create_app(
     records_pages.add_record_routes(
         app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
     )
+    documents_pages.add_document_routes(
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key,
+        replay=replay,
+    )  # fmt: skip
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:

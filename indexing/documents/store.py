@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from harvestflow.formats.seeds import SeedError, check_text
+
 STATES = ("new", "available", "catalogued", "rejected")
 EDITABLE = ("title", "authors", "published", "language", "isbn", "issn", "doi")
 
@@ -369,6 +371,11 @@ def correct(conn: Connection, document_id: int, user: str, fields: dict[str, Any
     doc = _current(conn, document_id)
     new: dict[str, Any] = {}
     for key, value in fields.items():
+        for text in value if isinstance(value, list) else [value]:
+            try:
+                check_text(str(text or ""), key)  # no NUL, valid UTF-8, bounded
+            except SeedError as exc:
+                raise DocumentError(str(exc)) from None
         if key == "authors":
             value = [a.strip() for a in (value or []) if a and a.strip()]
         else:

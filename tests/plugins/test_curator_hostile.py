@@ -113,8 +113,11 @@ def _seed(engine: sa.Engine, tmp_path: Path, status: int = JobStatus.DONE) -> di
                 " RETURNING record_id"
             )
         ).scalar_one()
+    from tests.indexing.docfixtures import add as add_document
+
+    document = add_document(engine, 1, record_id=int(record))
     return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0",
-            "record_id": str(record)}  # fmt: skip
+            "record_id": str(record), "document_id": str(document)}  # fmt: skip
 
 
 @pytest.fixture
@@ -311,6 +314,7 @@ def test_every_form_answers_hostile_values_without_a_5xx(
         f"/records/{valid['record_id']}",
         f"/jobs/{valid['job_id']}",
         "/domains/web.test",
+        f"/documents/{valid['document_id']}",
     ]
     forms = [form for page in pages for form in _page_forms(client.get(page).text)]
     # the patch form is shown only for a job with missing URLs: its fields by hand
