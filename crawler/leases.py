@@ -233,6 +233,9 @@ class HostLeaseMiddleware:
         self.waited_ms: Counter[str] = Counter()
         self.waits: Counter[str] = Counter()
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(
+            self.request_left_downloader, signal=signals.request_left_downloader
+        )
         log.info("host politeness shared through host_leases (holder %s)", self.leases.holder)
 
     @classmethod
@@ -266,11 +269,14 @@ class HostLeaseMiddleware:
             raise
         waited = int((time.monotonic() - start) * 1000)
         request.meta["hf_lease_wait_ms"] = waited
+        request.meta["hf_lease_held"] = True
         if waited >= 1:
             self.waited_ms[host] += waited
             self.waits[host] += 1
 
     def _give_back(self, request: Request, duration_s: float) -> None:
+        if not request.meta.pop("hf_lease_held", False):
+            return  # given back already (at the fetch's end), or never taken
         host = urlparse_cached(request).hostname or ""
         delay = politeness_delay(
             duration_s,
@@ -289,13 +295,18 @@ class HostLeaseMiddleware:
         d.addErrback(lambda f: log.error("host lease of %s not given back: %s", host, f.value))
         d.addBoth(lambda _: self.locks[host].release())
 
+    def request_left_downloader(self, request: Request, spider: Any = None) -> None:
+        """The fetch is over (answered or failed): the host is given back at once, before the
+        capture is written, so a capture failing on our platform cannot keep the host."""
+        start = request.meta.get("hf_fetch_start")
+        self._give_back(request, max(0.0, time.time() - start) if start else 0.0)
+
     def process_response(
         self, request: Request, response: Response, spider: Any = None
     ) -> Response:
         if "hf_lease_wait_ms" not in request.meta:
             return response
-        start = request.meta.get("hf_fetch_start")
-        self._give_back(request, max(0.0, time.time() - start) if start else 0.0)
+        self.request_left_downloader(request)  # normally done already: then a no-op
         waited = request.meta.pop("hf_lease_wait_ms")
         capture = request.meta.get("hf_capture")
         if waited >= 1 and capture is not None:
@@ -305,8 +316,8 @@ class HostLeaseMiddleware:
     def process_exception(
         self, request: Request, exception: BaseException, spider: Any = None
     ) -> None:
-        if request.meta.pop("hf_lease_wait_ms", None) is not None:
-            self._give_back(request, 0.0)
+        request.meta.pop("hf_lease_wait_ms", None)
+        self._give_back(request, 0.0)  # a no-op when given back at the fetch's end
 
     def spider_closed(self, spider: Any) -> None:
         """reports/host-leases-report.txt: per host, the time spent waiting for other crawlers."""

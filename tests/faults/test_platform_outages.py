@@ -138,3 +138,32 @@ def test_a_full_data_disk_stops_the_crawl_resumable_and_the_rerun_completes_ever
         assert_every_page_once(site, [out])
     finally:
         site.stop()
+
+
+def test_a_write_failing_on_a_full_disk_gives_the_host_lease_back_and_logs_no_site_failure(
+    services, leased, db_engine, small_disk, monkeypatch
+) -> None:
+    """With the free-space guard off, a WARC write fails with ENOSPC after the fetch: the host's
+    lease is given back all the same (no host blocked for other crawlers), the crawl ends
+    without hanging, and crawl.log holds no negative status for it."""
+    import sqlalchemy as sa
+
+    monkeypatch.setenv("HARVESTFLOW_CRAWLER__MIN_FREE_DISK_MB", "0")
+    subprocess.run(["mount", "-o", "remount,size=2m", str(small_disk)], check=True)
+    site = SlowSite(40, page_s=0.0, page_bytes=200_000)
+    try:
+        out = small_disk / "job"
+        first = run_crawl(slow_job(site, 44), out, check=False, timeout=120)
+    finally:
+        site.stop()
+    assert first.proc.returncode != 0
+    assert first.summary.get("status") != "complete"
+    assert len([r for r in site.requests() if r.path.startswith("/page/")]) < site.pages
+    log = out / "logs" / "crawl.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    assert [line for line in lines if int(line.split()[1]) < 0] == []
+    with db_engine.connect() as conn:
+        held = conn.execute(
+            sa.text("SELECT host, holder FROM host_leases WHERE holder IS NOT NULL")
+        ).all()
+    assert held == []
