@@ -30,6 +30,7 @@ from harvestflow.settings import Settings, get_settings
 from qa import codes, daily_compare, inputs, metrics, report, store
 from qa.crawllog_aggregate import CrawlLogError, LogAggregate, aggregate_crawl_log
 from qa.crawltable import empty_groups
+from qa.documents import document_figures
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
 from qa.report import stats_rows, summary_of
@@ -63,6 +64,7 @@ class DayComputation:
     comparisons: Any = None
     # full-text extraction of the WARCs finished that day (search backend's day_counts)
     fulltext: dict[str, int] | None = None
+    documents: list[dict[str, Any]] | None = None  # per watched target (qa.documents)
 
 
 def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> JobOutcome:
@@ -344,6 +346,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     )
     comp.comparisons = daily_compare.build(comp, engine)
     comp.fulltext = get_backend(settings).day_counts(day)
+    comp.documents = document_figures(engine, day)
     report_dir = settings.path("qa", day.isoformat())
     with store.day_lock(engine, day):  # an overlapping run of the same day waits here
         written = report.write_report(comp, report_dir)
@@ -402,6 +405,12 @@ def summary_lines(result: dict) -> list[str]:
             f"  full text: {ft['extracted']:,} documents extracted from {ft['files']:,} WARC(s),"
             f" {ft['duplicates']:,} duplicate captures, {ft['skipped']:,} skipped,"
             f" {ft['failed']:,} failed"
+        )
+    for d in result.get("documents", [])[:20]:
+        lines.append(
+            f"  documents of target {d['record_id']} ({d['title'] or 'untitled'}): {d['found']}"
+            f" found ({d['found_on_day']} that day), {d['available']} available,"
+            f" {d['catalogued']} catalogued, {d['broken']} broken"
         )
     problems = result.get("problems", [])
     if problems:

@@ -252,6 +252,7 @@ def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
         "problems": comp.problems,
         "run_changes": run_changes,
         **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
+        **({"documents": comp.documents} if comp.documents is not None else {}),
     }
 
 

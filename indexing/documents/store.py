@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -435,18 +435,28 @@ def history(conn: Connection, document_id: int) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
-def counts_by_target(conn: Connection) -> dict[int, dict[str, int]]:
-    """Per target: documents found, available (or catalogued: they were available first), and
-    catalogued (QA's daily figures)."""
+def counts_by_target(conn: Connection, day: date | None = None) -> dict[int, dict[str, int]]:
+    """Per target: documents found (and found on ``day``), available (or catalogued: they were
+    available first), catalogued, and broken (QA's daily figures, the documents page)."""
     rows = conn.execute(
         sa.text(
             "SELECT record_id, count(*) AS found,"
+            " count(*) FILTER (WHERE CAST(created_at AT TIME ZONE 'UTC' AS date)"
+            "  = CAST(:day AS date)) AS found_on_day,"
             " count(*) FILTER (WHERE state IN ('available', 'catalogued')) AS available,"
-            " count(*) FILTER (WHERE state = 'catalogued') AS catalogued"
+            " count(*) FILTER (WHERE state = 'catalogued') AS catalogued,"
+            " count(*) FILTER (WHERE broken IS NOT NULL) AS broken"
             " FROM documents WHERE record_id IS NOT NULL GROUP BY record_id ORDER BY record_id"
-        )
+        ),
+        {"day": day},
     )
     return {
-        r.record_id: {"found": r.found, "available": r.available, "catalogued": r.catalogued}
+        r.record_id: {
+            "found": r.found,
+            **({"found_on_day": r.found_on_day} if day is not None else {}),
+            "available": r.available,
+            "catalogued": r.catalogued,
+            "broken": r.broken,
+        }
         for r in rows
     }
