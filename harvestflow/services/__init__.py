@@ -7,6 +7,7 @@ check that it answers, and never start or stop it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harvestflow.s3 import replica_embedded, replica_target
@@ -93,7 +94,7 @@ class ServiceStatus:
     def line(self) -> str:
         kind = "embedded" if self.embedded else "external"
         state = "running" if self.running else "stopped"
-        return f"{self.name:<11} {kind:<9} {state:<8} {self.address}"
+        return f"{self.name:<13} {kind:<9} {state:<8} {self.address}"
 
 
 def ensure_bucket(settings: Settings) -> None:
@@ -138,21 +139,25 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
 
 
 def stop_all(settings: Settings | None = None) -> list[str]:
+    """Stop the embedded services, all at once (each its own way; SeaweedFS takes a while), so
+    a stop of the platform is as long as the slowest of them, not their sum."""
+    from concurrent.futures import ThreadPoolExecutor
+
     settings = settings or get_settings()
-    stopped = []
-    if settings.broker_embedded and redis_for(settings).stop():  # whatever the executor now
-        stopped.append("redis")
-    if settings.s3_embedded and seaweedfs_for(settings).stop():
-        stopped.append("seaweedfs")
+    stops: dict[str, Callable[[], bool]] = {replica.NAME: lambda: replica.stop_replica(settings)}
+    if settings.broker_embedded:  # whatever the executor now
+        stops["redis"] = redis_for(settings).stop
+    if settings.s3_embedded:
+        stops["seaweedfs"] = seaweedfs_for(settings).stop
     if settings.postgres_embedded:
         from harvestflow import db
 
         db.dispose_engines()
-        if postgres_for(settings).stop():
-            stopped.append("postgres")
-    if replica.stop_replica(settings):
-        stopped.append(replica.NAME)
-    return stopped
+        stops["postgres"] = postgres_for(settings).stop
+    with ThreadPoolExecutor(max_workers=len(stops)) as pool:
+        done = {name: pool.submit(stop) for name, stop in stops.items()}
+    order = ("redis", "seaweedfs", "postgres", replica.NAME)
+    return [name for name in order if name in done and done[name].result()]
 
 
 def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
@@ -195,6 +200,36 @@ def status_all(settings: Settings | None = None) -> list[ServiceStatus]:
         found.append(
             ServiceStatus("broker", settings.broker_embedded, broker_running, settings.broker_url)
         )
+    return found + airflow_status(settings)
+
+
+def airflow_status(settings: Settings) -> list[ServiceStatus]:
+    """Airflow's api-server and the components it reports healthy, and with the celery
+    executor each worker that answers on the broker (or a line saying none does)."""
+    from harvestflow.services.cluster import (
+        HEALTH_COMPONENTS,
+        airflow_health,
+        api_base,
+        celery_workers,
+    )
+
+    health = airflow_health(settings)
+    found = [ServiceStatus("api-server", True, health is not None, api_base(settings))]
+    for name in HEALTH_COMPONENTS:
+        entry = (health or {}).get(name) or {}
+        beat = next((str(v) for k, v in entry.items() if k.endswith("heartbeat")), "")
+        healthy = entry.get("status") == "healthy"
+        found.append(
+            ServiceStatus(name.replace("_", "-"), True, healthy, f"last heartbeat {beat or '-'}")
+        )
+    if settings.executor == "celery":
+        names = celery_workers(settings)
+        if not names:
+            found.append(
+                ServiceStatus("worker", True, False, "no Celery worker answers: tasks wait")
+            )
+        for name in names or []:
+            found.append(ServiceStatus("worker", True, True, name))
     return found
 
 
