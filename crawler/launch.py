@@ -9,7 +9,9 @@ the tail of stderr for the error message, and return summary.json read through i
 from __future__ import annotations
 
 import collections
+import functools
 import logging
+import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +20,7 @@ from pathlib import Path
 from crawler import CrawlerError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
+from harvestflow.services.process import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,15 @@ def crawl_in_subprocess(
     ]
     logger.info("starting crawl: %s", " ".join(cmd))
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        # the crawl ends with the process that runs it (a killed task runner or worker):
+        # SIGHUP (crawler.ownerwatch), so it saves its frontier and exits unfinished; never an
+        # unsupervised orphan
+        preexec_fn=functools.partial(die_with_parent, signal.SIGHUP),
     )
     tail: collections.deque[str] = collections.deque(maxlen=40)
 

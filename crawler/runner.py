@@ -143,6 +143,7 @@ def scrapy_settings(
             "crawler.statslog.ProgressStatistics": 510,
             "crawler.robots_sitemaps.RobotsSitemaps": 530,
             "crawler.leases.JobLeaseHeartbeat": 540,  # only with a job lease (crawl tasks)
+            "crawler.ownerwatch.OwnerWatch": 550,  # SIGHUP: its supervisor is gone
             **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },
         "DOWNLOAD_HANDLERS": {

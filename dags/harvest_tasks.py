@@ -39,13 +39,14 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
 
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
         # followed by another worker, which takes the expired job lease and resumes the job;
-        # so is a crawl that ended unfinished (crawler.launch.CrawlUnfinished)
+        # so is a crawl that ended unfinished (crawler.launch.CrawlUnfinished); a short delay,
+        # since the retry waits for the job lease anyway (README, "More than one machine")
         @task(
             pool=pool,
             queue=pool,
             execution_timeout=timedelta(hours=24),
             retries=2,
-            retry_delay=timedelta(seconds=30),
+            retry_delay=timedelta(seconds=5),
         )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from airflow.sdk import get_current_context

@@ -15,12 +15,14 @@ frontier in the same directory, and after the last try the job is recorded FAILE
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
 from typing import Any
 
 from crawler.launch import crawl_in_subprocess
 from harvest.joblease import check_worker_can_crawl, job_lease, lease_wait_s
 from harvest.jobs import finished_summary, mark_started
+from harvestflow.services.process import tie_to_parent
 from harvestflow.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,10 @@ def crawl_prepared_job(
     holds the job.
     """
     logger = logger or log
+    if airflow_task is not None:
+        # the task runner dies with its supervisor (a killed worker); its crawler, in turn,
+        # gets SIGTERM when the task runner dies (crawler.launch), checkpoints and exits
+        tie_to_parent(signal.SIGKILL)
     spec = Path(job_spec)
     summary = finished_summary(spec)
     if summary is not None:  # a re-run after the crawl finished: not crawled twice

@@ -28,6 +28,7 @@ import psutil
 
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
+from harvestflow.services.process import descendants
 from harvestflow.settings import EXECUTORS, Settings
 
 log = logging.getLogger(__name__)
@@ -85,9 +86,33 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "HARVESTFLOW_CONFIG": str(settings.source),
         }
     )
+    for key, value in recovery_env(settings).items():
+        env.setdefault(key, value)  # an operator's own AIRFLOW__ value wins
     if settings.executor == "celery":
         env.update(celery_env(settings))
     return env
+
+
+def recovery_env(settings: Settings) -> dict[str, str]:
+    """How soon the scheduler fails a task instance whose worker is gone: after half of
+    ``[crawler] job_lease_ttl_s`` without a heartbeat (Airflow's default is 300 s), checked
+    every quarter of that.
+
+    Why from the job lease's TTL: the crawl task's retry (5 s later) waits for the job's lease,
+    which expires a TTL after the dead crawler's last heartbeat; failing the task instance
+    sooner than that lets the retry be there, queued and started, when the lease frees, so a
+    crawl slot is idle about one TTL (plus the crawler's start), and a task instance left
+    "running" by a stopped platform is failed as soon as the scheduler runs again. The task
+    supervisor heartbeats every ``[workers] min_heartbeat_interval`` (5 s), so a live task is
+    never taken for a dead one; the timeout is at least 15 s for that reason.
+    """
+    timeout = max(int(float(settings.get("crawler", "job_lease_ttl_s", 90)) / 2), 15)
+    return {
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(timeout),
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": str(
+            min(10.0, timeout / 4)
+        ),
+    }
 
 
 def celery_env(settings: Settings) -> dict[str, str]:
@@ -230,17 +255,8 @@ class AirflowProcesses:
         return False
 
     def descendants(self) -> list[psutil.Process]:
-        """Every process below the components, whatever its process group.
-
-        Why: Airflow's task supervisor puts each task in a process group of its own, so a
-        killpg of the scheduler's group leaves a running task (and the crawler it started)
-        behind; "stop everything up started" has to follow the process tree instead.
-        """
-        found: list[psutil.Process] = []
-        for proc in self.procs.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                found.extend(psutil.Process(proc.pid).children(recursive=True))
-        return found
+        """Every process below the components (task runners, crawlers), whatever its group."""
+        return descendants(list(self.procs.values()))
 
     def stop(self, timeout_s: float = 30) -> None:
         tree = self.descendants()  # before the components exit and their children are reparented
@@ -262,7 +278,7 @@ class AirflowProcesses:
             for p in left:
                 with contextlib.suppress(psutil.NoSuchProcess):
                     p.terminate()
-            _, alive = psutil.wait_procs(left, timeout=10)
+            _, alive = psutil.wait_procs(left, timeout=3)
             for p in alive:
                 log.warning("process %d (%s) did not stop on SIGTERM: killed", p.pid, p.name())
                 with contextlib.suppress(psutil.NoSuchProcess):

@@ -3,21 +3,30 @@ virtualenv is set up) and the sample site, until Ctrl-C.
 
 A second ``up`` reuses everything under the data directory (databases, object store, Airflow's
 metadata and login). Ctrl-C (or SIGTERM) stops what this command started, and only that: a
-service that was already running is left running.
+service that was already running is left running. The stop asks the running crawlers first
+(SIGTERM: each saves its frontier, closes its WARCs and writes an ``unfinished`` summary) and
+kills those not gone after ``[crawler] stop_grace_s``; their jobs resume at the next ``up``.
+
+A local worker (``--workers N``) that dies is started again, and said so; one that keeps dying
+is left dead after a few tries (:class:`harvestflow.workers.LocalWorkers`). The other
+components are not restarted: ``up`` stops when one of them dies.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import threading
 import time
 from typing import Any
 
 from harvestflow import airflow_runtime, services
 from harvestflow.settings import get_settings
-from harvestflow.workers import LocalWorkers
+from harvestflow.workers import LocalWorkers, stop_crawlers
 
 log = logging.getLogger(__name__)
+
+COMPONENT_STOP_S = 8.0  # a worker's or component's SIGTERM, then SIGKILL (its whole tree)
 
 
 def run_up(with_sample_site: bool = True, workers: int = 0) -> int:
@@ -67,8 +76,16 @@ def run_up(with_sample_site: bool = True, workers: int = 0) -> int:
             + f"\ncomponent logs: {procs.log_dir}\nCtrl-C stops everything this command started.",
             flush=True,
         )
+        if settings.executor == "celery" and not workers:
+            print(
+                "no local worker (--workers N): tasks wait in the broker's queues until a"
+                " `harvestflow worker` connects",
+                flush=True,
+            )
         while True:
-            dead = procs.dead() + local_workers.dead()
+            for said in local_workers.restart_dead():
+                print(said, flush=True)
+            dead = procs.dead()
             if dead:
                 print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
                 return 1
@@ -81,10 +98,21 @@ def run_up(with_sample_site: bool = True, workers: int = 0) -> int:
         stopping = True
         return 0
     finally:
+        # a second Ctrl-C or SIGTERM must not cut the stop short (the services would be left)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if stopping:
             print("stopping …", flush=True)
-        local_workers.stop()
-        procs.stop()
+        grace = float(settings.get("crawler", "stop_grace_s", 20))
+        stop_crawlers(local_workers.descendants() + procs.descendants(), grace)
+        # then the workers and the components together, each given COMPONENT_STOP_S: the stop
+        # as a whole stays within stop_grace_s + 15 s (the services' own stops are quick)
+        stopping_workers = threading.Thread(
+            target=local_workers.stop, args=(COMPONENT_STOP_S,), daemon=True
+        )
+        stopping_workers.start()
+        procs.stop(COMPONENT_STOP_S)
+        stopping_workers.join()
         if replay is not None:
             replay.stop()
         if site is not None:

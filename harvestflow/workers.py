@@ -23,12 +23,13 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from harvestflow.services.process import run_forwarding
+from harvestflow.services.process import descendants, run_forwarding
 from harvestflow.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,15 @@ def parse_queues(raw: str | None, settings: Settings) -> list[str]:
     return names
 
 
+def node_name(name: str) -> str:
+    """The worker's name as Celery's node name and the task instances' hostname: Celery makes
+    ``wA`` ``celery@wA``, so that form is used everywhere (a name with ``@`` is kept as it is).
+
+    Why one form: ``celery inspect``, ``harvestflow services status`` and the worker's log name
+    the node; the UI shows the task instance's hostname; an operator matches the two."""
+    return name if "@" in name else f"celery@{name}"
+
+
 def worker_command(
     queues: list[str],
     name: str,
@@ -76,7 +86,7 @@ def worker_command(
         "--queues",
         ",".join(queues),
         "--celery-hostname",
-        name,
+        node_name(name),
         "--concurrency",
         str(concurrency),
     ]
@@ -94,7 +104,7 @@ def worker_env(settings: Settings, name: str) -> dict[str, str]:
             f"{settings.source} or HARVESTFLOW_AIRFLOW__EXECUTOR=celery"
         )
     env = airflow_env(settings)
-    env[WORKER_NAME_ENV] = name
+    env[WORKER_NAME_ENV] = node_name(name)
     return env
 
 
@@ -116,7 +126,51 @@ def run_worker(
     cmd = worker_command(queues, name, conc, serve_logs=serve_logs)
     env = worker_env(settings, name)
     log.info("worker %s on queues %s (concurrency %d)", name, ",".join(queues), conc)
-    return run_forwarding(cmd, env)
+    grace = float(settings.get("crawler", "stop_grace_s", 20))
+
+    def crawlers_first(worker: subprocess.Popen[bytes]) -> None:
+        stop_crawlers(descendants([worker]), grace)
+
+    return run_forwarding(cmd, env, before_stop=crawlers_first)
+
+
+RESTART_LIMIT = 5  # restarts of one local worker within RESTART_WINDOW_S, then it is left dead
+RESTART_WINDOW_S = 600.0
+RESTART_BACKOFF_S = (2.0, 60.0)  # the first restart's delay, doubled each time up to the second
+
+
+def crawler_processes(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """The crawler processes (``python -m crawler``) among ``procs``.
+
+    Why by command line: a crawl task's crawler is a grandchild of Airflow's task supervisor, in
+    the task runner's process group; stopping the platform asks the crawlers first (SIGTERM: they
+    save their frontier, close their WARCs and write an ``unfinished`` summary), before the
+    workers and components that would otherwise kill them mid-write.
+    """
+    found = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            cmd = p.cmdline()
+            if cmd[1:3] == ["-m", "crawler"]:
+                found.append(p)
+    return found
+
+
+def stop_crawlers(procs: list[psutil.Process], grace_s: float) -> None:
+    """SIGTERM the crawlers among ``procs`` and wait up to ``grace_s`` for them; SIGKILL those
+    left (their job resumes from its last checkpoint: the ``.open`` WARC is repaired)."""
+    crawlers = crawler_processes(procs)
+    if not crawlers:
+        return
+    log.info("asking %d crawler(s) to checkpoint and stop (grace %ss)", len(crawlers), grace_s)
+    for p in crawlers:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(crawlers, timeout=grace_s)
+    for p in alive:
+        log.warning("crawler %d did not stop within %ss: killed", p.pid, grace_s)
+        with contextlib.suppress(psutil.Error):
+            p.kill()
 
 
 @dataclass
@@ -124,46 +178,98 @@ class LocalWorkers:
     """N local workers for a single-machine trial (``harvestflow up --workers N``).
 
     Each listens to every queue, logs to AIRFLOW_HOME/logs/components/worker-<i>.log and serves
-    no logs (the api-server reads the shared log folder).
+    no logs (the api-server reads the shared log folder). A worker that dies is started again
+    (:meth:`restart_dead`), after a delay that doubles with each restart, and no more than
+    RESTART_LIMIT times in RESTART_WINDOW_S: one lost worker must not stop the platform, and a
+    worker that crashes at start must not spin.
     """
 
     settings: Settings
     count: int
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    restarts: dict[str, list[float]] = field(default_factory=dict)
+    due: dict[str, float] = field(default_factory=dict)  # dead worker -> when it restarts
+    given_up: set[str] = field(default_factory=set)
 
     @property
     def log_dir(self) -> Path:
         return self.settings.airflow_home / "logs" / "components"
 
-    def start(self) -> None:
+    def _spawn(self, i: int, name: str) -> subprocess.Popen[bytes]:
         from harvestflow.airflow_runtime import spawn_logged
 
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         conc = int(self.settings["airflow"].get("worker_concurrency", 4))
+        return spawn_logged(
+            worker_command(all_queues(self.settings), name, conc, serve_logs=False),
+            worker_env(self.settings, name),
+            self.log_dir / f"worker-{i}.log",
+        )
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         host = socket.gethostname()
         for i in range(1, self.count + 1):
             name = f"worker{i}@{host}"
-            self.procs[name] = spawn_logged(
-                worker_command(all_queues(self.settings), name, conc, serve_logs=False),
-                worker_env(self.settings, name),
-                self.log_dir / f"worker-{i}.log",
-            )
+            self.procs[name] = self._spawn(i, name)
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]
 
-    def stop(self, timeout_s: float = 30) -> None:
-        """SIGTERM (Celery's warm shutdown), then the whole tree (tasks, crawlers) if left."""
-        tree: list[psutil.Process] = []
+    def restart_dead(self, now: float | None = None) -> list[str]:
+        """Start again each worker found dead whose delay has passed; returns what was done,
+        one sentence per worker, for ``up``'s output (nothing when nothing happened)."""
+        now = time.monotonic() if now is None else now
+        said: list[str] = []
+        for i, (name, proc) in enumerate(list(self.procs.items()), 1):
+            if proc.poll() is None or name in self.given_up:
+                continue
+            recent = [t for t in self.restarts.get(name, []) if now - t < RESTART_WINDOW_S]
+            self.restarts[name] = recent
+            if name not in self.due:
+                if len(recent) >= RESTART_LIMIT:
+                    self.given_up.add(name)
+                    said.append(
+                        f"worker {name} exited with {proc.returncode} after {len(recent)}"
+                        f" restarts in {RESTART_WINDOW_S:.0f}s: not restarted again; see"
+                        f" {self.log_dir / f'worker-{i}.log'}"
+                    )
+                    continue
+                first, cap = RESTART_BACKOFF_S
+                delay = min(first * 2 ** len(recent), cap)
+                self.due[name] = now + delay
+                said.append(
+                    f"worker {name} exited with {proc.returncode}; restarting it in {delay:.0f}s"
+                    f" (restart {len(recent) + 1} of at most {RESTART_LIMIT} in"
+                    f" {RESTART_WINDOW_S:.0f}s)"
+                )
+                # what the dead worker left (its pool, a task supervisor) must not keep its name
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            if now >= self.due[name]:
+                del self.due[name]
+                self.restarts[name].append(now)
+                self.procs[name] = self._spawn(i, name)
+                said.append(f"worker {name} restarted (pid {self.procs[name].pid})")
+        return said
+
+    def descendants(self) -> list[psutil.Process]:
+        return descendants(list(self.procs.values()))
+
+    def stop(self, timeout_s: float = 15) -> None:
+        """SIGTERM (Celery's warm shutdown), then the whole tree (tasks, crawlers) if left.
+
+        The crawlers are asked first (:func:`stop_crawlers`, by the caller or here), so a
+        running task ends at once as an unfinished crawl, and the warm shutdown has nothing
+        left to wait for."""
+        tree = self.descendants()
         for proc in self.procs.values():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                tree.extend(psutil.Process(proc.pid).children(recursive=True))
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
         for proc in self.procs.values():
             try:
-                proc.wait(timeout_s)
+                proc.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from harvestflow.errors import HarvestflowError
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,21 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:  # pragma: no cover - in
     user too."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+
+
+def tie_to_parent(sig: int = signal.SIGKILL) -> None:
+    """:func:`die_with_parent` for the calling process itself, with the race closed: if the
+    parent is already gone (the process was reparented meanwhile), ``sig`` is sent at once.
+
+    Why: Airflow's task supervisor forks the task runner into a process group of its own, so a
+    worker killed with its group (``kill -9 -PGID``: a service manager, the OOM killer's cgroup
+    kill, ``harvestflow up`` restarting it) leaves the task runner and its crawler running as
+    orphans, outside any lease and any log the UI shows. A crawl task calls this first.
+    """
+    parent = os.getppid()
+    die_with_parent(sig)
+    if os.getppid() != parent:  # pragma: no cover - the parent died between the two calls
+        os.kill(os.getpid(), sig)
 
 
 def read_pid(pidfile: Path, *, other_owner_alive: bool = False) -> int | None:
@@ -122,10 +139,28 @@ def stop_process_group(
     return True
 
 
+def descendants(procs: list[subprocess.Popen[bytes]]) -> list[psutil.Process]:
+    """Every live process below ``procs``, whatever its process group.
+
+    Why: Airflow's task supervisor gives each task runner a process group of its own, so a
+    killpg of a component's or worker's group leaves a running task (and the crawler it started)
+    behind; "stop everything up started" has to follow the process tree instead.
+    """
+    found: list[psutil.Process] = []
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found.extend(psutil.Process(proc.pid).children(recursive=True))
+    return found
+
+
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
-def run_forwarding(cmd: list[str], env: dict[str, str] | None = None) -> int:
+def run_forwarding(
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    before_stop: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> int:
     """Run ``cmd`` in the foreground and return its exit status; a stop signal sent to this
     process (SIGTERM, SIGHUP, SIGQUIT) is passed on to it, and Ctrl-C becomes its SIGTERM.
 
@@ -134,14 +169,20 @@ def run_forwarding(cmd: list[str], env: dict[str, str] | None = None) -> int:
     with SIGTERM. Python's default for SIGTERM ends the wrapper at once, leaving the program it
     started running on its own; here the program gets the signal and shuts down its own way
     (Celery's warm shutdown for SIGTERM, cold for SIGQUIT), and the wrapper exits with it.
+    ``before_stop(program)`` runs once, before the first SIGTERM is passed on (a worker asks its
+    crawlers to checkpoint first: a warm shutdown would wait for hours of crawling).
     """
     started: list[subprocess.Popen[bytes]] = []
     pending: list[int] = []  # a stop signal that came before the program was started
+    stopping: list[int] = []  # before_stop has run
 
     def forward(signum: int, _frame: object) -> None:
         if not started:
             pending.append(signum)
             return
+        if signum == signal.SIGTERM and before_stop is not None and not stopping:
+            stopping.append(signum)
+            before_stop(started[0])
         with contextlib.suppress(ProcessLookupError):
             started[0].send_signal(signum)
 

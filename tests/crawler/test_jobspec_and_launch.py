@@ -67,3 +67,43 @@ def test_crawl_in_subprocess_raises_with_the_reason(tmp_path):
     path.write_text(json.dumps({"seeds": ["http://a.org/"]}))  # no job_id
     with pytest.raises(CrawlFailed, match="job_id"):
         crawl_in_subprocess(path, tmp_path / "out", progress_interval_s=1)
+
+
+def test_a_crawl_ends_with_the_process_that_launched_it_checkpointed_and_resumable(site, tmp_path):
+    """The process running crawl_in_subprocess (an Airflow task runner) killed with SIGKILL:
+    its crawler is not left crawling on its own. It gets SIGHUP (once per thread of the dead
+    parent: the task runner here has two) and makes one graceful stop: the requests in flight
+    are captured, summary.json says unfinished, no WARC is left open."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    seeds = [site.url("www.example-a.test", f"/slow?ms=700&n={i}") for i in range(80)]
+    job_path = tmp_path / "job.json"
+    job_path.write_text(json.dumps(make_job(site, seeds)))
+    out = tmp_path / "out"
+    code = (
+        "import sys; from crawler.launch import crawl_in_subprocess;"
+        f"crawl_in_subprocess({str(job_path)!r}, {str(out)!r}, progress_interval_s=1)"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    crawl_log = out / "logs" / "crawl.log"
+    deadline = time.monotonic() + 60
+    while not (crawl_log.exists() and crawl_log.read_text().count("/slow?") >= 5):
+        assert time.monotonic() < deadline and runner.poll() is None
+        time.sleep(0.1)
+    (crawler,) = psutil.Process(runner.pid).children()
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
+    crawler.wait(60)  # it stopped by itself, within a bound
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "unfinished"
+    assert not list((out / "warcs").glob("*.open"))
+    captured = [ln.split()[3] for ln in crawl_log.read_text().splitlines() if "/slow?" in ln]
+    served = [r.path for r in site.requests if r.path.startswith("/slow?")]
+    assert 5 <= len(captured) < len(seeds)
+    assert sorted(served) == sorted(c.split(str(site.port), 1)[1] for c in captured)

@@ -9,6 +9,9 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from tests.conftest import session_env
 
@@ -48,10 +51,11 @@ class Output:
         )
 
 
-def start_up(env: dict[str, str]) -> tuple[subprocess.Popen[str], Output]:
-    """`harvestflow up` on ``env``, in a session of its own (the caller stops it), and its output."""
+def start_up(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], Output]:
+    """`harvestflow up ARGS` on ``env``, in a session of its own (the caller stops it), and its
+    output."""
     proc = subprocess.Popen(
-        [HARVESTFLOW, "up"],
+        [HARVESTFLOW, "up", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -59,3 +63,39 @@ def start_up(env: dict[str, str]) -> tuple[subprocess.Popen[str], Output]:
         start_new_session=True,
     )
     return proc, Output(proc)
+
+
+def api_client(out: Output, timeout: float = 300) -> httpx.Client:
+    """A client of the api-server of the `up` whose output is ``out``, signed in with the login
+    it printed (the caller closes it)."""
+    login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", timeout)
+    base, user, password = login.group(1).rstrip("/"), login.group(2), login.group(3)
+    token = httpx.post(
+        f"{base}/auth/token", json={"username": user, "password": password}, timeout=60
+    ).json()["access_token"]
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def trigger(client: httpx.Client, dag_id: str, conf: dict[str, Any]) -> str:
+    """Trigger ``dag_id`` with ``conf`` now; its run id."""
+    run = client.post(f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
+    assert run.status_code == 200, run.text
+    return str(run.json()["dag_run_id"])
+
+
+def task_instances(client: httpx.Client, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    url = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+    return list(client.get(url, params={"limit": 200}).json()["task_instances"])
+
+
+def wait_dags(client: httpx.Client, dag_ids: set[str], timeout: float = 180) -> None:
+    """Wait until the dag-processor has parsed every DAG of ``dag_ids``."""
+    deadline = time.monotonic() + timeout
+    seen: set[str] = set()
+    while time.monotonic() < deadline:
+        dags = client.get("/api/v2/dags", params={"limit": 100}).json()["dags"]
+        seen = {d["dag_id"] for d in dags}
+        if dag_ids <= seen:
+            return
+        time.sleep(3)
+    raise AssertionError(f"DAGs {dag_ids - seen} not parsed in {timeout}s")

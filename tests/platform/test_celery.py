@@ -241,9 +241,9 @@ def test_a_selective_crawl_runs_only_on_the_crawl_high_worker(platform: Platform
     ran = {(t["task_id"], t["map_index"]): (t["state"], t["hostname"], t["queue"]) for t in tis}
     assert state == "success", ran
     crawls = {k: v for k, v in ran.items() if k[0] == "harvest_job.crawl"}
-    assert crawls and all(v == ("success", "hf-high", "crawl_high") for v in crawls.values())
+    assert crawls and all(v == ("success", "celery@hf-high", "crawl_high") for v in crawls.values())
     others = {v[1] for k, v in ran.items() if k[0] != "harvest_job.crawl" and v[0] == "success"}
-    assert others == {"hf-other"}, ran
+    assert others == {"celery@hf-other"}, ran
 
 
 def test_a_broad_crawl_over_twenty_hosts_runs_on_both_crawl_low_workers(
@@ -283,7 +283,7 @@ def test_a_broad_crawl_over_twenty_hosts_runs_on_both_crawl_low_workers(
     assert len(crawls) >= 4, crawls  # 20 domains (and the demo's 2) in jobs of 5
     assert {v[0] for v in crawls.values()} == {"success"}
     assert {v[2] for v in crawls.values()} == {"crawl_low"}
-    assert {v[1] for v in crawls.values()} == {"hf-low1", "hf-low2"}, crawls
+    assert {v[1] for v in crawls.values()} == {"celery@hf-low1", "celery@hf-low2"}, crawls
     for host in SCALE_HOSTS:  # every host's pages fetched, each once, across the jobs
         for path in ("/", "/page/1", "/page/2", "/page/3"):
             assert len(platform.site.served(host, path)) == 1, (host, path)
@@ -355,7 +355,7 @@ def test_a_killed_workers_crawl_finishes_on_the_other_worker(platform: Platform)
     while time.monotonic() < deadline and victim is None:
         for t in platform.task_instances("oneoff_harvest", run_id):
             if t["task_id"] == "harvest_job.crawl" and t["state"] == "running":
-                victim = t["hostname"]
+                victim = t["hostname"].removeprefix("celery@")  # the Celery node name
         time.sleep(1)
     assert victim in ("hf-high", "hf-high2"), victim
     logs_found: list[Path] = []
@@ -371,7 +371,7 @@ def test_a_killed_workers_crawl_finishes_on_the_other_worker(platform: Platform)
     crawl = next(t for t in tis if t["task_id"] == "harvest_job.crawl")
     survivor = ({"hf-high", "hf-high2"} - {victim}).pop()
     assert state == "success", tis
-    assert (crawl["state"], crawl["hostname"]) == ("success", survivor)
+    assert (crawl["state"], crawl["hostname"]) == ("success", f"celery@{survivor}")
     assert crawl["try_number"] >= 2
     fetched = _fetched(logs_found)
     # the job's WARCs (the killed crawler's .open file repaired on resume) pass warcio's checker,

@@ -56,3 +56,34 @@ def test_a_stop_signal_to_the_wrapper_reaches_its_program_which_exits_its_own_wa
     finally:
         wrapper.kill()
         wrapper.wait()
+
+
+def test_before_stop_runs_once_before_sigterm_reaches_the_program(tmp_path: Path) -> None:
+    """`harvestflow worker`'s hook: its crawlers are asked to checkpoint (before_stop) before
+    Celery gets SIGTERM, whose warm shutdown would otherwise wait for the whole crawl."""
+    got, hook = tmp_path / "got", tmp_path / "hook"
+    wrapper_code = (
+        "import os, pathlib, sys, time; from harvestflow.services.process import run_forwarding\n"
+        "def first(program):\n"
+        "    with open(sys.argv[3], 'a') as f: f.write(f'{program.pid} {time.time()}\\n')\n"
+        "    time.sleep(0.5)\n"
+        "sys.exit(run_forwarding([sys.executable, '-c', sys.argv[1], sys.argv[2]],"
+        " before_stop=first))"
+    )
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", wrapper_code, PROGRAM, str(got), str(hook)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wrapper.stdout is not None
+        assert wrapper.stdout.readline().strip() == "ready"
+        wrapper.send_signal(signal.SIGTERM)
+        assert wrapper.wait(30) == 7
+        assert got.read_text() == str(int(signal.SIGTERM))
+        (line,) = hook.read_text().splitlines()  # once
+        hooked_at = float(line.split()[1])
+        assert hooked_at + 0.5 <= got.stat().st_mtime + 0.05  # the program got it after
+    finally:
+        wrapper.kill()
+        wrapper.wait()

@@ -76,7 +76,7 @@ def test_queues_and_the_worker_command(tmp_path: Path) -> None:
         "--queues",
         "crawl_high",
         "--celery-hostname",
-        "w1",
+        "celery@w1",  # Celery's node name, also the task instances' hostname
         "--concurrency",
         "2",
         "--skip-serve-logs",
@@ -121,3 +121,58 @@ def test_local_workers_of_up_come_up_named_on_every_queue_and_stop(services, mon
     assert not any(
         psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids
     )
+
+
+def test_a_workers_name_is_one_name_for_celery_and_its_task_instances(tmp_path: Path) -> None:
+    """`--name wA`: Celery calls the node celery@wA, so the task instances record that too."""
+    from harvestflow.workers import WORKER_NAME_ENV, worker_env
+
+    settings = load(
+        environ={"HARVESTFLOW_DATA_DIR": str(tmp_path), "HARVESTFLOW_AIRFLOW__EXECUTOR": "celery"}
+    )
+    cmd = worker_command(["default"], "wA", 1)
+    assert cmd[cmd.index("--celery-hostname") + 1] == "celery@wA"
+    assert worker_env(settings, "wA")[WORKER_NAME_ENV] == "celery@wA"
+    assert worker_env(settings, "worker1@vm")[WORKER_NAME_ENV] == "worker1@vm"
+
+
+def test_a_dead_local_worker_is_restarted_with_a_growing_delay_and_a_limit(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`up --workers N` restarts a worker that died, after 2, 4, 8 … s, and leaves one that
+    died RESTART_LIMIT times within the window dead (a crash loop must not spin). The worker
+    program is replaced by one that exits at once: what is tested is the supervision."""
+    from harvestflow import workers as w
+
+    settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
+    spawned: list[str] = []
+
+    def spawn(self: w.LocalWorkers, i: int, name: str) -> subprocess.Popen[bytes]:
+        spawned.append(name)
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+
+    monkeypatch.setattr(w.LocalWorkers, "_spawn", spawn)
+    workers = w.LocalWorkers(settings, 1)
+    workers.start()
+    (name,) = workers.procs
+    workers.procs[name].wait()
+    said = workers.restart_dead(now=1000.0)
+    assert said == [
+        f"worker {name} exited with 3; restarting it in 2s (restart 1 of at most 5 in 600s)"
+    ]
+    assert workers.restart_dead(now=1001.0) == []  # not before its delay
+    assert workers.restart_dead(now=1002.0)[0].startswith(f"worker {name} restarted (pid ")
+    now = 1002.0
+    delays = []
+    for _ in range(4):
+        workers.procs[name].wait()
+        said = workers.restart_dead(now=now)
+        delays.append(int(said[0].split("restarting it in ")[1].split("s")[0]))
+        now += delays[-1]
+        assert workers.restart_dead(now=now)[0].startswith(f"worker {name} restarted")
+    assert delays == [4, 8, 16, 32]
+    workers.procs[name].wait()
+    (gave_up,) = workers.restart_dead(now=now)
+    assert "after 5 restarts in 600s: not restarted again" in gave_up
+    assert workers.restart_dead(now=now + 3600) == []  # and left dead, said once
+    assert len(spawned) == 6
