@@ -1,4 +1,4 @@
--- harvestflow harvest database, version 035: watched targets (issue #35).
+-- harvestflow harvest database, version 035: watched targets.
 --
 -- The crawl feed's ``watched`` and ``documentUrlScheme``: official publications found on a
 -- watched target are extracted from its crawls as documents (indexing/documents). The scheme

@@ -1,4 +1,4 @@
--- harvestflow harvest database, version 036: documents of watched targets (issue #35), owned by
+-- harvestflow harvest database, version 036: documents of watched targets, owned by
 -- the indexing stage's document step (indexing/documents).
 
 -- One row per document payload (its WARC-Payload-Digest): the same PDF at two URLs or in two
