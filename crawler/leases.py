@@ -24,6 +24,8 @@ whatever machine. A crawler that finds its lease taken by another holder stops a
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 import socket
@@ -229,6 +231,9 @@ class HostLeaseMiddleware:
         self.leases = HostLeases(make_engine(), holder_name(), hold_s)
         self.outage_s = outage_s()
         self.unavailable: str | None = None  # set once the harvest DB stayed away too long
+        self.held: set[str] = set()  # hosts whose lease this crawler holds
+        self.stuck_file = self.ctx.out / "host-leases-held.json"
+        self._give_back_stuck()
         self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
         self.waited_ms: Counter[str] = Counter()
         self.waits: Counter[str] = Counter()
@@ -270,6 +275,7 @@ class HostLeaseMiddleware:
         waited = int((time.monotonic() - start) * 1000)
         request.meta["hf_lease_wait_ms"] = waited
         request.meta["hf_lease_held"] = True
+        self.held.add(host)
         if waited >= 1:
             self.waited_ms[host] += waited
             self.waits[host] += 1
@@ -292,6 +298,7 @@ class HostLeaseMiddleware:
             lambda: self.leases.give_back(host, delay),
             self.outage_s,
         )
+        d.addCallback(lambda _: self.held.discard(host))
         d.addErrback(lambda f: log.error("host lease of %s not given back: %s", host, f.value))
         d.addBoth(lambda _: self.locks[host].release())
 
@@ -325,7 +332,25 @@ class HostLeaseMiddleware:
         for host, ms in self.waited_ms.most_common():
             lines.append(f"{host} {self.waits[host]} {ms}")
         (self.ctx.report_dir / "host-leases-report.txt").write_text("\n".join(lines) + "\n")
+        if self.held:  # not given back (the harvest DB away): the next run of the job does it
+            self.stuck_file.write_text(
+                json.dumps({"holder": self.leases.holder, "hosts": sorted(self.held)})
+            )
         self.leases.engine.dispose()
+
+    def _give_back_stuck(self) -> None:
+        """Give back the leases an earlier run of this job could not (it ended while the harvest
+        DB was away): they would block the host for ``hold_s`` — for this resumed run too.
+        Safe: that run has ended (this one resumes its frontier)."""
+        if not self.stuck_file.exists():
+            return
+        stuck = json.loads(self.stuck_file.read_text())
+        earlier = HostLeases(self.leases.engine, stuck["holder"], 0.0)
+        for host in stuck["hosts"]:
+            give = functools.partial(earlier.give_back, host, 0.0)
+            ride_out(f"host lease of {host} (earlier run)", give, 30)
+            log.info("host lease of %s left by the earlier run given back", host)
+        self.stuck_file.unlink()
 
 
 # --- job leases ----------------------------------------------------------------------------------

@@ -77,17 +77,21 @@ def test_the_database_stopped_30s_mid_crawl_pauses_the_crawl_which_then_finishes
 
 
 def test_the_database_away_past_the_bound_ends_the_crawl_unfinished_and_the_rerun_completes(
-    services, leased, slow_site, tmp_path, monkeypatch
+    services, leased, tmp_path, monkeypatch
 ) -> None:
     """Not ``complete`` with URLs left: the crawl exits 3 (``unfinished``: the crawl task
-    fails), its URLs still queued, and the rerun on the same output resumes and finishes."""
+    fails), its URLs still queued, and the rerun on the same output resumes and finishes. The
+    database stops during a fetch: that host lease, not given back, is given back by the rerun
+    (else the host stays blocked for the lease's hold time, minutes)."""
     monkeypatch.setenv("HARVESTFLOW_CRAWLER__PLATFORM_OUTAGE_S", "4")
     pg = svc.postgres_for(services)
     out = tmp_path / "job"
+    slow_site = SlowSite(PAGES, page_s=1.0)
     job = slow_job(slow_site, 42)
     thread, done = _in_background(job, out)
     try:
         slow_site.wait_served(8)
+        time.sleep(0.4)  # the next page's fetch under way (its lease held)
         pg.stop()
         thread.join(timeout=120)
     finally:
@@ -100,9 +104,14 @@ def test_the_database_away_past_the_bound_ends_the_crawl_unfinished_and_the_reru
     ), first.summary["domains"]
     fetched_first = {r.path for r in slow_site.requests()}
     assert len(fetched_first) < PAGES + 1  # pages were left for the rerun
-    again = run_crawl(job, out, timeout=240)
+    assert (out / "host-leases-held.json").exists()
+    try:
+        again = run_crawl(job, out, timeout=240)
+    finally:
+        slow_site.stop()
     assert again.summary["status"] == "complete"
     assert_every_page_once(slow_site, [out])
+    assert not (out / "host-leases-held.json").exists()
 
 
 @pytest.fixture()
