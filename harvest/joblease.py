@@ -55,6 +55,16 @@ def _acquire(leases: JobLeases, job_id: int, holder: str, wait_s: float) -> None
             time.sleep(min(max(leases.ttl_s / 6.0, 0.5), max(deadline - time.monotonic(), 0.1)))
 
 
+def _still_held(leases: JobLeases, job_id: int, holder: str) -> bool:
+    """Whether ``holder`` still has the job; true when the database cannot say (the original
+    failure is then the one to report, not a guess about the lease)."""
+    try:
+        return leases.heartbeat(job_id, holder)
+    except Exception:
+        log.warning("job %s: could not check the lease after a failed crawl", job_id, exc_info=True)
+        return True
+
+
 @contextmanager
 def job_lease(job_id: int, ttl_s: float | None = None, wait_s: float = 0.0) -> Iterator[str]:
     """Hold the job's lease for the block; crawler subprocesses started inside renew it.
@@ -71,12 +81,20 @@ def job_lease(job_id: int, ttl_s: float | None = None, wait_s: float = 0.0) -> I
         saved = {k: os.environ.get(k) for k in (JOB_LEASE_ENV, JOB_LEASE_ENV + "_TTL")}
         os.environ[JOB_LEASE_ENV] = f"{job_id}={holder}"
         os.environ[JOB_LEASE_ENV + "_TTL"] = str(ttl)
+        lost = f"job {job_id}: the lease was lost to another crawler mid-crawl"
         try:
-            yield holder
+            try:
+                yield holder
+            except Exception as exc:
+                # the crawl ended unfinished or failed: when another worker took the job over
+                # meanwhile, that is the reason to report (its crawler stopped for it)
+                if not _still_held(leases, job_id, holder):
+                    raise LeaseHeld(lost) from exc
+                raise
             if not leases.heartbeat(job_id, holder):
                 # another worker took the job over while this crawler ran (it stopped itself):
                 # the job's outcome is the new crawler's, not this task's
-                raise LeaseHeld(f"job {job_id}: the lease was lost to another crawler mid-crawl")
+                raise LeaseHeld(lost)
         finally:
             for key, value in saved.items():
                 if value is None:
