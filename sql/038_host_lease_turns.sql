@@ -4,7 +4,7 @@
 -- host_lease_tickets when it starts waiting (kept while it waits). A crawler takes the lease
 -- only when no other live waiter of that host has an older ticket, and drops its row when it
 -- takes it, so its next request waits behind the others: two jobs on one host alternate
--- instead of one taking lease after lease while the other waits (issue 29, item 6).
+-- instead of one taking lease after lease while the other waits.
 -- expires_at bounds the row of a crawler that died waiting (a few seconds after its next poll).
 CREATE SEQUENCE host_lease_tickets;
 
