@@ -26,9 +26,13 @@ from __future__ import annotations
 import logging
 import math
 import re
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
+
+# an element of lxml's tree (its class, Element, is private to lxml)
+Element = Any
 
 log = logging.getLogger(__name__)
 
@@ -116,16 +120,16 @@ def _seconds(value: str | None) -> float | None:
     return parts["d"] * 86400 + parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
 
 
-def _local(el: etree._Element) -> str:
+def _local(el: Element) -> str:
     tag = el.tag if isinstance(el.tag, str) else ""
     return tag.rsplit("}", 1)[-1]
 
 
-def _child(el: etree._Element, name: str) -> etree._Element | None:
+def _child(el: Element, name: str) -> Element | None:
     return next((c for c in el if _local(c) == name), None)
 
 
-def _base(el: etree._Element, base: str) -> str:
+def _base(el: Element, base: str) -> str:
     found = _child(el, "BaseURL")
     return urljoin(base, (found.text or "").strip()) if found is not None else base
 
@@ -144,7 +148,7 @@ def _fill(template: str, rep_id: str, bandwidth: str, number: int, time: int) ->
 
 
 def _template_urls(
-    tpl: etree._Element, base: str, rep_id: str, bandwidth: str, total: float | None
+    tpl: Element, base: str, rep_id: str, bandwidth: str, total: float | None
 ) -> list[str]:
     urls: list[str] = []
     init = tpl.get("initialization")

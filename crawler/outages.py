@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from crawler import CrawlerError
 from crawler.context import context_of
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ DEFAULT_OUTAGE_S = 120.0
 DEFAULT_MIN_FREE_DISK_MB = 256
 
 
-class PlatformUnavailable(RuntimeError):
+class PlatformUnavailable(CrawlerError, RuntimeError):
     """A service of ours stayed unreachable longer than ``[crawler] platform_outage_s``."""
 
 

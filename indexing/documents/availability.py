@@ -47,8 +47,8 @@ def access_url(settings: Settings) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def _fetch(url: str, timeout: float, limit: int) -> tuple[int, bytes]:
-    """(status, at most ``limit`` + 1 bytes of the body); status 0: no answer."""
+def _fetch(url: str, timeout: float, limit: int) -> tuple[int | None, bytes]:
+    """(status, at most ``limit`` + 1 bytes of the body); status None: no answer."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status, resp.read(limit + 1)
@@ -56,7 +56,7 @@ def _fetch(url: str, timeout: float, limit: int) -> tuple[int, bytes]:
         return exc.code, b""
     except (OSError, ValueError) as exc:
         log.warning("access service: %s: %s", url, exc)
-        return 0, b""
+        return None, b""
 
 
 def _cdx_digest(digest: str) -> tuple[str, str]:
@@ -86,7 +86,7 @@ def check_document(
             {"url": url, "output": "json", "matchType": "exact", "fl": "timestamp,url,digest"}
         )
         status, body = _fetch(f"{base}{COLLECTION}/cdx?{query}", timeout, 10_000_000)
-        if status == 0:
+        if status is None:
             return Verdict(False, "the access service did not answer")
         if status != 200:
             seen.append(f"{url}: CDX API answered {status}")
@@ -106,7 +106,9 @@ def check_document(
         ts = str(same[0]["timestamp"])
         status, payload = _fetch(f"{base}{COLLECTION}/{ts}id_/{url}", timeout, limit)
         if status != 200:
-            seen.append(f"{url} {ts}: replay answered {status or 'nothing'}")
+            seen.append(
+                f"{url} {ts}: replay answered {status if status is not None else 'nothing'}"
+            )
             continue
         if len(payload) > limit or not _matches(payload, doc["digest"]):
             seen.append(f"{url} {ts}: replayed payload differs from the captured one")

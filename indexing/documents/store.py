@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvestflow.formats.seeds import SeedError, check_text
+from indexing.errors import IndexingError
 
 STATES = ("new", "available", "catalogued", "rejected")
 EDITABLE = ("title", "authors", "published", "language", "isbn", "issn", "doi")
@@ -343,7 +344,7 @@ def record_check(
         _version(conn, document_id, user, "available", {"state": "new"}, {"state": "available"})
 
 
-class DocumentError(ValueError):
+class DocumentError(IndexingError, ValueError):
     """A change a document cannot take (unknown id, a bad field, a state it cannot reach)."""
 
 

@@ -7,6 +7,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from access.config import AccessConfig
 from access.searchapp import app_from_settings
 from search.model import AccessRules
 from search.webapp import create_app
@@ -78,7 +79,10 @@ def test_the_configured_app_links_to_the_access_service(indexed) -> None:  # typ
 
     real = get_settings()
     default = TestClient(app_from_settings(real)).get("/", params={"q": "dirigible"}).text
-    configured = real["access"]["url"].rstrip("/")  # the session's free port (tests/conftest.py)
+    # the replay site of the session's free port (tests/conftest.py): [access] url's gateway as
+    # readers' browsers reach it, on a host name of its own (never Airflow's)
+    configured = AccessConfig.from_settings(real).url.rstrip("/")
+    assert configured != real["access"]["url"].rstrip("/")
     assert f'href="{configured}/all/20261122031500/http://news.example.org/' in default
     # the access service's [access] url moves the links with it
     moved = Settings({**real.data, "access": {"url": "http://access.test:9000/"}}, real.source)
