@@ -124,7 +124,8 @@ class AccessConfig:
             max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
             client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
             signin_url=str(
-                sec.get("signin_url") or f"http://{airflow_host}:{airflow_port}/curator/reading-room"
+                sec.get("signin_url")
+                or f"http://{airflow_host}:{airflow_port}/curator/reading-room"
             ),
             reader_session_s=_positive(
                 sec.get("reader_session_s", 8 * 3600), "reader_session_s", float

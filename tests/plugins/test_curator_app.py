@@ -106,7 +106,10 @@ def _crawl_log_search_returns_the_matching_lines(
     assert n_images and shown.count("<tr>") == n_images + 1
     bad = client.get(f"/jobs/{job}", params={"q": "(unclosed"})
     assert bad.status_code == 200 and "invalid regular expression" in bad.text
-    assert "is not an integer (digits 0-9 only)" in client.get(f"/jobs/{job}", params={"status": "x"}).text
+    assert (
+        "is not an integer (digits 0-9 only)"
+        in client.get(f"/jobs/{job}", params={"status": "x"}).text
+    )
 
 
 def _charts_are_pngs_and_bad_input_is_answered_plainly(
