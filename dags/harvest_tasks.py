@@ -40,7 +40,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
         # followed by another worker, which takes the expired job lease and resumes the job;
         # so is a crawl that ended unfinished (crawler.launch.CrawlUnfinished); a short delay,
-        # since the retry waits for the job lease anyway (README, "More than one machine")
+        # since the retry waits for the job lease anyway (docs/engineers/several-machines.md)
         @task(
             pool=pool,
             queue=pool,

@@ -43,7 +43,7 @@ def base_dir(environ: dict[str, str] | None = None) -> Path:
     """What a relative path of the settings (``[paths] data_dir``, ``[access] venv``) is under.
 
     Why two answers: from a checkout, the deployment's data lives beside the code (``var/``,
-    ``.replay-venv``: what ``./run`` sets up and the README shows); installed from a wheel, the
+    ``.replay-venv``: what ``./run`` sets up and the manual shows); installed from a wheel, the
     code is in site-packages, which is no place for a database, so the base is
     ``$XDG_DATA_HOME/harvestflow`` (default ``~/.local/share/harvestflow``). A deployment sets
     ``HARVESTFLOW_DATA_DIR`` or an absolute ``data_dir`` and never depends on either.

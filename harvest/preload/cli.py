@@ -106,7 +106,7 @@ def _dns_settings(args: argparse.Namespace) -> Any:
     return dns_settings(get_settings(), args.nameserver, args.hosts_file, **overrides)
 
 
-# exit codes of check-dns (README): rejected lines and a run nobody answered are not success
+# exit codes of check-dns (docs/engineers/commands.md): rejected lines and a run nobody answered are not success
 EXIT_REJECTED = 1
 EXIT_NO_ANSWER = 3
 

@@ -44,7 +44,7 @@ SUMMARY_VERSION = 1
 
 # the crawl ends that finish a job: the site's end, its time limit, an operator's stop. Any other
 # ("unfinished": SIGTERM, a crash, a salvaged dead crawl) left its frontier to a rerun, which
-# resumes it; the crawl task fails on it and the job is not DONE (README, "The DAGs")
+# resumes it; the crawl task fails on it and the job is not DONE (docs/explanation/workflows.md)
 FINISHED_STATUSES = frozenset({"complete", "time_limit", "stopped"})
 
 
