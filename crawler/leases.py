@@ -42,7 +42,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import reactor, task, threads
-from twisted.internet.defer import DeferredLock
+from twisted.internet.defer import Deferred, DeferredList, DeferredLock
 
 from crawler import CrawlerError
 from crawler.context import context_of
@@ -232,6 +232,7 @@ class HostLeaseMiddleware:
         self.outage_s = outage_s()
         self.unavailable: str | None = None  # set once the harvest DB stayed away too long
         self.held: set[str] = set()  # hosts whose lease this crawler holds
+        self.giving_back: set[Deferred[Any]] = set()  # give-backs still under way
         self.stuck_file = self.ctx.out / "host-leases-held.json"
         self._give_back_stuck()
         self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
@@ -301,6 +302,8 @@ class HostLeaseMiddleware:
         d.addCallback(lambda _: self.held.discard(host))
         d.addErrback(lambda f: log.error("host lease of %s not given back: %s", host, f.value))
         d.addBoth(lambda _: self.locks[host].release())
+        self.giving_back.add(d)
+        d.addBoth(lambda _: self.giving_back.discard(d))
 
     def request_left_downloader(self, request: Request, spider: Any = None) -> None:
         """The fetch is over (answered or failed): the host is given back at once, before the
@@ -326,12 +329,20 @@ class HostLeaseMiddleware:
         request.meta.pop("hf_lease_wait_ms", None)
         self._give_back(request, 0.0)  # a no-op when given back at the fetch's end
 
-    def spider_closed(self, spider: Any) -> None:
-        """reports/host-leases-report.txt: per host, the time spent waiting for other crawlers."""
+    def spider_closed(self, spider: Any) -> Deferred[Any]:
+        """reports/host-leases-report.txt: per host, the time spent waiting for other crawlers;
+        then, once the give-backs under way have ended (a last fetch's may still be), the leases
+        not given back are written down for the next run."""
         lines = ["[host] [waits] [waited-ms]"]
         for host, ms in self.waited_ms.most_common():
             lines.append(f"{host} {self.waits[host]} {ms}")
         (self.ctx.report_dir / "host-leases-report.txt").write_text("\n".join(lines) + "\n")
+        pending = DeferredList(list(self.giving_back), consumeErrors=True)
+        pending.addTimeout(10, reactor)  # the harvest DB away: written down, not waited for
+        pending.addBoth(lambda _: self._note_stuck())
+        return pending
+
+    def _note_stuck(self) -> None:
         if self.held:  # not given back (the harvest DB away): the next run of the job does it
             self.stuck_file.write_text(
                 json.dumps({"holder": self.leases.holder, "hosts": sorted(self.held)})
