@@ -66,6 +66,7 @@ from crawler.control_relay import (
 from crawler.errors import Refused
 from crawler.internals import take_unsent_requests
 from crawler.state import FrontierState
+from harvestflow.formats.integers import shown
 from harvestflow.formats.surt import surt_or_url
 
 if TYPE_CHECKING:
@@ -87,12 +88,6 @@ class ReturnedToFrontier(CrawlerError):
     """A request the downloader had not sent when the crawl was paused: the filter middleware
     turns it back into the request, which the engine schedules again (not a fetch result: no
     crawl.log line, its budget reservation and host lease are given back on the way)."""
-
-
-def _digits(value: int) -> str:
-    """A number as a message shows it: an absurd one by its size, not its 400 digits."""
-    text = str(value)
-    return text if len(text) <= 24 else f"a number of {len(text)} digits"
 
 
 def _reactor() -> Any:
@@ -456,7 +451,7 @@ class JobControl:
         try:  # first: a value no timer can hold is refused with the old timer in place
             remaining = max(self.ctx.started + seconds - time.time(), 0.0) if seconds > 0 else 0.0
         except OverflowError:
-            raise ValueError(f"max_time_s {_digits(seconds)}: too large; -1 for no limit") from None
+            raise ValueError(f"max_time_s {shown(seconds)}: too large; -1 for no limit") from None
         for ext in self.crawler.extensions.middlewares:
             if isinstance(ext, CloseSpider) and ext.task is not None:
                 ext.task.cancel()

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 
 from harvestflow.db import get_engine
 from harvestflow.errors import HarvestflowError
+from harvestflow.formats.integers import shown
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +95,7 @@ def past_limit_max(key: str, value: int) -> str | None:
     a feed's budget) because it is too large; None when it is not."""
     if value <= LIMIT_MAX[key]:
         return None
-    shown = str(value) if len(str(value)) <= 24 else f"a number of {len(str(value))} digits"
-    return f"{key} {shown}: at most {LIMIT_MAX[key]:,} (-1: no limit)"
+    return f"{key} {shown(value)}: at most {LIMIT_MAX[key]:,} (-1: no limit)"
 
 
 def check_limit(key: str, value: object) -> int:

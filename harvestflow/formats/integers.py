@@ -24,6 +24,12 @@ class NumberError(HarvestflowError, ValueError):
     """Not an integer, or one outside the range asked for; the message names the field."""
 
 
+def shown(value: int) -> str:
+    """A number as a message shows it: an absurd one by its size, not its 400 digits."""
+    text = str(value)
+    return text if len(text) <= 24 else f"a number of {len(text)} digits"
+
+
 def ascii_int(text: str) -> int | None:
     """The integer ``text`` spells (optional sign, ASCII digits, at most ``MAX_DIGITS``), or
     None when it spells none: for readers of our own files, which skip a torn line."""
