@@ -214,6 +214,18 @@ class Browser:
             self._waiting.pop(ident, None)
             raise CdpError(f"{method}: no answer in {timeout:.0f} s") from exc
 
+    async def open_tab(self, context_id: str | None = None) -> str:
+        """A blank tab (in browser context ``context_id``, else the default one), attached
+        flat: its session id, for :meth:`send` and :meth:`listen`."""
+        params: dict[str, Any] = {"url": "about:blank"}
+        if context_id:
+            params["browserContextId"] = context_id
+        target = await self.send("Target.createTarget", params)
+        attached = await self.send(
+            "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+        )
+        return str(attached["sessionId"])
+
     def listen(self, session: str, callback: Callable[[str, dict[str, Any]], None]) -> None:
         self._listeners[session].append(callback)
 

@@ -262,14 +262,7 @@ class Renderer:
         )["browserContextId"]
         session = ""
         try:
-            target = await browser.send(
-                "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
-            )
-            session = (
-                await browser.send(
-                    "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
-                )
-            )["sessionId"]
+            session = await browser.open_tab(context_id)
             loaded = asyncio.Event()
             crashed: list[str] = []
 

@@ -215,12 +215,7 @@ async def _replay(url: str) -> list[list[object]]:
     browser = Browser(None)
     await browser.start()
     try:
-        target = await browser.send("Target.createTarget", {"url": "about:blank"})
-        session = (
-            await browser.send(
-                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
-            )
-        )["sessionId"]
+        session = await browser.open_tab()
         await browser.send("Page.navigate", {"url": url}, session=session)
         stories: list[list[object]] = []
         for _ in range(60):  # at most ~30 s: scroll down, until the five stories are shown

@@ -249,12 +249,7 @@ def test_the_wording_fallback_answers_a_banner_in_each_language() -> None:
         browser = Browser(None)
         await browser.start()
         try:
-            target = await browser.send("Target.createTarget", {"url": "about:blank"})
-            session = (
-                await browser.send(
-                    "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
-                )
-            )["sessionId"]
+            session = await browser.open_tab()
             await browser.send("Page.enable", session=session)
             out: dict[tuple[str, str], object] = {}
             for lang, (text, yes, no) in BANNERS.items():
