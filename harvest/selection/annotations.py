@@ -23,10 +23,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.errors import HarvestError
-from harvest.selection.seeds import SeedError, check_text
 from harvestflow.audit import record_audit
 from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
+from harvestflow.formats.seeds import SeedError, check_text
 
 log = logging.getLogger(__name__)
 

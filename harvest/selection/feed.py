@@ -24,7 +24,7 @@ from harvest.selection.records import (
     parse_feed_date,
     url_scheme,
 )
-from harvest.selection.seeds import SeedError, check_text
+from harvestflow.formats.seeds import SeedError, check_text
 from harvestflow.job_actions import past_limit_max
 
 

@@ -26,9 +26,9 @@ from sqlalchemy.engine import Connection
 from harvest.errors import HarvestError
 from harvest.jobgen.model import is_limit
 from harvest.selection.annotations import records_of_domains
-from harvest.selection.seeds import SeedError, check_seed_url, check_text
 from harvestflow.audit import record_audit
 from harvestflow.errors import NotFoundError
+from harvestflow.formats.seeds import SeedError, check_seed_url, check_text
 from harvestflow.job_actions import past_limit_max
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import Any
 
 from harvest.errors import HarvestError
 from harvest.selection.mapping import SelectionMapping
-from harvest.selection.seeds import MAX_FIELD_BYTES, SeedError, check_seed_url, check_text
 from harvestflow.formats.csvcells import read_cell
+from harvestflow.formats.seeds import MAX_FIELD_BYTES, SeedError, check_seed_url, check_text
 
 TRUE_WORDS = {"1", "true", "yes", "y", "oui", "on", "active"}
 FALSE_WORDS = {"0", "false", "no", "n", "non", "off", "inactive", ""}
@@ -83,7 +83,7 @@ class SelectionRecord:
 
 
 def normalise_url(raw: str, where: str) -> str:
-    """A seed URL as stored (see :func:`harvest.selection.seeds.check_seed_url`)."""
+    """A seed URL as stored (see :func:`harvestflow.formats.seeds.check_seed_url`)."""
     try:
         return check_seed_url(raw)
     except SeedError as exc:

@@ -1,6 +1,6 @@
 """Validation of what people type as seed URLs (selection files, seed lists, the one-off form,
 ``harvestflow crawl --seed``): one home for all of them, in the core so the crawler's command
-line checks its seeds the same way as the selection import (harvest/selection/seeds.py).
+line checks its seeds the same way as the selection import.
 
 Why strict: a seed URL or a field of a curators' file is read by the importer, the
 one-off trigger form, the job generator, the crawler and PostgreSQL, and each failed in its

@@ -81,7 +81,7 @@ def test_every_declared_error_is_under_its_package_base() -> None:
 
 def test_rebased_classes_are_still_caught_as_before() -> None:
     from crawler.jobspec import JobSpecError
-    from harvest.selection.seeds import SeedError
+    from harvestflow.formats.seeds import SeedError
     from indexing.record_model import IndexingError, NotAWarcError
 
     assert issubclass(JobSpecError, ValueError) and issubclass(SeedError, ValueError)
