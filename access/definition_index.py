@@ -36,7 +36,7 @@ from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
 from harvestflow.db import get_engine
 from harvestflow.settings import Settings, get_settings
-from indexing.files import single_instance
+from indexing.files import Lock, single_instance
 from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def reindex(
     engine = engine or get_engine(settings.harvest_db_url)
     layout = Layout.from_settings(settings)
     cfg = AccessConfig.from_settings(settings)
-    with single_instance(layout.lock_dir(), "bigmerge"):
+    with single_instance(layout.lock_dir(), Lock.BIGMERGE):
         inputs = _inputs(layout, {"definitions": roots(layout)})["definitions"]
         last = _read_marker(cfg)
         colls = [str(c) for c in last.get("collections", [])]

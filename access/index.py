@@ -34,7 +34,7 @@ from access.config import ALL, AccessConfig
 from harvestflow.atomic import fsync_dir
 from harvestflow.settings import Settings, SettingsError, get_settings
 from indexing.crashpoints import crashpoint
-from indexing.files import single_instance
+from indexing.files import Lock, single_instance
 from indexing.layout import Layout, job_id_of
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,13 @@ class Root:
     tag: str
     collection: str  # "" = the archive's own root
     path: Path
+    daily: Path  # its per-day CDX folders (indexing's Layout.cdx_daily_root)
 
 
 def roots(layout: Layout) -> list[Root]:
     return [
-        Root(f"c-{c}" if c else "main", c, layout.index_root(c)) for c in layout.all_collections()
+        Root(f"c-{c}" if c else "main", c, layout.index_root(c), layout.cdx_daily_root(c))
+        for c in layout.all_collections()
     ]
 
 
@@ -141,7 +143,7 @@ def reindex(settings: Settings | None = None, *, force: bool = False) -> dict[st
     cfg = AccessConfig.from_settings(settings)
     colls = access_collections(layout)
     result: dict[str, Any] = {"built": {}, "unchanged": []}
-    with single_instance(layout.lock_dir(), "bigmerge"):
+    with single_instance(layout.lock_dir(), Lock.BIGMERGE):
         inputs = _inputs(layout, colls)
         for coll in colls:
             out_dir = cfg.zipnum_dir(coll)
@@ -202,8 +204,7 @@ class Lister:
 
 
 def _day_dirs(root: Root) -> list[Path]:
-    daily = root.path / "cdx" / "daily"
-    return sorted(daily.iterdir()) if daily.is_dir() else []
+    return sorted(root.daily.iterdir()) if root.daily.is_dir() else []
 
 
 def _recent_files(

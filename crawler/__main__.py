@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from crawler.cli import add_arguments, run_from_args
+from crawler.command_line import add_arguments, run_from_args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,11 +25,11 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, StopDownload
 from scrapy.http import Response
 
-from crawler import records
 from crawler.context import Capture, context_of
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
-from crawler.redact import redact_request
+from crawler.warc import records
+from crawler.warc.redact import redact_request
 from harvestflow.addresses import address_allowed
 from harvestflow.formats.cdx import CdxEntry, http_mime
 from harvestflow.formats.postquery import body_query, keyed
@@ -48,7 +48,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
 
     async def download_request(self, request: Request) -> Response:
         # a queued URL a rendering page's browser fetched while this request waited (in the
-        # frontier or the host's delay queue): that fetch was its capture (crawler/render.py)
+        # frontier or the host's delay queue): that fetch was its capture (crawler/rendering/renderer.py)
         if self.ctx.renderer is not None and "hf_browser" not in request.meta:
             hf = request.meta.get("hf")
             if hf is not None:
@@ -90,7 +90,7 @@ class BrowserClaimMiddleware:
     """First downloader middleware: drops a request whose URL a rendering page's browser has
     fetched since it was queued (before robots or budgets could log a line for it);
     ``ArchivalHTTPDownloadHandler`` drops those that were already past it, waiting in the
-    host's delay queue (crawler/render.py)."""
+    host's delay queue (crawler/rendering/renderer.py)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.ctx = context_of(crawler)

@@ -29,14 +29,14 @@ from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog_writer import CrawlLog, LogEntry
 from crawler.dedup_lookup import EarlierCapture, load_index
-from crawler.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.jobspec import JobSpec
-from crawler.records import dns_record, metadata_record, warc_date
+from crawler.partitioning.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.scope import Scope
-from crawler.warcfiles import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+from crawler.state import BROWSER_PRIORITY
+from crawler.warc.files import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+from crawler.warc.records import dns_record, metadata_record, page_fields, warc_date
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 from harvestflow.formats.fetch_status import FetchStatus
-from harvestflow.formats.fields import clean_field
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
 if TYPE_CHECKING:
@@ -47,10 +47,6 @@ SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
 
 # the crawler attribute the job's context hangs off (set by attach(), read by context_of())
 CRAWLER_ATTRIBUTE = "harvestflow_context"
-
-# a request a rendering page's browser waits for goes before the frontier's (crawler/render.py;
-# in a partitioned job, a browser request handed to the partition that owns its host)
-BROWSER_PRIORITY = 1000
 
 # the context's counters in crawler.stats
 URLS_DONE = "harvestflow/urls_done"
@@ -152,7 +148,7 @@ class CrawlContext:
         self.controls: Any = None
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
-        self.renderer: Any = None  # crawler.render.Renderer of a job that renders pages
+        self.renderer: Any = None  # crawler.rendering.renderer.Renderer of a job that renders pages
         # keys a rendering page's browser fetched while they were queued: the queued request
         # is dropped when its turn comes (one capture per URL per job)
         self.browser_claimed: set[str] = set()
@@ -201,9 +197,14 @@ class CrawlContext:
 
     spider_callbacks: tuple[Any, Any] = (None, None)
 
+    @property
+    def resuming(self) -> bool:
+        """This run continues a job whose frontier was saved (and seeded) by an earlier run."""
+        return self.state.resumed and bool(self.state.seeds())
+
     def start_requests(self) -> list[scrapy.Request]:
         """Seeds on a fresh start; the persisted frontier on a resumed one."""
-        if not self.state.resumed or not self.state.seeds():
+        if not self.resuming:
             self.state.begin()
             for seed in self.spec.seeds:
                 self.state.add_seed(seed)
@@ -245,10 +246,6 @@ class CrawlContext:
             self.state.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
-            if self.spec.template.render != "none":
-                from crawler.render_finish import finish_interrupted
-
-                finish_interrupted(self)  # pages a crash caught mid-render: logged, not again
         out = []
         for p in self.state.pending():
             req = self.make_request(p.url, p.key, p.hops, p.via, p.seed, p.context)
@@ -257,6 +254,11 @@ class CrawlContext:
         # hand-offs taken in from now on are scheduled as they come, not by this list
         self.start_done = True
         return out
+
+    def owner(self, url: str) -> int:
+        """The index of the partition that owns ``url`` (0 when the job is not partitioned)."""
+        p = self.partition
+        return 0 if p is None else owner_of(url, self.budgets, p.count, self.pinned)
 
     def owns(self, url: str) -> bool:
         """Whether this process crawls ``url`` (always, unless the job is partitioned)."""
@@ -369,15 +371,7 @@ class CrawlContext:
         then its crawl.log line."""
         hf = dict(request.meta["hf"])
         hf["url"] = request.url
-        fields = [
-            ("via", hf.get("via") or ""),
-            ("hopsFromSeed", hf["hops"]),
-            ("sourceTag", hf.get("seed") or ""),
-            ("fetchTimeMs", str(cap.duration_ms)),
-        ]
-        fields = [(k, v) for k, v in fields if v]
-        # a link's URL is the page's text: one field, so no server can add a warc-fields line
-        fields += [("outlink", f"{clean_field(u)} {h} {c}") for u, h, c in links]
+        fields = page_fields(hf, cap.duration_ms, links)
         self.writer.write(metadata_record(request.url, cap.date, cap.record_id, fields))
         new: list[scrapy.Request] = []
         self.state.begin()

@@ -32,9 +32,9 @@ reactor thread and marks it applied or refused with a message. Every action is a
   time limit as they were.
 
 In a partitioned job each child applies every action, and the parent process relays them
-(crawler/control_relay.py): the child reads its actions from the relay's file instead of the
+(crawler/partitioning/control_relay.py): the child reads its actions from the relay's file instead of the
 database and answers there. Per-domain limits that would change which domains are limited are
-refused there: the partition of a URL depends on it (crawler/handoff.py).
+refused there: the partition of a URL depends on it (crawler/partitioning/handoff.py).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ from twisted.internet import task, threads
 
 from crawler import CrawlerError
 from crawler.context import context_of
-from crawler.control_relay import (
+from crawler.errors import Refused
+from crawler.internals import take_unsent_requests
+from crawler.partitioning.control_relay import (
     ACTIONS_FILE,
     ACTIONS_LOG,
     DEFAULT_INTERVAL_S,
@@ -63,8 +65,6 @@ from crawler.control_relay import (
     read_lines,
     write_action_log,
 )
-from crawler.errors import Refused
-from crawler.internals import take_unsent_requests
 from crawler.state import FrontierState
 from harvestflow.formats.integers import shown
 from harvestflow.formats.surt import surt_or_url
@@ -427,7 +427,7 @@ class JobControl:
 
     def _check_partition_keys(self, args: dict[str, Any]) -> None:
         """Refuse per-domain limits that would move URLs between partitions: a URL's partition
-        is its domain's when the domain is limited, its host's otherwise (crawler/handoff.py),
+        is its domain's when the domain is limited, its host's otherwise (crawler/partitioning/handoff.py),
         and job-level limits make every domain limited."""
         spec = self.ctx.budgets.spec
         objects = spec.max_objects if args.get("max_objects") is None else args["max_objects"]

@@ -21,7 +21,7 @@ and, for the hosts of each credential's domain,
 - a credential's ``logout_url`` (and any URL under it) is never fetched: -5001 in crawl.log.
 
 Secrets never leave memory: the WARC request records carry ``[redacted]`` for Authorization
-headers and the password's value (crawler/redact.py); nothing is logged but credential ids.
+headers and the password's value (crawler/warc/redact.py); nothing is logged but credential ids.
 Order 650: after the robots.txt middleware (100) decided the request may be fetched, before
 cookies (700) and the capture middleware (950).
 """
@@ -48,7 +48,7 @@ from scrapy.http.request import NO_CALLBACK
 from w3lib.http import basic_auth_header
 
 from crawler.errors import Refused
-from crawler.redact import REDACTED
+from crawler.warc.redact import REDACTED
 from harvestflow.credentials import CredentialError, Secret, load_secrets
 from harvestflow.formats.urls import host_of
 

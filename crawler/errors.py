@@ -57,4 +57,4 @@ class HeaderTooLarge(Refused):
 class FetchedByBrowser(IgnoreRequest):
     """A queued request whose URL a rendering page's browser asked for first: that fetch (its
     records and crawl.log line) is the URL's capture, so this one is dropped without a line
-    (one capture per URL per job; crawler/render.py)."""
+    (one capture per URL per job; crawler/rendering/renderer.py)."""

@@ -13,8 +13,8 @@ place that does it, for every reader:
   any other type (images, video, PDF…) is not inflated: the spider gets an empty body;
 - a rendering browser: what it asked for (``hf_browser``) is decoded whatever its type — a
   script or a JSON API gzipped by the server must reach the browser as a browser gets it — and
-  so are captures read back from the WARC for it (crawler/render_archive.py) and its unrecorded
-  fetches (crawler/render_passthrough.py);
+  so are captures read back from the WARC for it (crawler/rendering/archive.py) and its unrecorded
+  fetches (crawler/rendering/passthrough.py);
 - the continuous crawl's noise rules (harvest/continuous/runread.py), reading WARC records.
 
 Every reader gets at most ``max_inflate_bytes`` of one body, inflated 64 KiB of output at a

@@ -21,13 +21,13 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
 from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
-from crawler.handoff import read_inbox, write_status
+from crawler.partitioning.handoff import read_inbox, write_status
 from crawler.state import FrontierState
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1  # a tick reads the inbox's new bytes and rewrites the status file (no fsync)
-SYNC_S = 1.0  # fsync of the inboxes written to (see crawler/handoff.py)
+SYNC_S = 1.0  # fsync of the inboxes written to (see crawler/partitioning/handoff.py)
 
 
 class PartitionCoordinator:

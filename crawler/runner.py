@@ -21,11 +21,11 @@ from typing import Any
 from crawler import jobspec
 from crawler.context import CrawlContext, attach
 from crawler.control import STOP_BY_OPERATOR, control_settings
-from crawler.handoff import Partition
 from crawler.internals import offline_cookie_public_suffixes
 from crawler.jobspec import JobSpec, Template, freeze_job
-from crawler.metadata_warc import write_metadata_warc
+from crawler.partitioning.handoff import Partition
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
+from crawler.warc.metadata import write_metadata_warc
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import DomainSummary, JobSummary
 from harvestflow.formats.stop_reasons import StopReason

@@ -4,7 +4,7 @@ Why: a worker can die mid-crawl (machine lost, OOM kill). What it wrote is real 
 content that may exist nowhere else by the time the job is run again, so NetarchiveSuite keeps
 a dead job's partial output and post-processes it like any job's. Here that means doing
 offline exactly what the crawler does when it finishes: repair the ``.open`` WARCs (cut to their
-last complete record, see :func:`crawler.warcfiles.repair_open_file`), write the Heritrix
+last complete record, see :func:`crawler.warc.files.repair_open_file`), write the Heritrix
 reports from the persisted crawl state and crawl.log, write the metadata WARC (job spec, logs,
 reports, CDX of the data WARCs) and summary.json. The summary says ``"salvaged"`` so that the
 harvest DB, the indexing chain and preservation know the harvest was partial.

@@ -32,6 +32,7 @@ from crawler.jsextract import extract_html_scripts, extract_script, is_javascrip
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.manifests import manifest_kind, manifest_links
 from crawler.outages import PLATFORM_END_REASON, is_platform_failure
+from crawler.rendering.finish import finish_interrupted
 from crawler.sitemaps import is_sitemap_context, links_of_response
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.urls import host_of
@@ -109,7 +110,9 @@ class ArchiveSpider(scrapy.Spider):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.renderer: Any = None  # crawler.render.Renderer when the template renders pages
+        self.renderer: Any = (
+            None  # crawler.rendering.renderer.Renderer when the template renders pages
+        )
         self.platform_failure: str | None = None  # the first failure of our own platform
 
     @classmethod
@@ -123,7 +126,9 @@ class ArchiveSpider(scrapy.Spider):
         spider.media_renditions = settings.get("HARVESTFLOW_MEDIA_RENDITIONS", "extremes")
         spider.max_response_bytes = settings.getint("HARVESTFLOW_MAX_RESPONSE_BYTES")
         if settings.get("HARVESTFLOW_RENDER", "none") != "none":
-            from crawler.render import Renderer  # no DevTools client unless a job renders
+            from crawler.rendering.renderer import (
+                Renderer,  # no DevTools client unless a job renders
+            )
 
             spider.renderer = Renderer(spider.ctx, crawler)
             spider.ctx.renderer = spider.renderer
@@ -135,6 +140,8 @@ class ArchiveSpider(scrapy.Spider):
             await self.renderer.close()
 
     async def start(self) -> AsyncIterator[Any]:
+        if self.ctx.resuming and self.ctx.spec.template.render != "none":
+            finish_interrupted(self.ctx)  # pages a crash caught mid-render: logged, not again
         for request in self.ctx.start_requests():
             yield request
 
@@ -193,11 +200,11 @@ class ArchiveSpider(scrapy.Spider):
         waiting = request.meta.get("hf_browser")
         if waiting is None and request.meta.get("hf", {}).get("context") == "browser":
             # another partition's rendering page asked for it (handed off): logged as such,
-            # and read back from this capture by that partition (crawler/render_archive.py)
+            # and read back from this capture by that partition (crawler/rendering/archive.py)
             cap.annotations.append("browser")
             return self.ctx.finish_capture(request, cap, links)
         if waiting is not None:  # fetched for a rendering page: logged, then handed back
-            from crawler.render_proxy import ProxyResponse
+            from crawler.rendering.proxy import ProxyResponse
 
             cap.annotations.append("browser")
             out = self.ctx.finish_capture(request, cap, links)
@@ -216,8 +223,8 @@ class ArchiveSpider(scrapy.Spider):
         self, request: scrapy.Request, response: Response, cap: Capture, links: list[Any]
     ) -> list[scrapy.Request]:
         """A page chosen for rendering: its frontier update waits for the browser's links."""
-        from crawler.render_finish import begin_render, end_render
-        from crawler.render_shots import write_screenshots
+        from crawler.rendering.finish import begin_render, end_render
+        from crawler.rendering.shots import write_screenshots
 
         new = begin_render(self.ctx, request, cap, links)
         outcome = await self.renderer.render(request, response, header_list(response.headers))
@@ -258,7 +265,7 @@ class ArchiveSpider(scrapy.Spider):
             self.platform_failed(request, failure.value)
             waiting = request.meta.get("hf_browser")
             if waiting is not None and not waiting.done():
-                from crawler.render_proxy import ProxyResponse
+                from crawler.rendering.proxy import ProxyResponse
 
                 waiting.set_result(ProxyResponse(503, reason="Not Archived"))
             return []
@@ -268,7 +275,7 @@ class ArchiveSpider(scrapy.Spider):
             out = self.ctx.finish_capture(request, cap, [])
             waiting = request.meta.get("hf_browser")
             if waiting is not None and not waiting.done():
-                from crawler.render_proxy import ProxyResponse
+                from crawler.rendering.proxy import ProxyResponse
 
                 waiting.set_result(ProxyResponse(502, reason="Unreadable"))
             return out
@@ -280,7 +287,7 @@ class ArchiveSpider(scrapy.Spider):
             annotations = [*annotations, "browser"]
         self.ctx.finish_failure(request, status, annotations, final)
         if waiting is not None and not waiting.done():
-            from crawler.render_proxy import ProxyResponse
+            from crawler.rendering.proxy import ProxyResponse
 
             waiting.set_result(
                 ProxyResponse(

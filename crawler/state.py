@@ -31,6 +31,10 @@ class FrontierState(IntEnum):
     """Sent to the partition that owns its host (a partitioned job)."""
 
 
+# Frontier priority of a request a rendering page's browser waits for: before the frontier's
+# (in a partitioned job, also of a browser request handed to the partition owning its host).
+BROWSER_PRIORITY = 1000
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
     key TEXT PRIMARY KEY,      -- canonical URL (seen-set key)

@@ -90,7 +90,7 @@ class ProgressStatistics:
         hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
         # host names come from links a server wrote: one sanitiser keeps them on this line
         detail = ", ".join(f"{clean_field(h, 253)}:{n}" for h, n in hosts) or "none"
-        if ctx.renderer is not None:  # pages in the browser tabs (crawler/render.py)
+        if ctx.renderer is not None:  # pages in the browser tabs (crawler/rendering/renderer.py)
             detail += " | " + ctx.renderer.progress()
         progress_log.info(
             "crawl job %s: %d URLs done, %d queued, %.1f MB, %.1f URLs/s (%.1f now),"

@@ -10,7 +10,7 @@ domains whose DNS failed are made inactive with the reason. Manual trigger, year
 Re-running resumes: DNS results already stored for the run are not asked again.
 
 ## How to check it's working
-1. Trigger with your `sources` (the demo's lists are in config/demo/); for loopback demos set `hosts_file` so no real DNS is asked.
+1. Trigger with your `sources` (the demo's lists are in app/demo/data/); for loopback demos set `hosts_file` so no real DNS is asked.
 2. The `collect` task log gives per-source lines/valid/unique/new; each `dns_check` task logs
    its progress and class counts; `report` ends with the transferred/inactivated figures.
 3. `harvestflow domain show <domain>` shows a transferred domain with its seeds.
@@ -45,7 +45,7 @@ with DAG(
                 'Sources, e.g. [{"name": "afnic", "kind": "registry", "path": "/data/afnic.txt"},'
                 ' {"name": "library", "kind": "url_list", "path": "/data/urls.txt"},'
                 ' {"name": "db", "kind": "harvest_db"}, {"name": "sel", "kind": "selections"}].'
-                " The demo lists are in config/demo/."
+                " The demo lists are in app/demo/data/."
             ),
         ),
         "nameservers": Param(

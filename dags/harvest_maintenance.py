@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
-from harvest_tasks import crawl_job_group
 
+from harvest_tasks import crawl_job_group
 from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
 
 with DAG(

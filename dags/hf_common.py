@@ -19,37 +19,18 @@ PRESERVED = Asset("harvestflow://preservation/packages-preserved")
 SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
 
 
-def crawl_pools(environ: Any = None) -> tuple[str, str]:
-    """(high, low) priority pool names, each also its queue: [airflow] of the settings file.
+def crawl_pools(environ: dict[str, str] | None = None) -> tuple[str, str]:
+    """(high, low) priority pool names, each also its queue, from the settings.
 
-    Why read here: a pool is fixed when the DAG is parsed, and `harvestflow up` creates the pools
-    named in the settings; a DAG holding other names would queue its crawls for ever. Read like
-    harvestflow.settings does (HARVESTFLOW_CONFIG, HARVESTFLOW_AIRFLOW__<KEY> overrides) with the
-    standard library only: one small file, no library import at parse time. The default file is
-    the ``config`` package's (the checkout's config/ or the installed one, through
-    importlib.resources); defaults when it is not installed (a deployment that ships only dags/).
+    Why at parse time: a pool is fixed when the DAG is parsed, and `harvestflow up` creates the
+    pools named in the settings; a DAG holding other names would queue its crawls for ever. Read
+    by harvestflow.settings, the one reader of the settings file and its overrides (a small file:
+    no stage library is imported at parse time); a missing settings file is an import error that
+    names it.
     """
-    import os
-    import tomllib
-    from importlib import resources
-    from pathlib import Path
+    from harvestflow.settings import load
 
-    env = os.environ if environ is None else environ
-    names = {"high_priority_pool": "crawl_high", "low_priority_pool": "crawl_low"}
-    try:
-        if env.get("HARVESTFLOW_CONFIG"):
-            text = Path(env["HARVESTFLOW_CONFIG"]).read_text(encoding="utf-8")
-        else:
-            text = resources.files("config").joinpath("harvestflow.toml").read_text("utf-8")
-        section = tomllib.loads(text).get("airflow", {})
-    except (OSError, ModuleNotFoundError, tomllib.TOMLDecodeError):
-        section = {}
-    for key in names:
-        raw = env.get(f"HARVESTFLOW_AIRFLOW__{key.upper()}")
-        value = raw.strip().strip("\"'") if raw else section.get(key)
-        if value:
-            names[key] = str(value)
-    return names["high_priority_pool"], names["low_priority_pool"]
+    return load(environ=environ).crawl_pools
 
 
 # Crawl channels (NetarchiveSuite's high/low priority): pool and queue of the same name, as

@@ -2,7 +2,7 @@
 
 Why generated: a table of commands, settings or DAG parameters copied by hand is right on the
 day it is written and wrong a few commits later. These pages are made from what runs: the
-``harvestflow`` argparse parser (``harvestflow.cli.build_parser``, which mounts every stage's
+``harvestflow`` argparse parser (``app.cli.main.build_parser``, which mounts every stage's
 commands), ``config/harvestflow.toml`` (every default, with its comment) and the DAG files of
 ``dags/`` (their Params and ``doc_md``). They exist only in the built site, never in ``docs/``,
 so there is nothing to forget to regenerate.
@@ -96,7 +96,7 @@ def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...], help: str) -> 
 
 def command_tree() -> Command:
     """The parser of the ``harvestflow`` command, as a tree of commands."""
-    from harvestflow.cli import build_parser
+    from app.cli.main import build_parser
 
     return _walk(build_parser(), (), "")
 

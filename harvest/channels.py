@@ -25,11 +25,8 @@ log = logging.getLogger(__name__)
 
 def queue_names() -> dict[str, str]:
     """{"high": pool/queue of selective channels, "low": of snapshot channels}."""
-    af = get_settings()["airflow"]
-    return {
-        ChannelPriority.HIGH.value: str(af["high_priority_pool"]),
-        ChannelPriority.LOW.value: str(af["low_priority_pool"]),
-    }
+    high, low = get_settings().crawl_pools
+    return {ChannelPriority.HIGH.value: high, ChannelPriority.LOW.value: low}
 
 
 def split_by_channel(

@@ -5,7 +5,7 @@ machine. The crawl task takes the job's row in ``job_leases`` (crawler/leases.py
 starts a crawler and hands the crawler the token; the crawler renews it while it runs. If the
 worker and its crawler are killed, the heartbeats stop; once the lease expires the task's retry
 on another worker takes it and resumes the job in the same job directory (frontier state, closed
-WARCs, the ``.open`` WARC repaired: crawler/state.py, crawler/warcfiles.py), so nothing fetched is
+WARCs, the ``.open`` WARC repaired: crawler/state.py, crawler/warc/files.py), so nothing fetched is
 captured twice. A worker that comes back while another crawler holds the lease refuses to start
 a second one (:class:`crawler.leases.LeaseHeld`).
 """

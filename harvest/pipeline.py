@@ -25,7 +25,6 @@ from __future__ import annotations
 from harvest.bootstrap import ensure_reference_data
 from harvest.crawltask import crawl_prepared_job
 from harvest.definitions import advance_schedule, due_definitions
-from harvest.demo import create_demo_definition
 from harvest.jobs import list_jobs, mark_started, prepare_job
 from harvest.oneoff import (
     PARAMS_SCHEMA,
@@ -45,7 +44,6 @@ __all__ = [
     "PARAMS_SCHEMA",
     "advance_schedule",
     "crawl_prepared_job",
-    "create_demo_definition",
     "create_seedlist_harvest",
     "create_snapshot_definition",
     "create_step2_definition",

@@ -18,13 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import re2
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from harvestflow.db import get_engine
 from harvestflow.errors import HarvestflowError
 from harvestflow.formats.integers import shown
+from harvestflow.regex import PatternError, compile_linear
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +78,10 @@ def compile_re2(pattern: str) -> Any:
     """RE2-compile an operator's URL regex (linear time: a URL cannot make it hang)."""
     if not pattern or len(pattern) > MAX_PATTERN_CHARS:
         raise ActionError(f"a filter pattern has 1 to {MAX_PATTERN_CHARS} characters")
-    options = re2.Options()
-    options.max_mem = 8 << 20
-    options.log_errors = False
     try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", "replace")
-        raise ActionError(f"filter {pattern!r}: not an RE2 regular expression: {reason}") from None
+        return compile_linear(pattern)
+    except PatternError as exc:
+        raise ActionError(f"filter {pattern!r}: not an RE2 regular expression: {exc}") from None
 
 
 def past_limit_max(key: str, value: int) -> str | None:

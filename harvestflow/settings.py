@@ -154,6 +154,12 @@ class Settings:
         return self.path(self.data["airflow"]["home_subdir"])
 
     @property
+    def crawl_pools(self) -> tuple[str, str]:
+        """(high, low) priority pool names of the crawl tasks, each also its Celery queue."""
+        af = self.data["airflow"]
+        return str(af["high_priority_pool"]), str(af["low_priority_pool"])
+
+    @property
     def executor(self) -> str:
         """ "local" or "celery" ([airflow] executor); anything else is refused with its name."""
         value = str(self.data["airflow"].get("executor", "local")).strip().lower()

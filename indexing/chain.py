@@ -40,7 +40,7 @@ from indexing.cdx import SUFFIX, NotAWarcError, index_warc, sorted_lines, write_
 from indexing.crashpoints import crashpoint
 from indexing.dedup_index import sidecar_lines
 from indexing.errors import IndexingError
-from indexing.files import copy_verified, move, sha1_of, single_instance
+from indexing.files import Lock, copy_verified, move, sha1_of, single_instance
 from indexing.layout import Layout, harvest_id_of, is_warc_name, job_id_of
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def ingest(settings: Settings | None = None) -> list[str]:
     worker with the fewest files queued. ``.open`` files (still being written) are never touched.
     """
     ctx = _Ctx(settings)
-    with single_instance(ctx.layout.lock_dir(), "ingest"):
+    with single_instance(ctx.layout.lock_dir(), Lock.INGEST):
         return _ingest(ctx)
 
 

@@ -26,7 +26,7 @@ from indexing import manifest
 from indexing.backup import BackupTarget, verify
 from indexing.crashpoints import crashpoint
 from indexing.errors import IndexingError
-from indexing.files import sha1_of, single_instance
+from indexing.files import Lock, sha1_of, single_instance
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def clean_arc_repository(
             " indexing_merge DAG or `harvestflow index clean`, which pass"
             " preservation.records.file_preserved (nothing was deleted)"
         )
-    with single_instance(Layout.from_settings(settings).lock_dir(), "cleanarcrepository"):
+    with single_instance(Layout.from_settings(settings).lock_dir(), Lock.CLEANUP):
         return _clean(settings, preserved)
 
 
@@ -83,7 +83,7 @@ def _clean(settings: Settings, preserved: PreservedFn | None) -> dict[str, Any]:
     entries = [e for e in manifest.in_stages(engine, ("done",)) if e.source_deleted_at is None]
     deleted: list[str] = []
     kept: dict[str, str] = {}
-    with Progress("cleanarcrepository", len(entries), unit="files") as progress:
+    with Progress(Lock.CLEANUP, len(entries), unit="files") as progress:
         for entry in entries:
             source = Path(entry.source_path)
             reason = _why_not(entry, settings, engine, preserved)

@@ -227,7 +227,7 @@ def _with_warc_paths(conn: Connection, index: Path) -> int:
     """Name each earlier capture's WARC by the absolute path it is at now, where known.
 
     Why: the crawler reads a revisit's original back for a rendering browser
-    (crawler/render_archive.py) and, as a crawl stage, cannot ask the indexing manifest where an
+    (crawler/rendering/archive.py) and, as a crawl stage, cannot ask the indexing manifest where an
     earlier job's WARC went; a bare file name it cannot open makes the browser's request go to
     the server again, unrecorded. The manifest's final copy (else the job's own, while it is
     still there) is written in the file column when that file exists; otherwise the name stays.

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 
 from harvestflow.atomic import commit, tmp_path
@@ -58,6 +59,15 @@ def move(src: Path, dest_dir: Path) -> Path:
     dest = dest_dir / src.name
     os.replace(src, dest)  # a move of a complete file, not a write
     return dest
+
+
+class Lock(StrEnum):
+    """The chain's single-instance locks, by name: the one list every holder takes them from
+    (the indexing chain, and access, whose ZipNum rebuilds read the big files the merge writes)."""
+
+    INGEST = "ingest"
+    BIGMERGE = "bigmerge"
+    CLEANUP = "cleanarcrepository"
 
 
 @contextmanager

@@ -104,8 +104,11 @@ class Layout:
         root = self.data_dir / "index"
         return root / "collections" / collection if collection else root
 
+    def cdx_daily_root(self, collection: str = "") -> Path:
+        return self.index_root(collection) / "cdx" / "daily"
+
     def cdx_daily(self, day: date, collection: str = "") -> Path:
-        return self.index_root(collection) / "cdx" / "daily" / day.isoformat()
+        return self.cdx_daily_root(collection) / day.isoformat()
 
     def path_daily(self, day: date, collection: str = "") -> Path:
         return self.index_root(collection) / "path" / "daily" / day.isoformat()

@@ -36,7 +36,7 @@ from harvestflow.settings import Settings, get_settings
 from indexing.cdx import SUFFIX
 from indexing.crashpoints import crashpoint
 from indexing.errors import IndexingError
-from indexing.files import single_instance
+from indexing.files import Lock, single_instance
 from indexing.layout import Layout
 
 log = logging.getLogger(__name__)
@@ -324,7 +324,7 @@ def bigmerge(settings: Settings | None = None) -> dict[str, Any]:
     """Merge the daily merged files not yet included into the big sorted CDX and PATH files."""
     settings = settings or get_settings()
     layout = Layout.from_settings(settings)
-    with single_instance(layout.lock_dir(), "bigmerge"):
+    with single_instance(layout.lock_dir(), Lock.BIGMERGE):
         return _bigmerge_all(layout)
 
 

@@ -1,4 +1,4 @@
-"""Airflow plugin: the curators' views (harvestflow.curator.webapp) inside Airflow's UI.
+"""Airflow plugin: the curators' views (app.curator.webapp) inside Airflow's UI.
 
 The FastAPI app is mounted by Airflow's API server at ``/curator`` and listed in the UI's
 navigation ("Browse → Harvest curator"). Every request must carry Airflow's own login: the
@@ -8,11 +8,11 @@ session is sent to Airflow's login page; any other request without a token gets 
 an invalid token 403 (as Airflow's own API), a user without the permission 403.
 
 Writes need more: the dependency names the user (``request.state.user``) and their role on our
-pages (``request.state.role``, harvestflow.curator.actions.Role) from Airflow's auth manager:
+pages (``request.state.role``, app.curator.actions.Role) from Airflow's auth manager:
 a crawl engineer may edit pools (``is_authorized_pool(method="PUT")``: the simple auth
 manager's OP and ADMIN, FAB's Op and Admin), a curator may edit DAGs
 (``is_authorized_dag(method="PUT")``: USER; FAB's User), anyone else who sees the website is
-a viewer. harvestflow.curator.actions.check_write checks the role a write needs and the CSRF
+a viewer. app.curator.actions.check_write checks the role a write needs and the CSRF
 token on every POST.
 
 Airflow shows the app in an iframe sandboxed without top navigation; links to Airflow's own
@@ -56,7 +56,7 @@ async def require_airflow_login(request: Request) -> None:
 
 def curator_role(manager: Any, user: Any) -> Any:
     """The user's role on the curator pages, from Airflow's auth manager (see module doc)."""
-    from harvestflow.curator.actions import Role
+    from app.curator.actions import Role
 
     if manager.is_authorized_pool(method="PUT", user=user):
         return Role.ENGINEER
@@ -73,7 +73,7 @@ def airflow_base_path(base_url: str) -> str:
 def _app() -> Any:
     from airflow.configuration import conf
 
-    from harvestflow.curator.webapp import create_app
+    from app.curator.webapp import create_app
     from harvestflow.db import get_engine
     from harvestflow.settings import get_settings
 

@@ -11,7 +11,6 @@ the same rows, so backfills and retries are safe.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,9 @@ from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
 from qa import codes, daily_compare, inputs, metrics, report, store
-from qa.crawllog_aggregate import CrawlLogError, LogAggregate, aggregate_crawl_log
+from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log
 from qa.crawltable import empty_groups
+from qa.day import DayComputation, JobOutcome
 from qa.documents import document_figures
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
@@ -37,34 +37,6 @@ from qa.report import stats_rows, summary_of
 from search.backends import get_backend
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class JobOutcome:
-    """What happened to one job's crawl log."""
-
-    job: JobInfo
-    log_path: Path | None
-    state: str = "ok"  # ok, missing, unreadable, corrupt (some bad lines), empty
-    message: str = ""
-    aggregate: LogAggregate | None = None
-
-
-@dataclass
-class DayComputation:
-    day: date
-    outcomes: list[JobOutcome]
-    tables: metrics.ScopeTables
-    scopes: dict[str, metrics.Families] = field(default_factory=dict)
-    jobs_table: pd.DataFrame | None = None
-    problems: list[str] = field(default_factory=list)
-    dns_counts: dict[str, int] = field(default_factory=dict)
-    # qa.daily_compare.DayComparisons, set by run_daily (needs the DB); the report falls back
-    # to the comparisons the day's own figures allow (selective vs broad)
-    comparisons: Any = None
-    # full-text extraction of the WARCs finished that day (search backend's day_counts)
-    fulltext: dict[str, int] | None = None
-    documents: list[dict[str, Any]] | None = None  # per watched target (qa.documents)
 
 
 def read_job_log(job: JobInfo, data_dir: Path, workers: int | None = None) -> JobOutcome:

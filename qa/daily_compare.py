@@ -28,7 +28,7 @@ from qa.texttable import table_text
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from qa.daily import DayComputation
+    from qa.day import DayComputation
 
 log = logging.getLogger(__name__)
 

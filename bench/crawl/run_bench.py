@@ -199,7 +199,7 @@ def run_bare(out: Path, seeds: list[str]) -> dict:
 
 def run_harvestflow(job_out: Path, seeds: list[str], processes: int) -> dict:
     """(a) harvestflow crawl, one process or the same job over host-partitioned processes
-    (crawler/partition.py: one command, the parent hands URLs between its children and merges
+    (crawler/partitioned_run.py: one command, the parent hands URLs between its children and merges
     their output)."""
     shutil.rmtree(job_out, ignore_errors=True)
     cmd = [PY, "-m", "crawler", "--out", str(job_out), *HF_COMMON]

@@ -62,7 +62,7 @@ class IndexBenchmark(Benchmark):
             [
                 sys.executable,
                 "-m",
-                "indexing.cli",
+                "app.cli.index",
                 "index",
                 "cdx",
                 *map(str, self.warcs),
@@ -72,7 +72,7 @@ class IndexBenchmark(Benchmark):
             PROCESSES,
             "the chain's defaults: verify on (every gzip member inflated, its CRC checked),"
             f" {PROCESSES} worker processes; the parent writes the lines in input order",
-            shown=f"python -m indexing.cli index cdx <{len(self.warcs)} WARCs>"
+            shown=f"python -m app.cli.index index cdx <{len(self.warcs)} WARCs>"
             f" --processes {PROCESSES}",
         )
         peer = Side(

@@ -203,7 +203,7 @@ def run_harvestflow(
     """``harvestflow preload check-dns`` in its own process: rate, share correct, peak RSS."""
     out = workdir / "results.tsv"
     cmd = [
-        sys.executable, "-c", "import sys; from harvestflow.cli import main; sys.exit(main())",
+        sys.executable, "-c", "import sys; from app.cli.main import main; sys.exit(main())",
         "preload", "check-dns", str(workdir / "domains.txt"),
         "--nameserver", f"127.0.0.1:{port}", "-o", str(out),
         "--processes", str(processes), "--in-flight", str(in_flight),

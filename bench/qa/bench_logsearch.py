@@ -50,9 +50,9 @@ FIELD_COUNT = "NF == 12 || (NF == 13 && $13 ~ /^\\{.*\\}$/)"
 def search_module() -> ModuleType:
     """The search, under its name before the module renames too (to measure older commits)."""
     try:
-        return importlib.import_module("harvestflow.curator.crawllog_search")
+        return importlib.import_module("app.curator.crawllog_search")
     except ImportError:
-        return importlib.import_module("harvestflow.curator.crawllog")
+        return importlib.import_module("app.curator.crawllog")
 
 
 def _children_cpu() -> float:

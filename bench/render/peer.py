@@ -1,5 +1,5 @@
 """The peer: Chromium (through chromedriver) loading each page through pywb's recording proxy,
-driven by a plain loop with the crawler's behaviours (crawler/render.py): load, network idle
+driven by a plain loop with the crawler's behaviours (crawler/rendering/renderer.py): load, network idle
 (no request in flight for IDLE_S, from the browser's own Network events in the performance
 log), a dwell for timers, scrolling a screen at a time until the bottom is reached and the
 page stops growing (bounded), idle again, back to the top, the rendered anchors read — all
@@ -21,7 +21,7 @@ import time
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-IDLE_S = 0.5  # crawler.render.IDLE_S
+IDLE_S = 0.5  # crawler.rendering.renderer.IDLE_S
 SCROLL_JS = """return (() => {
   window.scrollBy(0, Math.max(window.innerHeight - 40, 100));
   const h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);

@@ -2,7 +2,7 @@
 
 A static site of many hosts (bench/crawl/make_site.py: 200 nginx ports on loopback by default,
 pages linking across hosts so that partitions hand URLs to each other) is crawled by
-``python -m crawler --processes N`` (crawler/partition.py: one job, hosts split over N
+``python -m crawler --processes N`` (crawler/partitioned_run.py: one job, hosts split over N
 processes, URLs handed between them, outputs merged), politeness off so that the crawler and
 not the site's delays sets the pace. For each process count: URLs/s (wall) and URLs per
 CPU-second (user + system of the whole process tree, ``wait4``), the medians of rounds whose

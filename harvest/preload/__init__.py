@@ -18,5 +18,5 @@ small dict results; nothing here imports Airflow):
 
 :func:`harvest.preload.pipeline.run_all` runs every step in one process (CLI ``preload run``,
 demo). The same DNS code runs from ``harvestflow preload check-dns FILE --nameserver HOST[:PORT]``
-(:mod:`harvest.preload.cli`).
+(:mod:`app.cli.preload`).
 """

@@ -56,7 +56,7 @@ class Template:
     extract_sitemaps: bool = False
     # speculative links from script strings (crawler/jsextract.py); Heritrix's default, on
     extract_js: bool = True
-    # browser rendering (crawler/render.py): none | seeds | html (every in-scope HTML page)
+    # browser rendering (crawler/rendering/renderer.py): none | seeds | html (every in-scope HTML page)
     render: str = "none"
     render_tabs: int = 2  # tab workers (one Chromium each) per crawler process
     render_page_timeout_s: float = 30.0  # behaviours of one page, then screenshots
@@ -66,7 +66,7 @@ class Template:
     render_max_memory_mb: int = (
         1024  # a tab's browser above this (PSS sum) is restarted between pages
     )
-    # behaviours of rendered pages (crawler/behaviours/), within render_page_timeout_s:
+    # behaviours of rendered pages (crawler/rendering/behaviours/), within render_page_timeout_s:
     render_consent: str = "accept"  # consent dialogs: accept | reject | hide | none
     render_consent_wait_s: float = 5.0  # for autoconsent's rules to find and answer a dialog
     render_max_clicks: int = 20  # "load more" / "show more" / next buttons (0: none)
@@ -94,7 +94,7 @@ class Template:
     max_url_length: int = 2083
     concurrent_requests: int = 16
     warc_max_size: int = 1_000_000_000
-    processes: int = 1  # host-partitioned crawler processes of one job (crawler/partition.py)
+    processes: int = 1  # host-partitioned crawler processes of one job (crawler/partitioned_run.py)
     resolve: dict[str, str] = field(default_factory=dict)
 
 

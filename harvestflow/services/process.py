@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -78,6 +79,24 @@ def read_pid(pidfile: Path, *, other_owner_alive: bool = False) -> int | None:
     return pid
 
 
+def spawn_service(
+    command: list[str], logfile: Path, cwd: Path, pidfile: Path
+) -> subprocess.Popen[bytes]:
+    """Start a service in a session of its own (so it is stopped as a group, and a Ctrl-C of
+    the terminal does not reach it), its output appended to ``logfile``, its pid written."""
+    with open(logfile, "ab") as out:
+        proc = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    pidfile.write_text(str(proc.pid))
+    return proc
+
+
 def wait_until(
     ready: Callable[[], bool],
     timeout_s: float,
@@ -136,6 +155,38 @@ def stop_process_group(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
     pidfile.unlink(missing_ok=True)
+    return True
+
+
+def stop_groups(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
+    """SIGTERM each process's group, then SIGKILL the groups still there after ``timeout_s``
+    (one deadline for all: a stop is bounded however many processes there are)."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        try:
+            proc.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def started_or_stopped(
+    proc: subprocess.Popen[bytes],
+    wait_ready: Callable[[subprocess.Popen[bytes]], None],
+    stop: Callable[[], Any],
+) -> bool:
+    """True once ``wait_ready(proc)`` returns; a service that does not come up is stopped
+    (nothing half-started is left behind) and its ServiceError raised."""
+    try:
+        wait_ready(proc)
+    except ServiceError:
+        stop()
+        raise
     return True
 
 

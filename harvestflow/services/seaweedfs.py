@@ -19,7 +19,14 @@ from pathlib import Path
 
 from harvestflow.atomic import atomic_write_text
 from harvestflow.services.postgres import port_open
-from harvestflow.services.process import ServiceError, read_pid, stop_process_group, wait_until
+from harvestflow.services.process import (
+    ServiceError,
+    read_pid,
+    spawn_service,
+    started_or_stopped,
+    stop_process_group,
+    wait_until,
+)
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +150,8 @@ class EmbeddedSeaweedFS:
         self._write_s3_config()
         self._write_master_config()
         log.info("starting SeaweedFS S3 on %s (data %s)", self.endpoint_url, self.data_dir)
-        with open(self.logfile, "ab") as out:
-            proc = subprocess.Popen(
-                self.command(),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.data_dir,
-                start_new_session=True,
-            )
-        self.pidfile.write_text(str(proc.pid))
-        try:
-            self._wait_ready(timeout_s, proc)
-        except ServiceError:
-            self.stop()
-            raise
-        return True
+        proc = spawn_service(self.command(), self.logfile, self.data_dir, self.pidfile)
+        return started_or_stopped(proc, lambda p: self._wait_ready(timeout_s, p), self.stop)
 
     def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
         wait_until(

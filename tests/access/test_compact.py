@@ -43,7 +43,7 @@ def reindex(crash: str | None = None) -> subprocess.CompletedProcess[str]:
     if crash:
         env[ENV] = crash
     return subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "access", "reindex"],
+        [sys.executable, "-m", "app.cli.main", "access", "reindex"],
         env=env,
         capture_output=True,
         text=True,

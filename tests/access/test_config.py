@@ -24,7 +24,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from access.config import AccessConfig, replay_site
 from access.service import ReplayService
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import SettingsError
 from tests.access.conftest import get

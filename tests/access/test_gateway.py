@@ -22,7 +22,7 @@ import pytest
 
 from access.config import AccessConfig
 from access.service import ReplayService
-from crawler.metadata_warc import write_metadata_warc
+from crawler.warc.metadata import write_metadata_warc
 from harvestflow import settings as settings_mod
 from indexing.chain import run_chain
 from tests.access.conftest import replay_env

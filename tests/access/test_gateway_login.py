@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from access.config import AccessConfig
 from access.readerlogin import TTL_S, LoginChecker
 from access.service import ReplayService
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from tests.access.test_rules import page
 from tests.plugins.signed_in import auth_for, serving
 from tests.search.corpus import chain_job

@@ -191,7 +191,7 @@ def test_the_cli_lists_a_jobs_missing_urls_and_sends_them(db_engine: sa.Engine) 
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "harvestflow.cli", "qc", *args], capture_output=True, text=True
+            [sys.executable, "-m", "app.cli.main", "qc", *args], capture_output=True, text=True
         )
 
     listed = cli("missing", str(job), "--json")

@@ -33,13 +33,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 from access import missing
 from access.config import AccessConfig
 from access.service import ReplayService
+from app.curator.actions import Role
+from app.curator.webapp import create_app
+from app.runtime import airflow_runtime, dagrun
 from harvest.bootstrap import ensure_reference_data
 from harvest.domains import ensure_config
 from harvest.results import record_job_results
-from harvestflow import airflow_runtime, dagrun
 from harvestflow import settings as settings_mod
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from indexing import chain
 from tests.access.conftest import get
 from tests.conftest import free_port

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 
 from access.config import AccessConfig
 from access.service import ReplayService
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from indexing.fulltext import extract_file
 from tests.access.test_rules import page
 from tests.plugins.signed_in import auth_for, serving

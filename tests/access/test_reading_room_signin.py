@@ -34,9 +34,9 @@ from access import readerpass
 from access.config import INTERNAL_HOST, AccessConfig
 from access.gateway import Gateway
 from access.service import ReplayService
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from tests.access.conftest import replay_env
 from tests.access.test_config import airflow_api  # noqa: F401 (the fixture)
 from tests.plugins.browser import airflow_login, chromium

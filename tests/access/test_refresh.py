@@ -38,7 +38,7 @@ def wait_for(check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
 
 def reindex_cli() -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "access", "reindex"],
+        [sys.executable, "-m", "app.cli.main", "access", "reindex"],
         check=True,
         capture_output=True,
         text=True,
@@ -190,7 +190,7 @@ def test_a_collection_is_served_under_its_name_and_in_all(
 def test_access_setup_is_idempotent(replay_venv: Path) -> None:
     """``harvestflow access setup`` on an existing replay venv: nothing to do, exit 0."""
     before = (replay_venv / "bin" / "wayback").stat().st_mtime_ns
-    subprocess.run([sys.executable, "-m", "harvestflow.cli", "access", "setup"], check=True)
+    subprocess.run([sys.executable, "-m", "app.cli.main", "access", "setup"], check=True)
     assert (replay_venv / "bin" / "wayback").stat().st_mtime_ns == before
 
 
@@ -208,7 +208,7 @@ def test_a_taken_port_gives_a_clear_error_and_config_prints(
         with pytest.raises(ServiceError, match="resolver_port"):
             ReplayService(access_settings).start()
     out = subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "access", "config"],
+        [sys.executable, "-m", "app.cli.main", "access", "config"],
         check=True,
         capture_output=True,
         text=True,

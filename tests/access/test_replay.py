@@ -16,9 +16,9 @@ import sqlalchemy as sa
 
 from access.config import AccessConfig
 from access.service import ReplayService
+from app.demo.samplesite import start
 from harvestflow import services as platform_services
 from harvestflow import settings as settings_mod
-from harvestflow.samplesite import start
 from indexing import chain, cleanup, manifest, merge
 from preservation.ingest import ingest_job
 from tests.access.conftest import cdx, get

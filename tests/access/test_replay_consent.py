@@ -14,7 +14,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from access import missing
 from access.config import AccessConfig
 from access.service import ReplayService
-from crawler.cdp import find_chromium
+from crawler.rendering.cdp import find_chromium
 from harvestflow import settings as settings_mod
 from indexing import chain
 from tests.access.test_replay import make_db_job

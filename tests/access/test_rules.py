@@ -49,7 +49,7 @@ def page(url: str, word: str, when: datetime) -> Page:
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", *args], capture_output=True, text=True
+        [sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True
     )
 
 

@@ -40,7 +40,7 @@ DAY = date(2026, 11, 20)
 def index_into_daily(warc: Path, layout: Layout, day: date, collection: str = "") -> Path:
     """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day."""
     out = subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "index", "cdx", str(warc), "--format", "cdxj"],
+        [sys.executable, "-m", "app.cli.main", "index", "cdx", str(warc), "--format", "cdxj"],
         check=True,
         capture_output=True,
     ).stdout

@@ -16,7 +16,8 @@ from types import ModuleType
 
 from scrapy.settings import Settings
 
-from crawler import cli, jobspec, runner
+from crawler import command_line as cli
+from crawler import jobspec, runner
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "crawl"
 

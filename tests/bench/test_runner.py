@@ -117,7 +117,7 @@ def test_an_order_that_does_not_alternate_is_refused(tmp_path: Path) -> None:
 def test_a_regression_check_runs_the_same_command_with_the_old_commits_code(
     tmp_path: Path,
 ) -> None:
-    ours = Side("ours", ["python", "-m", "indexing.cli", "{out}"], 2, "as run", {"X": "1"})
+    ours = Side("ours", ["python", "-m", "app.cli.index", "{out}"], 2, "as run", {"X": "1"})
     new, old = against_sides(ours, tmp_path, "a" * 40)
     assert (new.name, old.name) == ("new", "old")
     assert new.command == old.command == ours.command  # only the library code differs

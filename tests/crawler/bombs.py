@@ -85,8 +85,8 @@ def bomb_warc(
     Content-Encoding, payload as sent): [(URL, file name, offset, length)]."""
     import datetime as dt
 
-    from crawler import records
-    from crawler.warcfiles import RotatingWarcWriter
+    from crawler.warc import records
+    from crawler.warc.files import RotatingWarcWriter
 
     writer = RotatingWarcWriter(warc_dir, "1-9", 1 << 34, {"software": "test"})
     when = records.warc_date(dt.datetime(2026, 1, 2, tzinfo=dt.UTC))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harvestflow.samplesite import SampleSite, start
+from app.demo.samplesite import SampleSite, start
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLE_BIN = REPO / ".oracle-venv" / "bin"

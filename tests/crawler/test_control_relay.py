@@ -3,7 +3,7 @@ how the relay's files are read (only whole lines, so a line being written is rea
 
 from __future__ import annotations
 
-from crawler.control_relay import append_line, combined_answer, read_lines
+from crawler.partitioning.control_relay import append_line, combined_answer, read_lines
 
 
 def test_the_job_refuses_an_action_any_process_refused_with_that_process_named():

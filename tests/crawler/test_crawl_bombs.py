@@ -16,8 +16,8 @@ at most ``max_inflate_bytes`` of each (32 MiB by default), within a per-process 
 
 The other paths that inflate for a rendering browser have their own 10 GB bombs (gzip, br,
 zstd) below: a script and a JSON API fetched by the browser through the crawl, a capture read
-back from the WARC (crawler/render_archive.py) and an unrecorded fetch
-(crawler/render_passthrough.py); the continuous crawl's reader is in
+back from the WARC (crawler/rendering/archive.py) and an unrecorded fetch
+(crawler/rendering/passthrough.py); the continuous crawl's reader is in
 tests/harvest/continuous/test_runread.py.
 """
 
@@ -34,10 +34,10 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.cdp import find_chromium
-from crawler.render_archive import ArchivedCaptures
-from crawler.render_passthrough import Passthrough
-from crawler.render_proxy import ProxyRequest
+from crawler.rendering.archive import ArchivedCaptures
+from crawler.rendering.cdp import find_chromium
+from crawler.rendering.passthrough import Passthrough
+from crawler.rendering.proxy import ProxyRequest
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 from harvestflow.formats.urls import canonical_key
 from tests.crawler.bombs import bomb_warc, call_measured, run_polled
@@ -199,7 +199,7 @@ def read_back(warc_dir: str, cdx: str) -> list[list[object]]:
 def test_a_bomb_read_back_from_the_warc_for_the_browser_is_inflated_within_bounds(
     tmp_path: Path,
 ) -> None:
-    """A capture served back to a rendering browser (crawler/render_archive.py) was read with
+    """A capture served back to a rendering browser (crawler/rendering/archive.py) was read with
     warcio's ``content_stream().read()``: whole, without a bound (and zstd not at all). Now the
     crawler's bounded inflation: the browser gets the first ``max_inflate_bytes``, decoded,
     without a Content-Encoding line, and the process's peak RSS grows by less than

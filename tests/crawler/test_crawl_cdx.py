@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 
 import pytest
 
-from crawler.metadata_warc import cdx_lines
+from crawler.warc.metadata import cdx_lines
 from indexing.cdx import index_warc
 from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl
 from tests.crawler.rawsite import Raw, serve

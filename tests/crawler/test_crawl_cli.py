@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from harvestflow.samplesite import HOSTS
+from app.demo.samplesite import HOSTS
 from tests.crawler.conftest import REPO, CrawlResult
 
 

@@ -25,6 +25,7 @@ import pytest
 import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
+from app.demo.definition import create_demo_definition
 from tests.crawler.conftest import ORACLE_BIN, REPO
 
 pytestmark = pytest.mark.services
@@ -107,7 +108,7 @@ def wait_until(what: str, cond: Callable[[], bool], timeout: float = 90) -> None
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "jobs", *args],
+        [sys.executable, "-m", "app.cli.main", "jobs", *args],
         capture_output=True,
         text=True,
         timeout=180,
@@ -120,7 +121,7 @@ def prepared_job(engine: sa.Engine, site: SlowSite, tmp_path: Path) -> tuple[int
     """A real job of the demo definition, its spec pointed at the slow site."""
     from harvest import pipeline as p
 
-    hid = p.create_demo_definition(site.port, engine=engine)
+    hid = create_demo_definition(site.port, engine=engine)
     job_id = p.generate_jobs(hid, datetime(2026, 11, 22, 3, tzinfo=UTC), engine=engine)[0]
     job_json = Path(p.prepare_job(job_id, tmp_path, engine=engine))
     spec = json.loads(job_json.read_text())

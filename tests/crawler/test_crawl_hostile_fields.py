@@ -111,10 +111,19 @@ def test_no_server_value_shifts_a_crawl_log_or_report_column(
     mime_rows = _rows(reports / "mimetype-report.txt")[1:]
     assert len(mime_rows) >= len(CONTENT_TYPES)
 
-    # the metadata records' application/warc-fields: one "name: value" a line, and an outlink
-    # value is exactly "URL hop context" whatever the page's links hold
-    outlinks = 0
-    for warc in sorted((result.out / "warcs").glob("*.warc.gz")):
+    assert len(_outlinks(result.out)) >= len(CONTENT_TYPES) + len(ODD_LINKS)
+
+    for engine in ("c", "polars"):
+        agg = aggregate_crawl_log(log_path, engine=engine, workers=1)
+        assert agg.bad_lines == 0, (engine, agg.bad_examples)
+        assert agg.lines == len(rows)
+
+
+def _outlinks(out: Path) -> list[str]:
+    """The outlink values of the job's metadata records, checking on the way that each
+    application/warc-fields body is one "name: value" a line and an outlink "URL hop context"."""
+    outlinks = []
+    for warc in sorted((out / "warcs").glob("*.warc.gz")):
         with warc.open("rb") as fh:
             for record in ArchiveIterator(fh):
                 if (
@@ -129,11 +138,23 @@ def test_no_server_value_shifts_a_crawl_log_or_report_column(
                     name, _, value = line.partition(": ")
                     assert name in {"via", "hopsFromSeed", "sourceTag", "fetchTimeMs", "outlink"}
                     if name == "outlink":
-                        outlinks += 1
                         assert len(value.split()) == 3, value[:300]
-    assert outlinks >= len(CONTENT_TYPES) + len(ODD_LINKS)
+                        outlinks.append(value)
+    return outlinks
 
-    for engine in ("c", "polars"):
-        agg = aggregate_crawl_log(log_path, engine=engine, workers=1)
-        assert agg.bad_lines == 0, (engine, agg.bad_examples)
-        assert agg.lines == len(rows)
+
+def test_a_rendered_pages_outlinks_cannot_add_a_warc_fields_line(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """The rendered path writes the page's metadata record too (crawler.rendering.finish): its
+    outlinks, the page's own text, are cleaned like the plain path's."""
+    template = {**FAST_TEMPLATE, "max_hops": 0, "render": "html", "render_min_wait_s": 0.5}
+    job = {
+        "job_id": 24,
+        "harvest_id": 2,
+        "seeds": [server.url("/")],
+        "template": {**template, "render_page_timeout_s": 20},
+        "resolve": {HOST: "127.0.0.1"},
+    }
+    result = run_crawl(job, tmp_path / "job", timeout=120)
+    assert len(_outlinks(result.out)) >= len(CONTENT_TYPES) + len(ODD_LINKS)

@@ -135,7 +135,7 @@ def members() -> Iterator[_Members]:
 
 def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", "credentials", *args],
+        [sys.executable, "-m", "app.cli.main", "credentials", *args],
         input=stdin,
         capture_output=True,
         text=True,

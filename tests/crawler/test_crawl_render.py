@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from crawler.cdp import find_chromium
+from crawler.rendering.cdp import find_chromium
 from tests.crawler import scriptsite
 from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO, run_crawl
 from tests.crawler.rawsite import Routes, serve
@@ -210,7 +210,7 @@ async def _replay(url: str) -> list[list[object]]:
     list (href, title, thumbnail decoded width)."""
     import asyncio
 
-    from crawler.cdp import Browser
+    from crawler.rendering.cdp import Browser
 
     browser = Browser(None)
     await browser.start()
@@ -290,7 +290,7 @@ def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
     asks for inside it is fetched and archived through the crawl as https:// URLs."""
     import ssl
 
-    from crawler.render_tls import JobCA
+    from crawler.rendering.tls import JobCA
     from tests.crawler.rawsite import Raw
 
     chain, key = JobCA(tmp_path / "site-ca", "test site").issue("secure.test")

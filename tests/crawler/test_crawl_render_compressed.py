@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.cdp import find_chromium
+from crawler.rendering.cdp import find_chromium
 from tests.conftest import oracle
 from tests.crawler import scriptsite
 from tests.crawler.renderjobs import Rendered, crawl_scriptsite

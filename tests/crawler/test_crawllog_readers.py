@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from app.curator.crawllog_search import search_crawl_log
 from crawler.crawllog_writer import LogEntry, format_line
 from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
-from harvestflow.curator.crawllog_search import search_crawl_log
 from harvestflow.formats.crawllog import CrawlLogLine
 from indexing.dedup_index import duplicate_keys
 from qa.crawlline import parse_line_slow

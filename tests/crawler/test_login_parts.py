@@ -1,4 +1,4 @@
-"""Parts of crawler/credentials.py and crawler/redact.py on their own: challenges, the login
+"""Parts of crawler/credentials.py and crawler/warc/redact.py on their own: challenges, the login
 form, the logout rule, what a WARC request record keeps."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 
 from crawler.credentials import answer_challenge, covers, is_logout, login_form
-from crawler.redact import redact_request
+from crawler.warc.redact import redact_request
 from harvestflow.credentials import CredentialRef, Secret
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.cdp import find_chromium
 from crawler.manifests import MAX_SEGMENTS, dash_links, hls_links, manifest_kind
+from crawler.rendering.cdp import find_chromium
 from harvestflow.contracts.jobspec import JobSpec, JobSpecError
 from tests.crawler import postmediasite
 

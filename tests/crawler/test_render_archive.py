@@ -186,10 +186,10 @@ def test_a_revisit_is_served_from_its_original_decoded(tmp_path: Path) -> None:
     import datetime as dt
     import gzip
 
-    from crawler import records
     from crawler.dedup_lookup import EarlierCapture
-    from crawler.render_archive import ArchivedCaptures
-    from crawler.warcfiles import RotatingWarcWriter
+    from crawler.rendering.archive import ArchivedCaptures
+    from crawler.warc import records
+    from crawler.warc.files import RotatingWarcWriter
     from harvestflow.formats.cdx import CdxEntry, cdx11_line
     from harvestflow.formats.urls import canonical_key
 

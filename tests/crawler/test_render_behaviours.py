@@ -1,4 +1,4 @@
-"""Behaviours of rendered pages (crawler/behaviours/): consent walls answered (autoconsent's
+"""Behaviours of rendered pages (crawler/rendering/behaviours/): consent walls answered (autoconsent's
 rule for a OneTrust dialog, our wording table for a French banner and a German dialog in a
 cross-site iframe) and the answer kept for the host's next page, a "Load more" list clicked to
 its end or to ``render_max_clicks``, expanders opened, media candidates fetched and audio
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.behaviours.consent import VENDOR
-from crawler.behaviours.run import page_js
-from crawler.behaviours.sites import load_site_behaviours, parse_behaviour
-from crawler.behaviours.wording import CONSENT_HINTS, consent_words
-from crawler.cdp import Browser, find_chromium
+from crawler.rendering.behaviours.consent import VENDOR
+from crawler.rendering.behaviours.run import page_js
+from crawler.rendering.behaviours.sites import load_site_behaviours, parse_behaviour
+from crawler.rendering.behaviours.wording import CONSENT_HINTS, consent_words
+from crawler.rendering.cdp import Browser, find_chromium
 from harvestflow.contracts.jobspec import JobSpec, JobSpecError
 from tests.crawler import behavioursite as bs
 from tests.crawler.conftest import CrawlResult

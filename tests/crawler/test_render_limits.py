@@ -57,7 +57,7 @@ def test_a_browsers_memory_is_measured_for_the_restart_bound() -> None:
     process (an RSS sum restarted browsers every few pages: bench/render)."""
     import asyncio
 
-    from crawler.cdp import Browser
+    from crawler.rendering.cdp import Browser
 
     def rss_kb(pid: int) -> int:
         return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * 4
@@ -138,7 +138,7 @@ def test_chromium_keeps_its_sandbox() -> None:
     import pwd
     import time
 
-    from crawler.cdp import Browser
+    from crawler.rendering.cdp import Browser
 
     def group_of(pgid: int) -> list[int]:
         out = []
@@ -201,7 +201,7 @@ def test_the_no_sandbox_escape_is_explicit_and_logged() -> None:
 
     script = (
         "import asyncio, logging, pathlib\n"
-        "from crawler.cdp import Browser\n"
+        "from crawler.rendering.cdp import Browser\n"
         "logging.basicConfig(level=logging.WARNING)\n"
         "async def main():\n"
         "    b = Browser(None)\n"

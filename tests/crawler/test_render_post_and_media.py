@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawler.cdp import find_chromium
+from crawler.rendering.cdp import find_chromium
 from indexing.cdx import index_warc
 from tests.conftest import oracle
 from tests.crawler import postmediasite

@@ -1,12 +1,12 @@
 """The render proxy answers a browser's byte-range request from the whole resource the crawl
-archived (crawler/render_proxy.py ``ranged``), as nginx answers one from the file: the range
+archived (crawler/rendering/proxy.py ``ranged``), as nginx answers one from the file: the range
 asked (206, Content-Range), the end of the file for an open or suffix range, 416 past the end;
 and leaves alone what it cannot cut exactly (several ranges, a body still content-coded, a
 status other than 200, a POST)."""
 
 from __future__ import annotations
 
-from crawler.render_proxy import ProxyRequest, ProxyResponse, ranged
+from crawler.rendering.proxy import ProxyRequest, ProxyResponse, ranged
 
 BODY = bytes(range(100))
 WHOLE = ProxyResponse(200, [("Content-Type", "audio/wav"), ("Content-Length", "100")], BODY)

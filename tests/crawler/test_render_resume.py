@@ -85,7 +85,7 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         assert "/first.png" in crawl_log.read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        from crawler.chromium_user import profiles_dir
+        from crawler.rendering.chromium_user import profiles_dir
 
         profiles = str(profiles_dir(out / "state"))  # in every Chromium's command line
         deadline = time.time() + 15

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestflow.samplesite import start
+from app.demo.samplesite import start
 from tests.conftest import free_port, oracle
 from tests.crawler.conftest import make_job, run_crawl
 

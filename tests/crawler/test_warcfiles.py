@@ -9,8 +9,8 @@ import subprocess
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 
-from crawler import records
-from crawler.warcfiles import RotatingWarcWriter, repair_open_file
+from crawler.warc import records
+from crawler.warc.files import RotatingWarcWriter, repair_open_file
 from tests.crawler.conftest import REPO
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 from tests.dags.runstates import asset_events, last_run
 from tests.indexing.chainkit import job_warcs, make_harvest, wipe_chain_dirs

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import Settings
 from preservation.ingest import ingest_job

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import airflow_runtime, samplesite
+from app.demo import samplesite
+from app.demo.definition import create_demo_definition
+from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 from tests.dags.runstates import RunStates, asset_events, last_run
 
@@ -205,7 +207,7 @@ def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
     import time
     from datetime import UTC, datetime
 
-    from harvest.pipeline import create_demo_definition, generate_jobs, prepare_job
+    from harvest.pipeline import generate_jobs, prepare_job
 
     harvest_id = create_demo_definition(site.port, engine=db_engine)
     (job_id,) = generate_jobs(harvest_id, datetime(2026, 11, 1, tzinfo=UTC), engine=db_engine)
@@ -256,7 +258,6 @@ def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
     from datetime import UTC, datetime
 
     from harvest.definitions import ensure_schedule, ensure_selective_definition
-    from harvest.pipeline import create_demo_definition
 
     harvest_id = create_demo_definition(site.port, engine=db_engine)
     when = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
@@ -316,7 +317,6 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
 
     from harvest.definitions import ensure_selective_definition
     from harvest.domains import ensure_config
-    from harvest.pipeline import create_demo_definition
 
     good = create_demo_definition(site.port, engine=db_engine)
     with db_engine.begin() as conn:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from search.backends import get_backend
 from search.query import parse_query

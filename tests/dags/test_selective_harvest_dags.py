@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from harvestflow.settings import DEFAULT_CONFIG, PROJECT_ROOT
+from harvestflow.settings import DEFAULT_CONFIG, PROJECT_ROOT, SettingsError
 
 DAGS = PROJECT_ROOT / "dags"
 SCHEDULES = {
@@ -79,4 +79,5 @@ def test_crawl_pools_follow_the_settings_file_and_its_overrides(tmp_path: Path) 
     env = {"HARVESTFLOW_CONFIG": str(config), "HARVESTFLOW_AIRFLOW__LOW_PRIORITY_POOL": "snap"}
     assert hf_common.crawl_pools(env) == ("selective", "snap")
     missing = {"HARVESTFLOW_CONFIG": str(tmp_path / "none.toml")}
-    assert hf_common.crawl_pools(missing) == ("crawl_high", "crawl_low")
+    with pytest.raises(SettingsError, match=r"none\.toml"):
+        hf_common.crawl_pools(missing)

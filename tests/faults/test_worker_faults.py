@@ -31,7 +31,7 @@ import httpx
 import psutil
 import pytest
 
-from harvestflow import samplesite
+from app.demo import samplesite
 from harvestflow.services.postgres import port_open
 from tests.conftest import oracle
 from tests.platform.helpers import (

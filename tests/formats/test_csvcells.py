@@ -52,7 +52,7 @@ def test_the_qa_report_and_the_qa_cli_write_their_csv_through_it(tmp_path: Path)
     like a formula is escaped, the figures stay numbers."""
     import pandas as pd
 
-    from qa.cli import _emit
+    from app.cli.qa import _emit
     from qa.report import _csv
 
     assert _csv([["=evil.test", -4, -44.44]], ["host", "urls", "pct"]) == (

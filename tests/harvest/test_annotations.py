@@ -294,7 +294,7 @@ def test_feed_import_refuses_bad_annotations_by_item(hdb: sa.Engine, tmp_path: P
 def test_cli_annotate_comment_and_export(
     hdb: sa.Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harvestflow.cli import main
+    from app.cli.main import main
 
     _import(hdb, tmp_path, FEED)
     rid = _record(hdb, "ukwa:11")

@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
+from app.cli.main import main
+from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
-from harvestflow.cli import main
 from tests.harvest.conftest import write_summary
 
 pytestmark = pytest.mark.services
 
 
 def test_domain_show_and_jobs_list(hdb, tmp_path, capsys):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, datetime(2026, 11, 22, 3, tzinfo=UTC), engine=hdb)[0]
     path = p.prepare_job(job, tmp_path, engine=hdb)
     write_summary(path, {"example-a.test": (40, 12345, 1), "example-b.test": (7, 700, 0)})

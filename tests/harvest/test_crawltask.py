@@ -19,9 +19,10 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
+from app.demo import samplesite
+from app.demo.definition import create_demo_definition
 from crawler.launch import CrawlUnfinished
 from harvest import pipeline as p
-from harvestflow import samplesite
 from harvestflow.formats.job_status import JobStatus
 
 pytestmark = pytest.mark.services
@@ -54,7 +55,7 @@ def job_status(hdb: sa.Engine, job_id: int) -> int:
 def test_unfinished_crawl_fails_the_task_and_its_retry_resumes_and_finishes_the_job(
     hdb: sa.Engine, site: samplesite.SampleSite, tmp_path: Path
 ) -> None:
-    hid = p.create_demo_definition(site.port, engine=hdb)
+    hid = create_demo_definition(site.port, engine=hdb)
     (job,) = p.generate_jobs(hid, LD, engine=hdb)
     spec_path = Path(p.prepare_job(job, tmp_path / "jobs", engine=hdb))
     spec = json.loads(spec_path.read_text())
@@ -113,7 +114,7 @@ def test_a_job_whose_last_try_ended_unfinished_is_recorded_failed(hdb, tmp_path)
     what it fetched in the history), never DONE."""
     from tests.harvest.conftest import write_summary
 
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     (job,) = p.generate_jobs(hid, LD, engine=hdb)
     path = p.prepare_job(job, tmp_path, engine=hdb)
     p.mark_started(job, engine=hdb)

@@ -18,9 +18,10 @@ import pytest
 import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
+from app.demo import samplesite
+from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
 from harvest.recovery import resubmit_dead_jobs
-from harvestflow import samplesite
 from harvestflow import settings as settings_mod
 from harvestflow.formats.job_status import JobStatus
 from harvestflow.settings import PROJECT_ROOT
@@ -76,7 +77,7 @@ def _captures(warcs: list[Path]) -> list[tuple[str, str]]:
 
 
 def _start_crawl(hdb: sa.Engine, site, data: Path) -> tuple[int, Path, subprocess.Popen]:
-    hid = p.create_demo_definition(site.port, engine=hdb)
+    hid = create_demo_definition(site.port, engine=hdb)
     (job,) = p.generate_jobs(hid, LD, engine=hdb)
     spec_path = Path(p.prepare_job(job, data / "jobs", engine=hdb))
     spec = json.loads(spec_path.read_text())

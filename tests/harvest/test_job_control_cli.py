@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.cli.main import main
+from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
-from harvestflow.cli import main
 
 pytestmark = pytest.mark.services
 
@@ -22,7 +23,7 @@ LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 
 @pytest.fixture
 def submitted(hdb: sa.Engine, tmp_path: Path) -> tuple[int, int]:
-    hid = p.create_demo_definition(8123, engine=hdb)
+    hid = create_demo_definition(8123, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     p.prepare_job(job, tmp_path, engine=hdb)  # SUBMITTED: actions may be asked
     return hid, job

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
 from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
@@ -29,8 +30,8 @@ def status_of(engine, job_id):
 
 
 def test_demo_definition_is_idempotent(hdb):
-    a = p.create_demo_definition(8099, engine=hdb)
-    b = p.create_demo_definition(8099, engine=hdb)
+    a = create_demo_definition(8099, engine=hdb)
+    b = create_demo_definition(8099, engine=hdb)
     assert a == b
     with hdb.connect() as c:
         assert c.execute(sa.text("SELECT count(*) FROM harvestdefinitions")).scalar() == 1
@@ -38,7 +39,7 @@ def test_demo_definition_is_idempotent(hdb):
 
 
 def test_whole_run_from_due_to_next_date(hdb, tmp_path):
-    hid = p.create_demo_definition(8123, engine=hdb)
+    hid = create_demo_definition(8123, engine=hdb)
     assert p.due_definitions("daily", LD, engine=hdb) == [hid]
     assert p.due_definitions("weekly", LD, engine=hdb) == []
     jobs = p.generate_jobs(hid, LD, engine=hdb)
@@ -84,7 +85,7 @@ def test_whole_run_from_due_to_next_date(hdb, tmp_path):
 
 
 def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)
     assert p.generate_jobs(hid, LD, engine=hdb) == first
     path = p.prepare_job(first[0], tmp_path, engine=hdb)
@@ -118,7 +119,7 @@ def test_rerun_and_backfill_create_no_second_job(hdb, tmp_path):
 
 
 def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     p.prepare_job(job, tmp_path, engine=hdb)
     result = p.record_job_results(job, engine=hdb)
@@ -130,7 +131,7 @@ def test_missing_summary_fails_the_job_with_the_reason(hdb, tmp_path):
 
 
 def test_a_summary_field_of_the_wrong_type_fails_the_job_naming_file_and_field(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     path = p.prepare_job(job, tmp_path, engine=hdb)
     summary = write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
@@ -147,7 +148,7 @@ def test_a_summary_field_of_the_wrong_type_fails_the_job_naming_file_and_field(h
 def test_broken_schedule_deactivates_only_that_definition(hdb):
     from harvest.definitions import ensure_schedule, ensure_selective_definition
 
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     with hdb.begin() as c:
         # bad data from an import: the schedule ends before it starts
         ensure_schedule(
@@ -175,7 +176,7 @@ def test_job_carries_global_domain_and_definition_traps(hdb, tmp_path):
     (tmp_path / "bad.txt").write_text("ok\n(unclosed\n")
     with pytest.raises(ValueError, match=r"bad\.txt line 2"):
         load_global_trap_list("bad", tmp_path / "bad.txt", engine=hdb)
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     with hdb.begin() as c:
         c.execute(
             sa.text("UPDATE domains SET crawlertraps = '{/print/}' WHERE name = 'example-a.test'")
@@ -200,7 +201,7 @@ def own_data_dir(tmp_path, monkeypatch):
 
 
 def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_data_dir):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
     path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
     assert json.loads(Path(path1).read_text())["dedup_index"] is None  # nothing before
@@ -245,7 +246,7 @@ def test_a_jobs_dedup_index_names_earlier_warcs_by_the_path_they_are_at(
     """The crawler reads a revisit's original back for a rendering browser: the job's dedup
     index names the earlier WARC by its final copy's absolute path (a bare name it could not
     open), and keeps the name where no copy is known."""
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
     path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
     write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
@@ -285,7 +286,7 @@ def test_failing_job_generation_deactivates_only_that_definition(hdb, monkeypatc
     from harvest.definitions import ensure_selective_definition
     from harvest.domains import ensure_config
 
-    good = p.create_demo_definition(8099, engine=hdb)
+    good = create_demo_definition(8099, engine=hdb)
     with hdb.begin() as c:
         ref = ensure_config(
             c, "broken.test", template="demo_loopback", seeds=["http://broken.test/"]
@@ -328,7 +329,7 @@ def test_failing_job_generation_deactivates_only_that_definition(hdb, monkeypatc
 def test_lost_database_connection_does_not_deactivate_a_definition(hdb, monkeypatch):
     from harvest import planning
 
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
 
     def plan_jobs(conn, harvest_id, **kwargs):
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("server closed the connection"))
@@ -377,7 +378,7 @@ def test_backfill_inside_a_finished_schedule_harvests_what_was_due_then(hdb):
 
 
 def test_a_definition_deactivated_by_hand_is_not_backfilled(hdb):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     with hdb.begin() as c:
         c.execute(
             sa.text(
@@ -392,7 +393,7 @@ def test_a_definition_deactivated_by_hand_is_not_backfilled(hdb):
 def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
     hdb, tmp_path, own_data_dir
 ):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     jobs = []
     for day in (20, 21):  # two earlier runs, both DONE
         job = p.generate_jobs(hid, datetime(2026, 11, day, 3, tzinfo=UTC), engine=hdb)[0]
@@ -425,7 +426,7 @@ def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
 
 
 def test_a_job_freezes_its_template_and_seed_list(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     # after generation a curator changes the seeds and an engineer the template
     with hdb.begin() as c:

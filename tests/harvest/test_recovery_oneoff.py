@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
 from harvest.oneoff import OneOffError, create_seedlist_harvest, validate_params
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
@@ -35,7 +36,7 @@ def age(path: Path, seconds: float) -> None:
 
 
 def test_dead_worker_job_is_post_processed_and_resubmitted_once(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     spec_path = Path(p.prepare_job(job, tmp_path, engine=hdb))
     p.mark_started(job, engine=hdb)
@@ -72,7 +73,7 @@ def test_dead_worker_job_is_post_processed_and_resubmitted_once(hdb, tmp_path):
 
 
 def test_finished_but_unrecorded_job_is_not_dead(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     spec_path = Path(p.prepare_job(job, tmp_path, engine=hdb))
     (spec_path.parent / "summary.json").write_text('{"status": "complete"}')
@@ -85,7 +86,7 @@ def test_finished_but_unrecorded_job_is_not_dead(hdb, tmp_path):
 
 
 def test_status_never_moves_back(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     job = p.generate_jobs(hid, LD, engine=hdb)[0]
     p.prepare_job(job, tmp_path, engine=hdb)
     p.record_job_results(job, engine=hdb)  # no summary: FAILED
@@ -130,12 +131,12 @@ def test_oneoff_form_errors_name_the_field(hdb):
         validate_params({"harvest_id": 999}, hdb)
     with pytest.raises(OneOffError, match="positive number"):  # a zero budget crawls nothing
         validate_params({"seeds": ["http://a.test/"], "max_bytes": 0}, hdb)
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     assert validate_params({"harvest_id": hid}, hdb).harvest_id == hid
 
 
 def test_rerunning_a_failed_job_resubmits_it_and_follows_the_link(hdb, tmp_path):
-    hid = p.create_demo_definition(8099, engine=hdb)
+    hid = create_demo_definition(8099, engine=hdb)
     old = p.generate_jobs(hid, LD, engine=hdb)[0]
     old_path = p.prepare_job(old, tmp_path, engine=hdb)
     p.mark_started(old, engine=hdb)
@@ -158,7 +159,7 @@ def test_rerunning_a_failed_job_resubmits_it_and_follows_the_link(hdb, tmp_path)
 
 
 def test_oneoff_of_a_scheduled_definition_leaves_its_schedule_alone(hdb):
-    hid = p.create_demo_definition(8099, engine=hdb)  # a daily definition
+    hid = create_demo_definition(8099, engine=hdb)  # a daily definition
     p.generate_jobs(hid, LD, engine=hdb)
     p.advance_schedule(hid, LD, engine=hdb)
 
@@ -195,7 +196,7 @@ def test_oneoff_of_a_scheduled_definition_leaves_its_schedule_alone(hdb):
 
 
 def test_a_oneoff_run_does_not_count_towards_the_schedules_repeats(hdb):
-    hid = p.create_demo_definition(8099, engine=hdb)  # daily from LD
+    hid = create_demo_definition(8099, engine=hdb)  # daily from LD
     with hdb.begin() as c:
         c.execute(
             sa.text(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.cli.main import main
 from harvest.oneoff import OneOffError, validate_params
-from harvestflow.cli import main
 
 pytestmark = pytest.mark.services
 

@@ -195,7 +195,7 @@ def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Pa
         [
             sys.executable,
             "-m",
-            "indexing.cli",
+            "app.cli.index",
             "index",
             "cdx",
             str(a),
@@ -216,7 +216,7 @@ def test_cli_prints_reference_lines_for_several_files(oracle: Path, tmp_path: Pa
 
 
 def test_harvestflow_index_cdx_command_prints_reference_lines(oracle: Path, tmp_path: Path):
-    # the installed entry point (harvestflow's CLI registers indexing.cli), not only python -m
+    # the installed entry point (harvestflow's CLI registers app.cli.index), not only python -m
     harvestflow = Path(sys.executable).parent / "harvestflow"
     a = write_warc(tmp_path / "a.warc.gz", n=15, seed=5)
     b = write_warc(tmp_path / "b.warc.gz", n=15, seed=6)

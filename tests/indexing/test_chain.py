@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.cli.main import build_parser
 from harvestflow import settings as settings_mod
-from harvestflow.cli import build_parser
 from indexing import chain, cleanup, manifest, merge
 from indexing.dedup_index import build_dedup_index
 from indexing.errors import IndexingError

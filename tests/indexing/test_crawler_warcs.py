@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from app.demo.samplesite import start
 from harvestflow import settings as settings_mod
-from harvestflow.samplesite import start
 from indexing.cdx import index_warc, sorted_lines
 from indexing.dedup_index import build_dedup_index, sidecar_lines
 from indexing.layout import Layout

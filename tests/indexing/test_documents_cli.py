@@ -7,7 +7,7 @@ import json
 import pytest
 from lxml import etree
 
-from harvestflow.cli import main
+from app.cli.main import main
 from tests.indexing.docfixtures import add
 
 pytestmark = pytest.mark.services

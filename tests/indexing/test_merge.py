@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harvestflow import settings as settings_mod
-from indexing.files import single_instance
+from indexing.files import Lock, single_instance
 from indexing.layout import Layout
 from indexing.merge import UnsortedIndexError, bigmerge, check_sorted, daily_merge, merge_sorted
 
@@ -92,7 +92,7 @@ def test_a_second_bigmerge_waits_for_the_first(tmp_path: Path, monkeypatch: pyte
         bigmerge(cfg)
         done.set()
 
-    with single_instance(layout.lock_dir(), "bigmerge"):
+    with single_instance(layout.lock_dir(), Lock.BIGMERGE):
         thread = threading.Thread(target=run)
         thread.start()
         assert not done.wait(1.0), "bigmerge ran while another held the lock"
@@ -104,7 +104,7 @@ def test_a_second_bigmerge_waits_for_the_first(tmp_path: Path, monkeypatch: pyte
 
 def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path):
     def hold_and_die() -> None:
-        with single_instance(tmp_path, "bigmerge"):
+        with single_instance(tmp_path, Lock.BIGMERGE):
             os._exit(0)  # like kill -9: no release
 
     child = multiprocessing.get_context("fork").Process(target=hold_and_die)
@@ -112,7 +112,7 @@ def test_the_lock_of_a_killed_holder_is_free(tmp_path: Path):
     child.join(30)
     assert child.exitcode == 0
     started = time.monotonic()
-    with single_instance(tmp_path, "bigmerge"):
+    with single_instance(tmp_path, Lock.BIGMERGE):
         assert time.monotonic() - started < 5
 
 

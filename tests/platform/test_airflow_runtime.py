@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from harvestflow.airflow_runtime import AirflowProcesses
+from app.runtime.airflow_runtime import AirflowProcesses
 from harvestflow.settings import get_settings
 
 # a stand-in "component" that starts a child in its own session, as Airflow's supervisor
@@ -61,7 +61,7 @@ def test_more_simple_auth_manager_users_get_a_role_and_a_password(tmp_path: Path
 
     import pytest
 
-    from harvestflow.airflow_runtime import airflow_env, ensure_login, password_file
+    from app.runtime.airflow_runtime import airflow_env, ensure_login, password_file
     from harvestflow.settings import load
 
     env = {

@@ -24,7 +24,10 @@ from tests.platform.tree import python_files
 # renames that are not the atomic write of one file, each with why the helper does not fit
 ALLOWED = {
     ("harvestflow/atomic.py", "os.replace(tmp, dest)"): "the helper itself",
-    ("crawler/partition.py", "os.replace(p, warc_dir / p.name)"): "moves a closed WARC",
+    (
+        "crawler/partitioned_run.py",
+        "os.replace(p, warc_dir / p.name)",
+    ): "moves a closed WARC",
     ("indexing/files.py", "os.replace(src, dest)"): "moves a complete file between folders",
     ("preservation/staging.py", "tmp.rename(final)"): "renames a whole bag directory",
     ("qa/report.py", "report_dir.rename(old)"): "swaps a whole report directory",

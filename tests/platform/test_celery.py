@@ -35,8 +35,8 @@ from typing import IO, Any
 import httpx
 import pytest
 
-from harvestflow import samplesite
-from harvestflow.samplesite import SampleSite
+from app.demo import samplesite
+from app.demo.samplesite import SampleSite
 from harvestflow.services.postgres import port_open
 from harvestflow.services.process import die_with_parent
 from tests.platform.helpers import HARVESTFLOW, Output, isolated_env, start_up

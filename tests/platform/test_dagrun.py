@@ -1,4 +1,4 @@
-"""``harvestflow.dagrun.run_dag`` and the demo's ``run_steps`` judge a run by its state *and* by
+"""``app.runtime.dagrun.run_dag`` and the demo's ``run_steps`` judge a run by its state *and* by
 each task's state, and name what failed: small probe DAGs run with ``dag.test()`` on the
 session's real Airflow metadata database (in a subprocess: Airflow's environment is global)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 
 pytestmark = [pytest.mark.airflow]
@@ -86,7 +86,7 @@ with DAG("probe_ok", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
 SCRIPT = """
 import json, os, sys
 from pathlib import Path
-from harvestflow import dagrun
+from app.runtime import dagrun
 from harvestflow.settings import get_settings
 
 dagrun.activate(get_settings())
@@ -99,7 +99,7 @@ if mode == "run_dag":
     except dagrun.DagRunFailed as failed:
         print(json.dumps({"raised": str(failed)}))
 else:
-    from harvestflow.demo import run_steps
+    from app.demo.run import run_steps
     sys.exit(run_steps([(d, {}) for d in dag_ids], Path(sys.argv[1]) / "airflow.log"))
 """
 

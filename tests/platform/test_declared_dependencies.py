@@ -5,7 +5,7 @@ Why directly, not through the dependency tree: what a dependency requires is its
 changes with its releases (Airflow's api-server brings FastAPI and uvicorn today; Scrapy could
 drop a library it no longer needs), and the version range our code needs is ours to state. A
 module reached only through another distribution's requirements works until that distribution
-is upgraded, which is how ``websockets`` (crawler/cdp.py) and ``brotli`` (crawler/inflate.py)
+is upgraded, which is how ``websockets`` (crawler/rendering/cdp.py) and ``brotli`` (crawler/inflate.py)
 came to be used undeclared. The walk reads the import statements (``ast``, nothing imported);
 imports under ``if TYPE_CHECKING:`` never run and are left out, as lint-imports leaves them out.
 tests/platform/test_wheel_install.py then proves the declared list is enough: the wheel installed
@@ -24,19 +24,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harvestflow.settings import PROJECT_ROOT
+from tests.platform.tree import PLATFORM_PACKAGES
 
-PLATFORM = [
-    "harvestflow",
-    "crawler",
-    "harvest",
-    "indexing",
-    "search",
-    "qa",
-    "preservation",
-    "access",
-    "dags",
-    "plugins",
-]
+PLATFORM = PLATFORM_PACKAGES
 # the data packages, and the modules Airflow imports from the dags and plugins folders
 # (both folders are on Airflow's sys.path: hf_common, harvest_tasks, ...)
 FIRST_PARTY = (

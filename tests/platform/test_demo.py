@@ -122,7 +122,7 @@ def test_the_demo_prints_the_replay_sites_address_not_the_gateways_on_airflows_h
     """The gateway's own address on Airflow's host only redirects (307) to the replay site of
     its own: the demo's "where everything is" names the replay site."""
     from access.config import AccessConfig
-    from harvestflow import demo
+    from app.demo import run as demo
     from harvestflow import settings as settings_mod
 
     monkeypatch.setenv("HARVESTFLOW_AIRFLOW__HOST", "127.0.0.1")

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from harvestflow.cli import build_parser
+from app.cli.main import build_parser
 from harvestflow.settings import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT

@@ -1,4 +1,4 @@
-"""No block of six or more lines is shared between two packages of the tree.
+"""No block of six or more lines is shared between two modules of the tree.
 
 Each shared block is a concept written twice, i.e. a place where two parts of the archive can
 come to disagree: shared code belongs in the core (``harvestflow``) or in the stage that owns
@@ -9,7 +9,8 @@ out — a wrapper repeats its callee's parameters — as are lines of brackets a
 nothing; pylint's similarity checker skips the same by default), and every window of
 :data:`WINDOW` consecutive
 such lines is hashed. A hash found in two packages is a shared block; overlapping windows are
-reported as one block, with both places.
+reported as one block, with both places. Two modules of one package count as much as two
+packages: a near-copy inside a package drifts just the same.
 
 Known exceptions, each with why, are listed in :data:`KNOWN`; anything else fails the test.
 """
@@ -33,7 +34,13 @@ _BRACKETS_ONLY = re.compile(r"^[\)\]\}\(\[\{,:;\s]*$")
 _SPACES = re.compile(r"\s+")
 
 # (package/path of one side, first line of the block there): why the block stays shared
-KNOWN: dict[tuple[str, int], str] = {}
+KNOWN: dict[tuple[str, int], str] = {
+    (
+        "dags/fixity_audit.py",
+        29,
+    ): "a DAG's declaration (dag_id, schedule, start, catch-up, runs, doc, "
+    "tags): each DAG file states its own, as Airflow's DAG files do",
+}
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -95,7 +102,7 @@ def normalised_lines(source: str) -> list[tuple[int, str]]:
 def shared_blocks(
     root: Path, packages: tuple[str, ...] = PACKAGES, window: int = WINDOW
 ) -> list[tuple[str, int, int, str, int, int]]:
-    """Blocks of ``window`` or more normalised lines found in two packages.
+    """Blocks of ``window`` or more normalised lines found in two modules.
 
     Each is (file A, first line, last line, file B, first line, last line), A < B.
     """
@@ -106,12 +113,12 @@ def shared_blocks(
             chunk = lines[i : i + window]
             digest = hashlib.sha1("\n".join(t for _, t in chunk).encode()).digest()
             windows[digest].append((rel, chunk[0][0], chunk[-1][0]))
-    # pairs of places in different packages, each window once
+    # pairs of places in different modules, each window once
     pairs: dict[tuple[str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
     for places in windows.values():
         for a in places:
             for b in places:
-                if a[0].split("/")[0] < b[0].split("/")[0]:
+                if a[0] < b[0]:
                     pairs[(a[0], b[0])].append((a[1], a[2], b[1], b[2]))
     blocks = []
     for (file_a, file_b), spans in sorted(pairs.items()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from crawler.render_passthrough import MappedResolver
+from crawler.rendering.passthrough import MappedResolver
 from harvest.preload.redirects import _StaticResolver
 
 

@@ -2,8 +2,8 @@
 
 Scans the SQL text of every module (string literals, docstrings left out) for ``FROM``,
 ``JOIN``, ``INTO`` and ``UPDATE`` of the tables that sql/*.sql creates, and fails on a table
-named outside its owner. The curator pages (harvestflow/curator) keep their read-only
-reporting queries across stages (see harvestflow/curator/queries.py). The exceptions left are
+named outside its owner. The curator pages (app/curator) keep their read-only
+reporting queries across stages (see app/curator/queries.py). The exceptions left are
 listed below with why each is still there (none at the moment).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from harvestflow.settings import PROJECT_ROOT
 from tests.platform.tree import python_files
 
-READ_ONLY_REPORTS = "harvestflow.curator"
+READ_ONLY_REPORTS = "app.curator"
 
 HARVEST_TABLES = [
     "templates",

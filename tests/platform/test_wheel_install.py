@@ -34,7 +34,7 @@ import pytest
 import sqlalchemy as sa
 from packaging.requirements import Requirement
 
-from harvestflow.samplesite import start
+from app.demo.samplesite import start
 from harvestflow.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -66,9 +66,9 @@ DATA = [
     ("plugins", "*.py"),
     ("access", "*.html"),
     ("access", "*.sh"),
-    ("harvestflow/curator", "templates/*"),
+    ("app/curator", "templates/*"),
     ("search", "templates/*"),
-    ("harvestflow/samplesite", "sites/**/*.*"),
+    ("app/demo/samplesite", "sites/**/*.*"),
 ]
 
 
@@ -253,10 +253,10 @@ def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: In
 PROBE = """
 import json, sys
 import harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan
-import crawler.cdp, crawler.inflate, websockets, brotli, scrapy, airflow.sdk
+import crawler.rendering.cdp, crawler.inflate, websockets, brotli, scrapy, airflow.sdk
 from harvestflow import db, settings
-from harvestflow.airflow_runtime import airflow_env
-from harvestflow.curator import webapp
+from app.runtime.airflow_runtime import airflow_env
+from app.curator import webapp
 from access.config import AccessConfig
 from access.service import SETUP_SCRIPT
 from crawler.scope import global_traps_file
@@ -315,7 +315,7 @@ def test_the_installed_dags_folder_parses_in_airflow(installed: Installed) -> No
     """Airflow's DagBag over the dags folder the installed package points Airflow at."""
     probe = """
 import json, os
-from harvestflow.airflow_runtime import airflow_env
+from app.runtime.airflow_runtime import airflow_env
 from harvestflow.settings import get_settings
 folder = airflow_env(get_settings())["AIRFLOW__CORE__DAGS_FOLDER"]
 from airflow.dag_processing.dagbag import BundleDagBag

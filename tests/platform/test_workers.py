@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from app.runtime.workers import parse_queues, worker_command
 from harvestflow.services.datadir import DataDirError, check_data_dir, write_data_dir_marker
 from harvestflow.settings import load
-from harvestflow.workers import parse_queues, worker_command
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harvestflow.cli", *args],
+        [sys.executable, "-m", "app.cli.main", *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -91,9 +91,9 @@ def test_local_workers_of_up_come_up_named_on_every_queue_and_stop(services, mon
 
     import psutil
 
+    from app.runtime.workers import LocalWorkers
     from harvestflow import services as svc
     from harvestflow import settings as settings_mod
-    from harvestflow.workers import LocalWorkers
 
     monkeypatch.setenv("HARVESTFLOW_AIRFLOW__EXECUTOR", "celery")
     settings_mod.reset()
@@ -125,7 +125,7 @@ def test_local_workers_of_up_come_up_named_on_every_queue_and_stop(services, mon
 
 def test_a_workers_name_is_one_name_for_celery_and_its_task_instances(tmp_path: Path) -> None:
     """`--name wA`: Celery calls the node celery@wA, so the task instances record that too."""
-    from harvestflow.workers import WORKER_NAME_ENV, worker_env
+    from app.runtime.workers import WORKER_NAME_ENV, worker_env
 
     settings = load(
         environ={"HARVESTFLOW_DATA_DIR": str(tmp_path), "HARVESTFLOW_AIRFLOW__EXECUTOR": "celery"}
@@ -142,7 +142,7 @@ def test_a_dead_local_worker_is_restarted_with_a_growing_delay_and_a_limit(
     """`up --workers N` restarts a worker that died, after 2, 4, 8 … s, and leaves one that
     died RESTART_LIMIT times within the window dead (a crash loop must not spin). The worker
     program is replaced by one that exits at once: what is tested is the supervision."""
-    from harvestflow import workers as w
+    from app.runtime import workers as w
 
     settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
     spawned: list[str] = []

@@ -13,6 +13,7 @@ from pathlib import Path
 from harvestflow.settings import PROJECT_ROOT
 
 PLATFORM_PACKAGES = (
+    "app",
     "crawler",
     "harvest",
     "harvestflow",

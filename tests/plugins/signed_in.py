@@ -16,8 +16,8 @@ import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.testclient import TestClient
 
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from tests.conftest import free_port
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow.curator.actions import Role
+from app.curator.actions import Role
 from tests.plugins.signed_in import page_token, signed_in_client
 from tests.plugins.test_curator_webapp import _insert_job
 
@@ -100,7 +100,7 @@ def test_only_a_crawl_engineer_sees_the_forms_and_controls_a_crawl(
     assert page.status_code == 200
     assert 'name="action"' not in page.text and "needs the crawl engineer role" in page.text
     # even with a right token (made here with the app's key), the write is refused
-    from harvestflow.curator.actions import csrf_token, load_key
+    from app.curator.actions import csrf_token, load_key
 
     token = csrf_token(load_key(tmp_path), user.cookies["hf_csrf"], name)
     refused = user.post(
@@ -119,7 +119,7 @@ def test_no_action_on_a_finished_job(db_engine: sa.Engine, tmp_path: Path) -> No
     alice = signed_in_client(db_engine, tmp_path, "alice", USERS)
     page = alice.get(f"/jobs/{job}")
     assert 'name="action"' not in page.text  # no forms for a job that is not running
-    from harvestflow.curator.actions import csrf_token, load_key
+    from app.curator.actions import csrf_token, load_key
 
     token = csrf_token(load_key(tmp_path), alice.cookies["hf_csrf"], "alice")
     late = alice.post(f"/jobs/{job}/actions", data={"action": "stop", "csrf_token": token})

@@ -15,8 +15,8 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from tests.plugins.browser import chromium
 from tests.plugins.signed_in import auth_for, serving
 from tests.plugins.test_curator_webapp import _insert_job

@@ -16,10 +16,11 @@ import sqlalchemy as sa
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 
+from app.curator.webapp import create_app
+from app.demo import samplesite
+from app.demo.definition import create_demo_definition
 from crawler.launch import crawl_in_subprocess
 from harvest import pipeline as p
-from harvestflow import samplesite
-from harvestflow.curator.webapp import create_app
 
 pytestmark = pytest.mark.services
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -30,7 +31,7 @@ def crawled(db_engine: sa.Engine, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The demo definition crawled once (a real crawl of the loopback sample site)."""
     site = samplesite.start()
     try:
-        hid = p.create_demo_definition(site.port, engine=db_engine)
+        hid = create_demo_definition(site.port, engine=db_engine)
         (job,) = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=db_engine)
         spec = Path(p.prepare_job(job, tmp_path / "jobs", engine=db_engine))
         data = json.loads(spec.read_text())

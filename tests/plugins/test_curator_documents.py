@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow.curator.actions import Role
+from app.curator.actions import Role
 from indexing.documents import store
 from tests.indexing.docfixtures import LANDING_AT, add
 from tests.plugins.signed_in import page_token, signed_in_client

@@ -12,8 +12,8 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from indexing.documents import store
 from tests.indexing.docfixtures import add
 from tests.plugins.browser import chromium

@@ -20,11 +20,11 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvest import pipeline
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from tests.plugins.browser import chromium
 from tests.plugins.signed_in import auth_for, serving, signed_in_client
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harvestflow.curator.crawllog_search import SearchError, search_crawl_log
-from harvestflow.curator.jobfiles import inside, parse_report, read_progress
+from app.curator.crawllog_search import SearchError, search_crawl_log
+from app.curator.jobfiles import inside, parse_report, read_progress
 
 LINES = [
     "2026-11-22T03:09:30.143Z   200   34 http://a.test/robots.txt P - text/plain #000 x sha1:A - -",

@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvestflow.formats.job_status import JobStatus
 from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixtures)
 from tests.plugins.signed_in import auth_for, page_token

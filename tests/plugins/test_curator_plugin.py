@@ -57,7 +57,7 @@ def test_roles_come_from_the_simple_auth_managers_roles() -> None:
     from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
-    from harvestflow.curator.actions import Role
+    from app.curator.actions import Role
 
     curator_role = _plugin().curator_role
     manager = SimpleAuthManager()

@@ -18,9 +18,9 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from app.curator.actions import Role
+from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
 from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixture)
 from tests.plugins.signed_in import auth_for, page_token, serving, signed_in_client
 
@@ -126,7 +126,7 @@ def test_a_viewer_and_a_forged_form_cannot_write(
     tmp_path: Path,
     site: int,  # noqa: F811
 ) -> None:
-    from harvestflow.curator.actions import csrf_token, load_key
+    from app.curator.actions import csrf_token, load_key
 
     carol = _client(db_engine, tmp_path, "carol")
     token = page_token(carol.get("/records/new").text)

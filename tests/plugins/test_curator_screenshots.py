@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from warcio.warcwriter import WARCWriter
 
-from crawler.records import screenshot_record
-from harvestflow.curator.webapp import create_app
+from app.curator.webapp import create_app
+from crawler.warc.records import screenshot_record
 from tests.crawler.scriptsite import png
 from tests.plugins.test_curator_webapp import _insert_job, _token_required
 

@@ -15,8 +15,8 @@ from fastapi import HTTPException, Request
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from harvestflow.curator import queries
-from harvestflow.curator.webapp import create_app
+from app.curator import queries
+from app.curator.webapp import create_app
 
 LOG = [
     "2026-11-22T03:09:30.143Z   200   34 http://a.test/robots.txt P - text/plain #000 x sha1:A - -",
@@ -133,7 +133,7 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     # target's annotation (tests/plugins/test_curator_feedback_browser), a patch harvest of a
     # job's missing URLs (tests/access/test_qcloop.py), a document's correction and decision
     # (tests/plugins/test_curator_documents.py), each checked by
-    # harvestflow.curator.actions.check_write
+    # app.curator.actions.check_write
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
     assert writes == [
         "/documents/{document_id}",

@@ -18,10 +18,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from harvestflow.curator.webapp import create_app
+from app.cli.preservation import cmd_status
+from app.curator.webapp import create_app
 from harvestflow.settings import Settings
 from preservation import records
-from preservation.cli import cmd_status
 from preservation.fixity import audit
 from preservation.ingest import ingest_job
 from preservation.manual_queue import preservation_queue

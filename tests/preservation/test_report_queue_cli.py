@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.cli import preservation as cli
 from harvestflow.settings import Settings
-from preservation import cli
 from preservation.ingest import ingest_job
 from preservation.manual_queue import preservation_queue, release_job
 from preservation.report import preservation_report

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harvestflow import airflow_runtime
+from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 
 from .test_daily_db import DAYS, _files, _seed_db

@@ -147,7 +147,7 @@ def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> 
 
 
 def test_cli_backfill_and_compare(qa_settings, db_engine, capsys) -> None:  # type: ignore[no-untyped-def]
-    from harvestflow.cli import main
+    from app.cli.main import main
 
     assert main(["qa", "daily", "--date", "2026-11-20", "--until", "2026-11-22"]) == 0
     out = capsys.readouterr().out

@@ -8,7 +8,7 @@ import http.client
 
 import pytest
 
-from harvestflow.samplesite import start
+from app.demo.samplesite import start
 
 
 @pytest.fixture()

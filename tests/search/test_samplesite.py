@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow.samplesite import SampleSite, start
+from app.demo.samplesite import SampleSite, start
 from indexing.fulltext import FileMeta, extract_warc
 from search.backends import get_backend
 from search.query import parse_query

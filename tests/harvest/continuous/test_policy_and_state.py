@@ -174,8 +174,8 @@ def test_a_304_echoing_an_equal_etag_but_a_moved_last_modified_distrusts_the_eta
 
 
 def test_live_watcher_indexes_a_warc_as_soon_as_it_closes(tmp_path) -> None:
-    from crawler import records
-    from crawler.warcfiles import RotatingWarcWriter
+    from crawler.warc import records
+    from crawler.warc.files import RotatingWarcWriter
     from indexing.nrt import LiveWatcher
 
     def response(i: int):

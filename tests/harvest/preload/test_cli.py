@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from harvestflow import samplesite
-from harvestflow.cli import main
+from app.cli.main import main
+from app.demo import samplesite
 
 from .dnsserver import ZoneServer
 

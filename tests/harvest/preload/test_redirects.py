@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.demo import samplesite
 from harvest.preload.dnstask import dns_check_chunk
 from harvest.preload.redirects import probe_redirects, target_of
 from harvest.preload.sources import collect_sources
 from harvest.preload.transfer import transfer
-from harvestflow import samplesite
 
 from .dnsserver import ZoneServer
 

@@ -1,0 +1,198 @@
+"""The selection records pages (as BCWeb's or W3ACT's): list and search, create and edit a
+record, bulk edit and move a selection, export the search as CSV, each record's history.
+
+Why only routes here: every query and write is made by harvest.selection, the owner of the
+records (``record_search`` reads, ``editing`` writes and checks a form exactly as an import
+checks a CSV row); this module reads the forms, checks the writer's role (curator) and CSRF
+token through :func:`actions.check_write`, and renders the answer. A record is saved in a
+worker thread: its URL check waits on other servers (up to ``[harvest] url_check_timeout_s``),
+and the app runs in the event loop of Airflow's api-server, which serves every other request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import date
+from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlencode
+
+import sqlalchemy as sa
+from fastapi import FastAPI, HTTPException, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.curator import actions, feedback
+from app.curator.queries import Page
+from harvest.selection import editing, record_search
+from harvest.selection.records import CSV_COLUMNS
+from harvestflow.audit import audit_entries
+from harvestflow.formats.integers import INTEGER_MAX, NumberError, parse_int
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 50
+MAX_RECORD_FORM = 1_048_576  # a record's notes may be long (each field at most 128 KiB)
+RecordId = Annotated[int, PathParam(ge=1, le=INTEGER_MAX)]
+Pager = Callable[..., HTMLResponse]
+FILTERS = ("q", "collection", "frequency", "status", "validation", "curator", "page_no")
+
+
+def _filter(request: Request) -> record_search.RecordFilter:
+    get = request.query_params.get
+    return record_search.RecordFilter(
+        q=get("q", "")[:2000],
+        collection=get("collection", "")[:500],
+        frequency=get("frequency", "")[:100],
+        status=get("status", ""),
+        validation=get("validation", ""),
+        curator=get("curator", "")[:200],
+    )
+
+
+def _ids(values: list[str]) -> list[int]:
+    ids = []
+    for value in values:
+        try:
+            ids.append(parse_int(value, "ids", minimum=1, maximum=INTEGER_MAX))
+        except NumberError:
+            raise HTTPException(400, f"ids: {value[:20]!r} is not a record id") from None
+    if not ids:
+        raise HTTPException(400, "no record chosen: tick the records to change")
+    return ids
+
+
+def _date(value: str) -> date | None:
+    if not value.strip():
+        return None
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise HTTPException(400, f"end_date: {value[:20]!r} is not a date (YYYY-MM-DD)") from None
+
+
+def add_record_routes(
+    app: FastAPI,
+    *,
+    page: Pager,
+    connect: Callable[[], AbstractContextManager[sa.Connection]],
+    engine_factory: Callable[[], sa.Engine],
+    csrf_key: bytes,
+) -> None:
+    """Add the /records pages to the curator app (its renderer of pages with forms, ``page``,
+    which sets the CSRF token and ``can_edit``, and its read-only ``connect``)."""
+
+    def form_page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        response = page(
+            request, name, role=actions.role_of(request).label, columns=CSV_COLUMNS, **context
+        )
+        response.status_code = status
+        return response
+
+    @app.get("/records", response_class=HTMLResponse)
+    def records(request: Request, page_no: int = 1, done: str = "") -> Response:
+        flt = _filter(request)
+        page_no = min(max(page_no, 1), 1_000_000)
+        with connect() as conn:
+            rows, total = record_search.search_records(conn, flt, page_no, PAGE_SIZE)
+            known = record_search.collections(conn)
+        query = {k: v for k, v in vars(flt).items() if v}
+        return form_page(
+            request,
+            "records.html",
+            title="Selection records",
+            p=Page(rows, total, page_no, PAGE_SIZE),
+            f=flt,
+            collections=known,
+            export_url=f"{actions.root_path(request)}/records/export.csv?{urlencode(query)}",
+            back="?" + urlencode(query),
+            done=done[:2000],
+        )
+
+    @app.get("/records/export.csv")
+    def export(request: Request) -> Response:
+        with connect() as conn:
+            text = record_search.export_csv(conn, _filter(request))
+        return Response(
+            text,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="selection-records.csv"'},
+        )
+
+    @app.get("/records/new", response_class=HTMLResponse)
+    def new_record(request: Request) -> Response:
+        return form_page(request, "record.html", title="New selection record", record=None,
+                         values={"active": "yes", "ignore_robots": "no", "watched": "no"}, history=[], audit=[],
+                         result=None)  # fmt: skip
+
+    @app.post("/records/new")
+    async def create_record(request: Request) -> Response:
+        form = await actions.read_form(request, MAX_RECORD_FORM)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        # in a thread: the URL check waits on the network, the api-server's loop must not
+        result = await run_in_threadpool(editing.save_record, form, user, engine=engine_factory())
+        if result.refused or result.record_id is None:
+            return form_page(request, "record.html", 400, title="New selection record",
+                             record=None, values=form, history=[], audit=[], result=result)  # fmt: skip
+        return RedirectResponse(
+            f"{actions.root_path(request)}/records/{result.record_id}?saved=1", 303
+        )
+
+    @app.post("/records/bulk")
+    async def bulk(request: Request) -> Response:
+        lists = await actions.read_form_lists(request)
+        form = {k: v[0] for k, v in lists.items()}
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        ids = _ids(lists.get("ids", []))
+        try:
+            if form.get("op") == "move":
+                result = editing.move_records(
+                    ids, form.get("move_to", ""), user, engine=engine_factory()
+                )
+            else:
+                change = editing.BulkChange(
+                    frequency=form.get("frequency", "").strip() or None,
+                    collection=form.get("collection", "").strip() or None,
+                    end_date=_date(form.get("end_date", "")),
+                    deactivate=form.get("deactivate") == "yes",
+                )
+                result = editing.bulk_edit(ids, change, user, engine=engine_factory())
+        except editing.EditError as exc:
+            raise HTTPException(400, str(exc)) from None
+        # back to the search the records were ticked in (its filters only)
+        search = [(k, v) for k, v in parse_qsl(form.get("back", "").lstrip("?")) if k in FILTERS]
+        done = urlencode([*search, ("done", editing.bulk_detail(result))])
+        return RedirectResponse(f"{actions.root_path(request)}/records?{done}", 303)
+
+    @app.get("/records/{record_id}", response_class=HTMLResponse)
+    def record(request: Request, record_id: RecordId, saved: str = "") -> Response:
+        with connect() as conn:
+            row = record_search.get_record(conn, record_id)
+            if row is None:
+                raise HTTPException(404, f"no selection record {record_id}")
+            history = record_search.record_history(conn, record_id)
+            audit = audit_entries(conn, target=f"record {record_id}", limit=50)
+            qa = feedback.record_feedback(conn, record_id, row["seed_url"])
+        return form_page(request, "record.html", title=f"Selection record {record_id}",
+                         record=row, values=record_search.as_row(row), history=history, audit=audit,
+                         result=None, saved=bool(saved), qa=qa)  # fmt: skip
+
+    @app.post("/records/{record_id}")
+    async def edit_record(request: Request, record_id: RecordId) -> Response:
+        form = await actions.read_form(request, MAX_RECORD_FORM)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        try:
+            result = await run_in_threadpool(
+                editing.save_record, form, user, record_id, engine=engine_factory()
+            )
+        except editing.EditError as exc:
+            raise HTTPException(404, str(exc)) from None
+        if result.refused:
+            with connect() as conn:
+                row = record_search.get_record(conn, record_id)
+                history = record_search.record_history(conn, record_id)
+            return form_page(request, "record.html", 400, title=f"Selection record {record_id}",
+                             record=row, values=form, history=history, audit=[], result=result)  # fmt: skip
+        return RedirectResponse(f"{actions.root_path(request)}/records/{record_id}?saved=1", 303)

@@ -1,0 +1,1 @@
+"""Running the platform: ``harvestflow up``, its workers, Airflow's processes and DAG runs."""

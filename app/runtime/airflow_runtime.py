@@ -1,0 +1,273 @@
+"""Run Airflow 3 on the platform's PostgreSQL: environment, metadata DB, pools, components.
+
+Why not ``airflow standalone``: it forces its own choices, prints a generated password once and
+mixes four components' output on one terminal. ``harvestflow up`` starts the same four components
+(api-server, scheduler, dag-processor, triggerer) with LocalExecutor or, with ``[airflow] executor = "celery"``, the CeleryExecutor (workers are
+``harvestflow worker`` processes, see :mod:`app.runtime.workers`), each logging to its own file
+under AIRFLOW_HOME/logs/components, with a login we create and print every time.
+
+This module never imports Airflow: it prepares environment variables and runs the ``airflow``
+command (found beside the running Python, so the virtualenv's bin must hold it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from harvestflow.atomic import atomic_write_text
+from harvestflow.package_data import data_path
+from harvestflow.services.process import descendants, stop_groups
+from harvestflow.settings import EXECUTORS, Settings
+
+log = logging.getLogger(__name__)
+
+# The scheduler and triggerer would serve task logs on 0.0.0.0:8793/8794; with LocalExecutor the
+# api-server reads the log files directly, so nothing is served on other interfaces.
+COMPONENTS: dict[str, tuple[str, ...]] = {
+    "api-server": (),
+    "scheduler": ("--skip-serve-logs",),
+    "dag-processor": (),
+    "triggerer": ("--skip-serve-logs",),
+}
+ADMIN_USER = "admin"
+AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")  # the simple auth manager's roles
+
+
+def airflow_bin() -> str:
+    candidate = Path(sys.executable).parent / "airflow"
+    return str(candidate) if candidate.exists() else "airflow"
+
+
+def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for every Airflow process (and for dag.test() in this process)."""
+    env = dict(os.environ if base is None else base)
+    home = settings.airflow_home
+    af = settings["airflow"]
+    api_url = f"http://{af['host']}:{af['port']}"
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in env.get("PATH", "").split(os.pathsep):
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.airflow_db_url,
+            "AIRFLOW__CORE__EXECUTOR": EXECUTORS[settings.executor],
+            # the dags/ and plugins/ packages, in the checkout or in site-packages
+            "AIRFLOW__CORE__DAGS_FOLDER": str(data_path("dags")),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(data_path("plugins")),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role}" for name, role in login_users(settings).items()
+            ),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(password_file(settings)),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{api_url}/execution/",
+            "AIRFLOW__API__HOST": str(af["host"]),
+            "AIRFLOW__API__PORT": str(af["port"]),
+            "AIRFLOW__API__BASE_URL": api_url,
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+            "AIRFLOW__CORE__PARALLELISM": "8",
+            # the settings file and data dir travel with every task
+            "HARVESTFLOW_DATA_DIR": str(settings.data_dir),
+            "HARVESTFLOW_CONFIG": str(settings.source),
+        }
+    )
+    for key, value in recovery_env(settings).items():
+        env.setdefault(key, value)  # an operator's own AIRFLOW__ value wins
+    if settings.executor == "celery":
+        env.update(celery_env(settings))
+    return env
+
+
+def recovery_env(settings: Settings) -> dict[str, str]:
+    """How soon the scheduler fails a task instance whose worker is gone: after half of
+    ``[crawler] job_lease_ttl_s`` without a heartbeat (Airflow's default is 300 s), checked
+    every quarter of that.
+
+    Why from the job lease's TTL: the crawl task's retry (5 s later) waits for the job's lease,
+    which expires a TTL after the dead crawler's last heartbeat; failing the task instance
+    sooner than that lets the retry be there, queued and started, when the lease frees, so a
+    crawl slot is idle about one TTL (plus the crawler's start), and a task instance left
+    "running" by a stopped platform is failed as soon as the scheduler runs again. The task
+    supervisor heartbeats every ``[workers] min_heartbeat_interval`` (5 s), so a live task is
+    never taken for a dead one; the timeout is at least 15 s for that reason.
+    """
+    timeout = max(int(float(settings.get("crawler", "job_lease_ttl_s", 90)) / 2), 15)
+    return {
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(timeout),
+        "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": str(
+            min(10.0, timeout / 4)
+        ),
+    }
+
+
+def celery_env(settings: Settings) -> dict[str, str]:
+    """The CeleryExecutor's keys (apache-airflow-providers-celery's [celery] section).
+
+    The result backend is Airflow's own database on our PostgreSQL (``db+`` SQLAlchemy URL), so
+    the broker only carries messages. The task instance's hostname is a worker's name when it has
+    one (``harvestflow worker --name``), which tells apart several workers on one machine.
+    """
+    af = settings["airflow"]
+    return {
+        "AIRFLOW__CELERY__BROKER_URL": settings.broker_url,
+        "AIRFLOW__CELERY__RESULT_BACKEND": f"db+{settings.airflow_db_url}",
+        "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(int(af.get("worker_concurrency", 4))),
+        "AIRFLOW__OPERATORS__DEFAULT_QUEUE": str(af.get("default_queue", "default")),
+        "AIRFLOW__CORE__HOSTNAME_CALLABLE": "app.runtime.workers.task_hostname",
+        # a crawl runs for hours: the broker must not hand a running task to another worker
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": str(7 * 24 * 3600),
+    }
+
+
+def password_file(settings: Settings) -> Path:
+    return settings.airflow_home / "simple_auth_manager_passwords.json.generated"
+
+
+def login_users(settings: Settings) -> dict[str, str]:
+    """The simple auth manager's users and roles: admin, then ``[airflow] users``."""
+    users = {ADMIN_USER: "admin"}
+    for entry in settings["airflow"].get("users") or []:
+        name, _, role = str(entry).partition(":")
+        if not name.strip() or role.strip().upper() not in AIRFLOW_ROLES:
+            raise ValueError(
+                f"[airflow] users: {entry!r} is not name:ROLE (ROLE one of "
+                f"{', '.join(r.lower() for r in AIRFLOW_ROLES)})"
+            )
+        users[name.strip()] = role.strip().lower()
+    return users
+
+
+def ensure_login(settings: Settings) -> tuple[str, str]:
+    """Create each user's password once (kept across runs) and return the admin's login."""
+    path = password_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    passwords: dict[str, str] = {}
+    if path.exists() and path.read_text().strip():
+        passwords = json.loads(path.read_text())
+    missing = [name for name in login_users(settings) if name not in passwords]
+    if missing:
+        passwords.update({name: secrets.token_urlsafe(12) for name in missing})
+        atomic_write_text(path, json.dumps(passwords) + "\n", chmod=0o600)
+    return ADMIN_USER, passwords[ADMIN_USER]
+
+
+def run_airflow(
+    settings: Settings, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    cmd = [airflow_bin(), *args]
+    log.info("running %s", " ".join(cmd))
+    proc = subprocess.run(
+        cmd, env=airflow_env(settings), capture_output=True, text=True, check=False
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"`airflow {' '.join(args)}` failed: {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
+def pools(settings: Settings) -> dict[str, int]:
+    af = settings["airflow"]
+    return {
+        af["high_priority_pool"]: int(af["high_priority_slots"]),
+        af["low_priority_pool"]: int(af["low_priority_slots"]),
+    }
+
+
+def prepare(settings: Settings) -> None:
+    """Migrate Airflow's metadata DB and create the crawl pools (idempotent)."""
+    settings.airflow_home.mkdir(parents=True, exist_ok=True)
+    run_airflow(settings, "db", "migrate")
+    for name, slots in pools(settings).items():
+        run_airflow(settings, "pools", "set", name, str(slots), f"harvestflow crawl channel {name}")
+    ensure_login(settings)
+
+
+def spawn_logged(cmd: list[str], env: dict[str, str], logfile: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in a process group of its own, stdout and stderr appended to ``logfile``.
+
+    Why its own group: stopping a component (or a local worker) signals the whole group, never
+    the ``up`` process that started it. The parent closes its copy of the log file at once;
+    the child keeps its own.
+    """
+    with open(logfile, "ab") as out:
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+@dataclass
+class AirflowProcesses:
+    """The four components, each in its own process group, logging to its own file."""
+
+    settings: Settings
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.settings.airflow_home / "logs" / "components"
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        env = airflow_env(self.settings)
+        for name, extra in COMPONENTS.items():
+            self.procs[name] = spawn_logged(
+                [airflow_bin(), name, *extra], env, self.log_dir / f"{name}.log"
+            )
+
+    def dead(self) -> list[str]:
+        return [name for name, p in self.procs.items() if p.poll() is not None]
+
+    def wait_api(self, timeout_s: float = 180) -> bool:
+        import urllib.request
+
+        af = self.settings["airflow"]
+        url = f"http://{af['host']}:{af['port']}/api/v2/version"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if "api-server" in self.dead():
+                return False
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return True
+            except OSError:
+                pass
+            time.sleep(1)
+        return False
+
+    def descendants(self) -> list[psutil.Process]:
+        """Every process below the components (task runners, crawlers), whatever its group."""
+        return descendants(list(self.procs.values()))
+
+    def stop(self, timeout_s: float = 30) -> None:
+        tree = self.descendants()  # before the components exit and their children are reparented
+        stop_groups(list(self.procs.values()), timeout_s)
+        left = [p for p in tree if p.is_running()]
+        if left:
+            log.info("stopping %d process(es) left by Airflow's tasks", len(left))
+            for p in left:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.terminate()
+            _, alive = psutil.wait_procs(left, timeout=3)
+            for p in alive:
+                log.warning("process %d (%s) did not stop on SIGTERM: killed", p.pid, p.name())
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.kill()

@@ -1,0 +1,133 @@
+"""``harvestflow up``: services, Airflow's four components, the replay service (pywb, when its
+virtualenv is set up) and the sample site, until Ctrl-C.
+
+A second ``up`` reuses everything under the data directory (databases, object store, Airflow's
+metadata and login). Ctrl-C (or SIGTERM) stops what this command started, and only that: a
+service that was already running is left running. The stop asks the running crawlers first
+(SIGTERM: each saves its frontier, closes its WARCs and writes an ``unfinished`` summary) and
+kills those not gone after ``[crawler] stop_grace_s``; their jobs resume at the next ``up``.
+
+A local worker (``--workers N``) that dies is started again, and said so; one that keeps dying
+is left dead after a few tries (:class:`app.runtime.workers.LocalWorkers`). The other
+components are not restarted: ``up`` stops when one of them dies.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.runtime import airflow_runtime
+from app.runtime.workers import LocalWorkers, stop_crawlers
+from harvestflow import services
+from harvestflow.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+COMPONENT_STOP_S = 8.0  # a worker's or component's SIGTERM, then SIGKILL (its whole tree)
+
+
+def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 0) -> int:
+    """Run the platform until stopped; ``sample_site`` (the demo's, given by the CLI) starts a site
+    to crawl, with a ``stop()``."""
+    settings = get_settings()
+    if workers and settings.executor != "celery":
+        print(
+            f'--workers needs [airflow] executor = "celery" (now {settings.executor!r}); '
+            "set HARVESTFLOW_AIRFLOW__EXECUTOR=celery",
+            flush=True,
+        )
+        return 2
+    started = services.start_all(settings)
+    procs = airflow_runtime.AirflowProcesses(settings)
+    local_workers = LocalWorkers(settings, workers)
+    site: Any = None
+    replay: Any = None
+    stopping = False
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        print("preparing Airflow's metadata database and pools …", flush=True)
+        airflow_runtime.prepare(settings)
+        if sample_site is not None:
+            site = sample_site(settings)
+        procs.start()
+        local_workers.start()
+        if not procs.wait_api():
+            print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
+            return 1
+        replay = _start_replay(settings)
+        user, password = airflow_runtime.ensure_login(settings)
+        af = settings["airflow"]
+        print(
+            f"\nAirflow UI: http://{af['host']}:{af['port']}/  login: {user} / {password}\n"
+            f"executor: {settings.executor}"
+            + (f" (broker {settings.broker_url}, {workers} local worker(s))" if workers else "")
+            + f"\ncomponent logs: {procs.log_dir}\nCtrl-C stops everything this command started.",
+            flush=True,
+        )
+        if settings.executor == "celery" and not workers:
+            print(
+                "no local worker (--workers N): tasks wait in the broker's queues until a"
+                " `harvestflow worker` connects",
+                flush=True,
+            )
+        while True:
+            for said in local_workers.restart_dead():
+                print(said, flush=True)
+            dead = procs.dead()
+            if dead:
+                print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
+                return 1
+            if replay is not None and not replay.running():
+                print(f"replay service stopped; see {replay.cfg.access_log}", flush=True)
+                replay.stop()
+                replay = None
+            time.sleep(2)
+    except KeyboardInterrupt:
+        stopping = True
+        return 0
+    finally:
+        # a second Ctrl-C or SIGTERM must not cut the stop short (the services would be left)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if stopping:
+            print("stopping …", flush=True)
+        grace = float(settings.get("crawler", "stop_grace_s", 20))
+        stop_crawlers(local_workers.descendants() + procs.descendants(), grace)
+        # then the workers and the components together, each given COMPONENT_STOP_S: the stop
+        # as a whole stays within stop_grace_s + 15 s (the services' own stops are quick)
+        stopping_workers = threading.Thread(
+            target=local_workers.stop, args=(COMPONENT_STOP_S,), daemon=True
+        )
+        stopping_workers.start()
+        procs.stop(COMPONENT_STOP_S)
+        stopping_workers.join()
+        if replay is not None:
+            replay.stop()
+        if site is not None:
+            site.stop()
+        if started:
+            services.stop_all(settings)
+
+
+def _start_replay(settings: Any) -> Any:
+    """The replay service beside Airflow, or None (with the reason) when it cannot start."""
+    from access.service import ReplayService
+    from harvestflow.services import ServiceError
+
+    replay = ReplayService(settings)
+    try:
+        replay.start()
+    except ServiceError as exc:
+        print(f"replay service not started: {exc}", flush=True)
+        return None
+    print(f"replay (pywb): {replay.cfg.url}all/  access log: {replay.cfg.access_log}", flush=True)
+    return replay

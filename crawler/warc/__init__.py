@@ -1,0 +1,1 @@
+"""WARC output: the records of a fetch, the rolling files, metadata records, redaction."""
