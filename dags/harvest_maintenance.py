@@ -19,8 +19,8 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from harvest_tasks import crawl_job_group
 from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
+from hf_harvest_tasks import crawl_job_group
 
 with DAG(
     dag_id="harvest_maintenance",

@@ -22,8 +22,8 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from harvest_tasks import crawl_on_channels, generate_jobs_for
 from hf_common import HARVEST_DONE, run_date, task_logger
+from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="oneoff_harvest",

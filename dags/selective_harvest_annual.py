@@ -8,7 +8,7 @@ then, once (jobs are keyed by definition and run).
 
 from datetime import datetime
 
-from selective_harvest_common import build_selective_harvest
+from hf_selective import build_selective_harvest
 
 dag = build_selective_harvest(
     dag_id="selective_harvest_annual",

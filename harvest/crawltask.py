@@ -3,7 +3,7 @@
 Why here and not in the DAG file: what the task does (skip a job already crawled, take the
 job's lease, mark it started, run the crawler child, fail on an unfinished crawl) is business
 logic, and a test must run exactly what the task runs. The Airflow task only hands in its
-identity and its logger (dags/harvest_tasks.py).
+identity and its logger (dags/hf_harvest_tasks.py).
 
 Outcomes: a finished crawl (complete, time limit, operator's stop) returns its summary's brief;
 one that ended unfinished raises :class:`crawler.launch.CrawlUnfinished` and one whose child

@@ -137,15 +137,3 @@ def ensure_config(
         },
     )
     return ConfigRef(domain_id=domain_id, config_id=int(config_id), seedlist_id=int(seedlist_id))
-
-
-def domain_of_config(conn: Connection, config_id: int) -> str:
-    return str(
-        conn.execute(
-            sa.text(
-                "SELECT d.name FROM configurations c JOIN domains d USING (domain_id)"
-                " WHERE c.config_id = :c"
-            ),
-            {"c": config_id},
-        ).scalar_one()
-    )

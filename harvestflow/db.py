@@ -95,14 +95,6 @@ def ensure_database(url: str) -> bool:
         admin.dispose()
 
 
-def applied_versions(engine: Engine) -> dict[str, str]:
-    with engine.connect() as conn:
-        if not sa.inspect(conn).has_table("schema_versions"):
-            return {}
-        rows = conn.execute(sa.text("SELECT version, checksum FROM schema_versions"))
-        return {r.version: r.checksum for r in rows}
-
-
 def migrate(engine: Engine | None = None, sql_dir: Path = SQL_DIR) -> list[str]:
     """Apply the migrations not yet applied; returns the versions applied by this call."""
     engine = engine or get_engine()

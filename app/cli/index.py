@@ -63,7 +63,12 @@ def iter_results(
 def cmd_cdx(args: argparse.Namespace) -> int:
     status = 0
     out = sys.stdout
-    for res in iter_results(args.warcs, args.processes, args.verify, args.format):
+    processes = args.processes
+    if processes is None:
+        from harvestflow.settings import get_settings
+
+        processes = int(get_settings()["indexing"]["scan_processes"])
+    for res in iter_results(args.warcs, processes, args.verify, args.format):
         if res.error is not None:
             print(f"index cdx: {res.path}: {res.error}", file=sys.stderr)
             status = max(status, 2)
@@ -135,7 +140,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     cdx = sub.add_parser("cdx", help="print the CDX/CDXJ lines of WARC or ARC files")
     cdx.add_argument("warcs", nargs="+", metavar="WARC_OR_ARC")
     cdx.add_argument("--format", choices=FORMATS, default="cdxj")
-    cdx.add_argument("--processes", type=int, default=2, help="files indexed in parallel")
+    cdx.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="files indexed in parallel (default: [indexing] scan_processes)",
+    )
     cdx.add_argument(
         "--no-verify",
         dest="verify",

@@ -187,7 +187,7 @@ def _parse_source(text: str) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harvest.preload.pipeline import run_all
+    from harvest.preload.run_all import run_all
     from harvest.preload.transfer import report_text
 
     if args.static_only and not args.hosts_file:

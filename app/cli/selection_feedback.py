@@ -152,7 +152,7 @@ def cmd_jobs_qa(args: argparse.Namespace) -> int:
                     max_objects=args.max_objects,
                     max_bytes=args.max_bytes,
                 )
-        except qa_feedback.QaError as exc:
+        except qa_feedback.FeedbackError as exc:
             print(f"harvestflow jobs qa: {exc}", file=sys.stderr)
             return 1
         problems = comment.url_problems()

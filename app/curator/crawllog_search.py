@@ -31,7 +31,7 @@ MAX_LINE_CHARS = 8192
 COLUMNS = ("timestamp", "status", "size", "url", "hops", "via", "mime", "thread", "fetch")
 
 
-class SearchError(HarvestflowError, ValueError):
+class CrawlLogSearchError(HarvestflowError, ValueError):
     """A search the server refuses (bad or too long pattern, bad status), said plainly."""
 
 
@@ -50,15 +50,15 @@ class SearchResult:
 
 
 def compile_pattern(pattern: str) -> Any:
-    """RE2-compile a curator's pattern, or None when empty; SearchError when refused."""
+    """RE2-compile a curator's pattern, or None when empty; CrawlLogSearchError when refused."""
     if not pattern:
         return None
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise SearchError(f"pattern longer than {MAX_PATTERN_CHARS} characters")
+        raise CrawlLogSearchError(f"pattern longer than {MAX_PATTERN_CHARS} characters")
     try:
         return compile_linear(pattern)
     except PatternError as exc:
-        raise SearchError(f"invalid regular expression: {exc}") from exc
+        raise CrawlLogSearchError(f"invalid regular expression: {exc}") from exc
 
 
 def parse_status(raw: str) -> int | None:
@@ -69,7 +69,7 @@ def parse_status(raw: str) -> int | None:
     try:
         return parse_int(raw, "status", minimum=-99_999, maximum=99_999)  # Heritrix: -9998..999
     except NumberError as exc:
-        raise SearchError(str(exc)) from None
+        raise CrawlLogSearchError(str(exc)) from None
 
 
 def search_crawl_log(

@@ -129,7 +129,7 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
         try:
             with engine_factory().begin() as conn:
                 comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
-        except qa_feedback.QaError as exc:
+        except qa_feedback.FeedbackError as exc:
             raise HTTPException(_status_of(exc), str(exc)) from None
         target = f"{actions.root_path(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"
         return RedirectResponse(target, 303)

@@ -200,7 +200,7 @@ def create_app(
                 search = crawllog_search.search_crawl_log(
                     crawl_log, q, status, mime, offset=max(offset, 0), limit=SEARCH_PAGE
                 )
-            except crawllog_search.SearchError as exc:
+            except crawllog_search.CrawlLogSearchError as exc:
                 error = str(exc)
         return with_csrf(
             request,

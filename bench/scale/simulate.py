@@ -4,7 +4,7 @@ What is real: the embedded PostgreSQL with our migrations; N domain configuratio
 bench/jobgen (default seeds, three earlier snapshots of history); the **real job generator**
 (``harvest.planning.generate_jobs``: jobs, job_configs and frozen seed lists written); the
 **real channel routing** (``harvest.channels.split_by_channel`` → the pool/queue of the channel,
-as ``dags/harvest_tasks.crawl_on_channels`` does); the embedded redis-server broker and Celery
+as ``dags/hf_harvest_tasks.crawl_on_channels`` does); the embedded redis-server broker and Celery
 workers taking tasks from those queues; and, inside each task, every database step a crawl task
 does: ``prepare_job`` (job directory, job.json), the job lease with heartbeats
 (``harvest.joblease``), ``mark_started``, a **host lease taken and given back for every

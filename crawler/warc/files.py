@@ -10,7 +10,6 @@ the last complete member survives a process crash.
 from __future__ import annotations
 
 import datetime as dt
-import io
 import logging
 import re
 import socket
@@ -160,9 +159,3 @@ class RotatingWarcWriter:
                 self.on_close(final)
             except Exception:  # the file is closed and named: the hook's failure is its own
                 log.exception("on_close hook failed for %s", final.name)
-
-
-def new_writer_for_bytes() -> tuple[WARCWriter, io.BytesIO]:
-    """A writer into memory (record builders need one; tests use it too)."""
-    buf = io.BytesIO()
-    return WARCWriter(buf, gzip=True, warc_version=WARC_VERSION), buf

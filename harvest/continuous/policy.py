@@ -17,7 +17,6 @@ benchmark all use the same code.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,7 +146,3 @@ def template_policies(conf: dict[str, Any] | None) -> dict[str, RevisitPolicy]:
         for name, value in conf.items()
         if isinstance(value, dict) and name != "initial_wait_s"
     }
-
-
-def due_after(now: dt.datetime, wait_s: float) -> dt.datetime:
-    return now + dt.timedelta(seconds=wait_s)

@@ -16,7 +16,7 @@ small dict results; nothing here imports Airflow):
 4. :func:`harvest.preload.transfer.transfer` ``(run_id, settings=None)`` then
    :func:`harvest.preload.transfer.preload_report` ``(run_id)`` (``transfer`` returns it too).
 
-:func:`harvest.preload.pipeline.run_all` runs every step in one process (CLI ``preload run``,
+:func:`harvest.preload.run_all.run_all` runs every step in one process (CLI ``preload run``,
 demo). The same DNS code runs from ``harvestflow preload check-dns FILE --nameserver HOST[:PORT]``
 (:mod:`app.cli.preload`).
 """

@@ -54,11 +54,11 @@ class DirectiveState(StrEnum):
     """Nothing could be applied (every URL bad, or the record gone); the note says why."""
 
 
-class QaError(HarvestError, ValueError):
+class FeedbackError(HarvestError, ValueError):
     """A comment that cannot be stored; the message names what and why."""
 
 
-class QaJobMissing(QaError, NotFoundError):
+class QaJobMissing(FeedbackError, NotFoundError):
     """The job a QA comment is for does not exist."""
 
 
@@ -103,7 +103,9 @@ def parse_status(value: str) -> QaStatus:
     try:
         return QaStatus(word)
     except ValueError:
-        raise QaError(f"QA status {value[:40]!r}: expected one of {', '.join(QaStatus)}") from None
+        raise FeedbackError(
+            f"QA status {value[:40]!r}: expected one of {', '.join(QaStatus)}"
+        ) from None
 
 
 def url_problems(urls: Iterable[str]) -> list[tuple[str, str]]:
@@ -122,10 +124,10 @@ def _limit(value: int | None, name: str, key: str) -> int | None:
     if value is None:
         return None
     if not is_limit(value):
-        raise QaError(f"{name} {str(value)[:40]}: a positive number, or -1 for no limit")
+        raise FeedbackError(f"{name} {str(value)[:40]}: a positive number, or -1 for no limit")
     too_large = past_limit_max(key, value)
     if too_large:
-        raise QaError(too_large)
+        raise FeedbackError(too_large)
     return value
 
 
@@ -159,30 +161,30 @@ def write_comment(
     would be refused. Directives need a record: the one given, or the job's only one.
     """
     if not author:
-        raise QaError("a QA comment needs its author")
+        raise FeedbackError("a QA comment needs its author")
     if conn.execute(sa.text("SELECT 1 FROM jobs WHERE job_id = :j"), {"j": job_id}).first() is None:
         raise QaJobMissing(f"no job {job_id}")
     try:
         body = check_text(text or "", "comment").strip()
         urls = [check_text(u, "URL").strip() for u in add_urls]
     except SeedError as exc:
-        raise QaError(str(exc)) from None
+        raise FeedbackError(str(exc)) from None
     urls = list(dict.fromkeys(u for u in urls if u))
     if len(urls) > MAX_URLS:
-        raise QaError(f"{len(urls)} URLs to add: at most {MAX_URLS} a comment")
+        raise FeedbackError(f"{len(urls)} URLs to add: at most {MAX_URLS} a comment")
     qa_status = parse_status(status) if status else None
     max_objects = _limit(max_objects, "max objects", "max_objects")
     max_bytes = _limit(max_bytes, "max bytes", "max_bytes")
     directives = bool(urls) or max_objects is not None or max_bytes is not None
     if not (body or qa_status or directives):
-        raise QaError("an empty comment: write a text, set a QA status or give a directive")
+        raise FeedbackError("an empty comment: write a text, set a QA status or give a directive")
     if record_id is None:
         records = job_records(conn, job_id)
         if len(records) == 1:
             record_id = int(records[0]["record_id"])
         elif directives:
             ids = ", ".join(str(r["record_id"]) for r in records) or "none"
-            raise QaError(
+            raise FeedbackError(
                 f"job {job_id} has {len(records)} selection records ({ids}):"
                 " name the one the directives are for"
             )
@@ -192,7 +194,7 @@ def write_comment(
         ).first()
         is None
     ):
-        raise QaError(f"no selection record {record_id}")
+        raise FeedbackError(f"no selection record {record_id}")
     row = conn.execute(
         sa.text(
             "INSERT INTO job_qa_comments (job_id, record_id, author, qa_status, body, add_urls,"

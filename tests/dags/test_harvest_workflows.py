@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 SAMPLE_HOSTS = ("www.example-a.test", "static.example-a.test", "example-b.test")
 # a harvest DAG's second crawl group, for jobs on the other priority's channel
-# (dags/harvest_tasks.py crawl_on_channels): here every job is on a selective channel
+# (dags/hf_harvest_tasks.py crawl_on_channels): here every job is on a selective channel
 OTHER_CHANNEL_IDLE = {
     "harvest_job_route": "success",
     "harvest_job_on_crawl_low_route": "success",

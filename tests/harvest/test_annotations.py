@@ -154,7 +154,7 @@ def test_qa_directives_are_applied_once_by_the_next_transfer(
             )
         ]
         qa_feedback.write_comment(conn, job, "bob", status="passed")
-        with pytest.raises(qa_feedback.QaError, match="empty comment"):
+        with pytest.raises(qa_feedback.FeedbackError, match="empty comment"):
             qa_feedback.write_comment(conn, job, "bob", "  ")
         assert qa_feedback.job_status(conn, job) == "passed"
 
@@ -210,9 +210,9 @@ def test_a_directive_needs_its_record_and_a_bad_one_is_refused_whole(
     _import(hdb, tmp_path, FEED)
     job = _job_of_news(hdb)
     with hdb.begin() as conn:
-        with pytest.raises(qa_feedback.QaError, match="no selection record 999"):
+        with pytest.raises(qa_feedback.FeedbackError, match="no selection record 999"):
             qa_feedback.write_comment(conn, job, "ann", add_urls=["http://a.test/"], record_id=999)
-        with pytest.raises(qa_feedback.QaError, match="max objects 0"):
+        with pytest.raises(qa_feedback.FeedbackError, match="max objects 0"):
             qa_feedback.write_comment(conn, job, "ann", max_objects=0)
         only_bad = qa_feedback.write_comment(conn, job, "ann", add_urls=["ftp://news.test/x"])
     result = transfer_selection_records("daily", engine=hdb)

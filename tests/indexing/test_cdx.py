@@ -277,3 +277,28 @@ def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
     cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
     line = cdxj_line(cap, "f.warc.gz")
     assert line.split(" ", 2)[2] == json.dumps(_json_fields(cap, "f.warc.gz"))
+
+
+def test_index_cdx_runs_as_many_processes_as_the_setting_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[indexing] scan_processes`` is what ``index cdx`` uses without --processes."""
+    import app.cli.index as index_cli
+    from app.cli.main import main
+    from harvestflow import settings
+
+    seen: list[int] = []
+
+    def fake_results(paths: list[str], processes: int, verify: bool, fmt: str) -> list[object]:
+        seen.append(processes)
+        return []
+
+    monkeypatch.setattr(index_cli, "iter_results", fake_results)
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__SCAN_PROCESSES", "3")
+    settings.reset()
+    try:
+        assert main(["index", "cdx", str(tmp_path / "a.warc.gz")]) == 0
+        assert main(["index", "cdx", str(tmp_path / "a.warc.gz"), "--processes", "1"]) == 0
+    finally:
+        settings.reset()
+    assert seen == [3, 1]

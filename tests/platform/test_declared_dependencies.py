@@ -28,7 +28,7 @@ from tests.platform.tree import PLATFORM_PACKAGES
 
 PLATFORM = PLATFORM_PACKAGES
 # the data packages, and the modules Airflow imports from the dags and plugins folders
-# (both folders are on Airflow's sys.path: hf_common, harvest_tasks, ...)
+# (both folders are on Airflow's sys.path: hf_common, hf_harvest_tasks, ...)
 FIRST_PARTY = (
     set(PLATFORM)
     | {"sql", "config"}

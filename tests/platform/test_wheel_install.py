@@ -330,7 +330,7 @@ print(json.dumps({"folder": folder, "errors": {str(k): v for k, v in bag.import_
     assert found["folder"].startswith(str(installed.site_packages))
     assert found["errors"] == {}
     expected = {p.stem for p in (SRC / "dags").glob("*.py")}
-    expected -= {"__init__", "hf_common", "selective_harvest_common", "harvest_tasks"}
+    expected -= {"__init__", "hf_common", "hf_selective", "hf_harvest_tasks"}
     assert set(found["dags"]) >= expected
 
 

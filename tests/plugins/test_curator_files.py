@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.curator.crawllog_search import SearchError, search_crawl_log
+from app.curator.crawllog_search import CrawlLogSearchError, search_crawl_log
 from app.curator.jobfiles import inside, parse_report, read_progress
 
 LINES = [
@@ -47,11 +47,11 @@ def test_search_pages_through_matches(crawl_log: Path) -> None:
 
 
 def test_bad_patterns_are_refused_with_a_reason(crawl_log: Path) -> None:
-    with pytest.raises(SearchError, match="invalid regular expression"):
+    with pytest.raises(CrawlLogSearchError, match="invalid regular expression"):
         search_crawl_log(crawl_log, "(unclosed")
-    with pytest.raises(SearchError, match="longer than"):
+    with pytest.raises(CrawlLogSearchError, match="longer than"):
         search_crawl_log(crawl_log, "a" * 1000)
-    with pytest.raises(SearchError, match="integer"):
+    with pytest.raises(CrawlLogSearchError, match="integer"):
         search_crawl_log(crawl_log, status="abc")
 
 

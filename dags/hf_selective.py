@@ -24,8 +24,8 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from harvest_tasks import crawl_on_channels, generate_due_jobs_for
 from hf_common import HARVEST_DONE, run_date
+from hf_harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
 DOC_CHECK = """
 ## How to check it's working
