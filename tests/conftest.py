@@ -8,9 +8,7 @@ database cloned from a migrated template (fast, and no test sees another's rows)
 from __future__ import annotations
 
 import os
-import random
 import shutil
-import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -20,14 +18,17 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
+from tests.support.environment import (
+    _make_template,
+    reset_harvest_db,
+    session_env,
+)
 
-pytest_plugins = ["tests.demo_fixture"]
+pytest_plugins = ["tests.support.demo_fixture"]
 
-TEMPLATE_DB = "harvestflow_tpl"
 
 # The one way to let a test be skipped: the person running the tests asks for it by name.
 ALLOW_SKIPS = "HARVESTFLOW_ALLOW_SKIPS"
-ORACLE_BIN = Path(__file__).resolve().parent.parent / ".oracle-venv" / "bin"
 
 
 def _skips_allowed() -> bool:
@@ -115,89 +116,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(SkipGuard(), "harvestflow-skip-guard")
 
 
-def oracle(name: str) -> Path:
-    """A test oracle's program in ``.oracle-venv/bin``; fails the test, saying how to get it,
-    when it is missing (never a silent pass nor a skip)."""
-    path = ORACLE_BIN / name
-    if not path.exists():
-        pytest.fail(
-            f"test oracle {name} missing at {path}: run bash scripts/setup-oracles.sh"
-            " (./run test does)",
-            pytrace=False,
-        )
-    return path
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-_HANDED_OUT: set[int] = set()
-
-
-def _worker_ports() -> range:
-    """This pytest-xdist worker's own share of 10000-19999 (the whole of it without xdist).
-
-    Why shares: a port is checked free when a test's settings are made and bound minutes later
-    (the demo's sample site, after PostgreSQL, S3 and Airflow's migration); drawn from one range,
-    the other worker could take it meanwhile ("Address already in use", seen in a full run).
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    size = 10000 // max(1, count)
-    start = 10000 + (index % max(1, count)) * size
-    return range(start, start + size)
-
-
-def free_port(*, with_grpc: bool = False) -> int:
-    """A free loopback port (and port+10000 free too, for SeaweedFS' gRPC ports).
-
-    Drawn below Linux's ephemeral range (32768+), so that no outgoing connection can take it
-    between this check and the bind; from this worker's share of 10000-19999 (gRPC twins in
-    20000-29999), so that two workers never draw the same; never the same twice in a session.
-    """
-    ports = _worker_ports()
-    for _ in range(500):
-        port = random.choice(ports)
-        if port in _HANDED_OUT:
-            continue
-        if _port_free(port) and (not with_grpc or _port_free(port + 10000)):
-            _HANDED_OUT.add(port)
-            return port
-    raise RuntimeError(f"no free port found in {ports}")
-
-
-def session_env(data_dir: Path) -> dict[str, str]:
-    return {
-        "HARVESTFLOW_DATA_DIR": str(data_dir),
-        "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
-        # not the default (200): test_services checks the server was started with it
-        "HARVESTFLOW_POSTGRES__MAX_CONNECTIONS": "250",
-        "HARVESTFLOW_S3__S3_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3__MASTER_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3__FILER_PORT": str(free_port(with_grpc=True)),
-        # preservation's second copy: a second embedded SeaweedFS ([s3_replica])
-        "HARVESTFLOW_S3_REPLICA__S3_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3_REPLICA__MASTER_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3_REPLICA__VOLUME_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_S3_REPLICA__FILER_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
-        "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
-        "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
-        "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
-        "HARVESTFLOW_ACCESS__PYWB_PORT": str(free_port()),
-        "HARVESTFLOW_BROKER__PORT": str(free_port()),
-    }
-
-
 @pytest.fixture(scope="session")
 def services() -> Iterator[settings_mod.Settings]:
     """Embedded PostgreSQL + SeaweedFS (and the replica SeaweedFS of ``[s3_replica]``) in a
@@ -230,37 +148,6 @@ def services() -> Iterator[settings_mod.Settings]:
         settings_mod.reset()
         if not svc.postgres_for(settings).running():
             shutil.rmtree(data_dir, ignore_errors=True)
-
-
-def _admin_engine(settings: settings_mod.Settings) -> sa.Engine:
-    return sa.create_engine(
-        f"{settings.postgres_server_url}/postgres", isolation_level="AUTOCOMMIT"
-    )
-
-
-def _make_template(settings: settings_mod.Settings) -> None:
-    from harvestflow import db
-
-    db.dispose_engines()
-    admin = _admin_engine(settings)
-    name = settings["postgres"]["harvest_db"]
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{TEMPLATE_DB}" TEMPLATE "{name}"'))
-    admin.dispose()
-
-
-def reset_harvest_db(settings: settings_mod.Settings) -> None:
-    """Replace the harvest DB by a fresh copy of the migrated template."""
-    from harvestflow import db
-
-    db.dispose_engines()
-    admin = _admin_engine(settings)
-    name = settings["postgres"]["harvest_db"]
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE_DB}"'))
-    admin.dispose()
 
 
 @pytest.fixture

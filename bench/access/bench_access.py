@@ -224,7 +224,7 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="work directory kept (and reused) between runs")
     args = ap.parse_args()
 
-    from tests.conftest import free_port  # loopback ports below the ephemeral range
+    from tests.support.environment import free_port
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-access-"))
     data = work / "data"

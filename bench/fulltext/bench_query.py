@@ -160,7 +160,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--count-limit", type=int, default=2_000)
     args = ap.parse_args()
-    from tests.conftest import free_port
+    from tests.support.environment import free_port
 
     data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-fulltext-", dir="/tmp"))
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -84,8 +84,8 @@ def _crawl(site: newssite.NewsSite, port: int, k: int, out: Path, processes: int
 
 def crawl_corpus(workdir: Path, mb: int, processes: int = 2) -> list[Path]:
     """At least ``mb`` MB of gzipped WARCs crawled by ``harvestflow crawl`` (cached)."""
-    from tests.conftest import free_port  # a loopback port below the ephemeral range
-    from tests.crawler.minisite import MiniSite
+    from tests.support.environment import free_port
+    from tests.support.minisite import MiniSite
 
     params = {"version": MARKER_VERSION, "mb": mb, "bytes_per_page": BYTES_PER_PAGE}
     workdir.mkdir(parents=True, exist_ok=True)

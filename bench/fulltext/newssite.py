@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.crawl.make_site import png  # noqa: E402
-from tests.crawler.minisite import Reply, Served  # noqa: E402
+from tests.support.minisite import Reply, Served  # noqa: E402
 
 _EN = (
     "the of and to a in is that for it on was with as by at be this from are have not an which"

@@ -37,7 +37,7 @@ HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 sys.path.insert(0, str(REPO))
 
 # the test suite's isolated platform environment: own data dir, free ports for every service
-from tests.platform.helpers import isolated_env  # noqa: E402
+from tests.support.platform_cli import isolated_env  # noqa: E402
 
 
 class BenchFailed(SystemExit):

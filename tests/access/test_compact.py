@@ -29,9 +29,8 @@ from harvestflow import settings as settings_mod
 from indexing import merge
 from indexing.crashpoints import ENV, EXIT_CODE
 from indexing.layout import Layout
-from tests.access.conftest import cdx
-from tests.access.sitegen import site_urls, write_captures
-from tests.access.test_zipnum import index_into_daily
+from tests.support.replay import cdx, index_into_daily
+from tests.support.sitegen import site_urls, write_captures
 
 DAY1, DAY2 = date(2026, 11, 20), date(2026, 11, 21)
 CRASHES = ("access.compact.written", "access.compact.recorded", "access.links.built")

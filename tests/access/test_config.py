@@ -27,9 +27,9 @@ from access.service import ReplayService
 from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import SettingsError
-from tests.access.conftest import get
-from tests.plugins.browser import airflow_login, chromium
-from tests.search.corpus import Page, chain_job
+from tests.support.browser import airflow_login, chromium
+from tests.support.corpus import Page, chain_job
+from tests.support.replay import get
 
 EVIL = "http://evil.test/page.html"
 # The archived page: its script runs in pywb's replay frame, on the replay site.

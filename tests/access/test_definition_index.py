@@ -24,10 +24,8 @@ from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import merge
 from indexing.layout import Layout
-from tests.access.conftest import ORACLE_WAYBACK, cdx, flat_pywb
-from tests.access.sitegen import site_urls, write_captures
-from tests.access.test_refresh import reindex_cli
-from tests.access.test_zipnum import index_into_daily
+from tests.support.replay import ORACLE_WAYBACK, cdx, flat_pywb, index_into_daily, reindex_cli
+from tests.support.sitegen import site_urls, write_captures
 
 pytestmark = pytest.mark.skipif(
     not ORACLE_WAYBACK.exists(), reason="pywb oracle venv missing: bash scripts/setup-oracles.sh"

@@ -21,11 +21,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from harvestflow.services.postgres import port_open
-from tests.access.conftest import cdx, get
-from tests.access.test_replay import embedded
-from tests.demo_fixture import DemoPlatform
-from tests.platform.helpers import HARVESTFLOW
-from tests.plugins.browser import chromium
+from tests.support.browser import chromium
+from tests.support.demo_fixture import DemoPlatform
+from tests.support.platform_cli import HARVESTFLOW
+from tests.support.replay import cdx, embedded, get
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

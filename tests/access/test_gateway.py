@@ -25,10 +25,10 @@ from access.service import ReplayService
 from crawler.warc.metadata import write_metadata_warc
 from harvestflow import settings as settings_mod
 from indexing.chain import run_chain
-from tests.access.conftest import replay_env
-from tests.access.test_rules import cli, page
-from tests.conftest import reset_harvest_db
-from tests.search.corpus import chain_job
+from tests.support.access_rules import cli, page
+from tests.support.corpus import chain_job
+from tests.support.environment import reset_harvest_db
+from tests.support.replay import replay_env
 
 pytestmark = pytest.mark.services
 

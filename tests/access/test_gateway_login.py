@@ -24,9 +24,9 @@ from access.service import ReplayService
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from tests.access.test_rules import page
-from tests.plugins.signed_in import auth_for, serving
-from tests.search.corpus import chain_job
+from tests.support.access_rules import page
+from tests.support.corpus import chain_job
+from tests.support.signed_in import auth_for, serving
 
 pytestmark = pytest.mark.services
 

@@ -20,7 +20,7 @@ from access.gateway import Gateway
 from access.patches import PatchError, request_patch
 from harvest.bootstrap import ensure_reference_data
 from harvestflow import settings as settings_mod
-from tests.indexing.chainkit import make_harvest
+from tests.support.chainkit import make_harvest
 
 pytestmark = pytest.mark.services
 

@@ -41,14 +41,14 @@ from harvest.domains import ensure_config
 from harvest.results import record_job_results
 from harvestflow import settings as settings_mod
 from indexing import chain
-from tests.access.conftest import get
-from tests.conftest import free_port
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.dags.runstates import last_run
-from tests.indexing.chainkit import make_harvest
-from tests.platform.helpers import HARVESTFLOW
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, serving
+from tests.support.browser import chromium
+from tests.support.chainkit import make_harvest
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.environment import free_port
+from tests.support.platform_cli import HARVESTFLOW
+from tests.support.replay import get
+from tests.support.runstates import last_run
+from tests.support.signed_in import auth_for, serving
 
 pytestmark = [pytest.mark.services, pytest.mark.airflow, pytest.mark.slow]
 T = TypeVar("T")

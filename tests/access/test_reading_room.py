@@ -29,9 +29,9 @@ from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
 from indexing.fulltext import extract_file
-from tests.access.test_rules import page
-from tests.plugins.signed_in import auth_for, serving
-from tests.search.corpus import chain_job
+from tests.support.access_rules import page
+from tests.support.corpus import chain_job
+from tests.support.signed_in import auth_for, serving
 
 pytestmark = pytest.mark.services
 

@@ -37,11 +37,11 @@ from access.service import ReplayService
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from tests.access.conftest import replay_env
 from tests.access.test_config import airflow_api  # noqa: F401 (the fixture)
-from tests.plugins.browser import airflow_login, chromium
-from tests.plugins.signed_in import auth_for
-from tests.search.corpus import Page, chain_job
+from tests.support.browser import airflow_login, chromium
+from tests.support.corpus import Page, chain_job
+from tests.support.replay import replay_env
+from tests.support.signed_in import auth_for
 
 URL = "http://reading-room.test/signed-in.html"
 MARK = "quokka behind the reading room's door"

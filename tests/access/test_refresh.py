@@ -5,7 +5,6 @@ flat until the merges and ``harvestflow access reindex`` put them into the ZipNu
 from __future__ import annotations
 
 import copy
-import json
 import random
 import shutil
 import subprocess
@@ -23,9 +22,8 @@ from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import merge
 from indexing.layout import Layout
-from tests.access.conftest import cdx, get
-from tests.access.sitegen import site_urls, write_captures
-from tests.access.test_zipnum import index_into_daily
+from tests.support.replay import cdx, get, index_into_daily, reindex_cli
+from tests.support.sitegen import site_urls, write_captures
 
 
 def wait_for(check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
@@ -34,16 +32,6 @@ def wait_for(check, timeout: float = 60.0):  # type: ignore[no-untyped-def]
         assert time.monotonic() < deadline, "not served in time"
         time.sleep(0.5)
     return result
-
-
-def reindex_cli() -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "access", "reindex"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out)
 
 
 def test_new_files_are_served_without_restart_and_never_twice(
@@ -119,7 +107,7 @@ def test_a_live_file_is_served_in_its_definition_and_job_view_until_the_chain_in
     any ingest), and once the chain has indexed it, served once, not twice."""
     from indexing.chain import run_chain
     from indexing.nrt import index_closed_warcs
-    from tests.search.corpus import Page, chain_job
+    from tests.support.corpus import Page, chain_job
 
     settings = access_settings
     cfg = AccessConfig.from_settings(settings)

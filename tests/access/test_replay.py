@@ -21,51 +21,10 @@ from harvestflow import services as platform_services
 from harvestflow import settings as settings_mod
 from indexing import chain, cleanup, manifest, merge
 from preservation.ingest import ingest_job
-from tests.access.conftest import cdx, get
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
+from tests.support.replay import cdx, embedded, get, make_db_job
 
 pytestmark = pytest.mark.services
-
-
-def make_db_job(engine: sa.Engine, data_dir: Path) -> tuple[int, int, Path]:
-    """A DONE job of a selective definition, with its job directory (the crawl's output)."""
-    with engine.begin() as conn:
-        hid = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO harvestdefinitions (name, kind) VALUES ('access', 'partial')"
-                    " RETURNING harvest_id"
-                )
-            ).scalar_one()
-        )
-        job_id = int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist) VALUES (:h, 1, 0, 3, 'CIBLEE',"
-                    " 'default', CAST('{}' AS jsonb), 'http://www.example-a.test/')"
-                    " RETURNING job_id"
-                ),
-                {"h": hid},
-            ).scalar_one()
-        )
-        job_dir = data_dir / "jobs" / str(hid) / str(job_id) / "20261125120000"
-        conn.execute(
-            sa.text("UPDATE jobs SET job_dir = :d WHERE job_id = :j"),
-            {"d": str(job_dir), "j": job_id},
-        )
-    return hid, job_id, job_dir
-
-
-def embedded(fields: list[list[str]], page: str) -> set[str]:
-    """URLs a page embeds, directly or through its stylesheets (crawl.log via/hop columns)."""
-    found: set[str] = set()
-    frontier = {page}
-    while frontier:
-        nxt = {f[3] for f in fields if f[5] in frontier and f[4].endswith("E") and f[1] == "200"}
-        frontier = nxt - found
-        found |= nxt
-    return found
 
 
 def check_page_replays(cfg: AccessConfig, page: str, resources: set[str], served: dict) -> None:

@@ -17,9 +17,9 @@ from access.service import ReplayService
 from crawler.rendering.cdp import find_chromium
 from harvestflow import settings as settings_mod
 from indexing import chain
-from tests.access.test_replay import make_db_job
-from tests.crawler import behavioursite as bs
-from tests.plugins.browser import chromium
+from tests.support import behavioursite as bs
+from tests.support.browser import chromium
+from tests.support.replay import make_db_job
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -20,9 +20,9 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import chain
-from tests.access.test_replay import make_db_job
-from tests.crawler import postmediasite
-from tests.plugins.browser import chromium
+from tests.support import postmediasite
+from tests.support.browser import chromium
+from tests.support.replay import make_db_job
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 
 from access.resolver import Location, make_server
 from harvestflow import settings as settings_mod
-from tests.conftest import free_port
+from tests.support.environment import free_port
 
 
 class FixedLocator:

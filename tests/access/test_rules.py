@@ -13,7 +13,6 @@ import http.client
 import json
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -28,29 +27,13 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing.fulltext import extract_file
-from tests.access.conftest import cdx, get
-from tests.conftest import oracle
-from tests.search.corpus import Page, chain_job
+from tests.support.access_rules import cli, page
+from tests.support.corpus import chain_job
+from tests.support.environment import oracle
+from tests.support.replay import cdx, get
 
 pytestmark = pytest.mark.services
 T = TypeVar("T")
-
-PROSE = (
-    "<p>The reading room of the national library keeps the quokka collection of web pages,"
-    " harvested under legal deposit and consulted by researchers every day of the year.</p>"
-    "<p>Curators select the sites; crawlers capture them; the archive keeps every version.</p>"
-)
-
-
-def page(url: str, word: str, when: datetime) -> Page:
-    body = f"<html><head><title>{word}</title></head><body><h1>{word}</h1>{PROSE}</body></html>"
-    return Page(url, body.encode(), "text/html", date=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True
-    )
 
 
 def search_urls() -> set[str]:

@@ -17,9 +17,9 @@ import sqlalchemy as sa
 from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
-from tests.access.conftest import cdx
-from tests.access.test_rules import cli, page
-from tests.search.corpus import chain_job
+from tests.support.access_rules import cli, page
+from tests.support.corpus import chain_job
+from tests.support.replay import cdx
 
 pytestmark = pytest.mark.services
 

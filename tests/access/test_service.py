@@ -23,9 +23,9 @@ from access.definitions import acl_file
 from access.publish import publish
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
-from tests.access.conftest import get
-from tests.conftest import free_port
-from tests.search.corpus import Page, chain_job
+from tests.support.corpus import Page, chain_job
+from tests.support.environment import free_port
+from tests.support.replay import get
 
 pytestmark = pytest.mark.services
 GATEWAY_HOST = "127.0.0.2"

@@ -11,8 +11,6 @@ prefix, host, domain) and must give the same captures in the same order.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,28 +25,14 @@ from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import merge
 from indexing.layout import Layout
-from tests.access.conftest import ORACLE_WAYBACK, cdx, flat_pywb
-from tests.access.sitegen import site_urls, write_captures
+from tests.support.replay import ORACLE_WAYBACK, cdx, flat_pywb, index_into_daily
+from tests.support.sitegen import site_urls, write_captures
 
 pytestmark = pytest.mark.skipif(
     not ORACLE_WAYBACK.exists(), reason="pywb oracle venv missing: bash scripts/setup-oracles.sh"
 )
 
 DAY = date(2026, 11, 20)
-
-
-def index_into_daily(warc: Path, layout: Layout, day: date, collection: str = "") -> Path:
-    """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day."""
-    out = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "index", "cdx", str(warc), "--format", "cdxj"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    lines = sorted(set(out.splitlines()))
-    dest = layout.cdx_daily(day, collection) / (warc.name + ".cdxj")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(b"".join(line + b"\n" for line in lines))
-    return dest
 
 
 def make_warcs(

@@ -40,9 +40,9 @@ from crawler.rendering.passthrough import Passthrough
 from crawler.rendering.proxy import ProxyRequest
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 from harvestflow.formats.urls import canonical_key
-from tests.crawler.bombs import bomb_warc, call_measured, run_polled
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO
-from tests.crawler.hostile import (
+from tests.support.bombs import bomb_warc, call_measured, run_polled
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, REPO
+from tests.support.hostile import (
     HOST,
     brotli_bomb,
     deflate_bomb,

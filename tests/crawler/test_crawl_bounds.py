@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 from crawler.capture_middleware import address_allowed
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
 
 HOST = "www.bounds.test"
 MAX_HEADER_BYTES = 32_768

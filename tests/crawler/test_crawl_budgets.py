@@ -3,7 +3,7 @@ lines in crawl.log, while the job's other domains go on to completion."""
 
 from __future__ import annotations
 
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 
 def _domain_successes(result, suffix: str) -> list[list[str]]:

@@ -18,9 +18,16 @@ import pytest
 
 from crawler.warc.metadata import cdx_lines
 from indexing.cdx import index_warc
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, serve
-from tests.crawler.test_replay_pywb import our_cdx
+from tests.support.crawl import (
+    FAST_TEMPLATE,
+    ORACLE_BIN,
+    CrawlResult,
+    _bytes_order,
+    _oracle_cdx11,
+    our_cdx,
+    run_crawl,
+)
+from tests.support.rawsite import Raw, serve
 
 SID = "0123456789abcdef0123456789abcdef"
 HOSTS = ("www.cdx.test", "www2.cdx.test", "cdx.test", "xn--bcher-kva.cdx.test")
@@ -101,24 +108,11 @@ def _routes(port: int):  # type: ignore[no-untyped-def]
     return route
 
 
-def _oracle_cdx11(warcs: list[Path]) -> list[str]:
-    out = subprocess.run(
-        [str(ORACLE_BIN / "cdxj-indexer"), "-11", *map(str, warcs)],
-        check=True,
-        capture_output=True,
-    ).stdout.decode("utf-8")
-    return [ln for ln in out.split("\n") if ln and not ln.startswith(" CDX")]
-
-
 def _oracle_cdxj(warcs: list[Path]) -> list[str]:
     out = subprocess.run(
         [str(ORACLE_BIN / "cdxj-indexer"), *map(str, warcs)], check=True, capture_output=True
     ).stdout.decode("utf-8")
     return [ln for ln in out.split("\n") if ln]
-
-
-def _bytes_order(lines: list[str]) -> list[str]:
-    return sorted(lines, key=lambda s: s.encode("utf-8"))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from app.demo.samplesite import HOSTS
-from tests.crawler.conftest import REPO, CrawlResult
+from tests.support.crawl import REPO, CrawlResult
 
 
 def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) -> None:

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
 
 from app.demo.definition import create_demo_definition
-from tests.crawler.conftest import ORACLE_BIN, REPO
+from tests.support.crawl import ORACLE_BIN, REPO
 
 pytestmark = pytest.mark.services
 

@@ -8,7 +8,7 @@ import subprocess
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import REPO, make_job, run_crawl
+from tests.support.crawl import REPO, make_job, run_crawl
 
 PROFILE = "http://netpreserve.org/warc/1.1/revisit/"
 

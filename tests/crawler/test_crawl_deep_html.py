@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.hostile import HOST, hostile_server, response
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.hostile import HOST, hostile_server, response
 
 TARGETS = ["before", "inside", "inside-img", "after", "after-css", "after-srcset"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 
 def closed_port() -> int:

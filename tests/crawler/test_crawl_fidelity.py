@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import ORACLE_BIN, REPO, CrawlResult, make_job, run_crawl
+from tests.support.crawl import ORACLE_BIN, REPO, CrawlResult, make_job, run_crawl
 
 
 @pytest.fixture(scope="module")

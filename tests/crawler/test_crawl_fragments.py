@@ -14,10 +14,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.conftest import free_port
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, serve
-from tests.crawler.test_replay_pywb import get, our_cdx
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, get, our_cdx, run_crawl
+from tests.support.environment import free_port
+from tests.support.rawsite import Raw, serve
 
 HOST = "www.frag.test"
 ARTICLE = "/article/7?utm_source=home&b=2&a=1"

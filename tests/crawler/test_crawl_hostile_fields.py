@@ -17,8 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from qa.crawllog_aggregate import aggregate_crawl_log
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.hostile import HOST, HostileServer, hostile_server, response
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.hostile import HOST, HostileServer, hostile_server, response
 
 UNICODE_WS = "\u00a0\u2028\u3000".encode()
 CONTENT_TYPES = {

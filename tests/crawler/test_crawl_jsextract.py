@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from crawler.jsextract import extract_script, is_very_likely_url
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.rawsite import Negotiate, Raw, serve
-from tests.crawler.scriptsite import encode_as
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.rawsite import Negotiate, Raw, serve
+from tests.support.scriptsite import encode_as
 
 HOST = "www.scripted.test"
 OTHER = "cdn.elsewhere.test"

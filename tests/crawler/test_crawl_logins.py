@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow.credentials import CredentialRef, refs_for_job
-from tests.crawler.conftest import REPO, make_job, run_crawl
-from tests.crawler.minisite import MiniSite, Reply, Served
+from tests.support.crawl import REPO, make_job, run_crawl
+from tests.support.minisite import MiniSite, Reply, Served
 
 USER = "curator-anne"
 PASSWORD = "Tr0ub4dor&3-s3cr3t"
@@ -248,7 +248,7 @@ def test_pages_behind_logins_are_captured_and_the_password_is_nowhere(db_engine,
 
 def test_warcs_with_redacted_requests_are_valid(db_engine, members, tmp_path):
     """The redacted POST request record's digests and lengths still verify (warcio check)."""
-    from tests.crawler.conftest import ORACLE_BIN
+    from tests.support.crawl import ORACLE_BIN
 
     m = members
     refs = _set_form_login(db_engine, m)

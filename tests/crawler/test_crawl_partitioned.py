@@ -28,7 +28,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.budget import Budgets
 from crawler.jobspec import from_dict
 from crawler.partitioning.handoff import owner_of, seed_assignment
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, REPO
 
 HOSTS = ["a.site.test", "b.site.test", "c.site.test", "www.other.test"]
 PAGES = 14

@@ -7,7 +7,7 @@ import itertools
 from collections import defaultdict
 
 from crawler.politeness import politeness_delay
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 MIN_DELAY = 0.25
 FACTOR = 5.0

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from crawler.rendering.cdp import find_chromium
-from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO, run_crawl
-from tests.crawler.rawsite import Routes, serve
-from tests.crawler.renderjobs import Rendered, crawl_scriptsite, warc_records
+from tests.support import scriptsite
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, REPO, run_crawl
+from tests.support.rawsite import Routes, serve
+from tests.support.renderjobs import Rendered, crawl_scriptsite, warc_records
 
 
 def _sha1(body: bytes) -> str:
@@ -179,8 +179,7 @@ def test_without_rendering_only_the_shell_is_captured(tmp_path: Path) -> None:
 
 
 def test_cdx_of_rendered_job_equals_cdxj_indexer(rendered: Rendered, tmp_path: Path) -> None:
-    from tests.crawler.test_crawl_cdx import _bytes_order, _oracle_cdx11
-    from tests.crawler.test_replay_pywb import our_cdx
+    from tests.support.crawl import _bytes_order, _oracle_cdx11, our_cdx
 
     result, _, _ = rendered
     cdx_file = tmp_path / "index.cdx"
@@ -247,8 +246,8 @@ def test_pywb_replay_in_chromium_shows_every_story(rendered: Rendered, tmp_path:
     import socket
     import time
 
-    from tests.conftest import free_port
-    from tests.crawler.test_replay_pywb import our_cdx
+    from tests.support.crawl import our_cdx
+    from tests.support.environment import free_port
 
     result, port, _ = rendered
     coll = tmp_path / "pywb"
@@ -291,7 +290,7 @@ def test_an_https_page_is_rendered_through_the_proxy(tmp_path: Path) -> None:
     import ssl
 
     from crawler.rendering.tls import JobCA
-    from tests.crawler.rawsite import Raw
+    from tests.support.rawsite import Raw
 
     chain, key = JobCA(tmp_path / "site-ca", "test site").issue("secure.test")
     pem = tmp_path / "site.pem"
@@ -345,7 +344,7 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
     """One capture per URL: a URL found earlier and waiting in the host's politeness queue is
     fetched for the browser through the crawl (its capture, annotated ``browser``), and the
     queued request is dropped when its turn comes — the server is asked once."""
-    from tests.crawler.rawsite import Raw
+    from tests.support.rawsite import Raw
 
     html = b"Content-Type: text/html"
     routes: Routes = {

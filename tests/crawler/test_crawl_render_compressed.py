@@ -16,9 +16,9 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawler.rendering.cdp import find_chromium
-from tests.conftest import oracle
-from tests.crawler import scriptsite
-from tests.crawler.renderjobs import Rendered, crawl_scriptsite
+from tests.support import scriptsite
+from tests.support.environment import oracle
+from tests.support.renderjobs import Rendered, crawl_scriptsite
 
 
 @pytest.fixture(scope="module")

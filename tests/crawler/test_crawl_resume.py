@@ -12,15 +12,7 @@ import time
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import REPO, make_job, run_crawl
-
-
-def fetched(lines: list[str]) -> list[str]:
-    return [
-        ln.split()[3]
-        for ln in lines
-        if len(ln.split()) == 12 and int(ln.split()[1]) > 0 and ln.split()[4] != "P"
-    ]
+from tests.support.crawl import REPO, fetched, make_job, run_crawl
 
 
 def test_kill_9_then_resume(site, tmp_path):
@@ -83,7 +75,7 @@ def test_kill_9_then_resume(site, tmp_path):
     )
     assert check.returncode == 0, check.stdout
     # the CDX in the metadata WARC lists every capture of every data WARC exactly once
-    from tests.crawler.test_replay_pywb import our_cdx
+    from tests.support.crawl import our_cdx
 
     cdx_file = tmp_path / "index.cdx"
     our_cdx(out / "warcs" / "7-metadata-1.warc.gz", cdx_file)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 PAGES = ("/about.html", "/etag.html", "/gzip.html", "/private/secret.html", "/refresh.html")
 

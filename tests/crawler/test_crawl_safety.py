@@ -8,8 +8,7 @@ import subprocess
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import ORACLE_BIN, REPO, make_job, run_crawl
-from tests.crawler.test_replay_pywb import our_cdx
+from tests.support.crawl import ORACLE_BIN, REPO, make_job, our_cdx, run_crawl
 
 
 def test_private_addresses_are_refused_by_default(fresh_site, tmp_path):

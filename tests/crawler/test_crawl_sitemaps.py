@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 
 def test_sitemap_urls_are_followed_when_asked(site, tmp_path):

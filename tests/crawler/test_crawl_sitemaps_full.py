@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.crawler.conftest import make_job, run_crawl
-from tests.crawler.minisite import MiniSite, Reply, Served
+from tests.support.crawl import make_job, run_crawl
+from tests.support.minisite import MiniSite, Reply, Served
 
 HOST = "www.maps.test"
 HTML = [("Content-Type", "text/html; charset=utf-8")]

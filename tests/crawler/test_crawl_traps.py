@@ -3,7 +3,7 @@ and every blocked URL is in crawl.log with its reason."""
 
 from __future__ import annotations
 
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 
 def test_trap_site_is_bounded_and_each_block_is_logged(site, tmp_path):

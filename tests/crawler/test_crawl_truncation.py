@@ -7,7 +7,7 @@ import subprocess
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import REPO, make_job, run_crawl
+from tests.support.crawl import REPO, make_job, run_crawl
 
 
 def test_truncation_and_rotation(site, tmp_path):

@@ -24,8 +24,8 @@ from crawler.inflate import (
     split_encodings,
     wants_body,
 )
-from tests.crawler.bombs import bomb_warc
-from tests.crawler.hostile import brotli_bomb, deflate_bomb, gzip_bomb
+from tests.support.bombs import bomb_warc
+from tests.support.hostile import brotli_bomb, deflate_bomb, gzip_bomb
 
 # links with pseudo-random numbers: compressed, still thousands of bytes (a stream to cut)
 HTML = (

@@ -18,9 +18,7 @@ import sqlalchemy as sa
 from crawler.launch import crawl_in_subprocess
 from crawler.leases import JobLeases, LeaseHeld
 from harvest.joblease import job_lease
-from tests.crawler.conftest import REPO, make_job
-from tests.crawler.test_crawl_resume import fetched
-from tests.crawler.test_leases import _job_row
+from tests.support.crawl import REPO, _job_row, fetched, make_job
 
 TTL = 6.0
 

@@ -10,7 +10,7 @@ import pytest
 
 from crawler.jobspec import JobSpecError, from_dict, load
 from crawler.launch import CrawlFailed, crawl_in_subprocess
-from tests.crawler.conftest import make_job
+from tests.support.crawl import make_job
 
 
 def test_defaults_come_from_settings_and_unknown_keys_are_ignored():

@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from crawler.leases import POLL_S, HostLeases, JobLeases, LeaseHeld
-from tests.crawler.conftest import make_job, run_crawl
-from tests.faults.platform_site import HOST, SlowSite, slow_job
+from tests.support.crawl import _job_row, make_job, run_crawl
+from tests.support.platform_site import HOST, SlowSite, slow_job
 
 DELAY = 0.4
 TOLERANCE = 0.03
@@ -36,24 +36,6 @@ def test_a_host_lease_is_taken_by_one_crawler_and_its_delay_binds_the_next(db_en
             )
         )
     assert b.try_take("example.test") == 0.0
-
-
-def _job_row(db_engine) -> int:
-    with db_engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO harvestdefinitions (harvest_id, name, kind) VALUES (1, 'h', 'partial')"
-            )
-        )
-        return int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist) VALUES (1, 1, 0, 1, 'CIBLEE', 't', '{}', '')"
-                    " RETURNING job_id"
-                )
-            ).scalar_one()
-        )
 
 
 def test_a_leased_job_refuses_a_second_crawler_until_its_heartbeats_stop(db_engine) -> None:

@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.manifests import MAX_SEGMENTS, dash_links, hls_links, manifest_kind
 from crawler.rendering.cdp import find_chromium
 from harvestflow.contracts.jobspec import JobSpec, JobSpecError
-from tests.crawler import postmediasite
+from tests.support import postmediasite
 
 
 def test_a_pages_hls_and_dash_streams_are_archived_lowest_and_highest_rendition(tmp_path: Path):

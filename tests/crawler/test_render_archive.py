@@ -13,10 +13,10 @@ from pathlib import Path
 
 from PIL import Image
 
-from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, REPO, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, Routes, serve
-from tests.crawler.renderjobs import warc_records
+from tests.support import scriptsite
+from tests.support.crawl import FAST_TEMPLATE, REPO, CrawlResult, run_crawl
+from tests.support.rawsite import Raw, Routes, serve
+from tests.support.renderjobs import warc_records
 
 HTML = b"Content-Type: text/html"
 COLOUR = (12, 34, 56)

@@ -26,8 +26,8 @@ from crawler.rendering.behaviours.sites import load_site_behaviours, parse_behav
 from crawler.rendering.behaviours.wording import CONSENT_HINTS, consent_words
 from crawler.rendering.cdp import Browser, find_chromium
 from harvestflow.contracts.jobspec import JobSpec, JobSpecError
-from tests.crawler import behavioursite as bs
-from tests.crawler.conftest import CrawlResult
+from tests.support import behavioursite as bs
+from tests.support.crawl import CrawlResult
 
 Crawled = tuple[CrawlResult, str, set[str]]
 SEEDS = ("/onetrust.html", "/more.html", "/expand.html", "/media.html", "/special.html")

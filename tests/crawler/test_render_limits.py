@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.rawsite import serve
+from tests.support import scriptsite
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.rawsite import serve
 
 
 def test_a_hanging_page_is_retried_once_then_logged_and_the_crawl_goes_on(tmp_path: Path) -> None:
     """A page whose script never yields: its tab is killed, the page tried once more in a new
     browser, then its crawl.log line says why; its plain capture and links stand."""
-    from tests.crawler.rawsite import Raw, Routes
+    from tests.support.rawsite import Raw, Routes
 
     html = b"Content-Type: text/html"
     routes: Routes = {
@@ -197,7 +197,7 @@ def test_the_no_sandbox_escape_is_explicit_and_logged() -> None:
     import subprocess
     import sys
 
-    from tests.crawler.conftest import REPO
+    from tests.support.crawl import REPO
 
     script = (
         "import asyncio, logging, pathlib\n"

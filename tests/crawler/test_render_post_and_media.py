@@ -24,9 +24,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawler.rendering.cdp import find_chromium
 from indexing.cdx import index_warc
-from tests.conftest import oracle
-from tests.crawler import postmediasite
-from tests.crawler.conftest import CrawlResult
+from tests.support import postmediasite
+from tests.support.crawl import CrawlResult
+from tests.support.environment import oracle
 
 Crawled = tuple[CrawlResult, postmediasite.PostMediaSite]
 

@@ -11,10 +11,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, REPO, run_crawl
-from tests.crawler.rawsite import Routes, serve
-from tests.crawler.renderjobs import crawl_scriptsite, warc_records
+from tests.support import scriptsite
+from tests.support.crawl import FAST_TEMPLATE, REPO, run_crawl
+from tests.support.rawsite import Routes, serve
+from tests.support.renderjobs import crawl_scriptsite, warc_records
 
 
 def test_a_partitioned_job_renders_and_lists_its_screenshots(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
     import signal
     import time
 
-    from tests.crawler.rawsite import Raw
+    from tests.support.rawsite import Raw
 
     html = b"Content-Type: text/html"
     page = (

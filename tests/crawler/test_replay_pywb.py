@@ -8,34 +8,10 @@ import hashlib
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
-from pathlib import Path
-
-from warcio.archiveiterator import ArchiveIterator
 
 from app.demo.samplesite import start
-from tests.conftest import free_port, oracle
-from tests.crawler.conftest import make_job, run_crawl
-
-
-def get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=20) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def our_cdx(meta_warc: Path, dest: Path) -> None:
-    with meta_warc.open("rb") as fh:
-        for rec in ArchiveIterator(fh):
-            if (rec.rec_headers.get_header("WARC-Target-URI") or "").startswith(
-                "metadata://harvestflow/crawl/index/cdx"
-            ):
-                dest.write_bytes(rec.content_stream().read())
-                return
-    raise AssertionError("no CDX in the metadata WARC")
+from tests.support.crawl import get, make_job, our_cdx, run_crawl
+from tests.support.environment import free_port, oracle
 
 
 def embedded(fields: list[list[str]], page: str) -> set[str]:

@@ -11,7 +11,7 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from crawler.warc import records
 from crawler.warc.files import RotatingWarcWriter, repair_open_file
-from tests.crawler.conftest import REPO
+from tests.support.crawl import REPO
 
 
 def response(i: int, size: int = 2000):

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
-from tests.dags.runstates import asset_events, last_run
+from tests.support.runstates import asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

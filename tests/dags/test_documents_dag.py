@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from harvestflow.settings import Settings
 from indexing.documents import store
 from tests.dags import test_failing_runs
-from tests.dags.runstates import last_run
-from tests.indexing.chainkit import wipe_chain_dirs
-from tests.indexing.publications_site import serve
-from tests.indexing.test_documents import harvest_watched_site
+from tests.support.chainkit import wipe_chain_dirs
+from tests.support.docfixtures import harvest_watched_site
+from tests.support.publications_site import serve
+from tests.support.runstates import last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

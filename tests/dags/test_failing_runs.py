@@ -18,10 +18,10 @@ import sqlalchemy as sa
 
 from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
-from tests.dags.runstates import asset_events, last_run
-from tests.indexing.chainkit import job_warcs, make_harvest, wipe_chain_dirs
-from tests.indexing.chainkit import make_job as make_indexing_job
 from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
+from tests.support.chainkit import job_warcs, make_harvest, wipe_chain_dirs
+from tests.support.chainkit import make_job as make_indexing_job
+from tests.support.runstates import asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -19,12 +19,9 @@ from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
-from tests.dags.runstates import last_run
-from tests.preservation.conftest import (
-    corrupt_one_byte,
-    make_job,  # noqa: F401 - the fixture, used below
-    replica_s3_client,
-)
+from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
+from tests.support.objects import corrupt_one_byte, replica_s3_client
+from tests.support.runstates import last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from app.demo import samplesite
 from app.demo.definition import create_demo_definition
 from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
-from tests.dags.runstates import RunStates, asset_events, last_run
+from tests.support.runstates import RunStates, asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from search.backends import get_backend
 from search.query import parse_query
-from tests.indexing.chainkit import wipe_chain_dirs
-from tests.search.corpus import chain_job, pages
+from tests.support.chainkit import wipe_chain_dirs
+from tests.support.corpus import chain_job, pages
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.services]
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from harvestflow import services as svc
-from tests.crawler.conftest import CrawlResult, run_crawl
-from tests.faults.platform_site import SlowSite, assert_every_page_once, slow_job
+from tests.support.crawl import CrawlResult, run_crawl
+from tests.support.platform_site import SlowSite, assert_every_page_once, slow_job
 
 pytestmark = [pytest.mark.slow]
 

@@ -33,10 +33,13 @@ import pytest
 
 from app.demo import samplesite
 from harvestflow.services.postgres import port_open
-from tests.conftest import oracle
-from tests.platform.helpers import (
+from tests.support.environment import oracle
+from tests.support.platform_cli import (
     HARVESTFLOW,
     Output,
+    _fetched,
+    _stop,
+    _wait_run,
     api_client,
     isolated_env,
     start_up,
@@ -44,8 +47,6 @@ from tests.platform.helpers import (
     trigger,
     wait_dags,
 )
-from tests.platform.test_celery import _fetched, _stop
-from tests.platform.test_up import _wait_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from harvestflow.formats.harvest_channels import Channel, ChannelPriority
 from harvestflow.formats.job_status import RUNNING, JobStatus
 from harvestflow.formats.stop_reasons import LIMITS, StopReason
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.tree import PLATFORM_PACKAGES
+from tests.support.source_tree import PLATFORM_PACKAGES
 
 # Heritrix 3's org.archive.modules.fetcher.FetchStatusCodes (heritrix3 master), as published:
 # the numbers crawl.log readers of the field expect. -404 is not a constant there; Heritrix's

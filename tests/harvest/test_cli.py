@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from app.cli.main import main
 from app.demo.definition import create_demo_definition
 from harvest import pipeline as p
-from tests.harvest.conftest import write_summary
+from tests.support.summaries import write_summary
 
 pytestmark = pytest.mark.services
 

@@ -112,7 +112,7 @@ def test_unfinished_crawl_fails_the_task_and_its_retry_resumes_and_finishes_the_
 def test_a_job_whose_last_try_ended_unfinished_is_recorded_failed(hdb, tmp_path) -> None:
     """The teardown after the last try: an ``unfinished`` summary makes the job FAILED (with
     what it fetched in the history), never DONE."""
-    from tests.harvest.conftest import write_summary
+    from tests.support.summaries import write_summary
 
     hid = create_demo_definition(8099, engine=hdb)
     (job,) = p.generate_jobs(hid, LD, engine=hdb)

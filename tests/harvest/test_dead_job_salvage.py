@@ -31,8 +31,8 @@ from preservation.config import PreservationConfig
 from preservation.sources import JobFile, jobs_ready, load_job
 from preservation.staging import bag_info_for
 from qa.inputs import jobs_ended_on
-from tests.indexing.chainkit import expected_index
 from tests.indexing.conftest import oracle  # noqa: F401  (fixture)
+from tests.support.chainkit import expected_index
 
 pytestmark = pytest.mark.services
 LD = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)

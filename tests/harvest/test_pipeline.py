@@ -15,7 +15,7 @@ from harvest.jobs import finished_summary
 from harvestflow import settings as settings_mod
 from harvestflow.formats.job_status import JobStatus
 from indexing.dedup_index import dedup_index_for_job
-from tests.harvest.conftest import write_summary
+from tests.support.summaries import write_summary
 
 pytestmark = pytest.mark.services
 

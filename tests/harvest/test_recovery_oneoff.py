@@ -16,7 +16,7 @@ from harvest import pipeline as p
 from harvest.oneoff import OneOffError, create_seedlist_harvest, validate_params
 from harvest.recovery import find_dead_jobs, resubmit_dead_jobs, resubmit_job
 from harvestflow.formats.job_status import JobStatus
-from tests.harvest.conftest import write_summary
+from tests.support.summaries import write_summary
 
 pytestmark = pytest.mark.services
 LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)

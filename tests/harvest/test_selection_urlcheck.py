@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from harvest.selection.urlcheck import NOT_REACHABLE, REFUSED_ADDRESS, UrlCheck, check_url
-from tests.conftest import free_port
+from tests.support.environment import free_port
 
 
 @dataclass

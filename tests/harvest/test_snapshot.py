@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from harvest import pipeline as p
 from harvest.domains import ensure_config
 from harvest.snapshot import create_snapshot_definition, create_step2_definition, domains_for_step2
-from tests.harvest.conftest import write_summary
+from tests.support.summaries import write_summary
 
 pytestmark = pytest.mark.services
 LD = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)

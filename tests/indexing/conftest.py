@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from harvestflow.settings import PROJECT_ROOT
-
-ORACLE_VENV = PROJECT_ROOT / ".oracle-venv"
+from tests.support.cdx_oracle import ORACLE_VENV
 
 
 @pytest.fixture(scope="session")
@@ -19,12 +18,3 @@ def oracle() -> Path:
         subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "setup-oracles.sh")], check=True)
     assert (ORACLE_VENV / "bin" / "cdxj-indexer").exists()
     return ORACLE_VENV
-
-
-def reference_lines(oracle: Path, warc: Path, fmt: str) -> list[str]:
-    """cdxj-indexer's output for ``warc`` (``-11`` for CDX11), one string per line."""
-    cmd = [str(oracle / "bin" / "cdxj-indexer")]
-    if fmt == "cdx11":
-        cmd.append("-11")
-    out = subprocess.run([*cmd, str(warc)], check=True, capture_output=True, text=True)
-    return out.stdout.splitlines()

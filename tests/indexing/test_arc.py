@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from indexing.cdx import index_warc, sorted_lines
-from tests.conftest import free_port as _free_port
-from tests.indexing.arcgen import sample_captures, write_arc
-from tests.indexing.conftest import ORACLE_VENV, reference_lines
+from tests.support.arcgen import sample_captures, write_arc
+from tests.support.cdx_oracle import ORACLE_VENV, reference_lines
+from tests.support.environment import free_port as _free_port
 
 HARVESTFLOW = Path(sys.executable).parent / "harvestflow"
 PYWB_SAMPLES = ORACLE_VENV / "sample_archive" / "warcs"  # shipped with pywb (the oracle)

@@ -15,8 +15,8 @@ import pytest
 
 from harvestflow.formats.cdx import CDX11_HEADER
 from indexing.cdx import NotAWarcError, index_warc
-from tests.indexing.conftest import reference_lines
-from tests.indexing.warcgen import write_warc
+from tests.support.cdx_oracle import reference_lines
+from tests.support.warcgen import write_warc
 
 
 @pytest.mark.parametrize("fmt", ["cdxj", "cdx11"])

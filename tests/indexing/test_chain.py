@@ -20,8 +20,8 @@ from indexing.errors import IndexingError
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from preservation.records import file_preserved
-from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
-from tests.indexing.warcgen import write_warc
+from tests.support.chainkit import expected_index, job_warcs, make_harvest, make_job
+from tests.support.warcgen import write_warc
 
 pytestmark = pytest.mark.services
 

@@ -24,7 +24,7 @@ from indexing.dedup_index import build_dedup_index
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from indexing.merge import bigmerge, daily_merge
-from tests.indexing.chainkit import expected_index, job_warcs, make_harvest, make_job
+from tests.support.chainkit import expected_index, job_warcs, make_harvest, make_job
 
 pytestmark = pytest.mark.services
 

@@ -17,9 +17,9 @@ from harvestflow import settings as settings_mod
 from indexing.cdx import index_warc, sorted_lines
 from indexing.dedup_index import build_dedup_index, sidecar_lines
 from indexing.layout import Layout
-from tests.conftest import free_port as _free_port
-from tests.crawler.conftest import make_job, run_crawl
-from tests.indexing.conftest import reference_lines
+from tests.support.cdx_oracle import reference_lines
+from tests.support.crawl import make_job, run_crawl
+from tests.support.environment import free_port as _free_port
 
 
 def _wait_port(port: int, deadline_s: float = 40) -> None:

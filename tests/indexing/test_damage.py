@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from indexing.cdx import index_warc
-from tests.indexing.conftest import reference_lines
-from tests.indexing.warcgen import write_warc
+from tests.support.cdx_oracle import reference_lines
+from tests.support.warcgen import write_warc
 
 HARVESTFLOW = Path(sys.executable).parent / "harvestflow"
 

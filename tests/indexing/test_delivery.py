@@ -22,8 +22,8 @@ from harvestflow.settings import Settings
 from indexing import chain, cleanup, manifest, merge
 from indexing.layout import Layout
 from preservation.ingest import ingest_job
-from tests.indexing.arcgen import ArcCapture, http_response, sample_captures, write_arc
-from tests.indexing.chainkit import expected_index
+from tests.support.arcgen import ArcCapture, http_response, sample_captures, write_arc
+from tests.support.chainkit import expected_index
 
 pytestmark = pytest.mark.services
 HARVESTFLOW = Path(sys.executable).parent / "harvestflow"

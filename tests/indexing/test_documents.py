@@ -4,59 +4,17 @@ with their landing pages and metadata."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from harvest import pipeline as p
-from harvest.bootstrap import ensure_reference_data
-from harvest.selection.importer import import_file
-from harvest.selection.transfer import transfer_selection_records
 from indexing import manifest
 from indexing.documents import scan, store
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.indexing.publications_site import HOST, Site, serve
+from tests.support.docfixtures import harvest_watched_site
+from tests.support.publications_site import serve
 
 pytestmark = pytest.mark.services
-
-
-def watched_feed(site: Site) -> list[dict]:
-    return [
-        {
-            "id": 35,
-            "title": "Office of Publications",
-            "seeds": [site.url("/")],
-            "schedules": [{"frequency": "MONTHLY", "startDate": "2026-01-05 09:00:00"}],
-            "scope": "subdomains",
-            "depth": "CAPPED",
-            "watched": True,
-            "documentUrlScheme": site.url("/publications/"),
-        }
-    ]
-
-
-def harvest_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> tuple[int, Path]:
-    """Import the target, transfer it, generate and prepare its job, and crawl the site with it
-    into the job's directory; (job id, job directory)."""
-    ensure_reference_data(engine)
-    feed = data_dir / "feed.json"
-    feed.parent.mkdir(parents=True, exist_ok=True)
-    feed.write_text(json.dumps(watched_feed(site)))
-    report = import_file(feed, check_urls=False, engine=engine, theme="gov")
-    assert report.inserted == 1, report.text()
-    definitions = transfer_selection_records(engine=engine)["definitions"]
-    (job_id,) = p.generate_jobs(
-        definitions["ukwa-monthly-202601050900"], datetime(2026, 12, 6, tzinfo=UTC), engine=engine
-    )
-    spec_path = Path(p.prepare_job(job_id, data_dir, engine=engine))
-    spec = json.loads(spec_path.read_text())
-    spec["template"].update(FAST_TEMPLATE)
-    spec["resolve"] = {HOST: "127.0.0.1"}
-    run_crawl(spec, spec_path.parent)
-    return job_id, spec_path.parent
 
 
 def register_indexed(engine: sa.Engine, job_id: int, job_dir: Path) -> list[Path]:

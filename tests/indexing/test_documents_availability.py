@@ -13,8 +13,8 @@ from harvestflow import settings as settings_mod
 from indexing import chain, merge
 from indexing.documents import availability, scan, store
 from tests.access import conftest as access_fixtures
-from tests.indexing.publications_site import serve
-from tests.indexing.test_documents import harvest_watched_site
+from tests.support.docfixtures import harvest_watched_site
+from tests.support.publications_site import serve
 
 pytestmark = pytest.mark.services
 

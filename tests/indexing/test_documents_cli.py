@@ -8,7 +8,7 @@ import pytest
 from lxml import etree
 
 from app.cli.main import main
-from tests.indexing.docfixtures import add
+from tests.support.docfixtures import add
 
 pytestmark = pytest.mark.services
 

@@ -10,7 +10,7 @@ from lxml import etree
 
 from harvestflow import settings as settings_mod
 from indexing.documents import export, store
-from tests.indexing.docfixtures import add
+from tests.support.docfixtures import add
 
 pytestmark = pytest.mark.services
 

@@ -26,7 +26,7 @@ from indexing.crashpoints import ENV, EXIT_CODE
 from indexing.fulltext import FileMeta, extract_warc
 from search.backends import get_backend
 from search.query import parse_query
-from tests.search.corpus import Page, chain_job, pages, write_pages
+from tests.support.corpus import Page, chain_job, pages, write_pages
 
 pytestmark = pytest.mark.services
 

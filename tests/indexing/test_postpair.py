@@ -18,7 +18,7 @@ from warcio.warcwriter import WARCWriter
 
 from indexing.cdx import index_warc
 from indexing.dedup_index import sidecar_lines
-from tests.conftest import oracle
+from tests.support.environment import oracle
 
 MULTIPART = (
     b'--XyZ\r\nContent-Disposition: form-data; name="f1"\r\n\r\nvalue one\r\n'

@@ -17,7 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from indexing.textscan import Damage, Record, read_records
-from tests.search.corpus import pages, write_pages
+from tests.support.corpus import pages, write_pages
 
 VARIANTS = 120
 

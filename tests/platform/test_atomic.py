@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harvestflow import atomic
-from tests.platform.tree import python_files
+from tests.support.source_tree import python_files
 
 # renames that are not the atomic write of one file, each with why the helper does not fit
 ALLOWED = {

@@ -11,7 +11,7 @@ import pytest
 from harvestflow import services as svc
 from harvestflow.services.redis import EmbeddedRedis, ping, url_answers
 from harvestflow.settings import SettingsError, load
-from tests.conftest import free_port
+from tests.support.environment import free_port
 
 
 def test_redis_starts_once_answers_on_loopback_and_stops(tmp_path: Path) -> None:

@@ -39,24 +39,21 @@ from app.demo import samplesite
 from app.demo.samplesite import SampleSite
 from harvestflow.services.postgres import port_open
 from harvestflow.services.process import die_with_parent
-from tests.platform.helpers import HARVESTFLOW, Output, isolated_env, start_up
-from tests.platform.test_up import _wait_run
+from tests.support.platform_cli import (
+    HARVESTFLOW,
+    Output,
+    _fetched,
+    _stop,
+    _wait_run,
+    isolated_env,
+    start_up,
+)
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 SCALE_HOSTS = [f"www.scale{i}.test" for i in range(20)]
 DELAY = 0.3  # the polite template's delay between two fetches of a host
 TOLERANCE = 0.03
-
-
-def _fetched(logs: list[Path]) -> list[str]:
-    """The one-off's seed URLs fetched (status > 0) in crawl.log, complete lines only."""
-    return [
-        f[3]
-        for p in logs
-        for f in (ln.split() for ln in p.read_text().split("\n")[:-1])
-        if len(f) == 12 and "/slow?ms=700" in f[3] and int(f[1]) > 0
-    ]
 
 
 def _kill_tree(pid: int) -> None:
@@ -68,18 +65,6 @@ def _kill_tree(pid: int) -> None:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
     psutil.wait_procs(procs, timeout=30)
-
-
-def _stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 120) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _stop_workers(workers: list[subprocess.Popen[Any]], timeout: float = 60) -> None:

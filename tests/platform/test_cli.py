@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.support.platform_cli import HARVESTFLOW, isolated_env
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 from harvestflow.services.postgres import port_open
-from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.support.platform_cli import HARVESTFLOW, isolated_env
 
 
 def _run(env: dict[str, str], *args: str) -> str:

@@ -24,7 +24,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.tree import PLATFORM_PACKAGES
+from tests.support.source_tree import PLATFORM_PACKAGES
 
 PLATFORM = PLATFORM_PACKAGES
 # the data packages, and the modules Airflow imports from the dags and plugins folders

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.demo_fixture import DemoPlatform
+from tests.support.demo_fixture import DemoPlatform
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.support.platform_cli import HARVESTFLOW, isolated_env
 
 TUTORIAL = PROJECT_ROOT / "docs" / "tutorials" / "first-selective-harvest.md"
 MARKER = "<!-- tutorial-step -->"

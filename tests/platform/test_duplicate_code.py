@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.tree import PLATFORM_PACKAGES, python_files
+from tests.support.source_tree import PLATFORM_PACKAGES, python_files
 
 PACKAGES = PLATFORM_PACKAGES
 WINDOW = 6

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-from tests.platform.tree import python_files
+from tests.support.source_tree import python_files
 
 UNIQUE = ("crawllog", "capture", "dedup", "retry", "inspect", "queue")
 

@@ -102,7 +102,7 @@ KINDS: dict[str, tuple[dict[str, str], str]] = {
 PASSES = "def test_passes():\n    pass\n"
 
 ORACLE_PROBE = """
-from tests.conftest import oracle
+from tests.support.environment import oracle
 
 
 def test_needs_a_missing_oracle():

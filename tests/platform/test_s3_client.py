@@ -7,7 +7,7 @@ import re
 import uuid
 
 from harvestflow import settings as settings_mod
-from tests.platform.tree import PLATFORM_PACKAGES, python_files
+from tests.support.source_tree import PLATFORM_PACKAGES, python_files
 
 PACKAGES = (*PLATFORM_PACKAGES, "bench")
 BUILDS = re.compile(r"boto3\.(?:client|resource|session\.Session|Session)\(")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.tree import python_files
+from tests.support.source_tree import python_files
 
 READ_ONLY_REPORTS = "app.curator"
 

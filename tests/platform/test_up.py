@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from harvestflow.services.postgres import port_open
-from tests.platform.helpers import isolated_env, start_up
+from tests.support.platform_cli import _wait_run, isolated_env, start_up
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -23,17 +23,6 @@ OUR_DAGS = {
     "daily_qa_stats",
     "broad_crawl_preload",
 }
-
-
-def _wait_run(client: httpx.Client, dag_id: str, run_id: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    state = "?"
-    while time.monotonic() < deadline:
-        state = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
-        if state in ("success", "failed"):
-            return state
-        time.sleep(3)
-    return state
 
 
 def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:

@@ -22,10 +22,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.crawler.test_crawl_control import PAUSE_S, SlowSite
-from tests.platform.helpers import isolated_env
-from tests.platform.test_up import _wait_run
-from tests.plugins.browser import chromium
 from tests.plugins.test_selection_browser import Platform, _gone, _sign_in, harvestflow_up
+from tests.support.browser import chromium
+from tests.support.platform_cli import _wait_run, isolated_env
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from app.curator.actions import Role
-from tests.plugins.signed_in import page_token, signed_in_client
-from tests.plugins.test_curator_webapp import _insert_job
+from tests.support.curator_jobs import _insert_job
+from tests.support.signed_in import page_token, signed_in_client
 
 pytestmark = pytest.mark.services
 

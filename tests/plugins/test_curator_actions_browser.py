@@ -17,9 +17,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from app.curator.actions import Role
 from app.curator.webapp import create_app
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, serving
-from tests.plugins.test_curator_webapp import _insert_job
+from tests.support.browser import chromium
+from tests.support.curator_jobs import _insert_job
+from tests.support.signed_in import auth_for, serving
 
 pytestmark = pytest.mark.services
 

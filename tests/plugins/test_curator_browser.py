@@ -25,9 +25,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.demo_fixture import DemoPlatform
-from tests.platform.helpers import HARVESTFLOW, start_up
-from tests.plugins.browser import airflow_login, chromium
+from tests.support.browser import airflow_login, chromium
+from tests.support.demo_fixture import DemoPlatform
+from tests.support.platform_cli import HARVESTFLOW, start_up
 
 # a page that reloads under a wait makes the element just read stale: read it again
 STALE = (StaleElementReferenceException,)

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from app.curator.actions import Role
 from indexing.documents import store
-from tests.indexing.docfixtures import LANDING_AT, add
-from tests.plugins.signed_in import page_token, signed_in_client
+from tests.support.docfixtures import LANDING_AT, add
+from tests.support.signed_in import page_token, signed_in_client
 
 pytestmark = pytest.mark.services
 

@@ -15,9 +15,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from indexing.documents import store
-from tests.indexing.docfixtures import add
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, serving
+from tests.support.browser import chromium
+from tests.support.docfixtures import add
+from tests.support.signed_in import auth_for, serving
 
 pytestmark = pytest.mark.services
 

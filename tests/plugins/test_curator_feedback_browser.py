@@ -25,8 +25,8 @@ from app.curator.webapp import create_app
 from harvest import pipeline
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, serving, signed_in_client
+from tests.support.browser import chromium
+from tests.support.signed_in import auth_for, serving, signed_in_client
 
 pytestmark = pytest.mark.services
 

@@ -25,7 +25,7 @@ from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow.formats.job_status import JobStatus
 from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixtures)
-from tests.plugins.signed_in import auth_for, page_token
+from tests.support.signed_in import auth_for, page_token
 
 PNG = b"\x89PNG\r\n\x1a\n"
 MATH_DOMAIN = "$\\frac{x$.test"  # not valid math text: matplotlib raised on it as a title
@@ -113,7 +113,7 @@ def _seed(engine: sa.Engine, tmp_path: Path, status: int = JobStatus.DONE) -> di
                 " RETURNING record_id"
             )
         ).scalar_one()
-    from tests.indexing.docfixtures import add as add_document
+    from tests.support.docfixtures import add as add_document
 
     document = add_document(engine, 1, record_id=int(record))
     return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0",

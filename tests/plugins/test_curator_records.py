@@ -22,7 +22,7 @@ from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
 from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixture)
-from tests.plugins.signed_in import auth_for, page_token, serving, signed_in_client
+from tests.support.signed_in import auth_for, page_token, serving, signed_in_client
 
 pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_seeds")]
 

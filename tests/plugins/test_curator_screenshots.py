@@ -13,8 +13,9 @@ from warcio.warcwriter import WARCWriter
 
 from app.curator.webapp import create_app
 from crawler.warc.records import screenshot_record
-from tests.crawler.scriptsite import png
-from tests.plugins.test_curator_webapp import _insert_job, _token_required
+from tests.plugins.test_curator_webapp import _token_required
+from tests.support.curator_jobs import _insert_job
+from tests.support.scriptsite import png
 
 PAGE = "http://a.test/"
 

@@ -6,7 +6,6 @@ preservation page lists the manual queue, a bad crawl.log regex is shown as a me
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.curator import queries
 from app.curator.webapp import create_app
+from tests.support.curator_jobs import _insert_job
 
 LOG = [
     "2026-11-22T03:09:30.143Z   200   34 http://a.test/robots.txt P - text/plain #000 x sha1:A - -",
@@ -24,43 +24,10 @@ LOG = [
     "2026-11-22T03:09:31.000Z   404   10 http://a.test/missing L http://a.test/ text/html #1 x - - -",
 ]
 
-TASK = {
-    "dag_id": "selective_harvest_daily",
-    "run_id": "manual__1",
-    "task_id": "crawl",
-    "map_index": 2,
-}
-
 
 def _token_required(request: Request) -> None:
     if request.headers.get("authorization") != "Bearer ok":
         raise HTTPException(status_code=401, detail="not authenticated")
-
-
-def _insert_job(engine: sa.Engine, job_dir: Path, status: int, index: int = 0) -> int:
-    """A job of the definition 'web-test' (made if missing) in ``job_dir``."""
-    from harvest.definitions import ensure_selective_definition
-
-    with engine.begin() as conn:
-        harvest_id = ensure_selective_definition(conn, "web-test", frequency=None)
-        return int(
-            conn.execute(
-                sa.text(
-                    "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                    " template_name, template, seedlist, job_dir, airflow_task) VALUES (:h, 1,"
-                    " :i, :s, 'FOCUSED', 't', CAST(:tpl AS jsonb), 'http://a.test/', :d,"
-                    " CAST(:task AS jsonb)) RETURNING job_id"
-                ),
-                {
-                    "h": harvest_id,
-                    "i": index,
-                    "s": status,
-                    "tpl": "{}",
-                    "d": str(job_dir),
-                    "task": json.dumps(TASK),
-                },
-            ).scalar_one()
-        )
 
 
 @pytest.fixture

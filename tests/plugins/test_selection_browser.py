@@ -29,9 +29,9 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.harvest.test_selection import Handler
-from tests.platform.helpers import isolated_env, start_up
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import page_token
+from tests.support.browser import chromium
+from tests.support.platform_cli import isolated_env, start_up
+from tests.support.signed_in import page_token
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 

@@ -25,7 +25,7 @@ from preservation import records
 from preservation.fixity import audit
 from preservation.ingest import ingest_job
 from preservation.manual_queue import preservation_queue
-from tests.preservation.conftest import MiB, corrupt_one_byte
+from tests.support.objects import MiB, corrupt_one_byte
 
 COPIES = ["primary", "replica"]
 

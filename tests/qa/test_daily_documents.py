@@ -15,7 +15,7 @@ from harvest.selection.importer import import_file
 from harvestflow import settings as settings_mod
 from indexing.documents import store
 from qa.daily import run_daily, summary_lines
-from tests.indexing.docfixtures import add
+from tests.support.docfixtures import add
 
 pytestmark = pytest.mark.services
 

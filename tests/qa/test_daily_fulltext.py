@@ -13,7 +13,7 @@ from harvestflow import settings as settings_mod
 from indexing.fulltext import FileMeta, extract_warc
 from qa.daily import run_daily, summary_lines
 from search.backends import get_backend
-from tests.search.corpus import pages, write_pages
+from tests.support.corpus import pages, write_pages
 
 pytestmark = pytest.mark.services
 

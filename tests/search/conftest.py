@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from harvestflow import settings as settings_mod
 from indexing.fulltext import extract_file, pending_files
 from search.backends import get_backend
-from tests.search.corpus import chain_job, pages
+from tests.support.corpus import chain_job, pages
 
 
 @pytest.fixture

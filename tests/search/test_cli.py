@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 from harvestflow.settings import PROJECT_ROOT
-from tests.search.corpus import chain_job, pages
+from tests.support.corpus import chain_job, pages
 
 pytestmark = pytest.mark.services
 

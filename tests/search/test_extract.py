@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from search.extract import ExtractionError, extract, kind_of
-from tests.search.corpus import (
+from tests.support.corpus import (
     BOILERPLATE_ONLY,
     EN_ARTICLE,
     FR_ARTICLE,

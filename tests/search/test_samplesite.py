@@ -13,7 +13,7 @@ from app.demo.samplesite import SampleSite, start
 from indexing.fulltext import FileMeta, extract_warc
 from search.backends import get_backend
 from search.query import parse_query
-from tests.crawler.conftest import make_job, run_crawl
+from tests.support.crawl import make_job, run_crawl
 
 pytestmark = pytest.mark.services
 

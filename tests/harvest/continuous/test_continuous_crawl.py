@@ -31,8 +31,8 @@ from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
 from harvestflow.contracts.summary import JobSummary
 from indexing.nrt import LiveWatcher, pywb_config
-from tests.conftest import free_port, oracle
-from tests.harvest.continuous.rhythm_site import PAGES, RhythmSite
+from tests.support.environment import free_port, oracle
+from tests.support.rhythm_site import PAGES, RhythmSite
 
 FAST = {
     "delay_factor": 0.0,

@@ -20,7 +20,6 @@ from harvest.continuous.launcher import launch_hour
 from harvest.continuous.run import run_batch
 from harvest.continuous.store import load_states
 from indexing.nrt import LiveWatcher
-from tests.crawler.rawsite import Raw, serve
 from tests.harvest.continuous.test_continuous_crawl import (
     FAST,
     H0,
@@ -29,6 +28,7 @@ from tests.harvest.continuous.test_continuous_crawl import (
     get,
     start_pywb,
 )
+from tests.support.rawsite import Raw, serve
 
 CSS = b"body { background: url(bg.png) }"
 EMBEDS = {

@@ -16,8 +16,8 @@ from backports import zstd
 
 from harvest.continuous.noise import NoiseFilter, NoiseRule
 from harvest.continuous.runread import read_warc_infos
-from tests.crawler.bombs import bomb_warc, call_measured
-from tests.crawler.hostile import brotli_bomb, gzip_bomb, zstd_bomb
+from tests.support.bombs import bomb_warc, call_measured
+from tests.support.hostile import brotli_bomb, gzip_bomb, zstd_bomb
 
 SITE = "http://news.rhythm.test"
 TEN_GB = 10 << 30

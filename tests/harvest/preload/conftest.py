@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .dnsserver import SAMPLE_RECORDS, ZoneServer
+from tests.support.dnsserver import SAMPLE_RECORDS, ZoneServer
 
 
 @pytest.fixture

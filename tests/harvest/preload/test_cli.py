@@ -9,8 +9,7 @@ import sqlalchemy as sa
 
 from app.cli.main import main
 from app.demo import samplesite
-
-from .dnsserver import ZoneServer
+from tests.support.dnsserver import ZoneServer
 
 
 def test_check_dns_writes_tab_separated_lines(
@@ -154,7 +153,7 @@ def test_check_dns_malformed_nameserver_is_a_usage_error(
 def test_check_dns_where_every_query_timed_out_exits_non_zero(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from .dnsserver import SAMPLE_RECORDS
+    from tests.support.dnsserver import SAMPLE_RECORDS
 
     server = ZoneServer(SAMPLE_RECORDS, silent_all=True).start()
     names = tmp_path / "names.txt"

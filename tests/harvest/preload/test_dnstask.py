@@ -12,8 +12,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from harvest.preload.dnstask import dns_check_chunk
-
-from .dnsserver import ZoneServer
+from tests.support.dnsserver import ZoneServer
 
 
 def _rows(engine: sa.Engine, run_id: str) -> dict[str, tuple[str, str]]:

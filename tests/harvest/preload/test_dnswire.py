@@ -16,8 +16,7 @@ from harvest.preload.dnswire import (
     encode_qname,
     parse_nameserver,
 )
-
-from .dnsserver import ZoneServer
+from tests.support.dnsserver import ZoneServer
 
 
 def _settings(server: ZoneServer, **kw: object) -> DnsSettings:

@@ -14,8 +14,7 @@ from harvest.preload.dnstask import dns_check_chunk
 from harvest.preload.redirects import probe_redirects, target_of
 from harvest.preload.sources import collect_sources
 from harvest.preload.transfer import transfer
-
-from .dnsserver import ZoneServer
+from tests.support.dnsserver import ZoneServer
 
 
 @pytest.fixture

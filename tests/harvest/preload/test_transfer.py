@@ -9,8 +9,7 @@ import sqlalchemy as sa
 from harvest.preload.dnstask import dns_check_chunk
 from harvest.preload.sources import collect_sources
 from harvest.preload.transfer import preload_report, transfer
-
-from .dnsserver import ZoneServer
+from tests.support.dnsserver import ZoneServer
 
 
 def _snapshot(engine: sa.Engine) -> list[tuple[object, ...]]:

@@ -40,7 +40,7 @@ def call_measured(target: str, *args: str, timeout: float = 120) -> tuple[Any, i
     """Run ``module:function(*args)`` in a child: (its JSON-able result, the growth of the
     child's peak RSS during the call, kB). The module is imported before the first reading."""
     proc = subprocess.run(
-        [sys.executable, "-c", "from tests.crawler.bombs import _child; _child()", target, *args],
+        [sys.executable, "-c", "from tests.support.bombs import _child; _child()", target, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler import scriptsite
-from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
-from tests.crawler.rawsite import Negotiate, serve
+from tests.support import scriptsite
+from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.support.rawsite import Negotiate, serve
 
 Rendered = tuple[CrawlResult, int, list[tuple[str, str]]]
 

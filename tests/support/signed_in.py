@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from app.curator.actions import Role
 from app.curator.webapp import create_app
-from tests.conftest import free_port
+from tests.support.environment import free_port
 
 
 def auth_for(users: dict[str, Role]) -> Callable[[Request], None]:

@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
 
 HOST = "news.posted.test"
 PAGE_SIZE = 3
@@ -205,7 +205,7 @@ setTimeout(() => { clearInterval(t); rec.stop(); }, 1500);
 def webm_film() -> bytes:
     """A real WebM video made by headless Chromium's MediaRecorder (no encoder on the test
     machines; Chromium is there for the rendering anyway)."""
-    from tests.plugins.browser import chromium
+    from tests.support.browser import chromium
 
     with chromium() as driver:
         driver.set_script_timeout(60)

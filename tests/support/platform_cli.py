@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -13,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import session_env
+from tests.support.environment import session_env
 
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 
@@ -99,3 +101,36 @@ def wait_dags(client: httpx.Client, dag_ids: set[str], timeout: float = 180) -> 
             return
         time.sleep(3)
     raise AssertionError(f"DAGs {dag_ids - seen} not parsed in {timeout}s")
+
+
+def _wait_run(client: httpx.Client, dag_id: str, run_id: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    state = "?"
+    while time.monotonic() < deadline:
+        state = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        if state in ("success", "failed"):
+            return state
+        time.sleep(3)
+    return state
+
+
+def _fetched(logs: list[Path]) -> list[str]:
+    """The one-off's seed URLs fetched (status > 0) in crawl.log, complete lines only."""
+    return [
+        f[3]
+        for p in logs
+        for f in (ln.split() for ln in p.read_text().split("\n")[:-1])
+        if len(f) == 12 and "/slow?ms=700" in f[3] and int(f[1]) > 0
+    ]
+
+
+def _stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 120) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

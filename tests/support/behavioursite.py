@@ -30,9 +30,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, serve
-from tests.crawler.scriptsite import compressed, png
+from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.support.rawsite import Raw, serve
+from tests.support.scriptsite import compressed, png
 
 HOST = "behave.site.test"
 # each consent wall on a host of its own (a host's answer is kept for its other pages)

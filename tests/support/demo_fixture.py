@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.platform.helpers import HARVESTFLOW, isolated_env
+from tests.support.platform_cli import HARVESTFLOW, isolated_env
 
 
 @dataclass

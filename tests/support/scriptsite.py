@@ -18,7 +18,7 @@ import struct
 import zlib
 from email.message import Message
 
-from tests.crawler.rawsite import Raw
+from tests.support.rawsite import Raw
 
 HOST = "news.scripted.test"
 CDN_HOST = "cdn.other.test"

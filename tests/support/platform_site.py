@@ -19,8 +19,8 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.conftest import oracle
-from tests.crawler.conftest import FAST_TEMPLATE
+from tests.support.crawl import FAST_TEMPLATE
+from tests.support.environment import oracle
 
 HOST = "www.outage.test"
 

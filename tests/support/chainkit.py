@@ -8,8 +8,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tests.indexing.conftest import reference_lines
-from tests.indexing.warcgen import write_warc
+from tests.support.cdx_oracle import reference_lines
+from tests.support.warcgen import write_warc
 
 
 def wipe_chain_dirs(data_dir: Path) -> None:
