@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +32,10 @@ from crawler.jobspec import JobSpec
 from crawler.partitioning.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.scope import Scope
 from crawler.state import BROWSER_PRIORITY
-from crawler.warc.files import OPEN_SUFFIX, RotatingWarcWriter, repair_open_file
+from crawler.warc.files import OPEN_SUFFIX, repair_open_file
+from crawler.warc.job_writer import job_warc_writer
 from crawler.warc.records import dns_record, metadata_record, page_fields, warc_date
+from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.cdx import CdxEntry, cdx11_line
 from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 log = logging.getLogger(__name__)
-SOFTWARE = "harvestflow-crawler/0.1 (Scrapy, warcio)"
 
 # the crawler attribute the job's context hangs off (set by attach(), read by context_of())
 CRAWLER_ATTRIBUTE = "harvestflow_context"
@@ -85,15 +85,16 @@ class CrawlContext:
         self.partition = partition
         self.outbox = Outbox(partition) if partition is not None else None
         self.out = Path(out_dir)
-        self.warc_dir = self.out / "warcs"
-        self.log_dir = self.out / "logs"
-        self.report_dir = self.out / "reports"
-        self.state_dir = self.out / "state"
+        self.jobdir = JobDir(self.out)
+        self.warc_dir = self.jobdir.warcs
+        self.log_dir = self.jobdir.logs
+        self.report_dir = self.jobdir.reports
+        self.state_dir = self.jobdir.state
         for d in (self.warc_dir, self.log_dir, self.report_dir, self.state_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.repaired = [repair_open_file(p)[0].name for p in self.warc_dir.glob("*" + OPEN_SUFFIX)]
-        self.state = st.CrawlState(self.state_dir / "crawl.sqlite")
-        self.crawl_log = CrawlLog(self.log_dir / "crawl.log")
+        self.state = st.CrawlState(self.jobdir.crawl_state)
+        self.crawl_log = CrawlLog(self.jobdir.crawl_log)
         self.scope = Scope(spec)
         self.budgets = Budgets(spec, self.state.domain_totals())
         # where each seed's host (or limited domain) is crawled when the job is partitioned
@@ -109,29 +110,9 @@ class CrawlContext:
         self.dedup: dict[str, EarlierCapture] = (
             load_index(Path(spec.dedup_index)) if spec.dedup_index else {}
         )
-        t = spec.template
-        self.writer = RotatingWarcWriter(
-            self.warc_dir,
-            spec.warc_prefix,
-            t.warc_max_size,
-            {
-                "software": SOFTWARE,
-                "format": "WARC File Format 1.1",
-                "conformsTo": "http://iipc.github.io/warc-specifications/specifications/"
-                "warc-format/warc-1.1/",
-                "operator": spec.operator,
-                "publisher": spec.organisation,
-                "isPartOf": f"job {spec.job_id} of harvest {spec.harvest_id} {spec.harvest_name}",
-                "description": f"template {t.name}, scope {t.scope}, max hops {t.max_hops}",
-                "robots": "obey" if t.obey_robots else "ignore",
-                "http-header-user-agent": spec.user_agent,
-                "http-header-from": spec.from_email,
-            },
-            # the process part keeps the names of a partitioned job's WARCs unique
-            hostname=f"{socket.gethostname()}-p{partition.index}" if partition else None,
-        )
+        self.writer = job_warc_writer(spec, self.warc_dir, partition.index if partition else None)
         # CDX lines of the data WARCs, written as records are (no re-reading at the end)
-        self.cdx_path = self.state_dir / "cdx.unsorted"
+        self.cdx_path = self.jobdir.recorded_cdx
         self._cdx = self.cdx_path.open("a", encoding="utf-8", buffering=1)
         self.refused_hosts: dict[str, str] = {}  # host → address refused by the safety rule
         self.crawl_delays: dict[str, float] = {}  # host → robots.txt Crawl-delay (s)

@@ -1,4 +1,5 @@
-"""Curator views: the read-only queries, file readers and HTML pages behind the Airflow plugin.
+"""Curator views: the file readers and HTML pages behind the Airflow plugin (the harvest database's
+views are harvest.views).
 
 Why a library: the pages are plain FastAPI + Jinja2 over the harvest database and the job,
 QA and preload folders, so they can be tested and reused without Airflow. The Airflow plugin

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.curator.jobfiles import MAX_REPORT_ROWS, Table, inside
-from app.curator.queries import Page, _page, _rows
+from harvest.views import Page, _page, _rows
 from harvestflow.formats.csvcells import safe_row
 from harvestflow.formats.job_status import JobStatus
 

@@ -25,9 +25,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions, feedback
-from app.curator.queries import Page
 from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
+from harvest.views import Page
 from harvestflow.audit import audit_entries
 from harvestflow.formats.integers import INTEGER_MAX, NumberError, parse_int
 

@@ -7,7 +7,7 @@ know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authe
 dependency, so the library stays testable without an Airflow server.
 
 Every route is a GET but the forms' POSTs; every page's query binds its parameters and runs in
-a READ ONLY transaction (see :mod:`app.curator.queries`); tables are paginated; files
+a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
 engineers), the selection records' forms (:mod:`app.curator.records_pages`,
@@ -43,10 +43,10 @@ from app.curator import (
     jobfiles,
     operations,
     qcview,
-    queries,
     readingroom,
     records_pages,
 )
+from harvest import views as queries
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.integers import (
     BIGINT_MAX,

@@ -71,7 +71,7 @@ def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 BAD_IMPORTS = [
     # (module that gets the import, the import, the contract that must break, its message)
     ("crawler/scope.py", "import app.cli.main", "core <- stage libraries", "crawler is not allowed to import app"),
-    ("qa/hosts.py", "import app.curator.queries", "core <- stage libraries", "qa is not allowed to import app"),
+    ("qa/hosts.py", "import app.curator.webapp", "core <- stage libraries", "qa is not allowed to import app"),
     ("harvest/jobs.py", "import indexing.manifest", "core <- stage libraries", "harvest is not allowed to import indexing"),
     ("harvestflow/db.py", "import harvest.jobs", "core <- stage libraries", "harvestflow is not allowed to import harvest"),
     ("harvestflow/s3.py", "import app.runtime.up", "core <- stage libraries", "harvestflow is not allowed to import app"),

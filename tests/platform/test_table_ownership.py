@@ -3,7 +3,7 @@
 Scans the SQL text of every module (string literals, docstrings left out) for ``FROM``,
 ``JOIN``, ``INTO`` and ``UPDATE`` of the tables that sql/*.sql creates, and fails on a table
 named outside its owner. The curator pages (app/curator) keep their read-only
-reporting queries across stages (see app/curator/queries.py). The exceptions left are
+reporting queries across stages (see harvest/views.py). The exceptions left are
 listed below with why each is still there (none at the moment).
 """
 

@@ -14,8 +14,8 @@ from fastapi import HTTPException, Request
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.curator import queries
 from app.curator.webapp import create_app
+from harvest import views as queries
 from tests.support.curator_jobs import _insert_job
 
 LOG = [

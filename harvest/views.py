@@ -1,15 +1,13 @@
-"""Read-only queries on the harvest database for the curator pages.
+"""Read-only views of the harvest database, shaped for the curator pages.
 
 Why plain SQL text: every statement is a constant with bound parameters (``:name``), so no
 curator input ever becomes SQL; sorting and paging are fixed here, never taken from the URL.
 Each list query returns a :class:`Page` (rows + total) so big tables are paginated. Pages
 read through :func:`read_only` connections, so even a faulty query cannot write.
 
-Why here and not in each stage's package (the stages own their tables and the other stages
-call their functions): these are the curator pages' reports, read-only, joining several
-stages' tables (jobs with definitions and history, packages with definitions) and shaped for
-one page each; as stage functions they would be pass-throughs used by nothing else. The
-curator's reporting SQL lives here and in ``operations``; it never writes.
+Why in harvest: every table these read is harvest's (definitions, jobs, domains, their
+configurations and history); the stage that owns the tables owns the queries on them, and the
+curator pages (app.curator) call them.
 """
 
 from __future__ import annotations
