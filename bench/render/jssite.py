@@ -3,12 +3,16 @@
 Page ``/p/N.html`` is a shell: its script (shared ``/app.js``) fetches ``/api/N.json``, inserts
 three thumbnails and three links to other pages, loads ``/api/N-more.json`` (one more
 thumbnail) when the reader scrolls to the bottom, and a lazy image below a tall spacer loads
-only when scrolled into view. No script-built URL is in the HTML. Served by a threaded
-``http.server`` on 127.0.0.1 (any Host header), HTTP/1.1 with keep-alive.
+only when scrolled into view, and a "Load more" button loads ``/api/N-extra.json`` (two more
+thumbnails) when clicked: what a reader who clicks sees, and a recorder that only loads and
+scrolls (the peer) misses. No script-built URL is in the HTML. Served by a threaded
+``http.server`` on 127.0.0.1 (any Host header), HTTP/1.1 with keep-alive, every text type
+gzip-compressed when the client accepts it (as nginx's ``gzip_types`` and CDNs serve them).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import struct
 import threading
@@ -16,6 +20,8 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 THUMBS = 3
+EXTRA = 2  # thumbnails the "Load more" button adds
+TEXT_TYPES = ("text/", "application/javascript", "application/json")
 
 
 def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
@@ -64,6 +70,10 @@ APP_JS = b"""(function () {
     });
   });
   document.querySelectorAll('img.lazy').forEach(function (img) { observer.observe(img); });
+  var button = document.getElementById('more');
+  button.addEventListener('click', function () {
+    button.remove(); load(n + '-extra');
+  });
 })();
 """
 APP_CSS = b"body { font-family: sans-serif; } img { border: 1px solid #333; }\n"
@@ -74,6 +84,7 @@ def _page(n: int) -> bytes:
         f'<!doctype html><html><head><meta charset="utf-8"><title>Page {n}</title>'
         '<link rel="stylesheet" href="/app.css"><script src="/app.js" defer></script></head>'
         f'<body><h1>Page {n}</h1><div id="app" data-n="{n}"></div>'
+        '<button id="more" type="button">Load more</button>'
         '<div style="height:2400px">spacer</div>'
         f'<img class="lazy" data-src="/lazy/{n}.png" width="40" height="40" alt="lazy">'
         "</body></html>"
@@ -99,7 +110,10 @@ def routes(pages: int) -> dict[str, tuple[bytes, str]]:
         out[f"/api/{n}.json"] = (json.dumps({"items": items}).encode(), "application/json")
         more = {"items": [{"thumb": f"/thumbs/{n}-more.png"}]}
         out[f"/api/{n}-more.json"] = (json.dumps(more).encode(), "application/json")
-        for k in [*map(str, range(THUMBS)), "more"]:
+        extra = {"items": [{"thumb": f"/thumbs/{n}-extra{k}.png"} for k in range(EXTRA)]}
+        out[f"/api/{n}-extra.json"] = (json.dumps(extra).encode(), "application/json")
+        thumbs = [*map(str, range(THUMBS)), "more", *(f"extra{k}" for k in range(EXTRA))]
+        for k in thumbs:
             out[f"/thumbs/{n}-{k}.png"] = (png(40, 40, (n % 256, 100, 150)), "image/png")
         out[f"/lazy/{n}.png"] = (png(6, 6, (200, n % 256, 0)), "image/png")
     return out
@@ -111,15 +125,26 @@ class Site:
     def __init__(self, pages: int) -> None:
         self.routes = routes(pages)
         table = self.routes
+        packed = {
+            path: gzip.compress(body, 6)
+            for path, (body, ctype) in self.routes.items()
+            if ctype.startswith(TEXT_TYPES)
+        }
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
                 found = table.get(self.path.split("?", 1)[0])
+                path = self.path.split("?", 1)[0]
                 body, ctype = found if found else (b"not found\n", "text/plain")
                 self.send_response(200 if found else 404)
                 self.send_header("Content-Type", ctype)
+                if path in packed:
+                    self.send_header("Vary", "Accept-Encoding")
+                    if "gzip" in self.headers.get("Accept-Encoding", ""):
+                        body = packed[path]
+                        self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -31,10 +31,22 @@ def known() -> list[str]:
 
 
 def load(name: str) -> Benchmark:
+    """The one benchmark of ``bench/NAME/spec.py`` (see :func:`load_all`)."""
+    benches = load_all(name)
+    if len(benches) != 1:
+        raise SystemExit(f"bench/run: {name!r} holds {len(benches)} benchmarks")
+    return benches[0]
+
+
+def load_all(name: str) -> list[Benchmark]:
+    """``bench/NAME/spec.py``'s ``BENCHMARK``, or its ``BENCHMARKS`` (one per setting of a
+    parameter, e.g. render at 1, 2 and 4 tabs: each its own pair of sides and results file)."""
     if name not in known():
         raise SystemExit(f"bench/run: unknown benchmark {name!r}; known: {', '.join(known())}")
-    bench: Benchmark = importlib.import_module(f"bench.{name}.spec").BENCHMARK
-    return bench
+    module = importlib.import_module(f"bench.{name}.spec")
+    if hasattr(module, "BENCHMARKS"):
+        return list(module.BENCHMARKS)
+    return [module.BENCHMARK]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,15 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         args.results = quick if args.quick else RESULTS
     status = 0
     for name in args.names:
-        try:
-            code, path = run_benchmark(
-                load(name), args.rounds, args.quick, args.results, args.work, args.against
-            )
-        except rules.RuleError as exc:
-            print(f"bench/run: {name}: {exc}", file=sys.stderr)
-            return 2
-        print(f"written: {path}")
-        status = max(status, code)
+        for bench in load_all(name):
+            try:
+                code, path = run_benchmark(
+                    bench, args.rounds, args.quick, args.results, args.work, args.against
+                )
+            except rules.RuleError as exc:
+                print(f"bench/run: {bench.name}: {exc}", file=sys.stderr)
+                return 2
+            print(f"written: {path}")
+            status = max(status, code)
     if args.results == RESULTS:
         changed = readme.update(README, RESULTS)
         print(f"bench/README.md tables {'regenerated' if changed else 'already up to date'}")

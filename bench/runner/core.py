@@ -182,6 +182,7 @@ def run_benchmark(
                 )
             else:
                 figures[name] = bench.figures(side_of[name], out)
+                m["observed"] = bench.observe(side_of[name], out)
         per_round.append(row)
         print(
             f"{bench.name} round {r + 1} ({' first, '.join(order)} second): "
@@ -275,6 +276,9 @@ def _figures(
 ) -> dict[str, Any]:
     """Medians, ratios (peer / ours: > 1 means ours costs less), rates, targets, headline."""
     summary = rules.summarize(per_round, names)
+    observed = rules.observed_medians(per_round, names)
+    if observed:
+        summary["observed"] = observed
     same_parallelism = ours.parallelism == peer.parallelism
     if not same_parallelism:
         summary["ratios"]["wall"] = {

@@ -10,6 +10,11 @@ Markers (HTML comments, invisible when rendered)::
     <!-- bench/run: summary -->         ... <!-- /bench/run: summary -->
     <!-- bench/run: sides -->           ... <!-- /bench/run: sides -->
     <!-- bench/run: rounds NAME -->     ... <!-- /bench/run: rounds NAME -->
+    <!-- bench/run: rates PREFIX -->     ... <!-- /bench/run: rates PREFIX -->
+
+A ``rates`` table holds every results file whose name starts with PREFIX (a benchmark run at
+several settings, e.g. render at 1, 2 and 4 tabs): units per minute and CPU-seconds per unit of
+each side, and what each side was observed with (``Benchmark.observe``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-BEGIN = re.compile(r"<!-- bench/run: (summary|sides|rounds [a-z0-9_-]+) -->\n")
+BEGIN = re.compile(r"<!-- bench/run: (summary|sides|(?:rounds|rates) [a-z0-9_-]+) -->\n")
 
 
 class ReadmeError(ValueError):
@@ -166,6 +171,44 @@ def rounds_table(res: dict[str, Any]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def _number(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
+def rates_table(results: dict[str, dict[str, Any]], prefix: str) -> str:
+    """Units per minute and CPU-seconds per unit, per side, of every results file named
+    ``prefix``…; medians of the rounds (wall and CPU), observed figures' medians."""
+    head = (
+        "| benchmark | side | at once | units | per minute (wall) | CPU-s per unit |"
+        " observed (medians) | × peer per CPU-second |\n|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for name, res in sorted(results.items()):
+        if not name.startswith(prefix):
+            continue
+        if not res["output_check"]["passed"]:
+            rows.append(f"| {name} | — | — | — | — | — | — | no ratio: output check failed |")
+            continue
+        units = res.get("units") or {}
+        count = units.get("count")
+        unit = units.get("unit", "")
+        for role in ("ours", "peer"):
+            side_name, side = _side_cell(res, role)
+            med = res["medians"][side_name]
+            per_min = f"{count / med['wall_s'] * 60:.1f}" if count and med["wall_s"] else "—"
+            per_unit = f"{med['cpu_s'] / count:.3f}" if count else "—"
+            seen = res.get("observed", {}).get(side_name, {})
+            seen_cell = ", ".join(f"{k} {_number(v)}" for k, v in seen.items()) or "—"
+            ratio = f"**{_x(res['ratios']['cpu']['median'])}**" if role == "ours" else ""
+            rows.append(
+                f"| {name} | {side_name} | {side['parallelism']} | {count or '—'} {unit} |"
+                f" {per_min} | {per_unit} | {_cell(seen_cell)} | {ratio} |"
+            )
+    if not rows:
+        raise ReadmeError(f"bench/README.md: table 'rates {prefix}' but no results/{prefix}*.json")
+    return head + "\n".join(rows) + "\n"
+
+
 def render(text: str, results: dict[str, dict[str, Any]]) -> str:
     """``text`` with every marked table regenerated from ``results``."""
     out, pos = [], 0
@@ -181,6 +224,8 @@ def render(text: str, results: dict[str, dict[str, Any]]) -> str:
             table = summary_table(results)
         elif key == "sides":
             table = sides_table(results)
+        elif key.startswith("rates "):
+            table = rates_table(results, key.split(" ", 1)[1])
         else:
             name = key.split(" ", 1)[1]
             if name not in results:

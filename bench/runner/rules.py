@@ -63,3 +63,15 @@ def summarize(per_round: list[dict[str, Any]], names: tuple[str, str]) -> dict[s
         )
         out["ratios"][metric] = {"median": med, "rounds": ratios}
     return out
+
+
+def observed_medians(per_round: list[dict[str, Any]], names: tuple[str, str]) -> dict[str, Any]:
+    """Each side's median of every figure it was observed with (``Benchmark.observe``)."""
+    out: dict[str, Any] = {}
+    for side in names:
+        rows = [r[side].get("observed") or {} for r in per_round]
+        keys = sorted({k for row in rows for k in row})
+        meds = {k: statistics.median(row[k] for row in rows if k in row) for k in keys}
+        if meds:
+            out[side] = meds
+    return out

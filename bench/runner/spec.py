@@ -80,3 +80,9 @@ class Benchmark:
     def units(self, figures: Any) -> int | None:
         """How many units of work the figures account for (for per-CPU-second rates)."""
         return None
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        """Figures a side is judged on that may differ between the sides (capture
+        completeness: a peer that runs no behaviours captures less). Recorded for each round
+        and as medians, never compared: the output check stays :meth:`figures`'s."""
+        return {}

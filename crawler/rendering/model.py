@@ -71,6 +71,7 @@ class RenderSettings:
     render_media: bool
     render_max_media: int
     render_site_behaviours: str
+    render_phone: str
     render_behaviour_timeout_s: float
     download_timeout_s: float
     max_response_bytes: int
@@ -95,6 +96,7 @@ class RenderSettings:
             render_media=s.getbool("HARVESTFLOW_RENDER_MEDIA", True),
             render_max_media=s.getint("HARVESTFLOW_RENDER_MAX_MEDIA", 200),
             render_site_behaviours=s.get("HARVESTFLOW_RENDER_SITE_BEHAVIOURS", ""),
+            render_phone=s.get("HARVESTFLOW_RENDER_PHONE", "none"),
             render_behaviour_timeout_s=s.getfloat("HARVESTFLOW_RENDER_BEHAVIOUR_TIMEOUT_S", 10.0),
             download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
             max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
@@ -104,10 +106,23 @@ class RenderSettings:
         )
 
 
+# the record URI of each kind of screenshot: its prefix before the page's URL
+SCREENSHOT_PREFIXES = {
+    "viewport": "urn:screenshot:",
+    "full": "urn:screenshot-full:",
+    "phone": "urn:screenshot-phone:",  # the phone pass (crawler/rendering/phone.py)
+    "phone-full": "urn:screenshot-phone-full:",
+}
+
+
 @dataclass
 class Screenshot:
-    kind: str  # "viewport" | "full"
+    kind: str  # a key of SCREENSHOT_PREFIXES
     png: bytes
+
+    @property
+    def uri_prefix(self) -> str:
+        return SCREENSHOT_PREFIXES[self.kind]
 
 
 @dataclass

@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
@@ -39,7 +38,7 @@ from crawler.inflate import inflater_of
 from crawler.rendering.archive import JobCaptures
 from crawler.rendering.behaviours.consent import ConsentMemory
 from crawler.rendering.behaviours.report import write_behaviours
-from crawler.rendering.behaviours.run import PageBehaviours
+from crawler.rendering.behaviours.run import Action, PageBehaviours
 from crawler.rendering.behaviours.sites import load_site_behaviours
 from crawler.rendering.cdp import Browser, CdpError
 from crawler.rendering.chromium_user import profiles_dir
@@ -52,14 +51,23 @@ from crawler.rendering.model import (
     Screenshot,
 )
 from crawler.rendering.passthrough import Passthrough
+from crawler.rendering.phone import (
+    HEIGHT,
+    PHONE_KINDS,
+    WIDTH,
+    desktop_metrics,
+    emulate_phone,
+    end_phone,
+    phone_metrics,
+    wants_phone,
+)
 from crawler.rendering.proxy import (
     HOP_BY_HOP,
     RANGE_HEADERS,
     ProxyRequest,
     ProxyResponse,
-    TabProxy,
-    ranged,
 )
+from crawler.rendering.tab import RenderPage, TabWorker
 from crawler.rendering.tls import JobCA
 from crawler.state import BROWSER_PRIORITY
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
@@ -79,71 +87,10 @@ _DROP_FROM_BROWSER = (
     HOP_BY_HOP | RANGE_HEADERS | {"host", "accept-encoding", "user-agent", "content-length"}
 )
 MAX_SCREENSHOT_HEIGHT = 16384
-# the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
-# net (through their tab's recording proxy) and the browser's own update checks go nowhere
-BLACK_HOLE_PROXY = "http://127.0.0.1:9"
 # the renderer's counters in crawler.stats
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
 REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
-
-
-@dataclass
-class _Page:
-    """The page a tab is rendering: its frontier entry and its captured response."""
-
-    key: str
-    hf: dict[str, Any]
-    response: ProxyResponse
-    served: dict[str, ProxyResponse] = field(default_factory=dict)
-    resources: int = 0
-
-
-class _Tab:
-    """One tab worker: a Chromium process, its proxy listener, the page it renders."""
-
-    def __init__(self, renderer: Renderer, index: int) -> None:
-        self.renderer = renderer
-        self.index = index
-        self.proxy = TabProxy(self.handle, renderer.ca.server_context)
-        self.browser: Browser | None = None
-        self.page: _Page | None = None
-        self.pages_done = 0
-
-    async def ensure_browser(self) -> Browser:
-        r = self.renderer
-        restart = self.browser is not None and (
-            not self.browser.alive
-            or self.pages_done >= r.t.render_pages_per_tab
-            or await self.browser.memory_kb() > r.t.render_max_memory_mb * 1024
-        )
-        if restart and self.browser is not None:
-            log.info(
-                "render tab %d: restarting its browser (%d pages)", self.index, self.pages_done
-            )
-            await self.kill()
-        if self.browser is None:
-            if not self.proxy.port:
-                await self.proxy.start()
-            self.browser = Browser(
-                BLACK_HOLE_PROXY, user_agent=r.t.user_agent, profile_root=r.profiles
-            )
-            await self.browser.start()
-            assert self.browser.proc is not None
-            log.info("render tab %d: browser started (pid %d)", self.index, self.browser.proc.pid)
-            self.pages_done = 0
-        return self.browser
-
-    async def kill(self) -> None:
-        if self.browser is not None:
-            await self.browser.close()
-        self.browser = None
-
-    async def handle(self, req: ProxyRequest) -> ProxyResponse:
-        page = self.page
-        if page is None:
-            return ProxyResponse(503, reason="No Page")
-        return ranged(req, await self.renderer.fetch_for(page, req))
 
 
 class Renderer:
@@ -154,8 +101,8 @@ class Renderer:
         self.crawler = crawler
         self.t = RenderSettings.from_settings(crawler.settings)
         self.mode = self.t.render
-        self.free: asyncio.Queue[_Tab] | None = None
-        self.tabs: list[_Tab] = []
+        self.free: asyncio.Queue[TabWorker] | None = None
+        self.tabs: list[TabWorker] = []
         self.rendering = 0  # pages being rendered now (the progress line shows it)
         self.waiting = 0  # pages waiting for a free tab
         self.passthrough = Passthrough(
@@ -203,10 +150,10 @@ class Renderer:
         if self.free is None:
             self.free = asyncio.Queue()
             for i in range(max(1, self.t.render_tabs)):
-                tab = _Tab(self, i)
+                tab = TabWorker(self, i)
                 self.tabs.append(tab)
                 self.free.put_nowait(tab)
-        page = _Page(
+        page = RenderPage(
             canonical_key(request.url),
             dict(request.meta["hf"], url=request.url),
             ProxyResponse(response.status, headers, response.body),
@@ -239,6 +186,8 @@ class Renderer:
                     await tab.kill()  # a hung or crashed tab is never reused
                 finally:
                     tab.page = None
+            if not outcome.error and wants_phone(self.t.render_phone, page.hf):
+                await self._phone(tab, page, request.url, outcome, grace)
             outcome.resources = page.resources
             if not outcome.error:
                 write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
@@ -249,25 +198,47 @@ class Renderer:
         self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
 
-    async def _render_in(self, tab: _Tab, url: str) -> RenderOutcome:
+    async def _phone(
+        self, tab: TabWorker, page: RenderPage, url: str, outcome: RenderOutcome, grace: float
+    ) -> None:
+        """The page's phone pass (crawler/rendering/phone.py) in the same tab: its screenshots
+        and rendered links added to the desktop pass's; a failure is an action of the page
+        (annotation ``phone:0``), its desktop capture stands."""
+        tab.page = page
+        try:
+            phone = await asyncio.wait_for(
+                self._render_in(tab, url, phone=True), self.t.render_page_timeout_s + grace
+            )
+        except (CdpError, TimeoutError, OSError) as exc:
+            why = "timeout" if isinstance(exc, TimeoutError) else "crash"
+            log.warning("phone pass of %s failed (%s): %s", url, why, exc)
+            outcome.actions.append(Action("phone", "failed", 0, why))
+            await tab.kill()
+            return
+        finally:
+            tab.page = None
+        outcome.screenshots += [Screenshot(PHONE_KINDS[s.kind], s.png) for s in phone.screenshots]
+        outcome.links += [link for link in phone.links if link not in outcome.links]
+        outcome.actions.append(Action("phone", "render", 1, f"{WIDTH}x{HEIGHT}"))
+
+    async def _render_in(self, tab: TabWorker, url: str, phone: bool = False) -> RenderOutcome:
         browser = await tab.ensure_browser()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.t.render_page_timeout_s
-        context_id = (
-            await browser.send(
-                "Target.createBrowserContext",
-                # loopback hosts too: Chromium bypasses a proxy for them unless told not to
-                {"proxyServer": tab.proxy.address, "proxyBypassList": "<-loopback>"},
-            )
-        )["browserContextId"]
-        session = ""
+        context_id, session = await tab.open_page()
+        if phone:
+            await emulate_phone(browser, session, self.t.user_agent)
+        behaviours: PageBehaviours | None = None
         try:
-            session = await browser.open_tab(context_id)
             loaded = asyncio.Event()
             crashed: list[str] = []
+            navigated: list[str] = []  # the page's own document (not the blank one before it)
 
             def on_event(method: str, params: dict[str, Any]) -> None:
-                if method == "Page.loadEventFired":
+                if method == "Page.frameNavigated":
+                    if not (params.get("frame") or {}).get("parentId"):
+                        navigated.append(str(params["frame"].get("url")))
+                elif method == "Page.loadEventFired" and navigated:
                     loaded.set()
                 elif method in ("Inspector.targetCrashed", "Inspector.detached"):
                     crashed.append(params.get("reason") or method)
@@ -295,16 +266,16 @@ class Renderer:
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
             ]
-            outcome.screenshots = await self._screenshots(browser, session)
+            outcome.screenshots = await self._screenshots(browser, session, phone)
             tab.pages_done += 1
             return outcome
         finally:
-            if session:
-                browser.forget(session)
-            with contextlib.suppress(CdpError):
-                await browser.send(
-                    "Target.disposeBrowserContext", {"browserContextId": context_id}, timeout=5
-                )
+            browser.forget(session)
+            if behaviours is not None:
+                await behaviours.finish()
+            if phone and not await end_phone(browser, session, self.t.user_agent):
+                await tab.kill()
+            await tab.leave_page()
 
     async def _evaluate(self, browser: Browser, session: str, expr: str) -> Any:
         result = await browser.send(
@@ -314,7 +285,7 @@ class Renderer:
         )
         return (result.get("result") or {}).get("value")
 
-    async def _settle(self, tab: _Tab, deadline: float, idle: float = IDLE_S) -> None:
+    async def _settle(self, tab: TabWorker, deadline: float, idle: float = IDLE_S) -> None:
         """Wait until the tab's proxy has had no request in flight for ``idle`` seconds, counted
         from now at the earliest (what a scroll or a timer starts shows up a moment later)."""
         loop = asyncio.get_running_loop()
@@ -327,7 +298,7 @@ class Renderer:
             await asyncio.sleep(0.05)
 
     async def _behave(
-        self, browser: Browser, session: str, tab: _Tab, deadline: float, pb: PageBehaviours
+        self, browser: Browser, session: str, tab: TabWorker, deadline: float, pb: PageBehaviours
     ) -> None:
         """Network idle, a dwell for timers, the consent dialog, site scripts and expanders,
         then scroll a screen at a time until the bottom is reached and the page no longer grows
@@ -361,7 +332,13 @@ class Renderer:
         await pb.after_scroll(deadline, settle)
         await self._evaluate(browser, session, "window.scrollTo(0, 0)")
 
-    async def _screenshots(self, browser: Browser, session: str) -> list[Screenshot]:
+    async def _screenshots(
+        self, browser: Browser, session: str, phone: bool = False
+    ) -> list[Screenshot]:
+        """The viewport, then the full page: the viewport made as tall as the page (a device
+        metrics override at the same width, pixel ratio and mobile flag), then given back.
+        Not ``captureBeyondViewport``: its resize passes through a narrow viewport, where a
+        page's phone media queries match and the desktop pass loaded the phone's images."""
         import base64
 
         shots = []
@@ -369,22 +346,24 @@ class Renderer:
         shots.append(Screenshot("viewport", base64.b64decode(view["data"])))
         metrics = await browser.send("Page.getLayoutMetrics", session=session)
         size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
-        width = max(1, int(size.get("width", 1280)))
         height = max(1, min(int(size.get("height", 900)), MAX_SCREENSHOT_HEIGHT))
-        full = await browser.send(
-            "Page.captureScreenshot",
-            {
-                "format": "png",
-                "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
-            },
-            session=session,
-        )
+        width = int((metrics.get("cssLayoutViewport") or {}).get("clientWidth") or 1280)
+        tall = phone_metrics(height) if phone else desktop_metrics(width, height)
+        await browser.send("Emulation.setDeviceMetricsOverride", tall, session=session)
+        try:
+            full = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+        finally:
+            if phone:
+                await browser.send(
+                    "Emulation.setDeviceMetricsOverride", phone_metrics(), session=session
+                )
+            else:
+                await browser.send("Emulation.clearDeviceMetricsOverride", session=session)
         shots.append(Screenshot("full", base64.b64decode(full["data"])))
         return shots
 
     # --- the tabs' requests ---------------------------------------------------------------------
-    async def fetch_for(self, page: _Page, req: ProxyRequest) -> ProxyResponse:
+    async def fetch_for(self, page: RenderPage, req: ProxyRequest) -> ProxyResponse:
         """A request of a rendering page: captured once per job, through Scrapy."""
         try:
             url = without_fragment(req.url)
@@ -442,7 +421,7 @@ class Renderer:
         return await self._through_crawl(page, req, request, key)
 
     async def _through_crawl(
-        self, page: _Page, req: ProxyRequest, request: scrapy.Request, key: str
+        self, page: RenderPage, req: ProxyRequest, request: scrapy.Request, key: str
     ) -> ProxyResponse:
         """Fetch a browser's request with Scrapy (recorded, logged), ahead of the frontier."""
         fut: asyncio.Future[ProxyResponse] = asyncio.get_running_loop().create_future()

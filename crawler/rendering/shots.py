@@ -32,8 +32,7 @@ def write_screenshots(ctx: CrawlContext, url: str, cap: Any, shots: list[Screens
         if new:
             fh.write(SCREENSHOT_HEADER + "\n")
         for shot in shots:
-            prefix = "urn:screenshot:" if shot.kind == "viewport" else "urn:screenshot-full:"
-            uri = prefix + url
+            uri = shot.uri_prefix + url
             date = ctx.now_warc_date()
             ((name, offset, length),) = ctx.writer.write(
                 screenshot_record(uri, date, shot.png, cap.record_id)

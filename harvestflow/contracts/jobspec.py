@@ -78,6 +78,9 @@ class Template:
     media_renditions: str = "extremes"
     render_site_behaviours: str = ""  # folder of site-specific behaviours ("": none)
     render_behaviour_timeout_s: float = 10.0  # a site behaviour's time (its @timeout ≤ 4×)
+    # rendered pages rendered again as a phone sees them (crawler/render_phone.py): what only
+    # the phone layout loads captured, its screenshots kept too: none | seeds | all
+    render_phone: str = "none"
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
@@ -282,6 +285,8 @@ def _check_template(template: Template, where: str) -> None:
         raise JobSpecError(f"{where}: template.render must be none, seeds or html")
     if template.render_consent not in ("accept", "reject", "hide", "none"):
         raise JobSpecError(f"{where}: template.render_consent must be accept, reject, hide or none")
+    if template.render_phone not in ("none", "seeds", "all"):
+        raise JobSpecError(f"{where}: template.render_phone must be none, seeds or all")
     if template.media_renditions not in ("extremes", "all"):
         raise JobSpecError(f"{where}: template.media_renditions must be extremes or all")
     for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):

@@ -242,3 +242,37 @@ def test_qa_awk_over_a_split_log_counts_qas_figures_and_the_truth(
     assert figures["ours"] == figures["peer"]
     assert bench.problems(figures["peer"]) == []
     assert figures["peer"]["bad"] > 0  # the quick log has odd lines to reject
+
+
+class Observed(Toy):
+    """A toy whose sides capture different shares of a site: observed, never compared."""
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        return {"captured %": 100.0 if side.name == "ours" else 60.0}
+
+
+def test_observed_figures_that_differ_are_recorded_not_compared_and_tabled(
+    tmp_path: Path,
+) -> None:
+    code, res = _run(tmp_path, Observed(_sh("echo a; echo b"), _sh("echo a; echo b")))
+    assert code == 0 and res["output_check"]["passed"]
+    assert [r["ours"]["observed"] for r in res["per_round"]] == [{"captured %": 100.0}] * 3
+    assert res["observed"] == {"ours": {"captured %": 100.0}, "peer": {"captured %": 60.0}}
+    table = readme.rates_table(readme.load_results(tmp_path / "res"), "to")
+    ours_row = next(line for line in table.splitlines() if line.startswith("| toy | ours |"))
+    cpu_per_line = res["medians"]["ours"]["cpu_s"] / 2
+    assert f"| 2 lines | {2 / res['medians']['ours']['wall_s'] * 60:.1f} |" in ours_row
+    assert f"| {cpu_per_line:.3f} | captured % 100 |" in ours_row
+    assert "captured % 60" in table
+    text = readme.render(
+        "<!-- bench/run: rates toy -->\n<!-- /bench/run: rates toy -->\n", {"toy": res}
+    )
+    assert ours_row in text
+    with pytest.raises(readme.ReadmeError, match="rates nothing"):
+        readme.rates_table(readme.load_results(tmp_path / "res"), "nothing")
+
+
+def test_a_spec_with_several_benchmarks_runs_each(tmp_path: Path) -> None:
+    benches = cli.load_all("render")
+    assert [b.name for b in benches] == ["render-1tab", "render-2tabs", "render-4tabs"]
+    assert [b.tabs for b in benches] == [1, 2, 4]  # type: ignore[attr-defined]

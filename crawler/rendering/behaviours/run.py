@@ -85,6 +85,18 @@ class PageBehaviours:
         self.where = url
         self.left = False  # a click took the page elsewhere (then it is loaded again)
         self.loaded = asyncio.Event()
+        self.scripts: list[str] = []  # added to every new document of the tab: removed after
+
+    async def finish(self) -> None:
+        """The scripts :meth:`prepare` added removed (the tab renders other pages next)."""
+        for identifier in self.scripts:
+            with contextlib.suppress(CdpError):
+                await self.browser.send(
+                    "Page.removeScriptToEvaluateOnNewDocument",
+                    {"identifier": identifier},
+                    session=self.session,
+                )
+        self.scripts.clear()
 
     # --- events ---------------------------------------------------------------------------------
     def on_event(self, method: str, params: dict[str, Any]) -> None:
@@ -140,18 +152,20 @@ class PageBehaviours:
                     {"cookies": kept.cookies, "browserContextId": self.context_id},
                 )
             if kept.storage:
-                await send(
+                added = await send(
                     "Page.addScriptToEvaluateOnNewDocument",
                     {"source": restore_storage_script(kept.storage)},
                     session=self.session,
                 )
+                self.scripts.append(str(added["identifier"]))
             self.actions.append(Action("consent", "kept", 1, kept.how))
         await send("Runtime.addBinding", {"name": BINDING}, session=self.session)
-        await send(
+        added = await send(
             "Page.addScriptToEvaluateOnNewDocument",
             {"source": content_script()},
             session=self.session,
         )
+        self.scripts.append(str(added["identifier"]))
 
     # --- after load -----------------------------------------------------------------------------
     async def before_scroll(self, deadline: float, settle: Settle) -> None:

@@ -1,0 +1,116 @@
+"""A tab worker of the renderer (crawler/rendering/renderer.py): one Chromium process, its recording
+proxy listener, its browser context and page target, and the page it renders now.
+
+Why a class of its own: a tab is the unit that crashes, hangs and is restarted (a process
+kill); what a page does in it is the renderer's. A tab keeps its browser context and page
+target from page to page until its browser restarts (``render_pages_per_tab``, memory, a
+crash): a page of the same site then reuses the renderer process of the one before, where a
+context and a target per page started one or two renderer processes per page (most of the
+browser's CPU per page in bench/render).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from crawler.rendering.cdp import Browser, CdpError
+from crawler.rendering.proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
+
+if TYPE_CHECKING:
+    from crawler.rendering.renderer import Renderer
+
+log = logging.getLogger(__name__)
+
+# the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
+# net (through their tab's recording proxy) and the browser's own update checks go nowhere
+BLACK_HOLE_PROXY = "http://127.0.0.1:9"
+
+
+@dataclass
+class RenderPage:
+    """The page a tab is rendering: its frontier entry and its captured response."""
+
+    key: str
+    hf: dict[str, Any]
+    response: ProxyResponse
+    served: dict[str, ProxyResponse] = field(default_factory=dict)
+    resources: int = 0
+
+
+class TabWorker:
+    """One tab worker: a Chromium process, its proxy listener, the page it renders."""
+
+    def __init__(self, renderer: Renderer, index: int) -> None:
+        self.renderer = renderer
+        self.index = index
+        self.proxy = TabProxy(self.handle, renderer.ca.server_context)
+        self.browser: Browser | None = None
+        self.page: RenderPage | None = None
+        self.pages_done = 0
+        self.context_id = ""  # kept from page to page until the browser restarts
+        self.session = ""
+
+    async def ensure_browser(self) -> Browser:
+        r = self.renderer
+        restart = self.browser is not None and (
+            not self.browser.alive
+            or self.pages_done >= r.t.render_pages_per_tab
+            or await self.browser.memory_kb() > r.t.render_max_memory_mb * 1024
+        )
+        if restart and self.browser is not None:
+            log.info(
+                "render tab %d: restarting its browser (%d pages)", self.index, self.pages_done
+            )
+            await self.kill()
+        if self.browser is None:
+            if not self.proxy.port:
+                await self.proxy.start()
+            self.browser = Browser(
+                BLACK_HOLE_PROXY, user_agent=r.t.user_agent, profile_root=r.profiles
+            )
+            await self.browser.start()
+            assert self.browser.proc is not None
+            log.info("render tab %d: browser started (pid %d)", self.index, self.browser.proc.pid)
+            self.pages_done = 0
+        return self.browser
+
+    async def kill(self) -> None:
+        if self.browser is not None:
+            await self.browser.close()
+        self.browser = None
+        self.context_id = self.session = ""
+
+    async def open_page(self) -> tuple[str, str]:
+        """The tab's browser context (every request to its recording proxy) and page session,
+        made once per browser."""
+        assert self.browser is not None
+        if not self.session:
+            self.context_id = (
+                await self.browser.send(
+                    "Target.createBrowserContext",
+                    # loopback hosts too: Chromium bypasses a proxy for them unless told not to
+                    {"proxyServer": self.proxy.address, "proxyBypassList": "<-loopback>"},
+                )
+            )["browserContextId"]
+            self.session = await self.browser.open_tab(self.context_id)
+        return self.context_id, self.session
+
+    async def leave_page(self) -> None:
+        """The page left for a blank one, so that none of its timers' requests reaches the
+        proxy as the next page's (any error: the browser is restarted before the next page)."""
+        if self.browser is None or not self.session:
+            return
+        try:
+            await self.browser.send(
+                "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
+            )
+        except CdpError:
+            await self.kill()
+
+    async def handle(self, req: ProxyRequest) -> ProxyResponse:
+        page = self.page
+        if page is None:
+            return ProxyResponse(503, reason="No Page")
+        return ranged(req, await self.renderer.fetch_for(page, req))
