@@ -1,0 +1,132 @@
+"""A page playing an HLS stream of real video (for the crawl and the replay of adaptive
+streams): ``/watch.html``'s ``<video>`` has the master playlist as its source, which names a
+low and a high rendition, each an fMP4 init section and three segments of a 3-second H.264
+film that headless Chromium's MediaRecorder made (no encoder on the test machines). Chromium
+plays HLS itself, so the page needs no player script. Served with ``scriptsite.compressed``
+(playlists are text: compressed as production servers do).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from pathlib import Path
+
+from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.crawler.rawsite import Raw, RawSite, serve
+from tests.crawler.scriptsite import compressed
+
+HOST = "stream.site.test"
+RENDITIONS = ("low", "high")
+PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>Watch</title>
+<link rel="icon" href="data:,"></head>
+<body><h1>Watch</h1>
+<video id="film" src="/hls/master.m3u8" muted playsinline width="64" height="48"></video>
+</body></html>
+"""
+MASTER = b"""#EXTM3U
+#EXT-X-STREAM-INF:BANDWIDTH=150000,RESOLUTION=64x48,CODECS="avc1.42c00a"
+low/index.m3u8
+#EXT-X-STREAM-INF:BANDWIDTH=600000,RESOLUTION=64x48,CODECS="avc1.42c00a"
+high/index.m3u8
+"""
+HLS = b"Content-Type: application/vnd.apple.mpegurl"
+MP4 = b"Content-Type: video/mp4"
+# 3.2 s of a changing canvas recorded as fragmented MP4 (one fragment a second), as base64
+RECORD_MP4_JS = """
+const done = arguments[arguments.length - 1];
+const c = document.createElement('canvas'); c.width = 64; c.height = 48;
+document.body.appendChild(c);
+const g = c.getContext('2d');
+const rec = new MediaRecorder(c.captureStream(15), {mimeType: 'video/mp4;codecs=avc1'});
+const parts = [];
+rec.ondataavailable = e => parts.push(e.data);
+rec.onstop = async () => {
+  const b = new Uint8Array(await new Blob(parts).arrayBuffer());
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
+  done(btoa(s));
+};
+let n = 0;
+const t = setInterval(() => { g.fillStyle = `rgb(${n * 20 % 255},80,160)`; g.fillRect(0, 0, 64, 48); n++; }, 50);
+rec.start(1000);
+setTimeout(() => { clearInterval(t); rec.stop(); }, 3200);
+"""
+
+
+def mp4_film() -> bytes:
+    """A fragmented MP4 film made by headless Chromium's MediaRecorder."""
+    from tests.plugins.browser import chromium
+
+    with chromium() as driver:
+        driver.set_script_timeout(60)
+        driver.get("data:text/html,<body></body>")
+        film = base64.b64decode(driver.execute_async_script(RECORD_MP4_JS))
+    assert film[4:8] == b"ftyp" and b"moof" in film, "no fragmented MP4"
+    return film
+
+
+def split(film: bytes) -> tuple[bytes, list[bytes]]:
+    """A fragmented MP4 as HLS wants it: the init section (``ftyp`` + ``moov``) and one
+    segment per fragment (``moof`` + ``mdat``)."""
+    init, segments, pos = b"", [], 0
+    while pos < len(film):
+        size, kind = struct.unpack(">I4s", film[pos : pos + 8])
+        box = film[pos : pos + size]
+        if kind in (b"ftyp", b"moov"):
+            init += box
+        elif kind == b"moof":
+            segments.append(box)
+        elif kind == b"mdat" and segments:
+            segments[-1] += box
+        pos += size
+    assert init and len(segments) >= 2, "a film of one fragment is no stream"
+    return init, segments
+
+
+def files(film: bytes) -> dict[str, Raw]:
+    """Path → response of the page, the playlists, the init sections and every segment."""
+    init, segments = split(film)
+    playlist = b"#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:VOD\n"
+    playlist += b'#EXT-X-MAP:URI="init.mp4"\n'
+    playlist += b"".join(b"#EXTINF:1.0,\nseg%d.m4s\n" % n for n in range(len(segments)))
+    playlist += b"#EXT-X-ENDLIST\n"
+    out = {
+        "/watch.html": Raw(PAGE, [b"Content-Type: text/html; charset=utf-8"]),
+        "/hls/master.m3u8": Raw(MASTER, [HLS]),
+        "/robots.txt": Raw(b"User-agent: *\nDisallow:\n", [b"Content-Type: text/plain"]),
+    }
+    for name in RENDITIONS:
+        out[f"/hls/{name}/index.m3u8"] = Raw(playlist, [HLS])
+        out[f"/hls/{name}/init.mp4"] = Raw(init, [MP4])
+        for n, segment in enumerate(segments):
+            out[f"/hls/{name}/seg{n}.m4s"] = Raw(segment, [MP4])
+    return out
+
+
+def crawl(
+    out: Path, film: bytes, job_id: int = 33, harvest_id: int = 6
+) -> tuple[CrawlResult, RawSite, dict[str, Raw]]:
+    """``/watch.html`` crawled with every HTML page rendered (the site stopped afterwards);
+    the result, the site and its files."""
+    routes = files(film)
+
+    def route(host: str, path: str) -> Raw | None:
+        return routes.get(path) if host == HOST else None
+
+    with serve(route, negotiate=compressed) as site:
+        job = {
+            "job_id": job_id,
+            "harvest_id": harvest_id,
+            "seeds": [site.url(HOST, "/watch.html")],
+            "template": {
+                **FAST_TEMPLATE,
+                "max_hops": 3,  # page → master → rendition playlist → segment
+                "render": "html",
+                "render_tabs": 1,
+                "render_min_wait_s": 1.5,
+                "render_page_timeout_s": 25,
+            },
+            "resolve": {HOST: "127.0.0.1"},
+        }
+        return run_crawl(job, out, timeout=180), site, routes
