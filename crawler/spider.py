@@ -225,6 +225,7 @@ class ArchiveSpider(scrapy.Spider):
         """A page chosen for rendering: its frontier update waits for the browser's links."""
         from crawler.rendering.finish import begin_render, end_render
         from crawler.rendering.shots import write_screenshots
+        from crawler.rendering.video import write_video_infos
 
         new = begin_render(self.ctx, request, cap, links)
         outcome = await self.renderer.render(request, response, header_list(response.headers))
@@ -234,6 +235,7 @@ class ArchiveSpider(scrapy.Spider):
             cap.annotations.append("rendered")
             cap.annotations.extend(a.annotation for a in outcome.actions)
             write_screenshots(self.ctx, request.url, cap, outcome.screenshots)
+            write_video_infos(self.ctx, request.url, cap, outcome.videos)
         # plain links the browser fetched meanwhile (claimed) are not scheduled again
         claimed = self.ctx.browser_claimed
         new = [r for r in new if r.meta["hf"]["key"] not in claimed]

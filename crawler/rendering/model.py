@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -72,6 +72,8 @@ class RenderSettings:
     render_max_media: int
     render_site_behaviours: str
     render_phone: str
+    render_video: str
+    render_video_timeout_s: float
     render_behaviour_timeout_s: float
     download_timeout_s: float
     max_response_bytes: int
@@ -97,6 +99,8 @@ class RenderSettings:
             render_max_media=s.getint("HARVESTFLOW_RENDER_MAX_MEDIA", 200),
             render_site_behaviours=s.get("HARVESTFLOW_RENDER_SITE_BEHAVIOURS", ""),
             render_phone=s.get("HARVESTFLOW_RENDER_PHONE", "none"),
+            render_video=s.get("HARVESTFLOW_RENDER_VIDEO", "none"),
+            render_video_timeout_s=s.getfloat("HARVESTFLOW_RENDER_VIDEO_TIMEOUT_S", 300.0),
             render_behaviour_timeout_s=s.getfloat("HARVESTFLOW_RENDER_BEHAVIOUR_TIMEOUT_S", 10.0),
             download_timeout_s=s.getfloat("DOWNLOAD_TIMEOUT"),
             max_response_bytes=s.getint("HARVESTFLOW_MAX_RESPONSE_BYTES"),
@@ -132,3 +136,4 @@ class RenderOutcome:
     error: str = ""
     resources: int = 0
     actions: list[Action] = field(default_factory=list)  # what the behaviours did
+    videos: list[dict[str, Any]] = field(default_factory=list)  # yt-dlp's info JSON

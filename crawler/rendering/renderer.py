@@ -69,6 +69,7 @@ from crawler.rendering.proxy import (
 )
 from crawler.rendering.tab import RenderPage, TabWorker
 from crawler.rendering.tls import JobCA
+from crawler.rendering.video import video_pass, wants_video
 from crawler.state import BROWSER_PRIORITY
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
 
@@ -188,6 +189,8 @@ class Renderer:
                     tab.page = None
             if not outcome.error and wants_phone(self.t.render_phone, page.hf):
                 await self._phone(tab, page, request.url, outcome, grace)
+            if not outcome.error and wants_video(self.t.render_video, request.url):
+                await video_pass(tab, page, request.url, self.t, outcome)
             outcome.resources = page.resources
             if not outcome.error:
                 write_behaviours(self.ctx.report_dir, request.url, outcome.actions)

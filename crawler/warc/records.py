@@ -223,6 +223,21 @@ def metadata_record(
     )
 
 
+def video_info_record(
+    uri: str, date: str, body: bytes, content_type: str, concurrent_to: str
+) -> ArcWarcRecord:
+    """What yt-dlp found on a page (crawler/render_video.py): a ``metadata`` record
+    (``youtube-dl:URL``, as brozzler names it) tied to the page's response record."""
+    return _builder.create_warc_record(
+        uri,
+        "metadata",
+        payload=BytesIO(body),
+        length=len(body),
+        warc_content_type=content_type,
+        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
+    )
+
+
 def resource_record(uri: str, date: str, content_type: str, body: bytes) -> ArcWarcRecord:
     """A ``metadata`` record holding a file (logs, reports, CDX) of the metadata WARC."""
     return _builder.create_warc_record(

@@ -78,9 +78,13 @@ class Template:
     media_renditions: str = "extremes"
     render_site_behaviours: str = ""  # folder of site-specific behaviours ("": none)
     render_behaviour_timeout_s: float = 10.0  # a site behaviour's time (its @timeout ≤ 4×)
-    # rendered pages rendered again as a phone sees them (crawler/render_phone.py): what only
+    # rendered pages rendered again as a phone sees them (crawler/rendering/phone.py): what only
     # the phone layout loads captured, its screenshots kept too: none | seeds | all
     render_phone: str = "none"
+    # yt-dlp on rendered pages (crawler/rendering/video.py), its requests through the crawl:
+    # none | platforms (pages one of its site extractors claims) | all (its generic one too)
+    render_video: str = "none"
+    render_video_timeout_s: float = 300.0  # one page's yt-dlp run, then it is killed
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
@@ -287,6 +291,8 @@ def _check_template(template: Template, where: str) -> None:
         raise JobSpecError(f"{where}: template.render_consent must be accept, reject, hide or none")
     if template.render_phone not in ("none", "seeds", "all"):
         raise JobSpecError(f"{where}: template.render_phone must be none, seeds or all")
+    if template.render_video not in ("none", "platforms", "all"):
+        raise JobSpecError(f"{where}: template.render_video must be none, platforms or all")
     if template.media_renditions not in ("extremes", "all"):
         raise JobSpecError(f"{where}: template.media_renditions must be extremes or all")
     for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):
