@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from crawler.rendering.cdp import Browser, CdpError
+from crawler.rendering.model import RenderSettings
 from crawler.rendering.proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
-
-if TYPE_CHECKING:
-    from crawler.rendering.renderer import Renderer
+from crawler.rendering.tls import JobCA
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +39,20 @@ class RenderPage:
     resources: int = 0
 
 
+class TabOwner(Protocol):
+    """What a tab needs of the renderer (crawler/rendering/renderer.py)."""
+
+    t: RenderSettings
+    profiles: Path
+    ca: JobCA
+
+    async def fetch_for(self, page: RenderPage, req: ProxyRequest) -> ProxyResponse: ...
+
+
 class TabWorker:
     """One tab worker: a Chromium process, its proxy listener, the page it renders."""
 
-    def __init__(self, renderer: Renderer, index: int) -> None:
+    def __init__(self, renderer: TabOwner, index: int) -> None:
         self.renderer = renderer
         self.index = index
         self.proxy = TabProxy(self.handle, renderer.ca.server_context)

@@ -1,4 +1,4 @@
-"""An HLS stream of real video (tests/crawler/hlssite.py: a master playlist, a low and a high
+"""An HLS stream of real video (tests/support/hlssite.py: a master playlist, a low and a high
 rendition of fMP4 segments) crawled with ``--render html``, indexed by the chain and replayed
 through our access service (pywb started by our code) in headless Chromium, the live site
 stopped: the replayed ``<video>`` gets the stream's duration from the archived playlists and
@@ -19,9 +19,9 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import chain
-from tests.access.test_replay import make_db_job
-from tests.crawler import hlssite
-from tests.plugins.browser import chromium
+from tests.support import hlssite
+from tests.support.browser import chromium
+from tests.support.replay import make_db_job
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -12,9 +12,9 @@ import base64
 import struct
 from pathlib import Path
 
-from tests.crawler.conftest import FAST_TEMPLATE, CrawlResult, run_crawl
-from tests.crawler.rawsite import Raw, RawSite, serve
-from tests.crawler.scriptsite import compressed
+from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.support.rawsite import Raw, RawSite, serve
+from tests.support.scriptsite import compressed
 
 HOST = "stream.site.test"
 RENDITIONS = ("low", "high")
@@ -56,7 +56,7 @@ setTimeout(() => { clearInterval(t); rec.stop(); }, 3200);
 
 def mp4_film() -> bytes:
     """A fragmented MP4 film made by headless Chromium's MediaRecorder."""
-    from tests.plugins.browser import chromium
+    from tests.support.browser import chromium
 
     with chromium() as driver:
         driver.set_script_timeout(60)
