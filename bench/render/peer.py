@@ -3,7 +3,9 @@ driven by a plain loop with the crawler's behaviours (crawler/rendering/renderer
 (no request in flight for IDLE_S, from the browser's own Network events in the performance
 log), a dwell for timers, scrolling a screen at a time until the bottom is reached and the
 page stops growing (bounded), idle again, back to the top, the rendered anchors read — all
-within the same per-page time limit. One tab, pages one after another.
+within the same per-page time limit; a page that fails to load is tried once more, as the
+crawler tries a hung tab's page twice. One tab, pages one after another (bench/render/spec.py
+runs one loop per tab).
 
 ``python peer.py --proxy 127.0.0.1:PORT --timeout S --min-wait S --max-scrolls N URL...``
 Exit 1 when a page fails to load.
@@ -98,10 +100,17 @@ def main() -> int:
         for url in args.urls:
             start = time.monotonic()
             deadline = start + args.timeout
-            try:
-                driver.get(url)
-            except Exception as exc:
-                print(f"peer: {url}: {exc}", file=sys.stderr)
+            loaded = False
+            for attempt in (1, 2):  # as the crawler tries a hung or crashed tab's page twice
+                try:
+                    driver.get(url)
+                    loaded = True
+                    break
+                except Exception as exc:
+                    print(f"peer: {url} (attempt {attempt}): {exc}", file=sys.stderr)
+                    start = time.monotonic()
+                    deadline = start + args.timeout
+            if not loaded:
                 failed += 1
                 continue
             net.settle(deadline)

@@ -40,13 +40,18 @@ def load(name: str) -> Benchmark:
 
 def load_all(name: str) -> list[Benchmark]:
     """``bench/NAME/spec.py``'s ``BENCHMARK``, or its ``BENCHMARKS`` (one per setting of a
-    parameter, e.g. render at 1, 2 and 4 tabs: each its own pair of sides and results file)."""
-    if name not in known():
+    parameter, e.g. render at 1, 2 and 4 tabs: each its own pair of sides and results file);
+    ``FOLDER-SUFFIX`` names one of them (``render-2tabs``)."""
+    folder = name if name in known() else name.split("-", 1)[0]
+    if folder not in known():
         raise SystemExit(f"bench/run: unknown benchmark {name!r}; known: {', '.join(known())}")
-    module = importlib.import_module(f"bench.{name}.spec")
-    if hasattr(module, "BENCHMARKS"):
-        return list(module.BENCHMARKS)
-    return [module.BENCHMARK]
+    module = importlib.import_module(f"bench.{folder}.spec")
+    benches = list(getattr(module, "BENCHMARKS", None) or [module.BENCHMARK])
+    if folder != name:  # one benchmark of the folder's, by its own name (render-2tabs)
+        benches = [b for b in benches if b.name == name]
+        if not benches:
+            raise SystemExit(f"bench/run: unknown benchmark {name!r}")
+    return benches
 
 
 def main(argv: list[str] | None = None) -> int:

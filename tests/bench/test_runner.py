@@ -276,3 +276,6 @@ def test_a_spec_with_several_benchmarks_runs_each(tmp_path: Path) -> None:
     benches = cli.load_all("render")
     assert [b.name for b in benches] == ["render-1tab", "render-2tabs", "render-4tabs"]
     assert [b.tabs for b in benches] == [1, 2, 4]  # type: ignore[attr-defined]
+    assert [b.name for b in cli.load_all("render-2tabs")] == ["render-2tabs"]
+    with pytest.raises(SystemExit, match="unknown benchmark 'render-3tabs'"):
+        cli.load_all("render-3tabs")
