@@ -29,6 +29,9 @@ from harvestflow.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 COMPONENT_STOP_S = 8.0  # a worker's or component's SIGTERM, then SIGKILL (its whole tree)
+# what a stop takes beyond stop_grace_s: the components' COMPONENT_STOP_S, then the services
+# at once (SeaweedFS's STOP_DRAIN_S the longest of them)
+STOP_MARGIN_S = 15.0
 
 
 def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 0) -> int:
@@ -100,6 +103,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if stopping:
             print("stopping …", flush=True)
+        stop_began = time.monotonic()
         grace = float(settings.get("crawler", "stop_grace_s", 20))
         stop_crawlers(local_workers.descendants() + procs.descendants(), grace)
         # then the workers and the components together, each given COMPONENT_STOP_S: the stop
@@ -116,6 +120,12 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
             site.stop()
         if started:
             services.stop_all(settings)
+        if stopping:
+            print(
+                f"stopped in {time.monotonic() - stop_began:.1f} s (bound: [crawler] stop_grace_s"
+                f" {grace:g} s + {STOP_MARGIN_S:g} s)",
+                flush=True,
+            )
 
 
 def _start_replay(settings: Any) -> Any:
