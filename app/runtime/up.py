@@ -78,8 +78,8 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         )
         if settings.executor == "celery" and not workers:
             print(
-                "no local worker (--workers N): tasks wait in the broker's queues until a"
-                " `harvestflow worker` connects",
+                "WARNING: no local worker (--workers N): every task waits in the broker's"
+                " queues, for ever, until a `harvestflow worker` connects",
                 flush=True,
             )
         while True:
