@@ -8,10 +8,13 @@ the real embedded server of the ``services`` fixture, stopped and started again 
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 from harvestflow import services as svc
 from tests.support.crawl import CrawlResult, run_crawl
 from tests.support.platform_site import SlowSite, assert_every_page_once, slow_job
+from tests.support.environment import oracle
 
 pytestmark = [pytest.mark.slow]
 
@@ -176,3 +180,74 @@ def test_a_write_failing_on_a_full_disk_gives_the_host_lease_back_and_logs_no_si
             sa.text("SELECT host, holder FROM host_leases WHERE holder IS NOT NULL")
         ).all()
     assert held == []
+
+
+def _fill(disk: Path) -> Path:
+    """A file taking every free byte of ``disk`` (written until ENOSPC)."""
+    filler = disk / "filler"
+    chunk = b"\0" * 65536
+    with filler.open("wb") as fh:
+        try:
+            while True:
+                fh.write(chunk)
+                fh.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+def test_a_full_disk_during_indexing_stops_each_file_resumable_and_the_rerun_indexes_it_once(
+    services, db_engine, small_disk, monkeypatch
+) -> None:
+    """The data disk fills up after the chain took the job's WARCs in: each file's module
+    fails with NoSpaceError saying where (the task fails and is retried), nothing half-written
+    is left and no file is recorded further than it got; once space is freed the chain
+    finishes every file once: the index holds cdxj-indexer's lines each once, the repository
+    copies pass ``warcio check``."""
+    from harvestflow import settings as settings_mod
+    from indexing import chain, manifest, merge
+    from indexing.layout import Layout
+    from tests.support.chainkit import expected_index, job_warcs, make_harvest, make_job
+
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(small_disk / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    try:
+        hid = make_harvest(db_engine, "disk-full-indexing")
+        _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=3, seed=31, records=40)
+        names = sorted(chain.ingest(cfg))
+        assert len(names) == 4  # three data WARCs and the metadata WARC
+        filler = _fill(small_disk)
+        for name in names:
+            with pytest.raises(chain.NoSpaceError, match=str(small_disk)):
+                chain.process_file(name, cfg)
+            entry = manifest.get(db_engine, name)
+            assert entry is not None and entry.stage in ("ingested", "indexed"), entry
+        leftovers = [p for p in small_disk.rglob("*") if p.is_file() and ".tmp" in p.name]
+        assert leftovers == []
+        filler.unlink()
+        began = time.monotonic()
+        chain.run_chain(cfg)
+        print(f"indexing after a full disk: done {time.monotonic() - began:.1f} s after room")
+        assert {n: manifest.get(db_engine, n).stage for n in names} == dict.fromkeys(  # type: ignore[union-attr]
+            names, "done"
+        )
+        today = datetime.now(UTC).date()
+        merge.daily_merge(today + timedelta(days=1), cfg)
+        merge.bigmerge(cfg)
+        layout = Layout.from_settings(cfg)
+        warcs = job_warcs(job_dir)
+        venv = oracle("cdxj-indexer").parent.parent
+        assert layout.big_cdx("cdxj").read_text().splitlines() == expected_index(
+            venv, warcs, "cdxj"
+        )
+        copies = sorted((cfg.data_dir / "repository").rglob("*.warc.gz"))
+        assert sorted(p.name for p in copies) == sorted(w.name for w in warcs)
+        check = subprocess.run(
+            [str(oracle("warcio")), "check", *map(str, copies)], capture_output=True, text=True
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+    finally:
+        settings_mod.reset()
