@@ -6,7 +6,10 @@ processes), each fault mid-crawl of a one-off harvest of a slow loopback site, o
    unsupervised); the job resumes within 2 × ``job_lease_ttl_s`` (the time is printed) and
    finishes with every page captured once (the server's log and crawl.log), its WARCs pass
    ``warcio check``;
-2. `up` stopped (SIGTERM) mid-crawl: every process it started, and `up` itself, is gone within
+2. the broker (Redis) stopped for 30 s mid-crawl, the crawl ending and the chain's next tasks
+   due while it is away: no task is failed for it (the scheduler keeps publishing them until
+   the broker is back), the run succeeds with every page captured once, the crawl not rerun;
+3. `up` stopped (SIGTERM) mid-crawl: every process it started, and `up` itself, is gone within
    ``stop_grace_s`` + 15 s (the time is printed), the crawler saved its job resumable (an ``unfinished`` summary, no
    ``.open`` WARC), and the next `up` finishes the job, every page captured once.
 """
@@ -32,7 +35,9 @@ import psutil
 import pytest
 
 from app.demo import samplesite
+from harvestflow import services as svc
 from harvestflow.services.postgres import port_open
+from harvestflow.settings import load
 from tests.support.environment import oracle
 from tests.support.platform_cli import (
     HARVESTFLOW,
@@ -52,6 +57,7 @@ pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 TTL_S = 40  # [crawler] job_lease_ttl_s (the scheduler fails a silent task after half of it)
 GRACE_S = 10  # [crawler] stop_grace_s
+OUTAGE_S = 30  # how long a service of ours is stopped
 HOST = "www.example-a.test"
 
 
@@ -213,6 +219,40 @@ def test_a_killed_worker_is_restarted_its_crawl_dies_with_it_and_resumes_once(
     for name in ("worker1", "worker2"):
         assert re.search(rf"^worker +embedded +running +{name}@", status, re.M), status
     _captured_once(cluster, logs, seeds, "kill")
+
+
+def test_the_broker_stopped_30s_mid_crawl_fails_no_task_and_the_run_finishes_once(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seeds, run_id, logs, crawler = _crawl_midway(cluster, "broker")
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(cluster.data_dir))  # read by data_dir
+    redis = svc.redis_for(load(environ=cluster.env))
+    assert redis.running()
+    assert redis.stop()
+    stopped_at = time.monotonic()
+    try:
+        # the crawl goes on without the broker (nothing of it passes through Celery) and ends
+        # while the broker is away: the chain's next tasks are due then
+        psutil.wait_procs([crawler], timeout=OUTAGE_S)
+        assert not crawler.is_running(), "the crawl outlasted the outage: no task was due"
+        time.sleep(max(OUTAGE_S - (time.monotonic() - stopped_at), 0))
+    finally:
+        redis.start()
+    back_at = time.monotonic()
+    state = _wait_run(cluster.client, "oneoff_harvest", run_id, 600)
+    recovery = time.monotonic() - back_at
+    tis = task_instances(cluster.client, "oneoff_harvest", run_id)
+    print(
+        f"broker outage of {back_at - stopped_at:.0f} s: the run {state} {recovery:.1f} s after"
+        " the broker returned"
+    )
+    assert state == "success", [(t["task_id"], t["state"], t["try_number"]) for t in tis]
+    crawl = cluster.crawl_ti(run_id)
+    assert crawl["try_number"] == 1, crawl  # the crawl was not failed nor rerun
+    assert not [t for t in tis if t["try_number"] > 1], tis  # no task was failed for it
+    assert _job_crawler() is None
+    assert cluster.up.poll() is None
+    _captured_once(cluster, logs, seeds, "broker")
 
 
 def test_up_stopped_mid_crawl_stops_within_the_grace_and_the_next_up_finishes_the_job(
