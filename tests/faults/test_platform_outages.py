@@ -128,10 +128,17 @@ def test_the_database_away_past_the_bound_ends_the_crawl_unfinished_and_the_reru
 
 @pytest.fixture()
 def small_disk(tmp_path) -> Iterator[Any]:
-    """A 8 MB tmpfs mounted for the test (we run as root), unmounted after it."""
+    """A 8 MB tmpfs mounted for the test, unmounted after it.
+
+    Mounting needs root (the CI and the development VMs run the tests as root); without it the
+    test fails saying so: a full disk cannot be faked by a quota-less folder."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], check=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
+    if mounted.returncode != 0:
+        pytest.fail(f"a small tmpfs could not be mounted (root needed): {mounted.stderr.strip()}")
     yield mnt
     subprocess.run(["umount", str(mnt)], check=True)
 
@@ -154,7 +161,9 @@ def test_a_full_data_disk_stops_the_crawl_resumable_and_the_rerun_completes_ever
         assert 0 < len(served) < site.pages  # the disk filled mid-crawl
         assert "min_free_disk_mb" in (out / "logs" / "crawler.log").read_text()
         subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
-        again = run_crawl(job, out, timeout=240)
+        room_at = time.monotonic()
+        again = run_crawl(job, out, timeout=240)  # the crawl task's retry
+        print(f"data disk full: the rerun complete {time.monotonic() - room_at:.1f} s after room")
         assert again.summary["status"] == "complete"
         assert_every_page_once(site, [out])
     finally:
