@@ -21,8 +21,8 @@ import pytest
 
 from harvestflow import services as svc
 from tests.support.crawl import CrawlResult, run_crawl
-from tests.support.platform_site import SlowSite, assert_every_page_once, slow_job
 from tests.support.environment import oracle
+from tests.support.platform_site import SlowSite, assert_every_page_once, slow_job
 
 pytestmark = [pytest.mark.slow]
 

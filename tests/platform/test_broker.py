@@ -101,7 +101,7 @@ def test_a_task_published_while_the_broker_is_away_goes_out_once_it_returns(
     import sys
     import time
 
-    from harvestflow.airflow_runtime import airflow_env
+    from app.runtime.airflow_runtime import airflow_env
 
     port = free_port()
     environ = {

@@ -102,7 +102,7 @@ def test_a_seaweedfs_stop_ends_within_its_drain_and_every_object_is_there_after_
     import boto3.s3.transfer
 
     from harvestflow.services.seaweedfs import STOP_DRAIN_S, EmbeddedSeaweedFS
-    from tests.conftest import free_port
+    from tests.support.environment import free_port
 
     weed = EmbeddedSeaweedFS(
         tmp_path / "s3",
