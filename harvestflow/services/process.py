@@ -160,14 +160,20 @@ KILLED_GONE_S = 5.0  # how long a SIGKILLed server is waited for (the kernel's o
 
 
 def _wait_gone(pid: int, timeout_s: float, poll_s: float) -> bool:
-    """Wait up to ``timeout_s`` for ``pid`` to be gone (reaped when it is our child)."""
+    """Wait up to ``timeout_s`` for ``pid`` to be gone (reaped when it is our child).
+
+    A zombie counts as gone: a server started by another process of ours (a test, a `services
+    start` still running) has exited once it is one, and only its parent can reap it; waiting
+    for it cost `up`'s stop a 30 s timeout and a needless kill."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-        except ProcessLookupError:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.NoSuchProcess):
             return True
         time.sleep(poll_s)
     return False
