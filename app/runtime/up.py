@@ -63,10 +63,13 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         if sample_site is not None:
             site = sample_site(settings)
         procs.start()
-        local_workers.start()
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
+        # the workers once the api-server answers: a task they ran before would fail at once
+        # (its supervisor cannot reach the Execution API), retries and run with it; due tasks
+        # wait in the broker meanwhile
+        local_workers.start()
         replay = _start_replay(settings)
         user, password = airflow_runtime.ensure_login(settings)
         af = settings["airflow"]
