@@ -47,7 +47,11 @@ log = logging.getLogger(__name__)
 
 
 class NoSpaceError(IndexingError, RuntimeError):
-    """No configured repository location has room for a file (the task fails and is retried)."""
+    """No room for a file: no repository location has it, or a disk the chain writes to is
+    full (the task fails and is retried)."""
+
+
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class _Ctx:
@@ -315,7 +319,7 @@ def transfer_module(ctx: _Ctx, entry: manifest.Entry) -> None:
         try:
             copy_verified(local, final, entry.sha1)
         except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            if exc.errno not in _DISK_FULL:
                 raise
             # the location filled up after it was chosen: nothing is there under the final name
             # (and no PATH line names it yet), so the next attempt may choose again
@@ -397,7 +401,18 @@ def process_file(file_name: str, settings: Settings | None = None) -> dict[str, 
                 move(d / file_name, ctx.layout.quarantine_dir())
     while entry.stage in steps:
         before = entry.stage
-        steps[entry.stage](ctx, entry)
+        try:
+            steps[entry.stage](ctx, entry)
+        except OSError as exc:
+            if exc.errno not in _DISK_FULL:
+                raise
+            # the module wrote under temporary names only (removed on the error) and recorded
+            # nothing: the retry, once there is room, takes the file up at this same stage
+            where = exc.filename or ctx.settings.data_dir
+            raise NoSpaceError(
+                f"{file_name}: no space left on the disk of {where} at its {before} stage;"
+                " free space there, then the file is retried from that stage"
+            ) from exc
         entry = manifest.get(ctx.engine, file_name) or entry
         if entry.stage == before:  # pragma: no cover - a module must move the stage on
             raise RuntimeError(f"{file_name}: stage {before} did not advance")

@@ -123,6 +123,7 @@ def celery_env(settings: Settings) -> dict[str, str]:
     """
     af = settings["airflow"]
     return {
+        **publish_env(settings),
         "AIRFLOW__CELERY__BROKER_URL": settings.broker_url,
         "AIRFLOW__CELERY__RESULT_BACKEND": f"db+{settings.airflow_db_url}",
         "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(int(af.get("worker_concurrency", 4))),
@@ -130,6 +131,28 @@ def celery_env(settings: Settings) -> dict[str, str]:
         "AIRFLOW__CORE__HOSTNAME_CALLABLE": "app.runtime.workers.task_hostname",
         # a crawl runs for hours: the broker must not hand a running task to another worker
         "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": str(7 * 24 * 3600),
+    }
+
+
+PUBLISH_TIMEOUT_S = 2.0  # [celery] operation_timeout: one try at publishing a task
+
+
+def publish_env(settings: Settings) -> dict[str, str]:
+    """The scheduler publishes a due task again and again while the broker is away, for up to
+    ``[broker] outage_s``, instead of failing it at the first refused connection.
+
+    Why: Airflow's CeleryExecutor marks a task instance failed as soon as one publish raises,
+    and Celery's default publish retries last under a second, so a broker restarted (or away
+    for 30 s) while a crawl ended failed the chain's next tasks and the run. The Celery
+    configuration of ``plugins/harvestflow_celery.py`` retries the connection without end; the
+    executor's ``operation_timeout`` cuts each try after PUBLISH_TIMEOUT_S, which the executor
+    counts as a try and publishes again at its next loop, up to ``task_publish_max_retries``.
+    """
+    outage = float(settings.get("broker", "outage_s", 120))
+    return {
+        "AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "harvestflow_celery.CELERY_CONFIG",
+        "AIRFLOW__CELERY__OPERATION_TIMEOUT": str(PUBLISH_TIMEOUT_S),
+        "AIRFLOW__CELERY__TASK_PUBLISH_MAX_RETRIES": str(max(int(outage / PUBLISH_TIMEOUT_S), 1)),
     }
 
 

@@ -24,11 +24,15 @@ from typing import Any
 from app.runtime import airflow_runtime
 from app.runtime.workers import LocalWorkers, stop_crawlers
 from harvestflow import services
+from harvestflow.services import OBJECT_STORES
 from harvestflow.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
 COMPONENT_STOP_S = 8.0  # a worker's or component's SIGTERM, then SIGKILL (its whole tree)
+# what a stop takes beyond stop_grace_s: the components' COMPONENT_STOP_S (SeaweedFS's
+# STOP_DRAIN_S beside it), then PostgreSQL and the broker (a second or two)
+STOP_MARGIN_S = 15.0
 
 
 def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 0) -> int:
@@ -47,7 +51,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
     local_workers = LocalWorkers(settings, workers)
     site: Any = None
     replay: Any = None
-    stopping = False
+    stopping_asked = False
 
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -59,10 +63,13 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         if sample_site is not None:
             site = sample_site(settings)
         procs.start()
-        local_workers.start()
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
+        # the workers once the api-server answers: a task they ran before would fail at once
+        # (its supervisor cannot reach the Execution API), retries and run with it; due tasks
+        # wait in the broker meanwhile
+        local_workers.start()
         replay = _start_replay(settings)
         user, password = airflow_runtime.ensure_login(settings)
         af = settings["airflow"]
@@ -75,8 +82,8 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         )
         if settings.executor == "celery" and not workers:
             print(
-                "no local worker (--workers N): tasks wait in the broker's queues until a"
-                " `harvestflow worker` connects",
+                "WARNING: no local worker (--workers N): every task waits in the broker's"
+                " queues, for ever, until a `harvestflow worker` connects",
                 flush=True,
             )
         while True:
@@ -92,30 +99,46 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
                 replay = None
             time.sleep(2)
     except KeyboardInterrupt:
-        stopping = True
+        stopping_asked = True
         return 0
     finally:
         # a second Ctrl-C or SIGTERM must not cut the stop short (the services would be left)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if stopping:
+        if stopping_asked:
             print("stopping …", flush=True)
+        stop_began = time.monotonic()
         grace = float(settings.get("crawler", "stop_grace_s", 20))
         stop_crawlers(local_workers.descendants() + procs.descendants(), grace)
-        # then the workers and the components together, each given COMPONENT_STOP_S: the stop
-        # as a whole stays within stop_grace_s + 15 s (the services' own stops are quick)
-        stopping_workers = threading.Thread(
-            target=local_workers.stop, args=(COMPONENT_STOP_S,), daemon=True
-        )
-        stopping_workers.start()
+        crawlers_s = time.monotonic() - stop_began
+        # then together, each bounded: the workers and the components (COMPONENT_STOP_S), and
+        # the object stores (SeaweedFS's STOP_DRAIN_S; no crawler is left to write to them);
+        # PostgreSQL and the broker after them (the components' and workers' last reports)
+        stops = [threading.Thread(target=local_workers.stop, args=(COMPONENT_STOP_S,))]
+        if started:
+            stops.append(
+                threading.Thread(
+                    target=services.stop_all, args=(settings,), kwargs={"only": OBJECT_STORES}
+                )
+            )
+        for thread in stops:
+            thread.daemon = True
+            thread.start()
         procs.stop(COMPONENT_STOP_S)
-        stopping_workers.join()
+        for thread in stops:
+            thread.join()
         if replay is not None:
             replay.stop()
         if site is not None:
             site.stop()
         if started:
-            services.stop_all(settings)
+            services.stop_all(settings, exclude=OBJECT_STORES)
+        if stopping_asked:
+            print(
+                f"stopped in {time.monotonic() - stop_began:.1f} s (crawlers {crawlers_s:.1f} s;"
+                f" bound: [crawler] stop_grace_s {grace:g} s + {STOP_MARGIN_S:g} s)",
+                flush=True,
+            )
 
 
 def _start_replay(settings: Any) -> Any:

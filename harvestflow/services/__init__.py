@@ -7,7 +7,7 @@ check that it answers, and never start or stop it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from harvestflow.s3 import replica_embedded, replica_target
@@ -21,6 +21,7 @@ from harvestflow.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "OBJECT_STORES",
     "EmbeddedPostgres",
     "EmbeddedRedis",
     "EmbeddedSeaweedFS",
@@ -138,9 +139,19 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
     return started
 
 
-def stop_all(settings: Settings | None = None) -> list[str]:
+OBJECT_STORES = frozenset({"seaweedfs", replica.NAME})
+
+
+def stop_all(
+    settings: Settings | None = None,
+    *,
+    only: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+) -> list[str]:
     """Stop the embedded services, all at once (each its own way; SeaweedFS takes a while), so
-    a stop of the platform is as long as the slowest of them, not their sum."""
+    a stop of the platform is as long as the slowest of them, not their sum. ``only`` /
+    ``exclude``: a subset by name (``up`` stops the object stores beside Airflow's components,
+    the database and the broker after them)."""
     from concurrent.futures import ThreadPoolExecutor
 
     settings = settings or get_settings()
@@ -154,6 +165,13 @@ def stop_all(settings: Settings | None = None) -> list[str]:
 
         db.dispose_engines()
         stops["postgres"] = postgres_for(settings).stop
+    stops = {
+        name: stop
+        for name, stop in stops.items()
+        if (only is None or name in only) and name not in exclude
+    }
+    if not stops:
+        return []
     with ThreadPoolExecutor(max_workers=len(stops)) as pool:
         done = {name: pool.submit(stop) for name, stop in stops.items()}
     order = ("redis", "seaweedfs", "postgres", replica.NAME)

@@ -129,11 +129,14 @@ def stop_process_group(
     timeout_s: float,
     poll_s: float,
     logger: logging.Logger = log,
+    quiet_kill: bool = False,
 ) -> bool:
     """SIGTERM the process group led by ``pid``, SIGKILL it after ``timeout_s``; drop the pid file.
 
     False when there was no live process (the stale pid file is removed all the same). The
     leader is reaped when it is our child, so that it does not linger as a zombie.
+    ``quiet_kill``: the kill is the expected end of a server whose own shutdown idles past any
+    useful wait, logged as information rather than as a warning.
     """
     if pid is None:
         pidfile.unlink(missing_ok=True)
@@ -141,21 +144,39 @@ def stop_process_group(
     logger.info("stopping %s (pid %s)", name, pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
+    if not _wait_gone(pid, timeout_s, poll_s):
+        level = logging.INFO if quiet_kill else logging.WARNING
+        logger.log(level, "%s did not stop in %ss, killing it", name, timeout_s)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        # gone (its ports free) before the caller goes on: a start right after must not find
+        # them taken
+        _wait_gone(pid, KILLED_GONE_S, poll_s)
+    pidfile.unlink(missing_ok=True)
+    return True
+
+
+KILLED_GONE_S = 5.0  # how long a SIGKILLed server is waited for (the kernel's own cleanup)
+
+
+def _wait_gone(pid: int, timeout_s: float, poll_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``pid`` to be gone (reaped when it is our child).
+
+    A zombie counts as gone: a server started by another process of ours (a test, a `services
+    start` still running) has exited once it is one, and only its parent can reap it; waiting
+    for it cost `up`'s stop a 30 s timeout and a needless kill."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             os.kill(pid, 0)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
-        except ProcessLookupError:
-            break
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            return True
         time.sleep(poll_s)
-    else:
-        logger.warning("%s did not stop in %ss, killing it", name, timeout_s)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-    pidfile.unlink(missing_ok=True)
-    return True
+    return False
 
 
 def stop_groups(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:

@@ -6,8 +6,11 @@ processes), each fault mid-crawl of a one-off harvest of a slow loopback site, o
    unsupervised); the job resumes within 2 × ``job_lease_ttl_s`` (the time is printed) and
    finishes with every page captured once (the server's log and crawl.log), its WARCs pass
    ``warcio check``;
-2. `up` stopped (SIGTERM) mid-crawl: every process it started is gone within
-   ``stop_grace_s`` + 15 s, the crawler saved its job resumable (an ``unfinished`` summary, no
+2. the broker (Redis) stopped for 30 s mid-crawl, the crawl ending and the chain's next tasks
+   due while it is away: no task is failed for it (the scheduler keeps publishing them until
+   the broker is back), the run succeeds with every page captured once, the crawl not rerun;
+3. `up` stopped (SIGTERM) mid-crawl: every process it started, and `up` itself, is gone within
+   ``stop_grace_s`` + 15 s (the time is printed), the crawler saved its job resumable (an ``unfinished`` summary, no
    ``.open`` WARC), and the next `up` finishes the job, every page captured once.
 """
 
@@ -32,7 +35,9 @@ import psutil
 import pytest
 
 from app.demo import samplesite
+from harvestflow import services as svc
 from harvestflow.services.postgres import port_open
+from harvestflow.settings import load
 from tests.support.environment import oracle
 from tests.support.platform_cli import (
     HARVESTFLOW,
@@ -48,10 +53,13 @@ from tests.support.platform_cli import (
     wait_dags,
 )
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+# the module's platform starts within the first test's time (~1.5 min in CI, 5 on a machine
+# shared by several sessions, where a crawl task also took 4 min to start): ceilings only
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 TTL_S = 40  # [crawler] job_lease_ttl_s (the scheduler fails a silent task after half of it)
 GRACE_S = 10  # [crawler] stop_grace_s
+OUTAGE_S = 30  # how long a service of ours is stopped
 HOST = "www.example-a.test"
 
 
@@ -98,7 +106,7 @@ def _job_crawler(spec: str | None = None) -> psutil.Process | None:
 
 
 def _wait_fetching(cluster: Cluster, earlier: set[Path], count: int = 3) -> list[Path]:
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600  # a ceiling: a crawl task starts in ~20 s in CI
     while time.monotonic() < deadline:
         logs = [p for p in cluster.data_dir.rglob("crawl.log") if p not in earlier]
         if len(_fetched(logs)) >= count:
@@ -215,6 +223,41 @@ def test_a_killed_worker_is_restarted_its_crawl_dies_with_it_and_resumes_once(
     _captured_once(cluster, logs, seeds, "kill")
 
 
+def test_the_broker_stopped_30s_mid_crawl_fails_no_task_and_the_run_finishes_once(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seeds, run_id, logs, crawler = _crawl_midway(cluster, "broker")
+    spec = crawler.cmdline()[crawler.cmdline().index("--job") + 1]
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(cluster.data_dir))  # read by data_dir
+    redis = svc.redis_for(load(environ=cluster.env))
+    assert redis.running()
+    assert redis.stop()
+    stopped_at = time.monotonic()
+    try:
+        # the crawl goes on without the broker (nothing of it passes through Celery) and ends
+        # while the broker is away: the chain's next tasks are due then
+        psutil.wait_procs([crawler], timeout=OUTAGE_S)
+        assert not crawler.is_running(), "the crawl outlasted the outage: no task was due"
+        time.sleep(max(OUTAGE_S - (time.monotonic() - stopped_at), 0))
+    finally:
+        redis.start()
+    back_at = time.monotonic()
+    state = _wait_run(cluster.client, "oneoff_harvest", run_id, 600)
+    recovery = time.monotonic() - back_at
+    tis = task_instances(cluster.client, "oneoff_harvest", run_id)
+    print(
+        f"broker outage of {back_at - stopped_at:.0f} s: the run {state} {recovery:.1f} s after"
+        " the broker returned"
+    )
+    assert state == "success", [(t["task_id"], t["state"], t["try_number"]) for t in tis]
+    crawl = cluster.crawl_ti(run_id)
+    assert crawl["try_number"] == 1, crawl  # the crawl was not failed nor rerun
+    assert not [t for t in tis if t["try_number"] > 1], tis  # no task was failed for it
+    assert _job_crawler(spec) is None
+    assert cluster.up.poll() is None
+    _captured_once(cluster, logs, seeds, "broker")
+
+
 def test_up_stopped_mid_crawl_stops_within_the_grace_and_the_next_up_finishes_the_job(
     cluster: Cluster,
 ) -> None:
@@ -225,24 +268,22 @@ def test_up_stopped_mid_crawl_stops_within_the_grace_and_the_next_up_finishes_th
         int(cluster.env[k]) for k in ("HARVESTFLOW_AIRFLOW__PORT", "HARVESTFLOW_POSTGRES__PORT")
     ]
 
-    # SeaweedFS's own shutdown takes its time (it is given 45 s): bounded apart
-    slow = [p for p in tree if p.name() == "weed"]
-    rest = [p for p in tree if p not in slow]
+    # every process, SeaweedFS's too (whose own shutdown idled 28 s), and `up` itself
     cluster.up.send_signal(signal.SIGTERM)
     stopped_at = time.monotonic()
     bound = GRACE_S + 15
-    _, alive = psutil.wait_procs(rest, timeout=bound)
-    took = time.monotonic() - stopped_at
+    _, alive = psutil.wait_procs(tree, timeout=bound)
     with contextlib.suppress(subprocess.TimeoutExpired):
-        cluster.up.wait(120)
-    _, slow_alive = psutil.wait_procs(slow, timeout=5)
+        cluster.up.wait(max(bound - (time.monotonic() - stopped_at), 0.1))
+    took = time.monotonic() - stopped_at
+    said = cluster.out.wait_for(r"stopped in ([\d.]+) s", 60)
     print(
-        f"stop: {len(rest)} processes gone {took:.1f}s after SIGTERM (stop_grace_s={GRACE_S}),"
-        f" up and SeaweedFS after {time.monotonic() - stopped_at:.1f}s"
+        f"stop: {len(tree)} processes and up gone {took:.1f}s after SIGTERM"
+        f" (up says {said.group(1)} s; stop_grace_s={GRACE_S}, bound {bound} s)"
     )
     assert not alive, [(p.pid, p.cmdline()) for p in alive if p.is_running()]
     assert cluster.up.returncode == 0, "".join(cluster.out.lines)[-3000:]
-    assert not slow_alive
+    assert took <= bound, took
     assert not any(port_open("127.0.0.1", p) for p in ports)
     # the crawler checkpointed: resumable, nothing left half-written
     summary = json.loads((job_dir / "summary.json").read_text())

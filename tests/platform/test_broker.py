@@ -88,3 +88,59 @@ def test_an_external_broker_that_does_not_answer_is_named(monkeypatch) -> None:
     )
     with pytest.raises(svc.ServiceError, match=f"127.0.0.1:{port}/0 does not answer"):
         svc.ensure_broker(settings)
+
+
+def test_a_task_published_while_the_broker_is_away_goes_out_once_it_returns(
+    tmp_path: Path,
+) -> None:
+    """The scheduler's Celery app (the configuration `up` and `harvestflow worker` give Airflow)
+    keeps retrying a publish while the broker refuses connections, and the message is queued
+    once the broker is back; Celery's default gave up in under a second and the executor then
+    failed the task instance (a broker restarted mid-chain failed the run)."""
+    import subprocess
+    import sys
+    import time
+
+    from app.runtime.airflow_runtime import airflow_env
+
+    port = free_port()
+    environ = {
+        "HARVESTFLOW_DATA_DIR": str(tmp_path),
+        "HARVESTFLOW_AIRFLOW__EXECUTOR": "celery",
+        "HARVESTFLOW_BROKER__PORT": str(port),
+    }
+    env = airflow_env(load(environ=environ))
+    env.update(environ)
+    env["AIRFLOW__CELERY__RESULT_BACKEND"] = "cache+memory://"  # no database needed here
+    code = (
+        "from airflow.providers.celery.executors.celery_executor_utils import app\n"
+        "print('publishing', flush=True)\n"
+        "app.send_task('execute_workload', args=('{}',), queue='publish-probe')\n"
+        "print('published', flush=True)\n"
+    )
+    server = EmbeddedRedis(tmp_path / "redis", port=port)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("publishing"):
+                break
+        time.sleep(3)  # the broker away: the publish retries
+        assert proc.poll() is None, "".join(lines) + proc.stdout.read()
+        server.start()
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "published" in out, "".join(lines) + out
+        import redis
+
+        assert redis.Redis(port=port).llen("publish-probe") == 1
+    finally:
+        proc.kill()
+        server.stop()

@@ -220,6 +220,15 @@ def platform(
     assert not port_open("127.0.0.1", broker_port)  # up stopped the broker it started
 
 
+def test_up_without_a_local_worker_warns_that_tasks_wait_until_a_worker_connects(
+    platform: Platform,
+) -> None:
+    """`up` under celery with no ``--workers``: nothing would run a task until a worker of the
+    operator's connects, and `up` says so once it is ready (the workers here come after)."""
+    said = platform.out.wait_for(r"WARNING: no local worker.*", 5).group(0)
+    assert "for ever, until a `harvestflow worker` connects" in said, said
+
+
 def test_a_selective_crawl_runs_only_on_the_crawl_high_worker(platform: Platform) -> None:
     run_id = platform.trigger("selective_harvest_daily", {"harvest_id": platform.harvest_id})
     state, tis = platform.finish("selective_harvest_daily", run_id)

@@ -87,3 +87,44 @@ def test_before_stop_runs_once_before_sigterm_reaches_the_program(tmp_path: Path
     finally:
         wrapper.kill()
         wrapper.wait()
+
+
+def test_a_server_whose_parent_is_another_process_is_stopped_without_waiting_out_its_zombie(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A service started by another process (here a parent that never reaps it; in the fault
+    tests, the test process restarting `up`'s broker) is a zombie once it has exited on
+    SIGTERM: the stop takes that as gone, rather than waiting its whole timeout and killing
+    (`up`'s stop waited 30 s for such a redis-server)."""
+    import logging
+    import os
+
+    from harvestflow.services.process import stop_process_group
+
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, time\n"
+            "p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(300)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        pidfile = tmp_path / "server.pid"
+        pidfile.write_text(str(pid))
+        with caplog.at_level(logging.INFO, logger="harvestflow.services.process"):
+            assert stop_process_group(pid, pidfile, name="server", timeout_s=60, poll_s=0.1)
+        assert not [r for r in caplog.records if "did not stop" in r.getMessage()]
+        assert not pidfile.exists()
+        with open(f"/proc/{pid}/stat") as stat:  # still there, unreaped: a zombie
+            assert stat.read().split(") ")[1].startswith("Z")
+        assert os.getpgid(pid) == pid
+    finally:
+        parent.kill()
+        parent.wait()
