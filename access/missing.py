@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -173,3 +174,19 @@ def fold_patches(conn: sa.Connection, jobs: dict[int, int]) -> dict[int, int]:
     (their captures join that definition's collection, not a collection of their own)."""
     origins = patch_origins(conn, set(jobs.values()))
     return {job: origins[hid][1] if hid in origins else hid for job, hid in jobs.items()}
+
+
+def unsent_by_job(conn: sa.Connection, limit: int = 20) -> dict[str, Any]:
+    """Jobs with missing URLs not sent to a patch harvest: how many each, last asked for
+    first (the curator overview's list), with the number of such jobs."""
+    where = " FROM access_missing_urls WHERE patch_id IS NULL"
+    total = conn.execute(sa.text("SELECT count(DISTINCT job_id)" + where)).scalar_one()
+    rows = conn.execute(
+        sa.text(
+            "SELECT job_id, count(*) AS urls, max(last_seen) AS last_seen"
+            + where
+            + " GROUP BY job_id ORDER BY max(last_seen) DESC, job_id LIMIT :n"
+        ),
+        {"n": limit},
+    )
+    return {"rows": [dict(r._mapping) for r in rows], "total": int(total)}

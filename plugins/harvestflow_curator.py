@@ -77,12 +77,14 @@ def _app() -> Any:
     from harvestflow.db import get_engine
     from harvestflow.settings import get_settings
 
+    settings = get_settings()
     return create_app(
         get_engine,
-        data_dir=get_settings().data_dir,
+        data_dir=settings.data_dir,
         auth=require_airflow_login,
         # links to Airflow's own pages (task logs) keep a proxy's path prefix
         airflow_base=airflow_base_path(conf.get("api", "base_url", fallback="") or ""),
+        airflow_db=lambda: get_engine(settings.airflow_db_url),  # the overview's failed runs
     )
 
 

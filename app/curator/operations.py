@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from app.curator.jobfiles import MAX_REPORT_ROWS, Table, inside
 from harvest.views import Page, _page, _rows
 from harvestflow.formats.csvcells import safe_row
-from harvestflow.formats.job_status import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -205,27 +204,6 @@ def preservation(conn: sa.Connection, page: int = 1, size: int = 50) -> dict[str
             size,
         ),
     }
-
-
-def overview(conn: sa.Connection) -> dict[str, Any]:
-    """Headline counts for the index page."""
-    row = (
-        conn.execute(
-            sa.text(
-                "SELECT (SELECT count(*) FROM harvestdefinitions) AS definitions,"
-                " (SELECT count(*) FROM jobs) AS jobs,"
-                f" (SELECT count(*) FROM jobs WHERE status = {JobStatus.STARTED:d}) AS running,"
-                " (SELECT count(*) FROM jobs"
-                f" WHERE status IN ({JobStatus.FAILED:d}, {JobStatus.FAILED_REJECTED:d})) AS failed,"
-                " (SELECT count(*) FROM domains) AS domains,"
-                " (SELECT max(day) FROM qa_reports) AS last_qa,"
-                " (SELECT count(*) FROM preservation_packages WHERE status = 'manual') AS manual"
-            )
-        )
-        .mappings()
-        .one()
-    )
-    return dict(row)
 
 
 def csv_text(table: Table) -> str:

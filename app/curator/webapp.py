@@ -42,6 +42,7 @@ from app.curator import (
     feedback,
     jobfiles,
     operations,
+    overview,
     qcview,
     readingroom,
     records_pages,
@@ -79,6 +80,7 @@ def _templates() -> Jinja2Templates:
     env.filters["num"] = lambda v: "" if v is None else f"{v:,}"
     env.filters["when"] = lambda v: "" if v is None else str(v)[:19].replace("T", " ")
     env.filters["q"] = lambda v: quote(str(v), safe="")
+    env.filters["duration"] = overview.duration
     env.globals["STATUS"] = {int(s): s.name for s in JobStatus}
     env.globals["JobStatus"] = JobStatus
     env.globals["RUNNING"] = RUNNING
@@ -93,12 +95,14 @@ def create_app(
     airflow_base: str = "",
     access_url: str | None = None,
     trigger: Trigger | None = None,
+    airflow_db: Callable[[], sa.Engine] | None = None,
 ) -> FastAPI:
     """The curator app; ``auth`` is a FastAPI dependency run before every route.
 
     ``airflow_base`` prefixes links to Airflow's own pages (task logs): '' for the same host.
     ``access_url`` is the replay service's address (default: ``[access] url``); ``trigger``
-    queues a DAG run for a patch harvest (default: :func:`app.runtime.dagrun.trigger`).
+    queues a DAG run for a patch harvest (default: :func:`app.runtime.dagrun.trigger`);
+    ``airflow_db`` gives Airflow's metadata database (the overview's failed runs).
     """
     if access_url is None:
         from access.config import AccessConfig
@@ -146,10 +150,10 @@ def create_app(
 
     templates.env.globals["pager_url"] = pager_url
 
-    @app.get("/", response_class=HTMLResponse)
-    def index(request: Request) -> HTMLResponse:
-        with connect() as conn:
-            return page(request, "index.html", title="Overview", o=operations.overview(conn))
+    overview.add_overview_routes(
+        app, page=page, connect=connect, task_link=lambda t: _task_link(t, airflow_base),
+        airflow_db=airflow_db,
+    )  # fmt: skip
 
     @app.get("/definitions", response_class=HTMLResponse)
     def definitions(request: Request, page_no: int = 1) -> HTMLResponse:

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import sqlalchemy as sa
@@ -32,6 +33,22 @@ HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 def airflow_ready(services: Settings) -> Settings:
     airflow_runtime.prepare(services)
     return services
+
+
+def _overview(settings: Settings, db_engine: sa.Engine) -> str:
+    """The curator overview's HTML, with Airflow's metadata database as the plugin gives it."""
+    from fastapi.testclient import TestClient
+
+    from app.curator.webapp import create_app
+
+    airflow = sa.create_engine(settings.airflow_db_url)
+    try:
+        app = create_app(lambda: db_engine, data_dir=settings.data_dir, airflow_db=lambda: airflow)
+        page = TestClient(app).get("/")
+        assert page.status_code == 200
+        return page.text
+    finally:
+        airflow.dispose()
 
 
 def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
@@ -85,6 +102,11 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
     assert asset_events(airflow_ready, run) == [
         ("chain_done", "harvestflow://indexing/files-indexed")
     ]
+    # the curator overview lists the failed run, naming the file, linking to the run in Airflow
+    overview = _overview(airflow_ready, db_engine)
+    found = overview.split('id="failed-runs"', 1)[1].split("</table>", 1)[0]
+    assert f'href="/dags/indexing_chain/runs/{quote(run.run_id, safe="")}"' in found
+    assert f"process_file[{junk.name}]" in found and "text_pending" not in found
 
 
 def test_preservation_run_is_red_when_one_job_goes_to_the_manual_queue(

@@ -233,7 +233,7 @@ def test_preservation_lists_the_manual_queue(
     assert "b.warc.gz" not in queue
     assert "1/2" in page.split("<h2>Packages</h2>")[1]  # files verified / files
     overview = client.get("/").text
-    assert 'href="/preservation">1</a>' in overview
+    assert f'href="/preservation">{job}</a>' in overview  # the manual queue, attention first
 
 
 def test_job_and_domain_pages_link_to_the_jobs_replay_view(

@@ -46,3 +46,32 @@ document.addEventListener("click", function (event) {
     return;
   }
 });
+
+// Parts of a page that refresh by themselves (the overview's running crawls): an element with
+// data-refresh="<url>" gets that URL's HTML every data-every seconds; a failed fetch keeps the
+// figures shown and says when they were last read.
+function refreshPart(part) {
+  var every = Math.max(parseInt(part.getAttribute("data-every"), 10) || 10, 2) * 1000;
+  function again() {
+    fetch(part.getAttribute("data-refresh"), { credentials: "same-origin", cache: "no-store" })
+      .then(function (resp) {
+        if (!resp.ok) throw new Error("HTTP " + resp.status);
+        return resp.text();
+      })
+      .then(function (html) {
+        part.innerHTML = html;
+        part.removeAttribute("data-stale");
+      })
+      .catch(function () {
+        part.setAttribute("data-stale", "not refreshed since " + new Date().toLocaleTimeString());
+      })
+      .finally(function () {
+        setTimeout(again, every);
+      });
+  }
+  setTimeout(again, every);
+}
+
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll("[data-refresh]").forEach(refreshPart);
+});
