@@ -17,6 +17,10 @@ pywb on ``[access] pywb_port``. It:
   signed reader session (:mod:`access.readerpass`), never forwarded to pywb; ``/_signout``
   clears it. The home page (the list of collections and guided tours) and
   pywb's static files stay public: only consultation is restricted.
+- **serves the readers' own pages** in their language (:mod:`access.pages`, :mod:`access.i18n`):
+  the home page ``/`` (a URL box, the full-text box, guided tours with thumbnails, collections;
+  :mod:`access.home`), the URL box's answer ``/_lookup`` and the thumbnails ``/_thumb/``
+  (:mod:`access.lookup`), the reading room's refusal and the error pages.
 - **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
   on a loopback port of its own): under the same reading-room rule as replay, since its snippets are
   the archive's content; its results link into replay on this same address.
@@ -46,7 +50,6 @@ pywb on ``[access] pywb_port``. It:
 
 from __future__ import annotations
 
-import html
 import http.client
 import io
 import ipaddress
@@ -62,12 +65,13 @@ from functools import cached_property
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-from access import cdxaudit, readerpass, readerquery
+from access import cdxaudit, home, lookup, readerpass, readerquery
 from access import missing as missing_urls
 from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import collections_root
+from access.gateway_pages import ReaderPages
 from access.readerlogin import LoginChecker
 from access.rules import Rule, deciding
 from harvestflow.formats.fields import tsv_field
@@ -95,34 +99,13 @@ _PUBLIC = re.compile(r"^/(?:$|static/|_health$|favicon\.ico$)")
 SEARCH = "/search"  # the search page's path (collections: "all", "harvest-<id>": none shadowed)
 SEARCH_HOST = "127.0.0.1"  # its server listens on loopback only: readers come through us
 _CHUNK = 1 << 16
-_QUERY_TIMEOUT_S = 60  # pywb's answer to a URL search (and each audit query), between reads
+_QUERY_TIMEOUT_S = lookup.QUERY_TIMEOUT_S
 _REPLAY_TIMEOUT_S = 300  # pywb's answer to a replay (a big record streams from S3), between reads
 _AUDITS = 2  # URL-search answers audited at once (cdxaudit: two more queries each)
 _AUDIT_BACKLOG = 1000  # answers waiting for their audit; beyond, one is logged as not checked
 _LINGER_S = 2.0  # after refusing a body: how long its bytes are read and dropped, then close
 _ORIGINAL = re.compile(r'<([^>]*)>\s*;\s*rel="?original"?', re.I)
 _WEB = ("http://", "https://")
-
-REFUSAL_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Consultation restricted</title>
-<style>body{{font:16px sans-serif;max-width:40em;margin:3em auto}}</style></head>
-<body><h1>Consultation restricted</h1>
-<p>The web archive collected under legal deposit can be consulted only in the reading rooms
-of the library, or by accredited users signed in.</p>
-<p>{reason}</p>
-<p>{login}<a href="/">Collections and guided tours</a></p>
-</body></html>
-"""
-SIGN_IN_LINK = '<a id="sign-in" href="{url}">Sign in</a> &middot; '
-
-ERROR_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>body{{font:16px sans-serif;max-width:40em;margin:3em auto}}</style></head>
-<body><h1>{title}</h1>
-<p>{message}</p>
-<p><a href="/">Collections and guided tours</a></p>
-</body></html>
-"""
 
 
 class Gateway:
@@ -145,6 +128,7 @@ class Gateway:
         self._audit_queue: queue.Queue[tuple[str, str, str]] = queue.Queue(_AUDIT_BACKLOG)
         self._auditors: list[threading.Thread] = []
         self.used_passes = readerpass.UsedNonces()
+        self.home = home.HomeFile(cfg)  # the home page's content, as last published
 
     @cached_property
     def pass_key(self) -> bytes:
@@ -312,7 +296,7 @@ class _Deadline(io.RawIOBase):
         return self.sock.recv_into(buffer)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ReaderPages, BaseHTTPRequestHandler):
     gateway: Gateway
     protocol_version = "HTTP/1.1"
 
@@ -358,6 +342,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(reason, self.path)
             return
         target = self.path.split("?", 1)[0]
+        if target == "/" and self.command in ("GET", "HEAD"):
+            self._home()
+            return
+        if target == lookup.LOOKUP:
+            self._lookup()
+            return
+        if target.startswith(lookup.THUMB):
+            self._thumbnail()
+            return
         if gw.search_port is not None and (target == SEARCH or target.startswith(SEARCH + "/")):
             if target == SEARCH:
                 self._redirect(SEARCH + "/" + self.path[len(SEARCH) :])
@@ -367,20 +360,9 @@ class _Handler(BaseHTTPRequestHandler):
         problem = readerquery.problem(self.path)
         if problem:
             log.info("gateway: %s %s from %s: %s", self.command, self.path, client, problem)
-            self._page(400, "Bad request", problem)
+            self._page(400, "bad_request", problem)
             return
         self._forward(client, INTERNAL_HOST, gw.cfg.pywb_port, self.path)
-
-    def _refuse(self, reason: str, next_path: str) -> None:
-        """The reading room's refusal page; with a link to sign in and come back to
-        ``next_path`` when signing in may open it."""
-        cfg = self.gateway.cfg
-        login = ""
-        if cfg.reading_room_login and cfg.signin_url:
-            url = cfg.signin_url + "?" + urlencode({"next": next_path})
-            login = SIGN_IN_LINK.format(url=html.escape(url))
-        page = REFUSAL_PAGE.format(reason=html.escape(reason), login=login)
-        self._send(403, "text/html; charset=utf-8", page.encode())
 
     def _sign_in(self, client: str) -> None:
         """``/_signin?pass=…&next=…``: a pass the curator pages issued (good, not expired, not
@@ -392,7 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
             target = readerpass.safe_next((query.get("next") or ["/"])[0])
         except readerpass.PassError as exc:  # the pass is not spent: it may be used rightly
             gw.record(client, self.command, readerpass.SIGNIN, 400, f"sign-in refused: {exc}")
-            self._page(400, "Bad sign-in link", str(exc))
+            self._page(400, "bad_sign_in", str(exc))
             return
         try:
             claims = readerpass.verify(gw.pass_key, readerpass.PASS, given)
@@ -434,7 +416,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             return False
         log.info("gateway: %s %s from %s: %s", self.command, self.path, self.client_address[0], why)
-        self._page(status, "Request refused", why)
+        self._page(status, "request_refused", why)
         self._linger()
         return True
 
@@ -462,21 +444,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
-    def _send(self, status: int, ctype: str, body: bytes) -> None:
+    def _send(self, status: int, ctype: str, body: bytes, cache: str = "no-store") -> None:
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
+        self.send_header("Cache-Control", cache)
         self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
         self.close_connection = True
-
-    def _page(self, status: int, title: str, message: str) -> None:
-        """Our error page (never pywb's traceback), saying what went wrong."""
-        page = ERROR_PAGE.format(title=html.escape(title), message=html.escape(message))
-        self._send(status, "text/html; charset=utf-8", page.encode())
 
     def _forward(self, client: str, host: str, port: int, path: str) -> None:
         """Forward the request to ``path`` at ``host:port`` (pywb or the search page)."""
@@ -503,7 +480,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as exc:
             upstream.close()
             log.warning("gateway: %s %s: replay service unavailable (%s)", self.command, path, exc)
-            self._page(502, "Replay unavailable", "The replay service did not answer; try later.")
+            self._page(502, "replay_unavailable", "replay_unavailable_text")
             return
         try:
             if self._answered_instead(client, resp):
@@ -547,7 +524,7 @@ class _Handler(BaseHTTPRequestHandler):
                 " records are for staff, in the curator pages"
             )
             self.gateway.record(client, self.command, self.path, 404, reason)
-            self._page(404, "Not in the archive", "This address is not in the archive's web pages.")
+            self._page(404, "not_archived_title", "not_web_capture")
             return True
         if resp.status < 500:
             return False
@@ -556,7 +533,7 @@ class _Handler(BaseHTTPRequestHandler):
             "gateway: %s %s: pywb answered %s: %s", self.command, self.path, resp.status, detail
         )
         status = resp.status if resp.status in (503, 504) else 502
-        self._page(status, "Replay failed", "The replay service could not answer this request.")
+        self._page(status, "replay_failed", "replay_failed_text")
         return True
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_OPTIONS = _handle

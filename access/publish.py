@@ -3,10 +3,10 @@
 Why one function: the CLI after a change, ``access serve`` at start and on every refresh pass,
 and the DAG's refresh task must all bring the same generated things up to date —
 pywb's ACL file (:mod:`access.rules`), the per-definition collections (:mod:`access.definitions`)
-the per-job views of the curators' QC (:mod:`access.jobviews`) and the home page with the
-guided tours (:mod:`access.home`). pywb re-reads each of them while
-it serves, so a change is in force at the next request (the CLI's own publish) or within
-``refresh_interval_s`` (a change made from another machine).
+the per-job views of the curators' QC (:mod:`access.jobviews`) and the home page's content
+(guided tours, collections: :mod:`access.home`). pywb (and the gateway, for the home page)
+re-read each of them while serving, so a change is in force at the next request (the CLI's own
+publish) or within ``refresh_interval_s`` (a change made from another machine).
 """
 
 from __future__ import annotations
@@ -48,5 +48,5 @@ def publish(
     found = list(job_index_files(layout, live_dir(settings) / "index", lister))
     colls = definitions.sync(cfg, engine, found, lister)
     views = jobviews.sync(cfg, engine, found)
-    home.write(cfg, tours.all_tours(engine))
+    home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls)))
     return {"rules": len(in_force), "collections": colls, "job_views": len(views)}

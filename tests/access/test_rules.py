@@ -259,13 +259,14 @@ def test_a_collection_per_definition_and_a_guided_tour_on_the_home_page(
         assert status == 200
         text = home.decode()
         assert "The 2026 elections" in text
-        assert '<form id="hf-search" action="/search/" method="get">' in text  # full text
+        assert '<form id="hf-search" class="box" action="/search/" method="get">' in text
         assert "Campaign sites &lt;as they were&gt;" in text  # escaped, never markup
         assert f'href="/{elections}/20250504030201/{mine}"' in text
         # the title is text, never a template: the tour's markup shows the braces, not 49
-        tour = text[text.index('id="tour-elections-2026"') :].split("</div>", 1)[0]
-        assert "Official results &#123;&#123; 7*7 &#125;&#125;" in tour and "49" not in tour
-        assert f"{elections}</a>" in text and "Elections 2026 (selective harvest" in text
+        tour = text[text.index('id="tour-elections-2026"') :].split("</section>", 1)[0]
+        assert "Official results {{ 7*7 }}" in tour and "49" not in tour
+        assert f'<a href="/{elections}/">Elections 2026</a>' in text
+        assert f"selective harvest · {elections}" in text
         shown = cli("access", "tours", "show", "elections-2026").stdout
         assert f"1. /{elections}/20250504030201/{mine}" in shown
         assert cli("access", "tours", "remove", "elections-2026").returncode == 0

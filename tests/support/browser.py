@@ -36,10 +36,16 @@ FLAGS = [
 
 @contextmanager
 def chromium(
-    width: int = 1280, height: int = 900, capabilities: dict[str, Any] | None = None
+    width: int = 1280,
+    height: int = 900,
+    capabilities: dict[str, Any] | None = None,
+    languages: str | None = None,
+    phone: bool = False,
 ) -> Iterator[webdriver.Chrome]:
     """A headless Chromium driver with a fresh profile, quit and cleaned up on exit
-    (``capabilities``: more, e.g. ``goog:loggingPrefs`` for the DevTools network log)."""
+    (``capabilities``: more, e.g. ``goog:loggingPrefs`` for the DevTools network log;
+    ``languages``: the browser's languages, its ``Accept-Language``, e.g. ``"fr-FR,fr"``;
+    ``phone``: a phone's screen (``width`` CSS pixels wide) that honours a page's viewport)."""
     profile = tempfile.mkdtemp(prefix="hf-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -47,6 +53,12 @@ def chromium(
         options.set_capability(name, value)
     for flag in [*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]:
         options.add_argument(flag)
+    if languages:
+        options.add_argument(f"--lang={languages.split(',')[0]}")
+        options.add_experimental_option("prefs", {"intl.accept_languages": languages})
+    if phone:
+        metrics = {"width": width, "height": height, "pixelRatio": 2.0, "mobile": True}
+        options.add_experimental_option("mobileEmulation", {"deviceMetrics": metrics})
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     driver.set_page_load_timeout(60)
     try:
