@@ -24,11 +24,11 @@ from warcio.warcwriter import WARCWriter
 
 from access.config import AccessConfig
 from access.service import ReplayService
-from crawler.records import screenshot_record
+from crawler.warc.records import screenshot_record
 from harvestflow import settings as settings_mod
-from tests.access.conftest import get
-from tests.plugins.browser import chromium
-from tests.search.corpus import Page, chain_job
+from tests.support.browser import chromium
+from tests.support.corpus import Page, chain_job
+from tests.support.replay import get
 
 pytestmark = pytest.mark.services
 
