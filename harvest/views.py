@@ -12,61 +12,21 @@ curator pages (app.curator) call them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from harvestflow.formats.job_status import JobStatus
 from harvestflow.formats.stop_reasons import StopReason
+from harvestflow.paged import Page, page_of, rows_of
 
 # the schedule's time unit (NetarchiveSuite's enumeration, as harvest/schedule.py numbers it)
 TIME_UNIT = {1: "hour", 2: "day", 3: "week", 4: "month", 5: "minute"}
 
 
-@dataclass
-class Page:
-    """One page of rows and where it sits in the whole list."""
-
-    rows: list[dict[str, Any]]
-    total: int
-    page: int
-    size: int
-
-    @property
-    def pages(self) -> int:
-        return max((self.total + self.size - 1) // self.size, 1)
-
-
-@contextmanager
-def read_only(engine: sa.Engine) -> Iterator[sa.Connection]:
-    """A connection whose transactions are READ ONLY (PostgreSQL refuses any write in them).
-
-    The option is set before the first statement and undone when the pool takes the
-    connection back, so the engine can be shared with code that writes.
-    """
-    with engine.connect() as conn:
-        yield conn.execution_options(postgresql_readonly=True)
-
-
-def _rows(conn: sa.Connection, sql: str, **params: Any) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(sa.text(sql), params).mappings()]
-
-
-def _page(
-    conn: sa.Connection, count_sql: str, sql: str, page: int, size: int, **params: Any
-) -> Page:
-    page = max(page, 1)
-    total = int(conn.execute(sa.text(count_sql), params).scalar_one())
-    rows = _rows(conn, sql + " LIMIT :lim OFFSET :off", lim=size, off=(page - 1) * size, **params)
-    return Page(rows, total, page, size)
-
-
 def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
     """Harvest definitions with type, schedule, next date, channel, configuration count."""
-    result = _page(
+    result = page_of(
         conn,
         "SELECT count(*) FROM harvestdefinitions",
         "SELECT h.harvest_id, h.name, h.kind, h.isactive, h.numevents, h.audience,"
@@ -86,7 +46,7 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
     ids = [r["harvest_id"] for r in result.rows]
     last: dict[int, list[dict[str, Any]]] = {}
     if ids:
-        for r in _rows(
+        for r in rows_of(
             conn,
             "SELECT harvest_id, harvest_num, count(*) AS jobs,"
             f" count(*) FILTER (WHERE status = {JobStatus.DONE:d}) AS done,"
@@ -119,7 +79,7 @@ def jobs(
         " WHERE (CAST(:status AS smallint) IS NULL OR j.status = :status)"
         " AND (CAST(:hid AS integer) IS NULL OR j.harvest_id = :hid)"
     )
-    result = _page(
+    result = page_of(
         conn,
         "SELECT count(*) FROM jobs j" + where,
         "SELECT j.job_id, j.harvest_id, h.name AS harvest_name, j.harvest_num, j.status,"
@@ -152,7 +112,7 @@ def job(
 ) -> dict[str, Any] | None:
     """One job with its definition's name and its domains (paginated: a snapshot job has
     thousands), or None."""
-    rows = _rows(
+    rows = rows_of(
         conn,
         "SELECT j.*, h.name AS harvest_name FROM jobs j"
         " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id WHERE j.job_id = :id",
@@ -167,7 +127,7 @@ def job(
         " FROM historyinfo hi JOIN configurations c ON c.config_id = hi.config_id"
         " JOIN domains d ON d.domain_id = c.domain_id WHERE hi.job_id = :id"
     )
-    row["history"] = _page(
+    row["history"] = page_of(
         conn,
         "SELECT count(*)" + history_from,
         "SELECT d.name AS domain, c.name AS config, hi.stopreason, hi.objectcount,"
@@ -185,7 +145,7 @@ def domains(conn: sa.Connection, query: str = "", page: int = 1, size: int = 50)
     """Domains whose name contains ``query`` (a literal: LIKE wildcards are escaped)."""
     literal = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     where = " WHERE d.name LIKE :pat ESCAPE '\\'"
-    return _page(
+    return page_of(
         conn,
         "SELECT count(*) FROM domains d" + where,
         "SELECT d.domain_id, d.name, d.active, d.inactive_reason, a.name AS alias_of,"
@@ -203,7 +163,7 @@ def domain(
     conn: sa.Connection, name: str, history_page: int = 1, size: int = 50
 ) -> dict[str, Any] | None:
     """A domain: configurations, seed lists, aliases both ways, paginated harvest history."""
-    rows = _rows(
+    rows = rows_of(
         conn,
         "SELECT d.*, a.name AS alias_of FROM domains d"
         " LEFT JOIN domains a ON a.domain_id = d.alias WHERE d.name = :name",
@@ -213,7 +173,7 @@ def domain(
         return None
     dom = rows[0]
     did = dom["domain_id"]
-    dom["configurations"] = _rows(
+    dom["configurations"] = rows_of(
         conn,
         "SELECT c.config_id, c.name, t.name AS template, c.maxobjects, c.maxbytes, c.maxrate,"
         " c.config_id = :default AS is_default,"
@@ -225,21 +185,21 @@ def domain(
         id=did,
         default=dom["defaultconfig"],
     )
-    dom["seedlists"] = _rows(
+    dom["seedlists"] = rows_of(
         conn,
         "SELECT name, seeds FROM seedlists WHERE domain_id = :id ORDER BY name",
         id=did,
     )
     dom["aliases"] = [
         r["name"]
-        for r in _rows(conn, "SELECT name FROM domains WHERE alias = :id ORDER BY name", id=did)
+        for r in rows_of(conn, "SELECT name FROM domains WHERE alias = :id ORDER BY name", id=did)
     ]
     history_from = (
         " FROM historyinfo hi JOIN configurations c ON c.config_id = hi.config_id"
         " JOIN harvestdefinitions h ON h.harvest_id = hi.harvest_id"
         " WHERE c.domain_id = :id"
     )
-    dom["history"] = _page(
+    dom["history"] = page_of(
         conn,
         "SELECT count(*)" + history_from,
         "SELECT hi.harvest_time, hi.job_id, h.harvest_id, h.name AS harvest_name,"
@@ -257,12 +217,12 @@ def domain(
 
 def domain_exists(conn: sa.Connection, name: str) -> bool:
     """Whether ``name`` is a domain of the harvest database (charts only for those)."""
-    return bool(_rows(conn, "SELECT 1 FROM domains WHERE name = :name", name=name))
+    return bool(rows_of(conn, "SELECT 1 FROM domains WHERE name = :name", name=name))
 
 
 def domain_sizes(conn: sa.Connection, name: str, limit: int = 2000) -> list[dict[str, Any]]:
     """(time, objects, bytes, stop reason) of a domain's harvests, oldest first, for charts."""
-    rows = _rows(
+    rows = rows_of(
         conn,
         "SELECT * FROM (SELECT hi.harvest_time, hi.objectcount, hi.bytecount, hi.stopreason"
         " FROM historyinfo hi JOIN configurations c ON c.config_id = hi.config_id"
@@ -272,3 +232,15 @@ def domain_sizes(conn: sa.Connection, name: str, limit: int = 2000) -> list[dict
         lim=limit,
     )
     return rows
+
+
+def definition_names(conn: sa.Connection, harvest_ids: list[int]) -> dict[int, str]:
+    """Names of the given harvest definitions (for other stages' pages that list them)."""
+    if not harvest_ids:
+        return {}
+    rows = rows_of(
+        conn,
+        "SELECT harvest_id, name FROM harvestdefinitions WHERE harvest_id = ANY(:ids)",
+        ids=sorted(set(harvest_ids)),
+    )
+    return {r["harvest_id"]: r["name"] for r in rows}

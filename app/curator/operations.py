@@ -1,6 +1,7 @@
-"""Read-only queries and file readers for the QA, preload and preservation pages.
+"""The QA, preload and preservation pages' data: the stages' views (qa.views,
+harvest.preload.views, preservation.views) and the files they name.
 
-Why separate from ``queries``: these pages read the stage outputs (QA report folders, preload
+Why here: these pages also read the stage outputs (QA report folders, preload
 run folders) as well as the database; every file is reached through a directory recorded in
 the database and checked with :func:`app.curator.jobfiles.inside`.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,39 +17,25 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.curator.jobfiles import MAX_REPORT_ROWS, Table, inside
-from harvest.views import Page, _page, _rows
+from harvest.preload import views as preload_views
 from harvestflow.formats.csvcells import safe_row
+from harvestflow.paged import Page
+from preservation import views as preservation_views
+from qa import views as qa_views
 
 log = logging.getLogger(__name__)
 
 
 def qa_days(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
-    """Days with a QA report, newest first, with their headline figures.
-
-    Only a few keys of ``summary`` are selected: it also carries the report's charts (base64).
-    """
-    return _page(
-        conn,
-        "SELECT count(*) FROM qa_reports",
-        "SELECT day, generated_at, summary->'jobs' AS jobs, summary->'logs' AS logs,"
-        " jsonb_array_length(COALESCE(summary->'problems', '[]'::jsonb)) AS problems"
-        " FROM qa_reports ORDER BY day DESC",
-        page,
-        size,
-    )
+    """Days with a QA report, newest first (qa.views)."""
+    return qa_views.report_days(conn, page, size)
 
 
 def qa_day(conn: sa.Connection, day: str) -> dict[str, Any] | None:
     """One day's QA report: summary, chart file names, CSV tables (from its folder)."""
-    rows = _rows(
-        conn,
-        "SELECT day, generated_at, report_dir, summary FROM qa_reports"
-        " WHERE day = CAST(:day AS date)",
-        day=day,
-    )
-    if not rows:
+    report = qa_views.report_of_day(conn, day)
+    if report is None:
         return None
-    report = rows[0]
     folder = Path(report["report_dir"])
     stored = (report["summary"] or {}).get("charts_png_base64") or {}
     report["charts"] = sorted({p.name for p in (folder / "charts").glob("*.png")} | set(stored))
@@ -111,99 +97,29 @@ def qa_chart_path(report_dir: str, name: str) -> Path:
 
 
 def preload_runs(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
-    """Broad-crawl preload runs, newest first, with DNS class counts."""
-    return _page(
-        conn,
-        "SELECT count(*) FROM preload_runs",
-        "SELECT r.run_id, r.started_at, r.finished_at,"
-        " (SELECT count(*) FROM dns_checks d WHERE d.run_id = r.run_id AND class = 'active')"
-        "   AS active,"
-        " (SELECT count(*) FROM dns_checks d WHERE d.run_id = r.run_id AND class = 'failed')"
-        "   AS failed,"
-        " (SELECT count(*) FROM dns_checks d WHERE d.run_id = r.run_id AND class = 'unknown')"
-        "   AS unknown"
-        " FROM preload_runs r ORDER BY r.started_at DESC",
-        page,
-        size,
-    )
+    """Broad-crawl preload runs, newest first (harvest.preload.views)."""
+    return preload_views.runs(conn, page, size)
 
 
 def preload_run(
     conn: sa.Connection, run_id: str, data_dir: Path, page: int = 1, size: int = 100
 ) -> dict[str, Any] | None:
     """One preload run: sources, report text, DNS checks (paginated), redirects found."""
-    rows = _rows(conn, "SELECT * FROM preload_runs WHERE run_id = :r", r=run_id)
-    if not rows:
+    run = preload_views.run(conn, run_id, page, size)
+    if run is None:
         return None
-    run = rows[0]
-    run["sources"] = _rows(
-        conn, "SELECT * FROM preload_sources WHERE run_id = :r ORDER BY source_name", r=run_id
-    )
-    run["dns"] = _page(
-        conn,
-        "SELECT count(*) FROM dns_checks WHERE run_id = :r",
-        "SELECT domain, class, detail, checked_at FROM dns_checks WHERE run_id = :r"
-        " ORDER BY class DESC, domain",
-        page,
-        size,
-        r=run_id,
-    )
-    run["redirects"] = _rows(
-        conn,
-        "SELECT url, status, location, target_domain FROM redirect_checks WHERE run_id = :r"
-        " AND location IS NOT NULL ORDER BY url LIMIT 500",
-        r=run_id,
-    )
     run["report_text"] = ""
     try:
         report = inside(data_dir / "preload", run_id, "report.txt")
         run["report_text"] = report.read_text(encoding="utf-8", errors="replace")
     except (OSError, ValueError) as exc:
         log.info("preload run %s: no report file (%s)", run_id, exc)
-    if isinstance(run.get("report"), str):
-        run["report"] = json.loads(run["report"])
     return run
 
 
 def preservation(conn: sa.Connection, page: int = 1, size: int = 50) -> dict[str, Any]:
-    """Package and file counts by status, the manual queue, packages (paginated)."""
-    return {
-        "package_status": _rows(
-            conn,
-            "SELECT status, count(*) AS n FROM preservation_packages GROUP BY status"
-            " ORDER BY status",
-        ),
-        "file_status": _rows(
-            conn,
-            "SELECT status, count(*) AS n, coalesce(sum(size), 0) AS bytes"
-            " FROM preservation_files GROUP BY status ORDER BY status",
-        ),
-        "manual": _rows(
-            conn,
-            "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.ark, p.error,"
-            " p.finished_at AS since,"
-            " (SELECT string_agg(f.file_name || ': ' || coalesce(f.error, ''), '; '"
-            "   ORDER BY f.file_name) FROM preservation_files f"
-            "   WHERE f.job_id = p.job_id AND f.status = 'manual') AS files"
-            " FROM preservation_packages p"
-            " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
-            " WHERE p.status = 'manual' ORDER BY p.finished_at, p.job_id",
-        ),
-        "packages": _page(
-            conn,
-            "SELECT count(*) FROM preservation_packages",
-            "SELECT p.job_id, p.harvest_id, h.name AS harvest_name, p.ark, p.status,"
-            " p.staged_at, p.finished_at,"
-            " (SELECT count(*) FROM preservation_files f WHERE f.job_id = p.job_id) AS files,"
-            " (SELECT count(*) FROM preservation_files f WHERE f.job_id = p.job_id"
-            "   AND f.status = 'verified') AS verified"
-            " FROM preservation_packages p"
-            " LEFT JOIN harvestdefinitions h ON h.harvest_id = p.harvest_id"
-            " ORDER BY p.job_id DESC",
-            page,
-            size,
-        ),
-    }
+    """Package and file counts by status, the manual queue, packages (preservation.views)."""
+    return preservation_views.overview(conn, page, size)
 
 
 def csv_text(table: Table) -> str:

@@ -48,6 +48,7 @@ from app.curator import (
     records_pages,
 )
 from harvest import views as queries
+from harvestflow import paged
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.integers import (
     BIGINT_MAX,
@@ -122,7 +123,7 @@ def create_app(
 
     @contextmanager
     def connect() -> Iterator[sa.Connection]:
-        with queries.read_only(engine_factory()) as conn:
+        with paged.read_only(engine_factory()) as conn:
             yield conn
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from app.curator.webapp import create_app
 from harvest import views as queries
+from harvestflow import paged
 from tests.support.curator_jobs import _insert_job
 
 LOG = [
@@ -117,7 +118,7 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     assert client.post("/jobs").status_code == 405
     # the pages' connections are READ ONLY: a write fails there, and only there
     update = sa.text("UPDATE harvestdefinitions SET comments = 'changed'")
-    with queries.read_only(db_engine) as conn, pytest.raises(sa.exc.DBAPIError, match="read-only"):
+    with paged.read_only(db_engine) as conn, pytest.raises(sa.exc.DBAPIError, match="read-only"):
         conn.execute(update)
     with db_engine.begin() as conn:  # the pooled connection came back writable
         conn.execute(update)
@@ -126,7 +127,7 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
 def test_a_page_cannot_write_even_through_a_faulty_query(
     client: TestClient, monkeypatch: pytest.MonkeyPatch, job: int
 ) -> None:
-    def writing_query(conn: sa.Connection, *args: object) -> queries.Page:
+    def writing_query(conn: sa.Connection, *args: object) -> paged.Page:
         conn.execute(sa.text("DELETE FROM jobs"))
         raise AssertionError("the DELETE ran")
 
