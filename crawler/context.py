@@ -28,7 +28,7 @@ from crawler import sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog_writer import CrawlLog, LogEntry
-from crawler.dedup_lookup import EarlierCapture, load_index
+from crawler.dedup_lookup import EarlierCapture, by_digest, load_index
 from crawler.jobspec import JobSpec
 from crawler.partitioning.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.scope import Scope
@@ -109,6 +109,7 @@ class CrawlContext:
         self.dedup: dict[str, EarlierCapture] = (
             load_index(Path(spec.dedup_index)) if spec.dedup_index else {}
         )
+        self.dedup_digests: dict[str, EarlierCapture] = by_digest(self.dedup)
         t = spec.template
         self.writer = RotatingWarcWriter(
             self.warc_dir,
