@@ -30,6 +30,7 @@ from pathlib import Path
 
 from harvestflow.formats.cdx import parse_cdx11
 from harvestflow.formats.surt import SurtError, surt
+from indexing.errors import IndexingError
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ _HOST_ENDS = (b")", b",", b":")
 _LINEAR_BYTES = 1 << 16  # below this, a range's start is found by reading, not by bisecting
 
 
-class DomainKeyError(ValueError):
+class DomainKeyError(IndexingError, ValueError):
     """A domain name that has no SURT host key (what and which name in the message)."""
 
 
