@@ -22,7 +22,7 @@ import heapq
 import itertools
 import json
 import logging
-import mmap
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -77,46 +77,84 @@ def key_ranges(domains: Iterable[str]) -> list[tuple[bytes, bytes]]:
     return merged
 
 
-def _line_start(mm: mmap.mmap, pos: int) -> int:
-    """The first line start at or after ``pos``."""
-    if pos <= 0:
-        return 0
-    nl = mm.find(b"\n", pos - 1)
-    return len(mm) if nl < 0 else nl + 1
+class _SortedFile:
+    """Reads of a sorted file by offset (``pread``): a search reads a few small pieces near
+    where it looks, never maps the file (its pages would count in the reader's memory)."""
 
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
 
-def _first_at_or_after(mm: mmap.mmap, target: bytes, lo: int) -> int:
-    """Offset of the first line starting at or after ``lo`` whose bytes are >= ``target``
-    (the file's size when there is none). A slice running past a shorter line's newline
-    compares right: ``\n`` sorts below every byte of a key."""
-    lo, hi = _line_start(mm, lo), len(mm)
-    while hi - lo > _LINEAR_BYTES:  # the answer is a line start in [lo, hi]
-        mid = _line_start(mm, (lo + hi) // 2)
-        if mid >= hi:
-            break
-        if mm[mid : mid + len(target)] >= target:
-            hi = mid
-        else:
-            lo = _line_start(mm, mid + 1)
-    pos = lo
-    while pos < len(mm) and mm[pos : pos + len(target)] < target:
-        pos = _line_start(mm, pos + 1)
-    return min(pos, len(mm))
+    def read(self, n: int, pos: int) -> bytes:
+        return os.pread(self.fd, n, pos)
+
+    def line_start(self, pos: int) -> int:
+        """The first line start at or after ``pos``."""
+        if pos <= 0:
+            return 0
+        pos -= 1
+        while pos < self.size:
+            piece = self.read(4096, pos)
+            nl = piece.find(b"\n")
+            if nl >= 0:
+                return pos + nl + 1
+            pos += len(piece)
+        return self.size
+
+    def below(self, pos: int, target: bytes) -> bool:
+        """Whether the line starting at ``pos`` sorts below ``target`` (a read running past a
+        shorter line's newline compares right: ``\\n`` sorts below every byte of a key)."""
+        return pos < self.size and self.read(len(target), pos) < target
+
+    def first_at_or_after(self, target: bytes, lo: int) -> int:
+        """Offset of the first line starting at or after ``lo`` whose bytes are >= ``target``
+        (the file's size when there is none): galloping from ``lo`` (the next domain's range
+        is usually near the last one's end), then bisecting, then reading the last block."""
+        lo = self.line_start(lo)
+        if not self.below(lo, target):
+            return lo
+        hi, step = self.size, _LINEAR_BYTES
+        while lo + step < self.size:  # the answer is a line start in (lo, hi]
+            probe = self.line_start(lo + step)
+            if not self.below(probe, target):
+                hi = probe
+                break
+            lo, step = probe, step * 2
+        while hi - lo > _LINEAR_BYTES:
+            mid = self.line_start((lo + hi) // 2)
+            if mid >= hi:
+                break
+            if self.below(mid, target):
+                lo = mid
+            else:
+                hi = mid
+        block = self.read(hi - lo, lo)
+        pos = 0
+        while pos < len(block):  # lines starting in [lo, hi): the first not below target
+            # every line here ends inside the block (hi starts a line): its newline decides
+            # before the block's end does
+            if block[pos : pos + len(target)] >= target:
+                return lo + pos
+            nl = block.find(b"\n", pos)
+            if nl < 0:
+                break
+            pos = nl + 1
+        return hi
 
 
 def lines_in_ranges(path: Path, ranges: list[tuple[bytes, bytes]]) -> Iterator[bytes]:
     """The lines of one sorted index file that fall in ``ranges`` (sorted), in file order."""
-    with open(path, "rb") as fh:
-        if fh.seek(0, 2) == 0:
-            return
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            pos = 0
-            for start, end in ranges:
-                first = _first_at_or_after(mm, start, pos)
-                last = _first_at_or_after(mm, end, first)
-                if last > first:
-                    yield from mm[first:last].splitlines()
-                pos = last
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        f = _SortedFile(fd, os.fstat(fd).st_size)
+        pos = 0
+        for start, end in ranges:
+            first = f.first_at_or_after(start, pos)
+            last = f.first_at_or_after(end, first)
+            if last > first:
+                yield from f.read(last - first, first).splitlines()
+            pos = last
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +244,7 @@ def select(sources: Iterable[Path], domains: Iterable[str]) -> Iterator[bytes]:
 
 
 class _closing:
-    """Close a generator (its mmap and file) when the ``with`` ends, read to its end or not."""
+    """Close a generator (its file) when the ``with`` ends, read to its end or not."""
 
     def __init__(self, gen: Iterator[bytes]) -> None:
         self.gen = gen

@@ -91,8 +91,9 @@ class DedupBenchmark(Benchmark):
              str(self.domains), "{out}"],
             1,
             "indexing.dedup_merged.select over the one sorted file: per domain, 3 key ranges"
-            " found by binary search on an mmap, the lines between read at once; per URL the"
-            " latest capture holding a payload; interpreter start and imports included",
+            " found by galloping from the last range's end then bisecting (pread of small"
+            " pieces), the lines between read at once; per URL the latest capture holding a"
+            " payload; interpreter start and imports included",
             shown="python bench/dedup/bench_dedup.py <cdx> <domains> <out>",
         )  # fmt: skip
         peer = Side(
