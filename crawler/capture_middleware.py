@@ -26,6 +26,7 @@ from scrapy.exceptions import DownloadFailedError, StopDownload
 from scrapy.http import Response
 
 from crawler.context import Capture, context_of
+from crawler.dedup_lookup import EarlierCapture
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
 from crawler.warc import records
@@ -213,6 +214,13 @@ class WarcCaptureMiddleware:
         ip = str(response.ip_address) if response.ip_address else None
         key = request.meta.get("hf", {}).get("key") or canonical_key(request.url)
         earlier = self.ctx.dedup.get(key) if _plain(request) else None
+        original = (
+            self._same_payload(request, earlier, digest, len(body))
+            if response.status == 200
+            and not truncated
+            and not (self.dedup_exclude and self.dedup_exclude.search(mime))
+            else None
+        )
         main = None
         if earlier is not None and response.status == 304:
             main = records.revisit_record(
@@ -229,13 +237,7 @@ class WarcCaptureMiddleware:
             )
             annotations.append("duplicate:server-not-modified")
             digest = earlier.digest
-        elif (
-            earlier is not None
-            and response.status == 200
-            and not truncated
-            and earlier.digest == digest
-            and not (self.dedup_exclude and self.dedup_exclude.search(mime))
-        ):
+        elif original is not None:
             main = records.revisit_record(
                 request.url,
                 http,
@@ -244,9 +246,9 @@ class WarcCaptureMiddleware:
                 resp_id,
                 ip,
                 records.PROFILE_IDENTICAL,
-                earlier.url,
-                earlier.date,
-                earlier.record_id,
+                original.url,
+                original.date,
+                original.record_id,
             )
             annotations.append("duplicate:digest")
         req_id = records.new_record_id()
@@ -298,6 +300,17 @@ class WarcCaptureMiddleware:
             self.ctx.budgets.add_bytes(self.ctx.budgets.domain_for(host_of(request.url)), len(body))
             self.ctx.log_capture(request, capture)
         return response
+
+    def _same_payload(
+        self, request: Request, earlier: EarlierCapture | None, digest: str, size: int
+    ) -> EarlierCapture | None:
+        """The earlier capture holding this payload: the URL's own, else (a payload of some
+        size, fetched by GET) one at another URL of the dedup index, found by its digest."""
+        if earlier is not None and earlier.digest == digest:
+            return earlier
+        if size == 0 or not _plain(request):
+            return None
+        return self.ctx.dedup_digests.get(digest)
 
 
 def _plain(request: Request) -> bool:

@@ -27,7 +27,7 @@ from crawler import sitemaps
 from crawler import state as st
 from crawler.budget import Budgets
 from crawler.crawllog_writer import CrawlLog, LogEntry
-from crawler.dedup_lookup import EarlierCapture, load_index
+from crawler.dedup_lookup import EarlierCapture, by_digest, load_index
 from crawler.jobspec import JobSpec
 from crawler.partitioning.handoff import Outbox, Partition, owner_of, seed_assignment
 from crawler.scope import Scope
@@ -110,6 +110,7 @@ class CrawlContext:
         self.dedup: dict[str, EarlierCapture] = (
             load_index(Path(spec.dedup_index)) if spec.dedup_index else {}
         )
+        self.dedup_digests: dict[str, EarlierCapture] = by_digest(self.dedup)
         self.writer = job_warc_writer(spec, self.warc_dir, partition.index if partition else None)
         # CDX lines of the data WARCs, written as records are (no re-reading at the end)
         self.cdx_path = self.jobdir.recorded_cdx

@@ -67,3 +67,13 @@ def load_index(path: Path) -> dict[str, EarlierCapture]:
             )
     log.info("dedup index %s: %d captures (%d bad lines)", path, len(index), bad)
     return index
+
+
+def by_digest(index: dict[str, EarlierCapture]) -> dict[str, EarlierCapture]:
+    """Payload digest -> a capture holding it (the newest by date when several URLs do)."""
+    found: dict[str, EarlierCapture] = {}
+    for capture in index.values():
+        held = found.get(capture.digest)
+        if held is None or capture.date > held.date:
+            found[capture.digest] = capture
+    return found

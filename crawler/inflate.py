@@ -9,8 +9,8 @@ response. What is left to inflate is what someone reads, and :class:`Inflater` i
 place that does it, for every reader:
 
 - the spider's link extraction (this middleware): a body of a type it reads (HTML, XML, CSS,
-  text, no declared type, robots.txt whatever its type, and with ``extract_js`` JavaScript);
-  any other type (images, video, PDF…) is not inflated: the spider gets an empty body;
+  text, no declared type, robots.txt whatever its type, PDF, and with ``extract_js``
+  JavaScript); any other type (images, video…) is not inflated: the spider gets an empty body;
 - a rendering browser: what it asked for (``hf_browser``) is decoded whatever its type — a
   script or a JSON API gzipped by the server must reach the browser as a browser gets it — and
   so are captures read back from the WARC for it (crawler/rendering/archive.py) and its unrecorded
@@ -325,6 +325,7 @@ class BoundedDecompressionMiddleware:
             wants_body(mime)
             or request.url.endswith("/robots.txt")
             or "hf_browser" in request.meta
+            or mime == "application/pdf"  # its links (crawler/pdflinks.py)
             or (self.extract_js and is_javascript(mime, request.url))
         )
 

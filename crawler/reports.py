@@ -175,6 +175,8 @@ def write_reports(
         f"novel crawled bytes: {t.novel_bytes}",
         f"duplicate-by-hash crawled bytes: {t.dup_bytes}",
         f"not-modified crawled bytes: {t.notmod_bytes}",
+        # payloads written as revisits instead of again (a 304's size is not known: not counted)
+        f"storage saved by deduplication: {t.dup_bytes} bytes ({t.dup + t.notmod} revisits)",
         f"URIs/sec: {t.successes / elapsed:.2f}",
         f"KB/sec: {t.total_bytes / 1024 / elapsed:.0f}",
     ]

@@ -32,6 +32,7 @@ from crawler.jsextract import extract_html_scripts, extract_script, is_javascrip
 from crawler.links import EXTRACT_FAIL, extract_css, html_links
 from crawler.manifests import manifest_kind, manifest_links
 from crawler.outages import PLATFORM_END_REASON, is_platform_failure
+from crawler.pdflinks import is_pdf, pdf_links
 from crawler.rendering.finish import finish_interrupted
 from crawler.sitemaps import is_sitemap_context, links_of_response
 from harvestflow.formats.fetch_status import FetchStatus
@@ -181,6 +182,8 @@ class ArchiveSpider(scrapy.Spider):
                 links += extract_script(text, response.url, "js")
             elif cap.mime == "text/css" and isinstance(response, TextResponse):
                 links += extract_css(response.text, response.url)
+            elif cap.status == 200 and is_pdf(cap.mime, response.body):
+                links += pdf_links(response.body, response.url)
         except Exception as exc:  # a page we cannot parse is still archived
             log.warning("link extraction failed for %s: %s", response.url, exc)
             cap.annotations.append(EXTRACT_FAIL)

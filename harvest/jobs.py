@@ -49,40 +49,6 @@ def _job_row(conn: Connection, job_id: int, *, lock: bool = False) -> Any:
     return row
 
 
-def previous_jobs(conn: Connection, job: Any) -> tuple[int, list[int]]:
-    """(definition, job ids) of the previous run of the job's definition (for a snapshot second
-    step: the jobs of its first step)."""
-    if job.snapshot:
-        prev = conn.execute(
-            sa.text("SELECT previoushd FROM fullharvests WHERE harvest_id = :h"),
-            {"h": job.harvest_id},
-        ).scalar()
-        if prev is None:
-            return job.harvest_id, []
-        rows = conn.execute(
-            sa.text("SELECT job_id FROM jobs WHERE harvest_id = :h AND status = :d ORDER BY 1"),
-            {"h": prev, "d": JobStatus.DONE},
-        )
-        return int(prev), [int(r) for r in rows.scalars()]
-    num = conn.execute(
-        sa.text(
-            "SELECT max(harvest_num) FROM jobs WHERE harvest_id = :h AND harvest_num < :n"
-            " AND status = :d"
-        ),
-        {"h": job.harvest_id, "n": job.harvest_num, "d": JobStatus.DONE},
-    ).scalar()
-    if num is None:
-        return job.harvest_id, []
-    rows = conn.execute(
-        sa.text(
-            "SELECT job_id FROM jobs WHERE harvest_id = :h AND harvest_num = :n AND status = :d"
-            " ORDER BY 1"
-        ),
-        {"h": job.harvest_id, "n": num, "d": JobStatus.DONE},
-    )
-    return job.harvest_id, [int(r) for r in rows.scalars()]
-
-
 def job_dir_for(data_dir: Path, job: Any, launched: datetime) -> Path:
     stamp = launched.strftime("%Y%m%d%H%M%S")
     return Path(data_dir) / "jobs" / str(job.harvest_id) / str(job.job_id) / stamp
@@ -324,15 +290,6 @@ def final_job_rows(conn: Connection) -> list[Any]:
             )
         ).all()
     )
-
-
-def job_dirs(conn: Connection, job_ids: list[int]) -> list[str]:
-    """The directories of those jobs that have one."""
-    dirs = conn.execute(
-        sa.text("SELECT job_dir FROM jobs WHERE job_id = ANY(:j) AND job_dir IS NOT NULL"),
-        {"j": job_ids},
-    ).scalars()
-    return [str(d) for d in dirs]
 
 
 def job_with_definition(conn: Connection, job_id: int) -> dict[str, Any] | None:

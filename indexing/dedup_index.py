@@ -1,43 +1,46 @@
-"""Deduplication index per harvest definition: URL + payload digest → the original capture.
+"""The deduplication index a job is given: the latest capture of every URL of its domains,
+from every earlier job.
 
-Why: the crawler of the next job writes a revisit record instead of the payload when a URL comes
-back with the same digest, and needs the original's URI, date, file and offset for it (without
-them pywb cannot replay the revisit). The index module writes, per WARC, the captures of its
-response records (``<file>.dedup``, sorted); :func:`build_dedup_index` merges those of a harvest
-definition, keeping the earliest capture per (URL, digest). The captures come from the same pass
-that writes the CDX (it has the WARC-Record-ID, ETag and Last-Modified that neither the CDX nor the
-crawl log carries); the crawl logs of the jobs an index is built for say which URLs they wrote as
-revisits, whose original captures (from earlier jobs) the index carries over.
+Why: the crawler writes a revisit record instead of the payload when a URL (or, for an identical
+payload at another URL, its digest) comes back as captured before, and needs the original's URI,
+date, file and offset for it (without them pywb cannot replay the revisit), and its ETag and
+Last-Modified for a conditional GET. The captures are read from the merged CDX by the job's
+domains (:mod:`indexing.dedup_merged`), so a job dedups against every earlier job on the same
+domains — a snapshot's first step against last week's selective job, this year's broad crawl
+against last year's — not only against the previous run of its own definition. The index module
+writes, per WARC, what the CDX does not carry (record id, ETag, Last-Modified) in a sidecar
+(``<file>.dedup``); the chosen captures take theirs from it.
 
-File format (read by the crawler), UTF-8, one line per original capture, sorted by URL in byte
-order and, for one URL, by date (the crawler takes a URL's last line as its newest capture):
-``url \\t sha1:DIGEST \\t WARC-Date \\t file \\t offset \\t WARC-Record-ID \\t etag|- \\t last-modified|-``
+One index root only: a job's revisits are replayed from the collection its definition is routed
+to (``[indexing.collections]``), so their originals must be in it.
+
+File format (read by the crawler, :mod:`crawler.dedup_lookup`), UTF-8, one line per capture, in
+the CDX's order (SURT key, then date):
+``url \\t sha1:DIGEST \\t WARC-Date \\t file \\t offset \\t WARC-Record-ID|- \\t etag|- \\t last-modified|-``
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from harvest.jobs import job_dirs, previous_jobs
-from harvestflow.atomic import atomic_open, atomic_write_bytes
-from harvestflow.contracts.jobdir import JobDir
-from harvestflow.db import get_engine
-from harvestflow.formats.cdx import parse_cdx11, warc_date
-from harvestflow.formats.crawllog import CrawlLogLine
+from harvest.spec_builder import job_domains
+from harvestflow.atomic import atomic_open
+from harvestflow.formats.cdx import warc_date
+from harvestflow.formats.domains import registrable_domain
 from harvestflow.settings import Settings, get_settings
-from indexing import manifest
-from indexing.layout import Layout
+from indexing import manifest, merge
+from indexing.dedup_merged import DomainKeyError, host_key, parse_line, select
+from indexing.layout import Layout, harvest_id_of
 from indexing.record_model import Capture
 
 log = logging.getLogger(__name__)
+
+DEDUP_FILE = "dedup-index.txt"
 
 
 def _clean(value: str | None) -> str:
@@ -69,158 +72,56 @@ def sidecar_lines(captures: Iterable[Capture], filename: str) -> list[str]:
     return sorted(lines, key=lambda s: s.encode("utf-8"))
 
 
-def _date_file_offset(line: bytes) -> tuple[bytes, bytes, int]:
-    fields = line.split(b"\t", 5)
-    return fields[2], fields[3], int(fields[4])
-
-
-def duplicate_keys(crawl_log: Path) -> set[tuple[bytes, bytes]]:
-    """(URI, digest) of the fetches a crawl.log marks as duplicates (written as revisits).
-
-    Heritrix's fields: 4 the URI, 10 the digest (for a revisit, the original's), 12 the
-    annotations, ``duplicate:digest`` or ``duplicate:server-not-modified``.
-    """
-    keys: set[tuple[bytes, bytes]] = set()
-    bad, first = 0, ""
-    with open(crawl_log, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            # one field rule for every reader: a shifted or forged line (a server's own digest
-            # and duplicate:digest) must not put a key in the index
-            entry, why = CrawlLogLine.read(raw.decode("utf-8", "surrogateescape"))
-            if entry is None:
-                bad += 1
-                first = first or f"line {lineno}: {why}"
-                continue
-            if (
-                any("duplicate:" in note for note in entry.annotations)
-                and entry.digest is not None
-                and entry.digest.startswith("sha1:")
-            ):
-                keys.add((_raw(entry.url), _raw(entry.digest)))
-    if bad:
-        log.warning("%s: %d bad crawl.log line(s) skipped (first at %s)", crawl_log, bad, first)
-    return keys
-
-
-def _raw(field: str) -> bytes:
-    return field.encode("utf-8", "surrogateescape")
-
-
-def _job_crawl_logs(settings: Settings, job_ids: set[str]) -> list[Path]:
-    with get_engine(settings.harvest_db_url).connect() as conn:
-        dirs = job_dirs(conn, sorted(int(j) for j in job_ids))
-        return [JobDir(d).crawl_log for d in dirs]
-
-
-def _carried(fh: IO[bytes], keys: set[tuple[bytes, bytes]]) -> Iterator[bytes]:
-    for line in fh:
-        url, digest, _ = line.split(b"\t", 2)
-        if (url, digest) in keys:
-            yield line
-
-
-def build_dedup_index(
-    harvest_id: int,
-    out_path: Path | str,
-    settings: Settings | None = None,
-    job_ids: Iterable[int] | None = None,
-    crawl_logs: Iterable[Path] | None = None,
-) -> Path:
-    """Write the dedup index of harvest definition ``harvest_id`` to ``out_path``.
-
-    ``job_ids`` restricts it to those jobs' files (e.g. the previous run of a selective
-    definition); by default every indexed file of the definition counts. Streaming merge:
-    memory does not grow with the index.
-
-    Built from the captures the index module recorded beside the CDX (response records) and
-    from the crawl logs of ``job_ids``: a URL those jobs wrote as a revisit (``duplicate:`` in
-    its crawl.log line) keeps its original capture from an earlier job of the definition in the
-    index. Without that, a page unchanged over three runs would be stored, then revisited, then
-    stored again (the middle run holds only a revisit). ``crawl_logs`` defaults to
-    ``<job_dir>/logs/crawl.log`` of each job (from the jobs table); the (URI, digest) pairs of
-    their duplicates are held in memory (one run's revisits).
-    """
-    settings = settings or get_settings()
-    layout = Layout.from_settings(settings)
-    src_dir = layout.dedup_dir(harvest_id, layout.collection_of(harvest_id))
-    wanted = {str(j) for j in job_ids} if job_ids is not None else None
-    every = sorted(src_dir.glob("*.dedup")) if src_dir.is_dir() else []
-    inputs = [p for p in every if wanted is None or p.name.split("-", 1)[0] in wanted]
-    others = [p for p in every if p not in inputs]
-    keys: set[tuple[bytes, bytes]] = set()
-    if wanted is not None and others:
-        logs = list(crawl_logs) if crawl_logs is not None else _job_crawl_logs(settings, wanted)
-        for crawl_log in logs:
-            if crawl_log.is_file():
-                keys |= duplicate_keys(crawl_log)
-            else:
-                log.warning("dedup index of harvest %s: no crawl log %s", harvest_id, crawl_log)
-    out_path = Path(out_path)
-    written = 0
-    with ExitStack() as stack, atomic_open(out_path, "wb") as out:
-        files: list[Iterable[bytes]] = [stack.enter_context(open(p, "rb")) for p in inputs]
-        if keys:
-            files += [_carried(stack.enter_context(open(p, "rb")), keys) for p in others]
-        merged = heapq.merge(*files, key=lambda s: s.removesuffix(b"\n"))
-        for _url, group in itertools.groupby(merged, key=lambda s: s.split(b"\t", 1)[0]):
-            originals: dict[bytes, bytes] = {}
-            for line in group:  # one URL: its captures, by digest then date
-                digest = line.split(b"\t", 2)[1]
-                originals.setdefault(digest, line if line.endswith(b"\n") else line + b"\n")
-            # the crawler takes the last line of a URL as the newest: order by date, file, offset
-            for line in sorted(originals.values(), key=_date_file_offset):
-                out.write(line)
-                written += 1
-    log.info(
-        "dedup index of harvest %s: %d captures from %d files (+ originals of %d duplicates"
-        " from earlier jobs) -> %s",
-        harvest_id,
-        written,
-        len(inputs),
-        len(keys),
-        out_path,
-    )
-    return out_path
-
-
-DEDUP_FILE = "dedup-index.txt"
-
-
-def cdx_to_dedup_lines(cdx_path: Path) -> Iterator[str]:
-    """Dedup-index lines from an 11-field CDX file (N b a m s k r M S V g).
-
-    Revisit records and captures without a digest are left out (nothing to refer to); the
-    record id, ETag and Last-Modified are not in a CDX and are written as "-".
-    """
-    with cdx_path.open(encoding="utf-8", errors="replace", newline="\n") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.startswith(" CDX") or not line.strip():
-                continue
-            rec = parse_cdx11(line)
-            if rec is None:
-                log.warning("%s line %d: not an 11-field CDX line, skipped", cdx_path, lineno)
-                continue
-            if rec.digest == "-" or rec.mime == "warc/revisit":
-                continue
-            digest = rec.digest if rec.digest.startswith("sha1:") else "sha1:" + rec.digest
-            date = warc_date(rec.timestamp)
-            yield "\t".join((rec.url, digest, date, rec.filename, str(rec.offset), "-", "-", "-"))
-
-
-def _from_manifest_cdx(conn: Connection, job_ids: list[int], out: Path) -> bool:
-    paths = manifest.cdx_paths_of_jobs(conn, job_ids)
-    lines: set[str] = set()
-    for raw in paths:
-        path = Path(raw)
-        if not path.is_file():
-            log.warning("dedup: CDX file %s of a previous job is missing, skipped", path)
+def _sidecar_fields(
+    layout: Layout, wanted: dict[str, set[int]]
+) -> dict[tuple[str, int], list[str]]:
+    """(file, offset) -> [record id, ETag, Last-Modified] from the sidecars of the files."""
+    found: dict[tuple[str, int], list[str]] = {}
+    for name, offsets in wanted.items():
+        hid = harvest_id_of(name)
+        if hid is None:
             continue
-        lines.update(cdx_to_dedup_lines(path))
-    if not lines:
-        return False
-    data = sorted(line.encode("utf-8") for line in lines)  # byte order
-    atomic_write_bytes(out, b"".join(line + b"\n" for line in data))
-    return True
+        sidecar = layout.dedup_dir(hid, layout.collection_of(hid)) / (name + ".dedup")
+        if not sidecar.is_file():
+            continue
+        with open(sidecar, encoding="utf-8", errors="surrogateescape") as fh:
+            for line in fh:
+                f = line.rstrip("\n").split("\t")
+                if len(f) >= 8 and f[4].isdigit() and int(f[4]) in offsets:
+                    found[(name, int(f[4]))] = f[5:8]
+    return found
+
+
+def write_index(
+    out: Path | str, domains: Iterable[str], settings: Settings | None = None, collection: str = ""
+) -> int:
+    """Write the dedup index of ``domains`` from the merged CDX of ``collection``'s index root;
+    returns the number of captures in it (0: none known, the file is written empty)."""
+    domains = list(domains)
+    layout = Layout.from_settings(settings or get_settings())
+    fmt = "cdx11" if "cdx11" in layout.formats else "cdxj"
+    sources = merge.index_files(layout, fmt, collection)
+    chosen = [c for c in map(parse_line, select(sources, domains)) if c is not None]
+    wanted: dict[str, set[int]] = {}
+    for c in chosen:
+        wanted.setdefault(c.filename, set()).add(c.offset)
+    extra = _sidecar_fields(layout, wanted)
+    with atomic_open(Path(out), "wb") as fh:
+        for c in chosen:
+            rid, etag, lastmod = extra.get((c.filename, c.offset), ["-", "-", "-"])
+            fields = (c.url, c.digest, warc_date(c.timestamp), c.filename, str(c.offset))
+            line = "\t".join((*map(_clean, fields), rid, etag, lastmod))
+            fh.write(line.encode("utf-8", "surrogateescape") + b"\n")
+    log.info(
+        "dedup index of %d domain(s) from %d index file(s): %d captures (%d with their record"
+        " id, ETag and Last-Modified) -> %s",
+        len(domains),
+        len(sources),
+        len(chosen),
+        len(extra),
+        out,
+    )
+    return len(chosen)
 
 
 def _with_warc_paths(conn: Connection, index: Path) -> int:
@@ -259,34 +160,49 @@ def _with_warc_paths(conn: Connection, index: Path) -> int:
     return changed
 
 
-def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None:
-    """Path of the dedup index written for ``job`` in its directory, or None.
+def _domains_of(conn: Connection, job: Any) -> list[str]:
+    """The job's domains (its configurations') and those of its seeds, keyable ones only."""
+    names = {d["domain"] for d in job_domains(conn, job)}
+    for seed in (job.seedlist or "").splitlines():
+        if seed.strip():
+            try:
+                names.add(registrable_domain(seed.strip()))
+            except ValueError:
+                log.warning(
+                    "job %s: seed %r has no domain, left out of its dedup index", job.job_id, seed
+                )
+    keyable = []
+    for name in sorted(names):
+        try:
+            host_key(name)
+        except DomainKeyError as exc:
+            log.warning("job %s: %s; left out of its dedup index", job.job_id, exc)
+            continue
+        keyable.append(name)
+    return keyable
 
-    What :func:`harvest.jobs.prepare_job` is given as ``dedup_index`` (by the harvest DAG): a
-    selective job de-duplicates against the previous run of its definition (a snapshot second
-    step against its first step; :func:`harvest.jobs.previous_jobs`). Built by
-    :func:`build_dedup_index`; when that has nothing for those jobs, derived from the CDX files
-    recorded in ``index_manifest`` for the previous run's WARCs. No previous capture known: no
-    index (the crawler then stores every payload).
+
+def dedup_index_for_job(conn: Connection, job: Any, job_dir: Path) -> str | None:
+    """Path of the dedup index written for ``job`` in its directory, or None (nothing captured
+    on its domains yet: the crawler then stores every payload).
+
+    What :func:`harvest.jobs.prepare_job` is given as ``dedup_index`` (by the harvest DAG). A
+    retried task finds the index already written and keeps it (the job's spec names it).
     """
-    harvest_id, prev = previous_jobs(conn, job)
-    if not prev:
-        return None
     out = job_dir / DEDUP_FILE
     if out.exists() and out.stat().st_size > 0:
         return str(out)
-    try:
-        build_dedup_index(harvest_id, out, job_ids=prev)
-        if out.exists() and out.stat().st_size > 0:
-            _with_warc_paths(conn, out)
-            log.info("job %s: dedup index of previous jobs %s", job.job_id, prev)
-            return str(out)
-    except Exception:
-        log.exception("dedup: indexing.dedup_index.build_dedup_index failed, trying the CDX")
-    if _from_manifest_cdx(conn, prev, out):
-        _with_warc_paths(conn, out)
-        log.info("job %s: dedup index from the CDX of previous jobs %s", job.job_id, prev)
-        return str(out)
-    log.info("job %s: previous jobs %s have no index yet: no dedup index", job.job_id, prev)
-    out.unlink(missing_ok=True)  # an empty file written above: ours, holds nothing
-    return None
+    domains = _domains_of(conn, job)
+    settings = get_settings()
+    collection = Layout.from_settings(settings).collection_of(job.harvest_id)
+    if not domains or write_index(out, domains, settings, collection) == 0:
+        log.info(
+            "job %s: no earlier capture on its %d domain(s): no dedup index",
+            job.job_id,
+            len(domains),
+        )
+        out.unlink(missing_ok=True)
+        return None
+    _with_warc_paths(conn, out)
+    log.info("job %s: dedup index of its %d domain(s) -> %s", job.job_id, len(domains), out)
+    return str(out)

@@ -341,3 +341,28 @@ def _bigmerge_all(layout: Layout) -> dict[str, Any]:
         if done:
             result[str(layout.big_path(collection))] = done
     return result
+
+
+def index_files(layout: Layout, fmt: str, collection: str = "") -> list[Path]:
+    """The sorted files that hold together every indexed capture of one index root, in ``fmt``.
+
+    The big file, the merged daily files it does not hold yet (or holds in an older state: late
+    files re-merged them), and the per-file files no merged file of their day holds yet. For
+    readers that binary-search them (the dedup index of a job): a capture may be in two of them
+    (a merged day re-merged since the big merge), never in none.
+    """
+    suffix = SUFFIX[fmt]
+    big = layout.big_cdx(fmt, collection)
+    state = _read_record(_state_path(big)) if big.exists() else {}
+    files = [big] if big.exists() else []
+    merged_dir = layout.cdx_merged(collection)
+    for merged in sorted(merged_dir.glob("*" + suffix)) if merged_dir.is_dir() else []:
+        if state.get(merged.name) != _signature(merged):
+            files.append(merged)
+    daily = layout.index_root(collection) / "cdx" / "daily"
+    for day_dir in sorted(daily.iterdir()) if daily.is_dir() else []:
+        merged = merged_dir / (day_dir.name + suffix)
+        record = _read_record(_inputs_record(merged)) if merged.exists() else {}
+        held = {name for name, _size in record.get("inputs", [])}
+        files += [p for p in sorted(day_dir.glob("*" + suffix)) if p.name not in held]
+    return files

@@ -286,6 +286,8 @@ def compute_day(
                 "urls": g["urls"],
                 "bytes": g["bytes"],
                 "duplicate_urls": g["duplicate_urls"],
+                # payload bytes written as revisits instead of again: the storage dedup saved
+                "duplicate_bytes": g["duplicate_bytes"],
                 "domains": g["domains"],
                 "duration_s": g["duration_s"],
                 "urls_per_s": g["urls_per_s"],
@@ -352,6 +354,8 @@ def summary_lines(result: dict) -> list[str]:
         f"({_human_bytes(g.get('bytes', 0))}) on {int(g.get('domains', 0)):,} domains",
         f"  new {int(g.get('new_urls', 0)):,} / duplicate {int(g.get('duplicate_urls', 0)):,} "
         f"URLs; {_rate(g.get('urls_per_s', 0))} URLs/s over {g.get('duration_s', 0):.0f} s of crawl",
+        f"  storage saved by deduplication: {_human_bytes(g.get('duplicate_bytes', 0))}"
+        f" ({int(g.get('duplicate_bytes', 0)):,} bytes written as revisits)",
     ]
     mf = result.get("mime_family_share", {})
     if mf:

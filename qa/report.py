@@ -104,13 +104,14 @@ def _texts(comp: DayComputation) -> dict[str, str]:
     hv = pd.DataFrame(harvests)
     out["jobs.txt"] = _title("Jobs and harvest definitions", day) + (
         table_text(jobs, ["job_id", "harvest", "kind", "run", "status", "log", "lines",
-                          "urls", "bytes", "duplicate_urls", "domains", "duration_s",
-                          "urls_per_s"])
+                          "urls", "bytes", "duplicate_urls", "duplicate_bytes", "domains",
+                          "duration_s", "urls_per_s"])
         if len(jobs) else "(no job ended that day)\n"
     ) + (
-        "\nPer harvest definition\n"
-        + table_text(hv, ["harvest_id", "jobs", "urls", "bytes", "duplicate_urls", "domains",
-                          "duration_s", "urls_per_s"])
+        "\nPer harvest definition (a snapshot's steps are definitions of their own);"
+        " duplicate_bytes: storage saved by deduplication\n"
+        + table_text(hv, ["harvest_id", "jobs", "urls", "bytes", "duplicate_urls",
+                          "duplicate_bytes", "domains", "duration_s", "urls_per_s"])
         if len(hv) else ""
     )  # fmt: skip
     out["problems.txt"] = _title("Missing or corrupt crawl logs", day) + (

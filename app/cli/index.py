@@ -6,7 +6,7 @@
   damage is named with its offset on stderr), 2 when a file could not be indexed at all.
 - ``index delivery DIR --name NAME``: a retrospective delivery as one job (indexing.delivery).
 - ``index run``: ingest + every pending file through the chain; ``index merge [--day D]``;
-  ``index bigmerge``; ``index clean``; ``index dedup HARVEST_ID OUT [--job J ...]``.
+  ``index bigmerge``; ``index clean``; ``index dedup OUT DOMAIN... [--collection NAME]``.
 """
 
 from __future__ import annotations
@@ -116,10 +116,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from indexing.dedup_index import build_dedup_index
+    from indexing.dedup_index import write_index
 
-    path = build_dedup_index(args.harvest_id, args.out, job_ids=args.job or None)
-    return _print({"dedup_index": str(path)})
+    captures = write_index(args.out, args.domain, collection=args.collection)
+    return _print({"dedup_index": str(args.out), "captures": captures})
 
 
 def cmd_delivery(args: argparse.Namespace) -> int:
@@ -175,10 +175,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     sub.add_parser("clean", help="cleanarcrepository: delete safe job WARCs").set_defaults(
         func=cmd_clean
     )
-    dedup = sub.add_parser("dedup", help="write a harvest definition's dedup index")
-    dedup.add_argument("harvest_id", type=int)
+    dedup = sub.add_parser(
+        "dedup", help="write the dedup index of domains (their latest captures, every job)"
+    )
     dedup.add_argument("out", type=Path)
-    dedup.add_argument("--job", type=int, action="append", help="only these jobs' files")
+    dedup.add_argument("domain", nargs="+", help="registered domains (subdomains included)")
+    dedup.add_argument("--collection", default="", help="index root (default: the archive's)")
     dedup.set_defaults(func=cmd_dedup)
 
 

@@ -163,7 +163,11 @@ class ArchivedCaptures:
         own = self.where.get(target_key) if target_key and target_key != key else None
         if own is not None:
             original = self._read(target_key, own, depth + 1)
-        earlier = self.dedup.get(key)
+        # the original of a payload found at another URL is that URL's capture in the index
+        earlier = self.dedup.get(target_key or key)
+        digest = revisit.rec_headers.get_header("WARC-Payload-Digest")
+        if earlier is not None and digest and earlier.digest != digest:
+            earlier = None  # the index holds a newer capture of that URL, not this payload
         if original is None and earlier is not None:
             path = Path(earlier.filename)
             if path.is_absolute() and path.exists():

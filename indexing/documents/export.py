@@ -5,10 +5,16 @@ Why these two: JSON lines for our own tools and W3ACT-like curation tools, and t
 system. Only ``available`` and ``catalogued`` documents are exported: a document is offered
 only once the access service replays it. Each carries its archive URL
 (``<replay site>all/<timestamp>/<url>``) and its landing page's.
+
+The Dublin Core file is validated before it is written against the published schemas, shipped
+in ``schemas/`` (oai_dc.xsd of the OAI, simpledc20021212.xsd of the DCMI, and ``documents.xsd``
+for the file's wrapper element): a cataloguing system that validates its input never gets a
+file it refuses.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from datetime import datetime
@@ -20,8 +26,10 @@ from sqlalchemy.engine import Engine
 
 from harvestflow.atomic import atomic_open
 from harvestflow.db import get_engine
+from harvestflow.package_data import data_path
 from harvestflow.settings import Settings, get_settings
 from indexing.documents import store
+from indexing.errors import IndexingError
 
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
 DC = "http://purl.org/dc/elements/1.1/"
@@ -29,6 +37,18 @@ XSI = "http://www.w3.org/2001/XMLSchema-instance"
 OAI_DC_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
 LIST_NS = "urn:harvestflow:documents"  # the wrapper of the file's oai_dc records
 EXPORTED = ("available", "catalogued")
+
+
+class ExportError(IndexingError, ValueError):
+    """An export that does not validate against the Dublin Core schemas (which line, why)."""
+
+
+@functools.cache
+def export_schema() -> etree.XMLSchema:
+    """The schema of the Dublin Core export file (it imports oai_dc.xsd and simpledc.xsd)."""
+    return etree.XMLSchema(
+        etree.parse(str(data_path("indexing.documents", "schemas", "documents.xsd")))
+    )
 
 
 def replay_site(settings: Settings) -> str:
@@ -127,6 +147,14 @@ def write_dublin_core(path: Path, items: Iterable[dict[str, Any]]) -> int:
     for item in items:
         root.append(dublin_core(item))
         count += 1
+    data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    schema = export_schema()
+    if not schema.validate(etree.fromstring(data)):
+        err = schema.error_log.last_error
+        raise ExportError(
+            f"{path}: not written, line {err.line} does not validate against the Dublin Core"
+            f" schema (oai_dc.xsd): {err.message}"
+        )
     with atomic_open(path, "wb") as fh:
-        fh.write(etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True))
+        fh.write(data)
     return count

@@ -23,7 +23,6 @@ from crawler.reports import tally_crawl_log
 from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
 from harvestflow.formats.crawllog import CrawlLogLine
-from indexing.dedup_index import duplicate_keys
 from qa.crawlline import parse_line_slow
 from tests.formats.test_crawllog import HOSTILE as FORMAT_HOSTILE
 from tests.formats.test_crawllog import SAMPLES
@@ -132,17 +131,6 @@ def test_continuous_run_reader_skips_a_forged_line(
     assert out.bad_lines == 2
     assert [v.digest for v in out.visits] == ["sha1:GOODGOOD", "sha1:GOODGOOD"]
     assert any("crawl.log:2: bad crawl.log line" in r.getMessage() for r in caplog.records)
-
-
-def test_dedup_index_takes_no_key_from_a_forged_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    dup = GOOD.replace("http://a.test/x", "http://a.test/d").replace(" -", " duplicate:digest")
-    path = tmp_path / "crawl.log"
-    path.write_text("\n".join([dup, FORGED, FORGED_DIGEST]) + "\n", encoding="utf-8")
-    caplog.set_level("WARNING", logger="indexing.dedup_index")
-    assert duplicate_keys(path) == {(b"http://a.test/d", b"sha1:GOODGOOD")}
-    assert any("2 bad crawl.log line" in r.getMessage() for r in caplog.records)
 
 
 def _search_corpus(tmp: Path) -> tuple[Path, list[str]]:

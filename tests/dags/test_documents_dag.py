@@ -42,7 +42,13 @@ def test_indexing_chain_run_extracts_a_watched_targets_documents(
     assert any(k.startswith("extract_documents") for k in run.named)
     with db_engine.connect() as conn:
         docs = {Path(d["url"]).name: d for d in store.list_documents(conn)}
-    assert sorted(docs) == ["annual-report-2025.pdf", "guide.docx", "notes.pdf", "strategy.pdf"]
+    assert sorted(docs) == [
+        "annual-report-2025.pdf",
+        "guide.docx",
+        "notes.pdf",
+        "strategy-annex.pdf",
+        "strategy.pdf",
+    ]
     assert len(docs["annual-report-2025.pdf"]["captures"]) == 2
     assert docs["notes.pdf"]["broken"]
     assert {(d["state"], d["check_detail"]) for d in docs.values()} == {

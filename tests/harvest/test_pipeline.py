@@ -200,31 +200,38 @@ def own_data_dir(tmp_path, monkeypatch):
     settings_mod.reset()
 
 
-def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_data_dir):
+def _indexed(data_dir: Path, name: str, lines: list[str]) -> None:
+    """A per-file CDX file the indexing chain wrote (not merged yet)."""
+    day = data_dir / "index" / "cdx" / "daily" / "2026-11-22"
+    day.mkdir(parents=True, exist_ok=True)
+    (day / (name + ".cdx")).write_text("".join(ln + "\n" for ln in sorted(lines)))
+
+
+def test_a_jobs_dedup_index_holds_every_earlier_capture_on_its_domains(hdb, tmp_path, own_data_dir):
     hid = create_demo_definition(8099, engine=hdb)
     first = p.generate_jobs(hid, LD, engine=hdb)[0]
     path1 = p.prepare_job(first, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
     assert json.loads(Path(path1).read_text())["dedup_index"] is None  # nothing before
     write_summary(path1, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
     p.record_job_results(first, engine=hdb)
-    cdx = tmp_path / "first.cdx"
-    cdx.write_text(
-        " CDX N b a m s k r M S V g\n"
-        "test,example-a)/ 20261122030001 http://www.example-a.test:8099/ text/html 200 "
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz\n"
-        "test,example-a)/img.png 20261122030002 http://www.example-a.test:8099/img.png "
-        "image/png 200 BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 900 300 1-1-x.warc.gz\n"
-        "test,example-a)/r 20261122030003 http://www.example-a.test:8099/r warc/revisit 200 "
-        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 100 1200 1-1-x.warc.gz\n"
-    )
-    with hdb.begin() as c:
-        c.execute(
-            sa.text(
-                "INSERT INTO index_manifest (file_name, job_id, harvest_id, source_path,"
-                " cdx_path) VALUES ('1-1-x.warc.gz', :j, :h, '/nowhere', :c)"
-            ),
-            {"j": first, "h": hid, "c": str(cdx)},
-        )
+    a = "http://www.example-a.test:8099"
+    # this definition's run, and another definition's (a broad crawl) on the same domains
+    _indexed(own_data_dir, "1-1-x.warc.gz", [
+        f"test,example-a:8099)/ 20261122030001 {a}/ text/html 200 {'A' * 32} - - 300 0"
+        " 1-1-x.warc.gz",
+        f"test,example-a:8099)/img.png 20261122030002 {a}/img.png image/png 200 {'B' * 32}"
+        " - - 900 300 1-1-x.warc.gz",
+        f"test,example-a:8099)/r 20261122030003 {a}/r warc/revisit 200 {'B' * 32} - - 100 1200"
+        " 1-1-x.warc.gz",
+    ])  # fmt: skip
+    _indexed(own_data_dir, "9-7-y.warc.gz", [
+        f"test,example-a:8099)/img.png 20261122050000 {a}/img.png image/png 200 {'C' * 32}"
+        " - - 900 0 9-7-y.warc.gz",
+        f"test,example-b)/ 20261122050001 http://example-b.test/ text/html 200 {'D' * 32}"
+        " - - 900 900 9-7-y.warc.gz",
+        f"test,example-z)/ 20261122050002 http://example-z.test/ text/html 200 {'E' * 32}"
+        " - - 900 1800 9-7-y.warc.gz",
+    ])  # fmt: skip
     second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
     spec = json.loads(
         Path(
@@ -232,11 +239,12 @@ def test_selective_job_deduplicates_against_the_previous_run(hdb, tmp_path, own_
         ).read_text()
     )
     lines = Path(spec["dedup_index"]).read_text().splitlines()
+    # the latest capture of each URL of the job's domains, the revisit and example-z.test left out
     assert lines == [
-        "http://www.example-a.test:8099/\tsha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\t"
-        "2026-11-22T03:00:01Z\t1-1-x.warc.gz\t0\t-\t-\t-",
-        "http://www.example-a.test:8099/img.png\tsha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\t"
-        "2026-11-22T03:00:02Z\t1-1-x.warc.gz\t300\t-\t-\t-",
+        f"{a}/\tsha1:{'A' * 32}\t2026-11-22T03:00:01Z\t1-1-x.warc.gz\t0\t-\t-\t-",
+        f"{a}/img.png\tsha1:{'C' * 32}\t2026-11-22T05:00:00Z\t9-7-y.warc.gz\t0\t-\t-\t-",
+        f"http://example-b.test/\tsha1:{'D' * 32}\t2026-11-22T05:00:01Z\t9-7-y.warc.gz\t900"
+        "\t-\t-\t-",
     ]
 
 
@@ -254,22 +262,20 @@ def test_a_jobs_dedup_index_names_earlier_warcs_by_the_path_they_are_at(
     final = tmp_path / "repository" / "1-1-x.warc.gz"
     final.parent.mkdir()
     final.write_bytes(b"a WARC")
-    cdx = tmp_path / "first.cdx"
-    cdx.write_text(
-        " CDX N b a m s k r M S V g\n"
+    _indexed(own_data_dir, "1-1-x.warc.gz", [
         "test,example-a)/ 20261122030001 http://www.example-a.test:8099/ text/html 200 "
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz\n"
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA - - 300 0 1-1-x.warc.gz",
         "test,example-a)/b 20261122030002 http://www.example-a.test:8099/b text/html 200 "
-        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 300 0 1-1-gone.warc.gz\n"
-    )
+        "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB - - 300 0 1-1-gone.warc.gz",
+    ])  # fmt: skip
     with hdb.begin() as c:
         for name, final_path in (("1-1-x.warc.gz", str(final)), ("1-1-gone.warc.gz", "/nowhere")):
             c.execute(
                 sa.text(
                     "INSERT INTO index_manifest (file_name, job_id, harvest_id, source_path,"
-                    " cdx_path, final_path) VALUES (:n, :j, :h, '/nowhere', :c, :f)"
+                    " final_path) VALUES (:n, :j, :h, '/nowhere', :f)"
                 ),
-                {"n": name, "j": first, "h": hid, "c": str(cdx), "f": final_path},
+                {"n": name, "j": first, "h": hid, "f": final_path},
             )
     second = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
     spec = json.loads(
@@ -388,41 +394,6 @@ def test_a_definition_deactivated_by_hand_is_not_backfilled(hdb):
             {"h": hid},
         )
     assert p.due_definitions("daily", LD, engine=hdb) == []
-
-
-def test_selective_job_takes_the_indexing_dedup_index_of_the_previous_run_only(
-    hdb, tmp_path, own_data_dir
-):
-    hid = create_demo_definition(8099, engine=hdb)
-    jobs = []
-    for day in (20, 21):  # two earlier runs, both DONE
-        job = p.generate_jobs(hid, datetime(2026, 11, day, 3, tzinfo=UTC), engine=hdb)[0]
-        path = p.prepare_job(job, tmp_path, engine=hdb)
-        write_summary(path, {"example-a.test": (2, 200, 0), "example-b.test": (1, 100, 0)})
-        p.record_job_results(job, engine=hdb)
-        jobs.append(job)
-    older, previous = jobs
-    sidecars = own_data_dir / "index" / "dedup" / str(hid)
-    sidecars.mkdir(parents=True)
-    url = "http://www.example-a.test:8099/"
-    line = f"{url}\tsha1:{{d}}\t{{date}}\t{{f}}\t0\t<urn:uuid:{{d}}>\t-\t-\n"
-    (sidecars / f"{older}-{hid}-a-00000-h.warc.gz.dedup").write_text(
-        line.format(d="OLD", date="2026-11-20T03:00:01Z", f=f"{older}-{hid}-a.warc.gz")
-    )
-    (sidecars / f"{previous}-{hid}-b-00000-h.warc.gz.dedup").write_text(
-        line.format(d="NEW", date="2026-11-21T03:00:01Z", f=f"{previous}-{hid}-b.warc.gz")
-    )
-    third = p.generate_jobs(hid, LD, engine=hdb)[0]
-    spec = json.loads(
-        Path(
-            p.prepare_job(third, tmp_path, engine=hdb, dedup_index=dedup_index_for_job)
-        ).read_text()
-    )
-    lines = Path(spec["dedup_index"]).read_text().splitlines()
-    # only the previous run's captures (not the older run's), as the indexing package wrote them
-    assert lines == [
-        f"{url}\tsha1:NEW\t2026-11-21T03:00:01Z\t{previous}-{hid}-b.warc.gz\t0\t<urn:uuid:NEW>\t-\t-"
-    ]
 
 
 def test_a_job_freezes_its_template_and_seed_list(hdb, tmp_path):

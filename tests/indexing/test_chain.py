@@ -1,5 +1,5 @@
 """The chain end to end on a real PostgreSQL: ingest → index → transfer → backup → delete,
-daily merge, bigmerge, cleanarcrepository, collections, quarantine, dedup index."""
+daily merge, bigmerge, cleanarcrepository, collections, quarantine."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import sqlalchemy as sa
 from app.cli.main import build_parser
 from harvestflow import settings as settings_mod
 from indexing import chain, cleanup, manifest, merge
-from indexing.dedup_index import build_dedup_index
 from indexing.errors import IndexingError
 from indexing.files import sha1_of
 from indexing.layout import Layout
@@ -164,32 +163,6 @@ def test_no_repository_space_leaves_file_waiting_in_transfer(
     assert (layout.module_dir("transfer") / names[0]).exists()
     cfg["indexing"]["min_free_bytes"] = 0
     assert chain.process_file(names[0], cfg)["stage"] == "done"
-
-
-def test_dedup_index_keeps_the_original_capture_per_url_and_digest(
-    cfg: settings_mod.Settings, db_engine: sa.Engine, tmp_path: Path
-):
-    hid = make_harvest(db_engine, "dedup")
-    first_job, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=8)
-    second_job, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=8)  # same payloads
-    chain.run_chain(cfg)
-    out = build_dedup_index(hid, tmp_path / "dedup.txt", cfg)
-    lines = out.read_text(encoding="utf-8").splitlines()
-    rows = [line.split("\t") for line in lines]
-    # by URL in byte order, then by date within a URL (the crawler reads the last as the newest)
-    assert rows == sorted(rows, key=lambda r: (r[0].encode("utf-8"), r[2], r[3], int(r[4])))
-    assert all(len(r) == 8 for r in rows)
-    keys = [(r[0], r[1]) for r in rows]
-    assert len(keys) == len(set(keys))
-    # identical payloads in both jobs: the original (first job's file) is the one kept
-    assert {r[3].split("-")[0] for r in rows if not r[3].split("-")[1].startswith("metadata")} == {
-        str(first_job)
-    }
-    assert all(r[1].startswith("sha1:") and r[4].isdigit() for r in rows)
-    only_second = build_dedup_index(hid, tmp_path / "d2.txt", cfg, job_ids=[second_job])
-    assert {line.split("\t")[3].split("-")[0] for line in only_second.read_text().splitlines()} == {
-        str(second_job)
-    }
 
 
 def test_backup_to_s3_is_verified_before_the_original_is_deleted(
@@ -392,47 +365,6 @@ def test_a_path_line_written_after_its_days_merge_reaches_the_big_files(
     expected = expected_index(oracle, job_warcs(job_dir), "cdxj")
     assert layout.big_cdx("cdxj").read_text().splitlines() == expected  # each line once
     assert merge.daily_merge(today + timedelta(days=2), cfg)["caught_up"] == []
-
-
-def _crawl_log_line(url: str, digest: str, notes: str) -> str:
-    return (
-        f"2026-11-22T03:15:02.123Z   200       1234 {url} L http://a.test/ text/html #001"
-        f" 20261122031502000+12 {digest} http://a.test/ {notes}\n"
-    )
-
-
-def test_dedup_index_keeps_the_originals_of_the_previous_runs_revisits(
-    cfg: settings_mod.Settings, db_engine: sa.Engine, tmp_path: Path
-):
-    # run 1 stored a page, run 2 wrote a revisit of it (crawl.log: duplicate:digest); run 3's
-    # index (from run 2) must still hold run 1's capture, or run 3 stores the page again
-    hid = make_harvest(db_engine, "dedup-chain")
-    first, _ = make_job(db_engine, cfg.data_dir, hid, files=1, seed=19, records=3)
-    second, second_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=19, records=3)
-    dedup_dir = Layout.from_settings(cfg).dedup_dir(hid)
-    dedup_dir.mkdir(parents=True)
-    page, changed, new = "http://a.test/page", "http://a.test/changed", "http://a.test/new"
-    f1, f2 = f"{first}-{hid}-x.warc.gz", f"{second}-{hid}-x.warc.gz"
-    lines1 = [
-        f"{changed}\tsha1:C1\t2026-11-21T03:00:00Z\t{f1}\t900\t<urn:uuid:c1>\t-\t-",
-        f'{page}\tsha1:P1\t2026-11-21T03:00:01Z\t{f1}\t100\t<urn:uuid:p1>\t"e1"\t-',
-    ]
-    lines2 = [
-        f"{changed}\tsha1:C2\t2026-11-22T03:00:00Z\t{f2}\t300\t<urn:uuid:c2>\t-\t-",
-        f"{new}\tsha1:N2\t2026-11-22T03:00:02Z\t{f2}\t500\t<urn:uuid:n2>\t-\t-",
-    ]
-    (dedup_dir / (f1 + ".dedup")).write_text("".join(x + "\n" for x in sorted(lines1)))
-    (dedup_dir / (f2 + ".dedup")).write_text("".join(x + "\n" for x in sorted(lines2)))
-    (second_dir / "logs").mkdir()
-    (second_dir / "logs" / "crawl.log").write_text(
-        _crawl_log_line(page, "sha1:P1", "duplicate:digest")
-        + _crawl_log_line(changed, "sha1:C2", "-")
-        + _crawl_log_line(new, "sha1:N2", "-")
-    )
-    out = build_dedup_index(hid, tmp_path / "run3.txt", cfg, job_ids=[second])
-    assert out.read_text().splitlines() == sorted(lines2[:1] + lines1[1:] + lines2[1:])
-    # run 1's capture of the changed page is not carried: run 2 stored a new version
-    assert "sha1:C1" not in out.read_text()
 
 
 def test_a_location_that_fills_up_during_the_copy_is_chosen_again_later(

@@ -20,7 +20,7 @@ from indexing.cdx import index_warc
 from indexing.chain import run_chain
 from indexing.cleanup import clean_arc_repository
 from indexing.crashpoints import ENV, EXIT_CODE
-from indexing.dedup_index import build_dedup_index
+from indexing.dedup_index import sidecar_lines
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from indexing.merge import bigmerge, daily_merge
@@ -126,11 +126,12 @@ def _assert_complete(  # type: ignore[no-untyped-def]
     assert not any(w.exists() for w in warcs)
     leftovers = [p for p in (cfg.data_dir / "indexing").rglob("*") if p.is_file()]
     assert leftovers == []
-    # the dedup index: each original capture (URL + digest) of the files exactly once
-    captures = [c for o in originals for c in index_warc(o).captures]
-    keys = {(c.url, c.digest) for c in captures if c.rec_type == "response" and c.url and c.digest}
-    dedup = build_dedup_index(hid, tmp_path / "dedup.txt", cfg).read_text().splitlines()
-    assert sorted(tuple(line.split("\t")[:2]) for line in dedup) == sorted(keys)
+    # the dedup sidecars (record id, ETag, Last-Modified of each capture): one per file, each
+    # holding its file's response captures exactly once
+    sidecars = {p.name: p.read_text().splitlines() for p in layout.dedup_dir(hid).glob("*.dedup")}
+    assert sidecars == {
+        o.name + ".dedup": sidecar_lines(index_warc(o).captures, o.name) for o in originals
+    }
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

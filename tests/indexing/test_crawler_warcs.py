@@ -7,6 +7,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from app.demo.samplesite import start
 from harvestflow import settings as settings_mod
-from indexing.cdx import index_warc, sorted_lines
-from indexing.dedup_index import build_dedup_index, sidecar_lines
+from indexing.cdx import SUFFIX, index_warc, sorted_lines, write_lines_atomic
+from indexing.dedup_index import sidecar_lines, write_index
 from indexing.layout import Layout
 from tests.support.cdx_oracle import reference_lines
 from tests.support.crawl import make_job, run_crawl
@@ -57,26 +58,33 @@ def two_crawls(tmp_path_factory: pytest.TempPathFactory):
             mp.setenv("HARVESTFLOW_DATA_DIR", str(data_dir))
             cfg = settings_mod.load()
             assert cfg.data_dir == data_dir.resolve()
-        layout = Layout(cfg.data_dir, 1, ("cdxj",), {})
-        for warc in (first.out / "warcs").glob("*.warc.gz"):
-            sidecar = layout.dedup_dir(6) / (warc.name + ".dedup")
-            sidecar.parent.mkdir(parents=True, exist_ok=True)
-            lines = sidecar_lines(index_warc(warc).captures, warc.name)
-            sidecar.write_text("".join(line + "\n" for line in lines))
-        dedup = build_dedup_index(6, base / "dedup.txt", cfg)
+        layout = Layout.from_settings(cfg)
+
+        def index_crawl(crawl) -> None:  # type: ignore[no-untyped-def]
+            """What the chain's index module writes: per-file CDX files and dedup sidecars."""
+            for warc in (crawl.out / "warcs").glob("*.warc.gz"):
+                result = index_warc(warc)
+                for fmt in layout.formats:
+                    cdx = layout.cdx_daily(date(2026, 11, 28)) / (warc.name + SUFFIX[fmt])
+                    write_lines_atomic(sorted_lines(result.lines(fmt)), cdx)
+                sidecar = layout.dedup_dir(6) / (warc.name + ".dedup")
+                sidecar.parent.mkdir(parents=True, exist_ok=True)
+                lines = sidecar_lines(result.captures, warc.name)
+                sidecar.write_text("".join(line + "\n" for line in lines))
+
+        domains = ["example-a.test"]
+        index_crawl(first)
+        dedup = base / "dedup.txt"
+        assert write_index(dedup, domains, cfg) > 0
         second = run_crawl(
             make_job(site, seeds, job_id=42, harvest_id=6, dedup_index=str(dedup)),
             base / "second",
         )
-        # a third run against the second run only (its revisits + crawl.log) as a selective job
-        for warc in (second.out / "warcs").glob("*.warc.gz"):
-            sidecar = layout.dedup_dir(6) / (warc.name + ".dedup")
-            lines = sidecar_lines(index_warc(warc).captures, warc.name)
-            sidecar.write_text("".join(line + "\n" for line in lines))
-        crawl_log = second.out / "logs" / "crawl.log"
-        dedup_second = build_dedup_index(
-            6, base / "dedup-second.txt", cfg, job_ids=[42], crawl_logs=[crawl_log]
-        )
+        # a third run: its index, from both runs' CDX, holds the second run's revisits'
+        # originals (the first run's captures), not the revisits
+        index_crawl(second)
+        dedup_second = base / "dedup-second.txt"
+        assert write_index(dedup_second, domains, cfg) > 0
         third = run_crawl(
             make_job(site, seeds, job_id=43, harvest_id=6, dedup_index=str(dedup_second)),
             base / "third",
@@ -160,8 +168,8 @@ def _main_records(crawl) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyp
 
 
 def test_unchanged_pages_stay_deduplicated_run_after_run(two_crawls):
-    # the third run's index comes from the second run alone, which holds revisits for unchanged
-    # pages: their originals (first run) must be carried over, or the third run stores them again
+    # the second run holds revisits for unchanged pages: the third run's index must name their
+    # originals (first run), or the third run stores them again
     _, second, _, third = two_crawls
     in_second, in_third = _main_records(second), _main_records(third)
     revisited = {u: d for u, (t, d) in in_second.items() if t == "revisit"}

@@ -50,7 +50,13 @@ def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
     with db_engine.connect() as conn:
         docs = {Path(d["url"]).name: d for d in store.list_documents(conn)}
     # the privacy notice is outside the target's document URL scheme; the pages are no documents
-    assert sorted(docs) == ["annual-report-2025.pdf", "guide.docx", "notes.pdf", "strategy.pdf"]
+    assert sorted(docs) == [
+        "annual-report-2025.pdf",
+        "guide.docx",
+        "notes.pdf",
+        "strategy-annex.pdf",
+        "strategy.pdf",
+    ]
     assert {d["state"] for d in docs.values()} == {"new"}
 
     annual = docs["annual-report-2025.pdf"]
@@ -79,6 +85,12 @@ def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
     assert (guide["published"], guide["language"]) == ("2025-11-03", "cy")
     assert guide["authors"] == ["Services Team"]  # the file's own core properties
 
+    # linked only from inside strategy.pdf (a link annotation): found, with its own metadata
+    annex = docs["strategy-annex.pdf"]
+    assert annex["title"] == "Strategy 2026-2030: annex"
+    assert annex["authors"] == ["Office of Strategy"]
+    assert annex["landing_url"] is None  # no page of the target links to it
+
     notes = docs["notes.pdf"]
     assert notes["broken"] and notes["broken"].startswith("unreadable pdf")
     assert notes["landing_url"] == site.url("/publications/")  # only the listing links it
@@ -93,7 +105,7 @@ def test_documents_of_a_watched_site_found_once_with_landing_pages_and_metadata(
     with db_engine.connect() as conn:
         again = store.list_documents(conn)
         captures = conn.execute(sa.text("SELECT count(*) FROM document_captures")).scalar_one()
-    assert len(again) == 4 and captures == 5
+    assert len(again) == 5 and captures == 6
 
 
 def test_a_job_of_no_watched_target_is_not_read(db_engine, tmp_path):

@@ -40,7 +40,7 @@ def test_no_document_is_available_until_its_capture_replays(db_engine, access_se
     assert run["done"] == run["processed"] >= 1 and not run["quarantined"], run
     for name in scan.pending_files(settings):
         scan.extract_file(name, settings)
-    assert len(states(db_engine)) == 4
+    assert len(states(db_engine)) == 5
 
     # indexed, but no access service answering: nothing is offered
     assert availability.check_new(db_engine, settings)["available"] == 0
@@ -61,7 +61,7 @@ def test_no_document_is_available_until_its_capture_replays(db_engine, access_se
                 )
             )
         counts = availability.check_new(db_engine, settings)
-        assert counts == {"checked": 4, "available": 3, "not_yet": 1}, states(db_engine)
+        assert counts == {"checked": 5, "available": 4, "not_yet": 1}, states(db_engine)
         found = states(db_engine)
         assert found["strategy.pdf"][0] == "new"
         assert "not in the CDX index yet" in (found["strategy.pdf"][1] or "")
@@ -85,4 +85,4 @@ def test_no_document_is_available_until_its_capture_replays(db_engine, access_se
         versions = conn.execute(
             sa.text("SELECT count(*) FROM document_versions WHERE action = 'available'")
         ).scalar_one()
-    assert versions == 4
+    assert versions == 5

@@ -9,6 +9,7 @@ import pytest
 from lxml import etree
 
 from harvestflow import settings as settings_mod
+from harvestflow.package_data import data_path
 from indexing.documents import export, store
 from tests.support.docfixtures import add
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.services
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
 DC = "http://purl.org/dc/elements/1.1/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
+SCHEMAS = data_path("indexing.documents", "schemas")
 # the 15 elements of the Dublin Core Metadata Element Set: the only children oai_dc allows
 DCMES = {"title", "creator", "subject", "description", "publisher", "contributor", "date",
          "type", "format", "identifier", "source", "language", "relation", "coverage", "rights"}  # fmt: skip
@@ -71,3 +73,29 @@ def test_export_holds_only_offered_documents_with_archive_urls(db_engine, tmp_pa
         assert ("identifier", f"doi:{item['doi']}") in values
         assert ("relation", item["landing_archive_url"]) in values
         assert ("date", "2025-07-14") in values and ("language", "en") in values
+    # each record validates against the OAI's oai_dc schema (importing the DCMI's Simple Dublin
+    # Core schema), the file against its wrapper's: libxml2's validator, the schemas shipped
+    oai_dc = etree.XMLSchema(etree.parse(str(SCHEMAS / "oai_dc.xsd")))
+    for record in records:
+        assert oai_dc.validate(etree.fromstring(etree.tostring(record))), oai_dc.error_log
+    whole = etree.XMLSchema(etree.parse(str(SCHEMAS / "documents.xsd")))
+    assert whole.validate(etree.parse(str(xml))), whole.error_log
+
+
+def test_an_export_that_is_not_dublin_core_is_refused_naming_the_line(tmp_path, monkeypatch):
+    record = {"title": "Report", "authors": ["Jane Smith"], "published": "2025-07-14",
+              "language": "en", "mime": "application/pdf", "archive_url": "http://r.test/all/1/x",
+              "isbn": "9781528612345", "issn": None, "doi": None, "url": "http://pubs.test/x.pdf",
+              "landing_archive_url": None}  # fmt: skip
+    plain = export.dublin_core
+
+    def with_isbn(item):  # type: ignore[no-untyped-def]
+        dc = plain(item)  # an ISBN element: no element of the Dublin Core element set
+        etree.SubElement(dc, f"{{{DC}}}isbn").text = item["isbn"]
+        return dc
+
+    monkeypatch.setattr(export, "dublin_core", with_isbn)
+    out = tmp_path / "docs.xml"
+    with pytest.raises(export.ExportError, match=r"line \d+ .*oai_dc.xsd.*isbn"):
+        export.write_dublin_core(out, [record])
+    assert not out.exists()

@@ -243,3 +243,23 @@ def test_domains_csv_says_which_domains_were_collected_completely(comp, tmp_path
         "site.fr": ("3", "<10", "complete"), "example.com": ("2", "<10", "unfinished"),
         "invalid-c.test": ("0", "", ""),
     }  # fmt: skip
+
+
+def test_storage_saved_by_dedup_is_shown_per_job_and_per_definition(  # type: ignore[no-untyped-def]
+    comp, tmp_path: Path
+) -> None:
+    # the golden logs' duplicate:digest lines: 3,000 bytes in job 1, 1,500 in job 2 (a snapshot
+    # step is a definition of its own, so its figure is the per-definition row)
+    jobs = comp.jobs_table.set_index("job_id")
+    assert [int(jobs.loc[j, "duplicate_bytes"]) for j in (1, 2, 3)] == [3_000, 1_500, 0]
+    out = tmp_path / "qa"
+    write_report(comp, out)
+    text = (out / "jobs.txt").read_text()
+    header = next(ln for ln in text.splitlines() if ln.lstrip().startswith("job_id"))
+    assert "duplicate_bytes" in header.split()
+    per_def = text.split("Per harvest definition", 1)[1]
+    assert "storage saved by deduplication" in per_def
+    rows = {ln.split()[0]: ln.split() for ln in per_def.splitlines()[2:] if ln.strip()}
+    assert (rows["1"][5], rows["2"][5]) == ("3,000", "1,500")  # duplicate_bytes
+    lines = summary_lines(summary_of(comp, out))
+    assert "  storage saved by deduplication: 4.5 KB (4,500 bytes written as revisits)" in lines

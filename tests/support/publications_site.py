@@ -1,7 +1,8 @@
 """A public body's site on loopback for the document step's tests (#35): a publications listing,
 landing pages with catalogue metadata, PDFs made with pypdf at test time (with and without
-embedded metadata), a Word document, the same PDF at two URLs, a broken PDF, and a PDF outside
-the target's document URL scheme."""
+embedded metadata), a Word document, the same PDF at two URLs, a broken PDF, a PDF linked only
+from inside another PDF (a link annotation), and a PDF outside the target's document URL
+scheme."""
 
 from __future__ import annotations
 
@@ -15,24 +16,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 from pypdf import PdfWriter
+from pypdf.annotations import Link
 
 HOST = "pubs.test"
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
-def make_pdf(metadata: dict[str, str] | None = None) -> bytes:
-    """A one-page PDF (blank), with a document information dictionary when given."""
+def make_pdf(metadata: dict[str, str] | None = None, link: str | None = None) -> bytes:
+    """A one-page PDF (blank), with a document information dictionary and a link annotation
+    (a URI action, as a PDF writer makes for a hyperlink) when given."""
     writer = PdfWriter()
     writer.add_blank_page(width=200, height=200)
     if metadata:
         writer.add_metadata(metadata)
+    if link:
+        writer.add_annotation(page_number=0, annotation=Link(rect=(20, 20, 180, 40), url=link))
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
 
 
-def make_pdf_with_doi(doi: str) -> bytes:
+def make_pdf_with_doi(doi: str, link: str | None = None) -> bytes:
     """A PDF with its own title, author, date, and a DOI among its keywords."""
     return make_pdf(
         {
@@ -40,7 +45,8 @@ def make_pdf_with_doi(doi: str) -> bytes:
             "/Author": "Office of Strategy",
             "/CreationDate": "D:20260115093000Z",
             "/Keywords": f"strategy; doi:{doi}",
-        }
+        },
+        link,
     )
 
 
@@ -86,9 +92,12 @@ class Site:
         return f"http://{HOST}:{self.port}{path}"
 
 
-def build() -> dict[str, tuple[str, bytes]]:
+def build(port: int) -> dict[str, tuple[str, bytes]]:
     annual = make_pdf()  # no embedded metadata: the landing page says everything
-    strategy = make_pdf_with_doi("10.5555/strategy.2026")
+    annex = (
+        f"http://{HOST}:{port}/publications/files/strategy-annex.pdf"  # linked from the PDF only
+    )
+    strategy = make_pdf_with_doi("10.5555/strategy.2026", annex)
     return {
         "/": (
             "text/html",
@@ -142,6 +151,10 @@ def build() -> dict[str, tuple[str, bytes]]:
         "/publications/files/annual-report-2025.pdf": (PDF, annual),
         "/publications/files/mirror/annual-report-2025.pdf": (PDF, annual),
         "/publications/files/strategy.pdf": (PDF, strategy),
+        "/publications/files/strategy-annex.pdf": (
+            PDF,
+            make_pdf({"/Title": "Strategy 2026-2030: annex", "/Author": "Office of Strategy"}),
+        ),
         "/publications/files/guide.docx": (DOCX, make_docx("Guide", "Services Team", "cy")),
         "/publications/files/notes.pdf": (PDF, b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pa"),
         "/about/privacy.pdf": (PDF, make_pdf({"/Title": "Privacy notice"})),
@@ -171,9 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve() -> Iterator[Site]:
-    files = build()
-    handler = type("Handler", (_Handler,), {"files": files})
+    handler = type("Handler", (_Handler,), {"files": {}})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    files = handler.files = build(server.server_address[1])
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
