@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -51,6 +51,28 @@ SCROLL_JS = """(() => {
 })()"""
 HEIGHT_JS = """Math.max(document.documentElement.scrollHeight,
   document.body ? document.body.scrollHeight : 0)"""
+# the page's visible text, as the QA pass compares it (crawler/qa_compare.py)
+TEXT_JS = "document.body ? document.body.innerText : ''"
+MAX_ERRORS = 50  # JavaScript errors kept per page load
+
+
+def exception_message(params: dict[str, Any]) -> str:
+    """The message of a ``Runtime.exceptionThrown`` event (its first line)."""
+    details = params.get("exceptionDetails") or {}
+    exc = details.get("exception") or {}
+    text = str(exc.get("description") or details.get("text") or "error")
+    return text.splitlines()[0][:500] if text else "error"
+
+
+class PageErrors:
+    """The uncaught JavaScript errors of one page load (a tab's ``Runtime`` events)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def on_event(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Runtime.exceptionThrown" and len(self.messages) < MAX_ERRORS:
+            self.messages.append(exception_message(params))
 
 
 @dataclass(frozen=True)
@@ -117,3 +139,6 @@ class RenderOutcome:
     error: str = ""
     resources: int = 0
     actions: list[Action] = field(default_factory=list)  # what the behaviours did
+    # what the QA pass compares the replay with (crawler/qa_pass.py; only when QA is on)
+    text: str = ""
+    js_errors: list[str] = field(default_factory=list)

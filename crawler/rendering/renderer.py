@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.inflate import inflater_of
+from crawler.qa_compare import QaSettings
 from crawler.rendering.archive import JobCaptures
 from crawler.rendering.behaviours.consent import ConsentMemory
 from crawler.rendering.behaviours.report import write_behaviours
@@ -47,6 +48,8 @@ from crawler.rendering.model import (
     ANCHORS_JS,
     HEIGHT_JS,
     SCROLL_JS,
+    TEXT_JS,
+    PageErrors,
     RenderOutcome,
     RenderSettings,
     Screenshot,
@@ -153,6 +156,7 @@ class Renderer:
         self.ctx = ctx
         self.crawler = crawler
         self.t = RenderSettings.from_settings(crawler.settings)
+        self.qa = QaSettings.from_settings(crawler.settings)  # the QA pass (crawler/qa_pass.py)
         self.mode = self.t.render
         self.free: asyncio.Queue[_Tab] | None = None
         self.tabs: list[_Tab] = []
@@ -195,24 +199,29 @@ class Renderer:
             return hops.strip("R") == ""
         return self.ctx.scope.in_seed_scope(request.url)
 
-    # --- one page -------------------------------------------------------------------------------
-    async def render(
-        self, request: scrapy.Request, response: Response, headers: list[tuple[str, str]]
-    ) -> RenderOutcome:
-        """Render a captured page (tried twice if its tab crashes or hangs)."""
+    def pool(self) -> asyncio.Queue[_Tab]:
+        """The free tabs (made on first use): a capture, or a QA pass, takes one."""
         if self.free is None:
             self.free = asyncio.Queue()
             for i in range(max(1, self.t.render_tabs)):
                 tab = _Tab(self, i)
                 self.tabs.append(tab)
                 self.free.put_nowait(tab)
+        return self.free
+
+    # --- one page -------------------------------------------------------------------------------
+    async def render(
+        self, request: scrapy.Request, response: Response, headers: list[tuple[str, str]]
+    ) -> RenderOutcome:
+        """Render a captured page (tried twice if its tab crashes or hangs)."""
+        free = self.pool()
         page = _Page(
             canonical_key(request.url),
             dict(request.meta["hf"], url=request.url),
             ProxyResponse(response.status, headers, response.body),
         )
         self.waiting += 1
-        tab = await self.free.get()
+        tab = await free.get()
         self.waiting -= 1
         self.rendering += 1
         outcome = RenderOutcome(error="not rendered")
@@ -244,7 +253,7 @@ class Renderer:
                 write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
         finally:
             self.rendering -= 1
-            self.free.put_nowait(tab)
+            free.put_nowait(tab)
         # crawler.stats, read when used: the spider makes the renderer before Scrapy makes stats
         self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
@@ -279,6 +288,8 @@ class Renderer:
                 self.site_behaviours,
             )  # fmt: skip
             browser.listen(session, behaviours.on_event)
+            errors = PageErrors()  # what the QA pass compares its replay's with
+            browser.listen(session, errors.on_event)
             await browser.send("Page.enable", session=session)
             await browser.send("Runtime.enable", session=session)
             await behaviours.prepare()
@@ -295,6 +306,9 @@ class Renderer:
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
             ]
+            if self.qa.qa:
+                outcome.text = str(await self._evaluate(browser, session, TEXT_JS) or "")
+                outcome.js_errors = errors.messages
             outcome.screenshots = await self._screenshots(browser, session)
             tab.pages_done += 1
             return outcome

@@ -1,0 +1,161 @@
+"""The QA pass's replay: a rendered page loaded again, from the job's own WARCs, in one of the
+crawl's tabs, with the same viewport and behaviours as its capture.
+
+Why from the WARCs and not through the access service: the job's records are readable as soon
+as they are written (the renderer already serves captured URLs back to its browser from them,
+crawler/render_archive.py), while the job's replay view needs its WARCs indexed first; and the
+answer is the same as pywb's in proxy mode for the URLs the page asks for (exact URL match, the
+recorded status, headers and body), without a round trip through the gateway and pywb. A tab's
+replay browser context goes through a proxy of its own (:class:`ReplayProxy`) that answers only
+from those records: a URL the job has no record of (never asked for, refused, failed) is a 404
+and is listed as missing. Nothing reaches a site during a replay.
+
+The page then gets its capture's treatment (crawler/render.py): load, network idle, dwell,
+consent (the host's kept answer restored, else the dialog answered again, as at capture —
+Browsertrix's users found 99 % of their QA differences caused by a consent popup that
+reappeared in replay), site behaviours, scrolling, "load more", media, back to the top; then
+its DOM text and the full-page screenshot are taken as at capture, and its JavaScript errors
+were listened to from the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from crawler.behaviours.run import PageBehaviours
+from crawler.cdp import Browser, CdpError
+from crawler.render_model import TEXT_JS, PageErrors, Screenshot
+from crawler.render_proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
+from harvestflow.formats.urls import canonical_key, without_fragment
+
+if TYPE_CHECKING:
+    from crawler.render import Renderer, _Tab
+
+log = logging.getLogger(__name__)
+
+NOT_ARCHIVED = ProxyResponse(404, [("Content-Type", "text/plain")], b"", "Not Archived")
+
+
+@dataclass
+class Replay:
+    """What a replay of a page showed."""
+
+    text: str = ""
+    errors: list[str] = field(default_factory=list)
+    screenshots: list[Screenshot] = field(default_factory=list)
+    requests: int = 0  # distinct URLs the replay asked for
+    missing: list[str] = field(default_factory=list)  # ...that the archive could not serve
+
+    def shot(self, kind: str) -> bytes | None:
+        return next((s.png for s in self.screenshots if s.kind == kind), None)
+
+
+class ReplayProxy:
+    """A tab's replay proxy: every request answered from the job's records, or 404 (missing)."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.proxy = TabProxy(self.handle, renderer.ca.server_context)
+        self.asked: dict[str, str] = {}  # key → URL, of the page being replayed
+        self.missing: dict[str, str] = {}
+
+    def reset(self) -> None:
+        self.asked = {}
+        self.missing = {}
+
+    async def handle(self, req: ProxyRequest) -> ProxyResponse:
+        try:
+            url = without_fragment(req.url)
+            key = canonical_key(url)
+        except ValueError:
+            return ProxyResponse(400, reason="Bad URL")
+        self.asked.setdefault(key, url)
+        response = None
+        if req.method == "GET":  # a POST's answer is recorded under its body: not replayed
+            response = self.renderer.captures.records.response(key)
+        if response is None:
+            self.missing.setdefault(key, url)
+            return NOT_ARCHIVED
+        return ranged(req, response)
+
+
+class _ReplayTab:
+    """What the renderer's settle loop reads of a tab: its proxy's activity."""
+
+    def __init__(self, proxy: TabProxy) -> None:
+        self.proxy = proxy
+
+
+async def replay(
+    renderer: Renderer, tab: _Tab, rp: ReplayProxy, url: str, budget_s: float
+) -> Replay:
+    """Replay ``url`` in ``tab``'s browser through ``rp`` (CdpError, TimeoutError or OSError
+    when the tab fails: the caller kills it)."""
+    if not rp.proxy.port:
+        await rp.proxy.start()
+    rp.reset()
+    browser = await tab.ensure_browser()
+    timeout = min(renderer.t.render_page_timeout_s, budget_s)
+    grace = min(15.0, max(5.0, timeout / 2))
+    return await asyncio.wait_for(_replay_in(renderer, browser, rp, url, timeout), timeout + grace)
+
+
+async def _replay_in(
+    renderer: Renderer, browser: Browser, rp: ReplayProxy, url: str, timeout: float
+) -> Replay:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    context_id = (
+        await browser.send(
+            "Target.createBrowserContext",
+            {"proxyServer": rp.proxy.address, "proxyBypassList": "<-loopback>"},
+        )
+    )["browserContextId"]
+    session = ""
+    try:
+        session = await browser.open_tab(context_id)
+        loaded = asyncio.Event()
+        crashed: list[str] = []
+
+        def on_event(method: str, params: dict[str, Any]) -> None:
+            if method == "Page.loadEventFired":
+                loaded.set()
+            elif method in ("Inspector.targetCrashed", "Inspector.detached"):
+                crashed.append(params.get("reason") or method)
+                loaded.set()
+
+        errors = PageErrors()
+        behaviours = PageBehaviours(
+            renderer.t, browser, session, context_id, url, renderer.consent_memory,
+            renderer.site_behaviours,
+        )  # fmt: skip
+        for listener in (on_event, behaviours.on_event, errors.on_event):
+            browser.listen(session, listener)
+        await browser.send("Page.enable", session=session)
+        await browser.send("Runtime.enable", session=session)
+        await behaviours.prepare()
+        await browser.send("Page.navigate", {"url": url}, session=session)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(loaded.wait(), max(deadline - loop.time(), 0.1))
+        if crashed:
+            raise CdpError(f"tab crashed: {crashed[0]}")
+        tab = cast("_Tab", _ReplayTab(rp.proxy))
+        await renderer._behave(browser, session, tab, deadline, behaviours)
+        if crashed:
+            raise CdpError(f"tab crashed: {crashed[0]}")
+        text = await renderer._evaluate(browser, session, TEXT_JS)
+        shots = await renderer._screenshots(browser, session)
+        return Replay(
+            str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
+        )
+    finally:
+        if session:
+            browser.forget(session)
+        with contextlib.suppress(CdpError):
+            await browser.send(
+                "Target.disposeBrowserContext", {"browserContextId": context_id}, timeout=5
+            )
