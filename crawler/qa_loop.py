@@ -166,6 +166,8 @@ class PageQa:
         pixel = await asyncio.to_thread(pixel_diff_share, capture_png, full) if full else 1.0
         text = text_similarity(seen.text, got.text)
         errors = new_errors(seen.errors, got.errors)
+        for message in errors:
+            log.info("QA of %s: replay error not seen at capture: %s", seen.url, message)
         self.crawler.stats.inc_value(CHECKED)
         return PageCheck(
             seen.url,
@@ -175,7 +177,7 @@ class PageQa:
             text,
             got.requests,
             got.missing,
-            errors,
+            len(errors),
             seconds=loop.time() - started,
             shots=f"{capture_name},{replay_name}",
         )

@@ -42,6 +42,7 @@ from app.curator import (
     feedback,
     jobfiles,
     operations,
+    qaview,
     qcview,
     readingroom,
     records_pages,
@@ -210,6 +211,7 @@ def create_app(
             summary=jobfiles.read_summary(job_dir),
             reports=jobfiles.read_reports(job_dir),
             screenshots=jobfiles.read_screenshots(job_dir),
+            page_qa=qaview.job_checks(job_dir),
             progress=jobfiles.read_progress(job_dir),
             task_link=_task_link(row.get("airflow_task"), airflow_base),
             has_log=bool(crawl_log and crawl_log.exists()),
@@ -244,6 +246,13 @@ def create_app(
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
+
+    def job_dir_of(job_id: int) -> Path | None:
+        with connect() as conn:
+            row = queries.job(conn, job_id)
+        return _dir(row["job_dir"]) if row is not None else None
+
+    qaview.add_routes(app, job_dir_of, png)  # the QA pass's screenshots
     readingroom.add_routes(app, replay)  # a signed-in user's pass into the reading room
 
     @app.post("/jobs/{job_id}/patch")

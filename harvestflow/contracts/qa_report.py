@@ -49,7 +49,7 @@ class PageCheck:
     text_similarity: float
     requests: int
     missing: list[str] = field(default_factory=list)
-    new_js_errors: list[str] = field(default_factory=list)
+    new_js_errors: int = 0  # errors the replay raised that the capture did not
     # what the QA patch did with its missing URLs (read back; written by write_patches):
     # URL → patched:<status> | not-patched:<why>
     patched: dict[str, str] = field(default_factory=dict)
@@ -121,7 +121,7 @@ def write_check(report_dir: Path, c: PageCheck) -> None:
         QA_HEADER,
         [
             f"{page} {c.check} {c.score:.1f} {c.pixel_diff:.4f} {c.text_similarity:.4f}"
-            f" {c.requests} {len(c.missing)} {len(c.new_js_errors)} {c.patched_count}"
+            f" {c.requests} {len(c.missing)} {c.new_js_errors} {c.patched_count}"
             f" {c.seconds:.2f} {clean_field(c.shots)}"
         ],
     )
@@ -138,35 +138,37 @@ def write_patches(report_dir: Path, page: str, check: int, patched: dict[str, st
         _append(report_dir / QA_MISSING_REPORT, QA_MISSING_HEADER, lines)
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+def parse_checks(text: str) -> list[PageCheck]:
+    """Every page's last check in a ``qa-report.txt`` (report order), without its URLs; a
+    torn or malformed line (a running job's last) is left out."""
+    last: dict[str, PageCheck] = {}
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) != 11 or not all(x.isdigit() for x in (f[1], f[5], f[6], f[7], f[8])):
+            continue
+        try:
+            score, pixel, similarity, seconds = float(f[2]), float(f[3]), float(f[4]), float(f[9])
+        except ValueError:
+            continue
+        last[f[0]] = PageCheck(
+            f[0], int(f[1]), score, pixel, similarity, int(f[5]),
+            new_js_errors=int(f[7]), seconds=seconds, shots=f[10],
+            patched_count=int(f[8]),
+        )  # fmt: skip
+    return list(last.values())
 
 
 def read_checks(job_dir: Path | None) -> list[PageCheck]:
-    """Every page's last check (report order), with that check's missing and patched URLs;
-    [] without a report. A torn or malformed line (a running job's last) is left out."""
+    """Every page's last check (report order), with that check's missing URLs and the
+    patch's outcomes; [] without a report."""
     if job_dir is None:
         return []
     jd = JobDir(job_dir)
     try:
-        lines = jd.report(QA_REPORT).read_text(encoding="utf-8", errors="replace").splitlines()
+        text = jd.report(QA_REPORT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    last: dict[str, PageCheck] = {}
-    for line in lines[1:]:
-        f = line.split()
-        nums = [_float(x) for x in f[2:5]] if len(f) == 11 else [None]
-        counts = [x for x in f[5:10] if x.replace(".", "", 1).isdigit()] if len(f) == 11 else []
-        if None in nums or len(counts) != 5 or not f[1].isdigit():
-            continue
-        score, pixel, text = (float(x) for x in f[2:5])  # type: ignore[arg-type]
-        last[f[0]] = PageCheck(
-            f[0], int(f[1]), score, pixel, text, int(f[5]), seconds=float(f[9]), shots=f[10]
-        )
-        last[f[0]].new_js_errors = [""] * int(f[7])
+    last = {c.page: c for c in parse_checks(text)}
     try:
         missing = jd.report(QA_MISSING_REPORT).read_text(encoding="utf-8", errors="replace")
     except OSError:
