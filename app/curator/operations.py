@@ -225,7 +225,9 @@ def overview(conn: sa.Connection) -> dict[str, Any]:
         .mappings()
         .one()
     )
-    return dict(row)
+    from harvest.page_qa import flagged_jobs
+
+    return {**row, "qa_flagged": flagged_jobs(conn)}  # recent runs whose pages fell below
 
 
 def csv_text(table: Table) -> str:

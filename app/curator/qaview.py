@@ -3,10 +3,9 @@ table (worst page first, the capture's and the replay's screenshots side by side
 still missing) and the screenshots' route; the latest score of a domain's pages (the domain
 page and the selection record).
 
-Why read from the job's reports (harvestflow.contracts.qa_report): the crawler writes them as
-it checks pages, so a running job's page shows its scores as they come; the reports are also
-stored with the job (``job_reports``), which is where a domain's latest scores are read from
-when the job directory has moved on.
+Why read from the job's directory (harvestflow.contracts.qa_report): the crawler writes the
+reports and screenshots as it checks pages, so a running job's page shows its scores as they
+come.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException
 from fastapi import Path as PathParam
 from fastapi.responses import Response
@@ -25,13 +23,10 @@ from fastapi.responses import Response
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
 from harvestflow.contracts.qa_report import (
-    QA_REPORT,
     QA_SHOTS,
-    parse_checks,
     read_checks,
 )
 from harvestflow.curator.jobfiles import inside
-from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
 
@@ -68,28 +63,6 @@ def job_checks(job_dir: Path | None) -> dict[str, Any]:
         "below": sum(1 for c in checks if c.below(threshold)),
         "min_score": threshold,
     }
-
-
-def domain_scores(conn: sa.Connection, domain: str, limit: int = 50) -> list[dict[str, Any]]:
-    """The latest score of each checked page of ``domain`` (its host or a subdomain's), from
-    the QA reports stored with the jobs, newest job first; at most ``limit`` pages."""
-    rows = conn.execute(
-        sa.text(
-            "SELECT r.job_id, r.content FROM job_reports r"
-            " WHERE r.name = :n AND r.job_id IN (SELECT hi.job_id FROM historyinfo hi"
-            " JOIN configurations c USING (config_id) JOIN domains d USING (domain_id)"
-            " WHERE d.name = :d) ORDER BY r.job_id DESC LIMIT 20"
-        ),
-        {"n": QA_REPORT, "d": domain},
-    ).all()
-    latest: dict[str, dict[str, Any]] = {}
-    for job_id, content in rows:
-        for c in parse_checks(str(content)):
-            host = host_of(c.page)
-            in_domain = host == domain or host.endswith("." + domain)
-            if in_domain and c.page not in latest:
-                latest[c.page] = {"job_id": job_id, "page": c.page, "score": c.score}
-    return sorted(latest.values(), key=lambda r: (r["score"], r["page"]))[:limit]
 
 
 def add_routes(

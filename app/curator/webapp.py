@@ -35,6 +35,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
+from harvest.page_qa import latest_scores
 from app.curator import (
     actions,
     crawllog_search,
@@ -311,9 +312,12 @@ def create_app(
                 raise HTTPException(404, f"no domain {name!r}")
             jobs = [int(h["job_id"]) for h in row["history"].rows]
             targets = feedback.domain_feedback(conn, name, jobs)
+            scores = latest_scores(conn, [name])  # the QA pass's, of its pages
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
-        return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
+        return with_csrf(
+            request, "domain.html", title=f"Domain {name}", d=row, t=targets, page_scores=scores
+        )
 
     @app.get("/domains/{name}/size.png")
     def domain_chart(name: str) -> Response:
