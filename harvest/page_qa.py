@@ -26,9 +26,11 @@ from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec, Template
 from harvestflow.contracts.qa_report import (
+    QA_MISSING_REPORT,
     QA_REPORT,
     PageCheck,
     QaSummary,
+    add_missing,
     parse_checks,
     read_checks,
     summarise,
@@ -86,16 +88,18 @@ def jobs_qa(conn: Connection, job_ids: Iterable[int]) -> dict[int, JobQa]:
         return {}
     rows = conn.execute(
         sa.text(
-            "SELECT j.job_id, j.harvest_id, h.name, j.enddate, j.template, r.content"
+            "SELECT j.job_id, j.harvest_id, h.name, j.enddate, j.template, r.content, m.content"
             " FROM jobs j JOIN job_reports r ON r.job_id = j.job_id AND r.name = :n"
+            " LEFT JOIN job_reports m ON m.job_id = j.job_id AND m.name = :m"
             " JOIN harvestdefinitions h ON h.harvest_id = j.harvest_id"
             " WHERE j.job_id = ANY(:ids)"
         ),
-        {"n": QA_REPORT, "ids": ids},
+        {"n": QA_REPORT, "m": QA_MISSING_REPORT, "ids": ids},
     ).all()
     out = {}
-    for job_id, harvest_id, name, ended, template, content in rows:
+    for job_id, harvest_id, name, ended, template, content, missing in rows:
         checks = parse_checks(str(content))
+        add_missing(checks, str(missing or ""))
         out[int(job_id)] = JobQa(
             int(job_id), int(harvest_id), str(name), ended, checks,
             summarise(checks, *_thresholds(template)),

@@ -168,12 +168,20 @@ def read_checks(job_dir: Path | None) -> list[PageCheck]:
         text = jd.report(QA_REPORT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    last = {c.page: c for c in parse_checks(text)}
+    checks = parse_checks(text)
     try:
         missing = jd.report(QA_MISSING_REPORT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         missing = ""
-    for line in missing.splitlines()[1:]:
+    add_missing(checks, missing)
+    return checks
+
+
+def add_missing(checks: list[PageCheck], text: str) -> None:
+    """Each page's URLs still missing at its last check, and what the patch did with its
+    missing URLs, from a ``qa-missing-report.txt``."""
+    last = {c.page: c for c in checks}
+    for line in text.splitlines()[1:]:
         f = line.split()
         if len(f) != 4 or f[0] not in last or not f[1].isdigit():
             continue
@@ -182,7 +190,6 @@ def read_checks(job_dir: Path | None) -> list[PageCheck]:
             check.patched[f[2]] = f[3]  # the patch of any check of the page
         elif int(f[1]) == check.check:  # an earlier check's misses: the last says what is left
             check.missing.append(f[2])
-    return list(last.values())
 
 
 def summarise(checks: list[PageCheck], min_score: float, max_below_share: float) -> QaSummary:
