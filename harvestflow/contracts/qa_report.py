@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,4 +224,4 @@ def merge_qa_reports(sources: list[Path], target_dir: Path) -> None:
         if shots.is_dir():
             (target_dir / QA_SHOTS).mkdir(parents=True, exist_ok=True)
             for png in shots.glob("*.png"):
-                png.replace(target_dir / QA_SHOTS / png.name)
+                shutil.copyfile(png, target_dir / QA_SHOTS / png.name)
