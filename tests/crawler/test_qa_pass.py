@@ -36,7 +36,7 @@ def _job(site_url: str, **template: Any) -> dict[str, Any]:
             "render": "html",
             "render_tabs": 2,
             "render_min_wait_s": 0.3,
-            "render_page_timeout_s": 15,
+            "render_page_timeout_s": 30,  # a loaded test machine starts Chromium slowly
             "render_consent": "none",
             "qa": True,
             "qa_patch": True,
@@ -82,7 +82,7 @@ def qa_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrawlResult, qas
     site = qasite.QaSite()
     with serve(site.route, negotiate=compressed) as server:
         out = tmp_path_factory.mktemp("qa") / "job"
-        result = run_crawl(_job(server.url(qasite.HOST, "/")), out, timeout=240)
+        result = run_crawl(_job(server.url(qasite.HOST, "/")), out, timeout=300)
         return result, site, server.port
 
 
@@ -191,7 +191,7 @@ def test_kill_during_a_qa_pass_resumes_and_finishes_it_without_a_second_capture(
         assert not (out / "reports" / "qa-report.txt").exists()  # killed during the pass
         job["template"]["render_min_wait_s"] = 0.3
         job_path.write_text(json.dumps(job))
-        result = run_crawl(job, out, timeout=120)
+        result = run_crawl(job, out, timeout=240)
         asked = Counter(p for _, p in server.requests)
     assert asked["/perfect.html"] == 1 and asked["/img/blue.png"] == 1, asked
     checks = _checks(result)
@@ -203,3 +203,30 @@ def test_kill_during_a_qa_pass_resumes_and_finishes_it_without_a_second_capture(
     assert responses[seed] == 1 and responses[server.url(qasite.HOST, "/img/blue.png")] == 1
     lines = Counter(f[3] for f in result.log_fields())
     assert lines[seed] == 1, lines
+
+
+def _crawl_scripted(tmp_path: Path, **template: Any) -> tuple[CrawlResult, qasite.QaSite, int]:
+    site = qasite.QaSite()
+    with serve(site.route, negotiate=compressed) as server:
+        job = _job(server.url(qasite.HOST, "/scripted.html"), max_hops=0, **template)
+        return run_crawl(job, tmp_path / "job", timeout=240), site, server.port
+
+
+def test_a_job_with_qa_off_renders_without_a_qa_pass(tmp_path: Path) -> None:
+    result, site, port = _crawl_scripted(tmp_path, qa=False)
+    assert "rendered" in result.line_for(f"http://{qasite.HOST}:{port}/scripted.html")[11]
+    reports = result.out / "reports"
+    assert not (reports / "qa-report.txt").exists() and not (reports / "qa-shots").exists()
+    assert site.flaky_asked == qasite.FLAKY_DROPS  # the capture's tries only: nothing patched
+    assert not [f for f in result.log_fields() if "qa-patch" in f[11]]
+
+
+def test_the_qa_time_budget_bounds_a_pages_pass(tmp_path: Path) -> None:
+    """A page's QA budget (1 s) spent by its first check (its replay cut at the budget): the
+    missing image is still fetched by the patch, the page is not checked again."""
+    result, site, _ = _crawl_scripted(tmp_path, qa_page_budget_s=1.0)
+    assert list(_checks(result)) == [("/scripted.html", 1)]
+    (found, patched) = _missing(result)[("/scripted.html", 1)]
+    assert found == ("/img/flaky.png", "missing")
+    assert patched in (("/img/flaky.png", "patched:200"), ("/img/flaky.png", "not-patched:timeout"))
+    assert site.flaky_asked == qasite.FLAKY_DROPS + 1
