@@ -51,6 +51,7 @@ PENDING = "qa:"  # state meta: a page whose QA pass is to do
 CHECKED = "harvestflow/qa/checked"  # crawler.stats: page checks done
 CHECK_FAILED = "harvestflow/qa/failed"  # ...cut by a crashed or hung tab (not scored)
 PATCHED = "harvestflow/qa/patched"  # missing URLs fetched with a 2xx/3xx answer
+MAX_PATCH = 100  # missing URLs of one page fetched by the patch (the rest left to the curator)
 
 
 @dataclass
@@ -73,7 +74,6 @@ class PageQa:
         self.s = renderer.qa
         self.shots = ctx.report_dir / QA_SHOTS
         self.proxies: dict[int, ReplayProxy] = {}  # tab index → its replay proxy
-        self.active = 0  # passes under way (the progress line)
 
     # --- before the pass: what the capture saw, kept ------------------------------------------
     def keep(self, url: str, hf: dict[str, Any], outcome: RenderOutcome) -> str | None:
@@ -110,11 +110,7 @@ class PageQa:
             log.error("QA entry %s unreadable (%s): left out", entry_key, exc)
             self._done(entry_key)
             return
-        self.active += 1
-        try:
-            await self._pass(seen)
-        finally:
-            self.active -= 1
+        await self._pass(seen)
         self._done(entry_key)
 
     async def _pass(self, seen: Seen) -> None:
@@ -187,7 +183,9 @@ class PageQa:
         """Missing URLs fetched in the job where they may be: URL → what came of it."""
         out: dict[str, str] = {}
         waiting: dict[str, asyncio.Future[ProxyResponse]] = {}
-        for url in urls:
+        for url in urls[MAX_PATCH:]:
+            out[url] = "not-patched:too-many"
+        for url in urls[:MAX_PATCH]:
             request, why = self._patch_request(url, seen.hf)
             if request is None:
                 out[url] = f"not-patched:{why}"
