@@ -118,7 +118,7 @@ class ArchiveSpider(scrapy.Spider):
         self.renderer: Any = (
             None  # crawler.rendering.renderer.Renderer when the template renders pages
         )
-        self.page_qa: Any = None  # crawler.qa_loop.PageQa when rendered pages are checked
+        self.page_qa: Any = None  # crawler.rendering.qa_loop.PageQa when rendered pages are checked
         self.platform_failure: str | None = None  # the first failure of our own platform
 
     @classmethod
@@ -139,7 +139,7 @@ class ArchiveSpider(scrapy.Spider):
             spider.renderer = Renderer(spider.ctx, crawler)
             spider.ctx.renderer = spider.renderer
             if spider.renderer.qa.qa:
-                from crawler.qa_loop import PageQa
+                from crawler.rendering.qa_loop import PageQa
 
                 spider.page_qa = PageQa(spider.ctx, spider.renderer, crawler)
             crawler.signals.connect(spider.close_renderer, signal=signals.spider_closed)
@@ -259,7 +259,7 @@ class ArchiveSpider(scrapy.Spider):
         if qa is None:
             return new
         # the page's links scheduled now, then its QA pass in the crawl's tabs
-        # (crawler/qa_loop.py): the crawl goes on meanwhile
+        # (crawler/rendering/qa_loop.py): the crawl goes on meanwhile
         for r in new:
             self.crawler.engine.crawl(r)
         await self.page_qa.run(qa)

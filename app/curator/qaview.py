@@ -20,13 +20,13 @@ from fastapi import FastAPI, HTTPException
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 
+from app.curator.jobfiles import inside
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.jobspec import JobSpec
 from harvestflow.contracts.qa_report import (
     QA_SHOTS,
     read_checks,
 )
-from harvestflow.curator.jobfiles import inside
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
-from harvest.page_qa import latest_scores
 from app.curator import (
     actions,
     crawllog_search,
@@ -49,6 +48,7 @@ from app.curator import (
     records_pages,
 )
 from harvest import views as queries
+from harvest.page_qa import latest_scores
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.integers import (
     BIGINT_MAX,

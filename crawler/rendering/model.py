@@ -51,7 +51,7 @@ SCROLL_JS = """(() => {
 })()"""
 HEIGHT_JS = """Math.max(document.documentElement.scrollHeight,
   document.body ? document.body.scrollHeight : 0)"""
-# the page's visible text, as the QA pass compares it (crawler/qa_compare.py)
+# the page's visible text, as the QA pass compares it (crawler/rendering/qa_compare.py)
 TEXT_JS = "document.body ? document.body.innerText : ''"
 MAX_ERRORS = 50  # JavaScript errors kept per page load
 
@@ -139,6 +139,6 @@ class RenderOutcome:
     error: str = ""
     resources: int = 0
     actions: list[Action] = field(default_factory=list)  # what the behaviours did
-    # what the QA pass compares the replay with (crawler/qa_pass.py; only when QA is on)
+    # what the QA pass compares the replay with (crawler/rendering/qa_pass.py; only when QA is on)
     text: str = ""
     js_errors: list[str] = field(default_factory=list)

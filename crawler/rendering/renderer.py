@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
 from crawler.inflate import inflater_of
-from crawler.qa_compare import QaSettings
 from crawler.rendering.archive import JobCaptures
 from crawler.rendering.behaviours.consent import ConsentMemory
 from crawler.rendering.behaviours.report import write_behaviours
@@ -63,6 +62,7 @@ from crawler.rendering.proxy import (
     TabProxy,
     ranged,
 )
+from crawler.rendering.qa_compare import QaSettings
 from crawler.rendering.tls import JobCA
 from crawler.state import BROWSER_PRIORITY
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
@@ -156,7 +156,9 @@ class Renderer:
         self.ctx = ctx
         self.crawler = crawler
         self.t = RenderSettings.from_settings(crawler.settings)
-        self.qa = QaSettings.from_settings(crawler.settings)  # the QA pass (crawler/qa_pass.py)
+        self.qa = QaSettings.from_settings(
+            crawler.settings
+        )  # the QA pass (crawler/rendering/qa_pass.py)
         self.mode = self.t.render
         self.free: asyncio.Queue[_Tab] | None = None
         self.tabs: list[_Tab] = []

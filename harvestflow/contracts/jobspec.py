@@ -78,7 +78,7 @@ class Template:
     media_renditions: str = "extremes"
     render_site_behaviours: str = ""  # folder of site-specific behaviours ("": none)
     render_behaviour_timeout_s: float = 10.0  # a site behaviour's time (its @timeout ≤ 4×)
-    # capture-vs-replay QA of each rendered page (crawler/qa_loop.py): replayed from the job's
+    # capture-vs-replay QA of each rendered page (crawler/rendering/qa_loop.py): replayed from the job's
     # records in the crawl's tabs, scored 0-100; a job sets qa false to switch it off
     qa: bool = False
     qa_patch: bool = False  # missing URLs fetched in the same job, the page checked again

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from access import jobviews, missing
 from access.config import AccessConfig
 from harvestflow import settings as settings_mod
-from tests.harvest.test_page_qa import seed_qa_jobs
+from tests.support.qa_jobs import seed_qa_jobs
 
 pytestmark = pytest.mark.services
 

@@ -8,7 +8,7 @@ import io
 import pytest
 from PIL import Image, ImageDraw
 
-from crawler.qa_compare import new_errors, pixel_diff_share, score, text_similarity
+from crawler.rendering.qa_compare import new_errors, pixel_diff_share, score, text_similarity
 
 
 def _png(

@@ -1,5 +1,5 @@
 """The capture-vs-replay QA pass of rendered pages, on a real crawl of the QA fixture site
-(tests/crawler/qasite.py): scores, missing URLs, the patch fetched in the same job, the second
+(tests/support/qasite.py): scores, missing URLs, the patch fetched in the same job, the second
 check, and a crawler killed during a pass."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.crawler import qasite
-from tests.crawler.conftest import FAST_TEMPLATE, ORACLE_BIN, REPO, CrawlResult, run_crawl
-from tests.crawler.rawsite import serve
-from tests.crawler.renderjobs import warc_records
-from tests.crawler.scriptsite import compressed
+from tests.support import qasite
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, REPO, CrawlResult, run_crawl
+from tests.support.rawsite import serve
+from tests.support.renderjobs import warc_records
+from tests.support.scriptsite import compressed
 
 MIN_SCORE = 80.0
 

@@ -13,15 +13,15 @@ import sqlalchemy as sa
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from harvestflow.curator.actions import Role
-from harvestflow.curator.webapp import create_app
-from tests.crawler import qasite
-from tests.crawler.conftest import FAST_TEMPLATE, run_crawl
-from tests.crawler.rawsite import serve
-from tests.crawler.scriptsite import compressed
-from tests.plugins.browser import chromium
-from tests.plugins.signed_in import auth_for, serving, signed_in_client
-from tests.plugins.test_curator_webapp import _insert_job
+from app.curator.actions import Role
+from app.curator.webapp import create_app
+from tests.support import qasite
+from tests.support.browser import chromium
+from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.curator_jobs import _insert_job
+from tests.support.rawsite import serve
+from tests.support.scriptsite import compressed
+from tests.support.signed_in import auth_for, serving, signed_in_client
 
 pytestmark = pytest.mark.services
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.curator.actions import Role
 from harvest.selection.importer import import_file
-from harvestflow.curator.actions import Role
-from tests.harvest.test_page_qa import seed_qa_jobs
-from tests.plugins.signed_in import signed_in_client
+from tests.support.qa_jobs import seed_qa_jobs
+from tests.support.signed_in import signed_in_client
 
 pytestmark = pytest.mark.services
 

@@ -3,14 +3,14 @@ crawl's tabs, with the same viewport and behaviours as its capture.
 
 Why from the WARCs and not through the access service: the job's records are readable as soon
 as they are written (the renderer already serves captured URLs back to its browser from them,
-crawler/render_archive.py), while the job's replay view needs its WARCs indexed first; and the
+crawler/rendering/archive.py), while the job's replay view needs its WARCs indexed first; and the
 answer is the same as pywb's in proxy mode for the URLs the page asks for (exact URL match, the
 recorded status, headers and body), without a round trip through the gateway and pywb. A tab's
 replay browser context goes through a proxy of its own (:class:`ReplayProxy`) that answers only
 from those records: a URL the job has no record of (never asked for, refused, failed) is a 404
 and is listed as missing. Nothing reaches a site during a replay.
 
-The page then gets its capture's treatment (crawler/render.py): load, network idle, dwell,
+The page then gets its capture's treatment (crawler/rendering/renderer.py): load, network idle, dwell,
 consent (the host's kept answer restored, else the dialog answered again, as at capture —
 Browsertrix's users found 99 % of their QA differences caused by a consent popup that
 reappeared in replay), site behaviours, scrolling, "load more", media, back to the top; then
@@ -26,14 +26,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from crawler.behaviours.run import PageBehaviours
-from crawler.cdp import Browser, CdpError
-from crawler.render_model import TEXT_JS, PageErrors, Screenshot
-from crawler.render_proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
+from crawler.rendering.behaviours.run import PageBehaviours
+from crawler.rendering.cdp import Browser, CdpError
+from crawler.rendering.model import TEXT_JS, PageErrors, Screenshot
+from crawler.rendering.proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
 from harvestflow.formats.urls import canonical_key, without_fragment
 
 if TYPE_CHECKING:
-    from crawler.render import Renderer, _Tab
+    from crawler.rendering.renderer import Renderer, _Tab
 
 log = logging.getLogger(__name__)
 

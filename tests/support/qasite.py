@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import threading
 
-from tests.crawler.rawsite import Raw
-from tests.crawler.scriptsite import png
+from tests.support.rawsite import Raw
+from tests.support.scriptsite import png
 
 HOST = "qa.site.test"
 FLAKY_DROPS = 2  # the template's retries (1) + 1: the capture's fetch fails

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
-from crawler.cdp import CdpError
 from crawler.context import BROWSER_PRIORITY
-from crawler.qa_compare import new_errors, pixel_diff_share, score, text_similarity
-from crawler.qa_pass import ReplayProxy, replay
-from crawler.render_proxy import ProxyResponse
+from crawler.rendering.cdp import CdpError
+from crawler.rendering.proxy import ProxyResponse
+from crawler.rendering.qa_compare import new_errors, pixel_diff_share, score, text_similarity
+from crawler.rendering.qa_pass import ReplayProxy, replay
 from harvestflow.contracts.qa_report import (
     QA_SHOTS,
     PageCheck,
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     import scrapy
 
     from crawler.context import CrawlContext
-    from crawler.render import Renderer
-    from crawler.render_model import RenderOutcome
+    from crawler.rendering.model import RenderOutcome
+    from crawler.rendering.renderer import Renderer
 
 log = logging.getLogger(__name__)
 
