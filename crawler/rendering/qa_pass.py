@@ -100,7 +100,8 @@ async def replay(
     rp.reset()
     browser = await tab.ensure_browser()
     timeout = min(renderer.t.render_page_timeout_s, budget_s)
-    grace = min(15.0, max(5.0, timeout / 2))
+    # beyond the behaviours' time: the tab's set-up and the screenshots, as at capture
+    grace = min(15.0, max(5.0, renderer.t.render_page_timeout_s / 2))
     return await asyncio.wait_for(_replay_in(renderer, browser, rp, url, timeout), timeout + grace)
 
 
