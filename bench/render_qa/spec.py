@@ -74,7 +74,7 @@ class RenderQaBenchmark(Benchmark):
         self.pages = 0
 
     def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
-        self.pages = 4 if quick else 30
+        self.pages = 4 if quick else 16
         if self.site is None:  # served for the whole run by a thread of the runner
             self.site = Site(self.pages)
         base = f"http://{HOST}:{self.site.port}"

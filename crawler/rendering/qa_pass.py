@@ -21,15 +21,14 @@ were listened to from the start.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from crawler.rendering.behaviours.run import PageBehaviours
-from crawler.rendering.cdp import Browser, CdpError
-from crawler.rendering.model import TEXT_JS, PageErrors, Screenshot
+from crawler.rendering.cdp import Browser
+from crawler.rendering.model import TEXT_JS, Screenshot
 from crawler.rendering.proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
+from crawler.rendering.tabpage import TabPage
 from harvestflow.formats.urls import canonical_key, without_fragment
 
 if TYPE_CHECKING:
@@ -108,55 +107,15 @@ async def replay(
 async def _replay_in(
     renderer: Renderer, browser: Browser, rp: ReplayProxy, url: str, timeout: float
 ) -> Replay:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    context_id = (
-        await browser.send(
-            "Target.createBrowserContext",
-            {"proxyServer": rp.proxy.address, "proxyBypassList": "<-loopback>"},
-        )
-    )["browserContextId"]
-    session = ""
-    try:
-        session = await browser.open_tab(context_id)
-        loaded = asyncio.Event()
-        crashed: list[str] = []
-
-        def on_event(method: str, params: dict[str, Any]) -> None:
-            if method == "Page.loadEventFired":
-                loaded.set()
-            elif method in ("Inspector.targetCrashed", "Inspector.detached"):
-                crashed.append(params.get("reason") or method)
-                loaded.set()
-
-        errors = PageErrors()
-        behaviours = PageBehaviours(
-            renderer.t, browser, session, context_id, url, renderer.consent_memory,
-            renderer.site_behaviours,
-        )  # fmt: skip
-        for listener in (on_event, behaviours.on_event, errors.on_event):
-            browser.listen(session, listener)
-        await browser.send("Page.enable", session=session)
-        await browser.send("Runtime.enable", session=session)
-        await behaviours.prepare()
-        await browser.send("Page.navigate", {"url": url}, session=session)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(loaded.wait(), max(deadline - loop.time(), 0.1))
-        if crashed:
-            raise CdpError(f"tab crashed: {crashed[0]}")
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with TabPage(browser, rp.proxy.address) as page:
+        behaviours, errors = renderer.watch(page, url)
+        await page.load(url, deadline, behaviours.prepare)
         tab = cast("_Tab", _ReplayTab(rp.proxy))
-        await renderer._behave(browser, session, tab, deadline, behaviours)
-        if crashed:
-            raise CdpError(f"tab crashed: {crashed[0]}")
-        text = await renderer._evaluate(browser, session, TEXT_JS)
-        shots = await renderer._screenshots(browser, session)
+        await renderer._behave(browser, page.session, tab, deadline, behaviours)
+        page.check()
+        text = await renderer._evaluate(browser, page.session, TEXT_JS)
+        shots = await renderer._screenshots(browser, page.session)
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
         )
-    finally:
-        if session:
-            browser.forget(session)
-        with contextlib.suppress(CdpError):
-            await browser.send(
-                "Target.disposeBrowserContext", {"browserContextId": context_id}, timeout=5
-            )

@@ -28,7 +28,6 @@ Why this shape (see also crawler/rendering/proxy.py and crawler/rendering/cdp.py
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 from dataclasses import dataclass, field
@@ -63,6 +62,7 @@ from crawler.rendering.proxy import (
     ranged,
 )
 from crawler.rendering.qa_compare import QaSettings
+from crawler.rendering.tabpage import TabPage
 from crawler.rendering.tls import JobCA
 from crawler.state import BROWSER_PRIORITY
 from harvestflow.formats.urls import canonical_key, host_of, without_fragment
@@ -260,49 +260,26 @@ class Renderer:
         self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
 
+    def watch(self, page: TabPage, url: str) -> tuple[PageBehaviours, PageErrors]:
+        """The behaviours and the JavaScript errors of a page load (a capture, a QA replay)."""
+        behaviours = PageBehaviours(
+            self.t, page.browser, page.session, page.context_id, url, self.consent_memory,
+            self.site_behaviours,
+        )  # fmt: skip
+        errors = PageErrors()  # what the QA pass compares its replay's with
+        page.listen(behaviours.on_event)
+        page.listen(errors.on_event)
+        return behaviours, errors
+
     async def _render_in(self, tab: _Tab, url: str) -> RenderOutcome:
         browser = await tab.ensure_browser()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.t.render_page_timeout_s
-        context_id = (
-            await browser.send(
-                "Target.createBrowserContext",
-                # loopback hosts too: Chromium bypasses a proxy for them unless told not to
-                {"proxyServer": tab.proxy.address, "proxyBypassList": "<-loopback>"},
-            )
-        )["browserContextId"]
-        session = ""
-        try:
-            session = await browser.open_tab(context_id)
-            loaded = asyncio.Event()
-            crashed: list[str] = []
-
-            def on_event(method: str, params: dict[str, Any]) -> None:
-                if method == "Page.loadEventFired":
-                    loaded.set()
-                elif method in ("Inspector.targetCrashed", "Inspector.detached"):
-                    crashed.append(params.get("reason") or method)
-                    loaded.set()
-
-            browser.listen(session, on_event)
-            behaviours = PageBehaviours(
-                self.t, browser, session, context_id, url, self.consent_memory,
-                self.site_behaviours,
-            )  # fmt: skip
-            browser.listen(session, behaviours.on_event)
-            errors = PageErrors()  # what the QA pass compares its replay's with
-            browser.listen(session, errors.on_event)
-            await browser.send("Page.enable", session=session)
-            await browser.send("Runtime.enable", session=session)
-            await behaviours.prepare()
-            await browser.send("Page.navigate", {"url": url}, session=session)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(loaded.wait(), max(deadline - loop.time(), 0.1))
-            if crashed:
-                raise CdpError(f"tab crashed: {crashed[0]}")
+        deadline = asyncio.get_running_loop().time() + self.t.render_page_timeout_s
+        async with TabPage(browser, tab.proxy.address) as page:
+            session = page.session
+            behaviours, errors = self.watch(page, url)
+            await page.load(url, deadline, behaviours.prepare)
             await self._behave(browser, session, tab, deadline, behaviours)
-            if crashed:
-                raise CdpError(f"tab crashed: {crashed[0]}")
+            page.check()
             outcome = RenderOutcome(actions=behaviours.actions)
             anchors = await self._evaluate(browser, session, ANCHORS_JS)
             outcome.links = [
@@ -314,13 +291,6 @@ class Renderer:
             outcome.screenshots = await self._screenshots(browser, session)
             tab.pages_done += 1
             return outcome
-        finally:
-            if session:
-                browser.forget(session)
-            with contextlib.suppress(CdpError):
-                await browser.send(
-                    "Target.disposeBrowserContext", {"browserContextId": context_id}, timeout=5
-                )
 
     async def _evaluate(self, browser: Browser, session: str, expr: str) -> Any:
         result = await browser.send(
