@@ -12,7 +12,8 @@ sent from the view (:mod:`access.patches`) is part of it: its jobs' files are li
 patched job's view, so the curator sees the gaps filled where they were found.
 
 Pages, links and embeds the view cannot serve are recorded per job by the gateway
-(:mod:`access.missing`). A job with no index file yet has no view.
+(:mod:`access.missing`), and so are, when the view is made, the URLs the crawler's QA pass left
+missing (harvest.page_qa). A job with no index file yet has no view.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
 from access.index import sync_links
 from harvest.jobs import definitions_of_jobs
+from harvest.page_qa import jobs_qa
 from harvestflow.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ def sync(
     base.mkdir(parents=True, exist_ok=True)
     acl = acl_file(cfg)
     result = {}
+    new_views = []
     for job, files in sorted(views.items()):
         coll = missing.job_collection(job)
         folder = base / coll
@@ -79,9 +82,22 @@ def sync(
             link.symlink_to(acl)
         meta = folder / "metadata.yaml"
         if not meta.exists():
+            new_views.append(job)
             title = f"Job {job} (curator's view)"
             atomic_write_text(meta, json.dumps({"title": title, "job": job}) + "\n")
         result[coll] = len(files)
         if added or removed:
             log.info("access %s: %d index file(s) (+%d -%d)", coll, len(files), added, removed)
+    _qa_misses(engine, new_views)
     return result
+
+
+def _qa_misses(engine: sa.Engine, jobs: list[int]) -> None:
+    """A new view's job: the URLs its QA pass left missing join its missing-URL list (where
+    the curator's patch harvest takes them from), as the gateway records a curator's misses."""
+    with engine.connect() as conn:
+        found = jobs_qa(conn, jobs)
+    for job, qa in sorted(found.items()):
+        added = missing.record_found(engine, job, [u for c in qa.checks for u in c.missing])
+        if added:
+            log.info("access job-%d: %d URL(s) its QA pass left missing listed", job, added)

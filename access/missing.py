@@ -98,6 +98,28 @@ def record(engine: sa.Engine, miss: Miss) -> bool:
     return True
 
 
+def record_found(engine: sa.Engine, job_id: int, urls: Iterable[str]) -> int:
+    """URLs the crawler's QA pass found missing in the job's replay and its patch could not
+    fetch (harvest.page_qa): added to the job's list as embeds, once — a later sync adds no hit
+    (a curator's browsing does). Only http(s) URLs of a sane length; returns the rows added."""
+    rows = [
+        {"j": job_id, "u": u}
+        for u in dict.fromkeys(urls)
+        if u.lower().startswith(("http://", "https://")) and len(u) <= MAX_URL
+    ]
+    if not rows:
+        return 0
+    with engine.begin() as conn:
+        added = conn.execute(
+            sa.text(
+                "INSERT INTO access_missing_urls (job_id, url, embed) VALUES (:j, :u, true)"
+                " ON CONFLICT (job_id, url) DO NOTHING"
+            ),
+            rows,
+        ).rowcount
+    return int(added or 0)
+
+
 def for_job(conn: sa.Connection, job_id: int, limit: int = 1000) -> list[MissingUrl]:
     """A job's missing URLs, embeds first, the most asked-for first."""
     rows = conn.execute(

@@ -329,6 +329,9 @@ def merge(out: Path, count: int, spec: jobspec.JobSpec, job_file: Path) -> JobSu
             job.report(BEHAVIOUR_REPORT),
             BEHAVIOUR_HEADER,
         )
+        from harvestflow.contracts.qa_report import merge_qa_reports
+
+        merge_qa_reports([p.reports for p in parts], job.reports)  # the QA pass's
     cdx = job.recorded_cdx
     with cdx.open("wb") as fh:
         for part in parts:

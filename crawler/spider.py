@@ -99,6 +99,11 @@ def classify_failure(failure: Failure, ctx: CrawlContext) -> tuple[int, list[str
     return FetchStatus.RUNTIME_EXCEPTION, [f"err={type(exc).__name__}"], st.FrontierState.FAILED
 
 
+def _fetched_for(request: scrapy.Request) -> str:
+    """The annotation of a URL fetched for a browser: a rendering page's, or the QA patch's."""
+    return "qa-patch" if request.meta.get("hf_qa_patch") else "browser"
+
+
 class ArchiveSpider(scrapy.Spider):
     name = "harvestflow"
 
@@ -114,6 +119,7 @@ class ArchiveSpider(scrapy.Spider):
         self.renderer: Any = (
             None  # crawler.rendering.renderer.Renderer when the template renders pages
         )
+        self.page_qa: Any = None  # crawler.rendering.qa_loop.PageQa when rendered pages are checked
         self.platform_failure: str | None = None  # the first failure of our own platform
 
     @classmethod
@@ -133,10 +139,16 @@ class ArchiveSpider(scrapy.Spider):
 
             spider.renderer = Renderer(spider.ctx, crawler)
             spider.ctx.renderer = spider.renderer
+            if spider.renderer.qa.qa:
+                from crawler.rendering.qa_loop import PageQa
+
+                spider.page_qa = PageQa(spider.ctx, spider.renderer, crawler)
             crawler.signals.connect(spider.close_renderer, signal=signals.spider_closed)
         return spider
 
     async def close_renderer(self, spider: Any = None, reason: str = "") -> None:
+        if self.page_qa is not None:
+            await self.page_qa.close()
         if self.renderer is not None:
             await self.renderer.close()
 
@@ -145,6 +157,9 @@ class ArchiveSpider(scrapy.Spider):
             finish_interrupted(self.ctx)  # pages a crash caught mid-render: logged, not again
         for request in self.ctx.start_requests():
             yield request
+        if self.page_qa is not None:  # QA passes a crash cut short: finished now
+            for entry in self.page_qa.pending():
+                await self.page_qa.run(entry)
 
     def links_of(self, response: Response, cap: Capture) -> list[tuple[str, str, str]]:
         links: list[tuple[str, str, str]] = []
@@ -209,7 +224,7 @@ class ArchiveSpider(scrapy.Spider):
         if waiting is not None:  # fetched for a rendering page: logged, then handed back
             from crawler.rendering.proxy import ProxyResponse
 
-            cap.annotations.append("browser")
+            cap.annotations.append(_fetched_for(request))
             out = self.ctx.finish_capture(request, cap, links)
             if not waiting.done():
                 waiting.set_result(
@@ -242,7 +257,18 @@ class ArchiveSpider(scrapy.Spider):
         # plain links the browser fetched meanwhile (claimed) are not scheduled again
         claimed = self.ctx.browser_claimed
         new = [r for r in new if r.meta["hf"]["key"] not in claimed]
-        return new + end_render(self.ctx, request, cap, links, outcome.links)
+        qa = None
+        if self.page_qa is not None and not outcome.error:  # kept before the page is done
+            qa = self.page_qa.keep(request.url, dict(request.meta["hf"], url=request.url), outcome)
+        new += end_render(self.ctx, request, cap, links, outcome.links)
+        if qa is None:
+            return new
+        # the page's links scheduled now, then its QA pass in the crawl's tabs
+        # (crawler/rendering/qa_loop.py): the crawl goes on meanwhile
+        for r in new:
+            self.crawler.engine.crawl(r)
+        await self.page_qa.run(qa)
+        return []
 
     def platform_failed(self, request: scrapy.Request | None, exc: BaseException) -> None:
         """A service of ours failed (not the site): the URL stays queued in the frontier (no
@@ -289,7 +315,7 @@ class ArchiveSpider(scrapy.Spider):
         status, annotations, final = classify_failure(failure, self.ctx)
         waiting = request.meta.get("hf_browser")
         if waiting is not None:
-            annotations = [*annotations, "browser"]
+            annotations = [*annotations, _fetched_for(request)]
         self.ctx.finish_failure(request, status, annotations, final)
         if waiting is not None and not waiting.done():
             from crawler.rendering.proxy import ProxyResponse

@@ -22,6 +22,7 @@ from typing import Any
 from crawler.launch import crawl_in_subprocess
 from harvest.joblease import check_worker_can_crawl, job_lease, lease_wait_s
 from harvest.jobs import finished_summary, mark_started
+from harvest.page_qa import log_summary
 from harvestflow.services.process import tie_to_parent
 from harvestflow.settings import get_settings
 
@@ -62,4 +63,5 @@ def crawl_prepared_job(
             logger=logger,
             progress_interval_s=float(get_settings()["airflow"]["progress_interval_s"]),
         )
+    log_summary(spec.parent, logger)  # the QA pass's pages, scores and misses, at the end
     return summary.brief()

@@ -26,7 +26,7 @@ from harvestflow.formats.fetch_status import FetchStatus
 from harvestflow.formats.job_status import JobStatus
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
-from qa import codes, daily_compare, inputs, metrics, report, store
+from qa import codes, daily_compare, inputs, metrics, page_scores, report, store
 from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.day import DayComputation, JobOutcome
@@ -321,6 +321,7 @@ def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None
     comp.comparisons = daily_compare.build(comp, engine)
     comp.fulltext = get_backend(settings).day_counts(day)
     comp.documents = document_figures(engine, day)
+    comp.page_qa = page_scores.day_scores(engine, jobs)
     report_dir = settings.path("qa", day.isoformat())
     with store.day_lock(engine, day):  # an overlapping run of the same day waits here
         written = report.write_report(comp, report_dir)
@@ -388,6 +389,9 @@ def summary_lines(result: dict) -> list[str]:
             f" found ({d['found_on_day']} that day), {d['available']} available,"
             f" {d['catalogued']} catalogued, {d['broken']} broken"
         )
+    if result.get("page_qa"):
+        lines.append("  QA of rendered pages:")
+        lines.extend(f"    {line}" for line in page_scores.lines(result["page_qa"]))
     problems = result.get("problems", [])
     if problems:
         lines.append(f"  {len(problems)} crawl log problem(s):")

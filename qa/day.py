@@ -43,3 +43,5 @@ class DayComputation:
     # full-text extraction of the WARCs finished that day (search backend's day_counts)
     fulltext: dict[str, int] | None = None
     documents: list[dict[str, Any]] | None = None  # per watched target (qa.documents)
+    # capture-vs-replay QA of rendered pages per definition (qa.page_scores; needs the DB)
+    page_qa: list[Any] | None = None

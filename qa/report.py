@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harvestflow.formats.csvcells import safe_row
-from qa import daily_compare
+from qa import daily_compare, page_scores
 from qa.texttable import table_text
 
 if TYPE_CHECKING:
@@ -223,6 +223,8 @@ def stats_rows(comp: DayComputation) -> list[tuple[str, str, str, float]]:
             found[("day", "logs", f"job:{out.job.job_id}|bad_lines")] = out.aggregate.bad_lines
     for cls, n in comp.dns_counts.items():
         found[("day", "dns_checks", cls)] = float(n)
+    for scope, family, key, value in page_scores.stats(comp.page_qa or []):
+        found[(scope, family, key)] = value
     return sorted((s, f, k, v) for (s, f, k), v in found.items())
 
 
@@ -254,6 +256,7 @@ def summary_of(comp: DayComputation, report_dir: Path) -> dict[str, Any]:
         "run_changes": run_changes,
         **({"fulltext": comp.fulltext} if comp.fulltext is not None else {}),
         **({"documents": comp.documents} if comp.documents is not None else {}),
+        **({"page_qa": page_scores.summary(comp.page_qa)} if comp.page_qa else {}),
     }
 
 
@@ -262,6 +265,8 @@ def render(comp: DayComputation) -> dict[str, bytes]:
     texts = _texts(comp)
     cmp = comp.comparisons if comp.comparisons is not None else daily_compare.build(comp)
     texts["comparisons.txt"] = daily_compare.render_text(cmp)
+    if comp.page_qa:
+        texts["page-qa.txt"] = page_scores.text(comp.page_qa, comp.day.isoformat())
     files: dict[str, bytes] = {name: text.encode("utf-8") for name, text in texts.items()}
     files["stats.csv"] = _csv(stats_rows(comp), ["scope", "family", "key", "value"]).encode()
     t = comp.scopes["day"].tables

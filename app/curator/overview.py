@@ -29,6 +29,7 @@ from fastapi.responses import HTMLResponse, Response
 from access import missing
 from app.curator import dagruns, jobfiles, svgchart
 from harvest import attention, growth
+from harvest.page_qa import flagged_jobs
 from harvestflow.formats.csvcells import safe_row
 from preservation import records
 
@@ -159,12 +160,13 @@ def add_overview_routes(
             runs = running(conn, at)
             upcoming = attention.next_harvests(conn)
             growth_rows = growth.daily_growth(conn, GROWTH_DAYS)
+            qa_flagged = flagged_jobs(conn)  # runs whose rendered pages fell below QA
         lists["runs"] = airflow_failures(airflow_db, at)
         for row in lists["failed"]["rows"]:
             row["task_link"] = task_link(row.get("airflow_task"))
         return page(
             request, "index.html", title="Overview", a=lists, run=runs, upcoming=upcoming,
-            refresh_s=REFRESH_S, growth_days=GROWTH_DAYS,
+            refresh_s=REFRESH_S, growth_days=GROWTH_DAYS, qa_flagged=qa_flagged,
             charts=svgchart.growth_charts(growth_rows),  # every text in them escaped
         )  # fmt: skip
 

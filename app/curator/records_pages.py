@@ -25,11 +25,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions, feedback
+from harvest.page_qa import latest_scores
 from harvest.selection import editing, record_search
 from harvest.selection.records import CSV_COLUMNS
 from harvest.views import Page
 from harvestflow.audit import audit_entries
 from harvestflow.formats.integers import INTEGER_MAX, NumberError, parse_int
+from harvestflow.formats.urls import host_of
 
 log = logging.getLogger(__name__)
 
@@ -175,9 +177,14 @@ def add_record_routes(
             history = record_search.record_history(conn, record_id)
             audit = audit_entries(conn, target=f"record {record_id}", limit=50)
             qa = feedback.record_feedback(conn, record_id, row["seed_url"])
+            # the QA pass's latest scores of the record's pages (its seed's host)
+            seed_host = host_of(row["seed_url"])
+            scores = [
+                s for s in latest_scores(conn, [qa["domain"]]) if host_of(s["page"]) == seed_host
+            ]
         return form_page(request, "record.html", title=f"Selection record {record_id}",
                          record=row, values=record_search.as_row(row), history=history, audit=audit,
-                         result=None, saved=bool(saved), qa=qa)  # fmt: skip
+                         result=None, saved=bool(saved), qa=qa, page_scores=scores)  # fmt: skip
 
     @app.post("/records/{record_id}")
     async def edit_record(request: Request, record_id: RecordId) -> Response:

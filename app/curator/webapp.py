@@ -43,11 +43,13 @@ from app.curator import (
     jobfiles,
     operations,
     overview,
+    qaview,
     qcview,
     readingroom,
     records_pages,
 )
 from harvest import views as queries
+from harvest.page_qa import latest_scores
 from harvestflow import paged
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.formats.integers import (
@@ -215,6 +217,7 @@ def create_app(
             summary=jobfiles.read_summary(job_dir),
             reports=jobfiles.read_reports(job_dir),
             screenshots=jobfiles.read_screenshots(job_dir),
+            page_qa=qaview.job_checks(job_dir),
             progress=jobfiles.read_progress(job_dir),
             task_link=_task_link(row.get("airflow_task"), airflow_base),
             has_log=bool(crawl_log and crawl_log.exists()),
@@ -249,6 +252,13 @@ def create_app(
         return RedirectResponse(f"{root}/jobs/{job_id}?action={action_id}#actions", 303)
 
     feedback.add_routes(app, engine_factory, csrf_key)
+
+    def job_dir_of(job_id: int) -> Path | None:
+        with connect() as conn:
+            row = queries.job(conn, job_id)
+        return _dir(row["job_dir"]) if row is not None else None
+
+    qaview.add_routes(app, job_dir_of, png)  # the QA pass's screenshots
     readingroom.add_routes(app, replay)  # a signed-in user's pass into the reading room
 
     @app.post("/jobs/{job_id}/patch")
@@ -307,9 +317,12 @@ def create_app(
                 raise HTTPException(404, f"no domain {name!r}")
             jobs = [int(h["job_id"]) for h in row["history"].rows]
             targets = feedback.domain_feedback(conn, name, jobs)
+            scores = latest_scores(conn, [name])  # the QA pass's, of its pages
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
-        return with_csrf(request, "domain.html", title=f"Domain {name}", d=row, t=targets)
+        return with_csrf(
+            request, "domain.html", title=f"Domain {name}", d=row, t=targets, page_scores=scores
+        )
 
     @app.get("/domains/{name}/size.png")
     def domain_chart(name: str) -> Response:

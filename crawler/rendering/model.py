@@ -51,6 +51,28 @@ SCROLL_JS = """(() => {
 })()"""
 HEIGHT_JS = """Math.max(document.documentElement.scrollHeight,
   document.body ? document.body.scrollHeight : 0)"""
+# the page's visible text, as the QA pass compares it (crawler/rendering/qa_compare.py)
+TEXT_JS = "document.body ? document.body.innerText : ''"
+MAX_ERRORS = 50  # JavaScript errors kept per page load
+
+
+def exception_message(params: dict[str, Any]) -> str:
+    """The message of a ``Runtime.exceptionThrown`` event (its first line)."""
+    details = params.get("exceptionDetails") or {}
+    exc = details.get("exception") or {}
+    text = str(exc.get("description") or details.get("text") or "error")
+    return text.splitlines()[0][:500] if text else "error"
+
+
+class PageErrors:
+    """The uncaught JavaScript errors of one page load (a tab's ``Runtime`` events)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def on_event(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Runtime.exceptionThrown" and len(self.messages) < MAX_ERRORS:
+            self.messages.append(exception_message(params))
 
 
 @dataclass(frozen=True)
@@ -137,3 +159,6 @@ class RenderOutcome:
     resources: int = 0
     actions: list[Action] = field(default_factory=list)  # what the behaviours did
     videos: list[dict[str, Any]] = field(default_factory=list)  # yt-dlp's info JSON
+    # what the QA pass compares the replay with (crawler/rendering/qa_pass.py; only when QA is on)
+    text: str = ""
+    js_errors: list[str] = field(default_factory=list)

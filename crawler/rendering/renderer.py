@@ -46,6 +46,8 @@ from crawler.rendering.model import (
     ANCHORS_JS,
     HEIGHT_JS,
     SCROLL_JS,
+    TEXT_JS,
+    PageErrors,
     RenderOutcome,
     RenderSettings,
     Screenshot,
@@ -67,7 +69,9 @@ from crawler.rendering.proxy import (
     ProxyRequest,
     ProxyResponse,
 )
+from crawler.rendering.qa_compare import QaSettings
 from crawler.rendering.tab import RenderPage, TabWorker
+from crawler.rendering.tabpage import TabPage
 from crawler.rendering.tls import JobCA
 from crawler.rendering.video import video_pass, wants_video
 from crawler.state import BROWSER_PRIORITY
@@ -101,6 +105,9 @@ class Renderer:
         self.ctx = ctx
         self.crawler = crawler
         self.t = RenderSettings.from_settings(crawler.settings)
+        self.qa = QaSettings.from_settings(
+            crawler.settings
+        )  # the QA pass (crawler/rendering/qa_pass.py)
         self.mode = self.t.render
         self.free: asyncio.Queue[TabWorker] | None = None
         self.tabs: list[TabWorker] = []
@@ -143,24 +150,29 @@ class Renderer:
             return hops.strip("R") == ""
         return self.ctx.scope.in_seed_scope(request.url)
 
-    # --- one page -------------------------------------------------------------------------------
-    async def render(
-        self, request: scrapy.Request, response: Response, headers: list[tuple[str, str]]
-    ) -> RenderOutcome:
-        """Render a captured page (tried twice if its tab crashes or hangs)."""
+    def pool(self) -> asyncio.Queue[TabWorker]:
+        """The free tabs (made on first use): a capture, or a QA pass, takes one."""
         if self.free is None:
             self.free = asyncio.Queue()
             for i in range(max(1, self.t.render_tabs)):
                 tab = TabWorker(self, i)
                 self.tabs.append(tab)
                 self.free.put_nowait(tab)
+        return self.free
+
+    # --- one page -------------------------------------------------------------------------------
+    async def render(
+        self, request: scrapy.Request, response: Response, headers: list[tuple[str, str]]
+    ) -> RenderOutcome:
+        """Render a captured page (tried twice if its tab crashes or hangs)."""
+        free = self.pool()
         page = RenderPage(
             canonical_key(request.url),
             dict(request.meta["hf"], url=request.url),
             ProxyResponse(response.status, headers, response.body),
         )
         self.waiting += 1
-        tab = await self.free.get()
+        tab = await free.get()
         self.waiting -= 1
         self.rendering += 1
         outcome = RenderOutcome(error="not rendered")
@@ -196,7 +208,7 @@ class Renderer:
                 write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
         finally:
             self.rendering -= 1
-            self.free.put_nowait(tab)
+            free.put_nowait(tab)
         # crawler.stats, read when used: the spider makes the renderer before Scrapy makes stats
         self.crawler.stats.inc_value(RENDER_FAILED if outcome.error else RENDERED)
         return outcome
@@ -223,6 +235,17 @@ class Renderer:
         outcome.screenshots += [Screenshot(PHONE_KINDS[s.kind], s.png) for s in phone.screenshots]
         outcome.links += [link for link in phone.links if link not in outcome.links]
         outcome.actions.append(Action("phone", "render", 1, f"{WIDTH}x{HEIGHT}"))
+
+    def watch(self, page: TabPage, url: str) -> tuple[PageBehaviours, PageErrors]:
+        """The behaviours and the JavaScript errors of a page load (a capture, a QA replay)."""
+        behaviours = PageBehaviours(
+            self.t, page.browser, page.session, page.context_id, url, self.consent_memory,
+            self.site_behaviours,
+        )  # fmt: skip
+        errors = PageErrors()  # what the QA pass compares its replay's with
+        page.listen(behaviours.on_event)
+        page.listen(errors.on_event)
+        return behaviours, errors
 
     async def _render_in(self, tab: TabWorker, url: str, phone: bool = False) -> RenderOutcome:
         browser = await tab.ensure_browser()
@@ -253,6 +276,8 @@ class Renderer:
                 self.site_behaviours,
             )  # fmt: skip
             browser.listen(session, behaviours.on_event)
+            errors = PageErrors()  # what the QA pass compares its replay's with
+            browser.listen(session, errors.on_event)
             await browser.send("Page.enable", session=session)
             await browser.send("Runtime.enable", session=session)
             await behaviours.prepare()
@@ -269,6 +294,9 @@ class Renderer:
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
             ]
+            if self.qa.qa and not phone:
+                outcome.text = str(await self._evaluate(browser, session, TEXT_JS) or "")
+                outcome.js_errors = errors.messages
             outcome.screenshots = await self._screenshots(browser, session, phone)
             tab.pages_done += 1
             return outcome

@@ -85,6 +85,13 @@ class Template:
     # none | platforms (pages one of its site extractors claims) | all (its generic one too)
     render_video: str = "none"
     render_video_timeout_s: float = 300.0  # one page's yt-dlp run, then it is killed
+    # capture-vs-replay QA of each rendered page (crawler/rendering/qa_loop.py): replayed from the job's
+    # records in the crawl's tabs, scored 0-100; a job sets qa false to switch it off
+    qa: bool = False
+    qa_patch: bool = False  # missing URLs fetched in the same job, the page checked again
+    qa_page_budget_s: float = 30.0  # one page's QA: replay, patch, second check
+    qa_min_score: float = 80.0  # a page below it is below threshold
+    qa_max_below_share: float = 0.2  # more pages below than this share: the run is flagged
     max_path_depth: int = 20
     max_repeated_path_segments: int = 2
     max_calendar_pages: int = 200
@@ -298,6 +305,12 @@ def _check_template(template: Template, where: str) -> None:
     for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):
         if getattr(template, key) < 0:
             raise JobSpecError(f"{where}: template.{key} must be 0 or more")
+    if not 0 <= template.qa_min_score <= 100:
+        raise JobSpecError(f"{where}: template.qa_min_score must be between 0 and 100")
+    if not 0 <= template.qa_max_below_share <= 1:
+        raise JobSpecError(f"{where}: template.qa_max_below_share must be between 0 and 1")
+    if template.qa_page_budget_s <= 0:
+        raise JobSpecError(f"{where}: template.qa_page_budget_s must be more than 0")
     if template.render_tabs < 1:
         raise JobSpecError(f"{where}: template.render_tabs must be at least 1")
     if template.scope not in ("host", "domain", "path"):

@@ -4,6 +4,7 @@ named with the file."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,17 @@ def test_the_writing_side_carries_a_bad_template_for_the_crawler_to_refuse(tmp_p
     # a top-level key of the wrong type is refused on the writing side too
     with pytest.raises(JobSpecError, match=r"^job 12: key 'max_objects'"):
         JobSpec.from_dict({**data, "max_objects": "lots"}, "job 12", resolve=False)
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ({"qa_min_score": 120}, "template.qa_min_score must be between 0 and 100"),
+        ({"qa_max_below_share": 1.5}, "template.qa_max_below_share must be between 0 and 1"),
+        ({"qa_page_budget_s": 0}, "template.qa_page_budget_s must be more than 0"),
+        ({"qa": "yes"}, "template: key 'qa': bad value 'yes'"),
+    ],
+)
+def test_a_bad_qa_setting_is_refused_naming_it(template: dict, message: str) -> None:
+    with pytest.raises(JobSpecError, match=f"^job 12: {re.escape(message)}"):
+        JobSpec.from_dict({**OLD_SPEC, "template": template}, "job 12")

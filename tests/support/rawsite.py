@@ -25,6 +25,7 @@ class Raw:
     body: bytes = b""
     headers: list[bytes] = field(default_factory=list)
     status: int = 200
+    hang_up: bool = False  # the connection closed without an answer (a flaky server)
 
 
 @dataclass
@@ -71,6 +72,9 @@ def serve(
                 raw = routes.get((host, self.path)) or routes.get((None, self.path))
             if raw is None:
                 raw = Raw(b"not here", [b"Content-Type: text/plain"], 404)
+            elif raw.hang_up:
+                self.close_connection = True
+                return
             elif negotiate is not None:
                 raw = negotiate(self.path, raw, self.headers)
             head = f"HTTP/1.0 {raw.status} X\r\n".encode()

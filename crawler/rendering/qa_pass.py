@@ -1,0 +1,122 @@
+"""The QA pass's replay: a rendered page loaded again, from the job's own WARCs, in one of the
+crawl's tabs, with the same viewport and behaviours as its capture.
+
+Why from the WARCs and not through the access service: the job's records are readable as soon
+as they are written (the renderer already serves captured URLs back to its browser from them,
+crawler/rendering/archive.py), while the job's replay view needs its WARCs indexed first; and the
+answer is the same as pywb's in proxy mode for the URLs the page asks for (exact URL match, the
+recorded status, headers and body), without a round trip through the gateway and pywb. A tab's
+replay browser context goes through a proxy of its own (:class:`ReplayProxy`) that answers only
+from those records: a URL the job has no record of (never asked for, refused, failed) is a 404
+and is listed as missing. Nothing reaches a site during a replay.
+
+The page then gets its capture's treatment (crawler/rendering/renderer.py): load, network idle, dwell,
+consent (the host's kept answer restored, else the dialog answered again, as at capture —
+Browsertrix's users found 99 % of their QA differences caused by a consent popup that
+reappeared in replay), site behaviours, scrolling, "load more", media, back to the top; then
+its DOM text and the full-page screenshot are taken as at capture, and its JavaScript errors
+were listened to from the start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+from crawler.rendering.cdp import Browser
+from crawler.rendering.model import TEXT_JS, Screenshot
+from crawler.rendering.proxy import ProxyRequest, ProxyResponse, TabProxy, ranged
+from crawler.rendering.tabpage import TabPage
+from harvestflow.formats.urls import canonical_key, without_fragment
+
+if TYPE_CHECKING:
+    from crawler.rendering.renderer import Renderer
+    from crawler.rendering.tab import TabWorker
+
+log = logging.getLogger(__name__)
+
+NOT_ARCHIVED = ProxyResponse(404, [("Content-Type", "text/plain")], b"", "Not Archived")
+
+
+@dataclass
+class Replay:
+    """What a replay of a page showed."""
+
+    text: str = ""
+    errors: list[str] = field(default_factory=list)
+    screenshots: list[Screenshot] = field(default_factory=list)
+    requests: int = 0  # distinct URLs the replay asked for
+    missing: list[str] = field(default_factory=list)  # ...that the archive could not serve
+
+    def shot(self, kind: str) -> bytes | None:
+        return next((s.png for s in self.screenshots if s.kind == kind), None)
+
+
+class ReplayProxy:
+    """A tab's replay proxy: every request answered from the job's records, or 404 (missing)."""
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self.proxy = TabProxy(self.handle, renderer.ca.server_context)
+        self.asked: dict[str, str] = {}  # key → URL, of the page being replayed
+        self.missing: dict[str, str] = {}
+
+    def reset(self) -> None:
+        self.asked = {}
+        self.missing = {}
+
+    async def handle(self, req: ProxyRequest) -> ProxyResponse:
+        try:
+            url = without_fragment(req.url)
+            key = canonical_key(url)
+        except ValueError:
+            return ProxyResponse(400, reason="Bad URL")
+        self.asked.setdefault(key, url)
+        response = None
+        if req.method == "GET":  # a POST's answer is recorded under its body: not replayed
+            response = self.renderer.captures.records.response(key)
+        if response is None:
+            self.missing.setdefault(key, url)
+            return NOT_ARCHIVED
+        return ranged(req, response)
+
+
+class _ReplayTab:
+    """What the renderer's settle loop reads of a tab: its proxy's activity."""
+
+    def __init__(self, proxy: TabProxy) -> None:
+        self.proxy = proxy
+
+
+async def replay(
+    renderer: Renderer, tab: TabWorker, rp: ReplayProxy, url: str, budget_s: float
+) -> Replay:
+    """Replay ``url`` in ``tab``'s browser through ``rp`` (CdpError, TimeoutError or OSError
+    when the tab fails: the caller kills it)."""
+    if not rp.proxy.port:
+        await rp.proxy.start()
+    rp.reset()
+    browser = await tab.ensure_browser()
+    timeout = min(renderer.t.render_page_timeout_s, budget_s)
+    # beyond the behaviours' time: the tab's set-up and the screenshots, as at capture
+    grace = min(15.0, max(5.0, renderer.t.render_page_timeout_s / 2))
+    return await asyncio.wait_for(_replay_in(renderer, browser, rp, url, timeout), timeout + grace)
+
+
+async def _replay_in(
+    renderer: Renderer, browser: Browser, rp: ReplayProxy, url: str, timeout: float
+) -> Replay:
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with TabPage(browser, rp.proxy.address) as page:
+        behaviours, errors = renderer.watch(page, url)
+        await page.load(url, deadline, behaviours.prepare)
+        tab = cast("TabWorker", _ReplayTab(rp.proxy))
+        await renderer._behave(browser, page.session, tab, deadline, behaviours)
+        page.check()
+        text = await renderer._evaluate(browser, page.session, TEXT_JS)
+        shots = await renderer._screenshots(browser, page.session)
+        return Replay(
+            str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
+        )
