@@ -23,11 +23,12 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, task_logger
+from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, alert_failed_run, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="broad_crawl",
+    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -21,10 +21,11 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import NETWORK_RETRIES, task_logger
+from hf_common import NETWORK_RETRIES, alert_failed_run, task_logger
 
 with DAG(
     dag_id="broad_crawl_preload",
+    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -29,12 +29,19 @@ from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, SEEDS_INJECTED, task_logger
+from hf_common import (
+    HARVEST_DONE,
+    HIGH_PRIORITY_POOL,
+    SEEDS_INJECTED,
+    alert_failed_run,
+    task_logger,
+)
 
 CRAWL_MINUTES = 9
 
 with DAG(
     dag_id="continuous_crawl",
+    on_failure_callback=alert_failed_run,
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=[SEEDS_INJECTED]
     ),

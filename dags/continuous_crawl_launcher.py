@@ -21,10 +21,11 @@ from typing import Any
 
 from airflow.sdk import DAG, CronTriggerTimetable, Param, get_current_context, task
 
-from hf_common import SEEDS_INJECTED, run_date, task_logger
+from hf_common import SEEDS_INJECTED, alert_failed_run, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",
+    on_failure_callback=alert_failed_run,
     schedule=CronTriggerTimetable("@hourly", timezone="UTC"),
     start_date=datetime(2026, 1, 1),
     catchup=False,

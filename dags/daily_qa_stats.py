@@ -17,10 +17,11 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import day_param, report_day, task_logger
+from hf_common import alert_failed_run, day_param, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
+    on_failure_callback=alert_failed_run,
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,

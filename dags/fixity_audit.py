@@ -21,10 +21,11 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
-from hf_common import task_logger
+from hf_common import alert_failed_run, task_logger
 
 with DAG(
     dag_id="fixity_audit",
+    on_failure_callback=alert_failed_run,
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -19,11 +19,18 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
+from hf_common import (
+    HARVEST_DONE,
+    HIGH_PRIORITY_POOL,
+    LOW_PRIORITY_POOL,
+    alert_failed_run,
+    task_logger,
+)
 from hf_harvest_tasks import crawl_job_group
 
 with DAG(
     dag_id="harvest_maintenance",
+    on_failure_callback=alert_failed_run,
     schedule="@hourly",
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, run_date
+from hf_common import HARVEST_DONE, alert_failed_run, run_date
 from hf_harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
 DOC_CHECK = """
@@ -43,6 +43,7 @@ def build_selective_harvest(
 ) -> DAG:
     with DAG(
         dag_id=dag_id,
+        on_failure_callback=alert_failed_run,
         schedule=schedule,
         start_date=start,
         catchup=False,

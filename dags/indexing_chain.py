@@ -32,10 +32,11 @@ from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import FILES_INDEXED, HARVEST_DONE, task_logger
+from hf_common import FILES_INDEXED, HARVEST_DONE, alert_failed_run, task_logger
 
 with DAG(
     dag_id="indexing_chain",
+    on_failure_callback=alert_failed_run,
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
     ),

@@ -22,11 +22,12 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, run_date, task_logger
+from hf_common import HARVEST_DONE, alert_failed_run, run_date, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="oneoff_harvest",
+    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,

@@ -24,10 +24,11 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import FILES_INDEXED, PRESERVED, run_date, task_logger
+from hf_common import FILES_INDEXED, PRESERVED, alert_failed_run, run_date, task_logger
 
 with DAG(
     dag_id="preservation_ingest",
+    on_failure_callback=alert_failed_run,
     schedule=[FILES_INDEXED],
     start_date=datetime(2026, 1, 1),
     catchup=False,

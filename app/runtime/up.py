@@ -47,6 +47,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
     local_workers = LocalWorkers(settings, workers)
     site: Any = None
     replay: Any = None
+    metrics: Any = None
     stopping = False
 
     def _terminate(signum: int, frame: Any) -> None:
@@ -58,6 +59,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         airflow_runtime.prepare(settings)
         if sample_site is not None:
             site = sample_site(settings)
+        metrics = _start_metrics(settings)
         procs.start()
         local_workers.start()
         if not procs.wait_api():
@@ -112,6 +114,8 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         stopping_workers.join()
         if replay is not None:
             replay.stop()
+        if metrics is not None:
+            metrics.stop()
         if site is not None:
             site.stop()
         if started:
@@ -131,3 +135,13 @@ def _start_replay(settings: Any) -> Any:
         return None
     print(f"replay (pywb): {replay.cfg.url}all/  access log: {replay.cfg.access_log}", flush=True)
     return replay
+
+
+def _start_metrics(settings: Any) -> Any:
+    """The metrics service (``/metrics``, StatsD, alert rules), before Airflow sends to it."""
+    from app.runtime.monitor_service import start_monitoring
+
+    metrics = start_monitoring(settings)
+    if metrics is not None:
+        print(f"metrics (Prometheus): {metrics.url}", flush=True)
+    return metrics
