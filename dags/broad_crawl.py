@@ -28,13 +28,13 @@ from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="broad_crawl",
-    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "broad-crawl", "snapshot"],
+    on_failure_callback=alert_failed_run,
     params={
         "name": Param("broad", type="string", pattern="^[A-Za-z0-9._-]+$", description="Name"),
         "step1_max_objects": Param(10_000, type="integer", minimum=1, description="URLs/domain"),

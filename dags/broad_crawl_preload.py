@@ -25,13 +25,13 @@ from hf_common import NETWORK_RETRIES, alert_failed_run, task_logger
 
 with DAG(
     dag_id="broad_crawl_preload",
-    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preload", "broad-crawl"],
+    on_failure_callback=alert_failed_run,
     params={
         "run_id": Param(
             None,

@@ -41,7 +41,6 @@ CRAWL_MINUTES = 9
 
 with DAG(
     dag_id="continuous_crawl",
-    on_failure_callback=alert_failed_run,
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=[SEEDS_INJECTED]
     ),
@@ -50,6 +49,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "continuous"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(

@@ -25,7 +25,6 @@ from hf_common import SEEDS_INJECTED, alert_failed_run, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",
-    on_failure_callback=alert_failed_run,
     schedule=CronTriggerTimetable("@hourly", timezone="UTC"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
@@ -37,6 +36,7 @@ with DAG(
         )
     },
     tags=["harvest", "continuous"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(outlets=[SEEDS_INJECTED])

@@ -21,7 +21,6 @@ from hf_common import alert_failed_run, day_param, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
-    on_failure_callback=alert_failed_run,
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,
@@ -29,6 +28,7 @@ with DAG(
     doc_md=__doc__,
     params={"day": day_param()},
     tags=["qa"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(show_return_value_in_logs=False)  # the curator summary stays the last lines

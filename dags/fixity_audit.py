@@ -25,13 +25,13 @@ from hf_common import alert_failed_run, task_logger
 
 with DAG(
     dag_id="fixity_audit",
-    on_failure_callback=alert_failed_run,
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preservation"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(

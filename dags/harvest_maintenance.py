@@ -30,13 +30,13 @@ from hf_harvest_tasks import crawl_job_group
 
 with DAG(
     dag_id="harvest_maintenance",
-    on_failure_callback=alert_failed_run,
     schedule="@hourly",
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "maintenance"],
+    on_failure_callback=alert_failed_run,
     params={
         "stale_after_s": Param(
             3600, type="integer", minimum=60, description="Silence that marks a job as dead"

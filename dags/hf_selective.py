@@ -43,13 +43,13 @@ def build_selective_harvest(
 ) -> DAG:
     with DAG(
         dag_id=dag_id,
-        on_failure_callback=alert_failed_run,
         schedule=schedule,
         start_date=start,
         catchup=False,
         max_active_runs=1,
         doc_md=doc + DOC_CHECK,
         tags=["harvest", "selective", frequency],
+        on_failure_callback=alert_failed_run,
         params={
             "harvest_id": Param(
                 None,

@@ -36,7 +36,6 @@ from hf_common import FILES_INDEXED, HARVEST_DONE, alert_failed_run, task_logger
 
 with DAG(
     dag_id="indexing_chain",
-    on_failure_callback=alert_failed_run,
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
     ),
@@ -45,6 +44,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["indexing"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task

@@ -26,7 +26,6 @@ from hf_common import alert_failed_run, day_param, report_day
 
 with DAG(
     dag_id="indexing_merge",
-    on_failure_callback=alert_failed_run,
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,
@@ -34,6 +33,7 @@ with DAG(
     doc_md=__doc__,
     params={"day": day_param()},
     tags=["indexing"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task

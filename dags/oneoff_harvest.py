@@ -27,12 +27,12 @@ from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="oneoff_harvest",
-    on_failure_callback=alert_failed_run,
     schedule=None,
     start_date=datetime(2026, 1, 1),
     catchup=False,
     doc_md=__doc__,
     tags=["harvest", "one-off"],
+    on_failure_callback=alert_failed_run,
     params={
         "harvest_id": Param(
             None, type=["null", "integer"], minimum=1, description="An existing definition"

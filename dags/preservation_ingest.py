@@ -28,13 +28,13 @@ from hf_common import FILES_INDEXED, PRESERVED, alert_failed_run, run_date, task
 
 with DAG(
     dag_id="preservation_ingest",
-    on_failure_callback=alert_failed_run,
     schedule=[FILES_INDEXED],
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preservation"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task
