@@ -23,6 +23,7 @@ from scrapy.crawler import Crawler
 
 from crawler import CrawlerError
 from crawler.context import context_of
+from harvestflow.monitoring import alerts
 
 log = logging.getLogger(__name__)
 
@@ -138,13 +139,15 @@ class DiskSpaceGuard:
     leave a capture half recorded (written but not marked done, fetched again on resume). With
     the job's disk below ``min_free_disk_mb`` the fetch is a platform failure instead: the URL
     stays queued and the crawl stops ``unfinished`` while there is room to end it cleanly; the
-    retry, once space is freed, resumes it.
+    retry, once space is freed, resumes it. The first refusal sends the ``crawl_disk_full``
+    alert (``[monitoring] webhook_url``): the job waits, dormant, for a person to free space.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         self.ctx = context_of(crawler)
         self.min_free = min_free_disk_mb() * 1024 * 1024
         self.paths = {self.ctx.out, self.ctx.warc_dir}
+        self.alerted = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DiskSpaceGuard:
@@ -154,7 +157,28 @@ class DiskSpaceGuard:
         for path in self.paths:
             free = shutil.disk_usage(path).free
             if free < self.min_free:
-                raise PlatformUnavailable(
+                message = (
                     f"{path}: {free // (1024 * 1024)} MB free, below [crawler] min_free_disk_mb"
                     f" ({self.min_free // (1024 * 1024):.0f} MB); free space and resume the job"
                 )
+                self._alert(path, free, message)
+                raise PlatformUnavailable(message)
+
+    def _alert(self, path: object, free: int, message: str) -> None:
+        """Once per crawl (blocking for at most ``webhook_timeout_s``: the crawl is stopping)."""
+        if self.alerted:
+            return
+        self.alerted = True
+        job = self.ctx.spec.job_id
+        alerts.send(
+            alerts.Alert(
+                alerts.CRAWL_DISK_FULL,
+                f"crawl job {job} stopped taking URLs (dormant, resumable): {message}",
+                {
+                    "job_id": job,
+                    "path": str(path),
+                    "free_bytes": free,
+                    "min_free_bytes": self.min_free,
+                },
+            )
+        )

@@ -19,8 +19,10 @@ from twisted.internet import task
 
 from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
 from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
+from crawler.rendering.renderer import RENDERED
 from crawler.state import FrontierState
 from harvestflow.formats.fields import clean_field
+from harvestflow.monitoring.push import CrawlGauges
 
 log = logging.getLogger(__name__)
 progress_log = logging.getLogger("crawler.progress")
@@ -46,6 +48,8 @@ class ProgressStatistics:
             self.fh.write(HEADER + "\n")
         self.loop: task.LoopingCall | None = None
         self.last = (time.monotonic(), 0, 0)
+        part = self.ctx.partition.index if self.ctx.partition is not None else None
+        self.gauges = CrawlGauges.from_settings(self.ctx.spec.job_id, part)  # to /metrics
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
 
@@ -87,6 +91,14 @@ class ProgressStatistics:
         )
         self.fh.write(line + "\n")
         self.last = (now, urls_done, bytes_done)
+        if self.gauges is not None:
+            self.gauges.send(
+                urls_done=job_done,
+                urls_queued=queued,
+                urls_per_second=docs_now,
+                pages_rendered=stats.get_value(RENDERED, 0),
+                running=1,
+            )
         hosts = sorted(ctx.state.queued_by_host().items(), key=lambda kv: -kv[1])[:3]
         # host names come from links a server wrote: one sanitiser keeps them on this line
         detail = ", ".join(f"{clean_field(h, 253)}:{n}" for h, n in hosts) or "none"
@@ -109,6 +121,8 @@ class ProgressStatistics:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
         self.tick()
+        if self.gauges is not None:
+            self.gauges.send(running=0)
         end = END_LINES.get(reason, "CRAWL ENDING - Ended by operator")
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.fh.write(f"{stamp} {end}\n")

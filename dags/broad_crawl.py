@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, task_logger
+from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, alert_failed_run, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
@@ -34,6 +34,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "broad-crawl", "snapshot"],
+    on_failure_callback=alert_failed_run,
     params={
         "name": Param("broad", type="string", pattern="^[A-Za-z0-9._-]+$", description="Name"),
         "step1_max_objects": Param(10_000, type="integer", minimum=1, description="URLs/domain"),

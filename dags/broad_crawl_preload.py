@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import NETWORK_RETRIES, task_logger
+from hf_common import NETWORK_RETRIES, alert_failed_run, task_logger
 
 with DAG(
     dag_id="broad_crawl_preload",
@@ -31,6 +31,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preload", "broad-crawl"],
+    on_failure_callback=alert_failed_run,
     params={
         "run_id": Param(
             None,

@@ -29,7 +29,13 @@ from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, SEEDS_INJECTED, task_logger
+from hf_common import (
+    HARVEST_DONE,
+    HIGH_PRIORITY_POOL,
+    SEEDS_INJECTED,
+    alert_failed_run,
+    task_logger,
+)
 
 CRAWL_MINUTES = 9
 
@@ -43,6 +49,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "continuous"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(

@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk import DAG, CronTriggerTimetable, Param, get_current_context, task
 
-from hf_common import SEEDS_INJECTED, run_date, task_logger
+from hf_common import SEEDS_INJECTED, alert_failed_run, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",
@@ -36,6 +36,7 @@ with DAG(
         )
     },
     tags=["harvest", "continuous"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(outlets=[SEEDS_INJECTED])

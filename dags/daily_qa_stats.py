@@ -17,7 +17,7 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import day_param, report_day, task_logger
+from hf_common import alert_failed_run, day_param, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
@@ -28,6 +28,7 @@ with DAG(
     doc_md=__doc__,
     params={"day": day_param()},
     tags=["qa"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(show_return_value_in_logs=False)  # the curator summary stays the last lines

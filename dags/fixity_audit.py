@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
-from hf_common import task_logger
+from hf_common import alert_failed_run, task_logger
 
 with DAG(
     dag_id="fixity_audit",
@@ -31,6 +31,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preservation"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task(

@@ -19,7 +19,13 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL, task_logger
+from hf_common import (
+    HARVEST_DONE,
+    HIGH_PRIORITY_POOL,
+    LOW_PRIORITY_POOL,
+    alert_failed_run,
+    task_logger,
+)
 from hf_harvest_tasks import crawl_job_group
 
 with DAG(
@@ -30,6 +36,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["harvest", "maintenance"],
+    on_failure_callback=alert_failed_run,
     params={
         "stale_after_s": Param(
             3600, type="integer", minimum=60, description="Silence that marks a job as dead"

@@ -77,3 +77,19 @@ def task_logger() -> Any:
     import logging
 
     return logging.getLogger("airflow.task")
+
+
+def alert_failed_run(context: Any) -> None:
+    """Every DAG's ``on_failure_callback``: the failed run as an alert ([monitoring] webhook
+    and email), naming the run, its last task and the reason Airflow gives."""
+    from harvestflow.monitoring.alerts import failed_run
+
+    dag = context.get("dag")
+    dag_run = context.get("dag_run")
+    ti = context.get("ti") or context.get("task_instance")
+    failed_run(
+        dag_id=str(getattr(dag, "dag_id", None) or getattr(dag_run, "dag_id", "?")),
+        run_id=str(context.get("run_id") or getattr(dag_run, "run_id", "?")),
+        reason=str(context.get("reason") or "failed"),
+        task_id=getattr(ti, "task_id", None),
+    )

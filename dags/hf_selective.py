@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, run_date
+from hf_common import HARVEST_DONE, alert_failed_run, run_date
 from hf_harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
 DOC_CHECK = """
@@ -49,6 +49,7 @@ def build_selective_harvest(
         max_active_runs=1,
         doc_md=doc + DOC_CHECK,
         tags=["harvest", "selective", frequency],
+        on_failure_callback=alert_failed_run,
         params={
             "harvest_id": Param(
                 None,

@@ -32,7 +32,7 @@ from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import FILES_INDEXED, HARVEST_DONE, task_logger
+from hf_common import FILES_INDEXED, HARVEST_DONE, alert_failed_run, task_logger
 
 with DAG(
     dag_id="indexing_chain",
@@ -44,6 +44,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["indexing"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task

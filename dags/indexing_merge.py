@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import day_param, report_day
+from hf_common import alert_failed_run, day_param, report_day
 
 with DAG(
     dag_id="indexing_merge",
@@ -33,6 +33,7 @@ with DAG(
     doc_md=__doc__,
     params={"day": day_param()},
     tags=["indexing"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task

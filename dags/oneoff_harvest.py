@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, run_date, task_logger
+from hf_common import HARVEST_DONE, alert_failed_run, run_date, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
@@ -32,6 +32,7 @@ with DAG(
     catchup=False,
     doc_md=__doc__,
     tags=["harvest", "one-off"],
+    on_failure_callback=alert_failed_run,
     params={
         "harvest_id": Param(
             None, type=["null", "integer"], minimum=1, description="An existing definition"

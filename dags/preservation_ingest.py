@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import FILES_INDEXED, PRESERVED, run_date, task_logger
+from hf_common import FILES_INDEXED, PRESERVED, alert_failed_run, run_date, task_logger
 
 with DAG(
     dag_id="preservation_ingest",
@@ -34,6 +34,7 @@ with DAG(
     max_active_runs=1,
     doc_md=__doc__,
     tags=["preservation"],
+    on_failure_callback=alert_failed_run,
 ) as dag:
 
     @task

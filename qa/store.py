@@ -99,3 +99,18 @@ def load_stats(
     )
     with engine.connect() as conn:
         return [tuple(r) for r in conn.execute(sql, {"a": start, "b": end, "s": scope})]
+
+
+def latest_figures(
+    engine: Engine, family: str = "general", scope: str = "day"
+) -> tuple[date | None, dict[str, float]]:
+    """The newest day that has ``family`` figures for ``scope``, and those figures by key."""
+    import sqlalchemy as sa
+
+    sql = sa.text(
+        "SELECT key, value, day FROM qa_stats WHERE scope = :s AND family = :f AND day ="
+        " (SELECT max(day) FROM qa_stats WHERE scope = :s AND family = :f)"
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(sql, {"s": scope, "f": family}).all()
+    return (rows[0][2] if rows else None), {r[0]: float(r[1]) for r in rows}

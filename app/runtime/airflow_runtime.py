@@ -85,11 +85,29 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "HARVESTFLOW_CONFIG": str(settings.source),
         }
     )
-    for key, value in recovery_env(settings).items():
+    for key, value in {**recovery_env(settings), **metrics_env(settings)}.items():
         env.setdefault(key, value)  # an operator's own AIRFLOW__ value wins
     if settings.executor == "celery":
         env.update(celery_env(settings))
     return env
+
+
+def metrics_env(settings: Settings) -> dict[str, str]:
+    """Airflow's own metrics as StatsD to our metrics service (``[monitoring] statsd_port``),
+    tags in InfluxDB form so that DAG, task and state become Prometheus labels; nothing when
+    ``[monitoring] enabled = false``."""
+    from harvestflow.monitoring.config import MonitorConfig
+
+    cfg = MonitorConfig.from_settings(settings)
+    if not cfg.enabled:
+        return {}
+    return {
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": cfg.host,
+        "AIRFLOW__METRICS__STATSD_PORT": str(cfg.statsd_port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+        "AIRFLOW__METRICS__STATSD_INFLUXDB_ENABLED": "True",
+    }
 
 
 def recovery_env(settings: Settings) -> dict[str, str]:

@@ -52,6 +52,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
     site: Any = None
     replay: Any = None
     stopping_asked = False
+    metrics: Any = None
 
     def _terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -62,6 +63,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         airflow_runtime.prepare(settings)
         if sample_site is not None:
             site = sample_site(settings)
+        metrics = _start_metrics(settings)
         procs.start()
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
@@ -129,6 +131,8 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
             thread.join()
         if replay is not None:
             replay.stop()
+        if metrics is not None:
+            metrics.stop()
         if site is not None:
             site.stop()
         if started:
@@ -154,3 +158,13 @@ def _start_replay(settings: Any) -> Any:
         return None
     print(f"replay (pywb): {replay.cfg.url}all/  access log: {replay.cfg.access_log}", flush=True)
     return replay
+
+
+def _start_metrics(settings: Any) -> Any:
+    """The metrics service (``/metrics``, StatsD, alert rules), before Airflow sends to it."""
+    from app.runtime.monitor_service import start_monitoring
+
+    metrics = start_monitoring(settings)
+    if metrics is not None:
+        print(f"metrics (Prometheus): {metrics.url}", flush=True)
+    return metrics

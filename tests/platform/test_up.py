@@ -1,9 +1,11 @@
 """`harvestflow up` on a fresh data dir: the UI shows our DAGs, a DAG triggered through Airflow's
-REST API succeeds under the real scheduler, its Asset wakes the indexing chain, an unauthenticated
-request is refused, and Ctrl-C stops everything `up` started."""
+REST API succeeds under the real scheduler, its Asset wakes the indexing chain, the metrics
+service shows the crawl's and Airflow's own metrics, an unauthenticated request is refused, and
+Ctrl-C stops everything `up` started."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -34,6 +36,8 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
         harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)
         base, user, password = login.group(1).rstrip("/"), login.group(2), login.group(3)
+        metrics = out.wait_for(r"metrics \(Prometheus\): (http://\S+)", 10).group(1)
+        assert metrics == f"http://127.0.0.1:{env['HARVESTFLOW_MONITORING__PORT']}/metrics"
         replay = out.wait_for(r"replay \(pywb\): (http://\S+)all/", 10).group(1)
         # the gateway's address is Airflow's host: replay is printed on a site of its own
         assert replay == env["HARVESTFLOW_ACCESS__URL"].replace("//127.0.0.1:", "//localhost:")
@@ -70,6 +74,15 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
                 woken = [r for r in runs if r["run_type"] == "asset_triggered"]
                 time.sleep(3)
             assert woken, "indexing_chain was not woken by the harvest Asset"
+
+        # the crawl's gauges (pushed by the crawler) and Airflow's own metrics (StatsD)
+        scraped = httpx.get(metrics, timeout=30).text
+        assert re.search(r'^harvestflow_crawl_urls_done\{job="\d+"\} [1-9]', scraped, re.M)
+        assert re.search(
+            r'^airflow_ti_finish_total\{dag_id="selective_harvest_daily",state="success",',
+            scraped,
+            re.M,
+        ), [line for line in scraped.splitlines() if line.startswith("airflow_ti_finish")]
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -80,6 +93,7 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
     assert proc.returncode == 0, "".join(out.lines)[-3000:]
     assert not port_open("127.0.0.1", api_port)
     assert not port_open("127.0.0.1", pg_port)
+    assert not port_open("127.0.0.1", int(env["HARVESTFLOW_MONITORING__PORT"]))
     assert not port_open(
         "127.0.0.1", int(env["HARVESTFLOW_ACCESS__URL"].rsplit(":", 1)[1].strip("/"))
     )

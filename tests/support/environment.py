@@ -98,6 +98,8 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),
         "HARVESTFLOW_ACCESS__PYWB_PORT": str(free_port()),
         "HARVESTFLOW_BROKER__PORT": str(free_port()),
+        "HARVESTFLOW_MONITORING__PORT": str(free_port()),
+        "HARVESTFLOW_MONITORING__STATSD_PORT": str(free_port()),
     }
 
 
