@@ -113,10 +113,10 @@ async def _replay_in(
         behaviours, errors = renderer.watch(page, url)
         await page.load(url, deadline, behaviours.prepare)
         tab = cast("TabWorker", _ReplayTab(rp.proxy))
-        await renderer._behave(browser, page.session, tab, deadline, behaviours)
+        await renderer.behave(browser, page.session, tab, deadline, behaviours)
         page.check()
-        text = await renderer._evaluate(browser, page.session, TEXT_JS)
-        shots = await renderer._screenshots(browser, page.session)
+        text = await renderer.evaluate(browser, page.session, TEXT_JS)
+        shots = await renderer.screenshots(browser, page.session)
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
         )

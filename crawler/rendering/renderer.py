@@ -286,18 +286,18 @@ class Renderer:
                 await asyncio.wait_for(loaded.wait(), max(deadline - loop.time(), 0.1))
             if crashed:
                 raise CdpError(f"tab crashed: {crashed[0]}")
-            await self._behave(browser, session, tab, deadline, behaviours)
+            await self.behave(browser, session, tab, deadline, behaviours)
             if crashed:
                 raise CdpError(f"tab crashed: {crashed[0]}")
             outcome = RenderOutcome(actions=behaviours.actions)
-            anchors = await self._evaluate(browser, session, ANCHORS_JS)
+            anchors = await self.evaluate(browser, session, ANCHORS_JS)
             outcome.links = [
                 (a, "L", "rendered/a/@href") for a in anchors or [] if isinstance(a, str)
             ]
             if self.qa.qa and not phone:
-                outcome.text = str(await self._evaluate(browser, session, TEXT_JS) or "")
+                outcome.text = str(await self.evaluate(browser, session, TEXT_JS) or "")
                 outcome.js_errors = errors.messages
-            outcome.screenshots = await self._screenshots(browser, session, phone)
+            outcome.screenshots = await self.screenshots(browser, session, phone)
             tab.pages_done += 1
             return outcome
         finally:
@@ -308,7 +308,7 @@ class Renderer:
                 await tab.kill()
             await tab.leave_page()
 
-    async def _evaluate(self, browser: Browser, session: str, expr: str) -> Any:
+    async def evaluate(self, browser: Browser, session: str, expr: str) -> Any:
         result = await browser.send(
             "Runtime.evaluate",
             {"expression": expr, "returnByValue": True, "awaitPromise": True},
@@ -328,7 +328,7 @@ class Renderer:
                 return
             await asyncio.sleep(0.05)
 
-    async def _behave(
+    async def behave(
         self, browser: Browser, session: str, tab: TabWorker, deadline: float, pb: PageBehaviours
     ) -> None:
         """Network idle, a dwell for timers, the consent dialog, site scripts and expanders,
@@ -349,21 +349,21 @@ class Renderer:
         for _ in range(self.t.render_max_scrolls):
             if loop.time() >= deadline:
                 break
-            pos = await self._evaluate(browser, session, SCROLL_JS)
+            pos = await self.evaluate(browser, session, SCROLL_JS)
             await self._settle(tab, deadline)
             if not isinstance(pos, list) or len(pos) != 2:
                 break
             bottom, height = pos
             if bottom >= height:
                 # at the bottom: done unless what the scroll started made the page grow
-                grown = await self._evaluate(browser, session, HEIGHT_JS)
+                grown = await self.evaluate(browser, session, HEIGHT_JS)
                 if not isinstance(grown, int | float) or grown <= height:
                     break
         await self._settle(tab, deadline)
         await pb.after_scroll(deadline, settle)
-        await self._evaluate(browser, session, "window.scrollTo(0, 0)")
+        await self.evaluate(browser, session, "window.scrollTo(0, 0)")
 
-    async def _screenshots(
+    async def screenshots(
         self, browser: Browser, session: str, phone: bool = False
     ) -> list[Screenshot]:
         """The viewport, then the full page: the viewport made as tall as the page (a device

@@ -14,6 +14,7 @@ import logging
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from harvestflow.services.process import (
 )
 
 log = logging.getLogger(__name__)
+
+PORT_RELEASE_S = 10.0  # how long a port may stay held by a server that is exiting
 
 STOP_DRAIN_S = 4.0  # SIGTERM, then SIGKILL: see EmbeddedSeaweedFS.stop
 
@@ -144,6 +147,10 @@ class EmbeddedSeaweedFS:
                 self._wait_ready(timeout_s)
             return False
         for port in (self.s3_port, self.master_port, self.volume_port, self.filer_port):
+            # a server of ours that was just stopped may hold its port a few seconds more
+            deadline = time.monotonic() + PORT_RELEASE_S
+            while port_open(self.host, port) and time.monotonic() < deadline:
+                time.sleep(0.2)
             if port_open(self.host, port):
                 env = f"HARVESTFLOW_{self.section.upper()}"
                 raise ServiceError(

@@ -250,7 +250,7 @@ class PageBehaviours:
             cookies = (
                 await self.browser.send("Storage.getCookies", {"browserContextId": self.context_id})
             ).get("cookies", [])
-            stored = await self._evaluate(STORAGE_JS)
+            stored = await self.evaluate(STORAGE_JS)
         except CdpError as exc:
             log.warning("consent state of %s not kept: %s", self.url, exc)
             return
@@ -303,7 +303,7 @@ class PageBehaviours:
             clicks += 1
             if clicked["clicked"] not in labels:
                 labels.append(str(clicked["clicked"]))
-            await self._evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+            await self.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
             await settle()
         if clicks:
             self.actions.append(Action("load-more", "click", clicks, "|".join(labels)[:80]))
@@ -329,9 +329,9 @@ class PageBehaviours:
     async def _call(self, fn: str, *args: Any, context_id: int | None = None) -> Any:
         """One function of page.js with JSON arguments (None if the frame is gone)."""
         expr = f"({page_js()}).{fn}(...{json.dumps(list(args))})"
-        return await self._evaluate(expr, context_id)
+        return await self.evaluate(expr, context_id)
 
-    async def _evaluate(self, expr: str, context_id: int | None = None) -> Any:
+    async def evaluate(self, expr: str, context_id: int | None = None) -> Any:
         params: dict[str, Any] = {"expression": expr, "returnByValue": True, "awaitPromise": True}
         if context_id is not None:
             params["contextId"] = context_id
