@@ -8,11 +8,11 @@ plays HLS itself, so the page needs no player script. Served with ``scriptsite.c
 
 from __future__ import annotations
 
-import base64
 import struct
 from pathlib import Path
 
 from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
+from tests.support.postmediasite import recorded_film
 from tests.support.rawsite import Raw, RawSite, serve
 from tests.support.scriptsite import compressed
 
@@ -32,36 +32,11 @@ high/index.m3u8
 """
 HLS = b"Content-Type: application/vnd.apple.mpegurl"
 MP4 = b"Content-Type: video/mp4"
-# 3.2 s of a changing canvas recorded as fragmented MP4 (one fragment a second), as base64
-RECORD_MP4_JS = """
-const done = arguments[arguments.length - 1];
-const c = document.createElement('canvas'); c.width = 64; c.height = 48;
-document.body.appendChild(c);
-const g = c.getContext('2d');
-const rec = new MediaRecorder(c.captureStream(15), {mimeType: 'video/mp4;codecs=avc1'});
-const parts = [];
-rec.ondataavailable = e => parts.push(e.data);
-rec.onstop = async () => {
-  const b = new Uint8Array(await new Blob(parts).arrayBuffer());
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
-  done(btoa(s));
-};
-let n = 0;
-const t = setInterval(() => { g.fillStyle = `rgb(${n * 20 % 255},80,160)`; g.fillRect(0, 0, 64, 48); n++; }, 50);
-rec.start(1000);
-setTimeout(() => { clearInterval(t); rec.stop(); }, 3200);
-"""
 
 
 def mp4_film() -> bytes:
-    """A fragmented MP4 film made by headless Chromium's MediaRecorder."""
-    from tests.support.browser import chromium
-
-    with chromium() as driver:
-        driver.set_script_timeout(60)
-        driver.get("data:text/html,<body></body>")
-        film = base64.b64decode(driver.execute_async_script(RECORD_MP4_JS))
+    """3.2 s of fragmented MP4 (one fragment a second) made by headless Chromium."""
+    film = recorded_film("video/mp4;codecs=avc1", 3200, slice_ms=1000)
     assert film[4:8] == b"ftyp" and b"moof" in film, "no fragmented MP4"
     return film
 

@@ -179,14 +179,14 @@ def wav_clip(seconds: float = 1.0, rate: int = 8000) -> bytes:
     return out.getvalue()
 
 
-# run in headless Chromium: 1.5 s of a changing 64x48 canvas recorded as VP8 WebM (Chromium's
-# MediaRecorder writes its Duration and Cues), the file as base64
-RECORD_WEBM_JS = """
-const done = arguments[arguments.length - 1];
+# run in headless Chromium: a changing 64x48 canvas recorded by MediaRecorder as ``mime`` for
+# ``ms`` milliseconds (``slice_ms``: one chunk/fragment that often, 0 = one), the file as base64
+RECORD_CANVAS_JS = """
+const [mime, ms, sliceMs, done] = arguments;
 const c = document.createElement('canvas'); c.width = 64; c.height = 48;
 document.body.appendChild(c);
 const g = c.getContext('2d');
-const rec = new MediaRecorder(c.captureStream(15), {mimeType: 'video/webm;codecs=vp8'});
+const rec = new MediaRecorder(c.captureStream(15), {mimeType: mime});
 const parts = [];
 rec.ondataavailable = e => parts.push(e.data);
 rec.onstop = async () => {
@@ -197,20 +197,25 @@ rec.onstop = async () => {
 };
 let n = 0;
 const t = setInterval(() => { g.fillStyle = `rgb(${n * 20 % 255},80,160)`; g.fillRect(0, 0, 64, 48); n++; }, 50);
-rec.start();
-setTimeout(() => { clearInterval(t); rec.stop(); }, 1500);
+if (sliceMs) rec.start(sliceMs); else rec.start();
+setTimeout(() => { clearInterval(t); rec.stop(); }, ms);
 """
 
 
-def webm_film() -> bytes:
-    """A real WebM video made by headless Chromium's MediaRecorder (no encoder on the test
-    machines; Chromium is there for the rendering anyway)."""
+def recorded_film(mime: str, ms: int, slice_ms: int = 0) -> bytes:
+    """A real video made by headless Chromium's MediaRecorder (no encoder on the test machines;
+    Chromium is there for the rendering anyway)."""
     from tests.support.browser import chromium
 
     with chromium() as driver:
         driver.set_script_timeout(60)
         driver.get("data:text/html,<body></body>")
-        film = base64.b64decode(driver.execute_async_script(RECORD_WEBM_JS))
+        return base64.b64decode(driver.execute_async_script(RECORD_CANVAS_JS, mime, ms, slice_ms))
+
+
+def webm_film() -> bytes:
+    """1.5 s of VP8 WebM (Chromium's MediaRecorder writes its Duration and Cues)."""
+    film = recorded_film("video/webm;codecs=vp8", 1500)
     assert film[:4] == b"\x1a\x45\xdf\xa3" and b"\x44\x89" in film, "no WebM with a duration"
     return film
 
