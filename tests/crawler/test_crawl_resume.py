@@ -3,16 +3,14 @@ frontier and seen-set, captures nothing twice that was completed, and every WARC
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.support.crawl import REPO, fetched, make_job, run_crawl
+from tests.support.crawl import REPO, fetched, make_job, run_crawl, start_crawl
 
 
 def test_kill_9_then_resume(site, tmp_path):
@@ -28,13 +26,7 @@ def test_kill_9_then_resume(site, tmp_path):
     out = tmp_path / "job"
     out.mkdir()
     job_path = tmp_path / "job.json"
-    job_path.write_text(json.dumps(job))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_crawl(job, job_path, out)
     log = out / "logs" / "crawl.log"
     deadline = time.time() + 60
     while time.time() < deadline:

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support import qasite
-from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, REPO, CrawlResult, run_crawl
+from tests.support.crawl import FAST_TEMPLATE, ORACLE_BIN, CrawlResult, run_crawl, start_crawl
 from tests.support.rawsite import serve
 from tests.support.renderjobs import warc_records
 from tests.support.scriptsite import compressed
@@ -174,13 +173,7 @@ def test_kill_during_a_qa_pass_resumes_and_finishes_it_without_a_second_capture(
         # the crawler is killed, just after the capture's screenshot was kept for it
         job = _job(seed, max_hops=0, render_min_wait_s=4, render_page_timeout_s=30)
         job_path = tmp_path / "killed-job.json"
-        job_path.write_text(json.dumps(job))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start_crawl(job, job_path, out)
         shots = out / "reports" / "qa-shots"
         deadline = time.time() + 90
         while time.time() < deadline and not any(shots.glob("*-capture.png")):

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from tests.support import scriptsite
-from tests.support.crawl import FAST_TEMPLATE, REPO, run_crawl
+from tests.support.crawl import FAST_TEMPLATE, run_crawl, start_crawl
 from tests.support.rawsite import Routes, serve
 from tests.support.renderjobs import crawl_scriptsite, warc_records
 
@@ -69,13 +68,7 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
             "resolve": {"kill.test": "127.0.0.1"},
         }
         job_path = tmp_path / "killed-job.json"
-        job_path.write_text(json.dumps(job))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start_crawl(job, job_path, out)
         crawl_log = out / "logs" / "crawl.log"
         deadline = time.time() + 60
         while time.time() < deadline:

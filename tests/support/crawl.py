@@ -154,3 +154,15 @@ def _oracle_cdx11(warcs: list[Path]) -> list[str]:
 
 def _bytes_order(lines: list[str]) -> list[str]:
     return sorted(lines, key=lambda s: s.encode("utf-8"))
+
+
+def start_crawl(job: dict, job_path: Path, out: Path) -> subprocess.Popen[bytes]:
+    """The crawler process on ``job`` (written to ``job_path``) in the background, for a test
+    that kills it mid-crawl and then resumes the job with :func:`run_crawl`."""
+    job_path.write_text(json.dumps(job))
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawler", "--job", str(job_path), "--out", str(out)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
