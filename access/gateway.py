@@ -169,10 +169,9 @@ class Gateway:
         """The access rule behind pywb's refusal of a capture (451 block; 404 exclude)."""
         if status not in (451, 404):
             return None
-        match = _REPLAY.match(path.split("?", 1)[0])
-        if not match:
+        url = replayed_url(path)
+        if not url:
             return None
-        url = unquote(match.group(3))
         try:
             key = surt(url if "://" in url else "http://" + url)
         except Exception:  # a URL we cannot key is no rule's
@@ -258,6 +257,12 @@ class Gateway:
         srv = ThreadingHTTPServer((self.cfg.host, self.cfg.port), handler)
         srv.daemon_threads = True
         return srv
+
+
+def replayed_url(path: str) -> str | None:
+    """The archived URL a replay path asks for (``/<coll>/<timestamp><mod>/<url>``), or None."""
+    match = _REPLAY.match(path.split("?", 1)[0])
+    return unquote(match.group(3)) if match else None
 
 
 def _token(headers: Any) -> str | None:
@@ -488,6 +493,9 @@ class _Handler(ReaderPages, BaseHTTPRequestHandler):
             reason = gw.rule_refusal(resp.status, self.path)
             if reason:
                 gw.record(client, self.command, self.path, resp.status, reason)
+            if resp.status == 451 and not query:
+                self._restricted_capture(replayed_url(self.path) or "")
+                return
             self.send_response(resp.status, resp.reason)
             for key, value in resp.getheaders():
                 if key.lower() == "set-cookie" and readerpass.sets_cookie(value):

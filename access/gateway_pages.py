@@ -69,6 +69,15 @@ class ReaderPages:
         )
         self._send(403, "text/html; charset=utf-8", page.encode())
 
+    def _restricted_capture(self, url: str) -> None:
+        """pywb refused the capture of ``url`` by an access rule (451): our page, in the
+        reader's language and the reader pages' style (the rule stays in the refusal log)."""
+        lang = self._lang()
+        t = i18n.texts(lang)
+        text = t["capture_restricted"].format(url=url or "?")
+        page = pages.message(lang, t["restricted_title"], text, lookup=url or None)
+        self._send(451, "text/html; charset=utf-8", page.encode())
+
     def _lookup(self) -> None:
         """``/_lookup?url=…``: the home page's URL box (:func:`access.lookup.answer`)."""
         query = parse_qs(urlsplit(self.path).query)

@@ -67,6 +67,12 @@ CATALOGUE: dict[str, dict[str, str]] = {
         " uniquement dans les salles de lecture de la bibliothèque, ou par les personnes"
         " accréditées connectées.",
     },
+    "capture_restricted": {
+        "en": "The archive holds {url}, but an access rule (a restriction under legal deposit,"
+        " or an embargo after capture) does not allow this capture to be shown.",
+        "fr": "L'archive contient {url}, mais une règle d'accès (une restriction au titre du"
+        " dépôt légal, ou un embargo après la collecte) ne permet pas d'afficher cette capture.",
+    },
     "sign_in": {"en": "Sign in", "fr": "Se connecter"},
     "back_home": {"en": "Collections and guided tours", "fr": "Collections et visites guidées"},
     "bad_request": {"en": "Bad request", "fr": "Requête incorrecte"},

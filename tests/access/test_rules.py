@@ -9,11 +9,14 @@ from the replay venv. Reading room: the gateway bound to 127.0.0.1 is asked from
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
 import re
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -117,6 +120,15 @@ def test_block_and_embargo_apply_to_search_and_replay_and_changes_take_effect_wh
         status, body = replay_status(cfg, secret)
         assert status == 451, body[:300]
         assert b"Consultation restricted" in body and secret.encode() in body
+        assert b'<html lang="en">' in body and b"Web archive" in body  # our reader page
+        french = urllib.request.Request(
+            cfg.replay_url("all", "2030", secret, "id_"), headers={"Accept-Language": "fr"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused_fr:
+            urllib.request.urlopen(french, timeout=30)
+        assert refused_fr.value.code == 451
+        page_fr = html.unescape(refused_fr.value.read().decode())
+        assert "Consultation restreinte" in page_fr and "règle d'accès" in page_fr, page_fr[:500]
         assert replay_status(cfg, fresh)[0] == 451  # younger than the embargo
         for url in (public, aged, opened):
             status, body = replay_status(cfg, url)
