@@ -120,3 +120,8 @@ def template_id(conn: Connection, name: str) -> int:
         known = conn.execute(sa.text("SELECT name FROM templates ORDER BY name")).scalars().all()
         raise TemplateError(f"unknown template {name!r}; known: {', '.join(known) or 'none'}")
     return int(tid)
+
+
+def template_names(conn: Connection) -> list[str]:
+    """The names of the templates the harvest database holds (for forms' choices)."""
+    return list(conn.execute(sa.text("SELECT name FROM templates ORDER BY name")).scalars())

@@ -30,7 +30,7 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
         conn,
         "SELECT count(*) FROM harvestdefinitions",
         "SELECT h.harvest_id, h.name, h.kind, h.isactive, h.numevents, h.audience,"
-        " c.name AS channel, s.name AS schedule, s.timeunit, s.numtimeunits, p.nextdate,"
+        " c.name AS channel, s.name AS schedule, s.timeunit, s.numtimeunits, s.cron, p.nextdate,"
         " p.frequency, f.maxobjects, f.maxbytes,"
         " (SELECT count(*) FROM harvest_configs hc WHERE hc.harvest_id = h.harvest_id)"
         "   AS configs"
@@ -64,6 +64,8 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
         row["last_runs"] = last.get(row["harvest_id"], [])
         unit = TIME_UNIT.get(row["timeunit"] or 0)
         row["every"] = f"every {row['numtimeunits']} {unit}(s)" if unit else ""
+        if row["cron"]:
+            row["every"] = f"cron {row['cron']}"
     return result
 
 

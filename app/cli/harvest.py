@@ -61,6 +61,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="definitions_command", required=True)
     dl = sub.add_parser("list", help="definitions with schedule, next date and state")
     dl.set_defaults(func=cmd_definitions_list)
+    from app.cli.definitions import add_definitions_cli
+
+    add_definitions_cli(sub)
 
     p = subparsers.add_parser("jobs", help="crawl jobs")
     sub = p.add_subparsers(dest="jobs_command", required=True)

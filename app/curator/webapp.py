@@ -10,7 +10,8 @@ Every route is a GET but the forms' POSTs; every page's query binds its paramete
 a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers), the selection records' forms (:mod:`app.curator.records_pages`,
+engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`, curators),
+the selection records' forms (:mod:`app.curator.records_pages`,
 curators), a QA comment and a target's annotation (:mod:`app.curator.feedback`,
 curators) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view
 found missing, :mod:`app.curator.qcview`, curators) — are checked by
@@ -38,6 +39,7 @@ from starlette.concurrency import run_in_threadpool
 from app.curator import (
     actions,
     crawllog_search,
+    definitions_pages,
     documents_pages,
     feedback,
     jobfiles,
@@ -162,7 +164,11 @@ def create_app(
     def definitions(request: Request, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             result = queries.definitions(conn, _page_no(page_no), PAGE_SIZE)
-        return page(request, "definitions.html", title="Harvest definitions", p=result)
+        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result)
+
+    definitions_pages.add_definition_routes(
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+    )
 
     @app.get("/jobs", response_class=HTMLResponse)
     def jobs(

@@ -32,6 +32,7 @@ from harvest.office.definition_form import (
     OfficeError,
     describe,
     parse_definition_form,
+    schedule_fields,
 )
 from harvest.schedule import Schedule, ScheduleError, next_event
 from harvest.templates import TemplateError, template_id
@@ -106,6 +107,21 @@ def read_definition(conn: Connection, harvest_id: int) -> dict[str, Any] | None:
         "max_bytes": int(configs[0].maxbytes) if configs else 1_000_000_000,
         "editable": editable_reason(row.kind, row.audience),
     }  # fmt: skip
+
+
+def form_values(found: dict[str, Any]) -> dict[str, str]:
+    """A definition read by :func:`read_definition` as the form's fields (the edit form, and
+    the CLI's edit, which changes only the options given)."""
+    return {
+        "name": found["name"],
+        "comments": found["comments"],
+        "seeds": "\n".join(found["seeds"]),
+        "template": found["template"],
+        "max_objects": str(found["max_objects"]),
+        "max_bytes": str(found["max_bytes"]),
+        "edition": str(found["edition"]),
+        **schedule_fields(found["schedule"]),
+    }
 
 
 def editable_reason(kind: str, audience: str | None) -> str | None:
