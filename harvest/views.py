@@ -181,7 +181,10 @@ def domain(
         " c.config_id = :default AS is_default,"
         " (SELECT string_agg(s.name, ', ' ORDER BY s.name) FROM config_seedlists cs"
         "   JOIN seedlists s ON s.seedlist_id = cs.seedlist_id"
-        "   WHERE cs.config_id = c.config_id) AS seedlists"
+        "   WHERE cs.config_id = c.config_id) AS seedlists,"
+        " (SELECT string_agg(s.seeds, E'\\n' ORDER BY s.seedlist_id) FROM config_seedlists cs"
+        "   JOIN seedlists s ON s.seedlist_id = cs.seedlist_id"
+        "   WHERE cs.config_id = c.config_id) AS seeds"
         " FROM configurations c JOIN templates t ON t.template_id = c.template_id"
         " WHERE c.domain_id = :id ORDER BY c.name",
         id=did,
