@@ -30,6 +30,7 @@ from harvest.domains import ensure_config
 from harvest.office.definition_form import (
     DefinitionForm,
     OfficeError,
+    checked_text,
     describe,
     parse_definition_form,
     schedule_fields,
@@ -339,6 +340,7 @@ def set_active(
     refused with what to change. Its next date is the schedule's next event from now.
     """
     now = as_utc(now or utcnow())
+    reason = checked_text(reason, "reason", 500)
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         row = _locked(conn, harvest_id)
@@ -347,7 +349,7 @@ def set_active(
                 f"definition {harvest_id} is already {'active' if active else 'inactive'}"
             )
         if not active:
-            why = f"deactivated by {user}" + (f": {reason.strip()[:500]}" if reason.strip() else "")
+            why = f"deactivated by {user}" + (f": {reason}" if reason else "")
             conn.execute(
                 sa.text(
                     "UPDATE harvestdefinitions SET isactive = false, inactive_reason = :r,"

@@ -64,8 +64,10 @@ class DefinitionForm:
         return self.schedule is not None and self.schedule.cron is not None
 
 
-def _text(values: Mapping[str, str], name: str, limit: int = 2000) -> str:
-    value = str(values.get(name) or "").strip()
+def checked_text(raw: object, name: str, limit: int = 2000) -> str:
+    """A form's text field, stripped: storable text (UTF-8, no NUL) of at most ``limit``
+    characters, else :class:`OfficeError` naming the field."""
+    value = str(raw or "").strip()
     try:
         check_text(value, name)
     except SeedError as exc:
@@ -73,6 +75,10 @@ def _text(values: Mapping[str, str], name: str, limit: int = 2000) -> str:
     if len(value) > limit:
         raise OfficeError(f"{name}: {len(value)} characters, at most {limit}")
     return value
+
+
+def _text(values: Mapping[str, str], name: str, limit: int = 2000) -> str:
+    return checked_text(values.get(name), name, limit)
 
 
 def _int(values: Mapping[str, str], name: str, low: int, high: int) -> int | None:

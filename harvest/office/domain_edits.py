@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from harvest.common import as_utc, engine_or_default, utcnow
 from harvest.domains import DEFAULT_CONFIG_NAME, ensure_config
 from harvest.jobgen.source import ALIAS_TIMEOUT
-from harvest.office.definition_form import OfficeError, parse_seeds
+from harvest.office.definition_form import OfficeError, checked_text, parse_seeds
 from harvest.templates import TemplateError, template_id
 from harvestflow.audit import record_audit
 from harvestflow.formats.domains import registrable_domain
@@ -41,6 +41,7 @@ def alias_expiry(last_update: datetime | None) -> datetime | None:
 
 
 def _domain(conn: Connection, name: str, *, lock: bool = False) -> Any:
+    name = checked_text(name, "domain", 253)
     row = conn.execute(
         sa.text(
             "SELECT d.domain_id, d.name, d.alias, d.lastaliasupdate, d.alias_set_by,"
@@ -94,21 +95,19 @@ def save_configuration(
     unknown = sorted(set(values) - set(CONFIG_FIELDS) - {"csrf_token"})
     if unknown:
         raise OfficeError(f"unknown field(s): {', '.join(unknown)}")
-    name = str(values.get("config") or DEFAULT_CONFIG_NAME).strip()
-    if not name or len(name) > 200:
-        raise OfficeError("config: a configuration name of 1 to 200 characters")
+    name = checked_text(values.get("config"), "config", 200) or DEFAULT_CONFIG_NAME
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         dom = _domain(conn, domain, lock=True)
         before = _config(conn, dom.domain_id, name)
-        template = str(values.get("template") or "").strip() or (
+        template = checked_text(values.get("template"), "template", 200) or (
             before["template"] if before else "default_selective"
         )
         try:
             template_id(conn, template)
         except TemplateError as exc:
             raise OfficeError(f"template: {exc}") from None
-        raw_seeds = str(values.get("seeds") or "")
+        raw_seeds = checked_text(values.get("seeds"), "seeds", 1_000_000)
         seeds = list(parse_seeds(raw_seeds)) if raw_seeds.strip() else None
         for number, seed in enumerate(seeds or (), 1):
             if registrable_domain(seed) != dom.name:
@@ -143,6 +142,9 @@ def set_alias(
     engine = engine_or_default(engine)
     with engine.begin() as conn:
         dom = _domain(conn, domain, lock=True)
+        alias_of = checked_text(alias_of, "alias_of", 253)
+        if not alias_of:
+            raise OfficeError("alias_of: the domain it mirrors is needed")
         target = _domain(conn, alias_of)
         if target.domain_id == dom.domain_id:
             raise OfficeError(f"alias_of: {dom.name} cannot be an alias of itself")

@@ -17,7 +17,7 @@ from harvest.office.definition_edits import (
     save_definition,
     set_active,
 )
-from harvest.office.definition_form import OfficeError
+from harvest.office.definition_form import OfficeError, parse_definition_form
 from harvest.planning import generate_jobs
 
 
@@ -157,7 +157,6 @@ def test_a_cron_schedule_is_harvested_at_its_times(hdb):
     [
         ({"seeds": "https://ok.example.fr/\nftp://files.example.fr/"}, "seeds line 2: "),
         ({"seeds": ""}, "seeds: at least one seed URL"),
-        ({"template": "no_such"}, "template: unknown template 'no_such'"),
         ({"max_objects": "0"}, "max_objects: -1 \\(unlimited\\) or a positive number, not 0"),
         ({"unit": "fortnight"}, "unit: 'fortnight' is not one of hour, day, week, month"),
         ({"weekday": "friday"}, "ondayofweek: not a field of a schedule in hours"),
@@ -166,14 +165,23 @@ def test_a_cron_schedule_is_harvested_at_its_times(hdb):
         ({"end": "2026-11-01"}, "ends \\(2026-11-01 00:00\\) before it starts"),
         ({"start": "next monday"}, "start: 'next monday' is not a date"),
         ({"name": ""}, "name: a definition needs a name"),
+        ({"name": "a\x00b"}, "name: contains a NUL byte"),
         ({"colour": "red"}, "unknown field\\(s\\): colour"),
     ],
 )
-def test_a_bad_form_is_refused_naming_the_field_and_writes_nothing(hdb, changes, message):
+def test_a_bad_form_is_refused_naming_the_field(changes, message):
     with pytest.raises(OfficeError, match=message):
-        save_definition(event_crawl(**changes), "carol", engine=hdb, now=dt(2026, 11, 22, 10))
+        parse_definition_form(event_crawl(**changes), dt(2026, 11, 22, 10))
+
+
+def test_a_refused_form_writes_nothing(hdb):
+    with pytest.raises(OfficeError, match="template: unknown template 'no_such'"):
+        save_definition(event_crawl(template="no_such"), "carol", engine=hdb)
+    with pytest.raises(OfficeError, match="every: 'x' is not an integer"):
+        save_definition(event_crawl(every="x"), "carol", engine=hdb)
     with hdb.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM definition_history")).scalar_one() == 0
+        for table in ("definition_history", "harvestdefinitions", "audit_log"):
+            assert conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one() == 0
 
 
 def test_a_taken_name_and_a_selection_definition_are_refused(hdb):
@@ -181,7 +189,7 @@ def test_a_taken_name_and_a_selection_definition_are_refused(hdb):
 
     save_definition(event_crawl(), "carol", engine=hdb, now=dt(2026, 11, 22, 10))
     with pytest.raises(
-        OfficeError, match="name: definition \\d+ is already named 'Election night'"
+        OfficeError, match=r"name: definition \d+ is already named 'Election night'"
     ):
         save_definition(event_crawl(), "carol", engine=hdb)
     with hdb.begin() as conn:
