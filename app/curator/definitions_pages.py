@@ -45,14 +45,9 @@ NEW = {"schedule": "every", "every": "1", "unit": "day", "template": "default_se
        "max_objects": "-1", "max_bytes": "1000000000"}  # fmt: skip
 
 
-def writer(request: Request, form: dict[str, str], key: bytes, target: str) -> str:
-    """The user allowed to make this write of the definitions pages (``target``: "new
-    definition" or "definition N"): a curator, a crawl engineer for a cron schedule."""
-    cron = form.get("schedule") == "cron"
-    role = actions.Role.ENGINEER if cron else actions.Role.CURATOR
-    user = actions.check_write(request, form, key, role=role)
-    log.info("curator: %s writes %s", user, target)
-    return user
+def role_for(form: dict[str, str]) -> actions.Role:
+    """The role a definition's form needs: a curator's, a crawl engineer's for a cron schedule."""
+    return actions.Role.ENGINEER if form.get("schedule") == "cron" else actions.Role.CURATOR
 
 
 def add_definition_routes(
@@ -92,7 +87,7 @@ def add_definition_routes(
     @app.post("/definitions/new")
     async def create_definition(request: Request) -> Response:
         form = await actions.read_form(request, MAX_DEFINITION_FORM)
-        user = writer(request, form, csrf_key, "new definition")
+        user = actions.check_write(request, form, csrf_key, role=role_for(form))
         try:
             hid = save_definition(_fields(form), user, engine=engine_factory())
         except OfficeError as exc:
@@ -110,7 +105,7 @@ def add_definition_routes(
     @app.post("/definitions/{harvest_id}")
     async def edit_definition(request: Request, harvest_id: DefinitionId) -> Response:
         form = await actions.read_form(request, MAX_DEFINITION_FORM)
-        user = writer(request, form, csrf_key, f"definition {harvest_id}")
+        user = actions.check_write(request, form, csrf_key, role=role_for(form))
         try:
             save_definition(_fields(form), user, harvest_id, engine=engine_factory())
         except OfficeError as exc:
@@ -124,7 +119,7 @@ def add_definition_routes(
     async def switch_definition(request: Request, harvest_id: DefinitionId) -> Response:
         """Deactivate (``active=no``, with a reason) or reactivate (``active=yes``)."""
         form = await actions.read_form(request)
-        user = writer(request, form, csrf_key, f"definition {harvest_id}")
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
         if form.get("active") not in ("yes", "no"):
             raise HTTPException(400, "active: yes (reactivate) or no (deactivate)")
         try:

@@ -34,13 +34,6 @@ log = logging.getLogger(__name__)
 MAX_CONFIG_FORM = 1_048_576  # a seed list may be long
 
 
-def writer(request: Request, form: dict[str, str], key: bytes, target: str) -> str:
-    """The user allowed to change domain ``target`` (a curator)."""
-    user = actions.check_write(request, form, key, role=actions.Role.CURATOR)
-    log.info("curator: %s writes domain %s", user, target)
-    return user
-
-
 def domain_context(conn: sa.Connection, domain: dict[str, Any]) -> dict[str, Any]:
     """What the domain page's forms need beside the domain: the templates to choose from, its
     alias's expiry, and the changes made to it (newest first)."""
@@ -65,7 +58,7 @@ def add_domain_routes(
     @app.post("/domains/{name}/configurations")
     async def configure(request: Request, name: str) -> Response:
         form = await actions.read_form(request, MAX_CONFIG_FORM)
-        user = writer(request, form, csrf_key, name)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
         values = {k: v for k, v in form.items() if k != actions.CSRF_FIELD}
         try:
             save_configuration(name, values, user, engine=engine_factory())
@@ -80,7 +73,7 @@ def add_domain_routes(
         """``op=set`` (with ``alias_of``; on the same domain it renews the alias) or
         ``op=remove``."""
         form = await actions.read_form(request)
-        user = writer(request, form, csrf_key, name)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
         op = form.get("op", "")
         try:
             if op == "set":
