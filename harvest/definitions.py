@@ -224,20 +224,33 @@ def deactivate(conn: Connection, harvest_id: int, reason: str) -> None:
     )
 
 
-def _schedule_of(row: Any) -> Schedule:
+# the schedules columns that decide dates, as the queries below select them
+SCHEDULE_COLUMNS = (
+    "s.timeunit, s.numtimeunits, s.startdate, s.enddate, s.maxrepeats, s.onminute, s.onhour,"
+    " s.ondayofweek, s.ondayofmonth, s.cron"
+)
+
+
+def schedule_of(row: Any) -> Schedule:
+    """The :class:`Schedule` of a row that selected :data:`SCHEDULE_COLUMNS`."""
     return Schedule(
         timeunit=row.timeunit,
         numtimeunits=row.numtimeunits,
         startdate=row.startdate,
         enddate=row.enddate,
         maxrepeats=row.maxrepeats,
+        onminute=row.onminute,
+        onhour=row.onhour,
+        ondayofweek=row.ondayofweek,
+        ondayofmonth=row.ondayofmonth,
+        cron=row.cron,
     )
 
 
 _PARTIAL_SQL = (
-    "SELECT h.harvest_id, h.name, h.isactive, h.inactive_reason, h.numevents, s.timeunit,"
-    " s.numtimeunits,"
-    " s.startdate, s.enddate, s.maxrepeats,"
+    "SELECT h.harvest_id, h.name, h.isactive, h.inactive_reason, h.numevents, "
+    + SCHEDULE_COLUMNS
+    + ","
     " (SELECT count(*) FROM harvest_runs r WHERE r.harvest_id = h.harvest_id"
     "  AND r.logical_date < :ld AND NOT r.oneoff) AS runs_before,"
     " EXISTS (SELECT 1 FROM harvest_runs r WHERE r.harvest_id = h.harvest_id"
@@ -272,7 +285,7 @@ def due_definitions(
             if not row.isactive and not (row.inactive_reason or "").startswith(FINISHED):
                 continue
             try:
-                if due_in_window(_schedule_of(row), frequency, ld, row.runs_before):
+                if due_in_window(schedule_of(row), frequency, ld, row.runs_before):
                     due.append(row.harvest_id)
             except (ScheduleError, ValueError, OverflowError) as exc:
                 deactivate(conn, row.harvest_id, f"scheduling failed: {exc}")
@@ -361,9 +374,8 @@ def advance_schedule(
         )
         row = conn.execute(
             sa.text(
-                "SELECT p.frequency, p.nextdate, s.timeunit, s.numtimeunits, s.startdate,"
-                " s.enddate, s.maxrepeats FROM partialharvests p JOIN schedules s"
-                " USING (schedule_id) WHERE p.harvest_id = :h"
+                "SELECT p.frequency, p.nextdate, " + SCHEDULE_COLUMNS + " FROM partialharvests p"
+                " JOIN schedules s USING (schedule_id) WHERE p.harvest_id = :h"
             ),
             {"h": harvest_id},
         ).first()
@@ -375,7 +387,7 @@ def advance_schedule(
         if row is None or row.frequency is None:
             return result | {"next_date": None}
         try:
-            nxt = next_date(_schedule_of(row), row.frequency, ld, int(runs))
+            nxt = next_date(schedule_of(row), row.frequency, ld, int(runs))
         except (ScheduleError, ValueError, OverflowError) as exc:
             deactivate(conn, harvest_id, f"scheduling failed: {exc}")
             return result | {"next_date": None, "deactivated": str(exc)}

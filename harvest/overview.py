@@ -72,6 +72,7 @@ def domain_report(
         "inactive_reason": dom.inactive_reason,
         "alias_of": dom.alias_name,
         "lastaliasupdate": dom.lastaliasupdate,
+        "alias_set_by": dom.alias_set_by,
         "aliases": list(aliases),
         "crawlertraps": list(dom.crawlertraps or []),
         "configurations": [

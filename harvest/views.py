@@ -30,7 +30,7 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
         conn,
         "SELECT count(*) FROM harvestdefinitions",
         "SELECT h.harvest_id, h.name, h.kind, h.isactive, h.numevents, h.audience,"
-        " c.name AS channel, s.name AS schedule, s.timeunit, s.numtimeunits, p.nextdate,"
+        " c.name AS channel, s.name AS schedule, s.timeunit, s.numtimeunits, s.cron, p.nextdate,"
         " p.frequency, f.maxobjects, f.maxbytes,"
         " (SELECT count(*) FROM harvest_configs hc WHERE hc.harvest_id = h.harvest_id)"
         "   AS configs"
@@ -64,6 +64,8 @@ def definitions(conn: sa.Connection, page: int = 1, size: int = 50) -> Page:
         row["last_runs"] = last.get(row["harvest_id"], [])
         unit = TIME_UNIT.get(row["timeunit"] or 0)
         row["every"] = f"every {row['numtimeunits']} {unit}(s)" if unit else ""
+        if row["cron"]:
+            row["every"] = f"cron {row['cron']}"
     return result
 
 
@@ -179,7 +181,10 @@ def domain(
         " c.config_id = :default AS is_default,"
         " (SELECT string_agg(s.name, ', ' ORDER BY s.name) FROM config_seedlists cs"
         "   JOIN seedlists s ON s.seedlist_id = cs.seedlist_id"
-        "   WHERE cs.config_id = c.config_id) AS seedlists"
+        "   WHERE cs.config_id = c.config_id) AS seedlists,"
+        " (SELECT string_agg(s.seeds, E'\\n' ORDER BY s.seedlist_id) FROM config_seedlists cs"
+        "   JOIN seedlists s ON s.seedlist_id = cs.seedlist_id"
+        "   WHERE cs.config_id = c.config_id) AS seeds"
         " FROM configurations c JOIN templates t ON t.template_id = c.template_id"
         " WHERE c.domain_id = :id ORDER BY c.name",
         id=did,

@@ -56,11 +56,17 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     show.add_argument("name")
     show.add_argument("--history", type=int, default=20, help="history rows shown (default 20)")
     show.set_defaults(func=cmd_domain_show)
+    from app.cli.domain_edits import add_domain_cli
+
+    add_domain_cli(sub)
 
     p = subparsers.add_parser("definitions", help="harvest definitions")
     sub = p.add_subparsers(dest="definitions_command", required=True)
     dl = sub.add_parser("list", help="definitions with schedule, next date and state")
     dl.set_defaults(func=cmd_definitions_list)
+    from app.cli.definitions import add_definitions_cli
+
+    add_definitions_cli(sub)
 
     p = subparsers.add_parser("jobs", help="crawl jobs")
     sub = p.add_subparsers(dest="jobs_command", required=True)
@@ -141,7 +147,8 @@ def _domain_text(info: dict[str, Any]) -> str:
     state = "active" if info["active"] else f"INACTIVE: {info['inactive_reason'] or '?'}"
     lines.append(f"  state: {state}")
     if info["alias_of"]:
-        lines.append(f"  alias of {info['alias_of']} (since {info['lastaliasupdate']})")
+        by = f", by {info['alias_set_by']}" if info["alias_set_by"] else ""
+        lines.append(f"  alias of {info['alias_of']} (since {info['lastaliasupdate']}{by})")
     if info["aliases"]:
         lines.append(f"  aliases: {', '.join(info['aliases'])}")
     if info["crawlertraps"]:

@@ -18,6 +18,7 @@ from app.cli import (
     access,
     continuous,
     crawl,
+    crawl_templates,
     credentials,
     documents,
     harvest,
@@ -46,6 +47,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     access,
     search,
     qc,
+    crawl_templates,
 )
 
 

@@ -62,8 +62,8 @@ class Role(IntEnum):
     """
 
     VIEWER = 1
-    CURATOR = 2  # edit selection records and annotations, comment
-    ENGINEER = 3  # control running jobs, edit definitions and traps
+    CURATOR = 2  # edit selection records, annotations, definitions and domains, comment
+    ENGINEER = 3  # control running jobs, cron schedules, edit traps
 
     @property
     def label(self) -> str:

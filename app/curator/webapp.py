@@ -10,7 +10,9 @@ Every route is a GET but the forms' POSTs; every page's query binds its paramete
 a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers), the selection records' forms (:mod:`app.curator.records_pages`,
+engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`, curators), a
+domain's configurations and alias (:mod:`app.curator.domains_pages`, curators),
+the selection records' forms (:mod:`app.curator.records_pages`,
 curators), a QA comment and a target's annotation (:mod:`app.curator.feedback`,
 curators) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view
 found missing, :mod:`app.curator.qcview`, curators) — are checked by
@@ -38,7 +40,9 @@ from starlette.concurrency import run_in_threadpool
 from app.curator import (
     actions,
     crawllog_search,
+    definitions_pages,
     documents_pages,
+    domains_pages,
     feedback,
     jobfiles,
     operations,
@@ -162,7 +166,11 @@ def create_app(
     def definitions(request: Request, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             result = queries.definitions(conn, _page_no(page_no), PAGE_SIZE)
-        return page(request, "definitions.html", title="Harvest definitions", p=result)
+        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result)
+
+    definitions_pages.add_definition_routes(
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+    )
 
     @app.get("/jobs", response_class=HTMLResponse)
     def jobs(
@@ -310,7 +318,9 @@ def create_app(
         return page(request, "domains.html", title="Domains", p=result, q=q)
 
     @app.get("/domains/{name}", response_class=HTMLResponse)
-    def domain(request: Request, name: str, page_no: int = 1) -> HTMLResponse:
+    def domain(
+        request: Request, name: str, page_no: int = 1, saved: str = "", refused: str = ""
+    ) -> HTMLResponse:
         with connect() as conn:
             row = queries.domain(conn, name, _page_no(page_no), PAGE_SIZE)
             if row is None:
@@ -318,11 +328,15 @@ def create_app(
             jobs = [int(h["job_id"]) for h in row["history"].rows]
             targets = feedback.domain_feedback(conn, name, jobs)
             scores = latest_scores(conn, [name])  # the QA pass's, of its pages
+            office = domains_pages.domain_context(conn, row)  # its forms: templates, changes
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(
-            request, "domain.html", title=f"Domain {name}", d=row, t=targets, page_scores=scores
-        )
+            request, "domain.html", title=f"Domain {name}", d=row, t=targets, page_scores=scores,
+            office=office, saved=saved[:100], refused=refused[:2000],
+        )  # fmt: skip
+
+    domains_pages.add_domain_routes(app, engine_factory=engine_factory, csrf_key=csrf_key)
 
     @app.get("/domains/{name}/size.png")
     def domain_chart(name: str) -> Response:

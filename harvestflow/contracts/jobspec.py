@@ -289,7 +289,29 @@ def template_defaults() -> dict[str, Any]:
     return {k: v for k, v in conf.items() if k in keys}
 
 
+# the template's numbers that cannot be negative, and those that must be at least 1
+_AT_LEAST_0 = (
+    "max_hops", "max_transclusion_hops", "delay_factor", "min_delay_ms", "max_delay_ms",
+    "max_crawl_delay_s", "max_path_depth", "max_repeated_path_segments", "max_calendar_pages",
+    "max_future_years", "retries", "max_redirects", "render_min_wait_s", "render_max_scrolls",
+    "render_consent_wait_s",
+)  # fmt: skip
+_AT_LEAST_1 = (
+    "connections_per_host", "concurrent_requests", "max_url_length", "max_response_bytes",
+    "max_header_bytes", "max_inflate_bytes", "inflate_budget_bytes", "warc_max_size",
+    "render_pages_per_tab", "render_max_memory_mb",
+)  # fmt: skip
+
+
 def _check_template(template: Template, where: str) -> None:
+    for key in _AT_LEAST_0:
+        if getattr(template, key) < 0:
+            raise JobSpecError(f"{where}: template.{key} must be 0 or more")
+    for key in _AT_LEAST_1:
+        if getattr(template, key) < 1:
+            raise JobSpecError(f"{where}: template.{key} must be at least 1")
+    if template.download_timeout_s <= 0:
+        raise JobSpecError(f"{where}: template.download_timeout_s must be more than 0")
     if template.processes < 1:
         raise JobSpecError(f"{where}: template.processes must be at least 1")
     if template.render not in ("none", "seeds", "html"):

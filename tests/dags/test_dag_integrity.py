@@ -20,6 +20,7 @@ DAG_FILES = sorted(p for p in DAGS.glob("*.py") if p.name not in IGNORED)
 LIBRARIES = ("harvest", "crawler", "indexing", "preservation", "qa", "harvestflow")
 
 EXPECTED = {
+    "selective_harvest_hourly",
     "selective_harvest_daily",
     "selective_harvest_weekly",
     "selective_harvest_monthly",

@@ -70,6 +70,7 @@ OWNERS = {
     "job_actions": "harvestflow.job_actions",
     "audit_log": "harvestflow.audit",
     "selection_history": "harvest",
+    "definition_history": "harvest",
     **dict.fromkeys(["documents", "document_captures", "document_pages", "document_links",
                      "document_files", "document_versions"], "indexing.documents"),
 }  # fmt: skip

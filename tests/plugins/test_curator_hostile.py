@@ -117,7 +117,7 @@ def _seed(engine: sa.Engine, tmp_path: Path, status: int = JobStatus.DONE) -> di
 
     document = add_document(engine, 1, record_id=int(record))
     return {"job_id": str(job), "name": "web.test", "day": DAY, "run_id": "run-1", "index": "0",
-            "record_id": str(record), "document_id": str(document)}  # fmt: skip
+            "record_id": str(record), "document_id": str(document), "harvest_id": str(hid)}  # fmt: skip
 
 
 @pytest.fixture
@@ -315,6 +315,8 @@ def test_every_form_answers_hostile_values_without_a_5xx(
         f"/jobs/{valid['job_id']}",
         "/domains/web.test",
         f"/documents/{valid['document_id']}",
+        "/definitions/new",
+        f"/definitions/{valid['harvest_id']}",
     ]
     forms = [form for page in pages for form in _page_forms(client.get(page).text)]
     # the patch form is shown only for a job with missing URLs: its fields by hand

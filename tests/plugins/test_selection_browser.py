@@ -5,7 +5,9 @@ refuses one, its 301 is shown), edits one, bulk-edits and deactivates, exports t
 CSV (which imports back unchanged); the viewer's write and a form posted without the CSRF token
 are refused (403); the history, the audit table, and the next transfer (the function the
 selective DAGs run) show the edits. A record whose seed never answers does not hold the
-api-server's other requests."""
+api-server's other requests. On the same platform, the curator makes an event crawl with an
+hourly schedule in the definitions' form: the hourly DAG that Airflow serves finds it due at the
+next hour; deactivated and reactivated from its page, it is left out and comes back."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from selenium.common.exceptions import StaleElementReferenceException, WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.harvest.test_selection import Handler
 from tests.support.browser import chromium
@@ -305,3 +307,51 @@ def test_a_seed_that_never_answers_does_not_hold_the_api_server(platform: Platfo
             silent.close()
     assert saved and saved[0].status_code == 400, saved
     assert f"http://127.0.0.1:{port}/: not reachable" in saved[0].text
+
+
+def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
+    platform: Platform,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from harvest.definitions import due_definitions
+
+    cur, engine = platform.base + "/curator", _engine(platform.env)
+    made = datetime.now(UTC)
+    next_hour = made.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    with chromium() as driver:
+        driver.set_script_timeout(90)
+        _sign_in(driver, platform, "carol")
+        driver.get(cur + "/definitions")
+        driver.find_element(By.ID, "new-definition").click()
+        Select(driver.find_element(By.NAME, "unit")).select_by_value("hour")
+        seeds = f"http://127.0.0.1:{platform.site}/ok\nhttp://127.0.0.1:{platform.site}/a"
+        text = _submit(driver, "definition-form", name="Election night", seeds=seeds)
+        assert "saved" in text and "every 1 hour(s)" in text and "next harvest" in text, text
+        hid = int(driver.current_url.split("/definitions/")[1].split("?")[0])
+        # the hourly DAG's first task: due in the run of the next hour, not in the one before
+        assert hid in due_definitions("hourly", next_hour, engine)
+        assert hid not in due_definitions("hourly", next_hour - timedelta(hours=1), engine)
+
+        text = _submit(driver, "active-form", "#deactivate", reason="results delayed")
+        assert "inactive: deactivated by carol: results delayed" in text
+        assert hid not in due_definitions("hourly", next_hour, engine)
+        text = _submit(driver, "active-form", "#reactivate")
+        assert "inactive" not in driver.find_element(By.ID, "definition-state").text, text
+        assert hid in due_definitions("hourly", next_hour, engine)
+        history = driver.find_element(By.ID, "history").text
+        for action in ("create", "deactivate", "reactivate"):
+            assert f"carol {action}" in history, history
+
+    # Airflow serves the hourly DAG that harvests these definitions
+    token = httpx.post(
+        f"{platform.base}/auth/token",
+        json={"username": "carol", "password": platform.passwords["carol"]},
+        timeout=60,
+    ).json()["access_token"]
+    dag = httpx.get(
+        f"{platform.base}/api/v2/dags/selective_harvest_hourly",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert dag.status_code == 200 and dag.json()["dag_id"] == "selective_harvest_hourly", dag.text

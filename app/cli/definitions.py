@@ -1,0 +1,183 @@
+"""``harvestflow definitions create|edit|show|deactivate|reactivate``: the curator pages'
+definition forms on the command line (``definitions list`` is in :mod:`app.cli.harvest`).
+
+The options are the form's fields, checked by the same function (harvest.office); ``edit``
+changes only the options given. Every change is a version with ``--user`` (default: the
+login name) and the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+# the options that are the form's fields of the same name (the values are the form's, as text)
+FORM_OPTIONS = ("name", "comments", "template", "max_objects", "max_bytes", "schedule", "every",
+                "unit", "at_minute", "at_hour", "weekday", "day", "start", "end", "repeats",
+                "cron")  # fmt: skip
+
+
+def _user_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", default=None, help="recorded as the author (default: login)")
+
+
+def _form_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name")
+    parser.add_argument("--comments")
+    parser.add_argument("--seed", action="append", help="a seed URL (repeat it)")
+    parser.add_argument("--seeds-file", type=Path, help="seed URLs, one per line")
+    parser.add_argument("--template", help="crawl template (harvestflow templates list)")
+    parser.add_argument("--max-objects", help="per-domain object limit (-1 unlimited)")
+    parser.add_argument("--max-bytes", help="per-domain byte limit (-1 unlimited)")
+    parser.add_argument("--schedule", choices=["none", "every", "cron"],
+                        help="none: a one-off; every: every N units; cron: a cron expression")  # fmt: skip
+    parser.add_argument("--every", help="every N units")
+    parser.add_argument("--unit", choices=["hour", "day", "week", "month"])
+    parser.add_argument("--at-minute", help="hourly and longer: the minute (0-59)")
+    parser.add_argument("--at-hour", help="daily and longer: the hour (0-23, UTC)")
+    parser.add_argument("--weekday", help="weekly: monday..sunday")
+    parser.add_argument("--day", help="monthly: the day of the month (1-31)")
+    parser.add_argument("--start", help="YYYY-MM-DD[ HH:MM] UTC (default: now)")
+    parser.add_argument("--end", help="YYYY-MM-DD[ HH:MM] UTC")
+    parser.add_argument("--repeats", help="number of harvests, then it stops")
+    parser.add_argument("--cron", help="cron expression (minute hour day month weekday, UTC)")
+    _user_option(parser)
+
+
+def add_definitions_cli(sub: argparse._SubParsersAction) -> None:
+    """Add create, edit, show, deactivate and reactivate under ``definitions``."""
+    create = sub.add_parser("create", help="a selective or one-off definition with its seeds")
+    _form_options(create)
+    create.set_defaults(func=cmd_create)
+    edit = sub.add_parser("edit", help="change a definition (only the options given)")
+    edit.add_argument("harvest_id", type=int)
+    _form_options(edit)
+    edit.set_defaults(func=cmd_edit)
+    show = sub.add_parser("show", help="a definition, its schedule, seeds and versions")
+    show.add_argument("harvest_id", type=int)
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_show)
+    for name, helptext in (("deactivate", "switch a definition off (with --reason)"),
+                           ("reactivate", "switch a definition back on")):  # fmt: skip
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("harvest_id", type=int)
+        if name == "deactivate":
+            p.add_argument("--reason", default="")
+        _user_option(p)
+        p.set_defaults(func=cmd_switch, active=name == "reactivate")
+
+
+def _given(args: argparse.Namespace) -> dict[str, str]:
+    values = {
+        name: str(getattr(args, name)) for name in FORM_OPTIONS if getattr(args, name) is not None
+    }
+    seeds = list(args.seed or [])
+    if args.seeds_file is not None:
+        seeds += args.seeds_file.read_text(encoding="utf-8").splitlines()
+    if seeds:
+        values["seeds"] = "\n".join(seeds)
+    return values
+
+
+def _user(args: argparse.Namespace) -> str:
+    return str(args.user or getpass.getuser())
+
+
+def _refused(exc: Exception) -> int:
+    print(f"harvestflow definitions: refused: {exc}", file=sys.stderr)
+    return 1
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from harvest.office.definition_edits import save_definition
+    from harvest.office.definition_form import OfficeError
+
+    values = {"schedule": "none", **_given(args)}
+    try:
+        hid = save_definition(values, _user(args))
+    except (OfficeError, OSError) as exc:
+        return _refused(exc)
+    print(f"definition {hid} created")
+    return cmd_show(argparse.Namespace(harvest_id=hid, json=False))
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from harvest.common import engine_or_default
+    from harvest.office.definition_edits import form_values, read_definition, save_definition
+    from harvest.office.definition_form import OfficeError
+
+    engine = engine_or_default(None)
+    with engine.connect() as conn:
+        found = read_definition(conn, args.harvest_id)
+    if found is None:
+        return _refused(Exception(f"no harvest definition {args.harvest_id}"))
+    given = _given(args)
+    values = form_values(found)
+    if given.get("schedule", values["schedule"]) != values["schedule"]:
+        values = {k: v for k, v in values.items() if k in ("name", "comments", "seeds",
+                  "template", "max_objects", "max_bytes", "edition")}  # fmt: skip
+    try:
+        save_definition({**values, **given}, _user(args), args.harvest_id, engine=engine)
+    except (OfficeError, OSError) as exc:
+        return _refused(exc)
+    print(f"definition {args.harvest_id} saved")
+    return cmd_show(argparse.Namespace(harvest_id=args.harvest_id, json=False))
+
+
+def cmd_switch(args: argparse.Namespace) -> int:
+    from harvest.office.definition_edits import set_active
+    from harvest.office.definition_form import OfficeError
+
+    try:
+        set_active(args.harvest_id, args.active, _user(args), getattr(args, "reason", ""))
+    except OfficeError as exc:
+        return _refused(exc)
+    state = "reactivated" if args.active else "deactivated"
+    print(f"definition {args.harvest_id} {state}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from harvest.common import engine_or_default
+    from harvest.office.definition_edits import definition_history, read_definition
+
+    with engine_or_default(None).connect() as conn:
+        found = read_definition(conn, args.harvest_id)
+        history = definition_history(conn, args.harvest_id, limit=20) if found else []
+    if found is None:
+        return _refused(Exception(f"no harvest definition {args.harvest_id}"))
+    if args.json:
+        shown = {k: v for k, v in found.items() if k != "schedule"}
+        print(json.dumps({**shown, "history": history}, default=str, indent=1))
+        return 0
+    print(_text(found, history))
+    return 0
+
+
+def _text(found: dict[str, Any], history: list[dict[str, Any]]) -> str:
+    state = "active" if found["isactive"] else f"INACTIVE: {found['inactive_reason']}"
+    lines = [
+        f"definition {found['harvest_id']} {found['name']} ({state}, edition {found['edition']})",
+        f"  schedule: {found['schedule_text']}",
+    ]
+    if found["isactive"] and found["nextdate"] is not None:
+        lines.append(f"  next harvest: {found['nextdate']:%Y-%m-%d %H:%M} UTC")
+    lines.append(
+        f"  template {found['template']}, per domain: max objects {found['max_objects']},"
+        f" max bytes {found['max_bytes']}"
+    )
+    if found["editable"]:
+        lines.append(f"  not editable here: {found['editable']}")
+    lines.append(f"  seeds ({len(found['seeds'])}):")
+    lines.extend(f"    {seed}" for seed in found["seeds"])
+    lines.append("  versions (newest first):")
+    for h in history:
+        lines.append(
+            f"    {h['edition']:>4} {h['changed_at']:%Y-%m-%d %H:%M} {h['changed_by']}"
+            f" {h['action']}: {h['definition'].get('schedule_text', '')}"
+        )
+    return "\n".join(lines)
