@@ -1,6 +1,6 @@
 """The daily QA's document figures: per watched target, documents found, available, catalogued.
 
-Why in the daily QA: the document harvest of watched targets (#35) is only worth its crawls if
+Why in the daily QA: the document harvest of watched targets is only worth its crawls if
 their publications reach the catalogue; a target whose documents stay unavailable (not replayed)
 or uncatalogued shows here day after day, beside the crawl figures. The figures are read from
 the document step (:func:`indexing.documents.store.counts_by_target`) as they stand when the

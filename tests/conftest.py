@@ -111,9 +111,31 @@ class SkipGuard:
             terminalreporter.write_line(line)
 
 
+class TimesLog:
+    """Appends each test phase's duration to ``$HARVESTFLOW_TEST_TIMES`` as it ends.
+
+    Why: ``--durations`` prints only when the session ends, so a run killed for taking too long
+    (the case that needs the figures) prints none; this file is written as the run goes.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        with open(self.path, "a", encoding="utf-8") as out:
+            out.write(f"{report.duration:.2f}\t{report.when}\t{report.nodeid}\n")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("harvestflow-skip-guard"):
         config.pluginmanager.register(SkipGuard(), "harvestflow-skip-guard")
+    times = os.environ.get("HARVESTFLOW_TEST_TIMES")
+    if (
+        times
+        and not hasattr(config, "workerinput")
+        and not config.pluginmanager.has_plugin("harvestflow-times")
+    ):
+        config.pluginmanager.register(TimesLog(times), "harvestflow-times")
 
 
 @pytest.fixture(scope="session")

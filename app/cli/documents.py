@@ -22,7 +22,7 @@ from indexing.documents import store
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    docs = subparsers.add_parser("documents", help="documents of watched targets (#35)")
+    docs = subparsers.add_parser("documents", help="documents of watched targets")
     sub = docs.add_subparsers(dest="documents_command", required=True, metavar="ACTION")
     p = sub.add_parser("list", help="documents, oldest first")
     p.add_argument("--target", type=int, help="a watched selection record's id")

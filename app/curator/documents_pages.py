@@ -1,5 +1,5 @@
 """The documents pages: watched targets' publications, across targets or per target, and each
-document's page where a curator corrects its metadata, catalogues or rejects it (#35).
+document's page where a curator corrects its metadata, catalogues or rejects it.
 
 Why only routes here: every query and write is the document step's own
 (:mod:`indexing.documents.store`, which keeps each correction and decision as a version); this

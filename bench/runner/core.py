@@ -296,15 +296,22 @@ def _figures(
             med["per_cpu_s"] = units / med["cpu_s"] if med["cpu_s"] else None
     targets = []
     for t in targets_wanted:
-        ratio = summary["ratios"][t.metric]
-        value = ratio.get("median") if ratio.get("shown", True) else None
+        if t.metric.startswith("observed:"):
+            value = observed.get(ours.name, {}).get(t.metric.removeprefix("observed:"))
+        else:
+            ratio = summary["ratios"][t.metric]
+            value = ratio.get("median") if ratio.get("shown", True) else None
+        met = None
+        if value is not None:
+            met = value >= t.minimum and (t.maximum is None or value <= t.maximum)
         targets.append(
             {
                 "text": t.text,
                 "metric": t.metric,
                 "minimum": t.minimum,
+                "maximum": t.maximum,
                 "value": value,
-                "met": None if value is None else value >= t.minimum,
+                "met": met,
             }
         )
     text = f"{cpu:.2f} x {peer.name} per CPU-second ({peer.name} CPU-s / {ours.name} CPU-s)"

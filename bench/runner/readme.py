@@ -66,6 +66,8 @@ def _targets(res: dict[str, Any]) -> str:
     for t in res.get("targets", []):
         if t["met"] is None:
             verdict = "not evaluated (no wall ratio at unequal parallelism)"
+        elif t["metric"].startswith("observed:"):
+            verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.1f})"
         else:
             verdict = f"**{'met' if t['met'] else 'missed'}** ({_x(t['value'])})"
         cells.append(f"{t['text']}: {verdict}")

@@ -38,11 +38,14 @@ class Side:
 
 @dataclass(frozen=True)
 class Target:
-    """A target on a ratio ``peer / ours`` (``metric`` "cpu" or "wall"): met when >= minimum."""
+    """A target on a ratio ``peer / ours`` (``metric`` "cpu" or "wall"), or on a figure our side
+    is observed with (``metric`` "observed:<name>", :meth:`Benchmark.observe`, its median): met
+    when >= ``minimum`` and, if given, <= ``maximum`` (a time limit)."""
 
     text: str
     metric: str
     minimum: float
+    maximum: float | None = None
 
 
 class Benchmark:

@@ -1,4 +1,4 @@
-"""The document step of the indexing stage: official publications of watched targets (#35).
+"""The document step of the indexing stage: official publications of watched targets.
 
 In the WARCs of the jobs that harvested watched selection records
 (:mod:`harvest.selection.watched`), documents — PDF, Word, ODF, EPUB by MIME type and

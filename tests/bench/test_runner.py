@@ -279,3 +279,28 @@ def test_a_spec_with_several_benchmarks_runs_each(tmp_path: Path) -> None:
     assert [b.name for b in cli.load_all("render-2tabs")] == ["render-2tabs"]
     with pytest.raises(SystemExit, match="unknown benchmark 'render-3tabs'"):
         cli.load_all("render-3tabs")
+
+
+class Timed(Toy):
+    """Our side observed with a time it writes (a page's answer time), under a limit."""
+
+    targets = (Target("answer ≤ 300 ms", "observed:ms", 0.0, maximum=300.0),)
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        return {"ms": float((out / "stdout").read_text().split()[0])} if side.name == "ours" else {}
+
+    def figures(self, side: Side, out: Path) -> Any:
+        return "same"
+
+
+@pytest.mark.parametrize(("ms", "met"), [("120", True), ("450", False)])
+def test_a_time_limit_is_judged_on_the_median_our_side_was_observed_with(
+    tmp_path: Path, ms: str, met: bool
+) -> None:
+    code, res = _run(tmp_path, Timed(_sh(f"echo {ms}"), _sh("echo 1")))
+    assert code == 0
+    (target,) = res["targets"]
+    assert (target["value"], target["maximum"], target["met"]) == (float(ms), 300.0, met)
+    assert res["observed"] == {"ours": {"ms": float(ms)}}
+    verdict = readme._targets(res)
+    assert ("**met**" if met else "**missed**") in verdict and f"({float(ms):.1f})" in verdict

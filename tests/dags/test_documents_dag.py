@@ -1,9 +1,11 @@
-"""The indexing chain DAG (`airflow dags test`, dag.test()) takes a watched target's harvest
-through its document tasks (#35): after the run the documents table holds the site's
-documents, none available while no access service replays them."""
+"""A watched target harvested through the DAGs (`airflow dags test`, dag.test()): the monthly
+selective harvest crawls it, the indexing chain takes the harvest through its document tasks;
+after the runs the documents table holds the site's documents, none available while no access
+service replays them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,8 +15,8 @@ from harvestflow.settings import Settings
 from indexing.documents import store
 from tests.dags import test_failing_runs
 from tests.support.chainkit import wipe_chain_dirs
-from tests.support.docfixtures import harvest_watched_site
-from tests.support.publications_site import serve
+from tests.support.docfixtures import register_watched_site
+from tests.support.publications_site import HOST, serve
 from tests.support.runstates import last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -22,14 +24,37 @@ pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 airflow_ready = test_failing_runs.airflow_ready  # the fixture: Airflow's metadata DB prepared
 
 
-def test_indexing_chain_run_extracts_a_watched_targets_documents(
+def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
     airflow_ready: Settings, db_engine: sa.Engine
 ) -> None:
     wipe_chain_dirs(airflow_ready.data_dir)
     with serve() as site:
-        job_id, _ = harvest_watched_site(db_engine, site, airflow_ready.data_dir)
-    with db_engine.begin() as conn:  # the crawl ended: the chain takes the job's WARCs in
-        conn.execute(sa.text("UPDATE jobs SET status = 3 WHERE job_id = :j"), {"j": job_id})
+        harvest_id = register_watched_site(db_engine, site, airflow_ready.data_dir)
+        with db_engine.begin() as conn:  # on loopback: the profile that allows it, the name here
+            conn.execute(
+                sa.text(
+                    "UPDATE configurations SET template_id ="
+                    " (SELECT template_id FROM templates WHERE name = 'demo_loopback')"
+                    " WHERE config_id IN"
+                    " (SELECT config_id FROM harvest_configs WHERE harvest_id = :h)"
+                ),
+                {"h": harvest_id},
+            )
+            conn.execute(
+                sa.text("UPDATE harvestdefinitions SET resolve = CAST(:r AS jsonb)"
+                        " WHERE harvest_id = :h"),
+                {"h": harvest_id, "r": json.dumps({HOST: "127.0.0.1"})},
+            )  # fmt: skip
+        harvest = test_failing_runs.dags_test_at("selective_harvest_monthly", "2026-11-06")
+        assert harvest.returncode == 0, harvest.stdout[-3000:] + harvest.stderr[-3000:]
+    crawled = last_run(airflow_ready, "selective_harvest_monthly")
+    assert crawled.state == "success"
+    assert crawled.tasks["harvest_job.crawl[0]"] == "success"
+    with db_engine.connect() as conn:
+        status = conn.execute(
+            sa.text("SELECT status FROM jobs WHERE harvest_id = :h"), {"h": harvest_id}
+        ).scalar_one()
+    assert status == 3  # done: the chain takes the job's WARCs in
     proc = test_failing_runs.dags_test(
         "indexing_chain",
         HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0",

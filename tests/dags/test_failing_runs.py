@@ -52,14 +52,21 @@ def _overview(settings: Settings, db_engine: sa.Engine) -> str:
 
 
 def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    return dags_test_at(dag_id, None, **extra_env)
+
+
+def dags_test_at(
+    dag_id: str, logical_date: str | None, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    """``airflow dags test DAG_ID [LOGICAL_DATE]`` in this session's Airflow environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(extra_env)
     return subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", dag_id],
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id, *([logical_date] if logical_date else [])],
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=480,
     )
 
 

@@ -1,4 +1,4 @@
-"""Watched targets (#35): the crawl feed's ``watched`` and ``documentUrlScheme`` kept from the
+"""Watched targets: the crawl feed's ``watched`` and ``documentUrlScheme`` kept from the
 import to the export, editable as a record's fields, and carried to the jobs that harvest them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The document step (#35): a watched public body's site crawled by our crawler, its WARCs
+"""The document step: a watched public body's site crawled by our crawler, its WARCs
 taken through the step as the indexing chain maps it, the documents found exactly once each
 with their landing pages and metadata."""
 

@@ -31,7 +31,7 @@ SKIP_DIRS = {
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".c", ".sql", ".html", ".cfg", ".yaml", ".yml"}
 # documents of the team's process, not of the repository
 ELSEWHERE = re.compile(
-    r"\bissues? ?#?\d+|\bthe brief\b|\bthe lead's\b"
+    r"\bissues? ?#?\d+|\(#\d+\)|\bthe brief\b|\bthe lead's\b"
     r"|(?-i:\bARCHITECTURE(?:\.md)?\b|\bREFERENCE(?:\.md)? ?§|\bREFERENCE\.md)",
     re.IGNORECASE,
 )

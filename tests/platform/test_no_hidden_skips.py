@@ -136,24 +136,41 @@ def run_probe(
     )
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["pytest", "xdist"])
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_every_kind_of_skip_fails_the_run(tmp_path: Path, kind: str, xdist: bool) -> None:
-    files, reason = KINDS[kind]
-    proc = run_probe(tmp_path, files, *(XDIST if xdist else ()))
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 1, out[-3000:]
-    assert FAILS_UNLESS in out, out[-3000:]
-    assert reason in out, out[-3000:]
-    assert "1 passed" in out.splitlines()[-1], out[-3000:]
-
-
-def test_skips_are_allowed_only_when_asked_for(tmp_path: Path) -> None:
-    files = {  # test files need names of their own (pytest imports them by their basename)
+def _all_kinds() -> dict[str, str]:
+    """Every kind's probe files in a folder of its own (pytest imports test files by their
+    basename, so each gets a name of its own too)."""
+    return {
         f"{kind}/{name.replace('test_k', f'test_{kind}')}": text
         for kind, (probe, _) in KINDS.items()
         for name, text in probe.items()
     }
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["pytest", "xdist"])
+def test_every_kind_of_skip_fails_the_run(tmp_path: Path, xdist: bool) -> None:
+    """All kinds in one run (one pytest start, not one per kind): the run fails, and each kind
+    is named as a failure, either as a failed test or in the skip guard's list."""
+    proc = run_probe(tmp_path, _all_kinds(), *(XDIST if xdist else ()))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    lines = out.splitlines()
+    guard = f"skipped, {FAILS_UNLESS}"
+    listed = [n for n, line in enumerate(lines) if guard in line]
+    after_guard = lines[listed[0] + 1 :] if listed else []
+    for kind, (_, reason) in KINDS.items():
+        assert reason in out, (kind, out[-4000:])
+        failed_test = [
+            line for line in lines
+            if line.startswith(("FAILED ", "ERROR ")) and line.split()[1].startswith(f"{kind}/")
+        ]  # fmt: skip
+        in_guard = [line for line in after_guard if line.startswith(f"{kind}/") and reason in line]
+        assert len(failed_test) + len(in_guard) == 1, (kind, out[-4000:])
+    assert FAILS_UNLESS in out
+    assert ", 1 passed" in lines[-1], out[-3000:]
+
+
+def test_skips_are_allowed_only_when_asked_for(tmp_path: Path) -> None:
+    files = _all_kinds()
     proc = run_probe(tmp_path, files, HARVESTFLOW_ALLOW_SKIPS="1")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]

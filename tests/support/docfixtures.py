@@ -45,9 +45,11 @@ def add(engine: sa.Engine, n: int, *, record_id: int = 7, available: bool = True
     return doc_id
 
 
-def harvest_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> tuple[int, Path]:
-    """Import the target, transfer it, generate and prepare its job, and crawl the site with it
-    into the job's directory; (job id, job directory)."""
+WATCHED_DEFINITION = "ukwa-monthly-202601050900"
+
+
+def register_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> int:
+    """Import the site as a watched target and transfer it: its definition's id."""
     ensure_reference_data(engine)
     feed = data_dir / "feed.json"
     feed.parent.mkdir(parents=True, exist_ok=True)
@@ -55,9 +57,14 @@ def harvest_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> tuple
     report = import_file(feed, check_urls=False, engine=engine, theme="gov")
     assert report.inserted == 1, report.text()
     definitions = transfer_selection_records(engine=engine)["definitions"]
-    (job_id,) = p.generate_jobs(
-        definitions["ukwa-monthly-202601050900"], datetime(2026, 12, 6, tzinfo=UTC), engine=engine
-    )
+    return int(definitions[WATCHED_DEFINITION])
+
+
+def harvest_watched_site(engine: sa.Engine, site: Site, data_dir: Path) -> tuple[int, Path]:
+    """Import the target, transfer it, generate and prepare its job, and crawl the site with it
+    into the job's directory; (job id, job directory)."""
+    harvest_id = register_watched_site(engine, site, data_dir)
+    (job_id,) = p.generate_jobs(harvest_id, datetime(2026, 12, 6, tzinfo=UTC), engine=engine)
     spec_path = Path(p.prepare_job(job_id, data_dir, engine=engine))
     spec = json.loads(spec_path.read_text())
     spec["template"].update(FAST_TEMPLATE)

@@ -1,4 +1,4 @@
-"""A public body's site on loopback for the document step's tests (#35): a publications listing,
+"""A public body's site on loopback for the document step's tests: a publications listing,
 landing pages with catalogue metadata, PDFs made with pypdf at test time (with and without
 embedded metadata), a Word document, the same PDF at two URLs, a broken PDF, a PDF linked only
 from inside another PDF (a link annotation), and a PDF outside the target's document URL
