@@ -126,7 +126,7 @@ class CrawlContext:
         self.runs = [*json.loads(self.state.get_meta("runs") or "[]"), self.started_dt.isoformat()]
         self.state.set_meta("runs", json.dumps(self.runs))
         self.crawler: Crawler | None = None  # set by attach()
-        # crawler.control.Controls of a job with operator control (made by controls_of)
+        # crawler.control_gates.Controls of a job with operator control (made by controls_of)
         self.controls: Any = None
         self.end_reason = "unfinished"
         self.start_done = False  # start_requests() has listed the frontier
