@@ -32,7 +32,6 @@ from crawler.control_gates import (
 from crawler.internals import take_unsent_requests
 from crawler.partitioning.control_relay import (
     ACTIONS_FILE,
-    ACTIONS_LOG,
     DEFAULT_INTERVAL_S,
     action_from_dict,
     answers_file,
@@ -107,7 +106,7 @@ class JobControl:
         self.taken: set[int] = set()
         self.time_limit: DelayedCall | None = None
         self.recheck: DelayedCall | None = None
-        self.log_path = self.ctx.log_dir / ACTIONS_LOG
+        self.log_path = self.ctx.jobdir.actions_log
         # a partition child: actions come from the parent's relay file, answers go back there
         self.partition = self.ctx.partition
         self.relay_offset = 0

@@ -89,9 +89,9 @@ class Renderer:
         self.captures = JobCaptures(ctx, crawler)  # served back to the browser
         self.requests = TabRequests(ctx, crawler, self.t, self.captures)
         # browser profiles in the job's state (a crashed run's are removed here)
-        self.profiles = profiles_dir(ctx.state_dir)
+        self.profiles = profiles_dir(ctx.jobdir.state)
         shutil.rmtree(self.profiles, ignore_errors=True)
-        self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
+        self.ca = JobCA(ctx.jobdir.render_ca, f"harvestflow job {ctx.spec.job_id}")
         # behaviours (crawler/rendering/behaviours/): hosts' consent answers, curators' site scripts
         self.consent_memory = ConsentMemory()
         self.site_behaviours = load_site_behaviours(
@@ -170,7 +170,7 @@ class Renderer:
                 await video_pass(tab, page, request.url, self.t, outcome)
             outcome.resources = page.resources
             if not outcome.error:
-                write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
+                write_behaviours(self.ctx.jobdir.reports, request.url, outcome.actions)
         finally:
             self.rendering -= 1
             free.put_nowait(tab)

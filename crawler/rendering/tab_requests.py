@@ -83,7 +83,7 @@ class TabRequests:
                 # fetching (an earlier POST of the page: a GraphQL endpoint's calls run at once):
                 # a capture of its own (request and response records), never the GET's answer;
                 # a queued GET is not claimed by it
-                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
+                request = ctx.requests.make(url, key, row[1], row[2], row[3], row[4])
                 if request is None:
                     return ProxyResponse(400, reason="Bad URL")
                 return await self._through_crawl(page, req, request, key)
@@ -91,7 +91,7 @@ class TabRequests:
             if status == st.FrontierState.QUEUED and claimable:
                 # found earlier, not fetched yet: the browser's fetch is its capture, under its
                 # own hops and via; the queued request is dropped when its turn comes
-                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
+                request = ctx.requests.make(url, key, row[1], row[2], row[3], row[4])
                 if request is None:
                     return ProxyResponse(400, reason="Bad URL")
                 ctx.browser_claimed.add(key)
@@ -103,10 +103,8 @@ class TabRequests:
             # captured already, being fetched by the plain crawler, or another partition's
             return await self._from_archive(req, url, key)
         ctx.state.begin()
-        request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
-        if ctx.outbox is not None:
-            ctx.outbox.flush()
-        ctx.state.commit()
+        request = ctx.frontier.consider(url, "E", "browser", page.hf, tag="browser")
+        ctx.frontier.commit()
         if request is None:  # refused (logged in crawl.log by consider) or another partition's
             if self._state_of(key) == st.FrontierState.HANDED_OFF:  # captured by its owner: wait
                 return await self._from_archive(req, url, key)
