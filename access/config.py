@@ -22,8 +22,9 @@ Replay is served from a site of its own (:attr:`AccessConfig.url`, ``[access] si
 archived pages run their own scripts, and a browser sends a site's cookies to every port of
 its host, so on the curator pages' (Airflow's) site a page's script would act with the
 signed-in curator's cookie. By default the replay site is the gateway's address, moved to the
-other loopback name (``localhost`` for ``127.0.0.1`` and back) when that is Airflow's host; on
-any other shared host a ``site_url`` on a domain of its own is required.
+other loopback name (``localhost`` for ``127.0.0.1`` and back) when that is the curator pages'
+host (``[access] curator_url``: this stage is told where they are, it never reads the top
+layer's ``[airflow]`` section); on any other shared host a ``site_url`` of its own is required.
 """
 
 from __future__ import annotations
@@ -98,10 +99,16 @@ class AccessConfig:
                 ranges.append(ipaddress.ip_network(str(value), strict=False))
             except ValueError as exc:
                 raise SettingsError(f"[access] reading_room_ranges: {value!r}: {exc}") from exc
-        airflow_host = str(settings.get("airflow", "host", "127.0.0.1"))
-        airflow_port = int(settings.get("airflow", "port", 8080))
+        curator_url = str(sec.get("curator_url") or "")
+        curator = urlsplit(curator_url)
+        if curator.scheme not in ("http", "https") or not curator.hostname:
+            raise SettingsError(
+                f"[access] curator_url: want the curator pages' http(s)://HOST:PORT/curator/,"
+                f" got {curator_url!r}"
+            )
+        curator_url = curator_url.rstrip("/") + "/"
         return cls(
-            url=replay_site(url, str(sec.get("site_url") or ""), airflow_host),
+            url=replay_site(url, str(sec.get("site_url") or ""), curator.hostname),
             host=parts.hostname,
             port=parts.port,
             resolver_port=int(sec.get("resolver_port", 8091)),
@@ -117,16 +124,11 @@ class AccessConfig:
             reading_room_ranges=tuple(ranges),
             reading_room_login=_flag(sec.get("reading_room_login", True), "reading_room_login"),
             # the curator pages' own authentication (Airflow's login) answers for a token
-            login_check_url=str(
-                sec.get("login_check_url") or f"http://{airflow_host}:{airflow_port}/curator/"
-            ),
-            curator_host=airflow_host,
+            login_check_url=str(sec.get("login_check_url") or curator_url),
+            curator_host=curator.hostname,
             max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
             client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
-            signin_url=str(
-                sec.get("signin_url")
-                or f"http://{airflow_host}:{airflow_port}/curator/reading-room"
-            ),
+            signin_url=str(sec.get("signin_url") or curator_url + "reading-room"),
             reader_session_s=_positive(
                 sec.get("reader_session_s", 8 * 3600), "reader_session_s", float
             ),
@@ -206,7 +208,7 @@ def replay_site(url: str, site_url: str, curator_host: str) -> str:
         if _same_site(parts.hostname, curator_host):
             raise SettingsError(
                 f"[access] site_url {site_url!r} is on the site of the curator pages"
-                f" ([airflow] host {curator_host!r}): replay needs a domain of its own"
+                f" ([access] curator_url's host {curator_host!r}): replay needs a domain of its own"
             )
         return site_url.rstrip("/") + "/"
     parts = urlsplit(url)
@@ -219,8 +221,8 @@ def replay_site(url: str, site_url: str, curator_host: str) -> str:
         other = "localhost"
     else:
         raise SettingsError(
-            f"[access] url {url!r} is on the host of the curator pages ([airflow] host"
-            f" {curator_host!r}): set [access] site_url to the replay site's own domain"
+            f"[access] url {url!r} is on the host of the curator pages ([access] curator_url's"
+            f" host {curator_host!r}): set [access] site_url to the replay site's own domain"
         )
     return f"{parts.scheme}://{other}:{parts.port}/"
 

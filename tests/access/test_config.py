@@ -82,6 +82,23 @@ def test_the_default_replay_site_is_another_host_than_airflows() -> None:
         replay_site("http://10.0.0.5:8090/", "replay.example", "archive.example")
 
 
+def test_the_curator_pages_address_is_an_access_setting_not_read_from_airflows_section() -> None:
+    """The gateway is told where the curator pages are (``[access] curator_url``): it never
+    builds their address from the top layer's ``[airflow]`` section; a bad one is named."""
+    env = {
+        "HARVESTFLOW_AIRFLOW__HOST": "10.9.9.9",
+        "HARVESTFLOW_AIRFLOW__PORT": "9999",
+        "HARVESTFLOW_ACCESS__CURATOR_URL": "https://curators.archive.example/curator",
+    }
+    cfg = AccessConfig.from_settings(settings_mod.load(environ=env))
+    assert cfg.login_check_url == "https://curators.archive.example/curator/"
+    assert cfg.signin_url == "https://curators.archive.example/curator/reading-room"
+    assert cfg.curator_host == "curators.archive.example"
+    bad = {**env, "HARVESTFLOW_ACCESS__CURATOR_URL": "curators.archive.example"}
+    with pytest.raises(SettingsError, match=r"\[access\] curator_url"):
+        AccessConfig.from_settings(settings_mod.load(environ=bad))
+
+
 def test_the_curator_pages_host_is_told_apart_from_the_replay_site(
     access_settings: settings_mod.Settings,
 ) -> None:
