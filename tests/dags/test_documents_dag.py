@@ -11,15 +11,12 @@ import sqlalchemy as sa
 
 from harvestflow.settings import Settings
 from indexing.documents import store
-from tests.dags import test_failing_runs
 from tests.support.chainkit import wipe_chain_dirs
 from tests.support.docfixtures import harvest_watched_site
 from tests.support.publications_site import serve
-from tests.support.runstates import last_run
+from tests.support.runstates import dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-
-airflow_ready = test_failing_runs.airflow_ready  # the fixture: Airflow's metadata DB prepared
 
 
 def test_indexing_chain_run_extracts_a_watched_targets_documents(
@@ -30,7 +27,7 @@ def test_indexing_chain_run_extracts_a_watched_targets_documents(
         job_id, _ = harvest_watched_site(db_engine, site, airflow_ready.data_dir)
     with db_engine.begin() as conn:  # the crawl ended: the chain takes the job's WARCs in
         conn.execute(sa.text("UPDATE jobs SET status = 3 WHERE job_id = :j"), {"j": job_id})
-    proc = test_failing_runs.dags_test(
+    proc = dags_test(
         "indexing_chain",
         HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0",
         HARVESTFLOW_ACCESS__URL="http://127.0.0.1:9/",  # no replay service answers there
