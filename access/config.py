@@ -1,30 +1,10 @@
 """The access service's settings and the places of its generated files, from ``[access]``.
 
-Why one place: the replay service (pywb), our WARC resolver, the index builder, the DAG task and
-``harvestflow services status`` must agree on where pywb's configuration, the ZipNum indexes,
-the links to the not-yet-merged index files and the logs live:
-
-    <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
-    <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
-    <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
-    <data_dir>/<access>/compact/<coll>/             those files compacted (access/compact.py)
-    <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
-    <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
-    <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
-    <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
-    <data_dir>/<access>/templates/index.html        the home page with the guided tours
-
-``[access] url`` is where our gateway (:mod:`access.gateway`) listens, the one public address;
-pywb (``pywb_port``), the WARC resolver (``resolver_port``) and the search page listen on
-loopback only (:data:`INTERNAL_HOST`), behind it: the gateway's rules are the only way in.
-
-Replay is served from a site of its own (:attr:`AccessConfig.url`, ``[access] site_url``):
-archived pages run their own scripts, and a browser sends a site's cookies to every port of
-its host, so on the curator pages' (Airflow's) site a page's script would act with the
-signed-in curator's cookie. By default the replay site is the gateway's address, moved to the
-other loopback name (``localhost`` for ``127.0.0.1`` and back) when that is the curator pages'
-host (``[access] curator_url``: this stage is told where they are, it never reads the top
-layer's ``[airflow]`` section); on any other shared host a ``site_url`` of its own is required.
+Why one place: pywb, our WARC resolver, the index builder, the DAG tasks and ``harvestflow
+services status`` must agree on where pywb's configuration, the indexes and the logs live. The
+gateway on ``[access] url`` is the one public address; pywb, the resolver and the search page
+listen on loopback only behind it. Replay has a site of its own, never the curator pages'
+(``[access] curator_url``: told, never read from the top layer's ``[airflow]`` section).
 """
 
 from __future__ import annotations
@@ -49,7 +29,17 @@ INTERNAL_HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class AccessConfig:
-    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths.
+    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths::
+
+    <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
+    <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
+    <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
+    <data_dir>/<access>/compact/<coll>/             those files compacted (access/compact.py)
+    <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
+    <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
+    <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
+    <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
+    <data_dir>/<access>/templates/index.html        the home page with the guided tours
 
     ``url`` is the replay site as browsers see it (every link into replay is made from it);
     ``host``/``port`` are where the gateway listens.
