@@ -7,7 +7,7 @@ the body exactly as the server sent it — still gzip when it was gzip — and i
 subclass notes when the fetch really starts (after the politeness wait), for crawl.log's
 fetch timestamp and the WARC date, and bounds the size of response headers with a subclass of
 Scrapy's own lenient parser (private Scrapy classes, kept in crawler/internals.py:
-tests/crawler/test_crawl_bounds.py fails if an upgrade changes them). Responses cut at the
+tests/crawler/test_capture_middleware_bounds.py fails if an upgrade changes them). Responses cut at the
 size limit are stopped through Scrapy's ``bytes_received`` signal (StopDownload), so we keep
 what arrived and mark it WARC-Truncated.
 """

@@ -94,7 +94,7 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions),
     # the selection records' forms (tests/plugins/test_curator_records), a QA comment and a
     # target's annotation (tests/plugins/test_curator_feedback_browser), a patch harvest of a
-    # job's missing URLs (tests/access/test_qcloop.py), a document's correction and decision
+    # job's missing URLs (tests/access/test_missing_qcloop.py), a document's correction and decision
     # (tests/plugins/test_curator_documents.py), each checked by
     # app.curator.actions.check_write
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
