@@ -6,27 +6,6 @@ tested) here rather than in a module behind it.
 
 from __future__ import annotations
 
-# Order of a ``selective_harvest_<frequency>`` run::
-#
-#     ensure_reference_data()
-#     transfer_selection_records(frequency)            # curators' records -> definitions
-#     ids = due_definitions(frequency, logical_date)
-#     jobs = generate_due_jobs(ids, logical_date)      # generate_jobs per definition; one
-#                                                      # that fails is deactivated, others go on
-#     path = prepare_job(job_id, data_dir)             # per job, then crawl it
-#     crawl_prepared_job(job_id, path)                 # mark_started, the crawl under the
-#                                                      # job's lease (unfinished: raises)
-#     record_job_results(job_id)
-#     advance_schedule(harvest_id, logical_date)
-#
-# Broad crawl: ``create_snapshot_definition`` (step 1), ``create_step2_definition`` (step 2), then
-# the same ``generate_jobs`` / ``prepare_job`` / ``record_job_results``. One-off harvests:
-# ``validate_params`` then ``create_seedlist_harvest`` (or an existing definition id), then
-# ``generate_jobs``, then ``finish_oneoff`` (a scheduled definition's schedule is not moved).
-# Maintenance: ``resubmit_dead_jobs``. Crawl channels: ``split_by_channel``. Broad-crawl
-# preload: ``collect_sources``, ``dns_check_chunk``, ``probe_redirects``, ``transfer_domains``,
-# ``preload_report``. (The continuous crawl's DAGs call its own entry, harvest.continuous.service.)
-
 from harvest.bootstrap import ensure_reference_data
 from harvest.channels import split_by_channel
 from harvest.crawltask import crawl_prepared_job
@@ -50,6 +29,27 @@ from harvest.results import record_job_results
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
 from harvest.snapshot import create_snapshot_definition, create_step2_definition, domains_for_step2
+
+# Order of a ``selective_harvest_<frequency>`` run::
+#
+#     ensure_reference_data()
+#     transfer_selection_records(frequency)            # curators' records -> definitions
+#     ids = due_definitions(frequency, logical_date)
+#     jobs = generate_due_jobs(ids, logical_date)      # generate_jobs per definition; one
+#                                                      # that fails is deactivated, others go on
+#     path = prepare_job(job_id, data_dir)             # per job, then crawl it
+#     crawl_prepared_job(job_id, path)                 # mark_started, the crawl under the
+#                                                      # job's lease (unfinished: raises)
+#     record_job_results(job_id)
+#     advance_schedule(harvest_id, logical_date)
+#
+# Broad crawl: ``create_snapshot_definition`` (step 1), ``create_step2_definition`` (step 2), then
+# the same ``generate_jobs`` / ``prepare_job`` / ``record_job_results``. One-off harvests:
+# ``validate_params`` then ``create_seedlist_harvest`` (or an existing definition id), then
+# ``generate_jobs``, then ``finish_oneoff`` (a scheduled definition's schedule is not moved).
+# Maintenance: ``resubmit_dead_jobs``. Crawl channels: ``split_by_channel``. Broad-crawl
+# preload: ``collect_sources``, ``dns_check_chunk``, ``probe_redirects``, ``transfer_domains``,
+# ``preload_report``. (The continuous crawl's DAGs call its own entry, harvest.continuous.service.)
 
 __all__ = [
     "PARAMS_SCHEMA",
