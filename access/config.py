@@ -1,29 +1,10 @@
 """The access service's settings and the places of its generated files, from ``[access]``.
 
-Why one place: the replay service (pywb), our WARC resolver, the index builder, the DAG task and
-``harvestflow services status`` must agree on where pywb's configuration, the ZipNum indexes,
-the links to the not-yet-merged index files and the logs live:
-
-    <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
-    <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
-    <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
-    <data_dir>/<access>/compact/<coll>/             those files compacted (access/compact.py)
-    <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
-    <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
-    <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
-    <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
-    <data_dir>/<access>/templates/index.html        the home page with the guided tours
-
-``[access] url`` is where our gateway (:mod:`access.gateway`) listens, the one public address;
-pywb (``pywb_port``), the WARC resolver (``resolver_port``) and the search page listen on
-loopback only (:data:`INTERNAL_HOST`), behind it: the gateway's rules are the only way in.
-
-Replay is served from a site of its own (:attr:`AccessConfig.url`, ``[access] site_url``):
-archived pages run their own scripts, and a browser sends a site's cookies to every port of
-its host, so on the curator pages' (Airflow's) site a page's script would act with the
-signed-in curator's cookie. By default the replay site is the gateway's address, moved to the
-other loopback name (``localhost`` for ``127.0.0.1`` and back) when that is Airflow's host; on
-any other shared host a ``site_url`` on a domain of its own is required.
+Why one place: pywb, our WARC resolver, the index builder, the DAG tasks and ``harvestflow
+services status`` must agree on where pywb's configuration, the indexes and the logs live. The
+gateway on ``[access] url`` is the one public address; pywb, the resolver and the search page
+listen on loopback only behind it. Replay has a site of its own, never the curator pages'
+(``[access] curator_url``: told, never read from the top layer's ``[airflow]`` section).
 """
 
 from __future__ import annotations
@@ -48,7 +29,17 @@ INTERNAL_HOST = "127.0.0.1"
 
 @dataclass(frozen=True)
 class AccessConfig:
-    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths.
+    """``[access]`` resolved: addresses, the pywb virtualenv and the generated files' paths::
+
+    <data_dir>/<access>/config.yaml                 pywb's configuration (generated)
+    <data_dir>/<access>/zipnum/<coll>/<coll>.idx    ZipNum summary (+ .loc, shards *.cdxj.gz)
+    <data_dir>/<access>/recent/<coll>/*.cdxj        links to index files not yet in the ZipNum
+    <data_dir>/<access>/compact/<coll>/             those files compacted (access/compact.py)
+    <data_dir>/<access>/logs/access.log             pywb's request log (and its errors)
+    <data_dir>/<access>/logs/refused.log            every refusal, with the rule or reason
+    <data_dir>/<access>/acl/rules.aclj              pywb's ACL file, from the access rules
+    <data_dir>/<access>/colls/harvest-<id>/         a definition's collection (pywb auto-coll)
+    <data_dir>/<access>/templates/index.html        the home page with the guided tours
 
     ``url`` is the replay site as browsers see it (every link into replay is made from it);
     ``host``/``port`` are where the gateway listens.
@@ -98,10 +89,16 @@ class AccessConfig:
                 ranges.append(ipaddress.ip_network(str(value), strict=False))
             except ValueError as exc:
                 raise SettingsError(f"[access] reading_room_ranges: {value!r}: {exc}") from exc
-        airflow_host = str(settings.get("airflow", "host", "127.0.0.1"))
-        airflow_port = int(settings.get("airflow", "port", 8080))
+        curator_url = str(sec.get("curator_url") or "")
+        curator = urlsplit(curator_url)
+        if curator.scheme not in ("http", "https") or not curator.hostname:
+            raise SettingsError(
+                f"[access] curator_url: want the curator pages' http(s)://HOST:PORT/curator/,"
+                f" got {curator_url!r}"
+            )
+        curator_url = curator_url.rstrip("/") + "/"
         return cls(
-            url=replay_site(url, str(sec.get("site_url") or ""), airflow_host),
+            url=replay_site(url, str(sec.get("site_url") or ""), curator.hostname),
             host=parts.hostname,
             port=parts.port,
             resolver_port=int(sec.get("resolver_port", 8091)),
@@ -117,16 +114,11 @@ class AccessConfig:
             reading_room_ranges=tuple(ranges),
             reading_room_login=_flag(sec.get("reading_room_login", True), "reading_room_login"),
             # the curator pages' own authentication (Airflow's login) answers for a token
-            login_check_url=str(
-                sec.get("login_check_url") or f"http://{airflow_host}:{airflow_port}/curator/"
-            ),
-            curator_host=airflow_host,
+            login_check_url=str(sec.get("login_check_url") or curator_url),
+            curator_host=curator.hostname,
             max_body_bytes=_positive(sec.get("max_body_bytes", 1 << 20), "max_body_bytes", int),
             client_timeout_s=_positive(sec.get("client_timeout_s", 60), "client_timeout_s", float),
-            signin_url=str(
-                sec.get("signin_url")
-                or f"http://{airflow_host}:{airflow_port}/curator/reading-room"
-            ),
+            signin_url=str(sec.get("signin_url") or curator_url + "reading-room"),
             reader_session_s=_positive(
                 sec.get("reader_session_s", 8 * 3600), "reader_session_s", float
             ),
@@ -206,7 +198,7 @@ def replay_site(url: str, site_url: str, curator_host: str) -> str:
         if _same_site(parts.hostname, curator_host):
             raise SettingsError(
                 f"[access] site_url {site_url!r} is on the site of the curator pages"
-                f" ([airflow] host {curator_host!r}): replay needs a domain of its own"
+                f" ([access] curator_url's host {curator_host!r}): replay needs a domain of its own"
             )
         return site_url.rstrip("/") + "/"
     parts = urlsplit(url)
@@ -219,8 +211,8 @@ def replay_site(url: str, site_url: str, curator_host: str) -> str:
         other = "localhost"
     else:
         raise SettingsError(
-            f"[access] url {url!r} is on the host of the curator pages ([airflow] host"
-            f" {curator_host!r}): set [access] site_url to the replay site's own domain"
+            f"[access] url {url!r} is on the host of the curator pages ([access] curator_url's"
+            f" host {curator_host!r}): set [access] site_url to the replay site's own domain"
         )
     return f"{parts.scheme}://{other}:{parts.port}/"
 

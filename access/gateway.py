@@ -1,64 +1,21 @@
-"""The access gateway: the replay service's public address, in front of pywb.
+"""The access gateway: the replay service's one public address, in front of pywb.
 
-Why a gateway of ours: pywb has no notion of a reading room (it cannot check a client's address
-or a login) and logs an access refusal as a bare status code. This small proxy, run by
-``access serve`` beside the WARC resolver, is the one public address (``[access] url``) and
-forwards every request it lets through, unchanged (same Host, so pywb's links stay on it), to
-pywb on ``[access] pywb_port``. It:
-
-- **reading-room mode** (``reading_room = true``): lets a request through only from a client
-  address in ``reading_room_ranges``, or carrying the login of the curator pages (Airflow's
-  ``_token`` cookie or an ``Authorization: Bearer`` JWT, checked by asking the curator pages
-  themselves, answers kept a few seconds: :mod:`access.readerlogin`) or the gateway's own
-  reader session when ``reading_room_login``; others get a 403 page that says why, with a link
-  to sign in. A browser signs in through the curator pages (``[access] signin_url``, on
-  Airflow's site, whose cookies never reach replay): they send it to ``/_signin`` with a
-  one-minute single-use pass, which the gateway exchanges for its own ``HttpOnly`` cookie, a
-  signed reader session (:mod:`access.readerpass`), never forwarded to pywb; ``/_signout``
-  clears it. The home page (the list of collections and guided tours) and
-  pywb's static files stay public: only consultation is restricted.
-- **serves the readers' own pages** in their language (:mod:`access.pages`, :mod:`access.i18n`):
-  the home page ``/`` (a URL box, the full-text box, guided tours with thumbnails, collections;
-  :mod:`access.home`), the URL box's answer ``/_lookup`` and the thumbnails ``/_thumb/``
-  (:mod:`access.lookup`), the reading room's refusal and the error pages.
-- **serves the full-text search page** at ``/search/`` (:mod:`access.searchapp`, run beside it
-  on a loopback port of its own): under the same reading-room rule as replay, since its snippets are
-  the archive's content; its results link into replay on this same address.
-- **records what a job's view could not serve**: pywb's own not-found answer (a 404 without
-  the ``Memento-Datetime`` of a replayed capture) to ``/job-<id>/<timestamp><modifier>/<url>``
-  is handed to ``missing`` (:mod:`access.missing`: the URL counted against the job, for the
-  curators' QC), after the answer has gone to the browser; not while the job has no view yet
-  (pywb's 404 for an unknown collection says nothing about the capture).
-- **logs every refusal** to ``<access>/logs/refused.log`` (time, client, request, reason): the
-  reading room's, and pywb's own answers to a capture refused by an access rule (451 for
-  ``block``; 404 for a URL an ``exclude`` rule hides), with the rule that decided, found in the
-  rules in force exactly as pywb finds it (longest SURT prefix); and each capture an
-  ``exclude`` rule left out of a URL-search (CDX API) answer, with its rule
-  (:mod:`access.cdxaudit`, checked after the answer is sent, a few at a time).
-- **limits every request** as a production reverse proxy does (nginx's defaults): a body over
-  ``max_body_bytes`` is refused 413 before it is read, an unreadable ``Content-Length`` 400, a
-  chunked body 411; the request must arrive within ``client_timeout_s`` or the connection is
-  closed. A reader's query pywb cannot read or cannot bound (regular-expression filters) gets a
-  400 before it reaches pywb (:mod:`access.readerquery`), and pywb's own failures (5xx) our error
-  page, never its traceback.
-- **serves readers web captures only**: a replayed record whose original URL is not http(s) —
-  the crawl's ``metadata://`` records (crawl.log, the job's CDX, crawler.log, reports: they list
-  excluded and blocked URLs with their WARC offsets, and local paths), screenshots, ``dns:`` —
-  is refused 404 as if not archived, whatever URL form reached it (pywb's ``Link: rel=original``
-  names the record served). Staff read those files in the curator pages.
+Why a gateway of ours: pywb has no notion of a reading room (a client's address or login) and
+logs a refusal as a bare status code. This proxy lets a request through or refuses it (reading
+room, sign-in passes and reader sessions), serves the readers' own pages and the search page,
+forwards the rest unchanged to pywb, serves readers web captures only (never a crawl's metadata
+records), logs every refusal with the access rule that decided, and records the URLs a job's
+view could not serve; every request is size- and time-limited (:mod:`access.gateway_limits`).
 """
 
 from __future__ import annotations
 
 import http.client
-import io
 import ipaddress
 import logging
 import queue
 import re
-import socket
 import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cached_property
@@ -71,6 +28,7 @@ from access import cdxaudit, home, lookup, readerpass, readerquery
 from access import missing as missing_urls
 from access.config import INTERNAL_HOST, AccessConfig
 from access.definitions import collections_root
+from access.gateway_limits import CHUNK, RequestLimits
 from access.gateway_pages import ReaderPages
 from access.readerlogin import LoginChecker
 from access.rules import Rule, deciding
@@ -98,12 +56,10 @@ _CDX_QUERY = re.compile(r"^/([A-Za-z0-9][A-Za-z0-9_.-]*)/cdx\?(.+)$")
 _PUBLIC = re.compile(r"^/(?:$|static/|_health$|favicon\.ico$)")
 SEARCH = "/search"  # the search page's path (collections: "all", "harvest-<id>": none shadowed)
 SEARCH_HOST = "127.0.0.1"  # its server listens on loopback only: readers come through us
-_CHUNK = 1 << 16
 _QUERY_TIMEOUT_S = lookup.QUERY_TIMEOUT_S
 _REPLAY_TIMEOUT_S = 300  # pywb's answer to a replay (a big record streams from S3), between reads
 _AUDITS = 2  # URL-search answers audited at once (cdxaudit: two more queries each)
 _AUDIT_BACKLOG = 1000  # answers waiting for their audit; beyond, one is logged as not checked
-_LINGER_S = 2.0  # after refusing a body: how long its bytes are read and dropped, then close
 _ORIGINAL = re.compile(r'<([^>]*)>\s*;\s*rel="?original"?', re.I)
 _WEB = ("http://", "https://")
 
@@ -278,30 +234,7 @@ def _token(headers: Any) -> str | None:
     return morsel.value if morsel and morsel.value else None
 
 
-class _Deadline(io.RawIOBase):
-    """The client's socket as the request's reader: every read ends by one deadline.
-
-    Why not just a socket timeout: it bounds each read, and a client trickling a byte at a time
-    would hold a thread for ever; here the request line, headers and body must all have
-    arrived ``client_timeout_s`` after the connection was accepted (or it is closed).
-    """
-
-    def __init__(self, sock: socket.socket, seconds: float) -> None:
-        self.sock = sock
-        self.deadline = time.monotonic() + seconds
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the request did not arrive in time")
-        self.sock.settimeout(left)
-        return self.sock.recv_into(buffer)
-
-
-class _Handler(ReaderPages, BaseHTTPRequestHandler):
+class _Handler(RequestLimits, ReaderPages, BaseHTTPRequestHandler):
     gateway: Gateway
     protocol_version = "HTTP/1.1"
 
@@ -310,17 +243,6 @@ class _Handler(ReaderPages, BaseHTTPRequestHandler):
 
     def log_error(self, format: str, *args: Any) -> None:  # a timed-out or garbled request
         log.info("gateway: %s: " + format, self.client_address[0], *args)
-
-    def setup(self) -> None:
-        super().setup()
-        self.rfile.close()  # the socket's own reader: ours replaces it (the socket stays open)
-        self.rfile = io.BufferedReader(_Deadline(self.connection, self.timeout or 60.0))
-
-    def handle_expect_100(self) -> bool:
-        """``Expect: 100-continue``: a body we would refuse is refused before it is sent."""
-        if self._body_refused():
-            return False
-        return super().handle_expect_100()
 
     def _handle(self) -> None:
         gw = self.gateway
@@ -405,39 +327,6 @@ class _Handler(ReaderPages, BaseHTTPRequestHandler):
             + secure
         )
 
-    def _body_refused(self) -> bool:
-        """Refuse (and answer) a request whose body is unreadable or too big, before reading it:
-        one readable ``Content-Length`` of at most ``max_body_bytes``, no chunked body."""
-        limit = self.gateway.cfg.max_body_bytes
-        lengths = set(self.headers.get_all("Content-Length") or [])
-        if self.headers.get("Transfer-Encoding"):
-            status, why = 411, "a request body must be sent with a Content-Length, not chunked"
-        elif len(lengths) > 1:
-            status, why = 400, "the request has several different Content-Length headers"
-        elif lengths and not re.fullmatch(r"\s*\d{1,30}\s*", next(iter(lengths))):
-            status, why = 400, f"Content-Length {next(iter(lengths))[:40]!r} is not a number"
-        elif lengths and int(next(iter(lengths))) > limit:
-            status, why = 413, f"a request body may hold at most {limit} bytes"
-        else:
-            return False
-        log.info("gateway: %s %s from %s: %s", self.command, self.path, self.client_address[0], why)
-        self._page(status, "request_refused", why)
-        self._linger()
-        return True
-
-    def _linger(self) -> None:
-        """After refusing a body: stop sending, read and drop what the client still sends for a
-        moment (closing with unread bytes would reset the connection and lose our answer)."""
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_WR)
-            self.connection.settimeout(0.5)
-            until = time.monotonic() + _LINGER_S
-            while time.monotonic() < until and self.connection.recv(_CHUNK):
-                pass
-        except OSError:
-            pass
-
     def _redirect(self, location: str, status: int = 301, cookie: str = "") -> None:
         self.send_response(status)
         self.send_header("Location", location)
@@ -507,7 +396,7 @@ class _Handler(ReaderPages, BaseHTTPRequestHandler):
             self.close_connection = True
             if self.command == "HEAD":
                 return
-            while chunk := resp.read(_CHUNK):
+            while chunk := resp.read(CHUNK):
                 self.wfile.write(chunk)
             self.wfile.flush()
             gw.not_found(resp.status, resp.headers, self.path)

@@ -7,7 +7,7 @@ the body exactly as the server sent it — still gzip when it was gzip — and i
 subclass notes when the fetch really starts (after the politeness wait), for crawl.log's
 fetch timestamp and the WARC date, and bounds the size of response headers with a subclass of
 Scrapy's own lenient parser (private Scrapy classes, kept in crawler/internals.py:
-tests/crawler/test_crawl_bounds.py fails if an upgrade changes them). Responses cut at the
+tests/crawler/test_capture_middleware_bounds.py fails if an upgrade changes them). Responses cut at the
 size limit are stopped through Scrapy's ``bytes_received`` signal (StopDownload), so we keep
 what arrived and mark it WARC-Truncated.
 """
@@ -264,7 +264,7 @@ class WarcCaptureMiddleware:
         req = records.request_record(
             request.url, request.method, req_headers, req_body, date, resp_id, req_id
         )
-        placed = self.ctx.writer.write(req, main)
+        placed = self.ctx.records.write(req, main)
         name, offset, length = placed[1]
         # the CDX line the reference indexer gives this record: its MIME from the header lines
         # as written (after the write: warcio percent-encodes non-ASCII values as it writes)
@@ -277,7 +277,7 @@ class WarcCaptureMiddleware:
             entry.request_body = body_query(
                 sent.get_header("Content-Type"), sent.get_header("Content-Length"), req_body
             )
-        self.ctx.record_cdx(entry, name)
+        self.ctx.records.record_cdx(entry, name)
         domain = request.meta.pop("hf_reserved", None)
         capture = Capture(
             status=response.status,

@@ -1,40 +1,11 @@
 """Live control of a running crawl: an operator's pause, resume, stop, filter and limits.
 
 Why through the harvest database: the curator pages and the CLI may run on another machine
-than the crawler. They insert a pending row in ``job_actions`` (harvestflow/job_actions.py);
-:class:`JobControl`, a Scrapy extension, polls its job's pending rows every few seconds (one
-indexed query, run in a thread so a slow database never stalls the crawl), applies each in the
-reactor thread and marks it applied or refused with a message. Every action is also written to
-``logs/operator-actions.log`` (who, when, what was done), which the metadata WARC carries.
-
-- *pause*: Scrapy's ``engine.pause()`` — nothing more is taken from the scheduler — and the
-  requests the downloader holds but has not sent (waiting in a host's queue for its politeness
-  delay, or for robots.txt, a host lease, a login) go back to the scheduler
-  (:class:`ReturnedToFrontier`): only fetches already on the wire finish. The action is marked
-  applied once the downloader is empty (bounded by the download timeout), after the frontier
-  state is checkpointed; from then on the site gets no request until *resume*
-  (``engine.unpause()``) — at most the control poll plus the fetches in flight after the ask.
-  The process stays alive. A rendering page's browser requests are not held back (the page
-  being rendered is a fetch in flight).
-- *stop*: pause, wait for the downloader to empty, then close the spider with reason
-  ``stopped_by_operator``: the summary says ``stopped`` (crawler/runner.py), the reports
-  "Finished - Stopped by operator", domains with URLs left get stop reason 7
-  (harvestflow/formats/stop_reasons.py) and the job is DONE like a finished one.
-- *filter*: a URL regex (RE2) or SURT prefix; :class:`OperatorFilterMiddleware` (first
-  downloader middleware) refuses every matching frontier URL that comes out of the queue from
-  then on — already queued or discovered later — with Heritrix's -5001 ("blocked by operator",
-  the code its console's filters give) and the annotation ``filter:<name>`` in crawl.log.
-  Filters are kept in the frontier state, so a resumed crawl keeps them.
-- *limits*: new per-domain object/byte limits (crawler/budget.py) and a new maximum running
-  time (replacing Scrapy's CLOSESPIDER_TIMEOUT timer; counted from the crawl's start). Every
-  value is checked before anything changes (``job_actions.check_arguments``; the new timer is
-  computed before the old one is cancelled): a refused action leaves the crawl's limits and
-  time limit as they were.
-
-In a partitioned job each child applies every action, and the parent process relays them
-(crawler/partitioning/control_relay.py): the child reads its actions from the relay's file instead of the
-database and answers there. Per-domain limits that would change which domains are limited are
-refused there: the partition of a URL depends on it (crawler/partitioning/handoff.py).
+than the crawler. They insert a pending ``job_actions`` row; :class:`JobControl`, a Scrapy
+extension, polls its job's rows (in a thread: a slow database never stalls the crawl), applies
+each in the reactor thread, marks it applied or refused, and logs it to the operator-actions
+log the metadata WARC carries. A refused action changes nothing. In a partitioned job the parent
+relays every action to each child through a file.
 """
 
 from __future__ import annotations
@@ -42,22 +13,25 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, signals
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.extensions.closespider import CloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task, threads
 
-from crawler import CrawlerError
 from crawler.context import context_of
-from crawler.errors import Refused
+from crawler.control_gates import (
+    REJECTED_STAT,
+    OperatorFilter,
+    ReturnedToFrontier,
+    controls_of,
+    held_by_pause,
+)
 from crawler.internals import take_unsent_requests
 from crawler.partitioning.control_relay import (
     ACTIONS_FILE,
-    ACTIONS_LOG,
     DEFAULT_INTERVAL_S,
     action_from_dict,
     answers_file,
@@ -67,7 +41,6 @@ from crawler.partitioning.control_relay import (
 )
 from crawler.state import FrontierState
 from harvestflow.formats.integers import shown
-from harvestflow.formats.surt import surt_or_url
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -80,14 +53,6 @@ log = logging.getLogger(__name__)
 
 STOP_BY_OPERATOR = "stopped_by_operator"  # the spider's close reason
 _STATE_KEY = "operator_filters"
-# crawler.stats key prefix of the URLs each operator filter refused (+ the filter's name)
-REJECTED_STAT = "harvestflow/filter_rejected/"
-
-
-class ReturnedToFrontier(CrawlerError):
-    """A request the downloader had not sent when the crawl was paused: the filter middleware
-    turns it back into the request, which the engine schedules again (not a fetch result: no
-    crawl.log line, its budget reservation and host lease are given back on the way)."""
 
 
 def _reactor() -> Any:
@@ -107,112 +72,13 @@ def control_settings(spec: JobSpec, settings: dict[str, Any]) -> dict[str, Any]:
         settings["EXTENSIONS"]["crawler.control.JobControl"] = 540
         # first: a filtered URL costs no robots.txt fetch, no delay, no address check (and
         # its process_exception, called last, puts a request held back by a pause back)
-        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.OperatorFilterMiddleware"] = 50
+        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control_gates.OperatorFilterMiddleware"] = 50
         # last, after the capture middleware's reservation (950): nothing enters a host's
         # send queue while paused
-        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control.PauseGateMiddleware"] = 990
+        settings["DOWNLOADER_MIDDLEWARES"]["crawler.control_gates.PauseGateMiddleware"] = 990
         interval = spec.job_control_interval_s or DEFAULT_INTERVAL_S
         settings["HARVESTFLOW_CONTROL_INTERVAL"] = float(interval)
     return settings
-
-
-@dataclass
-class OperatorFilter:
-    """One operator filter: ``kind`` regex (RE2, searched in the URL) or surt (a prefix of
-    the URL's SURT, as CDX indexes write it: ``org,example)/calendar``)."""
-
-    name: str
-    kind: str
-    pattern: str
-    action_id: int
-    user: str
-    compiled: Any = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.kind == "regex" and self.compiled is None:
-            from harvestflow.job_actions import compile_re2
-
-            self.compiled = compile_re2(self.pattern)
-
-    def matches(self, url: str) -> bool:
-        if self.kind == "regex":
-            return self.compiled.search(url) is not None
-        return surt_or_url(url).startswith(self.pattern)
-
-    def saved(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("compiled")
-        return data
-
-
-@dataclass
-class Controls:
-    """What the extension and the middleware share (one per crawler, on its job context)."""
-
-    filters: list[OperatorFilter] = field(default_factory=list)
-    # an operator's pause is in force: requests reaching the downloader go back to the queue
-    paused: bool = False
-
-
-def controls_of(crawler: Crawler) -> Controls:
-    """The crawler's operator controls, made by whichever of the two components comes first."""
-    ctx = context_of(crawler)
-    if ctx.controls is None:
-        ctx.controls = Controls()
-    controls: Controls = ctx.controls
-    return controls
-
-
-class OperatorFilterMiddleware:
-    """Downloader middleware: refuses frontier URLs matching an operator filter (-5001)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.controls = controls_of(crawler)
-        self.stats = crawler.stats
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> OperatorFilterMiddleware:
-        return cls(crawler)
-
-    def process_request(self, request: Request, spider: Any = None) -> None:
-        # only frontier URLs (robots.txt and login prerequisites have no "hf")
-        if not self.controls.filters or "hf" not in request.meta:
-            return
-        for f in self.controls.filters:
-            if f.matches(request.url):
-                self.stats.inc_value(REJECTED_STAT + f.name)
-                raise Refused(f"filter:{f.name}")
-
-    def process_exception(
-        self, request: Request, exception: Exception, spider: Any = None
-    ) -> Request | None:
-        """A request held back by a pause goes back to the scheduler (the last middleware to
-        see the exception: the others gave back its budget reservation and host lease)."""
-        if isinstance(exception, ReturnedToFrontier):
-            return request
-        return None
-
-
-def held_by_pause(request: Request) -> bool:
-    """A frontier request a pause holds back (a rendering page's browser requests are not)."""
-    return "hf" in request.meta and "hf_browser" not in request.meta
-
-
-class PauseGateMiddleware:
-    """Downloader middleware, the last before the download: while paused, a frontier request
-    that was waiting in a middleware (for robots.txt, a host lease, a login) when the pause
-    came goes back to the queue instead of into a host's send queue."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.controls = controls_of(crawler)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> PauseGateMiddleware:
-        return cls(crawler)
-
-    def process_request(self, request: Request, spider: Any = None) -> None:
-        if self.controls.paused and held_by_pause(request):
-            raise ReturnedToFrontier("paused")
 
 
 class JobControl:
@@ -240,7 +106,7 @@ class JobControl:
         self.taken: set[int] = set()
         self.time_limit: DelayedCall | None = None
         self.recheck: DelayedCall | None = None
-        self.log_path = self.ctx.log_dir / ACTIONS_LOG
+        self.log_path = self.ctx.jobdir.actions_log
         # a partition child: actions come from the parent's relay file, answers go back there
         self.partition = self.ctx.partition
         self.relay_offset = 0

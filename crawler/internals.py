@@ -5,7 +5,7 @@ bound on the size of a response's header section, the type of a size-limited gun
 an offline public suffix list for the cookie middleware, the robots.txt middleware's parser
 table, the requests waiting in the downloader's per-host queues). Each is used here and only here, with the reason; every other crawler module uses
 public APIs. A Scrapy or Twisted upgrade that moves one of these fails at import or in
-``tests/crawler/test_versions.py`` and ``tests/crawler/test_crawl_bounds.py``, not in the
+``tests/crawler/test_internals_versions.py`` and ``tests/crawler/test_capture_middleware_bounds.py``, not in the
 middle of a crawl; the version ranges they were checked with are pinned in pyproject.toml.
 """
 

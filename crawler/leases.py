@@ -233,7 +233,7 @@ class HostLeaseMiddleware:
         self.unavailable: str | None = None  # set once the harvest DB stayed away too long
         self.held: set[str] = set()  # hosts whose lease this crawler holds
         self.giving_back: set[Deferred[Any]] = set()  # give-backs still under way
-        self.stuck_file = self.ctx.out / "host-leases-held.json"
+        self.stuck_file = self.ctx.jobdir.leases_held
         self._give_back_stuck()
         self.locks: dict[str, DeferredLock] = defaultdict(DeferredLock)
         self.waited_ms: Counter[str] = Counter()
@@ -336,7 +336,7 @@ class HostLeaseMiddleware:
         lines = ["[host] [waits] [waited-ms]"]
         for host, ms in self.waited_ms.most_common():
             lines.append(f"{host} {self.waits[host]} {ms}")
-        (self.ctx.report_dir / "host-leases-report.txt").write_text("\n".join(lines) + "\n")
+        self.ctx.jobdir.report("host-leases-report.txt").write_text("\n".join(lines) + "\n")
         pending = DeferredList(list(self.giving_back), consumeErrors=True)
         pending.addTimeout(10, reactor)  # the harvest DB away: written down, not waited for
         pending.addBoth(lambda _: self._note_stuck())

@@ -146,7 +146,7 @@ class DiskSpaceGuard:
     def __init__(self, crawler: Crawler) -> None:
         self.ctx = context_of(crawler)
         self.min_free = min_free_disk_mb() * 1024 * 1024
-        self.paths = {self.ctx.out, self.ctx.warc_dir}
+        self.paths = {self.ctx.jobdir.path, self.ctx.jobdir.warcs}
         self.alerted = False
 
     @classmethod

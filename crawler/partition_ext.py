@@ -72,7 +72,7 @@ class PartitionCoordinator:
         entries, offset = read_inbox(self.partition.inbox(self.partition.index), self.offset)
         if offset == self.offset:
             return 0
-        requests = self.ctx.intake(entries, offset)
+        requests = self.ctx.frontier.intake(entries, offset)
         self.offset = offset
         engine = self.crawler.engine
         assert engine is not None
@@ -89,7 +89,7 @@ class PartitionCoordinator:
         self._pull()
         idle = self._engine_idle()
         now = time.monotonic()
-        outbox = self.ctx.outbox
+        outbox = self.ctx.frontier.outbox
         if outbox is not None and outbox.dirty and (idle or now - self.synced_at >= SYNC_S):
             outbox.sync()  # before an idle status: the parent may stop us on it
             self.synced_at = now
@@ -127,5 +127,5 @@ class PartitionCoordinator:
     def closed(self, spider: Any, reason: str) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
-        if self.ctx.outbox is not None:
-            self.ctx.outbox.sync()
+        if self.ctx.frontier.outbox is not None:
+            self.ctx.frontier.outbox.sync()

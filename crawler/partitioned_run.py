@@ -107,9 +107,9 @@ def _all_drained(children: list[subprocess.Popen[bytes]], part: Partition) -> bo
 class _Progress:
     """One aggregated progress line (task log) and progress-statistics.log line per interval."""
 
-    def __init__(self, job_id: int, part: Partition, log_dir: Path, interval: float) -> None:
+    def __init__(self, job_id: int, part: Partition, path: Path, interval: float) -> None:
         self.job_id, self.part, self.interval = job_id, part, interval
-        self.path = log_dir / "progress-statistics.log"
+        self.path = path
         new = not self.path.exists()
         self.fh = self.path.open("a", encoding="utf-8", buffering=1)
         if new:
@@ -164,14 +164,14 @@ def _run_children(
     job_file: Path, out: Path, part: Partition, spec: jobspec.JobSpec, interval: float
 ) -> None:
     job_id = spec.job_id
-    progress = _Progress(job_id, part, JobDir(out).logs, interval)
+    progress = _Progress(job_id, part, JobDir(out).progress_log, interval)
     # operators' actions (crawler/control.py): polled here once for the job, relayed to each child
     relay = (
         ControlRelay(
             job_id,
             part.coord_dir,
             part.count,
-            JobDir(out).logs,
+            JobDir(out).actions_log,
             spec.job_control_interval_s or DEFAULT_INTERVAL_S,
         )
         if spec.job_control

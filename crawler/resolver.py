@@ -57,7 +57,7 @@ class ArchivalResolver(CachingThreadedResolver):
     def _check(self, address: str, name: str) -> str:
         if self.allow_private or address_allowed(address):
             if name.lower() != address:  # a literal address is no DNS answer
-                self.ctx.record_dns(name, address)
+                self.ctx.records.record_dns(name, address)
             return address
         self.ctx.refused_hosts[name.lower()] = address
         log.warning("refusing %s: it resolves to the non-public address %s", name, address)

@@ -60,6 +60,6 @@ class RobotsSitemaps:
             stats.inc_value("sitemaps/robots_lines", len(links))
         parent = {"hops": "P", "url": robots, "seed": seed}
         engine = self.crawler.engine
-        for req in self.ctx.discovered(links, parent):
+        for req in self.ctx.frontier.discovered(links, parent):
             if engine is not None:
                 engine.crawl(req)

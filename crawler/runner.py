@@ -223,7 +223,7 @@ def summarise(
             stop_reason=reason,
             in_job=name in ctx.budgets.job_domains,
         )
-    warcs = sorted(p.name for p in ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
+    warcs = sorted(p.name for p in ctx.jobdir.warcs.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
     return JobSummary(
         job_id=ctx.spec.job_id,
         status=status,
@@ -250,35 +250,35 @@ def finish(ctx: CrawlContext, job_file: Path | None) -> JobSummary:
         summary = summarise(ctx, status, ended, None)
         summary.peak_rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         ctx.state.close()
-        summary.write(JobDir(ctx.out).summary_json)
+        summary.write(JobDir(ctx.jobdir.path).summary_json)
         return summary
     write_reports(
-        ctx.report_dir,
-        JobDir(ctx.out).crawl_log,
+        ctx.jobdir.reports,
+        JobDir(ctx.jobdir.path).crawl_log,
         ctx.state,
         ctx.spec.seeds,
         f"job-{ctx.spec.job_id}",
         CRAWL_STATUS_TEXT[status],
         ctx.started,
     )
-    data_warcs = sorted(ctx.warc_dir.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
+    data_warcs = sorted(ctx.jobdir.warcs.glob(f"{ctx.spec.warc_prefix}-*.warc.gz"))
     meta = write_metadata_warc(
-        ctx.warc_dir,
+        ctx.jobdir.warcs,
         ctx.spec.job_id,
         ctx.spec.harvest_id,
         ctx.spec.organisation,
         {
             "setup": [p for p in [job_file] if p is not None],
-            "logs": sorted(ctx.log_dir.glob("*.log")),
-            "reports": sorted(ctx.report_dir.glob("*.txt")),
+            "logs": sorted(ctx.jobdir.logs.glob("*.log")),
+            "reports": sorted(ctx.jobdir.reports.glob("*.txt")),
         },
         data_warcs,
-        recorded_cdx=ctx.cdx_path,
+        recorded_cdx=ctx.jobdir.recorded_cdx,
         reindex=set(ctx.repaired),
     )
     summary = summarise(ctx, status, ended, meta)
     ctx.state.close()
-    summary.write(JobDir(ctx.out).summary_json)
+    summary.write(JobDir(ctx.jobdir.path).summary_json)
     return summary
 
 
@@ -299,7 +299,7 @@ def run_spec(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = CrawlContext(spec, out_dir, partition=partition)
-    handler = logging.FileHandler(ctx.log_dir / "crawler.log", encoding="utf-8")
+    handler = logging.FileHandler(ctx.jobdir.crawler_log, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

@@ -127,7 +127,7 @@ class ArchiveSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         spider.ctx = context_of(crawler)
-        spider.ctx.spider_callbacks = (spider.parse, spider.on_error)
+        spider.ctx.requests.callbacks = (spider.parse, spider.on_error)
         spider.extract_js = settings.getbool("HARVESTFLOW_EXTRACT_JS")
         spider.extract_sitemaps = settings.getbool("HARVESTFLOW_EXTRACT_SITEMAPS")
         spider.media_renditions = settings.get("HARVESTFLOW_MEDIA_RENDITIONS", "extremes")
@@ -153,7 +153,7 @@ class ArchiveSpider(scrapy.Spider):
             await self.renderer.close()
 
     async def start(self) -> AsyncIterator[Any]:
-        if self.ctx.resuming and self.ctx.spec.template.render != "none":
+        if self.ctx.frontier.resuming and self.ctx.spec.template.render != "none":
             finish_interrupted(self.ctx)  # pages a crash caught mid-render: logged, not again
         for request in self.ctx.start_requests():
             yield request

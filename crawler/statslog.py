@@ -41,7 +41,7 @@ class ProgressStatistics:
         self.crawler = crawler
         self.ctx = context_of(crawler)
         self.interval_s = crawler.settings.getfloat("HARVESTFLOW_PROGRESS_INTERVAL", 10.0)
-        self.path = self.ctx.log_dir / "progress-statistics.log"
+        self.path = self.ctx.jobdir.progress_log
         new = not self.path.exists()
         self.fh = self.path.open("a", encoding="utf-8", buffering=1)
         if new:

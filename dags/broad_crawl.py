@@ -58,8 +58,7 @@ with DAG(
 
     @task(trigger_rule="all_done", outlets=[HARVEST_DONE])
     def step2_definition(step1: list[int]) -> list[int]:
-        from harvest.pipeline import create_step2_definition
-        from harvest.snapshot import domains_for_step2
+        from harvest.pipeline import create_step2_definition, domains_for_step2
 
         params = get_current_context()["params"]
         if not params["run_step2"]:

@@ -70,7 +70,7 @@ with DAG(
 
     @task
     def collect() -> dict[str, Any]:
-        from harvest.preload.sources import collect_sources
+        from harvest.pipeline import collect_sources
 
         context = get_current_context()
         sources = context["params"].get("sources")
@@ -90,7 +90,7 @@ with DAG(
 
     @task(**NETWORK_RETRIES)
     def dns_check(chunk_path: str) -> dict[str, Any]:
-        from harvest.preload.dnstask import dns_check_chunk
+        from harvest.pipeline import dns_check_chunk
 
         context = get_current_context()
         params = context["params"]
@@ -103,7 +103,7 @@ with DAG(
 
     @task(trigger_rule="all_success", **NETWORK_RETRIES)
     def redirects(results: list[dict[str, Any]]) -> dict[str, Any]:
-        from harvest.preload.redirects import probe_redirects
+        from harvest.pipeline import probe_redirects
 
         context = get_current_context()
         params = context["params"]
@@ -116,15 +116,14 @@ with DAG(
 
     @task
     def transfer(redirect_report: dict[str, Any]) -> dict[str, Any]:
-        from harvest.pipeline import ensure_reference_data
-        from harvest.preload.transfer import transfer as transfer_domains
+        from harvest.pipeline import ensure_reference_data, transfer_domains
 
         ensure_reference_data()  # the broad default template new domains get
         return transfer_domains(_run_id(get_current_context()))
 
     @task
     def report(transfer_report: dict[str, Any]) -> dict[str, Any]:
-        from harvest.preload.transfer import preload_report
+        from harvest.pipeline import preload_report
 
         final = preload_report(_run_id(get_current_context()))
         task_logger().info("preload report: %s", final)

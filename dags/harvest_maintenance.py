@@ -47,8 +47,7 @@ with DAG(
     @task
     def resubmit() -> dict[str, list[int]]:
         """Resubmit dead jobs; new job ids split by their channel's priority."""
-        from harvest.channels import split_by_channel
-        from harvest.pipeline import resubmit_dead_jobs
+        from harvest.pipeline import resubmit_dead_jobs, split_by_channel
 
         stale = int(get_current_context()["params"]["stale_after_s"])
         result = resubmit_dead_jobs(stale_after_s=stale)

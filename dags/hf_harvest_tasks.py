@@ -81,7 +81,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
 def jobs_on_channel(job_ids: list[int], pool: str) -> list[int]:
     """The jobs whose harvest channel's priority crawls on ``pool`` (selective channels on the
     high-priority pool, snapshot channels on the low-priority one: ChannelPriority)."""
-    from harvest.channels import split_by_channel
+    from harvest.pipeline import split_by_channel
     from harvestflow.formats.harvest_channels import ChannelPriority
 
     pool_of = {ChannelPriority.HIGH: HIGH_PRIORITY_POOL, ChannelPriority.LOW: LOW_PRIORITY_POOL}

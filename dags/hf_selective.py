@@ -65,15 +65,14 @@ def build_selective_harvest(
         @task
         def transfer_selection() -> dict[str, Any]:
             """Curators' due selection records → domains, configurations, definitions."""
-            from harvest.bootstrap import ensure_reference_data
-            from harvest.selection.transfer import transfer_selection_records
+            from harvest.pipeline import ensure_reference_data, transfer_selection_records
 
             ensure_reference_data()
             return transfer_selection_records(frequency)
 
         @task
         def due_definitions() -> list[int]:
-            from harvest.definitions import due_definitions as due
+            from harvest.pipeline import due_definitions as due
 
             context = get_current_context()
             only = context["params"].get("harvest_id")
@@ -83,7 +82,7 @@ def build_selective_harvest(
 
         @task(outlets=[HARVEST_DONE])
         def advance_schedules(harvest_ids: list[int]) -> dict[str, Any]:
-            from harvest.definitions import advance_schedule
+            from harvest.pipeline import advance_schedule
 
             when = run_date(get_current_context())
             return {str(h): advance_schedule(h, when) for h in harvest_ids}

@@ -187,19 +187,26 @@ def stage_package(
         }
 
 
+def _upsert_package(
+    conn: sa.Connection, job: JobInfo, ark: str, bag_path: str, s3_prefix: str
+) -> None:
+    """The job's package row, as staged so far (bag path, S3 prefix: "" while none)."""
+    records.upsert_package(
+        conn,
+        job_id=job.job_id,
+        harvest_id=job.harvest_id,
+        ark=ark,
+        bag_path=bag_path,
+        s3_prefix=s3_prefix,
+    )
+
+
 def _to_manual_unstaged(
     engine: sa.Engine, job: JobInfo, package_ark: str, exc: SeriousError, final: Path
 ) -> None:
     log.error("job %s: to the manual queue: %s", job.job_id, exc.reason)
     with engine.begin() as conn:
-        records.upsert_package(
-            conn,
-            job_id=job.job_id,
-            harvest_id=job.harvest_id,
-            ark=package_ark,
-            bag_path=str(final) if final.exists() else "",
-            s3_prefix="",
-        )
+        _upsert_package(conn, job, package_ark, str(final) if final.exists() else "", "")
         records.set_package_status(conn, job.job_id, "manual", f"{exc.kind}: {exc.reason}")
         records.add_event(conn, job.job_id, "manual", f"{exc.kind}: {exc.reason}", exc.file_name)
 
@@ -219,14 +226,7 @@ def _record(
         raise InvalidBag(f"{final}: bag and job files differ: {', '.join(missing)}")
     total = 0
     with engine.begin() as conn:
-        records.upsert_package(
-            conn,
-            job_id=job.job_id,
-            harvest_id=job.harvest_id,
-            ark=package_ark,
-            bag_path=str(final),
-            s3_prefix=prefix,
-        )
+        _upsert_package(conn, job, package_ark, str(final), prefix)
         for f in job.files:
             size = (final / "data" / f.name).stat().st_size
             total += size

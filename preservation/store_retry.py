@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
-from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 from botocore.exceptions import (
@@ -59,31 +58,8 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError | socket.timeout)
 
 
-def with_backoff(
-    func: Callable[[], T],
-    *,
-    what: str,
-    attempts: int,
-    base_delay_s: float,
-    max_delay_s: float,
-    on_retry: Callable[[int, BaseException], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """Call ``func``; on a transient store error wait and retry, up to ``attempts`` calls in all.
-
-    The loop is :func:`harvestflow.retry.with_backoff`'s; here is what counts as transient for
-    the object store. Non-transient errors propagate at once. When the attempts are spent the
-    last error is re-raised as :class:`TransientError` (the caller lets the task fail; Airflow
-    retries later).
-    """
-    return core_backoff(
-        func,
-        what=what,
-        attempts=attempts,
-        base_delay_s=base_delay_s,
-        max_delay_s=max_delay_s,
-        retry_on=is_transient,
-        give_up=TransientError,
-        on_retry=on_retry,
-        sleep=sleep,
-    )
+# Call ``func``; on a transient store error (:func:`is_transient`) wait and retry, up to
+# ``attempts`` calls in all: the loop is harvestflow.retry's. Non-transient errors propagate at
+# once; when the attempts are spent the last error is re-raised as TransientError (the caller
+# lets the task fail; Airflow retries later).
+with_backoff = partial(core_backoff, retry_on=is_transient, give_up=TransientError)

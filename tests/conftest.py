@@ -172,6 +172,15 @@ def services() -> Iterator[settings_mod.Settings]:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def airflow_ready(services: settings_mod.Settings) -> settings_mod.Settings:
+    """The session's services with Airflow's metadata database prepared (for ``dags test``)."""
+    from app.runtime import airflow_runtime
+
+    airflow_runtime.prepare(services)
+    return services
+
+
 @pytest.fixture
 def db_engine(services: settings_mod.Settings) -> Iterator[sa.Engine]:
     """An engine on a fresh, migrated, empty-but-reference-data harvest database."""

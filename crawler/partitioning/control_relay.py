@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 ACTIONS_FILE = "actions.jsonl"
 DEFAULT_INTERVAL_S = 2.0  # how often job_actions is polled (a job spec may say otherwise)
-ACTIONS_LOG = "operator-actions.log"
 
 
 def answers_file(coord_dir: Path, index: int) -> Path:
@@ -130,10 +129,10 @@ class ControlRelay:
     """The parent's side: polls the job's pending actions, relays them, collects the answers."""
 
     def __init__(
-        self, job_id: int, coord_dir: Path, count: int, log_dir: Path, interval_s: float
+        self, job_id: int, coord_dir: Path, count: int, actions_log: Path, interval_s: float
     ) -> None:
         self.job_id, self.coord_dir, self.count = job_id, coord_dir, count
-        self.log_path = log_dir / ACTIONS_LOG
+        self.log_path = actions_log
         self.interval_s = interval_s
         self.relayed: dict[int, JobAction] = {}
         self.answers: dict[int, dict[int, tuple[str, str]]] = {}

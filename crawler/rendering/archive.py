@@ -192,7 +192,7 @@ class JobCaptures:
     def __init__(self, ctx: CrawlContext, crawler: Any) -> None:
         self.ctx = ctx
         self.crawler = crawler  # its stats are read when used (made after the renderer)
-        sources = [(ctx.cdx_path, ctx.warc_dir)]
+        sources = [(ctx.jobdir.recorded_cdx, ctx.jobdir.warcs)]
         self.root: JobDir | None = None
         if ctx.partition is not None:
             self.root = JobDir(ctx.partition.coord_dir.parent.parent)
@@ -242,7 +242,7 @@ class JobCaptures:
         part = self.ctx.partition
         if state != st.FrontierState.HANDED_OFF or part is None or self.root is None:
             return state
-        index = self.ctx.owner(url)
+        index = self.ctx.frontier.owner(url)
         db = self._owner_dbs.get(index)
         if db is None:
             path = self.root.part(index).crawl_state

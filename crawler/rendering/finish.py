@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from crawler import state as st
 from crawler.crawllog_writer import LogEntry
@@ -30,17 +30,6 @@ log = logging.getLogger(__name__)
 
 PREFIX = "rendering:"
 Link = tuple[str, str, str]
-
-
-def _consider(ctx: CrawlContext, hf: dict[str, Any], links: list[Link]) -> list[scrapy.Request]:
-    new: list[scrapy.Request] = []
-    for url, hop, context in links:
-        req = ctx.consider(url, hop, context, hf)
-        if req is not None:
-            new.append(req)
-    if ctx.outbox is not None:
-        ctx.outbox.flush()
-    return new
 
 
 def begin_render(
@@ -66,10 +55,10 @@ def begin_render(
         "tries": request.meta.get("retry_times", 0),
     }
     ctx.state.begin()
-    new = _consider(ctx, hf, links)
+    new = ctx.frontier.consider_all(links, hf)
     ctx.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
     ctx.state.set_meta(PREFIX + hf["key"], json.dumps(entry))
-    ctx.state.commit()
+    ctx.frontier.commit()
     return new
 
 
@@ -82,15 +71,15 @@ def end_render(
 ) -> list[scrapy.Request]:
     """After the render: the DOM's links, the metadata record, the crawl.log line."""
     hf = dict(request.meta["hf"], url=request.url)
-    ctx.writer.write(
+    ctx.records.write(
         metadata_record(
             request.url, cap.date, cap.record_id, page_fields(hf, cap.duration_ms, links + rendered)
         )
     )
     ctx.state.begin()
-    new = _consider(ctx, hf, rendered)
+    new = ctx.frontier.consider_all(rendered, hf)
     ctx.state.db.execute("DELETE FROM meta WHERE key=?", (PREFIX + hf["key"],))
-    ctx.state.commit()
+    ctx.frontier.commit()
     ctx.log_capture(request, cap)
     return new
 
@@ -115,7 +104,7 @@ def finish_interrupted(ctx: CrawlContext) -> int:
                 )
                 if v
             ] + [("outlink", f"{u} {h} {x}") for u, h, x in links]
-            ctx.writer.write(metadata_record(entry["url"], c["date"], c["record_id"], fields))
+            ctx.records.write(metadata_record(entry["url"], c["date"], c["record_id"], fields))
             annotations = [*c["annotations"], "render-interrupted"]
             if entry.get("tries"):
                 annotations.insert(0, f"{entry['tries'] + 1}t")

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler import state as st
-from crawler.context import BROWSER_PRIORITY
 from crawler.rendering.cdp import CdpError
 from crawler.rendering.proxy import ProxyResponse
 from crawler.rendering.qa_compare import new_errors, pixel_diff_share, score, text_similarity
 from crawler.rendering.qa_pass import ReplayProxy, replay
+from crawler.state import BROWSER_PRIORITY
 from harvestflow.contracts.qa_report import (
     QA_SHOTS,
     PageCheck,
@@ -72,7 +72,7 @@ class PageQa:
         self.renderer = renderer
         self.crawler = crawler
         self.s = renderer.qa
-        self.shots = ctx.report_dir / QA_SHOTS
+        self.shots = ctx.jobdir.reports / QA_SHOTS
         self.proxies: dict[int, ReplayProxy] = {}  # tab index → its replay proxy
 
     # --- before the pass: what the capture saw, kept ------------------------------------------
@@ -119,11 +119,11 @@ class PageQa:
         first = await self._check(seen, 1, deadline)
         if first is None:
             return
-        write_check(self.ctx.report_dir, first)
+        write_check(self.ctx.jobdir.reports, first)
         if not (self.s.qa_patch and first.missing):
             return
         patched = await self._patch(seen, first.missing, deadline)
-        write_patches(self.ctx.report_dir, seen.url, 1, patched)
+        write_patches(self.ctx.jobdir.reports, seen.url, 1, patched)
         fetched = sum(1 for w in patched.values() if w.startswith("patched:"))
         self.crawler.stats.inc_value(PATCHED, fetched)
         if not fetched:
@@ -134,7 +134,7 @@ class PageQa:
         second = await self._check(seen, 2, deadline)
         if second is not None:
             second.patched_count = fetched
-            write_check(self.ctx.report_dir, second)
+            write_check(self.ctx.jobdir.reports, second)
 
     async def _check(self, seen: Seen, check: int, deadline: float) -> PageCheck | None:
         """One replay of the page compared with its capture (None: the tab failed)."""
@@ -216,10 +216,8 @@ class PageQa:
             return None, "bad-url"
         if key not in ctx.state.seen:
             ctx.state.begin()
-            request = ctx.consider(url, "E", "qa-patch", hf, tag="qa-patch")
-            if ctx.outbox is not None:
-                ctx.outbox.flush()
-            ctx.state.commit()
+            request = ctx.frontier.consider(url, "E", "qa-patch", hf, tag="qa-patch")
+            ctx.frontier.commit()
             if request is None:
                 handed = self._state(key) == st.FrontierState.HANDED_OFF
                 return None, "other-partition" if handed else "refused"
@@ -238,7 +236,7 @@ class PageQa:
             }
             return None, names.get(status, "seen") if status is not None else "seen"  # type: ignore[call-overload]
         # fetched and failed (connection, timeout...): once more, as the patch harvest would
-        return ctx.make_request(url, key, row[1], row[2], row[3], row[4]), ""
+        return ctx.requests.make(url, key, row[1], row[2], row[3], row[4]), ""
 
     def _state(self, key: str) -> int | None:
         row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()

@@ -1,28 +1,11 @@
-"""Browser-rendered capture: pages loaded in headless Chromium, every request they make archived
-through the crawl's own fetch path, screenshots kept, the rendered DOM's links followed.
+"""Browser-rendered capture: chosen pages loaded in headless Chromium after their plain fetch,
+screenshots kept, the rendered DOM's links followed.
 
-Why this shape (see also crawler/rendering/proxy.py and crawler/rendering/cdp.py):
-- A page chosen for rendering (template ``render``: ``seeds`` or every in-scope ``html`` page)
-  has been fetched by the plain crawler first; its parse waits while a *tab worker* (one
-  Chromium process with its own proxy listener: a crash or a memory leak only takes that one
-  down, and a restart is a process kill) loads it. The page's own document is served to the
-  browser from that capture (never fetched twice).
-- Every other request of the tab reaches the proxy, becomes a discovered link of the page
-  (hop ``E``: the scope's transclusion rule decides, so an out-of-scope request is archived
-  only as a transclusion) and is fetched by Scrapy at a high priority — the capture middleware
-  writes its request/response records as received, robots, the host's politeness delay,
-  budgets and the host mapping apply, crawl.log gets its line (via = the page, annotation
-  ``browser``). A URL the job has seen already is not captured again: the browser gets its
-  capture read back from the job's WARC (crawler/rendering/archive.py; one being fetched, or
-  handed to the partition that owns its host, once it is captured) or, if the crawl refused
-  it, a 403.
-- Behaviours: load event, network idle (no request in flight on the tab's proxy for
-  ``IDLE_S``), a minimum dwell for timers, scrolling a screen at a time until the page stops
-  growing, all within ``render_page_timeout_s``; then the viewport and full-page screenshots
-  (``resource`` records ``urn:screenshot:URL`` / ``urn:screenshot-full:URL`` referring to the
-  page's response record) and the rendered DOM's anchors (hop ``L``, context ``rendered``).
-- A crashed or hung tab is killed and the page tried once more in a new browser; then the page
-  keeps its plain capture and links, its crawl.log line says ``render-failed:<why>``.
+Why this shape: each tab worker is a Chromium process of its own with its own proxy listener
+(a crash or a leak takes only that one down); the page's document is served to the browser from
+its capture, never fetched twice, and every other request of the tab goes through the crawl
+(:mod:`crawler.rendering.tab_requests`). Behaviours run within ``render_page_timeout_s``; a
+crashed or hung tab is killed and the page tried once more, then keeps its plain capture.
 """
 
 from __future__ import annotations
@@ -33,8 +16,6 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from crawler import state as st
-from crawler.inflate import inflater_of
 from crawler.rendering.archive import JobCaptures
 from crawler.rendering.behaviours.consent import ConsentMemory
 from crawler.rendering.behaviours.report import write_behaviours
@@ -52,7 +33,6 @@ from crawler.rendering.model import (
     RenderSettings,
     Screenshot,
 )
-from crawler.rendering.passthrough import Passthrough
 from crawler.rendering.phone import (
     HEIGHT,
     PHONE_KINDS,
@@ -64,18 +44,16 @@ from crawler.rendering.phone import (
     wants_phone,
 )
 from crawler.rendering.proxy import (
-    HOP_BY_HOP,
-    RANGE_HEADERS,
     ProxyRequest,
     ProxyResponse,
 )
 from crawler.rendering.qa_compare import QaSettings
 from crawler.rendering.tab import RenderPage, TabWorker
+from crawler.rendering.tab_requests import TabRequests
 from crawler.rendering.tabpage import TabPage
 from crawler.rendering.tls import JobCA
 from crawler.rendering.video import video_pass, wants_video
-from crawler.state import BROWSER_PRIORITY
-from harvestflow.formats.urls import canonical_key, host_of, without_fragment
+from harvestflow.formats.urls import canonical_key
 
 if TYPE_CHECKING:
     import scrapy
@@ -87,15 +65,10 @@ log = logging.getLogger(__name__)
 
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
-# (a byte range: the crawl fetches the whole resource, the tab gets its range: ``ranged``)
-_DROP_FROM_BROWSER = (
-    HOP_BY_HOP | RANGE_HEADERS | {"host", "accept-encoding", "user-agent", "content-length"}
-)
 MAX_SCREENSHOT_HEIGHT = 16384
 # the renderer's counters in crawler.stats
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
-REFETCHED = "harvestflow/render/refetched"  # captured, record unreadable: re-fetched
 
 
 class Renderer:
@@ -113,20 +86,12 @@ class Renderer:
         self.tabs: list[TabWorker] = []
         self.rendering = 0  # pages being rendered now (the progress line shows it)
         self.waiting = 0  # pages waiting for a free tab
-        self.passthrough = Passthrough(
-            self.t.resolve,
-            self.t.download_timeout_s,
-            self.t.max_response_bytes,
-            self.t.user_agent,
-            _DROP_FROM_BROWSER,
-            inflater_of(crawler),
-        )
-        self.inflight: dict[str, asyncio.Future[ProxyResponse]] = {}  # key → browser fetch
         self.captures = JobCaptures(ctx, crawler)  # served back to the browser
+        self.requests = TabRequests(ctx, crawler, self.t, self.captures)
         # browser profiles in the job's state (a crashed run's are removed here)
-        self.profiles = profiles_dir(ctx.state_dir)
+        self.profiles = profiles_dir(ctx.jobdir.state)
         shutil.rmtree(self.profiles, ignore_errors=True)
-        self.ca = JobCA(ctx.state_dir / "render-ca", f"harvestflow job {ctx.spec.job_id}")
+        self.ca = JobCA(ctx.jobdir.render_ca, f"harvestflow job {ctx.spec.job_id}")
         # behaviours (crawler/rendering/behaviours/): hosts' consent answers, curators' site scripts
         self.consent_memory = ConsentMemory()
         self.site_behaviours = load_site_behaviours(
@@ -205,7 +170,7 @@ class Renderer:
                 await video_pass(tab, page, request.url, self.t, outcome)
             outcome.resources = page.resources
             if not outcome.error:
-                write_behaviours(self.ctx.report_dir, request.url, outcome.actions)
+                write_behaviours(self.ctx.jobdir.reports, request.url, outcome.actions)
         finally:
             self.rendering -= 1
             free.put_nowait(tab)
@@ -396,106 +361,7 @@ class Renderer:
     # --- the tabs' requests ---------------------------------------------------------------------
     async def fetch_for(self, page: RenderPage, req: ProxyRequest) -> ProxyResponse:
         """A request of a rendering page: captured once per job, through Scrapy."""
-        try:
-            url = without_fragment(req.url)
-            key = canonical_key(url)
-        except ValueError:
-            return ProxyResponse(400, reason="Bad URL")
-        if req.method == "GET":
-            if key == page.key:
-                return page.response
-            if key in page.served:
-                return page.served[key]
-            if key in self.inflight:  # another request (of any tab) is fetching it now
-                return await asyncio.shield(self.inflight[key])
-        ctx = self.ctx
-        if key in ctx.state.seen:
-            row = ctx.state.db.execute(
-                "SELECT status, hops, via, seed, context FROM urls WHERE key=?", (key,)
-            ).fetchone()
-            status = None if row is None else int(row[0])
-            live = (st.FrontierState.DONE, st.FrontierState.QUEUED)
-            if req.method != "GET" and status in live and row is not None:
-                # a form post or an API call to a URL the crawl has fetched, queued or is
-                # fetching (an earlier POST of the page: a GraphQL endpoint's calls run at once):
-                # a capture of its own (request and response records), never the GET's answer;
-                # a queued GET is not claimed by it
-                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
-                if request is None:
-                    return ProxyResponse(400, reason="Bad URL")
-                return await self._through_crawl(page, req, request, key)
-            claimable = key not in ctx.browser_claimed and key not in ctx.fetch_started
-            if status == st.FrontierState.QUEUED and claimable:
-                # found earlier, not fetched yet: the browser's fetch is its capture, under its
-                # own hops and via; the queued request is dropped when its turn comes
-                request = ctx.make_request(url, key, row[1], row[2], row[3], row[4])
-                if request is None:
-                    return ProxyResponse(400, reason="Bad URL")
-                ctx.browser_claimed.add(key)
-                return await self._through_crawl(page, req, request, key)
-            if status == st.FrontierState.REFUSED or host_of(url) in ctx.refused_hosts:
-                return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
-            if status == st.FrontierState.FAILED:
-                return ProxyResponse(502, [("Content-Type", "text/plain")], b"", "Not Archived")
-            # captured already, being fetched by the plain crawler, or another partition's
-            return await self._from_archive(req, url, key)
-        ctx.state.begin()
-        request = ctx.consider(url, "E", "browser", page.hf, tag="browser")
-        if ctx.outbox is not None:
-            ctx.outbox.flush()
-        ctx.state.commit()
-        if request is None:  # refused (logged in crawl.log by consider) or another partition's
-            if self._state_of(key) == st.FrontierState.HANDED_OFF:  # captured by its owner: wait
-                return await self._from_archive(req, url, key)
-            return ProxyResponse(403, [("Content-Type", "text/plain")], b"", "Not Archived")
-        ctx.browser_claimed.add(key)
-        return await self._through_crawl(page, req, request, key)
-
-    async def _through_crawl(
-        self, page: RenderPage, req: ProxyRequest, request: scrapy.Request, key: str
-    ) -> ProxyResponse:
-        """Fetch a browser's request with Scrapy (recorded, logged), ahead of the frontier."""
-        fut: asyncio.Future[ProxyResponse] = asyncio.get_running_loop().create_future()
-        headers = [(k, v) for k, v in req.headers if k.lower() not in _DROP_FROM_BROWSER]
-        request = request.replace(
-            method=req.method, body=req.body, headers=headers, priority=BROWSER_PRIORITY
-        )
-        request.meta["hf_browser"] = fut
-        page.resources += 1
-        if req.method == "GET":
-            self.inflight[key] = fut
-        self.crawler.engine.crawl(request)
-        try:
-            response = await asyncio.wait_for(
-                asyncio.shield(fut), self.t.download_timeout_s * (self.t.retries + 1) + 30
-            )
-        except TimeoutError:
-            return ProxyResponse(504, reason="Gateway Timeout")
-        finally:
-            if self.inflight.get(key) is fut:
-                del self.inflight[key]
-        if req.method == "GET":
-            page.served[key] = response
-        return response
-
-    async def _from_archive(self, req: ProxyRequest, url: str, key: str) -> ProxyResponse:
-        """A URL the job has captured, is capturing, or has handed to the partition that owns
-        its host: its capture read back from the WARC (crawler/rendering/archive.py). Fetched
-        again (unrecorded, logged) only for a non-GET request of a URL not fetched here yet (being
-        fetched, or another partition's), or a capture whose record cannot be read here."""
-        if req.method != "GET":
-            return await self.passthrough.fetch(req, url)
-        timeout = self.t.download_timeout_s * (self.t.retries + 1) + 30
-        response = await self.captures.wait_for(url, key, timeout)
-        if response is not None:
-            return response
-        log.warning("render: %s re-fetched for the browser, unrecorded (record not readable)", url)
-        self.crawler.stats.inc_value(REFETCHED)
-        return await self.passthrough.fetch(req, url)
-
-    def _state_of(self, key: str) -> int | None:
-        row = self.ctx.state.db.execute("SELECT status FROM urls WHERE key=?", (key,)).fetchone()
-        return None if row is None else int(row[0])
+        return await self.requests.fetch_for(page, req)
 
     def progress(self) -> str:
         """The progress line's part: pages being rendered, waiting for a tab, done, failed."""
@@ -509,6 +375,6 @@ class Renderer:
         for tab in self.tabs:
             await tab.kill()
             await tab.proxy.close()
-        await self.passthrough.close()
+        await self.requests.close()
         shutil.rmtree(self.profiles, ignore_errors=True)  # a root crawler's are under /tmp
         self.captures.close()

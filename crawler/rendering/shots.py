@@ -26,18 +26,18 @@ SCREENSHOT_HEADER = "[page] [kind] [record-uri] [warc] [offset] [length]"
 def write_screenshots(ctx: CrawlContext, url: str, cap: Any, shots: list[Screenshot]) -> None:
     """The screenshots of a rendered page into the data WARC (with their CDX lines) and a line
     each in ``reports/screenshots-report.txt`` (page, kind, WARC file, offset, length)."""
-    report = ctx.report_dir / SCREENSHOT_REPORT
+    report = ctx.jobdir.report(SCREENSHOT_REPORT)
     new = not report.exists()
     with report.open("a", encoding="utf-8") as fh:
         if new:
             fh.write(SCREENSHOT_HEADER + "\n")
         for shot in shots:
             uri = shot.uri_prefix + url
-            date = ctx.now_warc_date()
-            ((name, offset, length),) = ctx.writer.write(
+            date = ctx.records.now_warc_date()
+            ((name, offset, length),) = ctx.records.write(
                 screenshot_record(uri, date, shot.png, cap.record_id)
             )
-            ctx.record_cdx(
+            ctx.records.record_cdx(
                 CdxEntry(uri, date, "image/png", None, sha1_digest(shot.png), length, offset), name
             )
             fh.write(f"{url} {shot.kind} {uri} {name} {offset} {length}\n")

@@ -144,9 +144,9 @@ def write_video_infos(ctx: CrawlContext, url: str, cap: Any, infos: list[dict[st
     for info in infos:
         uri = f"youtube-dl:{url}"
         body = json.dumps(info, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        date = ctx.now_warc_date()
-        ((name, offset, length),) = ctx.writer.write(
+        date = ctx.records.now_warc_date()
+        ((name, offset, length),) = ctx.records.write(
             video_info_record(uri, date, body, VIDEO_INFO_TYPE, cap.record_id)
         )
         entry = CdxEntry(uri, date, VIDEO_INFO_TYPE, None, sha1_digest(body), length, offset)
-        ctx.record_cdx(entry, name)
+        ctx.records.record_cdx(entry, name)

@@ -26,6 +26,15 @@ from harvestflow.formats.fields import clean_field
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 _builder = RecordBuilder(warc_version=WARC_VERSION)
+
+
+def _record(uri: str, kind: str, body: bytes, **headers: Any) -> ArcWarcRecord:
+    """A WARC record of ``kind`` holding ``body`` (``headers``: warcio's builder's keywords)."""
+    return _builder.create_warc_record(
+        uri, kind, payload=BytesIO(body), length=len(body), **headers
+    )
+
+
 # Twisted consumes Transfer-Encoding (the body we get is de-chunked); should a handler ever pass
 # the header through, it is renamed so that parsers do not try to de-chunk the stored body.
 RENAMED_HEADERS = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
@@ -74,14 +83,7 @@ def request_record(
     fields = {"WARC-Date": date, "WARC-Concurrent-To": concurrent_to}
     if record_id:
         fields["WARC-Record-ID"] = record_id
-    return _builder.create_warc_record(
-        url,
-        "request",
-        payload=BytesIO(body),
-        length=len(body),
-        http_headers=http,
-        warc_headers_dict=fields,
-    )
+    return _record(url, "request", body, http_headers=http, warc_headers_dict=fields)
 
 
 def response_http_headers(
@@ -143,14 +145,7 @@ def response_record(
         fields["WARC-IP-Address"] = ip
     if truncated:
         fields["WARC-Truncated"] = truncated
-    return _builder.create_warc_record(
-        url,
-        "response",
-        payload=BytesIO(body),
-        length=len(body),
-        http_headers=http,
-        warc_headers_dict=fields,
-    )
+    return _record(url, "response", body, http_headers=http, warc_headers_dict=fields)
 
 
 def revisit_record(
@@ -179,14 +174,7 @@ def revisit_record(
         fields["WARC-Refers-To"] = refers_to_id
     if ip:
         fields["WARC-IP-Address"] = ip
-    return _builder.create_warc_record(
-        url,
-        "revisit",
-        payload=BytesIO(b""),
-        length=0,
-        http_headers=http,
-        warc_headers_dict=fields,
-    )
+    return _record(url, "revisit", b"", http_headers=http, warc_headers_dict=fields)
 
 
 def page_fields(
@@ -213,11 +201,10 @@ def metadata_record(
 ) -> ArcWarcRecord:
     """``application/warc-fields``: via, hopsFromSeed, sourceTag, fetchTimeMs, outlinks."""
     body = "".join(f"{k}: {v}\r\n" for k, v in fields).encode("utf-8")
-    return _builder.create_warc_record(
+    return _record(
         url,
         "metadata",
-        payload=BytesIO(body),
-        length=len(body),
+        body,
         warc_content_type="application/warc-fields",
         warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
     )
@@ -228,11 +215,10 @@ def video_info_record(
 ) -> ArcWarcRecord:
     """What yt-dlp found on a page (crawler/render_video.py): a ``metadata`` record
     (``youtube-dl:URL``, as brozzler names it) tied to the page's response record."""
-    return _builder.create_warc_record(
+    return _record(
         uri,
         "metadata",
-        payload=BytesIO(body),
-        length=len(body),
+        body,
         warc_content_type=content_type,
         warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
     )
@@ -240,24 +226,18 @@ def video_info_record(
 
 def resource_record(uri: str, date: str, content_type: str, body: bytes) -> ArcWarcRecord:
     """A ``metadata`` record holding a file (logs, reports, CDX) of the metadata WARC."""
-    return _builder.create_warc_record(
-        uri,
-        "metadata",
-        payload=BytesIO(body),
-        length=len(body),
-        warc_content_type=content_type,
-        warc_headers_dict={"WARC-Date": date},
+    return _record(
+        uri, "metadata", body, warc_content_type=content_type, warc_headers_dict={"WARC-Date": date}
     )
 
 
 def screenshot_record(uri: str, date: str, png: bytes, concurrent_to: str) -> ArcWarcRecord:
     """A rendered page's screenshot: a ``resource`` record (``urn:screenshot:URL``, as
     Browsertrix names them) tied to the page's response record by ``WARC-Concurrent-To``."""
-    return _builder.create_warc_record(
+    return _record(
         uri,
         "resource",
-        payload=BytesIO(png),
-        length=len(png),
+        png,
         warc_content_type="image/png",
         warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": concurrent_to},
     )
@@ -270,11 +250,10 @@ def dns_record(host: str, address: str, when: dt.datetime) -> ArcWarcRecord:
     rr_type = "AAAA" if ":" in address else "A"
     stamp = when.astimezone(dt.UTC).strftime("%Y%m%d%H%M%S")
     body = f"{stamp}\n{host}.\tIN\t{rr_type}\t{address}\n".encode("ascii", "replace")
-    return _builder.create_warc_record(
+    return _record(
         f"dns:{host}",
         "response",
-        payload=BytesIO(body),
-        length=len(body),
+        body,
         warc_content_type="text/dns",
         warc_headers_dict={"WARC-Date": warc_date(when)},
     )

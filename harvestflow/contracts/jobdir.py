@@ -9,9 +9,12 @@ file and folder; it creates nothing (the writers ``mkdir`` what they write).
     summary.json             the job summary the crawler writes last
     warcs/                   data WARCs (``*.warc.gz``, ``*.open`` while written), metadata WARC
     logs/crawl.log           Heritrix's crawl.log (``crawl.log.gz`` once compressed)
-    logs/crawler.log         the crawler's own log; ``progress-statistics.log`` beside it
+    logs/crawler.log         the crawler's own log; ``progress-statistics.log`` and
+                             ``operator-actions.log`` beside it
     reports/*.txt            Heritrix's reports (and the screenshots report)
     state/crawl.sqlite       the persisted frontier; ``state/cdx.unsorted`` the recorded CDX
+    state/render-ca/         the rendering tabs' certificate authority
+    host-leases-held.json    the host leases a crawl could not give back (while it is so)
     state/part-<i>/          a partition child's own job directory (same layout)
 """
 
@@ -75,6 +78,14 @@ class JobDir:
         return self.logs / "progress-statistics.log"
 
     @property
+    def actions_log(self) -> Path:
+        return self.logs / "operator-actions.log"
+
+    @property
+    def leases_held(self) -> Path:
+        return self.path / "host-leases-held.json"
+
+    @property
     def reports(self) -> Path:
         return self.path / "reports"
 
@@ -85,6 +96,10 @@ class JobDir:
     @property
     def crawl_state(self) -> Path:
         return self.state / "crawl.sqlite"
+
+    @property
+    def render_ca(self) -> Path:
+        return self.state / "render-ca"
 
     @property
     def recorded_cdx(self) -> Path:

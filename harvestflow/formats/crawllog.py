@@ -6,7 +6,7 @@ itself; a reader that took "at least 12 fields" let a value with spaces in it (b
 writers escaped them, or in a log from elsewhere) shift the columns, so that a server could
 choose its own line's digest, seed and annotations. Now every reader goes through
 :meth:`CrawlLogLine.read` and the crawler writes through :meth:`CrawlLogLine.format`; the QA's
-C scanner and polars path are fast paths that tests/qa/test_crawllog_model.py proves equal to
+C scanner and polars path are fast paths that tests/qa/test_crawlscan_model.py proves equal to
 this parser on real Heritrix lines and hostile ones.
 
 The fields (Heritrix 3, space-separated, status right-aligned in 5 columns and size in 10):

@@ -9,10 +9,10 @@ never as bare literals.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from harvestflow.formats.codes import StoredCode
 
 
-class JobStatus(IntEnum):
+class JobStatus(StoredCode):
     """NetarchiveSuite's job status; it only moves forward, except FAILED_REJECTED → FAILED."""
 
     NEW = 0
@@ -29,14 +29,6 @@ class JobStatus(IntEnum):
     """Its crawler died; a new job with the same spec replaces it (``resubmitted_as_job``)."""
     FAILED_REJECTED = 6
     """A failure an operator rejected (NetarchiveSuite's); may still move back to FAILED."""
-
-    @classmethod
-    def name_of(cls, code: int) -> str:
-        """The member's name, or the number itself for a value outside the enum (old data)."""
-        try:
-            return cls(code).name
-        except ValueError:
-            return str(code)
 
 
 RUNNING = frozenset({JobStatus.SUBMITTED, JobStatus.STARTED})

@@ -9,10 +9,10 @@ them. Codes 0-6 are NetarchiveSuite's (its ``StopReason`` enum, same names and n
 
 from __future__ import annotations
 
-from enum import IntEnum
+from harvestflow.formats.codes import StoredCode
 
 
-class StopReason(IntEnum):
+class StopReason(StoredCode):
     """A domain's stop reason in one job, stored as its number (``historyinfo.stopreason``)."""
 
     DOWNLOAD_COMPLETE = 0
@@ -44,14 +44,6 @@ class StopReason(IntEnum):
             return cls(code).text
         except ValueError:
             return default
-
-    @classmethod
-    def name_of(cls, code: int) -> str:
-        """The member's name, or the number itself for a value outside the enum (old data)."""
-        try:
-            return cls(code).name
-        except ValueError:
-            return str(code)
 
 
 _TEXT = {

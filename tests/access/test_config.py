@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from access.config import AccessConfig, replay_site
 from access.service import ReplayService
-from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import SettingsError
 from tests.support.browser import airflow_login, chromium
@@ -82,6 +80,23 @@ def test_the_default_replay_site_is_another_host_than_airflows() -> None:
         replay_site("http://10.0.0.5:8090/", "replay.example", "archive.example")
 
 
+def test_the_curator_pages_address_is_an_access_setting_not_read_from_airflows_section() -> None:
+    """The gateway is told where the curator pages are (``[access] curator_url``): it never
+    builds their address from the top layer's ``[airflow]`` section; a bad one is named."""
+    env = {
+        "HARVESTFLOW_AIRFLOW__HOST": "10.9.9.9",
+        "HARVESTFLOW_AIRFLOW__PORT": "9999",
+        "HARVESTFLOW_ACCESS__CURATOR_URL": "https://curators.archive.example/curator",
+    }
+    cfg = AccessConfig.from_settings(settings_mod.load(environ=env))
+    assert cfg.login_check_url == "https://curators.archive.example/curator/"
+    assert cfg.signin_url == "https://curators.archive.example/curator/reading-room"
+    assert cfg.curator_host == "curators.archive.example"
+    bad = {**env, "HARVESTFLOW_ACCESS__CURATOR_URL": "curators.archive.example"}
+    with pytest.raises(SettingsError, match=r"\[access\] curator_url"):
+        AccessConfig.from_settings(settings_mod.load(environ=bad))
+
+
 def test_the_curator_pages_host_is_told_apart_from_the_replay_site(
     access_settings: settings_mod.Settings,
 ) -> None:
@@ -93,27 +108,6 @@ def test_the_curator_pages_host_is_told_apart_from_the_replay_site(
     assert cfg.url == f"http://localhost:{cfg.port}/"
     assert cfg.on_curator_site(f"127.0.0.1:{cfg.port}") and cfg.on_curator_site("127.0.0.1")
     assert not cfg.on_curator_site(f"localhost:{cfg.port}") and not cfg.on_curator_site(None)
-
-
-@pytest.fixture
-def airflow_api(access_settings: settings_mod.Settings) -> Iterator[tuple[str, str]]:
-    """Airflow's real api-server (our curator pages mounted in it) on a free port: its base URL
-    and the admin's password."""
-    settings = access_settings
-    airflow_runtime.prepare(settings)
-    procs = airflow_runtime.AirflowProcesses(settings)
-    procs.log_dir.mkdir(parents=True, exist_ok=True)
-    procs.procs["api-server"] = airflow_runtime.spawn_logged(
-        [airflow_runtime.airflow_bin(), "api-server"],
-        airflow_runtime.airflow_env(settings),
-        procs.log_dir / "api-server.log",
-    )
-    try:
-        assert procs.wait_api(), (procs.log_dir / "api-server.log").read_text()[-3000:]
-        af = settings["airflow"]
-        yield f"http://{af['host']}:{af['port']}", airflow_runtime.ensure_login(settings)[1]
-    finally:
-        procs.stop()
 
 
 def network(driver: WebDriver, host: str, pages: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ def test_the_layout_is_the_one_the_stages_read(tmp_path: Path) -> None:
         for name in (
             "job_json", "summary_json", "warcs", "logs", "crawl_log", "crawl_log_gz",
             "crawler_log", "progress_log", "reports", "state", "crawl_state", "recorded_cdx",
-            "partitions",
+            "partitions", "actions_log", "leases_held", "render_ca",
         )
     }  # fmt: skip
     assert rel == {
@@ -32,6 +32,9 @@ def test_the_layout_is_the_one_the_stages_read(tmp_path: Path) -> None:
         "crawl_state": "state/crawl.sqlite",
         "recorded_cdx": "state/cdx.unsorted",
         "partitions": "state/partitions",
+        "actions_log": "logs/operator-actions.log",
+        "leases_held": "host-leases-held.json",
+        "render_ca": "state/render-ca",
     }
     assert job.part(2).crawl_log == tmp_path / "state" / "part-2" / "logs" / "crawl.log"
 

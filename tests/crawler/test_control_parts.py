@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.control import OperatorFilter
+from crawler.control_gates import OperatorFilter
 from harvestflow.job_actions import ActionError, check_arguments
 
 
@@ -63,7 +63,7 @@ def test_a_pause_takes_only_frontier_requests_from_the_hosts_send_queues():
     from scrapy.core.downloader import Slot
     from twisted.internet.defer import Deferred
 
-    from crawler.control import held_by_pause
+    from crawler.control_gates import held_by_pause
     from crawler.internals import take_unsent_requests
 
     def req(path: str, **meta: object) -> Request:

@@ -1,5 +1,5 @@
 """crawler.inflate's decoders and budget, one function at a time (the crawl-level proof, with
-peak RSS and the archived bytes, is tests/crawler/test_crawl_bombs.py)."""
+peak RSS and the archived bytes, is tests/crawler/test_inflate_bombs.py)."""
 
 from __future__ import annotations
 

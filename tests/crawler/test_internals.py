@@ -2,7 +2,7 @@
 
 Why: each private part is a place a library upgrade can break the crawler without notice.
 Kept in one module, each with the reason no public API does, an upgrade is checked in one
-place (and the versions it was checked with are pinned: test_versions.py). This reads the
+place (and the versions it was checked with are pinned: test_internals_versions.py). This reads the
 source: in the crawler, an import of a private module or name, an import from
 ``scrapy.core``, or an attribute with a leading underscore read off anything but
 ``self``/``cls``; in the other packages, the imports. Each is named with its file and line.

@@ -107,3 +107,24 @@ def test_library_packages_never_import_airflow() -> None:
                     names = [node.module]
                 offenders += [f"{path}: {n}" for n in names if n.split(".")[0] == "airflow"]
     assert offenders == []
+
+
+# the harvest stage's entries for DAGs: its planning functions, and the continuous crawl's own
+HARVEST_ENTRIES = {"harvest.pipeline", "harvest.continuous.service"}
+
+
+def test_dags_take_the_harvest_stages_names_from_its_entry_modules_only() -> None:
+    """DAG files and their helpers (dags/hf_*.py) import harvest names only from
+    ``harvest.pipeline`` (or the continuous crawl's service): never a module behind it."""
+    offenders = []
+    for path in sorted(DAGS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module
+            elif isinstance(node, ast.Import):
+                module = node.names[0].name
+            else:
+                continue
+            if module.split(".")[0] == "harvest" and module not in HARVEST_ENTRIES:
+                offenders.append(f"{path.name}:{node.lineno}: {module}")
+    assert offenders == []

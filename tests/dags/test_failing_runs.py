@@ -8,8 +8,6 @@ The harvest DAGs' case (one job's crawl fails) is in test_harvest_workflows.py.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -17,22 +15,15 @@ from urllib.parse import quote
 import pytest
 import sqlalchemy as sa
 
-from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
 from tests.support.chainkit import job_warcs, make_harvest, wipe_chain_dirs
 from tests.support.chainkit import make_job as make_indexing_job
-from tests.support.runstates import asset_events, last_run
+from tests.support.runstates import asset_events, dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
-
-
-@pytest.fixture(scope="module")
-def airflow_ready(services: Settings) -> Settings:
-    airflow_runtime.prepare(services)
-    return services
 
 
 def _overview(settings: Settings, db_engine: sa.Engine) -> str:
@@ -49,25 +40,6 @@ def _overview(settings: Settings, db_engine: sa.Engine) -> str:
         return page.text
     finally:
         airflow.dispose()
-
-
-def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    return dags_test_at(dag_id, None, **extra_env)
-
-
-def dags_test_at(
-    dag_id: str, logical_date: str | None, **extra_env: str
-) -> subprocess.CompletedProcess[str]:
-    """``airflow dags test DAG_ID [LOGICAL_DATE]`` in this session's Airflow environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update(extra_env)
-    return subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", dag_id, *([logical_date] if logical_date else [])],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=480,
-    )
 
 
 def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through(

@@ -12,13 +12,11 @@ back byte for byte, and our parser must read each.
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 
 from harvestflow.formats.crawllog import CrawlLogLine, fetch_field, iso_ms
-
-SAMPLES = Path(__file__).resolve().parent / "data" / "heritrix-crawl.log"
+from tests.support.crawllog_samples import HOSTILE_LINES, SAMPLES
 
 
 def _samples() -> list[str]:
@@ -56,47 +54,7 @@ def test_fields_of_heritrix_lines() -> None:
     assert seed.fetched_at() == dt.datetime(2019, 4, 3, 11, 15, 56, 775000, tzinfo=dt.UTC)
 
 
-# What a reader must name rather than read (why, line): Heritrix 1.x logs before the source
-# tag column (11 fields; NetarchiveSuite's test crawl log of 2005), shifted or forged lines,
-# an extra-info object with spaces in it, and fields that do not read as numbers or a time.
-HOSTILE = [
-    (
-        "11 fields",
-        "2005-05-06T11:47:34.753Z -9998          - https://rex.qb.dk/F L http://www.qb.dk/"
-        " no-type #030 - - 3t",
-    ),
-    (
-        "14 fields",
-        "2026-11-22T10:15:02.123Z   200       1234 http://a.test/y L http://a.test/ text/html x y"
-        " #001 20261122101502100+20 sha1:FORGED http://evil.test/ duplicate:digest",
-    ),
-    (
-        "13 fields",
-        "2026-11-22T10:15:02.123Z    -6          - dns:a.test P http://a.test/ unknown #003 - - - -"
-        " extra",
-    ),
-    (
-        "14 fields",
-        "2026-11-22T10:15:02.123Z   200         12 http://a.test/ - - text/html #003 - - - -"
-        ' {"contentSize": 12}',
-    ),
-    (
-        "status 'x200' is not an integer",
-        "2026-11-22T10:15:02.123Z  x200         12 http://a.test/ - - text/html #003 - - - -",
-    ),
-    (
-        "size '12k' is not an integer",
-        "2026-11-22T10:15:02.123Z   200        12k http://a.test/ - - text/html #003 - - - -",
-    ),
-    (
-        "not an ISO timestamp",
-        "22/11/2026-10:15:02.123   200         12 http://a.test/ - - text/html #003 - - - -",
-    ),
-    ("0 fields", ""),
-]
-
-
-@pytest.mark.parametrize(("why", "line"), HOSTILE)
+@pytest.mark.parametrize(("why", "line"), HOSTILE_LINES)
 def test_hostile_lines_are_named_not_read(why: str, line: str) -> None:
     entry, reason = CrawlLogLine.read(line)
     assert entry is None and why in reason

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from harvestflow.formats.crawllog import CrawlLogLine, split_line
 from harvestflow.formats.fields import MAX_FIELD_CHARS, clean_field, tsv_field
-from tests.crawler.test_crawllog_readers import EXTRA_INFO, FORGED, GOOD, HOSTILE
+from tests.support.crawllog_samples import EXTRA_INFO, FORGED, GOOD, HOSTILE_CHARS
 
 
 def test_clean_field_escapes_every_separator_and_caps_length() -> None:
     clean = "http://a.test/p?q=1&r=%20"
     assert clean_field(clean) is clean  # the fast path: the same object, untouched
     assert clean_field("") == "-" and clean_field(None) == "-"
-    for char in HOSTILE:
+    for char in HOSTILE_CHARS:
         out = clean_field(f"text/html{char}forged sha1:X")
         assert len(out.split()) == 1 and len(out.splitlines()) == 1, repr(char)
         assert out.isprintable() and out.startswith("text/html%"), (repr(char), out)

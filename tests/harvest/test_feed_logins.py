@@ -15,13 +15,13 @@ from harvest import pipeline as p
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
 from harvestflow.credentials import load_secrets, set_credential
-from tests.harvest.test_selection import feed, resolver, site  # noqa: F401 (fixture)
+from tests.support.selection_site import feed, resolver
 
 PASSWORD = "feed-Pa55-w0rd!"
 
 
 @pytest.mark.services
-def test_feed_login_fields_reach_the_job_spec_by_reference(hdb, site, tmp_path):  # noqa: F811
+def test_feed_login_fields_reach_the_job_spec_by_reference(hdb, site, tmp_path):
     items = feed(site)[:1]
     items[0].update(
         loginPageUrl=f"http://feed.test:{site}/login",

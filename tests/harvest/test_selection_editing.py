@@ -15,7 +15,7 @@ from harvest.selection import editing as ed
 from harvest.selection import record_search as rs
 from harvest.selection.importer import import_file
 from harvest.selection.transfer import transfer_selection_records
-from tests.harvest.test_selection import resolver, site  # noqa: F401 (fixture)
+from tests.support.selection_site import resolver
 
 pytestmark = pytest.mark.services
 
@@ -40,7 +40,7 @@ def save(hdb: sa.Engine, fields: dict[str, str], record_id: int | None = None, u
     return ed.save_record(fields, user, record_id, resolver=resolver, engine=hdb)
 
 
-def test_a_form_is_checked_as_the_import_checks_a_row(hdb, site) -> None:  # noqa: F811
+def test_a_form_is_checked_as_the_import_checks_a_row(hdb, site) -> None:
     impossible = save(hdb, form(site, budget="large", frequency="daily"))
     assert impossible.record_id is None
     assert impossible.refused and "large budget cannot be harvested daily" in impossible.refused
@@ -74,7 +74,7 @@ def test_a_form_is_checked_as_the_import_checks_a_row(hdb, site) -> None:  # noq
     )
 
 
-def test_edits_have_history_and_audit_and_reach_the_transfer(hdb, site) -> None:  # noqa: F811
+def test_edits_have_history_and_audit_and_reach_the_transfer(hdb, site) -> None:
     first = save(hdb, form(site)).record_id
     second = save(hdb, form(site, seed_url=f"http://other.test:{site}/", title="Other")).record_id
     third = save(hdb, form(site, seed_url=f"http://news.good.test:{site}/", title="N")).record_id
@@ -143,7 +143,7 @@ def test_edits_have_history_and_audit_and_reach_the_transfer(hdb, site) -> None:
     assert f"http://good.test:{site}/ok" in seeds
 
 
-def test_an_export_imports_back_to_the_same_records(hdb, site, tmp_path: Path) -> None:  # noqa: F811
+def test_an_export_imports_back_to_the_same_records(hdb, site, tmp_path: Path) -> None:
     save(hdb, form(site, supplementary_urls=f"http://good.test:{site}/a", keywords="a; b"))
     save(hdb, form(site, seed_url=f"http://other.test:{site}/", title='x, "quoted"\nline'))
     rid = save(
@@ -167,7 +167,7 @@ def test_an_export_imports_back_to_the_same_records(hdb, site, tmp_path: Path) -
 
 def test_a_bulk_edit_refuses_the_records_the_import_would_and_changes_the_others(
     hdb,
-    site,  # noqa: F811
+    site,
 ) -> None:
     large = save(hdb, form(site, budget="large", frequency="monthly", depth="domain")).record_id
     small = save(hdb, form(site, seed_url=f"http://other.test:{site}/", title="Small")).record_id

@@ -16,10 +16,7 @@ from harvest.selection.importer import import_file
 from harvest.selection.record_search import as_row, get_record
 from harvest.selection.transfer import transfer_selection_records
 from harvest.selection.watched import ATTRIBUTE, watched_jobs, watched_targets
-from tests.harvest import test_selection
-from tests.harvest.test_selection import resolver
-
-site = test_selection.site  # the fixture: a loopback site the URL check reaches
+from tests.support.selection_site import resolver
 
 pytestmark = pytest.mark.services
 

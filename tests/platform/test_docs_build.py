@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import importlib.util
 import os
 import re
 import shutil
@@ -21,28 +20,16 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from app.cli.main import build_parser
 from harvestflow.settings import PROJECT_ROOT
+from tests.support.docs_reference import reference_generator
 
 ROOT = PROJECT_ROOT
 MKDOCS = str(Path(sys.executable).parent / "mkdocs")
-
-
-def reference_generator() -> ModuleType:
-    """docs/gen_reference.py as a module (it is a file of the manual, not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "gen_reference", ROOT / "docs" / "gen_reference.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from harvestflow.settings import PROJECT_ROOT
-from tests.platform.test_docs_build import reference_generator
+from tests.support.docs_reference import reference_generator
 
 ROOT = PROJECT_ROOT
 SKIP_DIRS = {

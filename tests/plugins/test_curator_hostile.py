@@ -24,7 +24,6 @@ from fastapi.testclient import TestClient
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow.formats.job_status import JobStatus
-from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixtures)
 from tests.support.signed_in import auth_for, page_token
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -273,8 +272,8 @@ def _page_forms(html: str) -> list[tuple[str, dict[str, str]]]:
 def engineer(
     db_engine: sa.Engine,
     tmp_path: Path,
-    site: int,  # noqa: F811
-    loopback_seeds: None,  # noqa: F811
+    site: int,
+    loopback_seeds: None,
 ) -> tuple[TestClient, dict[str, str]]:
     """A crawl engineer (every form is theirs) on the seeded database, with a running job
     (its crawl-control forms); seed URLs typed into the forms are on the loopback site."""

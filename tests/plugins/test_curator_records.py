@@ -21,7 +21,6 @@ from fastapi.testclient import TestClient
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from tests.harvest.test_selection import loopback_seeds, site  # noqa: F401 (fixture)
 from tests.support.signed_in import auth_for, page_token, serving, signed_in_client
 
 pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_seeds")]
@@ -54,7 +53,7 @@ def _fields(port: int, **changes: str) -> dict[str, str]:
 def test_a_curator_creates_edits_bulk_edits_and_exports(
     db_engine: sa.Engine,
     tmp_path: Path,
-    site: int,  # noqa: F811
+    site: int,
 ) -> None:
     carol = _client(db_engine, tmp_path, "carol")
     token = page_token(carol.get("/records/new").text)
@@ -124,7 +123,7 @@ def test_a_curator_creates_edits_bulk_edits_and_exports(
 def test_a_viewer_and_a_forged_form_cannot_write(
     db_engine: sa.Engine,
     tmp_path: Path,
-    site: int,  # noqa: F811
+    site: int,
 ) -> None:
     from app.curator.actions import csrf_token, load_key
 
@@ -219,7 +218,7 @@ FORMULAS = {
 def test_the_csv_export_escapes_formulas_and_the_import_reads_it_back_the_same(
     db_engine: sa.Engine,
     tmp_path: Path,
-    site: int,  # noqa: F811
+    site: int,
 ) -> None:
     from harvest.selection.importer import import_file
 
@@ -247,7 +246,7 @@ def test_the_csv_export_escapes_formulas_and_the_import_reads_it_back_the_same(
 def test_a_conflict_is_refused_in_words_without_the_database_s(
     db_engine: sa.Engine,
     tmp_path: Path,
-    site: int,  # noqa: F811
+    site: int,
 ) -> None:
     carol = _client(db_engine, tmp_path, "carol")
     token = page_token(carol.get("/records/new").text)

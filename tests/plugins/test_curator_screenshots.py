@@ -13,9 +13,9 @@ from warcio.warcwriter import WARCWriter
 
 from app.curator.webapp import create_app
 from crawler.warc.records import screenshot_record
-from tests.plugins.test_curator_webapp import _token_required
 from tests.support.curator_jobs import _insert_job
 from tests.support.scriptsite import png
+from tests.support.signed_in import token_required
 
 PAGE = "http://a.test/"
 
@@ -51,7 +51,7 @@ def shots_job(db_engine: sa.Engine, tmp_path: Path) -> tuple[int, bytes]:
 
 @pytest.fixture
 def client(db_engine: sa.Engine, tmp_path: Path) -> TestClient:
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_token_required)
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=token_required)
     return TestClient(app, headers={"Authorization": "Bearer ok"})
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from fastapi import HTTPException, Request
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
@@ -18,17 +17,13 @@ from app.curator.webapp import create_app
 from harvest import views as queries
 from harvestflow import paged
 from tests.support.curator_jobs import _insert_job
+from tests.support.signed_in import token_required
 
 LOG = [
     "2026-11-22T03:09:30.143Z   200   34 http://a.test/robots.txt P - text/plain #000 x sha1:A - -",
     "2026-11-22T03:09:30.180Z   200 2136 http://a.test/ - - text/html #000 x sha1:B - -",
     "2026-11-22T03:09:31.000Z   404   10 http://a.test/missing L http://a.test/ text/html #1 x - - -",
 ]
-
-
-def _token_required(request: Request) -> None:
-    if request.headers.get("authorization") != "Bearer ok":
-        raise HTTPException(status_code=401, detail="not authenticated")
 
 
 @pytest.fixture
@@ -45,7 +40,7 @@ def job(db_engine: sa.Engine, tmp_path: Path) -> int:
 
 @pytest.fixture
 def client(db_engine: sa.Engine, tmp_path: Path) -> TestClient:
-    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=_token_required)
+    app = create_app(lambda: db_engine, data_dir=tmp_path, auth=token_required)
     return TestClient(app, headers={"Authorization": "Bearer ok"})
 
 
@@ -99,7 +94,7 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     # the writes: an operator's action on a running crawl (tests/plugins/test_curator_actions),
     # the selection records' forms (tests/plugins/test_curator_records), a QA comment and a
     # target's annotation (tests/plugins/test_curator_feedback_browser), a patch harvest of a
-    # job's missing URLs (tests/access/test_qcloop.py), a document's correction and decision
+    # job's missing URLs (tests/access/test_missing_qcloop.py), a document's correction and decision
     # (tests/plugins/test_curator_documents.py), each checked by
     # app.curator.actions.check_write
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})

@@ -14,20 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime import airflow_runtime
-from harvestflow.settings import Settings
-
-from .test_daily_db import DAYS, _files, _seed_db
+from .conftest import DAYS, seed_qa_db, tree_files
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
-
-
-@pytest.fixture(scope="module")
-def airflow_ready(services: Settings) -> Settings:
-    airflow_runtime.prepare(services)
-    return services
 
 
 def _dags_test(*args: str) -> str:
@@ -57,7 +48,7 @@ def _task_lines(out: str) -> list[str]:
 def test_dag_runs_of_three_dates_give_three_reports_and_a_summary(  # type: ignore[no-untyped-def]
     airflow_ready, db_engine, tmp_path: Path
 ) -> None:
-    _seed_db(db_engine, tmp_path)
+    seed_qa_db(db_engine, tmp_path)
     dirs = [airflow_ready.path("qa", d.isoformat()) for d in DAYS]
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
@@ -84,6 +75,6 @@ def test_dag_runs_of_three_dates_give_three_reports_and_a_summary(  # type: igno
     assert "demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in outs[2]
 
     # re-running a day through the trigger form's "day" param rewrites the same files
-    first = _files(dirs[2])
+    first = tree_files(dirs[2])
     _dags_test("-c", json.dumps({"day": DAYS[2].isoformat()}))
-    assert _files(dirs[2]) == first
+    assert tree_files(dirs[2]) == first

@@ -4,8 +4,7 @@ the CLI, and the comparisons (years, selective vs broad, two runs of a definitio
 from __future__ import annotations
 
 import json
-import shutil
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -15,83 +14,9 @@ from harvestflow import settings as settings_mod
 from qa.compare import compare_runs, selective_vs_broad, year_over_year
 from qa.daily import run_daily, summary_lines
 
-from .conftest import DATA
+from .conftest import DAYS, seed_qa_db, tree_files
 
 pytestmark = pytest.mark.services
-
-DAYS = [date(2026, 11, 20), date(2026, 11, 21), date(2026, 11, 22)]
-
-
-def _ts(day: date, hour: int) -> datetime:
-    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
-
-
-def _seed_db(engine: sa.Engine, root: Path) -> None:
-    """Two definitions, four jobs over three days (+ one last year), history, origins, DNS."""
-    with engine.begin() as conn:
-        x = conn.execute
-        tpl = x(sa.text("INSERT INTO templates (name) VALUES ('t') RETURNING template_id")).scalar()
-        sel = x(sa.text("INSERT INTO harvestdefinitions (name, kind) VALUES ('demo-daily',"
-                        " 'partial') RETURNING harvest_id")).scalar()  # fmt: skip
-        broad = x(sa.text("INSERT INTO harvestdefinitions (name, kind) VALUES ('broad-2026',"
-                          " 'full') RETURNING harvest_id")).scalar()  # fmt: skip
-        configs = {}
-        for name in ("example-a.test", "example-b.test", "site.fr", "example.com"):
-            did = x(sa.text("INSERT INTO domains (name) VALUES (:n) RETURNING domain_id"),
-                    {"n": name}).scalar()  # fmt: skip
-            configs[name] = x(
-                sa.text("INSERT INTO configurations (name, domain_id, template_id)"
-                        " VALUES ('default', :d, :t) RETURNING config_id"),
-                {"d": did, "t": tpl},
-            ).scalar()  # fmt: skip
-
-        def job(hid: int, num: int, day: date, golden: str | None, status: int = 3) -> int:
-            job_dir = root / "jobs" / f"{hid}-{num}"
-            if golden:
-                shutil.copytree(DATA / "jobs" / golden, job_dir)
-            else:
-                (job_dir / "logs").mkdir(parents=True)
-            return x(
-                sa.text("INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
-                        " template_name, template, seedlist, startdate, enddate, job_dir)"
-                        " VALUES (:h, :n, 0, :s, 'C', 't', '{}', '', :a, :b, :d)"
-                        " RETURNING job_id"),
-                {"h": hid, "n": num, "s": status, "a": _ts(day, 8), "b": _ts(day, 9),
-                 "d": str(job_dir)},
-            ).scalar()  # fmt: skip
-
-        j1 = job(sel, 1, DAYS[0], "1")
-        j2 = job(broad, 1, DAYS[1], "2")
-        job(broad, 2, DAYS[2], None, status=4)  # crawl log missing
-        j4 = job(sel, 2, DAYS[2], "1")
-        job(sel, 0, date(2025, 11, 20), "1")  # last year's run, for the year comparison
-
-        def hist(job_id: int, hid: int, domain: str, reason: int, objects: int) -> None:
-            x(sa.text("INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id,"
-                      " harvest_id, job_id) VALUES (:r, :o, :o * 100, :c, :h, :j)"),
-              {"r": reason, "o": objects, "c": configs[domain], "h": hid, "j": job_id})  # fmt: skip
-
-        hist(j1, sel, "example-a.test", 0, 6)
-        hist(j1, sel, "example-b.test", 0, 3)
-        hist(j4, sel, "example-a.test", 0, 12)  # grew
-        hist(j4, sel, "example-b.test", 1, 3)  # hit the object limit
-        hist(j2, broad, "site.fr", 0, 3)
-        x(sa.text("INSERT INTO preload_runs (run_id) VALUES ('r1')"))
-        x(
-            sa.text(
-                "INSERT INTO preload_sources (run_id, source_name, kind) VALUES"
-                " ('r1', 'afnic', 'registry'), ('r1', 'bnf-selection', 'curators')"
-            )
-        )
-        x(
-            sa.text(
-                "INSERT INTO domain_origins (domain, origin, run_id) VALUES"
-                " ('site.fr', 'afnic', 'r1'), ('example.com', 'bnf-selection', 'r1')"
-            )
-        )
-        x(sa.text("INSERT INTO dns_checks (run_id, domain, class, checked_at) VALUES"
-                  " ('r1', 'site.fr', 'active', :t), ('r1', 'gone.fr', 'failed', :t)"),
-          {"t": _ts(DAYS[1], 3)})  # fmt: skip
 
 
 @pytest.fixture
@@ -99,14 +24,9 @@ def qa_settings(services, db_engine, tmp_path: Path, monkeypatch):  # type: igno
     monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
     settings_mod.reset()
     settings = settings_mod.get_settings()
-    _seed_db(db_engine, tmp_path)
+    seed_qa_db(db_engine, tmp_path)
     yield settings
     settings_mod.reset()
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file()}  # fmt: skip
 
 
 def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> None:  # type: ignore[no-untyped-def]
@@ -134,10 +54,10 @@ def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> 
     assert "text/html" in stored["texts"]["mime.txt"]
     assert set(stored["charts_png_base64"]) >= {"mime_families.png", "tld.png"}
 
-    first = [_files(d) for d in dirs]
+    first = [tree_files(d) for d in dirs]
     again = run_daily(DAYS[1], qa_settings, engine=db_engine)
     assert again == results[1]
-    assert _files(dirs[1]) == first[1]
+    assert tree_files(dirs[1]) == first[1]
     with db_engine.connect() as conn:
         after = conn.execute(sa.text("SELECT day, count(*) FROM qa_stats GROUP BY day"
                                      " ORDER BY day")).all()  # fmt: skip
@@ -212,9 +132,9 @@ def test_each_report_carries_its_comparisons(qa_settings, db_engine) -> None:  #
             sa.text("SELECT summary FROM qa_reports WHERE day = :d"), {"d": DAYS[2]}
         ).scalar()
     assert "grew: 1 (example-a.test)" in stored["texts"]["comparisons.txt"]
-    before = _files(last)
+    before = tree_files(last)
     run_daily(DAYS[2], qa_settings, engine=db_engine)
-    assert _files(last) == before
+    assert tree_files(last) == before
 
 
 def test_overlapping_runs_of_one_day_are_serialised(qa_settings, db_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]

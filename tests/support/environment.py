@@ -78,6 +78,7 @@ def free_port(*, with_grpc: bool = False) -> int:
 
 
 def session_env(data_dir: Path) -> dict[str, str]:
+    airflow_port = str(free_port())
     return {
         "HARVESTFLOW_DATA_DIR": str(data_dir),
         "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
@@ -92,7 +93,9 @@ def session_env(data_dir: Path) -> dict[str, str]:
         "HARVESTFLOW_S3_REPLICA__MASTER_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3_REPLICA__VOLUME_PORT": str(free_port(with_grpc=True)),
         "HARVESTFLOW_S3_REPLICA__FILER_PORT": str(free_port(with_grpc=True)),
-        "HARVESTFLOW_AIRFLOW__PORT": str(free_port()),
+        "HARVESTFLOW_AIRFLOW__PORT": airflow_port,
+        # the curator pages are on that Airflow (the gateway asks them about logins)
+        "HARVESTFLOW_ACCESS__CURATOR_URL": f"http://127.0.0.1:{airflow_port}/curator/",
         "HARVESTFLOW_SAMPLESITE__PORT": str(free_port()),
         "HARVESTFLOW_ACCESS__URL": f"http://127.0.0.1:{free_port()}/",
         "HARVESTFLOW_ACCESS__RESOLVER_PORT": str(free_port()),

@@ -1,5 +1,5 @@
-"""Shared by the rendered-crawl tests (test_crawl_render, test_render_limits,
-test_render_resume): one way to crawl the script-built site with rendering on, and one way to
+"""Shared by the rendered-crawl tests (test_renderer, test_renderer_limits,
+test_renderer_resume): one way to crawl the script-built site with rendering on, and one way to
 read a job's WARC records back, so the three files do not each carry a copy."""
 
 from __future__ import annotations

@@ -6,11 +6,17 @@ task failed and that the bookkeeping tasks ran, as an engineer sees them in the 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import sqlalchemy as sa
 
 from harvestflow.settings import Settings
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 
 
 @dataclass
@@ -71,3 +77,24 @@ def asset_events(settings: Settings, run: RunStates) -> list[tuple[str, str]]:
     finally:
         engine.dispose()
     return [(r.source_task_id, r.uri) for r in rows]
+
+
+def dags_test(dag_id: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    """`harvestflow airflow dags test DAG_ID` in a child (the session's settings, no Airflow
+    variables of this process), with ``extra_env``."""
+    return dags_test_at(dag_id, None, **extra_env)
+
+
+def dags_test_at(
+    dag_id: str, logical_date: str | None, **extra_env: str
+) -> subprocess.CompletedProcess[str]:
+    """`harvestflow airflow dags test DAG_ID [LOGICAL_DATE]`, as :func:`dags_test`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(extra_env)
+    return subprocess.run(
+        [HARVESTFLOW, "airflow", "dags", "test", dag_id, *([logical_date] if logical_date else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )

@@ -68,3 +68,9 @@ def serving(app: FastAPI, timeout: float = 120) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def token_required(request: Request) -> None:
+    """An auth dependency taking only ``Authorization: Bearer ok`` (a signed-in client's)."""
+    if request.headers.get("authorization") != "Bearer ok":
+        raise HTTPException(status_code=401, detail="not authenticated")

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import logging
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,56 +21,16 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.launch import crawl_in_subprocess
 from harvest.continuous.launcher import launch_hour
 from harvest.continuous.noise import add_rule
-from harvest.continuous.policy import HOUR, RevisitPolicy
+from harvest.continuous.policy import HOUR
 from harvest.continuous.report import crawl_stats, host_report
 from harvest.continuous.run import CrawlFn, run_batch
 from harvest.continuous.runread import data_warcs
 from harvest.continuous.store import load_states
 from harvestflow.contracts.summary import JobSummary
-from indexing.nrt import LiveWatcher, pywb_config
-from tests.support.environment import free_port, oracle
+from indexing.nrt import LiveWatcher
+from tests.support.continuous_site import FAST, H0, POLICY, add_record, start_pywb
+from tests.support.replay import get
 from tests.support.rhythm_site import PAGES, RhythmSite
-
-FAST = {
-    "delay_factor": 0.0,
-    "min_delay_ms": 0,
-    "max_delay_ms": 0,
-    "connections_per_host": 4,
-    "retries": 1,
-    "download_timeout_s": 10,
-    "warc_max_size": 1500,  # files close during the run: each is made live as it closes
-}
-POLICY = RevisitPolicy(
-    initial_wait_s={"html": HOUR, "image": 2 * HOUR, "document": 2 * HOUR, "av": 4 * HOUR},
-    depth_factor=1.0,
-    min_wait_s=25 * 60.0,
-    max_wait_s=48 * HOUR,
-    fixed_wait_s=6 * HOUR,
-)
-H0 = dt.datetime(2026, 11, 22, 6, 0, tzinfo=dt.UTC)
-
-
-def add_record(engine: sa.Engine, seed: str, start: str = "2026-11-01 06:00:00") -> None:
-    schedules = [{"frequency": "DAILY", "startDate": start, "endDate": None}]
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO selection_records (collection, seed_url, budget, frequency, depth,"
-                " scope, schedules, theme) VALUES ('news', :s, 'small', 'daily', 'host', 'root',"
-                " CAST(:sch AS jsonb), 'news')"
-            ),
-            {"s": seed, "sch": json.dumps(schedules)},
-        )
-
-
-def get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=20) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-    except OSError:
-        return 0, b""
 
 
 def test_launcher_injects_each_due_seed_once_per_hour(db_engine: sa.Engine) -> None:
@@ -93,19 +50,6 @@ def test_launcher_injects_each_due_seed_once_per_hour(db_engine: sa.Engine) -> N
         rows = conn.execute(sa.text("SELECT seed_url, fetched_since_launch FROM continuous_seeds"))
         counts = {r.seed_url: r.fetched_since_launch for r in rows}
     assert counts == {"http://a.test/": 0, "http://b.test/": 99}
-
-
-def start_pywb(live: Path) -> subprocess.Popen[bytes]:
-    pywb_config(live)
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(oracle("wayback")), "-p", str(port), "-b", "127.0.0.1"],
-        cwd=live,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    proc.port = port  # type: ignore[attr-defined]
-    return proc
 
 
 def crawl_leaving_the_index_to_the_watcher(live: Path, seen: list[bool]) -> CrawlFn:

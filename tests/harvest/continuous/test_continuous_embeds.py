@@ -20,15 +20,9 @@ from harvest.continuous.launcher import launch_hour
 from harvest.continuous.run import run_batch
 from harvest.continuous.store import load_states
 from indexing.nrt import LiveWatcher
-from tests.harvest.continuous.test_continuous_crawl import (
-    FAST,
-    H0,
-    POLICY,
-    add_record,
-    get,
-    start_pywb,
-)
+from tests.support.continuous_site import FAST, H0, POLICY, add_record, start_pywb
 from tests.support.rawsite import Raw, serve
+from tests.support.replay import get
 
 CSS = b"body { background: url(bg.png) }"
 EMBEDS = {

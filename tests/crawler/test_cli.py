@@ -33,7 +33,7 @@ def test_adhoc_crawl_with_a_config_template_and_overrides(fresh_site, tmp_path) 
         "--ignore-robots",
         "--no-politeness",
         # plain extraction's hop chains are checked here: host_only renders its seeds, and a
-        # browser's requests are all embeds of the page (tests/crawler/test_crawl_render.py)
+        # browser's requests are all embeds of the page (tests/crawler/test_renderer.py)
         "--render",
         "none",
         "--job-id",

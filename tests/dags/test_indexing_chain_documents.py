@@ -13,15 +13,12 @@ import sqlalchemy as sa
 
 from harvestflow.settings import Settings
 from indexing.documents import store
-from tests.dags import test_failing_runs
 from tests.support.chainkit import wipe_chain_dirs
 from tests.support.docfixtures import register_watched_site
 from tests.support.publications_site import HOST, serve
-from tests.support.runstates import last_run
+from tests.support.runstates import dags_test, dags_test_at, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-
-airflow_ready = test_failing_runs.airflow_ready  # the fixture: Airflow's metadata DB prepared
 
 
 def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
@@ -45,7 +42,7 @@ def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
                         " WHERE harvest_id = :h"),
                 {"h": harvest_id, "r": json.dumps({HOST: "127.0.0.1"})},
             )  # fmt: skip
-        harvest = test_failing_runs.dags_test_at("selective_harvest_monthly", "2026-11-06")
+        harvest = dags_test_at("selective_harvest_monthly", "2026-11-06")
         assert harvest.returncode == 0, harvest.stdout[-3000:] + harvest.stderr[-3000:]
     crawled = last_run(airflow_ready, "selective_harvest_monthly")
     assert crawled.state == "success"
@@ -55,7 +52,7 @@ def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
             sa.text("SELECT status FROM jobs WHERE harvest_id = :h"), {"h": harvest_id}
         ).scalar_one()
     assert status == 3  # done: the chain takes the job's WARCs in
-    proc = test_failing_runs.dags_test(
+    proc = dags_test(
         "indexing_chain",
         HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0",
         HARVESTFLOW_ACCESS__URL="http://127.0.0.1:9/",  # no replay service answers there

@@ -218,7 +218,7 @@ def test_a_bomb_read_back_from_the_warc_for_the_browser_is_inflated_within_bound
             )
             fh.write(cdx11_line(entry, name) + "\n")
     result, growth_kb = call_measured(
-        "tests.crawler.test_crawl_bombs:read_back", str(tmp_path / "warcs"), str(cdx)
+        "tests.crawler.test_inflate_bombs:read_back", str(tmp_path / "warcs"), str(cdx)
     )
     print(f"read-back peak RSS growth: {growth_kb // 1024} MB (bound {GROWTH_BOUND_MB} MB)")
     *bodies, (cut,) = result
@@ -260,7 +260,7 @@ def test_a_bomb_fetched_unrecorded_for_the_browser_is_inflated_within_bounds() -
                 headers=[(b"Content-Encoding", coding)],
             )
             result, growth_kb = call_measured(
-                "tests.crawler.test_crawl_bombs:fetch_through", srv.url(path)
+                "tests.crawler.test_inflate_bombs:fetch_through", srv.url(path)
             )
             print(f"{path}: peak RSS growth {growth_kb // 1024} MB")
             assert result == [200, 32 << 20, BOMB_JS.decode() + "\x00" * 3, []], path

@@ -11,28 +11,24 @@ next hour; deactivated and reactivated from its page, it is left out and comes b
 
 from __future__ import annotations
 
-import json
-import signal
 import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 import sqlalchemy as sa
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.harvest.test_selection import Handler
 from tests.support.browser import chromium
-from tests.support.platform_cli import isolated_env, start_up
+from tests.support.platform_cli import isolated_env
+from tests.support.platform_up import Platform, harvestflow_up, page_gone, sign_in
+from tests.support.selection_site import Handler
 from tests.support.signed_in import page_token
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -48,36 +44,6 @@ GET = """
 const [url, done] = arguments;
 fetch(url).then(async r => done([r.status, await r.text()]));
 """
-
-
-@dataclass
-class Platform:
-    base: str
-    env: dict[str, str]
-    passwords: dict[str, str]
-    site: int
-
-
-@contextmanager
-def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
-    """`harvestflow up` on ``env`` (an isolated data dir): its Airflow base URL and the simple
-    auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
-    from harvestflow.settings import load
-
-    proc, out = start_up(env)
-    try:
-        base = out.wait_for(r"Airflow UI: (http://\S+)\s+login: ", 600).group(1).rstrip("/")
-        # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
-        home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
-        secrets = home / "simple_auth_manager_passwords.json.generated"
-        yield base, json.loads(secrets.read_text())
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(180)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -96,34 +62,6 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
         server.server_close()
 
 
-def _sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
-    """Airflow's login for ``user``: the JWT its auth manager issues at ``/auth/token``, as the
-    ``_token`` cookie the UI's login page sets (that page itself: test_curator_browser.py)."""
-    answer = httpx.post(
-        f"{platform.base}/auth/token",
-        json={"username": user, "password": platform.passwords[user]},
-        timeout=60,
-    )
-    assert answer.status_code == 201, answer.text
-    driver.get(f"{platform.base}/api/v2/version")  # a page of the origin, to set its cookie
-    driver.add_cookie({"name": "_token", "value": answer.json()["access_token"], "path": "/"})
-
-
-def _gone(element: WebElement) -> bool:
-    """Whether the page that held ``element`` was replaced. Chromium says so in two ways: a
-    stale element, or, when asked while the new page is being built, "Node with given id does
-    not belong to the document"."""
-    try:
-        element.is_enabled()
-    except StaleElementReferenceException:
-        return True
-    except WebDriverException as exc:
-        if "does not belong to the document" in str(exc):
-            return True
-        raise
-    return False
-
-
 def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: str) -> str:
     """Fill the form's fields, press its button, wait for the answer; the answer's text."""
     form = driver.find_element(By.ID, form_id)
@@ -136,7 +74,7 @@ def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: s
         box.clear()
         box.send_keys(value)
     form.find_element(By.CSS_SELECTOR, button).click()
-    WebDriverWait(driver, 90).until(lambda d: _gone(form))
+    WebDriverWait(driver, 90).until(lambda d: page_gone(form))
     WebDriverWait(driver, 90, ignored_exceptions=STALE).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
@@ -171,7 +109,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
     cur, site = platform.base + "/curator", platform.site
     with chromium() as driver:
         driver.set_script_timeout(90)
-        _sign_in(driver, platform, "carol")
+        sign_in(driver, platform, "carol")
         driver.get(cur + "/records/new")
         text = _submit(driver, "record-form", **_record(site, "/gone", "Gone"))
         assert f"refused: http://127.0.0.1:{site}/gone: the server answered 404" in text
@@ -216,7 +154,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
 
     with chromium() as driver:
         driver.set_script_timeout(90)
-        _sign_in(driver, platform, "victor")
+        sign_in(driver, platform, "victor")
         driver.get(f"{cur}/records/{ids[2]}")
         main = driver.find_element(By.TAG_NAME, "main").text
         assert "Section A" in main and "needs the curator role" in main
@@ -321,7 +259,7 @@ def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
     next_hour = made.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     with chromium() as driver:
         driver.set_script_timeout(90)
-        _sign_in(driver, platform, "carol")
+        sign_in(driver, platform, "carol")
         driver.get(cur + "/definitions")
         driver.find_element(By.ID, "new-definition").click()
         Select(driver.find_element(By.NAME, "unit")).select_by_value("hour")

@@ -21,10 +21,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.crawler.test_crawl_control import PAUSE_S, SlowSite
-from tests.plugins.test_selection_browser import Platform, _gone, _sign_in, harvestflow_up
 from tests.support.browser import chromium
+from tests.support.control_site import PAUSE_S, SlowSite
 from tests.support.platform_cli import _wait_run, isolated_env
+from tests.support.platform_up import Platform, harvestflow_up, page_gone, sign_in
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -54,7 +54,7 @@ def _press(driver: WebDriver, css: str) -> None:
     """Press a form's button and wait for the page the POST redirects to."""
     button = driver.find_element(By.CSS_SELECTOR, css)
     button.click()
-    WebDriverWait(driver, 120).until(lambda d: _gone(button))
+    WebDriverWait(driver, 120).until(lambda d: page_gone(button))
 
 
 def test_an_engineer_pauses_resumes_filters_and_stops_a_running_harvest(
@@ -117,7 +117,7 @@ def test_an_engineer_pauses_resumes_filters_and_stops_a_running_harvest(
     crawl_log = Path(job().job_dir) / "logs" / "crawl.log"
     page = f"{platform.base}/curator/jobs/{job_id}"
     with chromium() as driver:
-        _sign_in(driver, platform, "admin")
+        sign_in(driver, platform, "admin")
         driver.get(page)
 
         _press(driver, "button[name=go][value=pause]")

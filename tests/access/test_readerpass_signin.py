@@ -37,7 +37,6 @@ from access.service import ReplayService
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from harvestflow import settings as settings_mod
-from tests.access.test_config import airflow_api  # noqa: F401 (the fixture)
 from tests.support.browser import airflow_login, chromium
 from tests.support.corpus import Page, chain_job
 from tests.support.replay import replay_env
@@ -63,7 +62,7 @@ def restricted(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_signed_in_user_follows_the_refusal_pages_sign_in_link_to_the_archived_page(
     db_engine: sa.Engine,
     access_settings: settings_mod.Settings,
-    airflow_api: tuple[str, str],  # noqa: F811
+    airflow_api: tuple[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     base, password = airflow_api

@@ -265,7 +265,7 @@ def test_robots_txt_is_obeyed_and_logged(crawl, site):
 
 
 def test_javascript_and_mailto_links_are_not_urls_to_log(crawl, site):
-    # (out-of-scope links, -5000, are proven in test_crawl_cli.py: in this job's domain scope
+    # (out-of-scope links, -5000, are proven in test_cli.py: in this job's domain scope
     # every linked host is in scope, and trap.example-c is never linked)
     assert not any("mailto:" in f[3] or "javascript:" in f[3] for f in crawl.log_fields())
 

@@ -24,46 +24,20 @@ from harvest.continuous.noise import NoiseFilter
 from harvest.continuous.runread import read_run
 from harvestflow.formats.crawllog import CrawlLogLine
 from qa.crawlline import parse_line_slow
-from tests.formats.test_crawllog import HOSTILE as FORMAT_HOSTILE
-from tests.formats.test_crawllog import SAMPLES
-
-GOOD = (
-    "2026-11-22T10:15:02.123Z   200       1234 http://a.test/x L http://a.test/ text/html"
-    " #001 20261122101502100+20 sha1:GOODGOOD http://a.test/ -"
+from tests.support.crawllog_samples import (
+    EXTRA_INFO,
+    FORGED,
+    FORGED_DIGEST,
+    GOOD,
+    HOSTILE_CHARS,
+    HOSTILE_LINES,
+    SAMPLES,
 )
-FORGED = (
-    "2026-11-22T10:15:02.123Z   200       1234 http://a.test/y L http://a.test/ text/html x y"
-    " #001 20261122101502100+20 sha1:FORGED http://evil.test/ duplicate:digest"
-)
-FORGED_DIGEST = (
-    "2026-11-22T10:15:02.123Z   200       1234 http://a.test/z L http://a.test/ text/html #001 x"
-    " sha1:FORGED http://evil.test/ duplicate:digest"
-    " #001 20261122101502100+20 sha1:REALREAL http://a.test/ -"
-)
-EXTRA_INFO = GOOD + ' {"contentSize":1234,"warcFilename":"x.warc.gz"}'
-HOSTILE = [
-    "\t",
-    "\r",
-    "\n",
-    "\x00",
-    " ",
-    "\x0b",
-    "\x0c",
-    "\x1c",
-    "\x85",
-    "\u00a0",
-    "\u2028",
-    "\u2029",
-    "\u3000",
-    "\u200b",
-    "\ufeff",
-    "\x7f",
-]
 
 
 def test_a_hostile_entry_gives_a_twelve_field_line() -> None:
     when = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
-    for char in HOSTILE:
+    for char in HOSTILE_CHARS:
         value = f"v{char}a b\tc" + "z" * 10_000
         line = format_line(
             LogEntry(
@@ -137,7 +111,7 @@ def _search_corpus(tmp: Path) -> tuple[Path, list[str]]:
     """Heritrix's own lines, every hostile line of the format tests, and this file's forged
     ones, interleaved, with a few lines of odd spacing and Heritrix's negative codes."""
     lines = list(SAMPLES.read_text(encoding="utf-8").splitlines())
-    lines += [line for _, line in FORMAT_HOSTILE]
+    lines += [line for _, line in HOSTILE_LINES]
     lines += [GOOD, FORGED, FORGED_DIGEST, EXTRA_INFO]
     lines += [
         "2026-11-22T10:15:02.123Z\t-6\t-  dns:a.test P http://a.test/ unknown #003 - - - -",

@@ -65,7 +65,7 @@ def test_components_take_the_context_off_the_crawler(tmp_path: Path) -> None:
         assert context_of(crawler) is ctx and copy.deepcopy(crawler.settings) is not None
         spider = ArchiveSpider.from_crawler(crawler)
         assert spider.ctx is ctx and spider.extract_js is False
-        assert ctx.spider_callbacks == (spider.parse, spider.on_error)
+        assert ctx.requests.callbacks == (spider.parse, spider.on_error)
         mw = BoundedDecompressionMiddleware.from_crawler(crawler)
         assert (mw.limit, mw.budget.total) == (5000, 9000)
         # counters go to crawler.stats

@@ -1,0 +1,121 @@
+"""The test tree's own rules: a test file's helpers and fixtures live in tests/support/ or a
+conftest.py, never in another test file (importing one runs its tests' module twice and ties
+two files together by names that look private); a test file is named after the module it tests.
+
+``python -m tests.platform.test_test_tree`` lists the test files named after no module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from harvestflow.settings import PROJECT_ROOT
+
+TESTS = PROJECT_ROOT / "tests"
+
+
+def _imported_test_modules(path: Path) -> list[str]:
+    """The ``test_*`` modules ``path`` imports (absolute or relative, ``from x import test_y``
+    included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ("." * node.level) + (node.module or "")
+            modules = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            if module.rsplit(".", 1)[-1].startswith("test_") and (
+                module.startswith("tests.") or module.startswith(".")
+            ):
+                found.append(f"{node.lineno}: {module}")
+    return found
+
+
+def test_no_test_file_imports_from_another_test_file() -> None:
+    offenders = [
+        f"{path.relative_to(PROJECT_ROOT)}:{line}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for line in _imported_test_modules(path)
+    ]
+    assert offenders == [], "move shared helpers to tests/support/ or a conftest.py"
+
+
+# tests/<folder>/ → the source folders whose modules its test files are named after
+SOURCES = {
+    "access": ("access",),
+    "bench": ("bench",),
+    "contracts": ("harvestflow/contracts",),
+    "crawler": ("crawler",),
+    "dags": ("dags",),
+    "formats": ("harvestflow/formats",),
+    "harvest": ("harvest",),
+    "indexing": ("indexing",),
+    "monitoring": ("harvestflow/monitoring",),
+    "plugins": ("app/curator", "plugins"),
+    "preservation": ("preservation",),
+    "qa": ("qa",),
+    "samplesite": ("app/demo/samplesite",),
+    "search": ("search",),
+}
+# named after no one module, on purpose
+EXEMPT_FOLDERS = {
+    "platform": "rules over the whole tree, and the platform's own processes (services, up, "
+    "workers, the wheel)",
+    "faults": "faults injected into a whole running platform: end to end across the stages",
+}
+EXEMPT_FILES = {
+    "tests/dags/test_dag_integrity.py": "the conventions of every DAG file",
+    "tests/dags/test_failing_runs.py": "run states across the indexing and preservation DAGs",
+    "tests/dags/test_run_state_rules.py": "the run-state rule of every DAG",
+    "tests/dags/test_harvest_workflows.py": "the one-off and broad-crawl DAGs end to end",
+}
+# a package's commands live in app/cli/<package>.py: tests/<package>/test_cli*.py
+ALSO = ("cli",)
+
+
+def _module_names(folders: tuple[str, ...]) -> set[str]:
+    names = set(ALSO)
+    for folder in folders:
+        root = PROJECT_ROOT / folder
+        names.add(root.name)
+        for path in root.rglob("*"):
+            if path.suffix in (".py", ".c") and path.stem != "__init__":
+                names.add(path.stem)
+            elif path.is_dir() and (path / "__init__.py").exists():
+                names.add(path.name)
+    return names
+
+
+def unnamed_test_files() -> list[str]:
+    """Test files whose name is ``test_<module>`` or ``test_<module>_<aspect>`` for no module
+    (or subpackage) of their folder's package, outside the exemptions."""
+    unnamed = []
+    names = {folder: _module_names(sources) for folder, sources in SOURCES.items()}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        rel = path.relative_to(PROJECT_ROOT).as_posix()
+        folder = path.relative_to(TESTS).parts[0]
+        if folder in EXEMPT_FOLDERS or rel in EXEMPT_FILES:
+            continue
+        stem = path.stem.removeprefix("test_")
+        known = names.get(folder, set())
+        if stem not in known and not any(stem.startswith(m + "_") for m in known):
+            unnamed.append(rel)
+    return unnamed
+
+
+def test_test_files_are_named_after_a_module_of_their_package() -> None:
+    """``tests/<package>/test_<module>.py`` (``test_<module>_<aspect>.py`` when a module's
+    tests take several files): a reader finds a module's tests by its name."""
+    unnamed = unnamed_test_files()
+    assert unnamed == [], "rename after the module they test:\n" + "\n".join(unnamed)
+
+
+def test_the_exempt_test_files_exist() -> None:
+    assert [f for f in EXEMPT_FILES if not (PROJECT_ROOT / f).exists()] == []
+
+
+if __name__ == "__main__":
+    print("\n".join(unnamed_test_files()))
