@@ -172,9 +172,11 @@ def services() -> Iterator[settings_mod.Settings]:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def airflow_ready(services: settings_mod.Settings) -> settings_mod.Settings:
-    """The session's services with Airflow's metadata database prepared (for ``dags test``)."""
+    """The session's services with Airflow's metadata database prepared (for ``dags test``):
+    once per session (migrating, the pools and the logins are idempotent and take seconds of
+    Airflow's CLI each)."""
     from app.runtime import airflow_runtime
 
     airflow_runtime.prepare(services)

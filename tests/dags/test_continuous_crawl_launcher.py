@@ -12,19 +12,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.runtime import airflow_runtime
-from harvestflow.settings import Settings
 from tests.support.runstates import asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
-
-
-@pytest.fixture(scope="module")
-def airflow_ready(services: Settings) -> Settings:
-    airflow_runtime.prepare(services)
-    return services
 
 
 def dags_test(dag_id: str, logical_date: str) -> subprocess.CompletedProcess[str]:

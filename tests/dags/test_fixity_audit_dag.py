@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
@@ -41,13 +40,13 @@ def dags_test(dag_id: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
-    services: Settings,
+    airflow_ready: Settings,
     db_engine: sa.Engine,
     fresh_bucket: str,
     s3_client: Any,
     make_job,  # noqa: F811
 ) -> None:  # type: ignore[no-untyped-def]
-    airflow_runtime.prepare(services)
+    services = airflow_ready
     settings = settings_mod.get_settings()  # with the fresh bucket, as the DAG's task sees it
     job = make_job((200_000, 300_000), metadata_size=50_000, harvest_name="fixity-dag")
     assert ingest_job(job.job_id, settings)["status"] == "preserved"

@@ -15,7 +15,6 @@ import sqlalchemy as sa
 
 from app.demo import samplesite
 from app.demo.definition import create_demo_definition
-from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 from tests.support.runstates import RunStates, asset_events, last_run
 
@@ -32,12 +31,6 @@ OTHER_CHANNEL_IDLE = {
     "harvest_job_on_crawl_low.crawl": "skipped",
     "harvest_job_on_crawl_low.record": "skipped",
 }
-
-
-@pytest.fixture(scope="module")
-def airflow_ready(services: Settings) -> Settings:
-    airflow_runtime.prepare(services)
-    return services
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
 from search.backends import get_backend
 from search.query import parse_query
@@ -25,9 +24,9 @@ HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 
 
 def test_indexing_chain_run_makes_the_new_captures_searchable(
-    services: settings_mod.Settings, db_engine: sa.Engine
+    airflow_ready: settings_mod.Settings, db_engine: sa.Engine
 ) -> None:
-    airflow_runtime.prepare(services)
+    services = airflow_ready
     wipe_chain_dirs(services.data_dir)
     items = pages()
     (name,) = chain_job(db_engine, services.data_dir, "dag", [items], run=False)

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.runtime import airflow_runtime
 from app.runtime.monitor_service import stage_probes
 from harvestflow import settings as settings_mod
 from harvestflow.monitoring.config import MonitorConfig
@@ -213,12 +212,11 @@ def test_a_file_bad_in_every_copy_raises_fixity_failure(
 
 
 def test_a_failed_dag_run_raises_its_alert_and_airflow_sends_its_own_metrics(
-    services: settings_mod.Settings, webhook: Webhook
+    services: settings_mod.Settings, webhook: Webhook, airflow_ready: settings_mod.Settings
 ) -> None:
     """``airflow dags test`` of a run that fails (a setting its first task refuses): the DAG's
     on_failure_callback posts ``failed_run`` naming the DAG, and Airflow's own StatsD metrics
     (``[metrics] statsd_on``, set by harvestflow) reach /metrics with their tags as labels."""
-    airflow_runtime.prepare(services)
     svc = service()
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from app.runtime import airflow_runtime
 from harvestflow.settings import Settings
 
 pytestmark = [pytest.mark.airflow]
@@ -105,8 +104,7 @@ else:
 
 
 @pytest.fixture(scope="module")
-def probes(services: Settings, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    airflow_runtime.prepare(services)
+def probes(airflow_ready: Settings, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("probe-dags")
     for dag_id, text in PROBES.items():
         (folder / f"{dag_id}.py").write_text(text)
