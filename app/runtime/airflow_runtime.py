@@ -224,6 +224,7 @@ def pools(settings: Settings) -> dict[str, int]:
     return {
         af["high_priority_pool"]: int(af["high_priority_slots"]),
         af["low_priority_pool"]: int(af["low_priority_slots"]),
+        **dict([settings.continuous_pool]),
     }
 
 
