@@ -17,6 +17,11 @@ to the figures here). ``--workers`` crawl slots are ``--processes`` Celery worke
 a thread pool each (100 crawler processes do not fit on 2 cores; the database and the broker see
 the same number of concurrent clients either way).
 
+``--leases broker`` keeps the host leases in the broker's Redis (``crawler.broker_leases``, as
+crawlers do with the celery executor) instead of PostgreSQL; ``--results FILE`` writes the
+figures as JSON (bench/results/scale/simulate-<store>.json feeds the tables of bench/README.md
+and docs/scaling.md), with the lease store's own CPU (redis-server, or every PostgreSQL backend).
+
 Printed: jobs generated and the generation time; the makespan against the ideal one (every slot
 busy all the time: total stand-in time / workers), i.e. how much the platform's own steps and
 waits cost; host-lease round trips per second and their p50/p95 latency; the broker's
@@ -205,6 +210,27 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
     _write_row(row)
 
 
+def _tree_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) of a server process and its children (PostgreSQL's backends)."""
+    import psutil
+
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass  # a backend that ended between the listing and the reading
+    return total
+
+
 def _commit() -> str:
     proc = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short=9", "HEAD"],
@@ -335,6 +361,9 @@ def main() -> int:
                 time.sleep(0.5)
 
         threading.Thread(target=sample_connections, daemon=True).start()
+        # the lease store's own CPU: redis-server's, or PostgreSQL's (every backend: all of the
+        # tasks' statements, not only the leases')
+        cpu_before = {"redis": _tree_cpu(broker.pid()), "postgres": _tree_cpu(pg.pid())}
         begin = time.time()
         for priority, ids in routes.items():
             for job_id in ids:
@@ -360,6 +389,9 @@ def main() -> int:
                 last = time.monotonic()
             time.sleep(0.5)
         sampling.set()
+        cpu = {
+            k: _tree_cpu(p.pid()) - cpu_before[k] for k, p in (("redis", broker), ("postgres", pg))
+        }
         errors = [r for r in rows if r["status"] != "DONE"]
         rows = [r for r in rows if r["status"] == "DONE"]
         print(
@@ -397,6 +429,10 @@ def main() -> int:
             f" {sum(r['lease_waits'] for r in rows)} waits for a held host"
         )
         print(
+            f"server CPU during the run: redis-server {cpu['redis']:.1f} s, PostgreSQL"
+            f" {cpu['postgres']:.1f} s (all statements), for {lease_ops:,} lease round trips"
+        )
+        print(
             f"broker: enqueue -> start p50 {1000 * statistics.median(dispatch):.0f} ms,"
             f" p95 {1000 * _pct(dispatch, 0.95):.0f} ms (first {len(first)} tasks)"
         )
@@ -431,6 +467,10 @@ def main() -> int:
                     "lease_p50_ms": round(statistics.median(lease_ms), 2),
                     "lease_p95_ms": round(_pct(lease_ms, 0.95), 2),
                     "dispatch_p50_ms": round(1000 * statistics.median(dispatch), 1),
+                    "redis_cpu_s": round(cpu["redis"], 2),
+                    "postgres_cpu_s": round(cpu["postgres"], 2),
+                    "postgres_max_connections": settings["postgres"].get("max_connections", 200),
+                    "errors_sample": [e["status"] for e in errors[:3]],
                     "passed": not failed,
                 },
             )
