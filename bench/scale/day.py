@@ -297,7 +297,7 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             figures["after_crawl_wall_s"] = round(time.monotonic() - crawl_end, 1)
             figures["platform"] = meter.finish()
             print("reconciling", flush=True)
-            snapshot = reconcile.collect(env, data_dir)
+            snapshot = reconcile.collect(env, data_dir, seed=args.seed)
             (data_dir / "reconcile-snapshot.json").write_text(json.dumps(snapshot, default=str))
             figures["reconciliation"] = reconcile.check(snapshot)
             figures["robots_violations"] = web.stats().get("robots_violations", 0)

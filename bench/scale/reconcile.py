@@ -16,7 +16,9 @@ message starts with the stage's name):
   there with the same size;
 - fulltext: the documents = the distinct payloads of the 200 HTML and text captures, and each
   file's extraction done;
-- qa: the day's QA totals (lines, URLs fetched) = the crawl.logs'.
+- qa: the day's QA totals (lines, URLs fetched) = the crawl.logs';
+- access: one capture in 1,000 (seeded, at least one) replayed by the access service in
+  ``id_`` mode with the CDX's status and payload digest.
 """
 
 from __future__ import annotations
@@ -114,7 +116,45 @@ def cdx_captures(cdx: Path) -> Counter[str]:
     return found
 
 
-def collect(env: dict[str, str], data_dir: Path) -> dict[str, Any]:
+def replay_sample(
+    access_url: str, cdx_files: list[Path], seed: int, rate: int = 1000
+) -> list[dict[str, Any]]:
+    """One capture in ``rate`` (at least one; seeded) asked to the access service in ``id_`` mode
+    (the archived payload as recorded): its status and the SHA-1 of the bytes answered, beside
+    what the CDX says."""
+    import base64
+    import hashlib
+    import random
+
+    import httpx
+
+    lines = []
+    for cdx in cdx_files:
+        for line in cdx.read_text(encoding="utf-8").splitlines():
+            f = line.split(" ")
+            if len(f) >= 6 and not line.startswith(" CDX") and f[4].isdigit():
+                lines.append(f)
+    if not lines:
+        return []
+    picked = random.Random(seed).sample(lines, max(1, len(lines) // rate))
+    out = []
+    with httpx.Client(timeout=30, follow_redirects=False) as client:
+        for f in picked:
+            # the access gateway serves replay on a site of its own (localhost, not Airflow's
+            # 127.0.0.1): asked on 127.0.0.1 it redirects there
+            base = access_url.rstrip("/").replace("//127.0.0.1:", "//localhost:")
+            url = f"{base}/all/{f[1]}id_/{f[2]}"
+            with client.stream("GET", url) as resp:
+                body = b"".join(resp.iter_raw())
+            digest = base64.b32encode(
+                hashlib.sha1(body).digest()
+            ).decode()  # the WARC digest is SHA-1
+            out.append({"url": f[2], "timestamp": f[1], "status": int(f[4]), "digest": _digest(f[5]),
+                        "replayed_status": resp.status_code, "replayed_digest": digest})  # fmt: skip
+    return out
+
+
+def collect(env: dict[str, str], data_dir: Path, seed: int = 1) -> dict[str, Any]:
     """What the platform says it holds, read once at the end of the day (harvest DB rows, the
     S3 bucket's listing) with where the files are; JSON-able, so the checks can run again on a
     copy after the platform stopped."""
@@ -176,7 +216,12 @@ def collect(env: dict[str, str], data_dir: Path) -> dict[str, Any]:
         for obj in page.get("Contents", []):
             objects[obj["Key"]] = int(obj["Size"])
     logs = sorted(str(p) for p in (data_dir / "jobs").rglob("crawl.log") if p.is_file())
+    cdx_files = [Path(f"{f['cdx_path']}.cdx") for f in files if f["cdx_path"]]
+    replay = replay_sample(
+        env["HARVESTFLOW_ACCESS__URL"], [c for c in cdx_files if c.is_file()], seed
+    )
     return {
+        "replay": replay,
         "files": files,
         "preserved": preserved,
         "s3_objects": objects,
@@ -244,7 +289,16 @@ def check(snapshot: dict[str, Any]) -> dict[str, Any]:
             f"qa: the day's totals are {qa_lines} lines, {qa_urls} URLs fetched; the crawl.logs"
             f" have {log_lines} lines, {sum(fetched.values())} URLs fetched"
         )
+    if not snapshot.get("replay"):
+        raise ReconcileError("access: no capture replayed (the sample is empty)")
+    for r in snapshot["replay"]:
+        if (r["replayed_status"], r["replayed_digest"]) != (r["status"], r["digest"]):
+            raise ReconcileError(
+                f"access: {r['url']} at {r['timestamp']} replays {r['replayed_status']}"
+                f" {r['replayed_digest']}, the CDX says {r['status']} {r['digest']}"
+            )
     return {
+        "replayed": len(snapshot["replay"]),
         "fulltext_docs": len(docs),
         "crawl_log_lines": log_lines,
         "urls_fetched": sum(fetched.values()),
