@@ -79,6 +79,11 @@ def warc_records(warc: Path) -> Counter[str]:
     return found
 
 
+def cdx_file(manifest_row: dict[str, Any]) -> Path:
+    """A WARC's CDX11 file: the manifest's ``cdx_path`` is the stem of its .cdx and .cdxj."""
+    return Path(f"{manifest_row['cdx_path']}.cdx")
+
+
 def _digest(value: str) -> str:
     return value.removeprefix("sha1:").upper()
 
@@ -216,7 +221,7 @@ def collect(env: dict[str, str], data_dir: Path, seed: int = 1) -> dict[str, Any
         for obj in page.get("Contents", []):
             objects[obj["Key"]] = int(obj["Size"])
     logs = sorted(str(p) for p in (data_dir / "jobs").rglob("crawl.log") if p.is_file())
-    cdx_files = [Path(f"{f['cdx_path']}.cdx") for f in files if f["cdx_path"]]
+    cdx_files = [cdx_file(f) for f in files if f["cdx_path"]]
     replay = replay_sample(
         env["HARVESTFLOW_ACCESS__URL"], [c for c in cdx_files if c.is_file()], seed
     )
@@ -255,7 +260,7 @@ def check(snapshot: dict[str, Any]) -> dict[str, Any]:
             )
         records = warc_records(where)
         recorded += records
-        cdx = Path(f"{f['cdx_path']}.cdx")  # the manifest's cdx_path: <stem> of .cdx and .cdxj
+        cdx = cdx_file(f)
         if not f["cdx_path"] or not cdx.is_file():
             raise ReconcileError(f"indexing: {name} has no CDX file ({cdx})")
         _diff("indexing", name, records, cdx_captures(cdx), "records/CDX lines")
@@ -274,7 +279,7 @@ def check(snapshot: dict[str, Any]) -> dict[str, Any]:
         if snapshot["fulltext_files"].get(f["file_name"]) != "done":
             state = snapshot["fulltext_files"].get(f["file_name"], "never started")
             raise ReconcileError(f"fulltext: {f['file_name']}: extraction {state}")
-        texts |= cdx_text_digests(Path(f"{f['cdx_path']}.cdx"))
+        texts |= cdx_text_digests(cdx_file(f))
     docs = {_digest(d) for d in snapshot["fulltext_docs"]}
     if docs != texts:
         raise ReconcileError(
