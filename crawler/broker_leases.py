@@ -26,8 +26,6 @@ from typing import Any
 
 import redis
 
-from crawler.leases import POLL_S, WAITER_GRACE_S
-
 log = logging.getLogger(__name__)
 
 PREFIX = "hf:hostlease:"
@@ -89,31 +87,42 @@ class BrokerHostLeases:
     """Take a host (or learn how long to wait) and give it back, in the broker's Redis; the
     interface of :class:`crawler.leases.HostLeases`."""
 
-    def __init__(self, client: redis.Redis, holder: str, hold_s: float) -> None:
+    def __init__(
+        self, client: redis.Redis, holder: str, hold_s: float, *, poll_s: float, grace_s: float
+    ) -> None:
+        """``poll_s``: the wait before asking again for a held host; ``grace_s``: how long past
+        that a waiter keeps its turn (crawler.leases' POLL_S and WAITER_GRACE_S, passed in so
+        that this module does not import that one)."""
         self.client = client
         self.holder = holder
         self.hold_s = hold_s
+        self.poll_s = poll_s
+        self.grace_s = grace_s
         self._take = client.register_script(_TAKE)
         self._give_back = client.register_script(_GIVE_BACK)
 
     @classmethod
-    def from_url(cls, url: str, holder: str, hold_s: float) -> BrokerHostLeases:
+    def from_url(
+        cls, url: str, holder: str, hold_s: float, *, poll_s: float, grace_s: float
+    ) -> BrokerHostLeases:
         client = redis.Redis.from_url(
             url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
         )
-        return cls(client, holder, hold_s)
+        return cls(client, holder, hold_s, poll_s=poll_s, grace_s=grace_s)
 
     def as_holder(self, holder: str, hold_s: float = 0.0) -> BrokerHostLeases:
         """The same store seen by another holder (an earlier run giving back what it left)."""
-        return BrokerHostLeases(self.client, holder, hold_s)
+        return BrokerHostLeases(
+            self.client, holder, hold_s, poll_s=self.poll_s, grace_s=self.grace_s
+        )
 
     def try_take(self, host: str) -> float:
         """0.0 when this crawler now holds ``host``; else seconds to wait before asking again."""
         args: list[Any] = [
             self.holder,
             max(1, int(self.hold_s * 1000)),
-            int(WAITER_GRACE_S * 1000),
-            int(POLL_S * 1000),
+            int(self.grace_s * 1000),
+            int(self.poll_s * 1000),
         ]
         wait_ms = int(self._take(keys=_keys(host), args=args))
         return wait_ms / 1000.0

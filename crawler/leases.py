@@ -192,7 +192,9 @@ def open_host_leases(hold_s: float) -> HostLeases | BrokerHostLeases:
     if settings.executor == "celery":
         from crawler.broker_leases import BrokerHostLeases
 
-        return BrokerHostLeases.from_url(settings.broker_url, holder_name(), hold_s)
+        return BrokerHostLeases.from_url(
+            settings.broker_url, holder_name(), hold_s, poll_s=POLL_S, grace_s=WAITER_GRACE_S
+        )
     return HostLeases(make_engine(), holder_name(), hold_s)
 
 

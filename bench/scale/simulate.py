@@ -58,7 +58,7 @@ import bench_jobgen  # noqa: E402  (its loader: the jobgen benchmark's synthetic
 
 # imported here, not in the task: the first task of each thread must not time the imports
 from crawler.broker_leases import BrokerHostLeases  # noqa: E402
-from crawler.leases import HostLeases, JobLeases  # noqa: E402
+from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, JobLeases  # noqa: E402
 from harvest.joblease import job_lease  # noqa: E402
 from harvest.jobs import mark_started, prepare_job  # noqa: E402
 from harvest.results import record_job_results  # noqa: E402
@@ -99,7 +99,13 @@ def _host_leases(holder: str) -> HostLeases | BrokerHostLeases:
                 socket_timeout=5,
                 max_connections=int(os.environ.get("HF_SIM_THREADS", "25")) + 2,
             )
-        return BrokerHostLeases(app._hf_redis, holder, 30.0)  # type: ignore[attr-defined]
+        return BrokerHostLeases(
+            app._hf_redis,  # type: ignore[attr-defined]
+            holder,
+            30.0,
+            poll_s=POLL_S,
+            grace_s=WAITER_GRACE_S,
+        )
     return HostLeases(_lease_engine(), holder, 30.0)
 
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from crawler.broker_leases import BrokerHostLeases
-from crawler.leases import POLL_S, HostLeases, open_host_leases
+from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, open_host_leases
 from harvestflow.services.redis import EmbeddedRedis
 from harvestflow.settings import reset
 from tests.support.crawl import run_crawl
@@ -22,6 +22,7 @@ from tests.support.environment import free_port
 from tests.support.platform_site import SlowSite, slow_job
 
 DELAY = 0.4
+RULES = {"poll_s": POLL_S, "grace_s": WAITER_GRACE_S}
 TOLERANCE = 0.03
 
 
@@ -44,8 +45,8 @@ def client(broker: EmbeddedRedis) -> Iterator[redis.Redis]:
 
 
 def test_a_broker_lease_is_taken_by_one_crawler_and_its_delay_binds_the_next(client) -> None:
-    a = BrokerHostLeases(client, "worker-a:1:x", hold_s=60)
-    b = BrokerHostLeases(client, "worker-b:2:y", hold_s=60)
+    a = BrokerHostLeases(client, "worker-a:1:x", hold_s=60, **RULES)
+    b = BrokerHostLeases(client, "worker-b:2:y", hold_s=60, **RULES)
     assert a.try_take("example.test") == 0.0
     assert b.try_take("example.test") == POLL_S  # held (fetching): ask again soon
     assert a.try_take("other.test") == 0.0  # hosts are independent
@@ -55,7 +56,7 @@ def test_a_broker_lease_is_taken_by_one_crawler_and_its_delay_binds_the_next(cli
     b.give_back("example.test", 1.0)  # not b's lease: changes nothing
     assert b.try_take("example.test") > 25.0
     # a crawler that dies holding a host blocks it for hold_s, then the lease expires
-    dead = BrokerHostLeases(client, "dead:3:z", hold_s=0.2)
+    dead = BrokerHostLeases(client, "dead:3:z", hold_s=0.2, **RULES)
     assert dead.try_take("third.test") == 0.0
     assert b.try_take("third.test") == POLL_S
     time.sleep(0.3)
@@ -63,8 +64,8 @@ def test_a_broker_lease_is_taken_by_one_crawler_and_its_delay_binds_the_next(cli
 
 
 def test_crawlers_waiting_for_a_host_take_its_broker_lease_in_turn(client) -> None:
-    a = BrokerHostLeases(client, "worker-a:1:x", hold_s=60)
-    b = BrokerHostLeases(client, "worker-b:2:y", hold_s=60)
+    a = BrokerHostLeases(client, "worker-a:1:x", hold_s=60, **RULES)
+    b = BrokerHostLeases(client, "worker-b:2:y", hold_s=60, **RULES)
     assert a.try_take("example.test") == 0.0
     assert b.try_take("example.test") == POLL_S  # held: b waits, with a ticket
     a.give_back("example.test", 0.0)
