@@ -163,8 +163,7 @@ def collect(env: dict[str, str], data_dir: Path, seed: int = 1) -> dict[str, Any
     """What the platform says it holds, read once at the end of the day (harvest DB rows, the
     S3 bucket's listing) with where the files are; JSON-able, so the checks can run again on a
     copy after the platform stopped."""
-    import boto3
-
+    from harvestflow.s3 import s3_client
     from harvestflow.settings import load
 
     settings = load(environ=env)
@@ -208,16 +207,9 @@ def collect(env: dict[str, str], data_dir: Path, seed: int = 1) -> dict[str, Any
             }
     finally:
         engine.dispose()
-    s3 = settings.s3
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3.endpoint_url,
-        aws_access_key_id=s3.access_key,
-        aws_secret_access_key=s3.secret_key,
-        region_name=s3.region,
-    )
+    client = s3_client(settings)
     objects: dict[str, int] = {}
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket):
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=settings.s3.bucket):
         for obj in page.get("Contents", []):
             objects[obj["Key"]] = int(obj["Size"])
     logs = sorted(str(p) for p in (data_dir / "jobs").rglob("crawl.log") if p.is_file())
