@@ -7,7 +7,9 @@ host holding its *next allowed fetch time* is the shared clock (table ``host_lea
 019). It is taken atomically by one ``INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING``: only
 when the time has come and nobody holds the host. The lease is given back after the fetch with
 next time = now + the template's delay (Heritrix's rule, computed by :mod:`crawler.politeness`),
-so together the crawlers keep one host's delay and one connection at a time.
+so together the crawlers keep one host's delay and one connection at a time. With the celery
+executor the same leases live in the broker's Redis instead (:mod:`crawler.broker_leases`: one
+``SET NX PX`` in memory, ~5 × the throughput); the job leases stay here.
 
 Cost: two short statements per fetch, run in Twisted's thread pool (never on the reactor), and
 only with ``[crawler] host_leases`` on ("auto": when ``[airflow] executor = "celery"``), and
@@ -32,7 +34,7 @@ import socket
 import time
 import uuid
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from scrapy import Request, signals
@@ -48,6 +50,9 @@ from crawler import CrawlerError
 from crawler.context import context_of
 from crawler.outages import PlatformUnavailable, outage_s, ride_out
 from crawler.politeness import delay_settings, politeness_delay
+
+if TYPE_CHECKING:
+    from crawler.broker_leases import BrokerHostLeases
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +183,21 @@ def host_leases_enabled(polite: bool) -> bool:
     return str(raw).lower() == "auto" and settings.executor == "celery"
 
 
+def open_host_leases(hold_s: float) -> HostLeases | BrokerHostLeases:
+    """Host leases where they are cheapest: in the Celery broker's Redis when there is one (the
+    celery executor: :mod:`crawler.broker_leases`), else in the harvest database."""
+    from harvestflow.settings import get_settings
+
+    settings = get_settings()
+    if settings.executor == "celery":
+        from crawler.broker_leases import BrokerHostLeases
+
+        return BrokerHostLeases.from_url(
+            settings.broker_url, holder_name(), hold_s, poll_s=POLL_S, grace_s=WAITER_GRACE_S
+        )
+    return HostLeases(make_engine(), holder_name(), hold_s)
+
+
 # --- host leases ---------------------------------------------------------------------------------
 class HostLeases:
     """The ``host_leases`` table: take a host (or learn how long to wait), give it back."""
@@ -212,6 +232,13 @@ class HostLeases:
             conn.execute(_GIVE_BACK_HOST, params)
             conn.execute(_DROP_DEAD_WAITERS, params)
 
+    def as_holder(self, holder: str, hold_s: float = 0.0) -> HostLeases:
+        """The same table seen by another holder (an earlier run giving back what it left)."""
+        return HostLeases(self.engine, holder, hold_s)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
 
 class HostLeaseMiddleware:
     """Downloader middleware: wait for the host's cluster-wide lease before each fetch.
@@ -228,7 +255,7 @@ class HostLeaseMiddleware:
         self.ctx = context_of(crawler)
         # a crawler that dies holding a host blocks it at most this long
         hold_s = crawler.settings.getfloat("DOWNLOAD_TIMEOUT") + self.cap_s + 60.0
-        self.leases = HostLeases(make_engine(), holder_name(), hold_s)
+        self.leases = open_host_leases(hold_s)
         self.outage_s = outage_s()
         self.unavailable: str | None = None  # set once the harvest DB stayed away too long
         self.held: set[str] = set()  # hosts whose lease this crawler holds
@@ -242,7 +269,8 @@ class HostLeaseMiddleware:
         crawler.signals.connect(
             self.request_left_downloader, signal=signals.request_left_downloader
         )
-        log.info("host politeness shared through host_leases (holder %s)", self.leases.holder)
+        store = "host_leases" if isinstance(self.leases, HostLeases) else "the broker"
+        log.info("host politeness shared through %s (holder %s)", store, self.leases.holder)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> HostLeaseMiddleware:
@@ -347,7 +375,7 @@ class HostLeaseMiddleware:
             self.stuck_file.write_text(
                 json.dumps({"holder": self.leases.holder, "hosts": sorted(self.held)})
             )
-        self.leases.engine.dispose()
+        self.leases.close()
 
     def _give_back_stuck(self) -> None:
         """Give back the leases an earlier run of this job could not (it ended while the harvest
@@ -356,7 +384,7 @@ class HostLeaseMiddleware:
         if not self.stuck_file.exists():
             return
         stuck = json.loads(self.stuck_file.read_text())
-        earlier = HostLeases(self.leases.engine, stuck["holder"], 0.0)
+        earlier = self.leases.as_holder(stuck["holder"])
         for host in stuck["hosts"]:
             give = functools.partial(earlier.give_back, host, 0.0)
             ride_out(f"host lease of {host} (earlier run)", give, 30)

@@ -9,7 +9,8 @@ ignored), adds the new in-scope URLs found on changed pages, and indexes each WA
 collection as soon as the crawler closes it, during the run (`<data>/continuous/live`,
 replayable by pywb seconds to minutes after the fetch; WARCs rotate at 50 MB by default).
 Every 10 minutes and when the launcher injects seeds; one run at a time, ~9 minutes of
-crawling each, on the high-priority crawl pool. Each bounded run is a DONE job; when the task
+crawling each, on its own pool and queue `crawl_continuous`
+(`[airflow] continuous_pool`), so selective harvests keep both `crawl_high` slots. Each bounded run is a DONE job; when the task
 wrote WARCs it wakes the `indexing_chain` (Asset `harvestflow://harvest/jobs-done`), so the
 permanent index takes them in minutes after they closed, not at the chain's hourly sweep.
 
@@ -30,8 +31,8 @@ from typing import Any
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
 from hf_common import (
+    CONTINUOUS_POOL,
     HARVEST_DONE,
-    HIGH_PRIORITY_POOL,
     SEEDS_INJECTED,
     alert_failed_run,
     task_logger,
@@ -53,8 +54,8 @@ with DAG(
 ) as dag:
 
     @task(
-        pool=HIGH_PRIORITY_POOL,
-        queue=HIGH_PRIORITY_POOL,
+        pool=CONTINUOUS_POOL,
+        queue=CONTINUOUS_POOL,
         execution_timeout=timedelta(minutes=CRAWL_MINUTES + 20),
     )
     def crawl() -> dict[str, Any]:

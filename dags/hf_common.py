@@ -37,6 +37,17 @@ def crawl_pools(environ: dict[str, str] | None = None) -> tuple[str, str]:
 # named in config/harvestflow.toml [airflow]; `harvestflow up` creates the pools.
 HIGH_PRIORITY_POOL, LOW_PRIORITY_POOL = crawl_pools()
 
+
+def continuous_pool(environ: dict[str, str] | None = None) -> str:
+    """The continuous crawl's pool (and queue), ``[airflow] continuous_pool``: its own, so its
+    back-to-back runs never keep a slot of the selective harvests' pool."""
+    from harvestflow.settings import load
+
+    return load(environ=environ).continuous_pool[0]
+
+
+CONTINUOUS_POOL = continuous_pool()
+
 NETWORK_RETRIES: dict[str, Any] = {
     "retries": 2,
     "retry_delay": timedelta(minutes=1),

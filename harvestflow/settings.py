@@ -160,6 +160,17 @@ class Settings:
         return str(af["high_priority_pool"]), str(af["low_priority_pool"])
 
     @property
+    def continuous_pool(self) -> tuple[str, int]:
+        """(name, slots) of the continuous crawl's own pool, also its Celery queue.
+
+        Why its own: its runs follow each other all day; on the high-priority pool they would
+        keep one of the selective harvests' slots nearly all the time."""
+        af = self.data["airflow"]
+        return str(af.get("continuous_pool", "crawl_continuous")), int(
+            af.get("continuous_slots", 1)
+        )
+
+    @property
     def executor(self) -> str:
         """ "local" or "celery" ([airflow] executor); anything else is refused with its name."""
         value = str(self.data["airflow"].get("executor", "local")).strip().lower()

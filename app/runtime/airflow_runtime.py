@@ -224,6 +224,7 @@ def pools(settings: Settings) -> dict[str, int]:
     return {
         af["high_priority_pool"]: int(af["high_priority_slots"]),
         af["low_priority_pool"]: int(af["low_priority_slots"]),
+        **dict([settings.continuous_pool]),
     }
 
 
@@ -231,8 +232,14 @@ def prepare(settings: Settings) -> None:
     """Migrate Airflow's metadata DB and create the crawl pools (idempotent)."""
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
     run_airflow(settings, "db", "migrate")
-    for name, slots in pools(settings).items():
-        run_airflow(settings, "pools", "set", name, str(slots), f"harvestflow crawl channel {name}")
+    # one `airflow pools import` for every pool: each airflow command costs seconds to start
+    wanted = {
+        name: {"slots": slots, "description": f"harvestflow crawl channel {name}"}
+        for name, slots in pools(settings).items()
+    }
+    pool_file = settings.airflow_home / "pools.json"
+    pool_file.write_text(json.dumps(wanted, indent=1))
+    run_airflow(settings, "pools", "import", str(pool_file))
     ensure_login(settings)
 
 

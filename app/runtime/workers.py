@@ -9,7 +9,8 @@ so the UI shows which worker ran which crawl.
 
 Queues: crawl tasks go to the queue of their job's harvest channel (``crawl_high`` for selective
 channels, ``crawl_low`` for snapshot channels: ``[airflow] high_priority_pool`` /
-``low_priority_pool``), every other task to ``[airflow] default_queue``. A crawl machine is
+``low_priority_pool``), the continuous crawl's to ``crawl_continuous`` (``[airflow]
+continuous_pool``), every other task to ``[airflow] default_queue``. A crawl machine is
 dedicated to a channel by the queues it listens to.
 
 This module never imports Airflow (it runs the ``airflow`` command).
@@ -44,7 +45,12 @@ def task_hostname() -> str:
 
 def all_queues(settings: Settings) -> list[str]:
     af = settings["airflow"]
-    return [af["high_priority_pool"], af["low_priority_pool"], str(af.get("default_queue"))]
+    return [
+        af["high_priority_pool"],
+        af["low_priority_pool"],
+        settings.continuous_pool[0],
+        str(af.get("default_queue")),
+    ]
 
 
 def parse_queues(raw: str | None, settings: Settings) -> list[str]:

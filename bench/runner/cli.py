@@ -94,4 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.results == RESULTS:
         changed = readme.update(README, RESULTS)
         print(f"bench/README.md tables {'regenerated' if changed else 'already up to date'}")
+        # docs/scaling.md holds the scale tables (bench/results/scale) between the same markers
+        changed = readme.update(README.parents[1] / "docs" / "scaling.md", RESULTS)
+        print(f"docs/scaling.md tables {'regenerated' if changed else 'already up to date'}")
     return status

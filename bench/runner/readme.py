@@ -11,10 +11,16 @@ Markers (HTML comments, invisible when rendered)::
     <!-- bench/run: sides -->           ... <!-- /bench/run: sides -->
     <!-- bench/run: rounds NAME -->     ... <!-- /bench/run: rounds NAME -->
     <!-- bench/run: rates PREFIX -->     ... <!-- /bench/run: rates PREFIX -->
+    <!-- bench/run: scale leases -->     ... <!-- /bench/run: scale leases -->
+    <!-- bench/run: scale day -->        ... <!-- /bench/run: scale day -->
 
 A ``rates`` table holds every results file whose name starts with PREFIX (a benchmark run at
 several settings, e.g. render at 1, 2 and 4 tabs): units per minute and CPU-seconds per unit of
 each side, and what each side was observed with (``Benchmark.observe``).
+
+The ``scale`` tables come from ``bench/results/scale/*.json``, written by bench/scale's
+programs (not runner benchmarks: no peer side): ``leases`` from simulate.py's
+``simulate-<store>.json``, ``day`` from day.py's ``scale-<N>.json``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-BEGIN = re.compile(r"<!-- bench/run: (summary|sides|(?:rounds|rates) [a-z0-9_-]+) -->\n")
+BEGIN = re.compile(r"<!-- bench/run: (summary|sides|(?:rounds|rates|scale) [a-z0-9_-]+) -->\n")
+SCALE_RESULTS = Path(__file__).resolve().parents[1] / "results" / "scale"
 
 
 class ReadmeError(ValueError):
@@ -211,8 +218,75 @@ def rates_table(results: dict[str, dict[str, Any]], prefix: str) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-def render(text: str, results: dict[str, dict[str, Any]]) -> str:
-    """``text`` with every marked table regenerated from ``results``."""
+def _scale_files(prefix: str, scale_dir: Path) -> list[dict[str, Any]]:
+    files = sorted(scale_dir.glob(f"{prefix}-*.json"))
+    if not files:
+        raise ReadmeError(f"bench/README.md: a scale table but no {scale_dir}/{prefix}-*.json")
+    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+
+
+def scale_leases_table(scale_dir: Path) -> str:
+    """Host-lease round trips of bench/scale/simulate.py, one row per store."""
+    head = (
+        "| store | run (UTC), commit, load 1 min | jobs, crawl slots, fetches per job |"
+        " tasks failed | lease round trips | **per s, fetching phase** | p50 / p95 ms |"
+        " store's CPU-s (redis-server / PostgreSQL, all statements) | target ≥ 2,200/s,"
+        " p95 ≤ 10 ms |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for r in _scale_files("simulate", scale_dir):
+        a = r["args"]
+        met = r["lease_per_s_fetching"] >= 2200 and r["lease_p95_ms"] <= 10
+        rows.append(
+            f"| {r['leases']} | {r['when'][:16].replace('T', ' ')}, {r['commit']},"
+            f" {r['load_1min']:.1f} | {r['jobs']:,}, {a['workers']}, {a['fetches']} |"
+            f" {r['tasks_failed']} | {r['lease_round_trips']:,} |"
+            f" **{r['lease_per_s_fetching']:,.0f}** | {r['lease_p50_ms']:.1f} /"
+            f" {r['lease_p95_ms']:.1f} | {r['redis_cpu_s']:.1f} / {r['postgres_cpu_s']:.1f} |"
+            f" {'met' if met else '**missed**'} |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def scale_day_table(scale_dir: Path) -> str:
+    """bench/scale/day.py's days: one row per stage of each day."""
+    head = (
+        "| day (URLs asked, domains), run (UTC) | stage | runs | wall s | CPU-s (platform) |"
+        " peak RSS MB | task instances | queued → running p50 / p95 s | broker depth max |\n"
+        "|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = []
+    for r in _scale_files("scale", scale_dir):
+        day = f"{r['urls_asked']:,} ({r['domains']:,}), {r['when'][:16].replace('T', ' ')}"
+        if not r.get("passed"):
+            rows.append(f"| {day} | **FAILED**: {_cell(str(r.get('failure', ''))[:200])} |"
+                        " | | | | | | |")  # fmt: skip
+            continue
+        for stage, st in r["stages"].items():
+            if "runs" not in st:
+                continue
+            delay = (
+                f"{st['sched_delay_p50_s']:.2f} / {st['sched_delay_p95_s']:.2f}"
+                if "sched_delay_p50_s" in st
+                else "—"
+            )
+            rows.append(
+                f"| {day} | {stage} | {st['runs']} | {st['wall_s']:.0f} | {st.get('cpu_s', '—')} |"
+                f" {st.get('peak_rss_mb', '—')} | {st['task_instances']} | {delay} |"
+                f" {st.get('broker_depth_max', '—')} |"
+            )
+        pf, rc = r["platform"], r["reconciliation"]
+        rows.append(
+            f"| {day} | **whole day**: {rc['urls_fetched']:,} URLs fetched, reconciled;"
+            f" PostgreSQL harvest {pf['pg_harvest_mb']} MB, Airflow {pf['pg_airflow_mb']} MB;"
+            f" disk {pf['data_dir_mb'] * 1024 / max(1, rc['urls_fetched']):.1f} KB per URL |"
+            f" | | {pf['cpu_s_total']} | {pf['peak_rss_mb']} | | | |"
+        )
+    return head + "\n".join(rows) + "\n"
+
+
+def render(text: str, results: dict[str, dict[str, Any]], scale_dir: Path = SCALE_RESULTS) -> str:
+    """``text`` with every marked table regenerated from ``results`` (and ``scale_dir``)."""
     out, pos = [], 0
     for m in BEGIN.finditer(text):
         if m.start() < pos:
@@ -228,6 +302,10 @@ def render(text: str, results: dict[str, dict[str, Any]]) -> str:
             table = sides_table(results)
         elif key.startswith("rates "):
             table = rates_table(results, key.split(" ", 1)[1])
+        elif key == "scale leases":
+            table = scale_leases_table(scale_dir)
+        elif key == "scale day":
+            table = scale_day_table(scale_dir)
         else:
             name = key.split(" ", 1)[1]
             if name not in results:

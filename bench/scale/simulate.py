@@ -17,6 +17,11 @@ to the figures here). ``--workers`` crawl slots are ``--processes`` Celery worke
 a thread pool each (100 crawler processes do not fit on 2 cores; the database and the broker see
 the same number of concurrent clients either way).
 
+``--leases broker`` keeps the host leases in the broker's Redis (``crawler.broker_leases``, as
+crawlers do with the celery executor) instead of PostgreSQL; ``--results FILE`` writes the
+figures as JSON (bench/results/scale/simulate-<store>.json feeds the tables of bench/README.md
+and docs/scaling.md), with the lease store's own CPU (redis-server, or every PostgreSQL backend).
+
 Printed: jobs generated and the generation time; the makespan against the ideal one (every slot
 busy all the time: total stand-in time / workers), i.e. how much the platform's own steps and
 waits cost; host-lease round trips per second and their p50/p95 latency; the broker's
@@ -52,7 +57,8 @@ sys.path.insert(0, str(REPO / "bench" / "jobgen"))
 import bench_jobgen  # noqa: E402  (its loader: the jobgen benchmark's synthetic history)
 
 # imported here, not in the task: the first task of each thread must not time the imports
-from crawler.leases import HostLeases, JobLeases  # noqa: E402
+from crawler.broker_leases import BrokerHostLeases  # noqa: E402
+from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, JobLeases  # noqa: E402
 from harvest.joblease import job_lease  # noqa: E402
 from harvest.jobs import mark_started, prepare_job  # noqa: E402
 from harvest.results import record_job_results  # noqa: E402
@@ -80,6 +86,27 @@ def _lease_engine() -> Any:
             get_settings().harvest_db_url, pool_size=size, max_overflow=0, pool_pre_ping=True
         )
     return app._hf_engine  # type: ignore[attr-defined]
+
+
+def _host_leases(holder: str) -> HostLeases | BrokerHostLeases:
+    """The host leases of one crawl slot, in the store ``--leases`` chose."""
+    if os.environ.get("HF_SIM_LEASES") == "broker":
+        if not hasattr(app, "_hf_redis"):
+            import redis
+
+            app._hf_redis = redis.Redis.from_url(  # type: ignore[attr-defined]
+                os.environ["HF_SIM_BROKER"],
+                socket_timeout=5,
+                max_connections=int(os.environ.get("HF_SIM_THREADS", "25")) + 2,
+            )
+        return BrokerHostLeases(
+            app._hf_redis,  # type: ignore[attr-defined]
+            holder,
+            30.0,
+            poll_s=POLL_S,
+            grace_s=WAITER_GRACE_S,
+        )
+    return HostLeases(_lease_engine(), holder, 30.0)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -133,9 +160,10 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
     waits = 0
     with job_lease(job_id, ttl_s=30) as holder:
         mark_started(job_id)
-        leases = HostLeases(_lease_engine(), f"{holder}-{threading.get_ident()}", 30.0)
+        leases = _host_leases(f"{holder}-{threading.get_ident()}")
         beats = JobLeases(_lease_engine(), ttl_s=30)
         last_beat = time.monotonic()
+        lease_start = time.time()
         for i in range(fetches):
             host = "www." + domains[i % len(domains)]
             while True:
@@ -153,6 +181,7 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
             if time.monotonic() - last_beat > 2.0:
                 beats.heartbeat(job_id, holder)
                 last_beat = time.monotonic()
+    lease_end = time.time()
     summary = {
         "status": "complete",
         "ended": datetime.now(UTC).isoformat(),
@@ -179,10 +208,49 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
         "lease_p95_ms": 1000 * _pct(takes, 0.95),
         "lease_ms": [round(1000 * x, 2) for x in takes],
         "lease_waits": waits,
+        "lease_start": lease_start,
+        "lease_end": lease_end,
         "status": result["status"],
         "worker": os.getpid(),
     }
     _write_row(row)
+
+
+def _tree_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) of a server process and its children (PostgreSQL's backends)."""
+    import psutil
+
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass  # a backend that ended between the listing and the reading
+    return total
+
+
+def _commit() -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short=9", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.stdout.strip()
+
+
+def _write_results(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"results: {path}")
 
 
 def main() -> int:
@@ -195,6 +263,13 @@ def main() -> int:
     ap.add_argument("--fetch-s", type=float, default=0.2, help="one simulated fetch")
     ap.add_argument("--delay-s", type=float, default=3.0, help="politeness delay per host")
     ap.add_argument("--keep", type=Path, help="data dir to keep/reuse (the load is slow)")
+    ap.add_argument(
+        "--leases",
+        choices=("postgres", "broker"),
+        default="postgres",
+        help="where the host leases live: the harvest DB, or the broker's Redis (celery)",
+    )
+    ap.add_argument("--results", type=Path, help="write the figures to this JSON file")
     args = ap.parse_args()
     threads = max(1, args.workers // args.processes)
     data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-sim-", dir="/tmp"))
@@ -220,6 +295,7 @@ def main() -> int:
         HF_SIM_BROKER=f"redis://127.0.0.1:{ports['broker']}/0",
         HF_SIM_OUT=str(out),
         HF_SIM_THREADS=str(threads),
+        HF_SIM_LEASES=args.leases,
         PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), os.environ.get("PYTHONPATH", "")]),
     )
     os.environ.update(env)
@@ -291,6 +367,9 @@ def main() -> int:
                 time.sleep(0.5)
 
         threading.Thread(target=sample_connections, daemon=True).start()
+        # the lease store's own CPU: redis-server's, or PostgreSQL's (every backend: all of the
+        # tasks' statements, not only the leases')
+        cpu_before = {"redis": _tree_cpu(broker.pid()), "postgres": _tree_cpu(pg.pid())}
         begin = time.time()
         for priority, ids in routes.items():
             for job_id in ids:
@@ -316,6 +395,9 @@ def main() -> int:
                 last = time.monotonic()
             time.sleep(0.5)
         sampling.set()
+        cpu = {
+            k: _tree_cpu(p.pid()) - cpu_before[k] for k, p in (("redis", broker), ("postgres", pg))
+        }
         errors = [r for r in rows if r["status"] != "DONE"]
         rows = [r for r in rows if r["status"] == "DONE"]
         print(
@@ -344,10 +426,17 @@ def main() -> int:
             f"RATIO makespan / ideal: {makespan / ideal:.2f}   (1.00 = the platform's own steps"
             " cost nothing)"
         )
+        # the fetching phase: from the first lease asked for to the last given back
+        window = max(r["lease_end"] for r in rows) - min(r["lease_start"] for r in rows)
         print(
-            f"host leases: {lease_ops:,} round trips, {lease_ops / makespan:.0f}/s,"
+            f"host leases ({args.leases}): {lease_ops:,} round trips, {lease_ops / makespan:.0f}/s"
+            f" over the makespan, {lease_ops / window:.0f}/s over the fetching phase,"
             f" p50 {statistics.median(lease_ms):.1f} ms, p95 {_pct(lease_ms, 0.95):.1f} ms,"
             f" {sum(r['lease_waits'] for r in rows)} waits for a held host"
+        )
+        print(
+            f"server CPU during the run: redis-server {cpu['redis']:.1f} s, PostgreSQL"
+            f" {cpu['postgres']:.1f} s (all statements), for {lease_ops:,} lease round trips"
         )
         print(
             f"broker: enqueue -> start p50 {1000 * statistics.median(dispatch):.0f} ms,"
@@ -363,6 +452,34 @@ def main() -> int:
         )
         if failed:
             print(f"benchmark FAILED: {len(errors)} of {len(job_ids)} tasks failed")
+        if args.results:
+            _write_results(
+                args.results,
+                {
+                    "benchmark": f"simulate-{args.leases}",
+                    "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "commit": _commit(),
+                    "load_1min": os.getloadavg()[0],
+                    "args": {k: str(v) for k, v in vars(args).items() if k != "results"},
+                    "leases": args.leases,
+                    "jobs": len(job_ids),
+                    "tasks_failed": len(errors),
+                    "peak_pg_connections": peak[0],
+                    "makespan_s": round(makespan, 2),
+                    "ideal_s": round(ideal, 2),
+                    "lease_round_trips": lease_ops,
+                    "lease_per_s_makespan": round(lease_ops / makespan, 1),
+                    "lease_per_s_fetching": round(lease_ops / window, 1),
+                    "lease_p50_ms": round(statistics.median(lease_ms), 2),
+                    "lease_p95_ms": round(_pct(lease_ms, 0.95), 2),
+                    "dispatch_p50_ms": round(1000 * statistics.median(dispatch), 1),
+                    "redis_cpu_s": round(cpu["redis"], 2),
+                    "postgres_cpu_s": round(cpu["postgres"], 2),
+                    "postgres_max_connections": settings["postgres"].get("max_connections", 200),
+                    "errors_sample": [e["status"] for e in errors[:3]],
+                    "passed": not failed,
+                },
+            )
     finally:
         for w in workers:
             w.terminate()

@@ -304,3 +304,33 @@ def test_a_time_limit_is_judged_on_the_median_our_side_was_observed_with(
     assert res["observed"] == {"ours": {"ms": float(ms)}}
     verdict = readme._targets(res)
     assert ("**met**" if met else "**missed**") in verdict and f"({float(ms):.1f})" in verdict
+
+
+def test_the_scale_tables_are_written_from_the_scale_results_files(tmp_path: Path) -> None:
+    """bench/scale's figures (no peer side) reach bench/README.md and docs/scaling.md only from
+    bench/results/scale/*.json; a marker without its results file is an error."""
+    scale = tmp_path / "scale"
+    scale.mkdir()
+    run = {"when": "2026-11-29T01:00:00", "commit": "abc", "load_1min": 3.0, "jobs": 10,
+           "args": {"workers": "4", "fetches": "5"}, "tasks_failed": 0, "lease_round_trips": 100,
+           "lease_p50_ms": 1.0, "redis_cpu_s": 0.5, "postgres_cpu_s": 2.0}  # fmt: skip
+    for store, rate, p95 in (("broker", 2500.0, 4.0), ("postgres", 400.0, 60.0)):
+        data = {**run, "leases": store, "lease_per_s_fetching": rate, "lease_p95_ms": p95}
+        (scale / f"simulate-{store}.json").write_text(json.dumps(data))
+    text = "a\n<!-- bench/run: scale leases -->\nold\n<!-- /bench/run: scale leases -->\nb\n"
+    out = readme.render(text, {}, scale_dir=scale)
+    rows = [line for line in out.splitlines() if line.startswith(("| broker", "| postgres"))]
+    assert "**2,500**" in rows[0] and rows[0].endswith("| met |")
+    assert "**400**" in rows[1] and rows[1].endswith("| **missed** |")
+    assert readme.render(out, {}, scale_dir=scale) == out  # stable
+    with pytest.raises(readme.ReadmeError, match="scale-"):
+        readme.render(text.replace("leases", "day"), {}, scale_dir=scale)
+
+
+def test_docs_scaling_tables_match_the_committed_scale_results() -> None:
+    path = REPO / "docs" / "scaling.md"
+    text = path.read_text(encoding="utf-8")
+    assert "<!-- bench/run: scale leases -->" in text
+    assert readme.render(text, readme.load_results(RESULTS)) == text, (
+        "docs/scaling.md's tables differ from bench/results/scale/*.json: run `bench/run --readme`"
+    )

@@ -57,6 +57,12 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(tmp_path) -> None:
                 dag_ids = {d["dag_id"] for d in dags}
                 time.sleep(3)
             assert dag_ids >= OUR_DAGS
+            # the crawl pools of the settings, the continuous crawl's own among them
+            pools = {
+                p["name"]: p["slots"]
+                for p in client.get("/api/v2/pools", params={"limit": 100}).json()["pools"]
+            }
+            assert {"crawl_high": 2, "crawl_low": 1, "crawl_continuous": 1}.items() <= pools.items()
 
             run = client.post(
                 "/api/v2/dags/selective_harvest_daily/dagRuns",

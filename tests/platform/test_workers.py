@@ -65,7 +65,12 @@ def test_the_crawl_task_refuses_without_the_marker(tmp_path: Path, monkeypatch) 
 
 def test_queues_and_the_worker_command(tmp_path: Path) -> None:
     settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
-    assert parse_queues(None, settings) == ["crawl_high", "crawl_low", "default"]
+    assert parse_queues(None, settings) == [
+        "crawl_high",
+        "crawl_low",
+        "crawl_continuous",
+        "default",
+    ]
     assert parse_queues("crawl_high", settings) == ["crawl_high"]
     with pytest.raises(ValueError, match="distinct comma-separated"):
         parse_queues("crawl_high,,default", settings)

@@ -1,0 +1,349 @@
+"""A national archive's day through the real platform: ``python bench/scale/day.py --urls N``.
+
+What runs: the synthetic national web (bench/scale/webserve.py: its server and DNS on loopback);
+``harvestflow up --workers 2`` with the celery executor on a fresh data directory; the
+``broad_crawl_preload`` DAG on the web's domain list (DNS-checked against the web's own DNS);
+the ``broad_crawl`` DAG (both steps, politeness on with a small delay, the crawler resolving
+through the same DNS: ``[crawler] nameservers``); then what the scheduler wakes by itself
+(Asset ``jobs-done`` → ``indexing_chain``, which extracts the full text; ``files-indexed`` →
+``preservation_ingest``). ``indexing_merge`` and ``daily_qa_stats`` run on ``@daily``: the day
+triggers them for today, as the scheduler does at midnight (a day of wall time is not waited
+for). Every run is waited for, then bench/scale/reconcile.py checks that what went in came out,
+naming the stage that lost something; the figures go to ``bench/results/scale-<N>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+import httpx  # noqa: E402
+
+from bench.scale import daymeter, reconcile  # noqa: E402
+from bench.scale.nationalweb import NationalWeb  # noqa: E402
+from bench.scale.webserve import WebProcess  # noqa: E402
+
+HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+DAY_TEMPLATE = "scale_day"
+AFTER_CRAWL = ("indexing_chain", "preservation_ingest")
+DAILY = ("indexing_merge", "daily_qa_stats")
+
+
+class DayFailed(RuntimeError):
+    """A stage of the day failed or lost something: the message names it."""
+
+
+def _free_port(with_grpc: bool = False) -> int:
+    """A free loopback port below Linux's ephemeral range (32768+: an outgoing connection could
+    take it before the service binds it), outside the tests' 10,000–29,999
+    (tests/support/environment.py): 30,000–31,999, or with a SeaweedFS gRPC twin (port + 10,000)
+    22,000–22,767 (twins 32,000–32,767)."""
+    from harvestflow.services.postgres import port_open
+
+    def free(port: int) -> bool:
+        return not port_open("127.0.0.1", port, timeout=0.2)
+
+    for _ in range(1000):
+        port = random.randrange(22_000, 22_768) if with_grpc else random.randrange(30_000, 32_000)
+        if port not in _TAKEN and free(port) and (not with_grpc or free(port + 10_000)):
+            _TAKEN.add(port)
+            return port
+    raise DayFailed("platform: no free loopback port for the platform's services")
+
+
+_TAKEN: set[int] = set()
+
+
+def platform_env(data_dir: Path, dns: str) -> dict[str, str]:
+    """A harvestflow environment of its own: data dir, free ports, celery, the web's DNS."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARVESTFLOW_", "AIRFLOW"))}
+    ports = {
+        "POSTGRES__PORT": 0, "S3__S3_PORT": 0, "S3__MASTER_PORT": 0, "S3__VOLUME_PORT": 0,
+        "S3__FILER_PORT": 0, "S3_REPLICA__S3_PORT": 0, "S3_REPLICA__MASTER_PORT": 0,
+        "S3_REPLICA__VOLUME_PORT": 0, "S3_REPLICA__FILER_PORT": 0, "AIRFLOW__PORT": 0,
+        "SAMPLESITE__PORT": 0, "ACCESS__RESOLVER_PORT": 0, "ACCESS__PYWB_PORT": 0,
+        "BROKER__PORT": 0, "MONITORING__PORT": 0, "MONITORING__STATSD_PORT": 0,
+    }  # fmt: skip
+    for key in ports:
+        env[f"HARVESTFLOW_{key}"] = str(_free_port(with_grpc=key.startswith("S3")))
+    env.update(
+        HARVESTFLOW_DATA_DIR=str(data_dir),
+        HARVESTFLOW_ACCESS__URL=f"http://127.0.0.1:{_free_port()}/",
+        HARVESTFLOW_AIRFLOW__EXECUTOR="celery",
+        HARVESTFLOW_POSTGRES__MAX_CONNECTIONS="300",
+        HARVESTFLOW_CRAWLER__NAMESERVERS=f'["{dns}"]',
+        HARVESTFLOW_PRELOAD__NAMESERVERS=f'["{dns}"]',
+        HARVESTFLOW_PRELOAD__TEMPLATE=DAY_TEMPLATE,
+        PYTHONPATH=str(REPO),
+        PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+    )
+    return env
+
+
+class Platform:
+    """``harvestflow up --workers 2`` and a signed-in client of its api-server."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env = env
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.client: httpx.Client | None = None
+
+    def start(self, timeout: float = 900) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [HARVESTFLOW, "up", "--workers", "2"], env=self.env, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        import re
+
+        while time.monotonic() < deadline:
+            m = re.search(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", self.log.read_text())
+            if m:
+                break
+            if self.proc.poll() is not None:
+                raise DayFailed(f"platform: `harvestflow up` exited {self.proc.returncode}")
+            time.sleep(2)
+        else:
+            raise DayFailed(f"platform: `harvestflow up` not ready in {timeout:.0f} s")
+        base = m.group(1).rstrip("/")
+        token = httpx.post(
+            f"{base}/auth/token", json={"username": m.group(2), "password": m.group(3)}, timeout=60
+        ).json()["access_token"]
+        self.client = httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
+
+    def api(self, method: str, path: str, **kw: Any) -> Any:
+        assert self.client is not None
+        resp = self.client.request(method, path, **kw)
+        if resp.status_code >= 300:
+            raise DayFailed(f"platform: {method} {path}: {resp.status_code} {resp.text[:300]}")
+        return resp.json()
+
+    def wait_dags(self, dag_ids: set[str], timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = {
+                d["dag_id"] for d in self.api("GET", "/api/v2/dags", params={"limit": 100})["dags"]
+            }
+            if dag_ids <= seen:
+                return
+            time.sleep(3)
+        raise DayFailed(f"platform: DAGs {sorted(dag_ids)} not parsed in {timeout:.0f} s")
+
+    def trigger(self, dag_id: str, conf: dict[str, Any]) -> str:
+        body = {"logical_date": None, "conf": conf}
+        return str(self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)["dag_run_id"])
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return list(
+            self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns", params={"limit": 100})["dag_runs"]
+        )
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+            if run["state"] == "success":
+                return dict(run)
+            if run["state"] == "failed":
+                raise DayFailed(
+                    f"{dag_id}: run {run_id} failed: {self.failed_tasks(dag_id, run_id)}"
+                )
+            time.sleep(3)
+        raise DayFailed(f"{dag_id}: run {run_id} not finished in {timeout:.0f} s")
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while True:
+            page = self.api(
+                "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances",
+                params={"limit": 100, "offset": len(out)},
+            )["task_instances"]  # fmt: skip
+            out += page
+            if len(page) < 100:
+                return out
+
+    def failed_tasks(self, dag_id: str, run_id: str) -> list[str]:
+        return [
+            f"{t['task_id']}[{t['map_index']}]"
+            for t in self.task_instances(dag_id, run_id)
+            if t["state"] not in ("success", "skipped")
+        ]
+
+    def wait_woken(
+        self, dag_ids: tuple[str, ...], since: str, timeout: float
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The runs the scheduler started after ``since``, once none is left running and the
+        chain has been still for a while (an indexing run wakes preservation)."""
+        deadline = time.monotonic() + timeout
+        still_since = None
+        while time.monotonic() < deadline:
+            runs = [
+                (d, r) for d in dag_ids for r in self.runs(d) if (r.get("queued_at") or "") > since
+            ]
+            for d, r in runs:
+                if r["state"] == "failed":
+                    raise DayFailed(
+                        f"{d}: run {r['dag_run_id']} failed: {self.failed_tasks(d, r['dag_run_id'])}"
+                    )
+            active = [r for _, r in runs if r["state"] in ("queued", "running")]
+            woke = {d for d, _ in runs}
+            if not active and woke == set(dag_ids):
+                still_since = still_since or time.monotonic()
+                if time.monotonic() - still_since > 45:
+                    return runs
+            else:
+                still_since = None
+            time.sleep(5)
+        raise DayFailed(f"{', '.join(dag_ids)}: not woken and finished in {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(240)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def add_template(env: dict[str, str], delay_ms: int) -> None:
+    """The day's crawl profile: the snapshot's, with loopback allowed and a small delay."""
+    code = (
+        "import json, sqlalchemy as sa\n"
+        "from harvestflow.db import get_engine\n"
+        "from harvest.templates import default_spec\n"
+        "spec = {**default_spec(), 'allow_private_addresses': True, 'delay_factor': 0.0,"
+        f" 'min_delay_ms': {delay_ms}, 'max_delay_ms': {delay_ms * 4}, 'max_crawl_delay_s': 1,"
+        " 'render': 'none', 'extract_sitemaps': False, 'retries': 0, 'download_timeout_s': 10}\n"
+        "with get_engine().begin() as conn:\n"
+        "    conn.execute(sa.text('INSERT INTO templates (name, spec) VALUES (:n, CAST(:s AS jsonb))"
+        " ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec'),"
+        f" {{'n': {DAY_TEMPLATE!r}, 's': json.dumps(spec)}})\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=REPO)
+
+
+def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The day; its figures into ``figures`` as they come (a failed day keeps those it got)."""
+    domains = args.domains or max(50, args.urls // 20)
+    model = NationalWeb(args.seed, domains, args.urls)
+    data_dir = Path(tempfile.mkdtemp(prefix="hf-day-", dir=args.tmp))
+    os.chmod(data_dir, 0o755)
+    address = f"127.88.{random.Random(os.getpid()).randrange(1, 250)}.1"
+    figures.update(urls_asked=args.urls, domains=domains, seed=args.seed, data_dir=str(data_dir))
+    stages: dict[str, dict[str, Any]] = figures.setdefault("stages", {})
+    with WebProcess(args.seed, domains, args.urls, address) as web:
+        env = platform_env(data_dir, web.dns)
+        (data_dir / "env.json").write_text(json.dumps(env))  # to look at a kept day again
+        platform = Platform(env, data_dir / "up.log")
+        meter = daymeter.Meter(env)
+        try:
+            t0 = time.monotonic()
+            platform.start()
+            meter.start()
+            print(f"platform up in {time.monotonic() - t0:.0f} s ({data_dir})", flush=True)
+            stages["start"] = {"wall_s": round(time.monotonic() - t0, 1)}
+            platform.wait_dags({"broad_crawl_preload", "broad_crawl", *AFTER_CRAWL, *DAILY})
+            add_template(env, args.delay_ms)
+            domain_file = data_dir / "domains.txt"
+            domain_file.write_text("".join(f"{d.name}\n" for d in model.domains))
+            source = [{"name": "registry", "kind": "registry", "path": str(domain_file)}]
+            for dag_id, conf, timeout in (
+                ("broad_crawl_preload", {"run_id": "day", "sources": source,
+                                         "nameservers": [web.dns]}, args.timeout),
+                ("broad_crawl", {"name": "day", "step1_max_objects": args.step1,
+                                 "step2_max_objects": args.step2}, args.timeout),
+            ):  # fmt: skip
+                run_id = platform.trigger(dag_id, conf)
+                print(f"{dag_id}: run {run_id} triggered", flush=True)
+                run = platform.wait_run(dag_id, run_id, timeout)
+                print(f"{dag_id}: done", flush=True)
+                stages[dag_id] = meter.stage(platform, dag_id, [run])
+            # the chain is woken by the crawl's last task (Asset jobs-done), before its run ends
+            since = run["start_date"]
+            crawl_end = time.monotonic()
+            print(f"waiting for {', '.join(AFTER_CRAWL)}, woken by the scheduler", flush=True)
+            woken = platform.wait_woken(AFTER_CRAWL, since, args.timeout)
+            for dag_id in AFTER_CRAWL:
+                stages[dag_id] = meter.stage(platform, dag_id, [r for d, r in woken if d == dag_id])
+            today = datetime.now(UTC).date().isoformat()
+            for dag_id in DAILY:
+                run_id = platform.trigger(dag_id, {"day": today})
+                stages[dag_id] = meter.stage(
+                    platform, dag_id, [platform.wait_run(dag_id, run_id, args.timeout)]
+                )
+            figures["after_crawl_wall_s"] = round(time.monotonic() - crawl_end, 1)
+            figures["platform"] = meter.finish()
+            print("reconciling", flush=True)
+            snapshot = reconcile.collect(env, data_dir, seed=args.seed)
+            (data_dir / "reconcile-snapshot.json").write_text(json.dumps(snapshot, default=str))
+            figures["reconciliation"] = reconcile.check(snapshot)
+            figures["robots_violations"] = web.stats().get("robots_violations", 0)
+            if figures["robots_violations"]:
+                raise DayFailed(
+                    f"crawl: {figures['robots_violations']} fetches disallowed by robots.txt"
+                )
+        finally:
+            meter.stop()
+            platform.stop()
+            if not args.keep:
+                shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--urls", type=int, default=10_000, help="URLs in the synthetic web")
+    ap.add_argument("--domains", type=int, default=0, help="domains (default: URLs / 20)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--step1", type=int, default=1000, help="step-1 budget (URLs per domain)")
+    ap.add_argument("--step2", type=int, default=2000, help="step-2 budget (URLs per domain)")
+    ap.add_argument("--delay-ms", type=int, default=50, help="politeness delay (min)")
+    ap.add_argument("--timeout", type=float, default=7200, help="per stage, seconds")
+    ap.add_argument("--tmp", default="/tmp", help="where the fresh data directory goes")
+    ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    ap.add_argument("--results", type=Path, help="default: bench/results/scale-<N>.json")
+    args = ap.parse_args()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    out = args.results or REPO / "bench" / "results" / "scale" / f"scale-{args.urls}.json"
+    result: dict[str, Any] = {
+        "benchmark": f"scale-{args.urls}",
+        "when": started,
+        "args": vars(args) | {"results": str(out)},
+    }
+    try:
+        run_day(args, result)
+        result["passed"] = True
+    except (DayFailed, reconcile.ReconcileError) as exc:
+        result["passed"] = False
+        result["failure"] = str(exc)
+        print(f"day FAILED: {exc}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"results: {out}", flush=True)
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""A small national day through the real platform (bench/scale/day.py: celery, two workers, the
+preload and broad-crawl DAGs, the stages the scheduler wakes), reconciled; and the
+reconciliation itself: a WARC deleted after indexing, a CDX line dropped, a preserved object
+lost — each fails naming its stage (checked on copies of the day's outputs, not three days)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.scale import reconcile
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+@pytest.fixture(scope="module")
+def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("day")
+    results = tmp / "scale-small.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "scale" / "day.py"), "--urls", "1500",
+         "--domains", "100", "--keep", "--tmp", str(tmp), "--results", str(results)],
+        capture_output=True, text=True, timeout=1700,
+    )  # fmt: skip
+    result = json.loads(results.read_text())
+    data_dir = next(tmp.glob("hf-day-*"))
+    result["snapshot"] = json.loads((data_dir / "reconcile-snapshot.json").read_text())
+    result["log"] = proc.stdout[-3000:] + proc.stderr[-3000:]
+    yield result
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_a_small_day_runs_every_stage_and_reconciles(day: dict[str, Any]) -> None:
+    assert day["passed"], day.get("failure", day["log"])
+    counts = day["reconciliation"]
+    assert counts["urls_fetched"] == counts["warc_records"] > 1000
+    assert counts["data_warcs"] == counts["preserved"] >= 1
+    for dag_id in ("broad_crawl_preload", "broad_crawl", "indexing_chain", "preservation_ingest",
+                   "indexing_merge", "daily_qa_stats"):  # fmt: skip
+        assert day["stages"][dag_id]["task_instances"] >= 1, dag_id
+
+
+def test_a_warc_deleted_after_indexing_fails_the_transfer(day: dict[str, Any], tmp_path) -> None:
+    snap = copy.deepcopy(day["snapshot"])
+    victim = snap["files"][0]
+    victim["final_path"] = str(tmp_path / "gone" / Path(victim["final_path"]).name)
+    with pytest.raises(reconcile.ReconcileError, match=rf"^transfer: {victim['file_name']}"):
+        reconcile.check(snap)
+
+
+def test_a_dropped_cdx_line_fails_the_indexing(day: dict[str, Any], tmp_path) -> None:
+    snap = copy.deepcopy(day["snapshot"])
+    victim = snap["files"][-1]
+    lines = reconcile.cdx_file(victim).read_text().splitlines(keepends=True)
+    victim["cdx_path"] = str(tmp_path / victim["file_name"])
+    reconcile.cdx_file(victim).write_text("".join(lines[:-1]))  # the copy, one line short
+    with pytest.raises(
+        reconcile.ReconcileError, match=rf"^indexing: {victim['file_name']}.*1 missing"
+    ):
+        reconcile.check(snap)
+
+
+def test_a_lost_preserved_object_fails_the_preservation(day: dict[str, Any]) -> None:
+    snap = copy.deepcopy(day["snapshot"])
+    name = snap["files"][0]["file_name"]
+    del snap["s3_objects"][snap["preserved"][name]["s3_key"]]
+    with pytest.raises(
+        reconcile.ReconcileError, match=rf"^preservation: {name}: S3 object .* missing"
+    ):
+        reconcile.check(snap)
