@@ -20,7 +20,7 @@ from bench.scale import reconcile
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.scale, pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
