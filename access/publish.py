@@ -1,5 +1,7 @@
 """What the replay service serves from the harvest database: rules, definition collections, tours.
 
+The rules first made to match the targets' licences (:mod:`access.licences`).
+
 Why one function: the CLI after a change, ``access serve`` at start and on every refresh pass,
 and the DAG's refresh task must all bring the same generated things up to date —
 pywb's ACL file (:mod:`access.rules`), the per-definition collections (:mod:`access.definitions`)
@@ -16,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import cdxaudit, definitions, home, jobviews, rules, tours
+from access import cdxaudit, definitions, home, jobviews, licences, rules, tours
 from access.config import AccessConfig
 from access.index import Lister, job_index_files, live_dir
 from harvestflow.db import get_engine
@@ -39,6 +41,7 @@ def publish(
     settings = settings or get_settings()
     engine = engine or get_engine(settings.harvest_db_url)
     cfg = AccessConfig.from_settings(settings)
+    licences.sync(engine, cfg)  # the licences' rules, as the licences now are
     in_force = rules.active(engine)
     if rules.write_acl(definitions.acl_file(cfg), in_force, cdxaudit.audit_user(cfg)):
         log.info("access rules: %d in force, ACL file written", len(in_force))

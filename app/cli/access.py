@@ -170,11 +170,18 @@ def cmd_tours(args: argparse.Namespace) -> int:
 
 
 def _add_rules_cli(acc: argparse._SubParsersAction) -> None:
+    from access.rules import POLICIES
+
     p = acc.add_parser("rules", help="access rules by SURT prefix (allow/block/exclude, embargo)")
     sub = p.add_subparsers(dest="rules_command", required=True)
     s = sub.add_parser("add", help="put a rule in force for a SURT prefix (replaces its rule)")
     s.add_argument("prefix", help="SURT prefix (org,example)/private) or URL; '*' = everything")
-    s.add_argument("--policy", required=True, choices=("allow", "block", "exclude"))
+    s.add_argument(
+        "--policy",
+        required=True,
+        choices=POLICIES,
+        help="open: allowed, and open outside the reading room (what a granted licence makes)",
+    )
     s.add_argument(
         "--embargo-days",
         type=int,

@@ -26,6 +26,7 @@ from app.cli import (
     preservation,
     qa,
     qc,
+    rights,
     search,
 )
 
@@ -46,6 +47,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     access,
     search,
     qc,
+    rights,
 )
 
 

@@ -141,7 +141,7 @@ def create_app(
         """A page with forms: the CSRF token in ``csrf``, its session cookie set if new;
         ``can_edit`` says whether the user may write as a curator."""
         session, context["csrf"], new_session = actions.form_token(request, csrf_key)
-        context["can_edit"] = actions.has_role(request, actions.Role.CURATOR)
+        context.setdefault("can_edit", actions.has_role(request, actions.Role.CURATOR))
         response = page(request, name, **context)
         actions.set_session(request, response, session, new_session)
         return response

@@ -70,6 +70,8 @@ OWNERS = {
     "job_actions": "harvestflow.job_actions",
     "audit_log": "harvestflow.audit",
     "selection_history": "harvest",
+    "collection_roles": "harvest.rights",
+    "saved_searches": "harvest.selection.saved_searches",
     **dict.fromkeys(["documents", "document_captures", "document_pages", "document_links",
                      "document_files", "document_versions"], "indexing.documents"),
 }  # fmt: skip
