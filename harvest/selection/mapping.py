@@ -8,9 +8,9 @@ without a code release; the file says them in the curators' words.
 from __future__ import annotations
 
 import json
-from collections import Counter
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
