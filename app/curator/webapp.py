@@ -47,6 +47,7 @@ from app.curator import (
     qcview,
     readingroom,
     records_pages,
+    rights_pages,
 )
 from harvest import views as queries
 from harvest.page_qa import latest_scores
@@ -392,6 +393,9 @@ def create_app(
         return page(request, "preservation.html", title="Preservation", s=status)
 
     records_pages.add_record_routes(
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+    )
+    rights_pages.add_rights_routes(
         app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
     )
     documents_pages.add_document_routes(

@@ -138,3 +138,39 @@ def test_the_form_shows_the_allowed_combinations_and_searches_are_saved_per_user
     gone = carol.post("/records/searches",
                       data={"csrf_token": token, "name": "my politics", "op": "delete"})  # fmt: skip
     assert gone.status_code == 303 and "my politics" not in carol.get("/records").text
+
+
+def test_an_administrator_gives_and_takes_roles_on_the_rights_page(
+    db_engine: sa.Engine, tmp_path: Path, records: dict[str, int]
+) -> None:
+    carol, carol_token = _as(db_engine, tmp_path, "carol")
+    form = {"csrf_token": carol_token, **_fields("B", "http://b.example/", title="Carol's")}
+    assert carol.post(f"/records/{records['b']}", data=form).status_code == 403
+    # a curator gives no roles
+    mine = carol.post("/rights", data={"csrf_token": carol_token, "collection": "B",
+                                       "username": "carol", "role": "curator"})  # fmt: skip
+    assert mine.status_code == 403 and "needs the administrator role" in mine.json()["detail"]
+
+    ada, token = _as(db_engine, tmp_path, "ada")
+    page = ada.get("/rights").text
+    assert "<td>A</td><td>carol</td><td>curator</td><td>ada</td>" in page
+    given = ada.post("/rights", data={"csrf_token": token, "collection": "B",
+                                      "username": "carol", "role": "curator"})  # fmt: skip
+    assert (
+        given.status_code == 303
+        and "carol%20is%20a%20curator%20in%20B" in given.headers["location"]
+    )
+    assert carol.post(f"/records/{records['b']}", data=form).status_code == 303
+    bad = ada.post("/rights", data={"csrf_token": token, "collection": "B", "username": "x",
+                                    "role": "boss"})  # fmt: skip
+    assert bad.status_code == 400 and "role 'boss'" in bad.text
+    taken = ada.post("/rights", data={"csrf_token": token, "collection": "B",
+                                      "username": "carol", "op": "revoke"})  # fmt: skip
+    assert taken.status_code == 303
+    assert carol.post(f"/records/{records['b']}", data=form).status_code == 403
+    with db_engine.connect() as conn:
+        audit = conn.execute(sa.text(
+            "SELECT username, action FROM audit_log WHERE target = 'collection B'"
+            " ORDER BY audit_id")).all()  # fmt: skip
+    assert [tuple(a) for a in audit] == [("ada", "rights.grant"), ("ada", "rights.grant"),
+                                         ("ada", "rights.revoke")]  # fmt: skip
