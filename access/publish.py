@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import cdxaudit, definitions, home, jobviews, licences, rules, tours
+from access import cdxaudit, curated, definitions, home, jobviews, licences, rules, tours
 from access.config import AccessConfig
 from access.index import Lister, job_index_files, live_dir
 from harvestflow.db import get_engine
@@ -51,5 +51,7 @@ def publish(
     found = list(job_index_files(layout, live_dir(settings) / "index", lister))
     colls = definitions.sync(cfg, engine, found, lister)
     views = jobviews.sync(cfg, engine, found)
+    chosen = curated.sync(cfg, engine, found)  # curated collections: targets, chosen captures
     home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls)))
-    return {"rules": len(in_force), "collections": colls, "job_views": len(views)}
+    return {"rules": len(in_force), "collections": colls, "job_views": len(views),
+            "curated": chosen}  # fmt: skip

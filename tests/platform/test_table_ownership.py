@@ -63,6 +63,7 @@ OWNERS = {
     **dict.fromkeys(["fulltext_docs", "fulltext_captures", "fulltext_files"], "search"),
     **dict.fromkeys(["access_rules", "access_tours", "access_tour_sites"], "access"),
     **dict.fromkeys(["access_missing_urls", "access_patches"], "access"),
+    **dict.fromkeys(["access_curated", "access_curated_captures"], "access.curated"),
     "host_leases": "crawler",
     "job_leases": "crawler",
     "host_lease_waiters": "crawler",
