@@ -52,6 +52,8 @@ def publish(
     colls = definitions.sync(cfg, engine, found, lister)
     views = jobviews.sync(cfg, engine, found)
     chosen = curated.sync(cfg, engine, found)  # curated collections: targets, chosen captures
-    home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls)))
+    shown = [{"name": c.name, "title": c.title, "description": c.description,
+              "captures": chosen.get(c.name, 0)} for c in curated.all_curated(engine)]  # fmt: skip
+    home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls), shown))
     return {"rules": len(in_force), "collections": colls, "job_views": len(views),
             "curated": chosen}  # fmt: skip

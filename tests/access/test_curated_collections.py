@@ -1,5 +1,5 @@
 """A curated collection through the real replay service (pywb behind our gateway): a target of
-two jobs, the second chosen, is replayed in the collection from that job's capture only (pywb's
+two jobs, the second chosen, is listed on the home page and replayed in the collection from that job's capture only (pywb's
 CDX API lists just it), another target is not in it; dropping the choice empties it; a bad
 name, or a choice of a job that does not exist, is refused with the reason."""
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from access import curated
+from access import curated, home
 from access.config import AccessConfig
 from access.publish import publish
 from access.service import ReplayService
@@ -55,8 +55,11 @@ def test_a_curated_collection_serves_the_chosen_jobs_captures_of_its_targets(
         curated.choose(db_engine, "elections", record, 999999, user="cora")
     curated.choose(db_engine, "elections", record, _job_of(second[0]), user="cora")
     assert publish()["curated"] == {"elections": 1}
-
     cfg = AccessConfig.from_settings(settings_mod.get_settings())
+    listed = json.loads(home.path(cfg).read_text())["collections"]
+    assert {"name": "elections", "title": "Elections 2024", "description": "sites of the campaign",
+            "captures": 1, "kind": None, "first": None, "last": None} in listed  # fmt: skip
+
     service = ReplayService(settings_mod.get_settings())
     service.start()
     try:
