@@ -175,10 +175,13 @@ def check(
     what: str = "change",
 ) -> str:
     """The user, when their role in every one of ``collections`` is at least ``needed``;
-    :class:`Forbidden` naming the first collection where it is not."""
+    :class:`Forbidden` naming the first collection where it is not (:class:`RightsError` for a
+    name no collection can have: a NUL byte, over 500 characters)."""
     if not username:
         raise Forbidden("writes need an authenticated user")
     for collection in dict.fromkeys(c.strip() for c in collections):
+        if "\x00" in collection or len(collection) > 500:  # no collection is named so
+            raise RightsError(f"collection {collection[:40]!r}: not a collection's name")
         role = role_in(conn, username, collection, global_role)
         if role < needed:
             log.warning("rights: %s refused to %s (%s in %r)", what, username, role.label,

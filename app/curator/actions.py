@@ -140,6 +140,8 @@ def check_collection_write(
         return rights.check(conn, user, collections, role, role_of(request), what=what)
     except rights.Forbidden as exc:
         raise HTTPException(403, str(exc)) from None
+    except rights.RightsError as exc:  # a form's collection no collection can be named
+        raise HTTPException(400, str(exc)) from None
 
 
 def may_edit(request: Request, conn: Connection) -> bool:

@@ -42,6 +42,8 @@ def test_a_collection_with_named_users_is_theirs_and_an_administrators(hdb: sa.E
             rights.check(conn, "dave", ["Open", "A"], Role.CURATOR, Role.CURATOR)
         with pytest.raises(rights.Forbidden, match="authenticated"):
             rights.check(conn, None, ["Open"], Role.VIEWER, Role.ADMIN)
+        with pytest.raises(rights.RightsError, match="not a collection's name"):
+            rights.check(conn, "carol", ["A\x00"], Role.CURATOR, Role.CURATOR)
         with pytest.raises(rights.RightsError, match="role 'boss'"):
             Role.parse("boss")
         rights.revoke(conn, "A", "carol", "root")
