@@ -28,6 +28,7 @@ from access import rules
 from access.config import AccessConfig
 from access.definitions import acl_file, collections_root
 from access.errors import AccessError
+from harvest.selection.record_search import seed_urls_of
 from harvestflow.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -125,13 +126,15 @@ def all_curated(engine: sa.Engine) -> list[Curated]:
         ).all()
         rows = conn.execute(
             sa.text(
-                "SELECT c.name, c.record_id, r.seed_url, c.job_id FROM access_curated_captures c"
-                " JOIN selection_records r USING (record_id) ORDER BY c.name, c.record_id, c.job_id"
+                "SELECT name, record_id, job_id FROM access_curated_captures"
+                " ORDER BY name, record_id, job_id"
             )
         ).all()
+        seeds = seed_urls_of(conn, sorted({int(r.record_id) for r in rows}))
     found = {h.name: Curated(h.name, h.title, h.description) for h in heads}
     for row in rows:
-        found[row.name].choices.append(Choice(int(row.record_id), row.seed_url, int(row.job_id)))
+        seed = seeds[int(row.record_id)]
+        found[row.name].choices.append(Choice(int(row.record_id), seed, int(row.job_id)))
     return list(found.values())
 
 

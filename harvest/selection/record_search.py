@@ -169,3 +169,15 @@ def collections_of(conn: Connection, record_ids: list[int]) -> dict[int, str]:
         {"ids": list(record_ids)},
     ).all()
     return {int(r.record_id): str(r.collection) for r in rows}
+
+
+def seed_urls_of(conn: Connection, record_ids: list[int]) -> dict[int, str]:
+    """The seed URL of each record that exists (a curated collection's targets)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT record_id, seed_url FROM selection_records"
+            " WHERE record_id = ANY(CAST(:ids AS integer[]))"
+        ),
+        {"ids": list(record_ids)},
+    ).all()
+    return {int(r.record_id): str(r.seed_url) for r in rows}
