@@ -133,7 +133,7 @@ class AccessConfig:
             reader_session_s=_positive(
                 sec.get("reader_session_s", 8 * 3600), "reader_session_s", float
             ),
-            licence_rules=_licence_rules(sec.get("licence_rules", {"granted": "open"})),
+            licence_rules=_licence_rules(sec.get("licence_rules", ["granted=open"])),
         )
 
     @property
@@ -264,13 +264,14 @@ def _checked(coll: str) -> str:
 
 
 def _licence_rules(value: Any) -> tuple[tuple[str, str], ...]:
-    """``[access] licence_rules``: a table of licence status -> access policy, each checked."""
+    """``[access] licence_rules``: ``"status=policy"`` entries, each checked."""
     from access.rules import POLICIES
     from harvest.selection.annotations import LicenceStatus
 
-    if not isinstance(value, dict):
-        raise SettingsError(f"[access] licence_rules: want a table status = policy, got {value!r}")
-    for status, policy in value.items():
+    if not isinstance(value, list) or not all(isinstance(v, str) and "=" in v for v in value):
+        raise SettingsError(f'[access] licence_rules: want ["status=policy", …], got {value!r}')
+    pairs = dict(v.split("=", 1) for v in value)
+    for status, policy in pairs.items():
         if status not in LicenceStatus.__members__.values():
             raise SettingsError(
                 f"[access] licence_rules: unknown licence status {status!r}; expected one of"
@@ -281,4 +282,4 @@ def _licence_rules(value: Any) -> tuple[tuple[str, str], ...]:
                 f"[access] licence_rules.{status}: policy {policy!r}; want one of"
                 f" {', '.join(POLICIES)}"
             )
-    return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    return tuple(sorted((str(k), str(v)) for k, v in pairs.items()))

@@ -60,19 +60,17 @@ def fab_config(settings: Settings) -> dict[str, Any]:
     search = str(af.get("ldap_search") or "")
     if not search:
         raise SettingsError("[airflow] ldap_search: the base DN of the users' entries is missing")
-    roles = af.get("ldap_roles") or {}
-    if not isinstance(roles, dict):
-        raise SettingsError("[airflow] ldap_roles: want a table group DN = role or [roles]")
+    roles = af.get("ldap_roles") or []
+    if not isinstance(roles, list) or not all(isinstance(r, str) and "=" in r for r in roles):
+        raise SettingsError('[airflow] ldap_roles: want ["Role=group DN", …]')
     mapping: dict[str, list[str]] = {}
-    for group, given in roles.items():
-        names = [given] if isinstance(given, str) else list(given)
-        for name in names:
-            if name not in FAB_ROLES:
-                raise SettingsError(
-                    f"[airflow] ldap_roles: {group!r}: role {name!r}; want one of"
-                    f" {', '.join(FAB_ROLES)}"
-                )
-        mapping[str(group)] = [str(n) for n in names]
+    for entry in roles:
+        name, _, group = entry.partition("=")
+        if name.strip() not in FAB_ROLES:
+            raise SettingsError(
+                f"[airflow] ldap_roles: {group!r}: role {name!r}; want one of {', '.join(FAB_ROLES)}"
+            )
+        mapping.setdefault(group.strip(), []).append(name.strip())
     registration = str(af.get("ldap_registration_role") or "Viewer")
     if registration not in FAB_ROLES:
         raise SettingsError(f"[airflow] ldap_registration_role: {registration!r}")

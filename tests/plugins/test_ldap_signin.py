@@ -37,9 +37,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Di
         env["HARVESTFLOW_AIRFLOW__AUTH"] = '"ldap"'
         env["HARVESTFLOW_AIRFLOW__LDAP_SERVER"] = json.dumps(directory.url)
         env["HARVESTFLOW_AIRFLOW__LDAP_SEARCH"] = json.dumps(directory.people)
-        env["HARVESTFLOW_AIRFLOW__LDAP_ROLES"] = (
-            "{" + ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in roles.items()) + "}"
-        )
+        env["HARVESTFLOW_AIRFLOW__LDAP_ROLES"] = json.dumps([f"{v}={k}" for k, v in roles.items()])
         with harvestflow_up(env) as (base, _):
             yield base, directory
 
@@ -76,12 +74,12 @@ def test_the_fab_configuration_comes_from_the_settings(tmp_path: Path) -> None:
     env = {"HARVESTFLOW_AIRFLOW__AUTH": '"ldap"',
            "HARVESTFLOW_AIRFLOW__LDAP_SERVER": '"ldap://127.0.0.1:389"',
            "HARVESTFLOW_AIRFLOW__LDAP_SEARCH": '"ou=people,dc=archive,dc=test"',
-           "HARVESTFLOW_AIRFLOW__LDAP_ROLES": '{ "cn=c,dc=archive,dc=test" = "User" }'}  # fmt: skip
+           "HARVESTFLOW_AIRFLOW__LDAP_ROLES": '["User=cn=c,dc=archive,dc=test"]'}  # fmt: skip
     config = fab_config(load(environ=env))
     assert config["AUTH_ROLES_MAPPING"] == {"cn=c,dc=archive,dc=test": ["User"]}
     assert config["AUTH_LDAP_USERNAME_FORMAT"] == "uid=%s,ou=people,dc=archive,dc=test"
     assert ldap_env(load(environ=env))["AIRFLOW__CORE__AUTH_MANAGER"].endswith("FabAuthManager")
     assert ldap_env(load(environ={})) == {}
-    bad = {**env, "HARVESTFLOW_AIRFLOW__LDAP_ROLES": '{ "cn=c" = "Boss" }'}
+    bad = {**env, "HARVESTFLOW_AIRFLOW__LDAP_ROLES": '["Boss=cn=c"]'}
     with pytest.raises(SettingsError, match="role 'Boss'"):
         ldap_env(load(environ=bad))
