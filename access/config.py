@@ -72,6 +72,9 @@ class AccessConfig:
     # session lasts ([access] reader_session_s)
     signin_url: str = ""
     reader_session_s: float = 8 * 3600.0
+    # the access rule each licence status puts in force on its targets' seeds
+    # ([access] licence_rules; access/licences.py): (status, policy) pairs
+    licence_rules: tuple[tuple[str, str], ...] = (("granted", "open"),)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> AccessConfig:
@@ -122,6 +125,7 @@ class AccessConfig:
             reader_session_s=_positive(
                 sec.get("reader_session_s", 8 * 3600), "reader_session_s", float
             ),
+            licence_rules=_licence_rules(sec.get("licence_rules", ["granted=open"])),
         )
 
     @property
@@ -249,3 +253,25 @@ def _checked(coll: str) -> str:
     if not _COLL.match(coll):
         raise SettingsError(f"bad access collection name {coll!r}")
     return coll
+
+
+def _licence_rules(value: Any) -> tuple[tuple[str, str], ...]:
+    """``[access] licence_rules``: ``"status=policy"`` entries, each checked."""
+    from access.rules import POLICIES
+    from harvest.selection.annotations import LicenceStatus
+
+    if not isinstance(value, list) or not all(isinstance(v, str) and "=" in v for v in value):
+        raise SettingsError(f'[access] licence_rules: want ["status=policy", …], got {value!r}')
+    pairs = dict(v.split("=", 1) for v in value)
+    for status, policy in pairs.items():
+        if status not in LicenceStatus.__members__.values():
+            raise SettingsError(
+                f"[access] licence_rules: unknown licence status {status!r}; expected one of"
+                f" {', '.join(LicenceStatus)}"
+            )
+        if policy not in POLICIES:
+            raise SettingsError(
+                f"[access] licence_rules.{status}: policy {policy!r}; want one of"
+                f" {', '.join(POLICIES)}"
+            )
+    return tuple(sorted((str(k), str(v)) for k, v in pairs.items()))

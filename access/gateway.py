@@ -31,7 +31,7 @@ from access.definitions import collections_root
 from access.gateway_limits import CHUNK, RequestLimits
 from access.gateway_pages import ReaderPages
 from access.readerlogin import LoginChecker
-from access.rules import Rule, deciding
+from access.rules import OPEN, Rule, deciding, opens
 from harvestflow.formats.fields import tsv_field
 from harvestflow.formats.surt import surt
 
@@ -119,7 +119,24 @@ class Gateway:
                 return None
             if self.reader_session(headers) is not None:
                 return None
+        if self.opened(path) is not None:
+            return None
         return f"reading room: address {client} is outside the reading room and not signed in"
+
+    def opened(self, path: str) -> Rule | None:
+        """The ``open`` rule (a granted licence's: :mod:`access.licences`) that opens this
+        replay of one capture outside the reading room, or None. Replay only: the calendar and
+        URL search (CDX API) list other captures too, and stay the reading room's."""
+        match = _REPLAY.match(path.split("?", 1)[0])
+        if not match or match.group(2) == "" or match.group(1) in ("static", "search"):
+            return None
+        url = unquote(match.group(3))
+        if not url.lower().startswith(_WEB):
+            return None
+        try:
+            return opens(self.rules(), surt(url))
+        except Exception:  # a URL we cannot key is no rule's
+            return None
 
     def rule_refusal(self, status: int, path: str) -> str | None:
         """The access rule behind pywb's refusal of a capture (451 block; 404 exclude)."""
@@ -133,7 +150,7 @@ class Gateway:
         except Exception:  # a URL we cannot key is no rule's
             return None
         rule = deciding(self.rules(), key)
-        if rule is None or rule.policy == "allow":
+        if rule is None or rule.policy in ("allow", OPEN):
             return None
         if status == 404 and rule.policy != "exclude":
             return None

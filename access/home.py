@@ -40,9 +40,15 @@ def _when(capture: str) -> str:
     return "-".join(p for p in parts if len(p) == 2 or len(p) == 4)
 
 
-def build(engine: sa.Engine, tours: list[Tour], collections: list[str]) -> dict[str, Any]:
-    """The home page's content: the tours, then ``all`` and each definition collection served
-    (``harvest-<id>``) with its description, captures and date range."""
+def build(
+    engine: sa.Engine,
+    tours: list[Tour],
+    collections: list[str],
+    curated: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The home page's content: the tours, then ``all``, each definition collection served
+    (``harvest-<id>``) with its description, captures and date range, and the curated
+    collections (``curated``: name, title, description, captures; :mod:`access.curated`)."""
     ids = [int(c.removeprefix(DEFINITION_PREFIX)) for c in collections
            if c.startswith(DEFINITION_PREFIX) and c[len(DEFINITION_PREFIX):].isdigit()]  # fmt: skip
     with engine.connect() as conn:
@@ -73,7 +79,10 @@ def build(engine: sa.Engine, tours: list[Tour], collections: list[str]) -> dict[
             }
             for t in tours
         ],
-        "collections": [whole, *listed],
+        "collections": [whole, *listed, *[
+            {"name": c["name"], "title": c["title"], "kind": None,
+             "description": c["description"], "captures": c["captures"], "first": None,
+             "last": None} for c in curated or []]],
     }  # fmt: skip
 
 

@@ -136,7 +136,7 @@ def screenshot(host: str, port: int, path: str, rules: list[Rule], timeout: floa
         rule = deciding(rules, surt(unquote(url)))
     except Exception:  # an address we cannot key gets no thumbnail
         return None
-    if rule is not None and rule.policy != "allow":
+    if rule is not None and rule.policy not in ("allow", "open"):
         return None
     resp = _get(host, port, f"/{coll}/{when}id_/{SCREENSHOT}{url}", timeout)
     try:

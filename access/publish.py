@@ -1,5 +1,7 @@
 """What the replay service serves from the harvest database: rules, definition collections, tours.
 
+The rules first made to match the targets' licences (:mod:`access.licences`).
+
 Why one function: the CLI after a change, ``access serve`` at start and on every refresh pass,
 and the DAG's refresh task must all bring the same generated things up to date —
 pywb's ACL file (:mod:`access.rules`), the per-definition collections (:mod:`access.definitions`)
@@ -16,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from access import cdxaudit, definitions, home, jobviews, rules, tours
+from access import cdxaudit, curated, definitions, home, jobviews, licences, rules, tours
 from access.config import AccessConfig
 from access.index import Lister, job_index_files, live_dir
 from harvestflow.db import get_engine
@@ -39,6 +41,7 @@ def publish(
     settings = settings or get_settings()
     engine = engine or get_engine(settings.harvest_db_url)
     cfg = AccessConfig.from_settings(settings)
+    licences.sync(engine, cfg)  # the licences' rules, as the licences now are
     in_force = rules.active(engine)
     if rules.write_acl(definitions.acl_file(cfg), in_force, cdxaudit.audit_user(cfg)):
         log.info("access rules: %d in force, ACL file written", len(in_force))
@@ -48,5 +51,9 @@ def publish(
     found = list(job_index_files(layout, live_dir(settings) / "index", lister))
     colls = definitions.sync(cfg, engine, found, lister)
     views = jobviews.sync(cfg, engine, found)
-    home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls)))
-    return {"rules": len(in_force), "collections": colls, "job_views": len(views)}
+    chosen = curated.sync(cfg, engine, found)  # curated collections: targets, chosen captures
+    shown = [{"name": c.name, "title": c.title, "description": c.description,
+              "captures": chosen.get(c.name, 0)} for c in curated.all_curated(engine)]  # fmt: skip
+    home.write(cfg, home.build(engine, tours.all_tours(engine), sorted(colls), shown))
+    return {"rules": len(in_force), "collections": colls, "job_views": len(views),
+            "curated": chosen}  # fmt: skip

@@ -35,11 +35,12 @@ from search.model import AccessRules
 
 log = logging.getLogger(__name__)
 
-POLICIES = ("allow", "block", "exclude")
+POLICIES = ("allow", "block", "exclude", "open")
+OPEN = "open"  # allowed, and open outside the reading room (a licence's rule: access.licences)
 ACL_NAME = "rules.aclj"
 _COLUMNS = (
     "rule_id, surt, policy, embargo_days, reason, created_by, created_at, removed_by,"
-    " removed_at, replaces"
+    " removed_at, replaces, origin"
 )
 
 
@@ -59,12 +60,15 @@ class Rule:
     removed_by: str | None = None
     removed_at: datetime | None = None
     replaces: int | None = None
+    origin: str | None = None  # None: an operator's; 'licence:record N': a licence's
 
     def describe(self) -> str:
         """One line for logs and refusal pages: ``rule 7 block org,example)/ (reason)``."""
         embargo = f" embargo {self.embargo_days} days" if self.embargo_days else ""
         reason = f" ({self.reason})" if self.reason else ""
-        return f"rule {self.rule_id} {self.policy} {self.surt or '(everything)'}{embargo}{reason}"
+        origin = f" [from {self.origin}]" if self.origin else ""
+        where = self.surt or "(everything)"
+        return f"rule {self.rule_id} {self.policy} {where}{embargo}{reason}{origin}"
 
     def applies_to(self, timestamp: str, now: datetime | None = None) -> bool:
         """Whether the rule decides a capture of this 14-digit time (embargo: younger only)."""
@@ -177,15 +181,17 @@ def add(
     user: str,
     reason: str = "",
     embargo_days: int | None = None,
+    origin: str | None = None,
 ) -> Rule:
-    """Put a rule in force for ``prefix`` (replacing the one it had, which is kept, closed)."""
+    """Put a rule in force for ``prefix`` (replacing the one it had, which is kept, closed);
+    ``origin`` names what made it when not an operator (a licence: :mod:`access.licences`)."""
     key = prefix_of(prefix)
     if policy not in POLICIES:
         raise RuleError(f"policy {policy!r}: want one of {', '.join(POLICIES)}")
     if embargo_days is not None and embargo_days <= 0:
         raise RuleError(f"embargo {embargo_days!r} days: want a positive number of days")
-    if policy == "allow" and embargo_days:
-        raise RuleError("an embargo belongs to a block or exclude rule, not to allow")
+    if policy in ("allow", OPEN) and embargo_days:
+        raise RuleError(f"an embargo belongs to a block or exclude rule, not to {policy}")
     if not user:
         raise RuleError("who makes the change must be named (--user)")
     with engine.begin() as conn:
@@ -200,9 +206,17 @@ def add(
         row = conn.execute(
             sa.text(
                 "INSERT INTO access_rules (surt, policy, embargo_days, reason, created_by,"
-                f" replaces) VALUES (:s, :p, :e, :r, :u, :old) RETURNING {_COLUMNS}"
+                f" replaces, origin) VALUES (:s, :p, :e, :r, :u, :old, :o) RETURNING {_COLUMNS}"
             ),
-            {"s": key, "p": policy, "e": embargo_days, "r": reason, "u": user, "old": old},
+            {
+                "s": key,
+                "p": policy,
+                "e": embargo_days,
+                "r": reason,
+                "u": user,
+                "old": old,
+                "o": origin,
+            },
         ).one()
     rule = _row(row)
     log.info("access %s added by %s", rule.describe(), user)
@@ -241,6 +255,13 @@ def deciding(rules: Iterable[Rule], key: str) -> Rule | None:
     return best
 
 
+def opens(rules: Iterable[Rule], key: str) -> Rule | None:
+    """The ``open`` rule deciding a capture's key, if that is the rule that decides it: its
+    replay is open outside the reading room (the gateway's exception to the room)."""
+    rule = deciding(rules, key)
+    return rule if rule is not None and rule.policy == OPEN else None
+
+
 def acl_lines(rules: Iterable[Rule], audit_user: str = "") -> list[str]:
     """pywb's ACL file lines (``wb-manager acl`` format), sorted as pywb searches them.
 
@@ -253,7 +274,9 @@ def acl_lines(rules: Iterable[Rule], audit_user: str = "") -> list[str]:
         if audit_user:
             audit = {"access": "allow", "url": rule.surt or "*", "user": audit_user}
             lines.append(f"{rule.surt or '*,'} - {json.dumps(audit, ensure_ascii=True)}")
-        entry: dict[str, object] = {"access": rule.policy, "url": rule.surt or "*"}
+        # pywb knows allow / block / exclude: an open rule is an allow there (the gateway opens it)
+        policy = "allow" if rule.policy == OPEN else rule.policy
+        entry: dict[str, object] = {"access": policy, "url": rule.surt or "*"}
         if rule.embargo_days:
             entry["newer"] = {"days": rule.embargo_days}
         entry["rule"] = rule.rule_id
@@ -280,4 +303,6 @@ def write_acl(path: Path, rules: Iterable[Rule], audit_user: str = "") -> bool:
 
 def search_rules(engine: sa.Engine) -> AccessRules:
     """The rules in force as full-text search applies them (the same as replay's)."""
-    return AccessRules.from_rules((r.surt, r.policy, r.embargo_days) for r in active(engine))
+    return AccessRules.from_rules(
+        (r.surt, "allow" if r.policy == OPEN else r.policy, r.embargo_days) for r in active(engine)
+    )

@@ -9,6 +9,7 @@ an invalid token 403 (as Airflow's own API), a user without the permission 403.
 
 Writes need more: the dependency names the user (``request.state.user``) and their role on our
 pages (``request.state.role``, app.curator.actions.Role) from Airflow's auth manager:
+an administrator is the simple auth manager's ADMIN or FAB's Admin (may delete users);
 a crawl engineer may edit pools (``is_authorized_pool(method="PUT")``: the simple auth
 manager's OP and ADMIN, FAB's Op and Admin), a curator may edit DAGs
 (``is_authorized_dag(method="PUT")``: USER; FAB's User), anyone else who sees the website is
@@ -58,11 +59,24 @@ def curator_role(manager: Any, user: Any) -> Any:
     """The user's role on the curator pages, from Airflow's auth manager (see module doc)."""
     from app.curator.actions import Role
 
+    if _is_admin(manager, user):
+        return Role.ADMIN
     if manager.is_authorized_pool(method="PUT", user=user):
         return Role.ENGINEER
     if manager.is_authorized_dag(method="PUT", user=user):
         return Role.CURATOR
     return Role.VIEWER
+
+
+def _is_admin(manager: Any, user: Any) -> bool:
+    """An administrator: the simple auth manager's ADMIN (its own test), FAB's Admin (the only
+    role that may delete FAB's users)."""
+    own = getattr(manager, "_is_admin", None)
+    if callable(own):
+        return bool(own(user))
+    return bool(
+        manager.is_authorized_custom_view(method="DELETE", resource_name="Users", user=user)
+    )
 
 
 def airflow_base_path(base_url: str) -> str:

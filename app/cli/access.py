@@ -8,7 +8,8 @@
   publish the per-definition collections, the rules' ACL file and the home page;
 - ``access config``: print the generated pywb configuration;
 - ``access rules add|list|remove``: access rules by SURT prefix (:mod:`access.rules`);
-- ``access tours add|list|show|remove|add-site|remove-site``: guided tours (:mod:`access.tours`).
+- ``access tours add|list|show|remove|add-site|remove-site``: guided tours (:mod:`access.tours`);
+- ``access curated create|add|drop|remove|list``: curated collections (:mod:`access.curated`).
 
 A change to rules or tours is published at once (ACL file, home page) for a service reading
 this data directory; a service elsewhere picks it up at its next refresh.
@@ -169,12 +170,70 @@ def cmd_tours(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_curated(args: argparse.Namespace) -> int:
+    from access import curated
+    from harvestflow.db import get_engine
+
+    engine = get_engine()
+    cmd = args.curated_command
+    try:
+        if cmd == "create":
+            curated.create(engine, args.name, args.title, args.description, user=_user(args))
+        elif cmd == "add":
+            curated.choose(engine, args.name, args.record_id, args.job_id, user=_user(args))
+        elif cmd == "drop":
+            curated.unchoose(engine, args.name, args.record_id, args.job_id)
+        elif cmd == "remove":
+            curated.remove(engine, args.name)
+        else:
+            for coll in curated.all_curated(engine):
+                print(f"{coll.name}\t{len(coll.choices)} choice(s)\t{coll.title}")
+                for c in coll.choices:
+                    print(f"  record {c.record_id} ({c.seed_url}) from job {c.job_id}")
+            return 0
+    except curated.CuratedError as exc:
+        return _refused(exc)
+    _published()
+    return 0
+
+
+def _add_curated_cli(acc: argparse._SubParsersAction) -> None:
+    p = acc.add_parser("curated", help="curated collections: targets with chosen captures")
+    sub = p.add_subparsers(dest="curated_command", required=True)
+    s = sub.add_parser("create", help="a new curated collection (served as /<name>/)")
+    s.add_argument("name", help="lower-case letters, digits, '-'")
+    s.add_argument("--title", required=True)
+    s.add_argument("--description", default="")
+    s.add_argument("--user", help="who makes it (default $USER)")
+    s.set_defaults(func=cmd_curated)
+    for verb, what in (("add", "show a job's captures of a target"),
+                       ("drop", "stop showing them")):  # fmt: skip
+        s = sub.add_parser(verb, help=what)
+        s.add_argument("name")
+        s.add_argument("record_id", type=int, help="the target (selection record)")
+        s.add_argument("job_id", type=int, help="the job whose captures (any job, broad too)")
+        s.add_argument("--user", help="who chooses (default $USER)")
+        s.set_defaults(func=cmd_curated)
+    s = sub.add_parser("remove", help="delete a curated collection")
+    s.add_argument("name")
+    s.set_defaults(func=cmd_curated)
+    s = sub.add_parser("list", help="the curated collections and their choices")
+    s.set_defaults(func=cmd_curated)
+
+
 def _add_rules_cli(acc: argparse._SubParsersAction) -> None:
+    from access.rules import POLICIES
+
     p = acc.add_parser("rules", help="access rules by SURT prefix (allow/block/exclude, embargo)")
     sub = p.add_subparsers(dest="rules_command", required=True)
     s = sub.add_parser("add", help="put a rule in force for a SURT prefix (replaces its rule)")
     s.add_argument("prefix", help="SURT prefix (org,example)/private) or URL; '*' = everything")
-    s.add_argument("--policy", required=True, choices=("allow", "block", "exclude"))
+    s.add_argument(
+        "--policy",
+        required=True,
+        choices=POLICIES,
+        help="open: allowed, and open outside the reading room (what a granted licence makes)",
+    )
     s.add_argument(
         "--embargo-days",
         type=int,
@@ -233,3 +292,4 @@ def add_cli(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_config)
     _add_rules_cli(acc)
     _add_tours_cli(acc)
+    _add_curated_cli(acc)

@@ -27,6 +27,7 @@ from app.cli import (
     preservation,
     qa,
     qc,
+    rights,
     search,
 )
 
@@ -48,6 +49,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     search,
     qc,
     crawl_templates,
+    rights,
 )
 
 

@@ -79,12 +79,18 @@ def _evidence(values: list[str]) -> list[dict[str, str]]:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
+    from harvest import rights
     from harvest.common import engine_or_default
     from harvest.selection.annotations import AnnotationError, annotate
+    from harvest.selection.record_search import collections_of
 
     evidence = [] if args.no_evidence else (_evidence(args.evidence) if args.evidence else None)
     try:
         with engine_or_default(None).begin() as conn:
+            where = collections_of(conn, [args.record_id])
+            # the CLI's user is a curator where a collection names nobody (rights.check)
+            rights.check(conn, _user(args), where.values(), rights.Role.CURATOR,
+                         rights.Role.CURATOR, what="annotate targets")  # fmt: skip
             now = annotate(
                 conn,
                 args.record_id,
@@ -95,9 +101,16 @@ def cmd_annotate(args: argparse.Namespace) -> int:
                 licence_note=args.licence_note,
                 notes=args.notes,
             )
-    except AnnotationError as exc:
+    except (AnnotationError, rights.RightsError) as exc:
         print(f"harvestflow selection annotate: {exc}", file=sys.stderr)
         return 1
+    from access import licences
+
+    done = licences.sync(engine_or_default(None))  # the licence's access rule, in force now
+    for rule in done.added:
+        print(f"in force: {rule.describe()}", file=sys.stderr)
+    for rule in done.removed:
+        print(f"removed: {rule.describe()}", file=sys.stderr)
     print(json.dumps(now.as_feed(), indent=1, ensure_ascii=False))
     return 0
 

@@ -17,13 +17,15 @@ import hmac
 import logging
 import os
 import secrets
-from enum import IntEnum
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request, Response
+from sqlalchemy.engine import Connection
 
+from harvest import rights
 from harvestflow.formats.integers import BIGINT_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
@@ -53,21 +55,11 @@ def user_of(request: Request) -> str | None:
     return str(user) if user else None
 
 
-class Role(IntEnum):
-    """What a user may do on the curator pages; each role may do what the lower ones may.
-
-    Taken from Airflow's auth manager by the plugin: a crawl engineer may edit pools (the crawl
-    channels: the simple auth manager's OP and ADMIN, FAB's Op and Admin), a curator may edit
-    DAGs (USER; FAB's User), a viewer may only see the pages (VIEWER; FAB's Viewer).
-    """
-
-    VIEWER = 1
-    CURATOR = 2  # edit selection records, annotations, definitions and domains, comment
-    ENGINEER = 3  # control running jobs, cron schedules, edit traps
-
-    @property
-    def label(self) -> str:
-        return {1: "viewer", 2: "curator", 3: "crawl engineer"}[int(self)]
+# one vocabulary of roles, the rights' (harvest.rights): the plugin takes the global one from
+# Airflow's auth manager (a crawl engineer may edit pools: the simple auth manager's OP, FAB's
+# Op; a curator may edit DAGs: USER, FAB's User; an administrator is ADMIN, FAB's Admin; a viewer
+# may only see the pages), and a collection may give a user another one (rights.role_in).
+Role = rights.Role
 
 
 def role_of(request: Request) -> Role:
@@ -127,6 +119,39 @@ def check_write(request: Request, form: dict[str, str], key: bytes, *, role: Rol
             403, f"{user} is a {role_of(request).label}: this needs the {role.label} role"
         )
     return user
+
+
+def check_collection_write(
+    request: Request,
+    form: dict[str, str],
+    key: bytes,
+    conn: Connection,
+    collections: Iterable[str],
+    *,
+    role: Role = Role.CURATOR,
+    what: str = "edit records",
+) -> str:
+    """The user allowed to write in every one of ``collections``: the CSRF check of
+    :func:`check_write`, then their role in each collection (:func:`harvest.rights.check`,
+    the one the CLI calls too: a collection's own users, or the global role where a
+    collection gives nobody a role); 403 naming the collection otherwise."""
+    user = check_write(request, form, key, role=Role.VIEWER)
+    try:
+        return rights.check(conn, user, collections, role, role_of(request), what=what)
+    except rights.Forbidden as exc:
+        raise HTTPException(403, str(exc)) from None
+    except rights.RightsError as exc:  # a form's collection no collection can be named
+        raise HTTPException(400, str(exc)) from None
+
+
+def may_edit(request: Request, conn: Connection) -> bool:
+    """Whether the page shows the curator's forms: a curator globally, or in a collection."""
+    user = user_of(request)
+    if user is None:
+        return False
+    return has_role(request, Role.CURATOR) or any(
+        g.role >= Role.CURATOR for g in rights.grants(conn, username=user)
+    )
 
 
 def form_token(request: Request, key: bytes) -> tuple[str, str, bool]:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions
 from harvest.selection import qa_feedback
@@ -32,6 +33,7 @@ from harvest.selection.annotations import (
     histories,
     records_of_domains,
 )
+from harvest.selection.record_search import collections_of
 from harvestflow.errors import NotFoundError
 from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.integers import BIGINT_MAX, INTEGER_MAX
@@ -113,6 +115,18 @@ def annotation_arguments(form: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def licence_rules(engine: sa.Engine) -> None:
+    """The access rules the licences want, in force now (:func:`access.licences.sync`; the
+    replay service's refresh applies them, and would make them if this failed)."""
+    from access import licences
+    from harvestflow.errors import HarvestflowError
+
+    try:
+        licences.sync(engine)
+    except (HarvestflowError, sa.exc.SQLAlchemyError):
+        log.exception("licence rules not brought up to date now: the next refresh will")
+
+
 def _status_of(exc: Exception) -> int:
     """404 when what the page's path names does not exist, 400 for a form that is refused."""
     return 404 if isinstance(exc, NotFoundError) else 400
@@ -138,12 +152,19 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
     async def record_annotations(request: Request, record_id: RecordId) -> Response:
         """A target's annotation (scope evidence, licence, notes), from the domain page."""
         form = await actions.read_form(request)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with engine_factory().connect() as conn:
+            where = collections_of(conn, [record_id])
+            if record_id not in where:
+                raise HTTPException(404, f"no selection record {record_id}")
+            user = actions.check_collection_write(
+                request, form, csrf_key, conn, [where[record_id]], what="annotate targets"
+            )
         try:
             with engine_factory().begin() as conn:
                 annotate(conn, record_id, user, **annotation_arguments(form))
         except AnnotationError as exc:
             raise HTTPException(_status_of(exc), str(exc)) from None
+        await run_in_threadpool(licence_rules, engine_factory())
         back = form.get("domain", "")
         target = f"/domains/{quote(back, safe='')}#targets" if back else "/domains"
         return RedirectResponse(actions.root_path(request) + target, 303)

@@ -26,7 +26,8 @@ from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions, feedback
 from harvest.page_qa import latest_scores
-from harvest.selection import editing, record_search
+from harvest.selection import editing, record_search, saved_searches
+from harvest.selection.mapping import load_mapping
 from harvest.selection.records import CSV_COLUMNS
 from harvest.views import Page
 from harvestflow.audit import audit_entries
@@ -39,7 +40,7 @@ PAGE_SIZE = 50
 MAX_RECORD_FORM = 1_048_576  # a record's notes may be long (each field at most 128 KiB)
 RecordId = Annotated[int, PathParam(ge=1, le=INTEGER_MAX)]
 Pager = Callable[..., HTMLResponse]
-FILTERS = ("q", "collection", "frequency", "status", "validation", "curator", "page_no")
+FILTERS = (*saved_searches.FILTERS, "page_no")
 
 
 def _filter(request: Request) -> record_search.RecordFilter:
@@ -51,6 +52,8 @@ def _filter(request: Request) -> record_search.RecordFilter:
         status=get("status", ""),
         validation=get("validation", ""),
         curator=get("curator", "")[:200],
+        theme=get("theme", "")[:200],
+        keyword=get("keyword", "")[:200],
     )
 
 
@@ -86,10 +89,23 @@ def add_record_routes(
     """Add the /records pages to the curator app (its renderer of pages with forms, ``page``,
     which sets the CSRF token and ``can_edit``, and its read-only ``connect``)."""
 
+    def allowed(request: Request, form: dict[str, str], collections: list[str]) -> str:
+        """The writer, when a curator in every collection the write touches (else 403)."""
+        with connect() as conn:
+            return actions.check_collection_write(request, form, csrf_key, conn, collections)
+
     def form_page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        with connect() as conn:
+            can_edit = actions.may_edit(request, conn)
+        if name == "record.html":
+            values = context.get("values") or {}
+            context["choices"] = load_mapping().choices(
+                *(str(values.get(k, "") or "") for k in ("budget", "frequency", "depth"))
+            )
         response = page(
-            request, name, role=actions.role_of(request).label, columns=CSV_COLUMNS, **context
-        )
+            request, name, role=actions.role_of(request).label, columns=CSV_COLUMNS,
+            can_edit=can_edit, **context,
+        )  # fmt: skip
         response.status_code = status
         return response
 
@@ -100,6 +116,8 @@ def add_record_routes(
         with connect() as conn:
             rows, total = record_search.search_records(conn, flt, page_no, PAGE_SIZE)
             known = record_search.collections(conn)
+            user = actions.user_of(request)
+            mine = saved_searches.saved(conn, user) if user else []
         query = {k: v for k, v in vars(flt).items() if v}
         return form_page(
             request,
@@ -111,7 +129,32 @@ def add_record_routes(
             export_url=f"{actions.root_path(request)}/records/export.csv?{urlencode(query)}",
             back="?" + urlencode(query),
             done=done[:2000],
+            saved_searches=mine,
         )
+
+    @app.post("/records/searches")
+    async def save_search(request: Request) -> Response:
+        """Save the list's search under a name (``op=delete``: forget the one named)."""
+        form = await actions.read_form(request)
+        user = actions.check_write(request, form, csrf_key, role=actions.Role.VIEWER)
+        try:
+            with engine_factory().begin() as conn:
+                if form.get("op") == "delete":
+                    saved_searches.delete(conn, user, form.get("name", ""))
+                    query = ""
+                else:
+                    query = saved_searches.save(
+                        conn, user, form.get("name", ""), form.get("back", "")
+                    ).query
+        except saved_searches.SavedSearchError as exc:
+            raise HTTPException(400, str(exc)) from None
+        return RedirectResponse(f"{actions.root_path(request)}/records?{query}", 303)
+
+    @app.get("/records/choices")
+    def choices(budget: str = "", frequency: str = "", depth: str = "") -> dict[str, Any]:
+        """Each budget, frequency and depth and why it is refused with the other two as chosen
+        (null: allowed): the save's own check (the selection mapping), for the form."""
+        return load_mapping().choices(budget[:100], frequency[:100], depth[:100])
 
     @app.get("/records/export.csv")
     def export(request: Request) -> Response:
@@ -132,7 +175,7 @@ def add_record_routes(
     @app.post("/records/new")
     async def create_record(request: Request) -> Response:
         form = await actions.read_form(request, MAX_RECORD_FORM)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        user = allowed(request, form, [form.get("collection", "")])
         # in a thread: the URL check waits on the network, the api-server's loop must not
         result = await run_in_threadpool(editing.save_record, form, user, engine=engine_factory())
         if result.refused or result.record_id is None:
@@ -146,8 +189,11 @@ def add_record_routes(
     async def bulk(request: Request) -> Response:
         lists = await actions.read_form_lists(request)
         form = {k: v[0] for k, v in lists.items()}
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
         ids = _ids(lists.get("ids", []))
+        with connect() as conn:
+            touched = list(record_search.collections_of(conn, ids).values())
+        moved_to = form.get("move_to" if form.get("op") == "move" else "collection", "")
+        user = allowed(request, form, [*touched, *([moved_to] if moved_to.strip() else [])])
         try:
             if form.get("op") == "move":
                 result = editing.move_records(
@@ -159,6 +205,7 @@ def add_record_routes(
                     collection=form.get("collection", "").strip() or None,
                     end_date=_date(form.get("end_date", "")),
                     deactivate=form.get("deactivate") == "yes",
+                    curator=form.get("curator", "").strip() or None,
                 )
                 result = editing.bulk_edit(ids, change, user, engine=engine_factory())
         except editing.EditError as exc:
@@ -189,7 +236,11 @@ def add_record_routes(
     @app.post("/records/{record_id}")
     async def edit_record(request: Request, record_id: RecordId) -> Response:
         form = await actions.read_form(request, MAX_RECORD_FORM)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with connect() as conn:
+            was = record_search.collections_of(conn, [record_id])
+        if record_id not in was:
+            raise HTTPException(404, f"no selection record {record_id}")
+        user = allowed(request, form, [was[record_id], form.get("collection", "")])
         try:
             result = await run_in_threadpool(
                 editing.save_record, form, user, record_id, engine=engine_factory()

@@ -51,6 +51,7 @@ from app.curator import (
     qcview,
     readingroom,
     records_pages,
+    rights_pages,
 )
 from harvest import views as queries
 from harvest.page_qa import latest_scores
@@ -145,7 +146,7 @@ def create_app(
         """A page with forms: the CSRF token in ``csrf``, its session cookie set if new;
         ``can_edit`` says whether the user may write as a curator."""
         session, context["csrf"], new_session = actions.form_token(request, csrf_key)
-        context["can_edit"] = actions.has_role(request, actions.Role.CURATOR)
+        context.setdefault("can_edit", actions.has_role(request, actions.Role.CURATOR))
         response = page(request, name, **context)
         actions.set_session(request, response, session, new_session)
         return response
@@ -406,6 +407,9 @@ def create_app(
         return page(request, "preservation.html", title="Preservation", s=status)
 
     records_pages.add_record_routes(
+        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
+    )
+    rights_pages.add_rights_routes(
         app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
     )
     documents_pages.add_document_routes(

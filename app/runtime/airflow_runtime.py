@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 
+from app.runtime.ldap_auth import ldap_env
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
 from harvestflow.services.process import descendants, stop_groups
@@ -87,6 +88,7 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
     )
     for key, value in {**recovery_env(settings), **metrics_env(settings)}.items():
         env.setdefault(key, value)  # an operator's own AIRFLOW__ value wins
+    env.update(ldap_env(settings))  # [airflow] auth = "ldap": FAB's auth manager, the directory
     if settings.executor == "celery":
         env.update(celery_env(settings))
     return env

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.runtime import airflow_runtime
+from app.runtime import airflow_runtime, ldap_auth
 from app.runtime.workers import LocalWorkers, stop_crawlers
 from harvestflow import services
 from harvestflow.services import OBJECT_STORES
@@ -75,8 +75,11 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         replay = _start_replay(settings)
         user, password = airflow_runtime.ensure_login(settings)
         af = settings["airflow"]
+        login = f"{user} / {password}"
+        if ldap_auth.auth_of(settings) == "ldap":
+            login = f"your account in the directory ({af['ldap_server']})"
         print(
-            f"\nAirflow UI: http://{af['host']}:{af['port']}/  login: {user} / {password}\n"
+            f"\nAirflow UI: http://{af['host']}:{af['port']}/  login: {login}\n"
             f"executor: {settings.executor}"
             + (f" (broker {settings.broker_url}, {workers} local worker(s))" if workers else "")
             + f"\ncomponent logs: {procs.log_dir}\nCtrl-C stops everything this command started.",

@@ -297,3 +297,28 @@ def records_of_domains(conn: Connection, domains: Iterable[str]) -> list[dict[st
         {"p": patterns},
     ).mappings()
     return [dict(r) for r in rows if registrable_domain(r["seed_url"]) in wanted]
+
+
+@dataclass(frozen=True)
+class LicenceState:
+    """A target's licence as now in force: what :mod:`access.licences` turns into a rule."""
+
+    record_id: int
+    seed_url: str
+    status: LicenceStatus
+    changed_by: str
+
+
+def licence_states(conn: Connection) -> list[LicenceState]:
+    """The licence of every annotated record (never annotated: not requested, not listed),
+    by record id."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT a.record_id, r.seed_url, a.licence_status, a.changed_by FROM"
+            " (SELECT DISTINCT ON (record_id) record_id, licence_status, changed_by"
+            "  FROM target_annotations ORDER BY record_id, version_id DESC) AS a"
+            " JOIN selection_records AS r USING (record_id) ORDER BY a.record_id"
+        )
+    ).all()
+    return [LicenceState(int(r.record_id), str(r.seed_url), LicenceStatus(r.licence_status),
+                         str(r.changed_by)) for r in rows]  # fmt: skip

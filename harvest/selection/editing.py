@@ -226,6 +226,7 @@ class BulkChange:
     collection: str | None = None
     end_date: date | None = None
     deactivate: bool = False
+    curator: str | None = None  # hand the records to another curator
 
     def apply(self, values: dict[str, str], created: date) -> dict[str, str]:
         values = dict(values)
@@ -239,10 +240,14 @@ class BulkChange:
             values["end_date"] = self.end_date.isoformat()
         if self.deactivate:
             values["active"] = "no"
+        if self.curator:
+            values["curator"] = self.curator
         return values
 
     def is_empty(self) -> bool:
-        return not (self.frequency or self.collection or self.end_date or self.deactivate)
+        return not (
+            self.frequency or self.collection or self.end_date or self.deactivate or self.curator
+        )
 
 
 def bulk_edit(
@@ -258,7 +263,9 @@ def bulk_edit(
     mapping refuses for a record's budget and depth refuses that record, with the reason; the
     others are changed). Their URLs do not change, so they are not checked online again."""
     if change.is_empty():
-        raise EditError("nothing to change: choose a frequency, collection, end date or deactivate")
+        raise EditError(
+            "nothing to change: choose a frequency, collection, end date, curator or deactivate"
+        )
     mapping = mapping or load_mapping()
     engine = engine_or_default(engine)
     result = BulkResult()

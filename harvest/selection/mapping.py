@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,38 @@ class SelectionMapping:
             ) and rule.get("frequency") in (None, freq, dag):
                 return str(rule.get("reason") or f"{budget}/{freq}/{depth} is not allowed")
         return None
+
+    def choices(self, budget: str, frequency: str, depth: str) -> dict[str, dict[str, str | None]]:
+        """For each field, each of its values and why it is refused with the other two as
+        chosen (None: allowed), by :meth:`check`, the save's own check: what the form shows
+        as you choose. A field not chosen yet ('') refuses nothing of the others."""
+        chosen = {"budget": budget, "frequency": frequency, "depth": depth}
+        options = {"budget": list(self.budgets), "frequency": list(self.frequencies),
+                   "depth": list(self.depths)}  # fmt: skip
+        found: dict[str, dict[str, str | None]] = {}
+        for name, values in options.items():
+            found[name] = {}
+            for value in values:
+                trial = {**chosen, name: value}
+                unset = [k for k, v in trial.items() if not v]
+                if unset:  # judge against every value of the fields not chosen yet
+                    found[name][value] = self._first_allowed(trial, unset, options)
+                else:
+                    found[name][value] = self.check(**trial)
+        return found
+
+    def _first_allowed(
+        self, trial: dict[str, str], unset: list[str], options: dict[str, list[str]]
+    ) -> str | None:
+        """None when some values of the ``unset`` fields make ``trial`` allowed, else the
+        reason most of them give (the one the chosen values cause, not an unset one's)."""
+        combos: list[dict[str, str]] = [trial]
+        for name in unset:
+            combos = [{**c, name: v} for c in combos for v in options[name]]
+        reasons = [self.check(**c) for c in combos]
+        if any(r is None for r in reasons):
+            return None
+        return Counter(reasons).most_common(1)[0][0]
 
     def config_for(
         self, budget: str, frequency: str, depth: str, *, ignore_robots: bool = False

@@ -34,6 +34,8 @@ class RecordFilter:
     status: str = ""  # active / inactive
     validation: str = ""  # valid / warning / unchecked / invalid
     curator: str = ""
+    theme: str = ""  # the record's theme, any case
+    keyword: str = ""  # one of the record's keywords, any case
 
     def where(self) -> tuple[str, dict[str, Any]]:
         """The WHERE clause and its parameters (every value bound)."""
@@ -47,6 +49,14 @@ class RecordFilter:
             if value:
                 clauses.append(f"{name} = :{name}")
                 params[name] = value
+        if self.theme.strip():
+            clauses.append("lower(theme) = lower(:theme)")
+            params["theme"] = self.theme.strip()
+        if self.keyword.strip():
+            clauses.append(
+                "EXISTS (SELECT 1 FROM unnest(keywords) AS k WHERE lower(k) = lower(:keyword))"
+            )
+            params["keyword"] = self.keyword.strip()
         if self.status in STATUSES:
             clauses.append("active" if self.status == "active" else "NOT active")
         if self.validation in VALIDATIONS:
@@ -147,3 +157,27 @@ def record_history(conn: Connection, record_id: int) -> list[dict[str, Any]]:
         {"r": record_id},
     )
     return [dict(r._mapping) for r in rows]
+
+
+def collections_of(conn: Connection, record_ids: list[int]) -> dict[int, str]:
+    """The collection of each record that exists (a rights check before a write)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT record_id, collection FROM selection_records"
+            " WHERE record_id = ANY(CAST(:ids AS integer[]))"
+        ),
+        {"ids": list(record_ids)},
+    ).all()
+    return {int(r.record_id): str(r.collection) for r in rows}
+
+
+def seed_urls_of(conn: Connection, record_ids: list[int]) -> dict[int, str]:
+    """The seed URL of each record that exists (a curated collection's targets)."""
+    rows = conn.execute(
+        sa.text(
+            "SELECT record_id, seed_url FROM selection_records"
+            " WHERE record_id = ANY(CAST(:ids AS integer[]))"
+        ),
+        {"ids": list(record_ids)},
+    ).all()
+    return {int(r.record_id): str(r.seed_url) for r in rows}

@@ -8,7 +8,8 @@ record made inactive leaves its definition at the next transfer. Everything is U
 retried task repeats nothing. First, in the same transaction, the pending directives of QA
 comments (URLs to add, a raised budget) are applied to their records, once
 (:func:`harvest.selection.qa_feedback.apply_directives`); a record's own limits replace the
-mapping's for its configuration.
+mapping's for its configuration. In legal-deposit mode a record outside the national
+domains without scope evidence is left out, named (:mod:`scope_gate`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from harvest.definitions import ensure_schedule, ensure_selective_definition, se
 from harvest.domains import ensure_config
 from harvest.jobgen.model import max_inf
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
+from harvest.selection import scope_gate
 from harvest.selection.mapping import ConfigChoice, SelectionMapping, load_mapping
 from harvest.selection.qa_feedback import apply_directives
 from harvest.selection.records import parse_feed_date
@@ -188,7 +190,11 @@ def transfer_selection_records(
         by_definition: dict[str, set[tuple[str, str]]] = defaultdict(set)
         cache: dict[str, int] = {}
         concerned = []
+        out_of_scope = scope_gate.refused(conn, rows, scope_gate.ScopeRule.from_settings())
+        errors += out_of_scope.values()
         for row in rows:
+            if row.record_id in out_of_scope:
+                continue
             try:
                 scheds = [
                     sched

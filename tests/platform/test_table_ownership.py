@@ -63,6 +63,7 @@ OWNERS = {
     **dict.fromkeys(["fulltext_docs", "fulltext_captures", "fulltext_files"], "search"),
     **dict.fromkeys(["access_rules", "access_tours", "access_tour_sites"], "access"),
     **dict.fromkeys(["access_missing_urls", "access_patches"], "access"),
+    **dict.fromkeys(["access_curated", "access_curated_captures"], "access.curated"),
     "host_leases": "crawler",
     "job_leases": "crawler",
     "host_lease_waiters": "crawler",
@@ -71,6 +72,8 @@ OWNERS = {
     "audit_log": "harvestflow.audit",
     "selection_history": "harvest",
     "definition_history": "harvest",
+    "collection_roles": "harvest.rights",
+    "saved_searches": "harvest.selection.saved_searches",
     **dict.fromkeys(["documents", "document_captures", "document_pages", "document_links",
                      "document_files", "document_versions"], "indexing.documents"),
 }  # fmt: skip

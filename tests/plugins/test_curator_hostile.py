@@ -308,8 +308,9 @@ def test_every_form_answers_hostile_values_without_a_5xx(
     each field in turn given each value of ``FORM_HOSTILE``, the others a good value."""
     client, valid = engineer
     pages = [
-        "/records",
+        "/records?theme=politics",  # a search: its "save this search" form
         "/records/new",
+        "/rights",
         f"/records/{valid['record_id']}",
         f"/jobs/{valid['job_id']}",
         "/domains/web.test",

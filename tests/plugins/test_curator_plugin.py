@@ -52,8 +52,8 @@ def test_plugin_mounts_the_search_page_behind_airflow_login() -> None:
 
 
 def test_roles_come_from_the_simple_auth_managers_roles() -> None:
-    """Viewer, curator (may edit DAGs) and crawl engineer (may edit pools), as Airflow's own
-    simple auth manager answers for its four roles."""
+    """Viewer, curator (may edit DAGs), crawl engineer (may edit pools) and administrator, as
+    Airflow's own simple auth manager answers for its four roles."""
     from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
@@ -69,5 +69,5 @@ def test_roles_come_from_the_simple_auth_managers_roles() -> None:
         "VIEWER": Role.VIEWER,
         "USER": Role.CURATOR,
         "OP": Role.ENGINEER,
-        "ADMIN": Role.ENGINEER,
+        "ADMIN": Role.ADMIN,
     }

@@ -1,7 +1,8 @@
 """Selection records edited in headless Chromium inside a real Airflow (`harvestflow up` on a
 fresh data dir, with a curator and a viewer of Airflow's simple auth manager): the curator
 signs in on Airflow's login page, creates records (the URL check of a loopback server's 404
-refuses one, its 301 is shown), edits one, bulk-edits and deactivates, exports the search as
+refuses one, its 301 is shown; the form says which frequencies a chosen budget cannot have),
+edits one, bulk-edits and deactivates, exports the search as
 CSV (which imports back unchanged); the viewer's write and a form posted without the CSRF token
 are refused (403); the history, the audit table, and the next transfer (the function the
 selective DAGs run) show the edits. A record whose seed never answers does not hold the
@@ -67,6 +68,9 @@ def _submit(driver: WebDriver, form_id: str, button: str = "button", **fields: s
     form = driver.find_element(By.ID, form_id)
     for name, value in fields.items():
         box = form.find_element(By.NAME, name)
+        if box.tag_name == "select":  # budget, frequency, depth: the mapping's values
+            Select(box).select_by_value(value)
+            continue
         if box.get_attribute("type") == "checkbox":
             if (value == "yes") != box.is_selected():
                 box.click()
@@ -111,6 +115,13 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
         driver.set_script_timeout(90)
         sign_in(driver, platform, "carol")
         driver.get(cur + "/records/new")
+        # as a budget is chosen, the frequencies the save would refuse with it say why
+        Select(driver.find_element(By.ID, "f-budget")).select_by_value("large")
+        daily = driver.find_element(By.CSS_SELECTOR, '#f-frequency option[value="daily"]')
+        WebDriverWait(driver, 30).until(lambda d: "not with these" in daily.text)
+        assert "cannot be harvested daily" in daily.text
+        monthly = driver.find_element(By.CSS_SELECTOR, '#f-frequency option[value="monthly"]')
+        assert monthly.text == "monthly"
         text = _submit(driver, "record-form", **_record(site, "/gone", "Gone"))
         assert f"refused: http://127.0.0.1:{site}/gone: the server answered 404" in text
         driver.get(cur + "/records/new")
@@ -163,7 +174,8 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
         token = driver.find_element(By.NAME, "csrf_token").get_attribute("value")
         body = {"ids": str(ids[2]), "deactivate": "yes", "op": "edit", "csrf_token": token}
         status, text = driver.execute_async_script(POST, f"{cur}/records/bulk", body)
-        assert status == 403 and "victor is a viewer: this needs the curator role" in text
+        assert status == 403 and "this needs the curator role" in text
+        assert "victor is a viewer in collection 'Arts'" in text
 
     engine = _engine(platform.env)
     with engine.connect() as conn:

@@ -72,6 +72,38 @@ function refreshPart(part) {
   setTimeout(again, every);
 }
 
+// The selection record form's budget, frequency and depth: as one is chosen, the others' values
+// the save would refuse with it say so, with the reason (the server's check: /records/choices).
+function showChoices(form) {
+  var selects = form.querySelectorAll("select[data-choices]");
+  if (!selects.length) return;
+  function update() {
+    var params = new URLSearchParams();
+    selects.forEach(function (s) { params.set(s.name, s.value); });
+    fetch(selects[0].getAttribute("data-choices") + "?" + params.toString(),
+          { credentials: "same-origin", cache: "no-store" })
+      .then(function (resp) {
+        if (!resp.ok) throw new Error("HTTP " + resp.status);
+        return resp.json();
+      })
+      .then(function (found) {
+        selects.forEach(function (s) {
+          var why = found[s.name] || {};
+          Array.prototype.forEach.call(s.options, function (o) {
+            if (!(o.value in why)) return;
+            var reason = why[o.value];
+            o.textContent = o.value + (reason ? " — not with these: " + reason : "");
+            o.title = reason || "";
+            o.classList.toggle("refused", !!reason);
+          });
+        });
+      })
+      .catch(function () { /* the save still checks */ });
+  }
+  selects.forEach(function (s) { s.addEventListener("change", update); });
+}
+
 document.addEventListener("DOMContentLoaded", function () {
   document.querySelectorAll("[data-refresh]").forEach(refreshPart);
+  document.querySelectorAll("#record-form").forEach(showChoices);
 });
