@@ -7,16 +7,10 @@ already there for every worker; a lease is one ``SET NX PX`` there, in memory.
 
 Same rules as the ``host_leases`` table, one Lua script per call (one round trip, atomic):
 
-- ``hf:hostlease:{host}`` holds the holder's name while it fetches, expiring after ``hold_s``
-  (a crawler that dies holding a host blocks it at most that long); given back, it holds ``""``
-  for the politeness delay (nobody may fetch before it expires), or is deleted when the delay
-  is 0;
-- crawlers waiting for one host take it in turn: a sorted set of tickets per host
-  (``…:q``, scores from the host's counter ``…:t``) with each waiter's deadline (``…:qx``);
-  the oldest live ticket goes first, a waiter that stops asking loses its turn.
-
-The keys of one host share a hash tag (``{host}``), so a Redis cluster keeps them on one node.
-Without the broker (local executor) the leases stay in PostgreSQL.
+``hf:hostlease:{host}`` holds the holder's name while it fetches (expiring after ``hold_s``),
+then ``""`` for the politeness delay; waiters take turns by tickets in a sorted set (``…:q``).
+The keys of one host share a hash tag, so a Redis cluster keeps them on one node. Without the
+broker (local executor) the leases stay in PostgreSQL.
 """
 
 from __future__ import annotations

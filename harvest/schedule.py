@@ -8,12 +8,9 @@ what was due then, and events missed while the DAG was paused are not piled up o
 (NetarchiveSuite skips past events). A schedule without a start date has an event at every tick
 of its DAG.
 
-Time units are NetarchiveSuite's: 1 HOURLY, 2 DAILY, 3 WEEKLY, 4 MONTHLY, 5 MINUTE. An anchored
-schedule may pin its first event as NetarchiveSuite's frequencies do (``onminute`` of an hourly
-one, ``onhour`` of a daily one, ``ondayofweek`` of a weekly one, ``ondayofmonth`` of a monthly
-one: the first such time at or after the start); the next events follow every N units. A cron
-schedule (engineers) has its events where the expression says (UTC), within its start and end;
-its repeat count counts runs.
+Time units are NetarchiveSuite's (1 HOURLY … 5 MINUTE); an anchored schedule may pin its first
+event (``onminute``, ``onhour``, ``ondayofweek``, ``ondayofmonth``), then every N units. A cron
+schedule (engineers) has its events where the expression says (UTC).
 """
 
 from __future__ import annotations

@@ -9,10 +9,8 @@ so the UI shows which worker ran which crawl.
 
 Queues: crawl tasks go to the queue of their job's harvest channel (``crawl_high`` for selective
 channels, ``crawl_low`` for snapshot channels: ``[airflow] high_priority_pool`` /
-``low_priority_pool``), the continuous crawl's to ``crawl_continuous`` (``[airflow]
-continuous_pool``), every other task to ``[airflow] default_queue``. A crawl machine is
-dedicated to a channel by the queues it listens to.
-
+``low_priority_pool``), the continuous crawl's to ``crawl_continuous``, every other task to
+``[airflow] default_queue``. A crawl machine is dedicated to a channel by its queues.
 This module never imports Airflow (it runs the ``airflow`` command).
 """
 

@@ -172,7 +172,9 @@ def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
 
         driver.get(cur + "/definitions")
         # type, schedule, next date, channel, configurations, runs, last runs (done/jobs)
-        row = _row(driver, r"^\d+ demo-daily partial yes daily every 1 day\(s\) \d{4}-\d\d-\d\d ")
+        row = _row(
+            driver, r"^\d+ demo-daily \(jobs\) partial yes daily every 1 day\(s\) \d{4}-\d\d-\d\d "
+        )
         assert re.search(r"\d\d:\d\d:\d\d [A-Z]+ 2 \d+ .*#\d+: 1/1", row), row
 
         # the demo's job is the first one (the list is newest first; more may run meanwhile)

@@ -95,19 +95,28 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     # the selection records' forms (tests/plugins/test_curator_records), a QA comment and a
     # target's annotation (tests/plugins/test_curator_feedback_browser), a patch harvest of a
     # job's missing URLs (tests/access/test_missing_qcloop.py), a document's correction and decision
-    # (tests/plugins/test_curator_documents.py), each checked by
+    # (tests/plugins/test_curator_documents.py), the back office's definitions, domains,
+    # saved searches and rights (tests/plugins/test_definitions_pages.py,
+    # test_domains_pages.py, test_curator_rights.py), each checked by
     # app.curator.actions.check_write
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
     assert writes == [
+        "/definitions/new",
+        "/definitions/{harvest_id}",
+        "/definitions/{harvest_id}/active",
         "/documents/{document_id}",
         "/documents/{document_id}/decision",
+        "/domains/{name}/alias",
+        "/domains/{name}/configurations",
         "/jobs/{job_id}/actions",
         "/jobs/{job_id}/patch",
         "/jobs/{job_id}/qa",
         "/records/bulk",
         "/records/new",
+        "/records/searches",
         "/records/{record_id}",
         "/records/{record_id}/annotations",
+        "/rights",
     ]
     assert {m for r in routes if not r.methods <= {"GET", "HEAD"} for m in r.methods} == {"POST"}
     assert client.post("/jobs").status_code == 405

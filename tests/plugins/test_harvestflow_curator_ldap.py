@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.plugins.test_selection_browser import harvestflow_up
 from tests.support.ldap_directory import Directory, ldap_directory
 from tests.support.platform_cli import isolated_env
+from tests.support.platform_up import harvestflow_up
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

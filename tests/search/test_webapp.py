@@ -85,6 +85,8 @@ def test_the_configured_app_links_to_the_access_service(indexed) -> None:  # typ
     assert configured != real["access"]["url"].rstrip("/")
     assert f'href="{configured}/all/20261122031500/http://news.example.org/' in default
     # the access service's [access] url moves the links with it
-    moved = Settings({**real.data, "access": {"url": "http://access.test:9000/"}}, real.source)
+    moved = Settings(
+        {**real.data, "access": {**real["access"], "url": "http://access.test:9000/"}}, real.source
+    )
     html = TestClient(app_from_settings(moved)).get("/", params={"q": "dirigible"}).text
     assert 'href="http://access.test:9000/all/20261122031500/http://news.example.org/' in html
