@@ -49,7 +49,7 @@ from tests.support.platform_cli import (
     start_up,
 )
 
-pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+pytestmark = [pytest.mark.long, pytest.mark.airflow, pytest.mark.slow]
 
 SCALE_HOSTS = [f"www.scale{i}.test" for i in range(20)]
 DELAY = 0.3  # the polite template's delay between two fetches of a host
