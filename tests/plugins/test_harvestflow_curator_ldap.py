@@ -19,7 +19,7 @@ from tests.support.ldap_directory import Directory, ldap_directory
 from tests.support.platform_cli import isolated_env
 from tests.support.platform_up import harvestflow_up
 
-pytestmark = [pytest.mark.long, pytest.mark.services, pytest.mark.slow]
+pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 PEOPLE = {"carol": "carol-secret", "olga": "olga-secret", "ada": "ada-secret",
           "victor": "victor-secret"}  # fmt: skip
