@@ -5,7 +5,6 @@ the celery executor, and two crawler processes keeping one delay per host throug
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from crawler.broker_leases import BrokerHostLeases
 from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, open_host_leases
 from harvestflow.services.redis import EmbeddedRedis
 from harvestflow.settings import reset
-from tests.support.crawl import run_crawl
+from tests.support.crawl import crawl_side_by_side
 from tests.support.environment import free_port
 from tests.support.platform_site import SlowSite, slow_job
 
@@ -122,16 +121,7 @@ def test_two_crawler_processes_on_one_host_keep_its_delay_through_the_broker(
             name: {**slow_job(site, job_id, delay), "user_agent": f"hfjob{name}/1.0"}
             for job_id, name in ((1, "A"), (2, "B"))
         }
-        results = {}
-
-        def crawl(name: str) -> None:
-            results[name] = run_crawl(jobs[name], tmp_path / name, timeout=300)
-
-        threads = [threading.Thread(target=crawl, args=(n,)) for n in jobs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        results = crawl_side_by_side(jobs, tmp_path)
     finally:
         site.stop()
         reset()

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from crawler.leases import POLL_S, HostLeases, JobLeases, LeaseHeld
-from tests.support.crawl import _job_row, make_job, run_crawl
+from tests.support.crawl import _job_row, crawl_side_by_side, make_job, run_crawl
 from tests.support.platform_site import HOST, SlowSite, slow_job
 
 DELAY = 0.4
@@ -163,20 +163,6 @@ def test_crawlers_waiting_for_a_host_take_its_lease_in_turn(db_engine) -> None:
     assert a.try_take("example.test") == 0.0
 
 
-def _crawl_both(jobs: dict[str, dict], tmp_path) -> dict:
-    results = {}
-
-    def crawl(name: str) -> None:
-        results[name] = run_crawl(jobs[name], tmp_path / name, timeout=300)
-
-    threads = [threading.Thread(target=crawl, args=(n,)) for n in jobs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
-
-
 def test_two_crawler_processes_on_one_host_fetch_in_turn_and_keep_its_delay(
     db_engine, tmp_path, monkeypatch
 ) -> None:
@@ -190,7 +176,7 @@ def test_two_crawler_processes_on_one_host_fetch_in_turn_and_keep_its_delay(
             name: {**slow_job(site, job_id, delay), "user_agent": f"hfjob{name}/1.0"}
             for job_id, name in ((1, "A"), (2, "B"))
         }
-        results = _crawl_both(jobs, tmp_path)
+        results = crawl_side_by_side(jobs, tmp_path)
     finally:
         site.stop()
     assert {r.summary["status"] for r in results.values()} == {"complete"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -166,3 +167,19 @@ def start_crawl(job: dict, job_path: Path, out: Path) -> subprocess.Popen[bytes]
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def crawl_side_by_side(jobs: dict[str, dict], tmp_path: Path) -> dict[str, Any]:
+    """Each job of ``jobs`` crawled by its own crawler process, all at once (:func:`run_crawl`
+    in a thread each, into ``tmp_path/<name>``); their results by name."""
+    results: dict[str, Any] = {}
+
+    def crawl(name: str) -> None:
+        results[name] = run_crawl(jobs[name], tmp_path / name, timeout=300)
+
+    threads = [threading.Thread(target=crawl, args=(n,)) for n in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
