@@ -68,7 +68,6 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "AIRFLOW__CORE__DAGS_FOLDER": str(data_path("dags")),
             "AIRFLOW__CORE__PLUGINS_FOLDER": str(data_path("plugins")),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
                 f"{name}:{role}" for name, role in login_users(settings).items()
             ),
@@ -86,7 +85,10 @@ def airflow_env(settings: Settings, base: dict[str, str] | None = None) -> dict[
             "HARVESTFLOW_CONFIG": str(settings.source),
         }
     )
-    for key, value in {**recovery_env(settings), **metrics_env(settings)}.items():
+    # our DAGs run once parsed; an operator (or a test that needs a quiet platform, starting
+    # only the DAGs it uses) may say otherwise
+    paused = {"AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
+    for key, value in {**paused, **recovery_env(settings), **metrics_env(settings)}.items():
         env.setdefault(key, value)  # an operator's own AIRFLOW__ value wins
     env.update(ldap_env(settings))  # [airflow] auth = "ldap": FAB's auth manager, the directory
     if settings.executor == "celery":

@@ -38,9 +38,10 @@ from app.demo import samplesite
 from harvestflow import services as svc
 from harvestflow.services.postgres import port_open
 from harvestflow.settings import load
-from tests.support.environment import oracle
+from tests.support.environment import data_root, oracle
 from tests.support.platform_cli import (
     HARVESTFLOW,
+    PAUSED_AT_CREATION,
     Output,
     _fetched,
     _stop,
@@ -50,6 +51,7 @@ from tests.support.platform_cli import (
     start_up,
     task_instances,
     trigger,
+    unpause,
     wait_dags,
 )
 
@@ -57,7 +59,8 @@ from tests.support.platform_cli import (
 # shared by several sessions, where a crawl task also took 4 min to start): ceilings only
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1200)]
 
-TTL_S = 40  # [crawler] job_lease_ttl_s (the scheduler fails a silent task after half of it)
+TTL_S = 30  # [crawler] job_lease_ttl_s (the scheduler fails a silent task after half of it,
+# 15 s: the floor of app/runtime/airflow_runtime.recovery_env; a shorter wait for the resume)
 GRACE_S = 10  # [crawler] stop_grace_s
 OUTAGE_S = 30  # how long a service of ours is stopped
 HOST = "www.example-a.test"
@@ -149,7 +152,7 @@ def _captured_once(cluster: Cluster, logs: list[Path], seeds: list[str], tag: st
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     failed_before = request.session.testsfailed
-    data_dir = Path(tempfile.mkdtemp(prefix="hf-faults-")) / "var"
+    data_dir = Path(tempfile.mkdtemp(prefix="hf-faults-", dir=data_root())) / "var"
     env = isolated_env(data_dir)
     env["HARVESTFLOW_AIRFLOW__EXECUTOR"] = "celery"
     env["HARVESTFLOW_CRAWLER__JOB_LEASE_TTL_S"] = str(TTL_S)
@@ -157,12 +160,14 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     env["HARVESTFLOW_AIRFLOW__WORKER_CONCURRENCY"] = "2"
     # one job at a time here: its politeness needs no cluster-wide host lease
     env["HARVESTFLOW_CRAWLER__HOST_LEASES"] = "false"
+    # only the one-off DAG runs (no schedule's first run holds the workers' slots)
+    env.update(PAUSED_AT_CREATION)
     site = samplesite.start()
     up, out = start_up(env, "--workers", "2")
     c = Cluster(env, data_dir, site, up, out, httpx.Client())
     try:
         c.client = api_client(out)
-        wait_dags(c.client, {"oneoff_harvest"})
+        unpause(c.client, {"oneoff_harvest"})
         yield c
     finally:
         c.client.close()

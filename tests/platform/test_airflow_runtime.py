@@ -79,3 +79,15 @@ def test_more_simple_auth_manager_users_get_a_role_and_a_password(tmp_path: Path
     bad = load(environ={**env, "HARVESTFLOW_AIRFLOW__USERS": '["mallory:root"]'})
     with pytest.raises(ValueError, match=r"'mallory:root' is not name:ROLE"):
         airflow_env(bad, base={})
+
+
+def test_dags_run_once_parsed_unless_the_operator_starts_them_paused(tmp_path: Path) -> None:
+    """Our DAGs are not paused at creation, unless the environment says so itself (the tests'
+    platforms: only the DAGs a test uses run, not every schedule's first run)."""
+    from app.runtime.airflow_runtime import airflow_env
+    from harvestflow.settings import load
+
+    settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
+    key = "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"
+    assert airflow_env(settings, base={})[key] == "False"
+    assert airflow_env(settings, base={key: "True"})[key] == "True"

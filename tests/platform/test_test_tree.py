@@ -117,5 +117,26 @@ def test_the_exempt_test_files_exist() -> None:
     assert [f for f in EXEMPT_FILES if not (PROJECT_ROOT / f).exists()] == []
 
 
+def _files_using(fixture: str) -> set[str]:
+    """The test files with a function taking ``fixture`` (a test, or a fixture built on it)."""
+    found = set()
+    for path in TESTS.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef) and fixture in {a.arg for a in node.args.args}:
+                found.add(str(path.relative_to(PROJECT_ROOT)))
+    return found
+
+
+def test_every_file_on_a_session_platform_is_in_its_worker_group() -> None:
+    """The files that use ``shared_up`` or ``demo_platform`` are sent to one pytest-xdist
+    worker (tests/conftest.py), so the platform is built once per run: a file using one and
+    missing from its list would build a second one in the other worker."""
+    from tests.support.demo_fixture import DEMO_PLATFORM_FILES
+    from tests.support.platform_up import SHARED_UP_FILES
+
+    assert _files_using("shared_up") == set(SHARED_UP_FILES)
+    assert _files_using("demo_platform") == set(DEMO_PLATFORM_FILES)
+
+
 if __name__ == "__main__":
     print("\n".join(unnamed_test_files()))

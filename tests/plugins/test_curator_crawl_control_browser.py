@@ -1,5 +1,5 @@
 """Crawl control end to end, in headless Chromium inside a real Airflow (`harvestflow up` on a
-fresh data dir): a one-off harvest triggered through Airflow's API crawls a slow loopback site
+fresh data dir, the session's shared platform): a one-off harvest triggered through Airflow's API crawls a slow loopback site
 with an endless trap; a crawl engineer (Airflow's admin) signed in on the curator job page
 pauses it (the server sees no request while paused), resumes it, adds a filter that stops the
 trap (queued trap URLs logged as rejected with the filter named) and stops it; the DAG run
@@ -23,8 +23,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.browser import chromium
 from tests.support.control_site import PAUSE_S, SlowSite
-from tests.support.platform_cli import _wait_run, isolated_env
-from tests.support.platform_up import Platform, harvestflow_up, page_gone, sign_in
+from tests.support.platform_cli import _wait_run
+from tests.support.platform_up import Platform, SharedUp, page_gone, sign_in
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -40,12 +40,10 @@ def wait_until(what: str, cond: Callable[[], Any], timeout: float = 300) -> Any:
 
 
 @pytest.fixture(scope="module")
-def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Platform, SlowSite]]:
+def up(shared_up: SharedUp) -> Iterator[tuple[Platform, SlowSite]]:
     site = SlowSite()
-    env = isolated_env(tmp_path_factory.mktemp("control") / "var")
     try:
-        with harvestflow_up(env) as (base, passwords):
-            yield Platform(base, env, passwords, site.port), site
+        yield shared_up.on(site.port), site
     finally:
         site.stop()
 

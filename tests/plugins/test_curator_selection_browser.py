@@ -1,6 +1,6 @@
 """Selection records edited in headless Chromium inside a real Airflow (`harvestflow up` on a
-fresh data dir, with a curator and a viewer of Airflow's simple auth manager): the curator
-signs in on Airflow's login page, creates records (the URL check of a loopback server's 404
+fresh data dir, the session's shared platform, with a curator and a viewer of Airflow's simple
+auth manager): the curator signs in on Airflow's login page, creates records (the URL check of a loopback server's 404
 refuses one, its 301 is shown; the form says which frequencies a chosen budget cannot have),
 edits one, bulk-edits and deactivates, exports the search as
 CSV (which imports back unchanged); the viewer's write and a form posted without the CSRF token
@@ -27,8 +27,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.support.browser import chromium
-from tests.support.platform_cli import isolated_env
-from tests.support.platform_up import Platform, harvestflow_up, page_gone, sign_in
+from tests.support.platform_up import Platform, SharedUp, page_gone, sign_in
 from tests.support.selection_site import Handler
 from tests.support.signed_in import page_token
 
@@ -48,16 +47,13 @@ fetch(url).then(async r => done([r.status, await r.text()]));
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+def platform(shared_up: SharedUp) -> Iterator[Platform]:
+    """The session's platform (its users carol and victor, URL checks of loopback seeds, and
+    a seed check this file's test ends itself: tests/support/platform_up.shared_up)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = isolated_env(tmp_path_factory.mktemp("selweb") / "var")
-    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
-    env["HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE"] = "true"  # the site is on loopback
-    env["HARVESTFLOW_HARVEST__URL_CHECK_TIMEOUT_S"] = "600"  # a silent seed: the test ends it
     try:
-        with harvestflow_up(env) as (base, passwords):
-            yield Platform(base, env, passwords, server.server_address[1])
+        yield shared_up.on(server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
@@ -111,6 +107,10 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
     from harvest.selection.transfer import transfer_selection_records
 
     cur, site = platform.base + "/curator", platform.site
+    engine = _engine(platform.env)
+    with engine.connect() as conn:  # the platform is shared: this test's audit rows come after
+        audit_before = conn.execute(sa.text("SELECT coalesce(max(audit_id), 0) FROM audit_log"))
+        first_audit = int(audit_before.scalar_one())
     with chromium() as driver:
         driver.set_script_timeout(90)
         sign_in(driver, platform, "carol")
@@ -177,10 +177,13 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
         assert status == 403 and "this needs the curator role" in text
         assert "victor is a viewer in collection 'Arts'" in text
 
-    engine = _engine(platform.env)
     with engine.connect() as conn:
         audit = conn.execute(
-            sa.text("SELECT username, action, target FROM audit_log ORDER BY audit_id")
+            sa.text(
+                "SELECT username, action, target FROM audit_log WHERE audit_id > :first"
+                " ORDER BY audit_id"
+            ),
+            {"first": first_audit},
         ).all()
         active = conn.execute(
             sa.text("SELECT title FROM selection_records WHERE active ORDER BY record_id")

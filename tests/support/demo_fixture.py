@@ -1,7 +1,8 @@
 """``demo_platform``: ``harvestflow demo --keep-services`` run ONCE per test session.
 
 Why shared: the demo takes minutes (every workflow through its DAG); the demo test and the
-curator browser test both need its output, so they share one run in one isolated data dir.
+curator browser test both need its output, so they share one run in one isolated data dir (and
+one pytest-xdist worker: :data:`DEMO_PLATFORM_FILES`).
 The services the demo leaves running are stopped when the session ends.
 """
 
@@ -16,7 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.environment import data_root
 from tests.support.platform_cli import HARVESTFLOW, isolated_env
+
+# the test files that use ``demo_platform`` (one xdist scope, so one demo per run:
+# tests/conftest.py)
+DEMO_PLATFORM_FILES = (
+    "tests/access/test_service_demo.py",
+    "tests/platform/test_demo.py",
+    "tests/plugins/test_curator_browser.py",
+)
 
 
 @dataclass
@@ -36,7 +46,7 @@ class DemoPlatform:
 
 @pytest.fixture(scope="session")
 def demo_platform() -> Iterator[DemoPlatform]:
-    with tempfile.TemporaryDirectory(prefix="hf-demo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hf-demo-", dir=data_root()) as tmp:
         data = Path(tmp) / "var"
         env = isolated_env(data)
         try:

@@ -99,18 +99,34 @@ def wait_dags(client: httpx.Client, dag_ids: set[str], timeout: float = 180) -> 
         seen = {d["dag_id"] for d in dags}
         if dag_ids <= seen:
             return
-        time.sleep(3)
+        time.sleep(1)
     raise AssertionError(f"DAGs {dag_ids - seen} not parsed in {timeout}s")
+
+
+# a test's platform starts with its DAGs paused; the test starts those it uses (`unpause`):
+# else every schedule's first run (a dozen DAGs, each task a process importing Airflow) takes
+# both CI cores for minutes while `up` starts and the test's own run waits for a slot
+PAUSED_AT_CREATION = {"AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True"}
+
+
+def unpause(client: httpx.Client, dag_ids: set[str]) -> None:
+    """Start the DAGs ``dag_ids`` of a platform started with ``PAUSED_AT_CREATION``."""
+    wait_dags(client, dag_ids)
+    for dag_id in sorted(dag_ids):
+        answer = client.patch(f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+        assert answer.status_code == 200, answer.text
 
 
 def _wait_run(client: httpx.Client, dag_id: str, run_id: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     state = "?"
     while time.monotonic() < deadline:
-        state = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json()["state"]
+        answer = client.get(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+        assert answer.status_code == 200, (answer.status_code, answer.text[:2000])
+        state = answer.json()["state"]
         if state in ("success", "failed"):
             return state
-        time.sleep(3)
+        time.sleep(1)  # a run's end seen within a second: the caller's next step waits less
     return state
 
 

@@ -1,21 +1,51 @@
 """A whole platform started by `harvestflow up` for browser tests: its address, the users'
-generated passwords, signing a browser in, and telling that a page was replaced."""
+generated passwords, signing a browser in, and telling that a page was replaced.
+
+``shared_up`` is ONE such platform per pytest process, on a fresh data dir, for every test file
+of :data:`SHARED_UP_FILES`. Why: a start costs a minute or more of both CI cores; the files
+that only need *a* running platform share one, each test using its own names (templates, sites
+on their own ports, users), and ``tests/conftest.py`` sends those files to the same xdist worker
+so the platform is started once per run. Its stop (Ctrl-C) is checked when the session ends.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.support.platform_cli import start_up
+from harvestflow.services.postgres import port_open
+from tests.support.environment import data_root
+from tests.support.platform_cli import (
+    PAUSED_AT_CREATION,
+    Output,
+    api_client,
+    isolated_env,
+    start_up,
+    unpause,
+)
+
+# the test files that run on ``shared_up`` (one xdist scope: tests/conftest.py)
+SHARED_UP_FILES = (
+    "tests/platform/test_up.py",
+    "tests/plugins/test_curator_crawl_control_browser.py",
+    "tests/plugins/test_curator_selection_browser.py",
+)
+# the DAGs they run (the others stay paused: PAUSED_AT_CREATION, so no schedule's first run
+# takes the CPU or holds a run of theirs behind it); the selection test only reads the hourly DAG
+SHARED_UP_DAGS = {"oneoff_harvest", "indexing_chain"}
 
 
 @dataclass
@@ -26,10 +56,25 @@ class Platform:
     site: int
 
 
+@dataclass
+class SharedUp:
+    """The session's `harvestflow up`: its process, its output, and what the tests sign in with."""
+
+    base: str
+    env: dict[str, str]
+    passwords: dict[str, str]
+    proc: subprocess.Popen[str]
+    out: Output
+
+    def on(self, site: int) -> Platform:
+        """This platform, for a test whose loopback site listens on port ``site``."""
+        return Platform(self.base, self.env, self.passwords, site)
+
+
 @contextmanager
-def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
-    """`harvestflow up` on ``env`` (an isolated data dir): its Airflow base URL and the simple
-    auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
+def _running(env: dict[str, str]) -> Iterator[SharedUp]:
+    """`harvestflow up` on ``env``, once its api-server answers; stopped (SIGINT, then kill)
+    on leaving."""
     from harvestflow.settings import load
 
     proc, out = start_up(env)
@@ -38,7 +83,7 @@ def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
         # the data dir of this platform, not the session's (Settings.data_dir reads os.environ)
         home = Path(env["HARVESTFLOW_DATA_DIR"]) / load(environ=env)["airflow"]["home_subdir"]
         secrets = home / "simple_auth_manager_passwords.json.generated"
-        yield base, json.loads(secrets.read_text())
+        yield SharedUp(base, env, json.loads(secrets.read_text()), proc, out)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -46,6 +91,48 @@ def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+@contextmanager
+def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
+    """`harvestflow up` on ``env`` (an isolated data dir): its Airflow base URL and the simple
+    auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
+    with _running(env) as up:
+        yield up.base, up.passwords
+
+
+def _ports(env: dict[str, str]) -> dict[str, int]:
+    access = int(env["HARVESTFLOW_ACCESS__URL"].rsplit(":", 1)[1].strip("/"))
+    return {
+        "api-server": int(env["HARVESTFLOW_AIRFLOW__PORT"]),
+        "postgres": int(env["HARVESTFLOW_POSTGRES__PORT"]),
+        "metrics": int(env["HARVESTFLOW_MONITORING__PORT"]),
+        "access": access,
+    }
+
+
+@pytest.fixture(scope="session")
+def shared_up() -> Iterator[SharedUp]:
+    """`harvestflow up` on a fresh data dir (in RAM when there is room) with the settings its
+    users need (the selection test's curator and viewer, URL checks of loopback seeds, a seed
+    check the test ends itself), only the DAGs they run started; at the end of the session
+    Ctrl-C must stop it cleanly: exit status 0, its ports closed."""
+    root = Path(tempfile.mkdtemp(prefix="hf-shared-up-", dir=data_root()))
+    env = isolated_env(root / "var")
+    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
+    env["HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE"] = "true"  # the sites are on loopback
+    env["HARVESTFLOW_HARVEST__URL_CHECK_TIMEOUT_S"] = "600"  # a silent seed: its test ends it
+    env.update(PAUSED_AT_CREATION)
+    with _running(env) as up:
+        with api_client(up.out) as client:
+            unpause(client, SHARED_UP_DAGS)
+        yield up
+    proc, out = up.proc, up.out
+    # Ctrl-C stops everything `up` started (a failure here is an error of the last test)
+    assert proc.returncode == 0, "".join(out.lines)[-3000:]
+    still = [name for name, port in _ports(env).items() if port_open("127.0.0.1", port)]
+    assert not still, f"ports left open after Ctrl-C: {still}"
+    shutil.rmtree(root, ignore_errors=True)  # kept when the stop failed, to be looked at
 
 
 def sign_in(driver: WebDriver, platform: Platform, user: str) -> None:
