@@ -4,6 +4,7 @@ check, and a crawler killed during a pass."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -96,6 +97,39 @@ def test_perfect_pages_score_above_the_threshold_with_nothing_missing(qa_crawl: 
         assert float(f[3]) < 0.01 and float(f[4]) > 0.99, f  # pixels and text alike
         assert (path, 1) not in missing
         assert (path, 2) not in checks  # nothing to patch: checked once
+
+
+def test_a_tabs_replays_share_one_browser_context(qa_crawl: Any) -> None:
+    # one replay context per tab browser, not one per replayed page (a renderer process
+    # started for each: most of the QA pass's browser CPU, bench/render_qa)
+    result, _, _ = qa_crawl
+    log = (result.out / "logs" / "crawler.log").read_text()
+    browsers = log.count("browser started (pid")
+    contexts = log.count("QA replay context opened in the browser of pid")
+    checks = _checks(result)
+    assert 1 <= contexts <= browsers < len(checks), (contexts, browsers, len(checks))
+
+
+def test_replay_answers_are_never_kept_by_the_browser() -> None:
+    from types import SimpleNamespace
+
+    from crawler.rendering.proxy import ProxyRequest, ProxyResponse
+    from crawler.rendering.qa_pass import ReplayProxy
+
+    recorded = ProxyResponse(
+        200,
+        [("Content-Type", "image/png"), ("Cache-Control", "max-age=86400"), ("ETag", '"x"')],
+        b"png",
+    )
+    records = SimpleNamespace(response=lambda key: recorded)
+    renderer = SimpleNamespace(
+        ca=SimpleNamespace(server_context=None), captures=SimpleNamespace(records=records)
+    )
+    proxy = ReplayProxy(renderer)  # type: ignore[arg-type]
+    got = asyncio.run(proxy.handle(ProxyRequest("GET", "http://s.test/a.png", [], b"")))
+    assert (got.status, got.body) == (200, b"png")
+    caching = [(k, v) for k, v in got.headers if k.lower() in ("cache-control", "etag")]
+    assert caching == [("Cache-Control", "no-store")]
 
 
 def test_the_image_only_a_script_asks_for_is_found_patched_and_the_score_rises(
