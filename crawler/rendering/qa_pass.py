@@ -130,7 +130,7 @@ async def replay(
     if not rp.proxy.port:
         await rp.proxy.start()
     rp.reset()
-    browser = await tab.ensure_browser()
+    browser = await tab.ensure_browser(check_memory=False)  # checked at each capture
     timeout = min(renderer.t.render_page_timeout_s, budget_s)
     # beyond the behaviours' time: the tab's set-up and the screenshots, as at capture
     grace = min(15.0, max(5.0, renderer.t.render_page_timeout_s / 2))
@@ -151,7 +151,7 @@ async def _replay_in(
         await renderer.behave(browser, page.session, tab, deadline, behaviours, REPLAY_IDLE_S)
         page.check()
         text = await renderer.evaluate(browser, page.session, TEXT_JS)
-        shots = await renderer.screenshots(browser, page.session, viewport=False)
+        shots = await renderer.screenshots(browser, page.session, viewport=False, restore=False)
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
         )

@@ -340,12 +340,13 @@ class Renderer:
         session: str,
         phone: bool = False,
         viewport: bool = True,
+        restore: bool = True,
     ) -> list[Screenshot]:
         """The viewport (unless not ``viewport``), then the full page: the viewport made as
         tall as the page (a device metrics override at the same width, pixel ratio and mobile
         flag), then given back. Not ``captureBeyondViewport``: its resize passes through a
         narrow viewport, where a page's phone media queries match and the desktop pass loaded
-        the phone's images."""
+        the phone's images. Not ``restore``: the tall metrics left for the caller to clear."""
         import base64
 
         shots = []
@@ -361,11 +362,11 @@ class Renderer:
         try:
             full = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
         finally:
-            if phone:
+            if restore and phone:
                 await browser.send(
                     "Emulation.setDeviceMetricsOverride", phone_metrics(), session=session
                 )
-            else:
+            elif restore:
                 await browser.send("Emulation.clearDeviceMetricsOverride", session=session)
         shots.append(Screenshot("full", base64.b64decode(full["data"])))
         return shots

@@ -259,3 +259,29 @@ def test_the_qa_time_budget_bounds_a_pages_pass(tmp_path: Path) -> None:
     assert found == ("/img/flaky.png", "missing")
     assert patched in (("/img/flaky.png", "patched:200"), ("/img/flaky.png", "not-patched:timeout"))
     assert site.flaky_asked == qasite.FLAKY_DROPS + 1
+
+
+def test_a_qa_replay_takes_the_tabs_browser_without_reading_its_memory() -> None:
+    # the memory reading walks /proc; each capture takes it, a replay between two does not
+    from types import SimpleNamespace
+
+    from crawler.rendering.tab import TabWorker
+
+    readings: list[int] = []
+
+    class Browser:
+        alive = True
+
+        async def memory_kb(self) -> int:
+            readings.append(1)
+            return 1
+
+    t = SimpleNamespace(render_pages_per_tab=50, render_max_memory_mb=1024)
+    owner = SimpleNamespace(t=t, ca=SimpleNamespace(server_context=None), profiles=Path("/x"))
+    tab = TabWorker(owner, 0)  # type: ignore[arg-type]
+    browser = Browser()
+    tab.browser = browser  # type: ignore[assignment]
+    assert asyncio.run(tab.ensure_browser(check_memory=False)) is browser
+    assert readings == []
+    assert asyncio.run(tab.ensure_browser()) is browser
+    assert readings == [1]
