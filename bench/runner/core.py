@@ -35,10 +35,18 @@ def loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, cwd: Path = REPO) -> str:
     return subprocess.run(
-        ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
+    ).stdout.rstrip("\n")  # not strip(): a porcelain line starts with a space
+
+
+def uncommitted(cwd: Path = REPO) -> list[str]:
+    """The tracked files of the tree that differ from its commit (``git status`` paths)."""
+    return [
+        line[3:]
+        for line in _git("status", "--porcelain", "--untracked-files=no", cwd=cwd).splitlines()
+    ]
 
 
 def machine() -> dict[str, Any]:
@@ -206,9 +214,7 @@ def run_benchmark(
         units = bench.units(figures[ours.name])
         for name in names:
             subprocess.run(["rm", "-rf", str(work / f"round-{r + 1}" / name)], check=True)
-    dirty = [
-        line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
-    ]
+    dirty = uncommitted()
     result: dict[str, Any] = {
         "benchmark": run_name,
         "title": bench.title + (f" — regression check against {sha[:9]}" if sha else ""),

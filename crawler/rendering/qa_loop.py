@@ -158,8 +158,12 @@ class PageQa:
         full = got.shot("full") or b""
         (self.shots / replay_name).write_bytes(full)
         capture_png = (self.shots / capture_name).read_bytes()
-        # Pillow's work off the event loop: the crawl goes on meanwhile
-        pixel = await asyncio.to_thread(pixel_diff_share, capture_png, full) if full else 1.0
+        if not full:
+            pixel = 1.0
+        elif full == capture_png:  # the same pixels, encoded by the same browser: nothing to decode
+            pixel = 0.0
+        else:  # Pillow's work off the event loop: the crawl goes on meanwhile
+            pixel = await asyncio.to_thread(pixel_diff_share, capture_png, full)
         text = text_similarity(seen.text, got.text)
         errors = new_errors(seen.errors, got.errors)
         for message in errors:

@@ -8,14 +8,19 @@ answer is the same as pywb's in proxy mode for the URLs the page asks for (exact
 recorded status, headers and body), without a round trip through the gateway and pywb. A tab's
 replay browser context goes through a proxy of its own (:class:`ReplayProxy`) that answers only
 from those records: a URL the job has no record of (never asked for, refused, failed) is a 404
-and is listed as missing. Nothing reaches a site during a replay.
+and is listed as missing. Nothing reaches a site during a replay. Its answers say
+``Cache-Control: no-store``: the replay context is kept from page to page
+(crawler/rendering/tabpage.py), and each replay must ask the archive for everything its page
+needs, as a first visit does.
 
-The page then gets its capture's treatment (crawler/rendering/renderer.py): load, network idle, dwell,
+The page then gets its capture's treatment (crawler/rendering/renderer.py): load, network idle
+(a shorter quiet, ``REPLAY_IDLE_S``: nothing is waited for from a server), dwell,
 consent (the host's kept answer restored, else the dialog answered again, as at capture —
 Browsertrix's users found 99 % of their QA differences caused by a consent popup that
 reappeared in replay), site behaviours, scrolling, "load more", media, back to the top; then
-its DOM text and the full-page screenshot are taken as at capture, and its JavaScript errors
-were listened to from the start.
+its DOM text and the full-page screenshot are taken as at capture (the full page only, encoded
+the same way: identical pixels give identical bytes, compared without decoding), and its
+JavaScript errors were listened to from the start.
 """
 
 from __future__ import annotations
@@ -37,7 +42,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOT_ARCHIVED = ProxyResponse(404, [("Content-Type", "text/plain")], b"", "Not Archived")
+# the replay's network idle (the capture's is crawler.rendering.renderer.IDLE_S, 0.5 s): its
+# answers come from the job's records on this machine, so the quiet that says "settled" is the
+# page's own time to react, not a server's
+REPLAY_IDLE_S = 0.2
+NOT_ARCHIVED = ProxyResponse(
+    404, [("Content-Type", "text/plain"), ("Cache-Control", "no-store")], b"", "Not Archived"
+)
+_CACHING = frozenset({"cache-control", "expires", "pragma", "etag", "last-modified"})
 
 
 @dataclass
@@ -62,6 +74,24 @@ class ReplayProxy:
         self.proxy = TabProxy(self.handle, renderer.ca.server_context)
         self.asked: dict[str, str] = {}  # key → URL, of the page being replayed
         self.missing: dict[str, str] = {}
+        self.page: TabPage | None = None  # the replay context's page in the tab's browser
+
+    async def page_in(self, browser: Browser) -> TabPage:
+        """The replay page in ``browser`` (made when the tab's browser is new)."""
+        if self.page is not None and self.page.browser is not browser:
+            self.page = None  # its browser was restarted or killed: the context went with it
+        if self.page is None:
+            page = TabPage(browser, self.proxy.address)
+            await page.open()
+            self.page = page
+            pid = browser.proc.pid if browser.proc is not None else 0
+            log.info("QA replay context opened in the browser of pid %d", pid)
+        return self.page
+
+    async def drop_page(self) -> None:
+        if self.page is not None:
+            await self.page.close()
+        self.page = None
 
     def reset(self) -> None:
         self.asked = {}
@@ -80,7 +110,9 @@ class ReplayProxy:
         if response is None:
             self.missing.setdefault(key, url)
             return NOT_ARCHIVED
-        return ranged(req, response)
+        headers = [(k, v) for k, v in response.headers if k.lower() not in _CACHING]
+        headers.append(("Cache-Control", "no-store"))
+        return ranged(req, ProxyResponse(response.status, headers, response.body, response.reason))
 
 
 class _ReplayTab:
@@ -98,7 +130,7 @@ async def replay(
     if not rp.proxy.port:
         await rp.proxy.start()
     rp.reset()
-    browser = await tab.ensure_browser()
+    browser = await tab.ensure_browser(check_memory=False)  # checked at each capture
     timeout = min(renderer.t.render_page_timeout_s, budget_s)
     # beyond the behaviours' time: the tab's set-up and the screenshots, as at capture
     grace = min(15.0, max(5.0, renderer.t.render_page_timeout_s / 2))
@@ -109,14 +141,22 @@ async def _replay_in(
     renderer: Renderer, browser: Browser, rp: ReplayProxy, url: str, timeout: float
 ) -> Replay:
     deadline = asyncio.get_running_loop().time() + timeout
-    async with TabPage(browser, rp.proxy.address) as page:
+    page = await rp.page_in(browser)
+    page.begin()
+    behaviours = None
+    try:
         behaviours, errors = renderer.watch(page, url)
         await page.load(url, deadline, behaviours.prepare)
         tab = cast("TabWorker", _ReplayTab(rp.proxy))
-        await renderer.behave(browser, page.session, tab, deadline, behaviours)
+        await renderer.behave(browser, page.session, tab, deadline, behaviours, REPLAY_IDLE_S)
         page.check()
         text = await renderer.evaluate(browser, page.session, TEXT_JS)
-        shots = await renderer.screenshots(browser, page.session)
+        shots = await renderer.screenshots(browser, page.session, viewport=False, restore=False)
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
         )
+    finally:
+        if behaviours is not None:
+            await behaviours.finish()
+        if not await page.end():
+            await rp.drop_page()

@@ -294,28 +294,34 @@ class Renderer:
             await asyncio.sleep(0.05)
 
     async def behave(
-        self, browser: Browser, session: str, tab: TabWorker, deadline: float, pb: PageBehaviours
+        self,
+        browser: Browser,
+        session: str,
+        tab: TabWorker,
+        deadline: float,
+        pb: PageBehaviours,
+        idle: float = IDLE_S,
     ) -> None:
         """Network idle, a dwell for timers, the consent dialog, site scripts and expanders,
         then scroll a screen at a time until the bottom is reached and the page no longer grows
         (bounded by ``render_max_scrolls``), then "load more" buttons and media
-        (crawler/rendering/behaviours/run.py)."""
+        (crawler/rendering/behaviours/run.py). Idle: no request in flight for ``idle`` s."""
         loop = asyncio.get_running_loop()
         start = loop.time()
-        await self._settle(tab, deadline)
+        await self._settle(tab, deadline, idle)
         dwell = min(start + self.t.render_min_wait_s, deadline)
         if loop.time() < dwell:
             await asyncio.sleep(dwell - loop.time())
 
         async def settle() -> None:
-            await self._settle(tab, deadline)
+            await self._settle(tab, deadline, idle)
 
         await pb.before_scroll(deadline, settle)
         for _ in range(self.t.render_max_scrolls):
             if loop.time() >= deadline:
                 break
             pos = await self.evaluate(browser, session, SCROLL_JS)
-            await self._settle(tab, deadline)
+            await self._settle(tab, deadline, idle)
             if not isinstance(pos, list) or len(pos) != 2:
                 break
             bottom, height = pos
@@ -324,22 +330,29 @@ class Renderer:
                 grown = await self.evaluate(browser, session, HEIGHT_JS)
                 if not isinstance(grown, int | float) or grown <= height:
                     break
-        await self._settle(tab, deadline)
+        await self._settle(tab, deadline, idle)
         await pb.after_scroll(deadline, settle)
         await self.evaluate(browser, session, "window.scrollTo(0, 0)")
 
     async def screenshots(
-        self, browser: Browser, session: str, phone: bool = False
+        self,
+        browser: Browser,
+        session: str,
+        phone: bool = False,
+        viewport: bool = True,
+        restore: bool = True,
     ) -> list[Screenshot]:
-        """The viewport, then the full page: the viewport made as tall as the page (a device
-        metrics override at the same width, pixel ratio and mobile flag), then given back.
-        Not ``captureBeyondViewport``: its resize passes through a narrow viewport, where a
-        page's phone media queries match and the desktop pass loaded the phone's images."""
+        """The viewport (unless not ``viewport``), then the full page: the viewport made as
+        tall as the page (a device metrics override at the same width, pixel ratio and mobile
+        flag), then given back. Not ``captureBeyondViewport``: its resize passes through a
+        narrow viewport, where a page's phone media queries match and the desktop pass loaded
+        the phone's images. Not ``restore``: the tall metrics left for the caller to clear."""
         import base64
 
         shots = []
-        view = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
-        shots.append(Screenshot("viewport", base64.b64decode(view["data"])))
+        if viewport:
+            view = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+            shots.append(Screenshot("viewport", base64.b64decode(view["data"])))
         metrics = await browser.send("Page.getLayoutMetrics", session=session)
         size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
         height = max(1, min(int(size.get("height", 900)), MAX_SCREENSHOT_HEIGHT))
@@ -349,11 +362,11 @@ class Renderer:
         try:
             full = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
         finally:
-            if phone:
+            if restore and phone:
                 await browser.send(
                     "Emulation.setDeviceMetricsOverride", phone_metrics(), session=session
                 )
-            else:
+            elif restore:
                 await browser.send("Emulation.clearDeviceMetricsOverride", session=session)
         shots.append(Screenshot("full", base64.b64decode(full["data"])))
         return shots

@@ -1,10 +1,12 @@
-"""One page load in a fresh browser context of a tab's Chromium, through a given proxy: what the
-capture (crawler/rendering/renderer.py) and the QA pass's replay (crawler/rendering/qa_pass.py)
-both do before their behaviours.
+"""A page of its own browser context in a tab's Chromium, through a given proxy: what the QA
+pass's replay (crawler/rendering/qa_pass.py) loads its pages in, one after another.
 
-Why a context per load: no cookie, storage or cache of another page leaks into it, and its
-proxy (the tab's recording proxy, or its replay proxy) says where its requests go. Disposing of
-the context closes the tab.
+Why a context of its own, kept from load to load: no cookie, storage or cache of the capture's
+context leaks into the replay, and its proxy (the tab's replay proxy) says where its requests
+go; kept while its browser lives, as the tab's capture context is (crawler/rendering/tab.py),
+because a new context and target per load started a renderer process per replayed page, most
+of the QA pass's browser CPU (bench/render_qa). Between loads the page is left for a blank one
+and its listeners dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ Listener = Callable[[str, dict[str, Any]], None]
 
 
 class TabPage:
-    """``async with TabPage(browser, proxy) as page``: a blank tab in a new context."""
+    """A blank tab in a new browser context: :meth:`open` once, then :meth:`begin`,
+    :meth:`load` … :meth:`end` per page, :meth:`close` when done."""
 
     def __init__(self, browser: Browser, proxy_address: str) -> None:
         self.browser = browser
@@ -29,8 +32,9 @@ class TabPage:
         self.session = ""
         self.loaded = asyncio.Event()
         self.crashed: list[str] = []
+        self.navigated = ""  # the main frame's document of this load (not the blank one)
 
-    async def __aenter__(self) -> TabPage:
+    async def open(self) -> None:
         self.context_id = (
             await self.browser.send(
                 "Target.createBrowserContext",
@@ -41,24 +45,48 @@ class TabPage:
         try:
             self.session = await self.browser.open_tab(self.context_id)
         except BaseException:
-            await self._dispose()
+            await self.close()
             raise
-        self.listen(self._on_event)
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def close(self) -> None:
+        """The context disposed of (its tab closed with it)."""
         if self.session:
             self.browser.forget(self.session)
-        await self._dispose()
-
-    async def _dispose(self) -> None:
         with contextlib.suppress(CdpError):
             await self.browser.send(
                 "Target.disposeBrowserContext", {"browserContextId": self.context_id}, timeout=5
             )
 
+    def begin(self) -> None:
+        """A new load: what the last one saw forgotten, the page's own listener back."""
+        self.browser.forget(self.session)
+        self.loaded.clear()
+        self.crashed.clear()
+        self.navigated = ""
+        self.listen(self._on_event)
+
+    async def end(self) -> bool:
+        """The page left for a blank one, its viewport given back (a tall screenshot's
+        metrics are cleared here, on the blank page: no relayout of the page left) and its
+        listeners dropped (False: the tab did not answer, its context is to be closed)."""
+        self.browser.forget(self.session)
+        try:
+            await self.browser.send(
+                "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
+            )
+            await self.browser.send(
+                "Emulation.clearDeviceMetricsOverride", session=self.session, timeout=5
+            )
+        except CdpError:
+            return False
+        return not self.crashed
+
     def _on_event(self, method: str, params: dict[str, Any]) -> None:
-        if method == "Page.loadEventFired":
+        if method == "Page.frameNavigated":
+            frame = params.get("frame") or {}
+            if not frame.get("parentId") and frame.get("url") != "about:blank":
+                self.navigated = str(frame.get("url"))
+        elif method == "Page.loadEventFired" and self.navigated:
             self.loaded.set()
         elif method in ("Inspector.targetCrashed", "Inspector.detached"):
             self.crashed.append(params.get("reason") or method)

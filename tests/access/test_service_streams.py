@@ -1,8 +1,11 @@
-"""An HLS stream of real video (tests/support/hlssite.py: a master playlist, a low and a high
-rendition of fMP4 segments) crawled with ``--render html``, indexed by the chain and replayed
-through our access service (pywb started by our code) in headless Chromium, the live site
-stopped: the replayed ``<video>`` gets the stream's duration from the archived playlists and
-plays past its first segment, every playlist and segment read from the archive."""
+"""Adaptive streams of real video crawled with ``--render html`` in one job, indexed by the
+chain and replayed through our access service (pywb started by our code) in headless Chromium,
+the live site stopped: an HLS stream (tests/support/hlssite.py: a master playlist, a low and a
+high rendition of fMP4 segments, played by Chromium itself) and a DASH stream
+(tests/support/dashsite.py: an MPD of a low and a high representation, played by the page's
+MediaSource player, as dash.js does). Each replayed ``<video>`` gets the stream's duration from
+the archived manifests and plays past its first segment, every manifest and segment read from
+the archive (pywb's replay: nothing of the site is left to fetch)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import math
 import pytest
 import sqlalchemy as sa
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 from warcio.archiveiterator import ArchiveIterator
 
@@ -19,7 +23,7 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import chain
-from tests.support import hlssite
+from tests.support import dashsite, hlssite
 from tests.support.browser import chromium
 from tests.support.replay import make_db_job
 
@@ -43,15 +47,27 @@ const until = Date.now() + 60000;
 """
 
 
-def test_an_hls_stream_replays_and_plays_from_the_archive(
+def _played(driver: WebDriver, url: str) -> list[float | int]:
+    """The page at ``url`` replayed, its film played: duration, readiness, position, error."""
+    driver.get(url)
+    WebDriverWait(driver, 120).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "iframe#replay_iframe")
+    )
+    driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "iframe#replay_iframe"))
+    WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.ID, "film"))
+    played = driver.execute_async_script(PLAY_JS)
+    driver.switch_to.default_content()
+    return [*played, driver.title]
+
+
+def test_hls_and_dash_streams_replay_and_play_from_the_archive(
     db_engine: sa.Engine, access_settings: settings_mod.Settings
 ) -> None:
     settings = access_settings
     cfg = AccessConfig.from_settings(settings)
     hid, job_id, job_dir = make_db_job(db_engine, settings.data_dir)
     film = hlssite.mp4_film()
-    crawled, site, routes = hlssite.crawl(job_dir, film, job_id=job_id, harvest_id=hid)
-    seed = site.url(hlssite.HOST, "/watch.html")
+    crawled, site, routes = dashsite.crawl_streams(job_dir, film, job_id=job_id, harvest_id=hid)
     archived: dict[str, bytes] = {}
     for warc in crawled.data_warcs():
         with warc.open("rb") as fh:
@@ -59,7 +75,7 @@ def test_an_hls_stream_replays_and_plays_from_the_archive(
                 if rec.rec_type == "response":
                     uri = rec.rec_headers.get_header("WARC-Target-URI")
                     archived[uri] = rec.content_stream().read()
-    for path, raw in routes.items():  # both renditions, whole, once each
+    for path, raw in routes.items():  # both renditions of each stream, whole, once each
         if path != "/robots.txt":
             assert archived.get(site.url(hlssite.HOST, path)) == raw.body, path
     run = chain.run_chain(settings)
@@ -71,16 +87,14 @@ def test_an_hls_stream_replays_and_plays_from_the_archive(
     try:
         with chromium() as driver:
             driver.set_script_timeout(90)
-            driver.get(cfg.replay_url(view, "2030", seed))
-            WebDriverWait(driver, 120).until(
-                lambda d: d.find_elements(By.CSS_SELECTOR, "iframe#replay_iframe")
-            )
-            driver.switch_to.frame(driver.find_element(By.CSS_SELECTOR, "iframe#replay_iframe"))
-            WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.ID, "film"))
-            duration, ready, position, error = driver.execute_async_script(PLAY_JS)
+            played = {
+                page: _played(driver, cfg.replay_url(view, "2030", site.url(hlssite.HOST, page)))
+                for page in ("/watch.html", "/play.html")
+            }
     finally:
         service.stop()
-    assert error == 0, (duration, ready, position, error)
-    assert isinstance(duration, float | int) and math.isfinite(duration), duration
-    assert 2.5 < duration < 4.0, duration  # three segments of about a second
-    assert position > 1.5 and ready >= 2, (duration, ready, position)
+    for page, (duration, ready, position, error, title) in played.items():
+        assert error == 0 and "failed" not in title, (page, played[page])
+        assert isinstance(duration, float | int) and math.isfinite(duration), (page, duration)
+        assert 2.5 < duration < 4.0, (page, duration)  # three segments and a part, about 1 s each
+        assert position > 1.5 and ready >= 2, (page, played[page])

@@ -18,7 +18,7 @@ import pytest
 
 from bench.runner import cli, readme, rules
 from bench.runner.core import REPO as RUNNER_REPO
-from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark
+from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark, uncommitted
 from bench.runner.spec import Benchmark, Side, Target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -334,3 +334,19 @@ def test_docs_scaling_tables_match_the_committed_scale_results() -> None:
     assert readme.render(text, readme.load_results(RESULTS)) == text, (
         "docs/scaling.md's tables differ from bench/results/scale/*.json: run `bench/run --readme`"
     )
+
+
+def test_the_uncommitted_files_a_results_file_names_are_whole_paths(tmp_path: Path) -> None:
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    for name in ("crawler.py", "bench.py"):
+        (tmp_path / name).write_text("one\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    for name in ("crawler.py", "bench.py"):  # modified, not staged: " M name"
+        (tmp_path / name).write_text("two\n")
+    assert sorted(uncommitted(tmp_path)) == ["bench.py", "crawler.py"]

@@ -4,6 +4,7 @@ check, and a crawler killed during a pass."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -96,6 +97,39 @@ def test_perfect_pages_score_above_the_threshold_with_nothing_missing(qa_crawl: 
         assert float(f[3]) < 0.01 and float(f[4]) > 0.99, f  # pixels and text alike
         assert (path, 1) not in missing
         assert (path, 2) not in checks  # nothing to patch: checked once
+
+
+def test_a_tabs_replays_share_one_browser_context(qa_crawl: Any) -> None:
+    # one replay context per tab browser, not one per replayed page (a renderer process
+    # started for each: most of the QA pass's browser CPU, bench/render_qa)
+    result, _, _ = qa_crawl
+    log = (result.out / "logs" / "crawler.log").read_text()
+    browsers = log.count("browser started (pid")
+    contexts = log.count("QA replay context opened in the browser of pid")
+    checks = _checks(result)
+    assert 1 <= contexts <= browsers < len(checks), (contexts, browsers, len(checks))
+
+
+def test_replay_answers_are_never_kept_by_the_browser() -> None:
+    from types import SimpleNamespace
+
+    from crawler.rendering.proxy import ProxyRequest, ProxyResponse
+    from crawler.rendering.qa_pass import ReplayProxy
+
+    recorded = ProxyResponse(
+        200,
+        [("Content-Type", "image/png"), ("Cache-Control", "max-age=86400"), ("ETag", '"x"')],
+        b"png",
+    )
+    records = SimpleNamespace(response=lambda key: recorded)
+    renderer = SimpleNamespace(
+        ca=SimpleNamespace(server_context=None), captures=SimpleNamespace(records=records)
+    )
+    proxy = ReplayProxy(renderer)  # type: ignore[arg-type]
+    got = asyncio.run(proxy.handle(ProxyRequest("GET", "http://s.test/a.png", [], b"")))
+    assert (got.status, got.body) == (200, b"png")
+    caching = [(k, v) for k, v in got.headers if k.lower() in ("cache-control", "etag")]
+    assert caching == [("Cache-Control", "no-store")]
 
 
 def test_the_image_only_a_script_asks_for_is_found_patched_and_the_score_rises(
@@ -225,3 +259,29 @@ def test_the_qa_time_budget_bounds_a_pages_pass(tmp_path: Path) -> None:
     assert found == ("/img/flaky.png", "missing")
     assert patched in (("/img/flaky.png", "patched:200"), ("/img/flaky.png", "not-patched:timeout"))
     assert site.flaky_asked == qasite.FLAKY_DROPS + 1
+
+
+def test_a_qa_replay_takes_the_tabs_browser_without_reading_its_memory() -> None:
+    # the memory reading walks /proc; each capture takes it, a replay between two does not
+    from types import SimpleNamespace
+
+    from crawler.rendering.tab import TabWorker
+
+    readings: list[int] = []
+
+    class Browser:
+        alive = True
+
+        async def memory_kb(self) -> int:
+            readings.append(1)
+            return 1
+
+    t = SimpleNamespace(render_pages_per_tab=50, render_max_memory_mb=1024)
+    owner = SimpleNamespace(t=t, ca=SimpleNamespace(server_context=None), profiles=Path("/x"))
+    tab = TabWorker(owner, 0)  # type: ignore[arg-type]
+    browser = Browser()
+    tab.browser = browser  # type: ignore[assignment]
+    assert asyncio.run(tab.ensure_browser(check_memory=False)) is browser
+    assert readings == []
+    assert asyncio.run(tab.ensure_browser()) is browser
+    assert readings == [1]
