@@ -88,9 +88,8 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     try:
         with engine_or_default(None).begin() as conn:
             where = collections_of(conn, [args.record_id])
-            # the CLI's user is a curator where a collection names nobody (rights.check)
             rights.check(conn, _user(args), where.values(), rights.Role.CURATOR,
-                         rights.Role.CURATOR, what="annotate targets")  # fmt: skip
+                         rights.COMMAND_LINE, what="annotate targets")  # fmt: skip
             now = annotate(
                 conn,
                 args.record_id,

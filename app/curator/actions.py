@@ -26,6 +26,7 @@ from fastapi import HTTPException, Request, Response
 from sqlalchemy.engine import Connection
 
 from harvest import rights
+from harvest.office.office_rights import Needed
 from harvestflow.formats.integers import BIGINT_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,21 @@ def check_collection_write(
         raise HTTPException(403, str(exc)) from None
     except rights.RightsError as exc:  # a form's collection no collection can be named
         raise HTTPException(400, str(exc)) from None
+
+
+def check_needed(
+    request: Request, form: dict[str, str], key: bytes, conn: Connection, needed: Needed
+) -> str:
+    """:func:`check_collection_write` with what a back-office write needs (its collections,
+    role and name: :mod:`harvest.office.office_rights`)."""
+    return check_collection_write(request, form, key, conn, needed.collections,
+                                  role=needed.role, what=needed.what)  # fmt: skip
+
+
+def allows(request: Request, conn: Connection, needed: Needed) -> bool:
+    """Whether the user may make a write needing ``needed`` (the page shows its form)."""
+    return rights.allows(conn, user_of(request), needed.collections, needed.role,
+                         role_of(request))  # fmt: skip
 
 
 def may_edit(request: Request, conn: Connection) -> bool:

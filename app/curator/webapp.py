@@ -329,7 +329,9 @@ def create_app(
             jobs = [int(h["job_id"]) for h in row["history"].rows]
             targets = feedback.domain_feedback(conn, name, jobs)
             scores = latest_scores(conn, [name])  # the QA pass's, of its pages
-            office = domains_pages.domain_context(conn, row)  # its forms: templates, changes
+            office = domains_pages.domain_context(
+                request, conn, row
+            )  # its forms: templates, changes
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(

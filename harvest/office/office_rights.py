@@ -1,0 +1,70 @@
+"""Who may make each write of the back office: the collections it touches and the role it needs.
+
+Why one place: the curator pages (403) and the CLI (a refusal, exit 1) must refuse the same
+writes, through the same check (:func:`harvest.rights.check`). A definition belongs to its
+collections (``harvestdefinitions.collections``: the one its form names, or those of the
+selection records it was made from); a curator there may create, edit, deactivate and
+reactivate it; a cron schedule, and switching a snapshot definition off or on, need a crawl
+engineer there. Editing a definition touches the collections it had and the one it moves to.
+Domains, their configurations and aliases, and templates are of no collection: they change what
+every harvest of the domain does, so they need a crawl engineer (globally, or in every
+collection, ``*``), as NetarchiveSuite keeps them with its harvest administrators.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from harvest import rights
+from harvest.definitions import collections_of
+from harvest.rights import Role
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Needed:
+    """What a write needs: the role, in every one of the collections (none: outside them)."""
+
+    collections: tuple[str, ...]
+    role: Role
+    what: str
+
+    def check(self, conn: Connection, user: str | None, global_role: Role) -> str:
+        """The user, when allowed (:class:`harvest.rights.Forbidden` naming why not)."""
+        return rights.check(conn, user, self.collections, self.role, global_role, what=self.what)
+
+
+DOMAINS = Needed((), Role.ENGINEER, "change domains, their configurations and aliases")
+TEMPLATES = Needed((), Role.ENGINEER, "add crawl templates")
+
+
+def _kind(conn: Connection, harvest_id: int) -> str | None:
+    return conn.execute(
+        sa.text("SELECT kind FROM harvestdefinitions WHERE harvest_id = :h"), {"h": harvest_id}
+    ).scalar()
+
+
+def definition_write(conn: Connection, harvest_id: int | None, values: Mapping[str, str]) -> Needed:
+    """A definition created (``harvest_id`` None) or edited from a form's ``values``."""
+    given = str(values.get("collection") or "").strip()
+    before = collections_of(conn, harvest_id) if harvest_id is not None else None
+    touched = dict.fromkeys([*(before or []), *([given] if given else [])])
+    cron = str(values.get("schedule") or "").strip() == "cron"
+    what = "give a definition a cron schedule" if cron else "edit definitions"
+    return Needed(tuple(touched), Role.ENGINEER if cron else Role.CURATOR, what)
+
+
+def definition_switch(conn: Connection, harvest_id: int) -> Needed:
+    """A definition deactivated or reactivated: a snapshot's needs a crawl engineer."""
+    snapshot = _kind(conn, harvest_id) == "full"
+    return Needed(
+        tuple(collections_of(conn, harvest_id) or ()),
+        Role.ENGINEER if snapshot else Role.CURATOR,
+        "switch snapshot definitions off and on" if snapshot else "switch definitions off and on",
+    )
