@@ -229,6 +229,18 @@ def collections_of(conn: Connection, harvest_id: int) -> list[str] | None:
     ).scalar()
 
 
+def job_collections(conn: Connection, job_id: int) -> list[str] | None:
+    """The collections of a job's definition (None: no such job)."""
+    row = conn.execute(
+        sa.text(
+            "SELECT h.collections FROM jobs j JOIN harvestdefinitions h USING (harvest_id)"
+            " WHERE j.job_id = :j"
+        ),
+        {"j": job_id},
+    ).first()
+    return None if row is None else list(row.collections)
+
+
 def deactivate(conn: Connection, harvest_id: int, reason: str) -> None:
     log.warning("harvest definition %s deactivated: %s", harvest_id, reason)
     conn.execute(

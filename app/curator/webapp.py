@@ -10,14 +10,14 @@ Every route is a GET but the forms' POSTs; every page's query binds its paramete
 a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`, curators), a
-domain's configurations and alias (:mod:`app.curator.domains_pages`, curators),
-the selection records' forms (:mod:`app.curator.records_pages`,
-curators), a QA comment and a target's annotation (:mod:`app.curator.feedback`,
-curators) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view
-found missing, :mod:`app.curator.qcview`, curators) — are checked by
-:func:`app.curator.actions.check_write` (the role the write needs, the CSRF token) and
-made by the stage that owns the table.
+engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`), a domain's
+configurations and alias (:mod:`app.curator.domains_pages`, crawl engineers), the selection
+records' forms (:mod:`app.curator.records_pages`), a QA comment and a target's annotation
+(:mod:`app.curator.feedback`) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the
+job's replay view found missing) — are checked by :func:`app.curator.actions.check_write` (the
+CSRF token, the role) or, for those of a collection, by its roles there
+(:func:`app.curator.actions.check_needed`, :mod:`harvest.office.office_rights`), and made by
+the stage that owns the table.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from app.curator import (
     rights_pages,
 )
 from harvest import views as queries
+from harvest.office import office_rights
 from harvest.page_qa import latest_scores
 from harvestflow import paged
 from harvestflow.contracts.jobdir import JobDir
@@ -218,6 +219,8 @@ def create_app(
                 )
             except crawllog_search.CrawlLogSearchError as exc:
                 error = str(exc)
+        with connect() as conn:  # its QA and patch forms: a curator of its collections
+            may_write = actions.allows(request, conn, office_rights.job_write(conn, job_id, ""))
         return with_csrf(
             request,
             "job.html",
@@ -240,7 +243,8 @@ def create_app(
             and row["status"] in RUNNING,
             qa=qa,
             qc=qc,
-            can_patch=actions.has_role(request, actions.Role.CURATOR),
+            can_patch=may_write,
+            can_edit=may_write,
         )
 
     @app.post("/jobs/{job_id}/actions")
@@ -278,7 +282,9 @@ def create_app(
 
         fields = await actions.read_form_lists(request)
         form = {k: v[0] for k, v in fields.items()}
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with connect() as conn:
+            needed = office_rights.job_write(conn, job_id, "patch jobs")
+            user = actions.check_needed(request, form, csrf_key, conn, needed)
         urls = qcview.chosen_urls(fields)
         try:
             # blocking (queries, the Airflow CLI): off the API server's event loop

@@ -1,4 +1,5 @@
-"""Who may make each write of the back office: the collections it touches and the role it needs.
+"""Who may make each write of the back office and of a job's page: the collections it touches
+and the role it needs.
 
 Why one place: the curator pages (403) and the CLI (a refusal, exit 1) must refuse the same
 writes, through the same check (:func:`harvest.rights.check`). A definition belongs to its
@@ -8,7 +9,11 @@ reactivate it; a cron schedule, and switching a snapshot definition off or on, n
 engineer there. Editing a definition touches the collections it had and the one it moves to.
 Domains, their configurations and aliases, and templates are of no collection: they change what
 every harvest of the domain does, so they need a crawl engineer (globally, or in every
-collection, ``*``), as NetarchiveSuite keeps them with its harvest administrators.
+collection, ``*``), as NetarchiveSuite keeps them with its harvest administrators. A job's QA
+comment and its patch harvest are a curator's of the job's definition's collections (and of the
+record the comment's directives change); an operator's action on a running crawl stays a crawl
+engineer's anywhere (:mod:`harvest.control`): stopping a runaway crawl must never wait for a
+role in its collection.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest import rights
-from harvest.definitions import collections_of
+from harvest.definitions import collections_of, job_collections
 from harvest.rights import Role
+from harvest.selection.qa_feedback import job_records
+from harvest.selection.record_search import collections_of as record_collections
 
 log = logging.getLogger(__name__)
 
@@ -68,3 +75,23 @@ def definition_switch(conn: Connection, harvest_id: int) -> Needed:
         Role.ENGINEER if snapshot else Role.CURATOR,
         "switch snapshot definitions off and on" if snapshot else "switch definitions off and on",
     )
+
+
+def job_write(
+    conn: Connection,
+    job_id: int,
+    what: str,
+    *,
+    record_id: int | None = None,
+    directives: bool = False,
+) -> Needed:
+    """A curator's write about a job (a QA comment, a patch harvest): the collections of its
+    definition, and of the record whose next harvest the comment's directives change (the one
+    named, or the job's only one: :func:`harvest.selection.qa_feedback.write_comment`)."""
+    touched = list(job_collections(conn, job_id) or [])
+    if record_id is None and directives:
+        records = job_records(conn, job_id)
+        record_id = int(records[0]["record_id"]) if len(records) == 1 else None
+    if record_id is not None:
+        touched += record_collections(conn, [record_id]).values()
+    return Needed(tuple(dict.fromkeys(touched)), Role.CURATOR, what)

@@ -80,9 +80,13 @@ def test_the_cli_gives_lists_and_takes_roles_and_checks_annotate(
 
 
 def test_a_transferred_definition_is_its_records_collections_and_domains_need_an_engineer(
-    hdb: sa.Engine,
+    hdb: sa.Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from datetime import UTC, datetime
+
+    from app.cli.main import main
     from harvest.office import office_rights
+    from harvest.planning import generate_jobs
     from harvest.selection.transfer import transfer_selection_records
 
     _record(hdb, "Elections", "http://a.example/")
@@ -105,3 +109,10 @@ def test_a_transferred_definition_is_its_records_collections_and_domains_need_an
         assert domains.check(conn, "erin", Role.VIEWER) == "erin"
         assert domains.check(conn, "ian", Role.ENGINEER) == "ian"
         assert not rights.allows(conn, "carol", [], Role.ENGINEER, Role.CURATOR)
+    # its jobs too: a QA comment and a patch harvest from the command line
+    job = generate_jobs(hid, datetime(2026, 11, 23, tzinfo=UTC), hdb)[0]
+    assert main(["jobs", "qa", str(job), "--comment", "broken", "--user", "bob"]) == 1
+    assert "bob is a viewer in collection 'Elections'" in capsys.readouterr().err
+    assert main(["jobs", "qa", str(job), "--comment", "fine", "--user", "carol"]) == 0
+    assert main(["qc", "patch", str(job), "--no-trigger", "--user", "bob"]) == 1
+    assert "bob is a viewer in collection 'Elections'" in capsys.readouterr().err
