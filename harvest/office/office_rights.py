@@ -1,19 +1,14 @@
 """Who may make each write of the back office and of a job's page: the collections it touches
-and the role it needs.
+and the role it needs, for the pages (403) and the CLI (a refusal) alike (:func:`rights.check`).
 
-Why one place: the curator pages (403) and the CLI (a refusal, exit 1) must refuse the same
-writes, through the same check (:func:`harvest.rights.check`). A definition belongs to its
-collections (``harvestdefinitions.collections``: the one its form names, or those of the
-selection records it was made from); a curator there may create, edit, deactivate and
-reactivate it; a cron schedule, and switching a snapshot definition off or on, need a crawl
-engineer there. Editing a definition touches the collections it had and the one it moves to.
-Domains, their configurations and aliases, and templates are of no collection: they change what
-every harvest of the domain does, so they need a crawl engineer (globally, or in every
-collection, ``*``), as NetarchiveSuite keeps them with its harvest administrators. A job's QA
-comment and its patch harvest are a curator's of the job's definition's collections (and of the
-record the comment's directives change); an operator's action on a running crawl stays a crawl
-engineer's anywhere (:mod:`harvest.control`): stopping a runaway crawl must never wait for a
-role in its collection.
+A definition belongs to its ``collections`` (its form's, or its selection records'): a curator
+there may create, edit, deactivate and reactivate it; a cron schedule, or switching a snapshot
+definition, needs a crawl engineer; an edit touches the collections it had and the one it moves
+to. Domains, aliases and templates are of no collection and change every harvest of a domain:
+a crawl engineer's (globally or in ``*``), as NetarchiveSuite keeps them with its harvest
+administrators. A job's QA comment and patch harvest are a curator's of the job's definition's
+collections (and of the record the directives change); an action on a running crawl stays a
+crawl engineer's anywhere (:mod:`harvest.control`): stopping a runaway crawl never waits.
 """
 
 from __future__ import annotations

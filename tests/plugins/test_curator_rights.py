@@ -138,6 +138,10 @@ def test_the_form_shows_the_allowed_combinations_and_searches_are_saved_per_user
     gone = carol.post("/records/searches",
                       data={"csrf_token": token, "name": "my politics", "op": "delete"})  # fmt: skip
     assert gone.status_code == 303 and "my politics" not in carol.get("/records").text
+    with db_engine.connect() as conn:
+        audit = conn.execute(sa.text("SELECT username, action FROM audit_log"
+                                     " WHERE target = 'saved searches of carol'")).all()  # fmt: skip
+    assert [tuple(a) for a in audit] == [("carol", "search.save"), ("carol", "search.delete")]
 
 
 def test_an_administrator_gives_and_takes_roles_on_the_rights_page(
