@@ -148,16 +148,21 @@ def check_collection_write(
 def check_needed(
     request: Request, form: dict[str, str], key: bytes, conn: Connection, needed: Needed
 ) -> str:
-    """:func:`check_collection_write` with what a back-office write needs (its collections,
-    role and name: :mod:`harvest.office.office_rights`)."""
-    return check_collection_write(request, form, key, conn, needed.collections,
-                                  role=needed.role, what=needed.what)  # fmt: skip
+    """The user allowed to make a back-office write (:mod:`harvest.office.office_rights`: its
+    collections, role and name): the CSRF check of :func:`check_write`, then their roles there
+    (403 naming the collection; 400 for a collection no collection can be named)."""
+    user = check_write(request, form, key, role=Role.VIEWER)
+    try:
+        return needed.check(conn, user, role_of(request))
+    except rights.Forbidden as exc:
+        raise HTTPException(403, str(exc)) from None
+    except rights.RightsError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def allows(request: Request, conn: Connection, needed: Needed) -> bool:
     """Whether the user may make a write needing ``needed`` (the page shows its form)."""
-    return rights.allows(conn, user_of(request), needed.collections, needed.role,
-                         role_of(request))  # fmt: skip
+    return needed.allows(conn, user_of(request), role_of(request))
 
 
 def may_edit(request: Request, conn: Connection) -> bool:

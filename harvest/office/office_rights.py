@@ -36,10 +36,19 @@ class Needed:
     collections: tuple[str, ...]
     role: Role
     what: str
+    outside: bool = False  # and outside collections too (a definition left in none)
 
     def check(self, conn: Connection, user: str | None, global_role: Role) -> str:
         """The user, when allowed (:class:`harvest.rights.Forbidden` naming why not)."""
-        return rights.check(conn, user, self.collections, self.role, global_role, what=self.what)
+        user = rights.check(conn, user, self.collections, self.role, global_role, what=self.what)
+        if self.outside and self.collections:
+            rights.check(conn, user, (), self.role, global_role, what=self.what)
+        return user
+
+    def allows(self, conn: Connection, user: str | None, global_role: Role) -> bool:
+        """Whether :meth:`check` would let ``user`` write (a page shows its form then)."""
+        wanted = [self.collections, *([()] if self.outside and self.collections else [])]
+        return all(rights.allows(conn, user, c, self.role, global_role) for c in wanted)
 
 
 DOMAINS = Needed((), Role.ENGINEER, "change domains, their configurations and aliases")
@@ -59,7 +68,7 @@ def definition_write(conn: Connection, harvest_id: int | None, values: Mapping[s
     touched = dict.fromkeys([*(before or []), *([given] if given else [])])
     cron = str(values.get("schedule") or "").strip() == "cron"
     what = "give a definition a cron schedule" if cron else "edit definitions"
-    return Needed(tuple(touched), Role.ENGINEER if cron else Role.CURATOR, what)
+    return Needed(tuple(touched), Role.ENGINEER if cron else Role.CURATOR, what, not given)
 
 
 def definition_switch(conn: Connection, harvest_id: int) -> Needed:

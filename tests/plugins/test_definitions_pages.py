@@ -161,6 +161,12 @@ def test_a_curator_of_a_cannot_change_a_definition_of_b_and_an_administrator_can
     pat_token = page_token(pat.get("/definitions/new").text)
     renamed = {**_form(name="Pat's", collection="A"), "csrf_token": pat_token}
     assert pat.post(f"/definitions/{hid}", data=renamed).status_code == 303
+    # nor out of every collection, where the global roles decide: pat is a viewer there
+    left = pat.post(f"/definitions/{hid}", data={**renamed, "collection": ""})
+    assert left.status_code == 403
+    assert left.json()["detail"] == (
+        "pat is a viewer: to edit definitions, this needs the curator role"
+    )
     assert pat.post(f"/definitions/{theirs}/active",
                     data={"active": "no", "csrf_token": pat_token}).status_code == 403  # fmt: skip
 
