@@ -195,6 +195,7 @@ def _text(found: dict[str, Any], history: list[dict[str, Any]]) -> str:
     lines = [
         f"definition {found['harvest_id']} {found['name']} ({state}, edition {found['edition']})",
         f"  schedule: {found['schedule_text']}",
+        f"  collection(s): {', '.join(found['collections']) or 'none (the global roles)'}",
     ]
     if found["isactive"] and found["nextdate"] is not None:
         lines.append(f"  next harvest: {found['nextdate']:%Y-%m-%d %H:%M} UTC")

@@ -64,7 +64,9 @@ def test_the_command_line_is_refused_a_definition_of_another_collection(hdb, cap
     assert main([*made, "--user", "dora"]) == 1
     assert "refused: dora is a viewer in collection 'Theirs'" in capsys.readouterr().err
     assert main([*made, "--user", "tina"]) == 0
-    hid = int(capsys.readouterr().out.split("definition ")[1].split()[0])
+    out = capsys.readouterr().out
+    hid = int(out.split("definition ")[1].split()[0])
+    assert "  collection(s): Theirs\n" in out
     for refused in (["edit", str(hid), "--comments", "mine"], ["deactivate", str(hid)],
                     ["edit", str(hid), "--collection", "Theirs"]):  # fmt: skip
         assert main(["definitions", *refused, "--user", "dora"]) == 1, refused
