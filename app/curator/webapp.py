@@ -168,7 +168,9 @@ def create_app(
     def definitions(request: Request, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             result = queries.definitions(conn, _page_no(page_no), PAGE_SIZE)
-        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result)
+            can_edit = actions.may_edit(request, conn)  # a curator here, or of a collection
+        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result,
+                         can_edit=can_edit)  # fmt: skip
 
     definitions_pages.add_definition_routes(
         app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key

@@ -157,6 +157,7 @@ def test_a_curator_of_a_cannot_change_a_definition_of_b_and_an_administrator_can
     assert carol.post(f"/definitions/{hid}", data=moved).status_code == 403
 
     pat = _client(hdb, tmp_path, "pat")  # a global viewer, curator of A
+    assert 'id="new-definition"' in pat.get("/definitions").text
     assert 'id="definition-form"' in pat.get(f"/definitions/{hid}").text
     pat_token = page_token(pat.get("/definitions/new").text)
     renamed = {**_form(name="Pat's", collection="A"), "csrf_token": pat_token}
