@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from access import missing
 from access.errors import AccessError
 from harvest.oneoff import create_patch_harvest
+from harvestflow.audit import record_audit
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ def request_patch(
         raise PatchError(f"job {job_id}: {exc}") from None
     with engine.begin() as conn:
         patch_id = missing.add_patch(conn, job_id, origin.harvest_id, hid, chosen, user)
+        record_audit(conn, user, "job.patch", f"job {job_id}",
+                     {"patch_id": patch_id, "harvest_id": hid, "urls": chosen})  # fmt: skip
     patch = Patch(patch_id, job_id, hid, tuple(chosen), {"harvest_id": hid}, run_id, now)
     log.info("patch %s of job %s: %d URL(s), definition %s", patch_id, job_id, len(chosen), hid)
     if trigger is None:

@@ -213,6 +213,34 @@ def set_configs(
         )
 
 
+def set_collections(conn: Connection, harvest_id: int, collections: Iterable[str]) -> None:
+    """The collections a definition belongs to (whose roles say who may change it)."""
+    conn.execute(
+        sa.text("UPDATE harvestdefinitions SET collections = :c WHERE harvest_id = :h"),
+        {"h": harvest_id, "c": sorted(set(collections))},
+    )
+
+
+def collections_of(conn: Connection, harvest_id: int) -> list[str] | None:
+    """The collections a definition belongs to (None: no such definition)."""
+    return conn.execute(
+        sa.text("SELECT collections FROM harvestdefinitions WHERE harvest_id = :h"),
+        {"h": harvest_id},
+    ).scalar()
+
+
+def job_collections(conn: Connection, job_id: int) -> list[str] | None:
+    """The collections of a job's definition (None: no such job)."""
+    row = conn.execute(
+        sa.text(
+            "SELECT h.collections FROM jobs j JOIN harvestdefinitions h USING (harvest_id)"
+            " WHERE j.job_id = :j"
+        ),
+        {"j": job_id},
+    ).first()
+    return None if row is None else list(row.collections)
+
+
 def deactivate(conn: Connection, harvest_id: int, reason: str) -> None:
     log.warning("harvest definition %s deactivated: %s", harvest_id, reason)
     conn.execute(

@@ -23,8 +23,10 @@ from harvest.common import as_utc, engine_or_default
 from harvest.definitions import (
     advance_schedule,
     close_run,
+    collections_of,
     ensure_run,
     ensure_selective_definition,
+    set_collections,
 )
 from harvest.domains import ensure_config
 from harvest.errors import HarvestError
@@ -263,4 +265,6 @@ def create_patch_harvest(
     hid = create_seedlist_harvest(
         urls, origin.template, run_name, resolve=origin.resolve, engine=engine
     )
+    with engine_or_default(engine).begin() as conn:  # the patched job's curators' too
+        set_collections(conn, hid, collections_of(conn, origin.harvest_id) or [])
     return hid, origin

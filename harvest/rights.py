@@ -7,8 +7,10 @@ makes from them). ``collection_roles`` (sql/060) gives a user a :class:`Role` in
 (or ``*``, every collection). A collection nobody was given a role in follows the users' global
 roles, as before rights existed; once someone has a role in it, only the users named there may
 write in it, each up to their role there; a global administrator may always. :func:`check` is
-the one check the curator pages and the CLI call before every write of a collection's records;
-grants and revokes are audited (:func:`harvestflow.audit.record_audit`).
+the one check the curator pages and the CLI call before every write of a collection's records
+and definitions; a write of no collection (a domain, a template, a definition of none) needs the
+role globally or in every collection (``*``). Grants and revokes are audited
+(:func:`harvestflow.audit.record_audit`); refusals are logged.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ LABELS = {
     Role.ENGINEER: "crawl engineer",
     Role.ADMIN: "administrator",
 }
+# the global role of a command's ``--user``: who runs it holds the database's password, and the
+# roles given per collection (and in ``*``) still bound what it writes; where a collection
+# names nobody, a curator's
+COMMAND_LINE = Role.CURATOR
+
 _STORED = {Role.VIEWER: "viewer", Role.CURATOR: "curator", Role.ENGINEER: "engineer",
            Role.ADMIN: "administrator"}  # fmt: skip
 _NAMES = {
@@ -165,6 +172,46 @@ def role_in(conn: Connection, username: str, collection: str, global_role: Role)
     return max([global_role, *mine])
 
 
+def role_everywhere(conn: Connection, username: str, global_role: Role) -> Role:
+    """``username``'s role for a write of no collection: their global role, or the one given
+    them in every collection (``*``) when higher."""
+    given = conn.execute(
+        sa.text("SELECT role FROM collection_roles WHERE collection = :every AND username = :u"),
+        {"every": EVERY, "u": username},
+    ).scalar()
+    return max(global_role, Role.parse(given)) if given else global_role
+
+
+def lowest(
+    conn: Connection, username: str, collections: Iterable[str], global_role: Role
+) -> tuple[Role, str | None]:
+    """``username``'s lowest role among ``collections`` and the collection it is in (none
+    given: their role outside collections, :func:`role_everywhere`, and None);
+    :class:`RightsError` for a name no collection can have (a NUL byte, over 500 characters)."""
+    found: tuple[Role, str | None] | None = None
+    for collection in dict.fromkeys(c.strip() for c in collections):
+        if "\x00" in collection or len(collection) > 500:  # no collection is named so
+            raise RightsError(f"collection {collection[:40]!r}: not a collection's name")
+        role = role_in(conn, username, collection, global_role)
+        if found is None or role < found[0]:
+            found = (role, collection)
+    return found or (role_everywhere(conn, username, global_role), None)
+
+
+def allows(
+    conn: Connection,
+    username: str | None,
+    collections: Iterable[str],
+    needed: Role,
+    global_role: Role,
+) -> bool:
+    """Whether :func:`check` would let ``username`` write (a page shows its forms then)."""
+    try:
+        return bool(username) and lowest(conn, str(username), collections, global_role)[0] >= needed
+    except RightsError:
+        return False
+
+
 def check(
     conn: Connection,
     username: str | None,
@@ -174,20 +221,16 @@ def check(
     *,
     what: str = "change",
 ) -> str:
-    """The user, when their role in every one of ``collections`` is at least ``needed``;
-    :class:`Forbidden` naming the first collection where it is not (:class:`RightsError` for a
-    name no collection can have: a NUL byte, over 500 characters)."""
+    """The user, when their role in every one of ``collections`` (none: outside collections)
+    is at least ``needed``; :class:`Forbidden` naming the collection where it is not, logged."""
     if not username:
         raise Forbidden("writes need an authenticated user")
-    for collection in dict.fromkeys(c.strip() for c in collections):
-        if "\x00" in collection or len(collection) > 500:  # no collection is named so
-            raise RightsError(f"collection {collection[:40]!r}: not a collection's name")
-        role = role_in(conn, username, collection, global_role)
-        if role < needed:
-            log.warning("rights: %s refused to %s (%s in %r)", what, username, role.label,
-                        collection)  # fmt: skip
-            raise Forbidden(
-                f"{username} is a {role.label} in collection {collection!r}:"
-                f" to {what} there, this needs the {needed.label} role"
-            )
-    return username
+    role, collection = lowest(conn, username, collections, global_role)
+    if role >= needed:
+        return username
+    where = "" if collection is None else f" in collection {collection!r}"
+    log.warning("rights: %s refused to %s (%s%s)", what, username, role.label, where)
+    there = "" if collection is None else " there"
+    raise Forbidden(
+        f"{username} is a {role.label}{where}: to {what}{there}, this needs the {needed.label} role"
+    )

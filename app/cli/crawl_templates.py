@@ -1,5 +1,7 @@
 """``harvestflow templates list|show|check|add``: the crawl templates, shipped and the
-institution's own (``[harvest] templates_dir``), each file checked before use (harvest.office).
+institution's own (``[harvest] templates_dir``), each file checked before use (harvest.office); ``add`` refused unless its ``--user`` is a crawl
+engineer (given the role in every collection, ``*``), as :data:`harvest.office.office_rights.TEMPLATES`
+says.
 """
 
 from __future__ import annotations
@@ -71,13 +73,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from harvest.common import engine_or_default
     from harvest.office.definition_form import OfficeError
+    from harvest.office.office_rights import TEMPLATES
     from harvest.office.template_admin import add_template
+    from harvest.rights import COMMAND_LINE, RightsError
     from harvest.templates import institution_dir
 
     try:
-        name = add_template(args.file, args.user or getpass.getuser())
-    except (OfficeError, OSError) as exc:
+        engine = engine_or_default(None)
+        with engine.connect() as conn:
+            user = TEMPLATES.check(conn, args.user or getpass.getuser(), COMMAND_LINE)
+        name = add_template(args.file, user, engine=engine)
+    except (OfficeError, RightsError, OSError) as exc:
         print(f"harvestflow templates add: refused: {exc}", file=sys.stderr)
         return 1
     print(f"template {name} added to {institution_dir()} and loaded")

@@ -3,7 +3,9 @@ definition forms on the command line (``definitions list`` is in :mod:`app.cli.h
 
 The options are the form's fields, checked by the same function (harvest.office); ``edit``
 changes only the options given. Every change is a version with ``--user`` (default: the
-login name) and the time.
+login name) and the time, and is refused when that user's role in the definition's collections
+does not allow it (:mod:`harvest.office.office_rights`, as the pages; the user is a curator
+where a collection names nobody: :data:`harvest.rights.COMMAND_LINE`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,17 @@ import argparse
 import getpass
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from harvest.office.office_rights import Needed
 
 # the options that are the form's fields of the same name (the values are the form's, as text)
-FORM_OPTIONS = ("name", "comments", "template", "max_objects", "max_bytes", "schedule", "every",
+FORM_OPTIONS = ("name", "comments", "collection", "template", "max_objects", "max_bytes", "schedule", "every",
                 "unit", "at_minute", "at_hour", "weekday", "day", "start", "end", "repeats",
                 "cron")  # fmt: skip
 
@@ -28,6 +36,7 @@ def _user_option(parser: argparse.ArgumentParser) -> None:
 def _form_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name")
     parser.add_argument("--comments")
+    parser.add_argument("--collection", help="its collection: its curators may change it")
     parser.add_argument("--seed", action="append", help="a seed URL (repeat it)")
     parser.add_argument("--seeds-file", type=Path, help="seed URLs, one per line")
     parser.add_argument("--template", help="crawl template (harvestflow templates list)")
@@ -92,14 +101,27 @@ def _refused(exc: Exception) -> int:
     return 1
 
 
+def _check(engine: sa.Engine, user: str, needed: Callable[[sa.Connection], Needed]) -> None:
+    """The user's right to the write (:class:`harvest.rights.Forbidden` otherwise)."""
+    from harvest import rights
+
+    with engine.connect() as conn:
+        needed(conn).check(conn, user, rights.COMMAND_LINE)
+
+
 def cmd_create(args: argparse.Namespace) -> int:
+    from harvest.common import engine_or_default
     from harvest.office.definition_edits import save_definition
     from harvest.office.definition_form import OfficeError
+    from harvest.office.office_rights import definition_write
+    from harvest.rights import RightsError
 
-    values = {"schedule": "none", **_given(args)}
+    engine = engine_or_default(None)
     try:
-        hid = save_definition(values, _user(args))
-    except (OfficeError, OSError) as exc:
+        values = {"schedule": "none", **_given(args)}
+        _check(engine, _user(args), lambda conn: definition_write(conn, None, values))
+        hid = save_definition(values, _user(args), engine=engine)
+    except (OfficeError, RightsError, OSError) as exc:
         return _refused(exc)
     print(f"definition {hid} created")
     return cmd_show(argparse.Namespace(harvest_id=hid, json=False))
@@ -109,32 +131,42 @@ def cmd_edit(args: argparse.Namespace) -> int:
     from harvest.common import engine_or_default
     from harvest.office.definition_edits import form_values, read_definition, save_definition
     from harvest.office.definition_form import OfficeError
+    from harvest.office.office_rights import definition_write
+    from harvest.rights import RightsError
 
     engine = engine_or_default(None)
     with engine.connect() as conn:
         found = read_definition(conn, args.harvest_id)
     if found is None:
         return _refused(Exception(f"no harvest definition {args.harvest_id}"))
-    given = _given(args)
     values = form_values(found)
-    if given.get("schedule", values["schedule"]) != values["schedule"]:
-        values = {k: v for k, v in values.items() if k in ("name", "comments", "seeds",
-                  "template", "max_objects", "max_bytes", "edition")}  # fmt: skip
     try:
-        save_definition({**values, **given}, _user(args), args.harvest_id, engine=engine)
-    except (OfficeError, OSError) as exc:
+        given = _given(args)
+        if given.get("schedule", values["schedule"]) != values["schedule"]:
+            values = {k: v for k, v in values.items() if k in ("name", "comments", "collection",
+                      "seeds", "template", "max_objects", "max_bytes", "edition")}  # fmt: skip
+        values = {**values, **given}
+        _check(engine, _user(args), lambda conn: definition_write(conn, args.harvest_id, values))
+        save_definition(values, _user(args), args.harvest_id, engine=engine)
+    except (OfficeError, RightsError, OSError) as exc:
         return _refused(exc)
     print(f"definition {args.harvest_id} saved")
     return cmd_show(argparse.Namespace(harvest_id=args.harvest_id, json=False))
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
+    from harvest.common import engine_or_default
     from harvest.office.definition_edits import set_active
     from harvest.office.definition_form import OfficeError
+    from harvest.office.office_rights import definition_switch
+    from harvest.rights import RightsError
 
+    engine = engine_or_default(None)
     try:
-        set_active(args.harvest_id, args.active, _user(args), getattr(args, "reason", ""))
-    except OfficeError as exc:
+        _check(engine, _user(args), lambda conn: definition_switch(conn, args.harvest_id))
+        set_active(args.harvest_id, args.active, _user(args), getattr(args, "reason", ""),
+                   engine=engine)  # fmt: skip
+    except (OfficeError, RightsError) as exc:
         return _refused(exc)
     state = "reactivated" if args.active else "deactivated"
     print(f"definition {args.harvest_id} {state}")
@@ -163,6 +195,7 @@ def _text(found: dict[str, Any], history: list[dict[str, Any]]) -> str:
     lines = [
         f"definition {found['harvest_id']} {found['name']} ({state}, edition {found['edition']})",
         f"  schedule: {found['schedule_text']}",
+        f"  collection(s): {', '.join(found['collections']) or 'none (the global roles)'}",
     ]
     if found["isactive"] and found["nextdate"] is not None:
         lines.append(f"  next harvest: {found['nextdate']:%Y-%m-%d %H:%M} UTC")

@@ -1,6 +1,8 @@
 """``harvestflow domain configure|alias|unalias``: the domain page's forms on the command line
 (``domain show`` is in :mod:`app.cli.harvest`); the same checks (harvest.office), the changes
-audited with ``--user`` (default: the login name)."""
+audited with ``--user`` (default: the login name), refused unless that user is a crawl engineer
+(given the role in every collection, ``*``: ``harvestflow rights grant '*' USER engineer``), as
+on the pages (:data:`harvest.office.office_rights.DOMAINS`)."""
 
 from __future__ import annotations
 
@@ -39,9 +41,21 @@ def _refused(exc: Exception) -> int:
     return 1
 
 
+def _allowed(args: argparse.Namespace) -> str:
+    """The user, when they may change domains (:class:`harvest.rights.Forbidden` otherwise)."""
+    from harvest.common import engine_or_default
+    from harvest.office.office_rights import DOMAINS
+    from harvest.rights import COMMAND_LINE
+
+    user = str(args.user or getpass.getuser())
+    with engine_or_default(None).connect() as conn:
+        return DOMAINS.check(conn, user, COMMAND_LINE)
+
+
 def cmd_configure(args: argparse.Namespace) -> int:
     from harvest.office.definition_form import OfficeError
     from harvest.office.domain_edits import save_configuration
+    from harvest.rights import RightsError
 
     values = {
         "config": args.config, "template": args.template, "max_objects": args.max_objects,
@@ -54,8 +68,8 @@ def cmd_configure(args: argparse.Namespace) -> int:
         given = {k: str(v) for k, v in values.items() if v is not None}
         if seeds:
             given["seeds"] = "\n".join(seeds)
-        cid = save_configuration(args.name, given, args.user or getpass.getuser())
-    except (OfficeError, OSError) as exc:
+        cid = save_configuration(args.name, given, _allowed(args))
+    except (OfficeError, RightsError, OSError) as exc:
         return _refused(exc)
     print(f"domain {args.name}: configuration {args.config or 'defaultconfig'} saved (id {cid})")
     return 0
@@ -64,10 +78,11 @@ def cmd_configure(args: argparse.Namespace) -> int:
 def cmd_alias(args: argparse.Namespace) -> int:
     from harvest.office.definition_form import OfficeError
     from harvest.office.domain_edits import set_alias
+    from harvest.rights import RightsError
 
     try:
-        expiry = set_alias(args.name, args.alias_of, args.user or getpass.getuser())
-    except OfficeError as exc:
+        expiry = set_alias(args.name, args.alias_of, _allowed(args))
+    except (OfficeError, RightsError) as exc:
         return _refused(exc)
     print(
         f"{args.name} is an alias of {args.alias_of} until {expiry:%Y-%m-%d %H:%M} UTC"
@@ -79,10 +94,11 @@ def cmd_alias(args: argparse.Namespace) -> int:
 def cmd_unalias(args: argparse.Namespace) -> int:
     from harvest.office.definition_form import OfficeError
     from harvest.office.domain_edits import remove_alias
+    from harvest.rights import RightsError
 
     try:
-        remove_alias(args.name, args.user or getpass.getuser())
-    except OfficeError as exc:
+        remove_alias(args.name, _allowed(args))
+    except (OfficeError, RightsError) as exc:
         return _refused(exc)
     print(f"{args.name} is no alias any more: the next snapshot harvests it")
     return 0

@@ -4,7 +4,8 @@
   found missing, with counts, first/last seen and the patch harvest each was sent to;
 - ``qc patch JOB [--url URL ...] [--user NAME] [--no-trigger]``: send them (all those not sent
   yet, or the chosen ones) to a patch harvest — a one-off definition with the job's template —
-  and queue the ``oneoff_harvest`` DAG for it, as the job page's button does.
+  and queue the ``oneoff_harvest`` DAG for it, as the job page's button does; refused unless
+  ``--user`` is a curator of the job's collections (a curator where they name nobody).
 
 Here and not in access/: queuing a DAG run goes through Airflow's CLI (:func:`app.runtime.dagrun.trigger`),
 which a stage library does not call.
@@ -22,6 +23,8 @@ from access import missing
 from access.config import AccessConfig
 from access.patches import PatchError, request_patch
 from app.runtime.dagrun import queue_run
+from harvest import rights
+from harvest.office.office_rights import job_write
 from harvestflow.db import get_engine
 
 
@@ -53,6 +56,8 @@ def cmd_missing(args: argparse.Namespace) -> int:
 def cmd_patch(args: argparse.Namespace) -> int:
     user = args.user or os.environ.get("USER") or getpass.getuser()
     try:
+        with get_engine().connect() as conn:  # a curator of the job's collections
+            job_write(conn, args.job, "patch jobs").check(conn, user, rights.COMMAND_LINE)
         patch = request_patch(
             get_engine(),
             args.job,
@@ -60,7 +65,7 @@ def cmd_patch(args: argparse.Namespace) -> int:
             None if args.no_trigger else queue_run,
             urls=args.url or None,
         )
-    except PatchError as exc:
+    except (PatchError, rights.RightsError) as exc:
         print(f"harvestflow: {exc}", file=sys.stderr)
         return 1
     started = f"; DAG run {patch.dag_run_id} queued" if patch.dag_run_id else " (not started)"

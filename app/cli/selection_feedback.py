@@ -88,9 +88,8 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     try:
         with engine_or_default(None).begin() as conn:
             where = collections_of(conn, [args.record_id])
-            # the CLI's user is a curator where a collection names nobody (rights.check)
             rights.check(conn, _user(args), where.values(), rights.Role.CURATOR,
-                         rights.Role.CURATOR, what="annotate targets")  # fmt: skip
+                         rights.COMMAND_LINE, what="annotate targets")  # fmt: skip
             now = annotate(
                 conn,
                 args.record_id,
@@ -144,7 +143,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_qa(args: argparse.Namespace) -> int:
+    from harvest import rights
     from harvest.common import engine_or_default
+    from harvest.office import office_rights
     from harvest.selection import qa_feedback
 
     writes = args.status or args.comment or args.add_url
@@ -154,6 +155,12 @@ def cmd_jobs_qa(args: argparse.Namespace) -> int:
     if writes:
         try:
             with engine.begin() as conn:
+                needed = office_rights.job_write(
+                    conn, args.job_id, "comment jobs", record_id=args.record,
+                    directives=bool(args.add_url) or args.max_objects is not None
+                    or args.max_bytes is not None,
+                )  # fmt: skip
+                needed.check(conn, _user(args), rights.COMMAND_LINE)
                 comment = qa_feedback.write_comment(
                     conn,
                     args.job_id,
@@ -165,7 +172,7 @@ def cmd_jobs_qa(args: argparse.Namespace) -> int:
                     max_objects=args.max_objects,
                     max_bytes=args.max_bytes,
                 )
-        except qa_feedback.FeedbackError as exc:
+        except (qa_feedback.FeedbackError, rights.RightsError) as exc:
             print(f"harvestflow jobs qa: {exc}", file=sys.stderr)
             return 1
         problems = comment.url_problems()

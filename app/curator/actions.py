@@ -26,6 +26,7 @@ from fastapi import HTTPException, Request, Response
 from sqlalchemy.engine import Connection
 
 from harvest import rights
+from harvest.office.office_rights import Needed
 from harvestflow.formats.integers import BIGINT_MAX, NumberError, parse_int
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,26 @@ def check_collection_write(
         raise HTTPException(403, str(exc)) from None
     except rights.RightsError as exc:  # a form's collection no collection can be named
         raise HTTPException(400, str(exc)) from None
+
+
+def check_needed(
+    request: Request, form: dict[str, str], key: bytes, conn: Connection, needed: Needed
+) -> str:
+    """The user allowed to make a back-office write (:mod:`harvest.office.office_rights`: its
+    collections, role and name): the CSRF check of :func:`check_write`, then their roles there
+    (403 naming the collection; 400 for a collection no collection can be named)."""
+    user = check_write(request, form, key, role=Role.VIEWER)
+    try:
+        return needed.check(conn, user, role_of(request))
+    except rights.Forbidden as exc:
+        raise HTTPException(403, str(exc)) from None
+    except rights.RightsError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def allows(request: Request, conn: Connection, needed: Needed) -> bool:
+    """Whether the user may make a write needing ``needed`` (the page shows its form)."""
+    return needed.allows(conn, user_of(request), role_of(request))
 
 
 def may_edit(request: Request, conn: Connection) -> bool:

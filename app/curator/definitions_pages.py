@@ -2,10 +2,11 @@
 definition with its seeds, template, budget and schedule, edit it, deactivate and reactivate it,
 and see its versions.
 
-Why only routes here: harvest.office owns the definitions and checks a form field by field
-(:mod:`harvest.office.definition_form`); this module reads the form, checks the writer through
-:func:`actions.check_write` (a curator; a cron expression needs a crawl engineer) and renders
-the answer. A refused form comes back with the curator's values and the reason.
+Why only routes here: harvest.office owns the definitions, checks a form field by field
+(:mod:`harvest.office.definition_form`) and says who may write (:mod:`harvest.office.office_rights`:
+a curator in the definition's collections, a crawl engineer for a cron schedule); this module
+reads the form, checks the writer through :func:`actions.check_needed` (403 naming the
+collection) and renders the answer. A refused form comes back with the values and the reason.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from harvest.office.definition_form import (
     WEEKDAYS,
     OfficeError,
 )
+from harvest.office.office_rights import definition_switch, definition_write
+from harvest.selection.record_search import collections
 from harvest.templates import template_names
 from harvestflow.formats.integers import INTEGER_MAX
 
@@ -43,11 +46,6 @@ MAX_DEFINITION_FORM = 1_048_576  # a seed list may be long
 DefinitionId = Annotated[int, PathParam(ge=1, le=INTEGER_MAX)]
 NEW = {"schedule": "every", "every": "1", "unit": "day", "template": "default_selective",
        "max_objects": "-1", "max_bytes": "1000000000"}  # fmt: skip
-
-
-def role_for(form: dict[str, str]) -> actions.Role:
-    """The role a definition's form needs: a curator's, a crawl engineer's for a cron schedule."""
-    return actions.Role.ENGINEER if form.get("schedule") == "cron" else actions.Role.CURATOR
 
 
 def add_definition_routes(
@@ -70,12 +68,17 @@ def add_definition_routes(
                 raise HTTPException(404, f"no harvest definition {harvest_id}")
             history = definition_history(conn, harvest_id) if harvest_id else []
             templates = template_names(conn)
+            known = collections(conn)
+            if harvest_id:  # the forms of those who may change it
+                can_edit = actions.allows(request, conn, definition_switch(conn, harvest_id))
+            else:
+                can_edit = actions.may_edit(request, conn)
         title = f"Definition {harvest_id}: {found['name']}" if found else "New harvest definition"
         response = page(
             request, "definition.html", title=title, d=found, values=values, history=history,
             templates=templates, kinds=SCHEDULE_KINDS, units=list(UNITS), weekdays=WEEKDAYS,
             error=error, saved=request.query_params.get("saved") == "1",
-            role=actions.role_of(request).label,
+            role=actions.role_of(request).label, collections=known, can_edit=can_edit,
         )  # fmt: skip
         response.status_code = status
         return response
@@ -87,7 +90,10 @@ def add_definition_routes(
     @app.post("/definitions/new")
     async def create_definition(request: Request) -> Response:
         form = await actions.read_form(request, MAX_DEFINITION_FORM)
-        user = actions.check_write(request, form, csrf_key, role=role_for(form))
+        with connect() as conn:
+            user = actions.check_needed(
+                request, form, csrf_key, conn, definition_write(conn, None, form)
+            )
         try:
             hid = save_definition(_fields(form), user, engine=engine_factory())
         except OfficeError as exc:
@@ -105,7 +111,10 @@ def add_definition_routes(
     @app.post("/definitions/{harvest_id}")
     async def edit_definition(request: Request, harvest_id: DefinitionId) -> Response:
         form = await actions.read_form(request, MAX_DEFINITION_FORM)
-        user = actions.check_write(request, form, csrf_key, role=role_for(form))
+        with connect() as conn:
+            user = actions.check_needed(
+                request, form, csrf_key, conn, definition_write(conn, harvest_id, form)
+            )
         try:
             save_definition(_fields(form), user, harvest_id, engine=engine_factory())
         except OfficeError as exc:
@@ -119,7 +128,10 @@ def add_definition_routes(
     async def switch_definition(request: Request, harvest_id: DefinitionId) -> Response:
         """Deactivate (``active=no``, with a reason) or reactivate (``active=yes``)."""
         form = await actions.read_form(request)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with connect() as conn:
+            user = actions.check_needed(
+                request, form, csrf_key, conn, definition_switch(conn, harvest_id)
+            )
         if form.get("active") not in ("yes", "no"):
             raise HTTPException(400, "active: yes (reactivate) or no (deactivate)")
         try:

@@ -3,8 +3,9 @@
 its alias.
 
 Why only routes here: harvest.office.domain_edits checks and writes (and audits) each change;
-this module reads the form, checks the writer (a curator) through :func:`actions.check_write`
-and sends the curator back to the domain's page, with the reason when the change is refused.
+this module reads the form, checks the writer (a crawl engineer, globally or in every collection:
+:data:`harvest.office.office_rights.DOMAINS`) through :func:`actions.check_needed` and sends
+them back to the domain's page, with the reason when the change is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from harvest.office.domain_edits import (
     save_configuration,
     set_alias,
 )
+from harvest.office.office_rights import DOMAINS
 from harvest.templates import template_names
 from harvestflow.audit import audit_entries
 
@@ -34,10 +36,11 @@ log = logging.getLogger(__name__)
 MAX_CONFIG_FORM = 1_048_576  # a seed list may be long
 
 
-def domain_context(conn: sa.Connection, domain: dict[str, Any]) -> dict[str, Any]:
-    """What the domain page's forms need beside the domain: the templates to choose from, its
-    alias's expiry, and the changes made to it (newest first)."""
+def domain_context(request: Request, conn: sa.Connection, domain: dict[str, Any]) -> dict[str, Any]:
+    """What the domain page's forms need beside the domain: whether the user may change it, the
+    templates to choose from, its alias's expiry, and the changes made to it (newest first)."""
     return {
+        "can_configure": actions.allows(request, conn, DOMAINS),
         "templates": template_names(conn),
         "alias_expires": alias_expiry(domain.get("lastaliasupdate")) if domain["alias"] else None,
         "changes": audit_entries(conn, target=f"domain {domain['name']}", limit=50),
@@ -58,7 +61,8 @@ def add_domain_routes(
     @app.post("/domains/{name}/configurations")
     async def configure(request: Request, name: str) -> Response:
         form = await actions.read_form(request, MAX_CONFIG_FORM)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with engine_factory().connect() as conn:
+            user = actions.check_needed(request, form, csrf_key, conn, DOMAINS)
         values = {k: v for k, v in form.items() if k != actions.CSRF_FIELD}
         try:
             save_configuration(name, values, user, engine=engine_factory())
@@ -73,7 +77,8 @@ def add_domain_routes(
         """``op=set`` (with ``alias_of``; on the same domain it renews the alias) or
         ``op=remove``."""
         form = await actions.read_form(request)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with engine_factory().connect() as conn:
+            user = actions.check_needed(request, form, csrf_key, conn, DOMAINS)
         op = form.get("op", "")
         try:
             if op == "set":

@@ -4,8 +4,8 @@ two forms that write (a QA comment on a job, a target's annotation).
 Why a module apart from the web app: the pages only call the harvest stage's owners
 (:mod:`harvest.selection.annotations`, :mod:`harvest.selection.qa_feedback`); this module turns
 their answers into page data and the forms' fields into their arguments. Writes go through
-:func:`app.curator.actions.check_write` exactly as the crawl-control actions do (a POST
-with the page's CSRF token from a user allowed to edit).
+:func:`app.curator.actions.check_collection_write` (a POST with the page's CSRF token from a
+curator of the collections the write touches: :mod:`harvest.office.office_rights`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions
+from harvest.office import office_rights
 from harvest.selection import qa_feedback
 from harvest.selection.annotations import (
     Annotation,
@@ -139,10 +140,17 @@ def add_routes(app: FastAPI, engine_factory: Callable[[], sa.Engine], csrf_key: 
     async def job_qa(request: Request, job_id: JobNo) -> Response:
         """A QA comment on a job (its status, text, directives for the next harvest)."""
         form = await actions.read_form(request)
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        args = comment_arguments(form)
+        limits = (args["max_objects"], args["max_bytes"])
+        directives = any(u.strip() for u in args["add_urls"]) or limits != (None, None)
+        with engine_factory().connect() as conn:
+            needed = office_rights.job_write(
+                conn, job_id, "comment jobs", record_id=args["record_id"], directives=directives
+            )
+            user = actions.check_needed(request, form, csrf_key, conn, needed)
         try:
             with engine_factory().begin() as conn:
-                comment = qa_feedback.write_comment(conn, job_id, user, **comment_arguments(form))
+                comment = qa_feedback.write_comment(conn, job_id, user, **args)
         except qa_feedback.FeedbackError as exc:
             raise HTTPException(_status_of(exc), str(exc)) from None
         target = f"{actions.root_path(request)}/jobs/{job_id}?qa={comment.comment_id}#qa"

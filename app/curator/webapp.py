@@ -10,14 +10,14 @@ Every route is a GET but the forms' POSTs; every page's query binds its paramete
 a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
 are only read under the directories the database records for a job, a QA day or a preload run.
 The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`, curators), a
-domain's configurations and alias (:mod:`app.curator.domains_pages`, curators),
-the selection records' forms (:mod:`app.curator.records_pages`,
-curators), a QA comment and a target's annotation (:mod:`app.curator.feedback`,
-curators) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the job's replay view
-found missing, :mod:`app.curator.qcview`, curators) — are checked by
-:func:`app.curator.actions.check_write` (the role the write needs, the CSRF token) and
-made by the stage that owns the table.
+engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`), a domain's
+configurations and alias (:mod:`app.curator.domains_pages`, crawl engineers), the selection
+records' forms (:mod:`app.curator.records_pages`), a QA comment and a target's annotation
+(:mod:`app.curator.feedback`) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the
+job's replay view found missing) — are checked by :func:`app.curator.actions.check_write` (the
+CSRF token, the role) or, for those of a collection, by its roles there
+(:func:`app.curator.actions.check_needed`, :mod:`harvest.office.office_rights`), and made by
+the stage that owns the table.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from app.curator import (
     rights_pages,
 )
 from harvest import views as queries
+from harvest.office import office_rights
 from harvest.page_qa import latest_scores
 from harvestflow import paged
 from harvestflow.contracts.jobdir import JobDir
@@ -167,7 +168,9 @@ def create_app(
     def definitions(request: Request, page_no: int = 1) -> HTMLResponse:
         with connect() as conn:
             result = queries.definitions(conn, _page_no(page_no), PAGE_SIZE)
-        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result)
+            can_edit = actions.may_edit(request, conn)  # a curator here, or of a collection
+        return with_csrf(request, "definitions.html", title="Harvest definitions", p=result,
+                         can_edit=can_edit)  # fmt: skip
 
     definitions_pages.add_definition_routes(
         app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
@@ -218,6 +221,8 @@ def create_app(
                 )
             except crawllog_search.CrawlLogSearchError as exc:
                 error = str(exc)
+        with connect() as conn:  # its QA and patch forms: a curator of its collections
+            may_write = actions.allows(request, conn, office_rights.job_write(conn, job_id, ""))
         return with_csrf(
             request,
             "job.html",
@@ -240,7 +245,8 @@ def create_app(
             and row["status"] in RUNNING,
             qa=qa,
             qc=qc,
-            can_patch=actions.has_role(request, actions.Role.CURATOR),
+            can_patch=may_write,
+            can_edit=may_write,
         )
 
     @app.post("/jobs/{job_id}/actions")
@@ -278,7 +284,9 @@ def create_app(
 
         fields = await actions.read_form_lists(request)
         form = {k: v[0] for k, v in fields.items()}
-        user = actions.check_write(request, form, csrf_key, role=actions.Role.CURATOR)
+        with connect() as conn:
+            needed = office_rights.job_write(conn, job_id, "patch jobs")
+            user = actions.check_needed(request, form, csrf_key, conn, needed)
         urls = qcview.chosen_urls(fields)
         try:
             # blocking (queries, the Airflow CLI): off the API server's event loop
@@ -329,7 +337,9 @@ def create_app(
             jobs = [int(h["job_id"]) for h in row["history"].rows]
             targets = feedback.domain_feedback(conn, name, jobs)
             scores = latest_scores(conn, [name])  # the QA pass's, of its pages
-            office = domains_pages.domain_context(conn, row)  # its forms: templates, changes
+            office = domains_pages.domain_context(
+                request, conn, row
+            )  # its forms: templates, changes
         for h in row["history"].rows:
             h["replay"] = qcview.domain_link(replay, h["job_id"], name)
         return with_csrf(

@@ -25,7 +25,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import as_utc, engine_or_default, harvest_settings, utcnow
-from harvest.definitions import SCHEDULE_COLUMNS, channel_id, schedule_id, schedule_of, set_configs
+from harvest.definitions import (
+    SCHEDULE_COLUMNS,
+    channel_id,
+    schedule_id,
+    schedule_of,
+    set_collections,
+    set_configs,
+)
 from harvest.domains import ensure_config
 from harvest.office.definition_form import (
     DefinitionForm,
@@ -47,7 +54,7 @@ AUDIENCE = "office"  # marks the definitions made here
 SCHEDULED = "hourly"  # the DAG frequency of the schedules made here
 
 _DEFINITION_SQL = (
-    "SELECT h.harvest_id, h.name, h.comments, h.kind, h.audience, h.isactive,"
+    "SELECT h.harvest_id, h.name, h.comments, h.kind, h.audience, h.isactive, h.collections,"
     " h.inactive_reason, h.edition, h.numevents, p.frequency, p.nextdate, s.name AS schedule_name,"
     f" {SCHEDULE_COLUMNS} FROM harvestdefinitions h"
     " LEFT JOIN partialharvests p ON p.harvest_id = h.harvest_id"
@@ -90,6 +97,7 @@ def read_definition(conn: Connection, harvest_id: int) -> dict[str, Any] | None:
         "harvest_id": row.harvest_id,
         "name": row.name,
         "comments": row.comments or "",
+        "collections": list(row.collections),
         "kind": row.kind,
         "audience": row.audience,
         "isactive": row.isactive,
@@ -116,6 +124,7 @@ def form_values(found: dict[str, Any]) -> dict[str, str]:
     return {
         "name": found["name"],
         "comments": found["comments"],
+        "collection": found["collections"][0] if found["collections"] else "",
         "seeds": "\n".join(found["seeds"]),
         "template": found["template"],
         "max_objects": str(found["max_objects"]),
@@ -139,8 +148,8 @@ def _snapshot(conn: Connection, harvest_id: int) -> dict[str, Any]:
     """The definition as its history keeps it (JSON)."""
     found = read_definition(conn, harvest_id)
     assert found is not None
-    keep = ("name", "comments", "isactive", "inactive_reason", "frequency", "seeds", "template",
-            "max_objects", "max_bytes", "schedule_text", "nextdate")  # fmt: skip
+    keep = ("name", "comments", "collections", "isactive", "inactive_reason", "frequency",
+            "seeds", "template", "max_objects", "max_bytes", "schedule_text", "nextdate")  # fmt: skip
     return {k: found[k] for k in keep}
 
 
@@ -232,6 +241,7 @@ def _write_content(conn: Connection, harvest_id: int, form: DefinitionForm, now:
         for domain, seeds in sorted(by_domain.items())
     ]  # fmt: skip
     set_configs(conn, harvest_id, config_ids, replace=True)
+    set_collections(conn, harvest_id, [form.collection] if form.collection else [])
 
 
 def _check_name(conn: Connection, name: str, harvest_id: int | None) -> None:

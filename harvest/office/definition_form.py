@@ -37,8 +37,9 @@ SCHEDULE_KINDS = ("none", "every", "cron")  # none: a one-off, harvested on requ
 MIN_GAP_S = 3600  # the hourly DAG harvests a definition at most once an hour
 MAX_SEEDS = 10_000
 FIELDS = (
-    "name", "comments", "seeds", "template", "max_objects", "max_bytes", "schedule", "every",
-    "unit", "at_minute", "at_hour", "weekday", "day", "start", "end", "repeats", "cron",
+    "name", "comments", "collection", "seeds", "template", "max_objects", "max_bytes",
+    "schedule", "every", "unit", "at_minute", "at_hour", "weekday", "day", "start", "end",
+    "repeats", "cron",
 )  # fmt: skip
 
 
@@ -53,6 +54,7 @@ class DefinitionForm:
 
     name: str
     comments: str
+    collection: str  # whose roles say who may change it ('': none, the global roles)
     seeds: tuple[str, ...]
     template: str
     max_objects: int
@@ -198,6 +200,7 @@ def parse_definition_form(values: Mapping[str, str], now: datetime) -> Definitio
     return DefinitionForm(
         name=name,
         comments=_text(values, "comments"),
+        collection=_text(values, "collection", 500),
         seeds=seeds,
         template=_text(values, "template", 200) or "default_selective",
         max_objects=_budget(values, "max_objects", -1),

@@ -3,6 +3,7 @@
 Why stored and per user: BCWeb's librarians come back to the same searches every day (their
 collection's records still unchecked, a theme's inactive ones); a saved search is a name and
 the list's query string, filters only (:data:`FILTERS`), so opening it is opening the list.
+Saving and deleting one are audited, as every write of the curator pages is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from harvest.errors import HarvestError
+from harvestflow.audit import record_audit
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,8 @@ def save(conn: Connection, user: str, name: str, raw_query: str) -> SavedSearch:
         {"u": user, "n": name, "q": query},
     )
     log.info("saved search %r of %s: %s", name, user, query)
+    record_audit(conn, user, "search.save", f"saved searches of {user}",
+                 {"name": name, "query": query})  # fmt: skip
     return SavedSearch(name, query)
 
 
@@ -73,4 +77,7 @@ def delete(conn: Connection, user: str, name: str) -> bool:
         sa.text("DELETE FROM saved_searches WHERE username = :u AND name = :n"),
         {"u": user, "n": name.strip()},
     ).rowcount
+    if gone:
+        record_audit(conn, user, "search.delete", f"saved searches of {user}",
+                     {"name": name.strip()})  # fmt: skip
     return bool(gone)

@@ -3,7 +3,8 @@
 Why a full recompute: the harvest database must say exactly what the active records say. For
 the records concerned (all, or one DAG frequency) the seeds of each (domain, configuration) are
 the union of its active records' URLs, and each selection definition holds exactly the
-configurations of its active records; inactive records are therefore not transferred, and a
+configurations of its active records, and belongs to their collections (whose roles say who
+may switch it off and on); inactive records are therefore not transferred, and a
 record made inactive leaves its definition at the next transfer. Everything is UPSERTs, so a
 retried task repeats nothing. First, in the same transaction, the pending directives of QA
 comments (URLs to add, a raised budget) are applied to their records, once
@@ -24,7 +25,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from harvest.common import as_utc, engine_or_default
-from harvest.definitions import ensure_schedule, ensure_selective_definition, set_configs
+from harvest.definitions import (
+    ensure_schedule,
+    ensure_selective_definition,
+    set_collections,
+    set_configs,
+)
 from harvest.domains import ensure_config
 from harvest.jobgen.model import max_inf
 from harvest.schedule import DAILY, MONTHLY, WEEKLY
@@ -188,6 +194,7 @@ def transfer_selection_records(
         seeds: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
         choices: dict[tuple[str, str], Any] = {}
         by_definition: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        collections: dict[str, set[str]] = defaultdict(set)  # whose roles say who may change it
         cache: dict[str, int] = {}
         concerned = []
         out_of_scope = scope_gate.refused(conn, rows, scope_gate.ScopeRule.from_settings())
@@ -219,6 +226,7 @@ def transfer_selection_records(
                 choices[key] = mark_watched(_with_budget(choice, row, before), row, before)
                 seeds[key].update(dict.fromkeys([row.seed_url, *(row.supplementary_urls or [])]))
                 by_definition[name].add(key)
+                collections[name].add(row.collection)
         rows = concerned
         config_ids: dict[tuple[str, str], int] = {}
         for key, choice in choices.items():
@@ -238,6 +246,8 @@ def transfer_selection_records(
             config_ids[key] = ref.config_id
         for name, hid in cache.items():
             set_configs(conn, hid, [config_ids[k] for k in by_definition[name]], replace=True)
+            if collections[name]:
+                set_collections(conn, hid, collections[name])
         errors += _feed_logins(conn, rows)
         # selection definitions of this frequency no active record points to any more
         stale = conn.execute(

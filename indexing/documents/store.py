@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from harvestflow.audit import record_audit
 from harvestflow.formats.seeds import SeedError, check_text
 from indexing.errors import IndexingError
 
@@ -325,6 +326,8 @@ def _version(
             "f": json.dumps(after, default=str),
         },
     )
+    record_audit(conn, user, f"document.{action}", f"document {document_id}",
+                 {"before": before, "after": after})  # fmt: skip
 
 
 def record_check(

@@ -40,6 +40,7 @@ from harvest.bootstrap import ensure_reference_data
 from harvest.domains import ensure_config
 from harvest.results import record_job_results
 from harvestflow import settings as settings_mod
+from harvestflow.audit import audit_entries
 from indexing import chain
 from tests.support.browser import chromium
 from tests.support.chainkit import make_harvest
@@ -306,6 +307,9 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
         with db_engine.connect() as conn:
             [patch] = missing.patches_of(conn, job_id)
         assert patch["urls"] == [late] and patch["requested_by"] == "alice"
+        with db_engine.connect() as conn:  # and audited, as every write of the pages
+            audit = audit_entries(conn, target=f"job {job_id}")
+        assert ("alice", "job.patch") in [(a["username"], a["action"]) for a in audit]
         assert queued["conf"] == {"harvest_id": patch["harvest_id"]}
         assert patch["dag_run_id"] == queued["run_id"]
 

@@ -1,5 +1,6 @@
-"""The one-off and broad-crawl harvest DAGs, run end to end with `airflow dags test` (dag.test())
-on the session's real PostgreSQL, crawling the sample site on loopback."""
+"""The one-off, selective (daily, and hourly: a curator's event crawl) and broad-crawl harvest
+DAGs, run end to end with `airflow dags test` (dag.test()) on the session's real PostgreSQL,
+crawling the sample site (or an event's page) on loopback."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -376,3 +379,56 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
     assert asset_events(airflow_ready, run) == [
         ("advance_schedules", "harvestflow://harvest/jobs-done")
     ]
+
+
+class _EventPage(BaseHTTPRequestHandler):
+    """An event's page on loopback (its robots.txt: none)."""
+
+    def do_GET(self) -> None:
+        body = b"<html><title>results</title>live results</html>" if self.path == "/" else b""
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_hourly_event_crawl_made_by_a_curator_runs_in_the_next_hourly_run(
+    airflow_ready, db_engine
+) -> None:
+    """The definitions' form's hourly event crawl (harvest.office, as the pages save it), made
+    at 10:20, is crawled by the hourly DAG's run of 11:00 and its schedule moves to 11:20."""
+    from datetime import UTC, datetime
+
+    from harvest.office.definition_edits import save_definition
+    from harvest.pipeline import ensure_reference_data
+
+    ensure_reference_data(db_engine)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EventPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        seed = f"http://127.0.0.1:{server.server_address[1]}/"
+        form = {"name": "Election night", "seeds": seed, "template": "demo_loopback",
+                "schedule": "every", "every": "1", "unit": "hour"}  # fmt: skip
+        made = datetime(2026, 11, 22, 10, 20, tzinfo=UTC)
+        hid = save_definition(form, "carol", engine=db_engine, now=made)
+        when = datetime(2026, 11, 22, 11, 0, tzinfo=UTC)
+        proc = dags_test("selective_harvest_hourly", None, when.isoformat())
+    finally:
+        server.shutdown()
+        server.server_close()
+    run = succeeded(proc, airflow_ready, "selective_harvest_hourly")
+    assert run.tasks["harvest_job.crawl[0]"] == "success", run.tasks
+    with db_engine.connect() as conn:
+        jobs = conn.execute(
+            sa.text("SELECT status, logical_date, seedlist FROM jobs WHERE harvest_id = :h"),
+            {"h": hid},
+        ).all()
+        nextdate = conn.execute(
+            sa.text("SELECT nextdate FROM partialharvests WHERE harvest_id = :h"), {"h": hid}
+        ).scalar()
+    assert [(j.status, j.logical_date, j.seedlist.strip()) for j in jobs] == [(3, when, seed)]
+    assert nextdate == datetime(2026, 11, 22, 11, 20, tzinfo=UTC)

@@ -1,6 +1,7 @@
 """``harvestflow definitions create|edit|show|deactivate|reactivate`` on a real harvest
 database: the same checks as the pages (a refusal names the field, exit 1), ``edit`` changes
-only the options given, and every change is a version with its author."""
+only the options given, and every change is a version with its author; a ``--user`` without a
+role in the definition's collection is refused."""
 
 from __future__ import annotations
 
@@ -51,3 +52,28 @@ def test_definitions_made_and_changed_on_the_command_line(hdb, capsys, tmp_path)
         ("create", "ian"),
     ]
     assert main(["definitions", "show", "999999"]) == 1
+
+
+def test_the_command_line_is_refused_a_definition_of_another_collection(hdb, capsys):
+    from harvest import rights
+
+    with hdb.begin() as conn:
+        rights.grant(conn, "Theirs", "tina", rights.Role.CURATOR, "root")
+    made = ["definitions", "create", "--name", "Theirs", "--seed", "https://www.example.fr/",
+            "--collection", "Theirs"]  # fmt: skip
+    assert main([*made, "--user", "dora"]) == 1
+    assert "refused: dora is a viewer in collection 'Theirs'" in capsys.readouterr().err
+    assert main([*made, "--user", "tina"]) == 0
+    out = capsys.readouterr().out
+    hid = int(out.split("definition ")[1].split()[0])
+    assert "  collection(s): Theirs\n" in out
+    for refused in (["edit", str(hid), "--comments", "mine"], ["deactivate", str(hid)],
+                    ["edit", str(hid), "--collection", "Theirs"]):  # fmt: skip
+        assert main(["definitions", *refused, "--user", "dora"]) == 1, refused
+        assert "dora is a viewer in collection 'Theirs'" in capsys.readouterr().err
+    assert main(["definitions", "edit", str(hid), "--comments", "ours", "--user", "tina"]) == 0
+    found = _shown(hid, capsys)
+    assert found["collections"] == ["Theirs"] and found["comments"] == "ours"
+    # a definition of no collection: the command line's user is a curator
+    assert main(["definitions", "edit", str(hid), "--collection", "", "--user", "tina"]) == 0
+    assert main(["definitions", "deactivate", str(hid), "--user", "dora"]) == 0

@@ -1,7 +1,9 @@
 """Rights per collection on a real harvest database: a collection nobody was given a role in
 follows the global role; once someone has a role in it, only the users named there may write,
 up to their role there (``*``: every collection); a global administrator always may; grants and
-revokes are audited; the CLI gives, lists and takes roles, and its annotate is checked."""
+revokes are audited; the CLI gives, lists and takes roles, and its annotate is checked; a write
+of no collection needs the role globally or in ``*``; a definition the transfer makes belongs to
+its records' collections, whose curators (only) may switch it off."""
 
 from __future__ import annotations
 
@@ -75,3 +77,42 @@ def test_the_cli_gives_lists_and_takes_roles_and_checks_annotate(
     assert main(["rights", "revoke", "Theirs", "tina", "--user", "root"]) == 0
     assert main(["rights", "list", "--json"]) == 0
     assert capsys.readouterr().out.strip().endswith("[]")
+
+
+def test_a_transferred_definition_is_its_records_collections_and_domains_need_an_engineer(
+    hdb: sa.Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    from app.cli.main import main
+    from harvest.office import office_rights
+    from harvest.planning import generate_jobs
+    from harvest.selection.transfer import transfer_selection_records
+
+    _record(hdb, "Elections", "http://a.example/")
+    _record(hdb, "Elections", "http://b.example/")
+    result = transfer_selection_records("weekly", engine=hdb)
+    (hid,) = result["definitions"].values()
+    with hdb.begin() as conn:
+        rights.grant(conn, "Elections", "carol", Role.CURATOR, "root")
+        rights.grant(conn, "Sport", "bob", Role.CURATOR, "root")
+        rights.grant(conn, "*", "erin", Role.ENGINEER, "root")
+        switch = office_rights.definition_switch(conn, hid)
+        assert switch.collections == ("Elections",)
+        assert switch.check(conn, "carol", Role.VIEWER) == "carol"
+        with pytest.raises(rights.Forbidden, match="bob is a viewer in collection 'Elections'"):
+            switch.check(conn, "bob", Role.CURATOR)
+        # of no collection: the global role, or the one given in every collection
+        domains = office_rights.DOMAINS
+        with pytest.raises(rights.Forbidden, match="carol is a curator: to change domains"):
+            domains.check(conn, "carol", Role.CURATOR)
+        assert domains.check(conn, "erin", Role.VIEWER) == "erin"
+        assert domains.check(conn, "ian", Role.ENGINEER) == "ian"
+        assert not rights.allows(conn, "carol", [], Role.ENGINEER, Role.CURATOR)
+    # its jobs too: a QA comment and a patch harvest from the command line
+    job = generate_jobs(hid, datetime(2026, 11, 23, tzinfo=UTC), hdb)[0]
+    assert main(["jobs", "qa", str(job), "--comment", "broken", "--user", "bob"]) == 1
+    assert "bob is a viewer in collection 'Elections'" in capsys.readouterr().err
+    assert main(["jobs", "qa", str(job), "--comment", "fine", "--user", "carol"]) == 0
+    assert main(["qc", "patch", str(job), "--no-trigger", "--user", "bob"]) == 1
+    assert "bob is a viewer in collection 'Elections'" in capsys.readouterr().err

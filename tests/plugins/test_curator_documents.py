@@ -77,6 +77,12 @@ def test_a_curator_corrects_catalogues_and_the_history_is_kept(
     assert carol.get(f"/documents/{offered}").text.count("catalogued") >= 1
     with db_engine.connect() as conn:
         assert store.list_documents(conn, document_id=offered)[0]["state"] == "catalogued"
+        audit = conn.execute(sa.text("SELECT username, action FROM audit_log WHERE target = :t"
+                                     " ORDER BY audit_id"), {"t": f"document {offered}"}).all()  # fmt: skip
+    assert [tuple(a) for a in audit] == [("availability check", "document.available"),
+                                         ("carol", "document.correct"),
+                                         ("carol", "document.correct"),
+                                         ("carol", "document.catalogue")]  # fmt: skip
 
     # writes need the token and the curator role
     assert carol.post(f"/documents/{offered}", data=fields).status_code == 403

@@ -138,6 +138,10 @@ def test_the_form_shows_the_allowed_combinations_and_searches_are_saved_per_user
     gone = carol.post("/records/searches",
                       data={"csrf_token": token, "name": "my politics", "op": "delete"})  # fmt: skip
     assert gone.status_code == 303 and "my politics" not in carol.get("/records").text
+    with db_engine.connect() as conn:
+        audit = conn.execute(sa.text("SELECT username, action FROM audit_log"
+                                     " WHERE target = 'saved searches of carol'")).all()  # fmt: skip
+    assert [tuple(a) for a in audit] == [("carol", "search.save"), ("carol", "search.delete")]
 
 
 def test_an_administrator_gives_and_takes_roles_on_the_rights_page(
@@ -174,3 +178,40 @@ def test_an_administrator_gives_and_takes_roles_on_the_rights_page(
             " ORDER BY audit_id")).all()  # fmt: skip
     assert [tuple(a) for a in audit] == [("ada", "rights.grant"), ("ada", "rights.grant"),
                                          ("ada", "rights.revoke")]  # fmt: skip
+
+
+def test_a_curator_of_a_cannot_comment_or_patch_a_job_of_b_and_a_curator_of_b_can(
+    db_engine: sa.Engine, tmp_path: Path, records: dict[str, int]
+) -> None:
+    from harvest.definitions import set_collections
+    from tests.support.curator_jobs import _insert_job
+
+    job = _insert_job(db_engine, tmp_path / "job", status=3)
+    with db_engine.begin() as conn:
+        hid = conn.execute(sa.text("SELECT harvest_id FROM jobs WHERE job_id = :j"),
+                           {"j": job}).scalar_one()  # fmt: skip
+        set_collections(conn, hid, ["B"])
+    carol, token = _as(db_engine, tmp_path, "carol")
+    assert 'id="qa-form"' not in carol.get(f"/jobs/{job}").text
+    comment = {"csrf_token": token, "text": "the front page is broken", "status": "issues"}
+    refused = carol.post(f"/jobs/{job}/qa", data=comment)
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith("carol is a viewer in collection 'B'")
+    patch = carol.post(f"/jobs/{job}/patch", data={"csrf_token": token})
+    assert patch.status_code == 403
+
+    bob, bob_token = _as(db_engine, tmp_path, "bob")
+    assert 'id="qa-form"' in bob.get(f"/jobs/{job}").text
+    assert bob.post(f"/jobs/{job}/qa", data={**comment, "csrf_token": bob_token}).status_code == 303
+    # past the rights check: the job has no missing URL to patch
+    tried = bob.post(f"/jobs/{job}/patch", data={"csrf_token": bob_token})
+    assert tried.status_code == 400, tried.text
+    # nor may bob's directives change a record of A
+    directive = {"csrf_token": bob_token, "record_id": str(records["a"]),
+                 "add_urls": "http://a.example/more"}  # fmt: skip
+    assert bob.post(f"/jobs/{job}/qa", data=directive).status_code == 403
+    with db_engine.connect() as conn:
+        audit = conn.execute(sa.text(
+            "SELECT username, action FROM audit_log WHERE target = :t ORDER BY audit_id"),
+            {"t": f"job {job}"}).all()  # fmt: skip
+    assert [tuple(a) for a in audit] == [("bob", "job.qa_comment")]

@@ -8,7 +8,9 @@ are refused (403); the history, the audit table, and the next transfer (the func
 selective DAGs run) show the edits. A record whose seed never answers does not hold the
 api-server's other requests. On the same platform, the curator makes an event crawl with an
 hourly schedule in the definitions' form: the hourly DAG that Airflow serves finds it due at the
-next hour; deactivated and reactivated from its page, it is left out and comes back."""
+next hour; deactivated and reactivated from its page, it is left out and comes back. A crawl
+engineer (a curator sees no such form) makes a domain an alias on its page: the next snapshot's
+jobs leave it out."""
 
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ fetch(url).then(async r => done([r.status, await r.text()]));
 
 @pytest.fixture(scope="module")
 def platform(shared_up: SharedUp) -> Iterator[Platform]:
-    """The session's platform (its users carol and victor, URL checks of loopback seeds, and
+    """The session's platform (its users carol, victor and ian, URL checks of loopback seeds, and
     a seed check this file's test ends itself: tests/support/platform_up.shared_up)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -308,3 +310,40 @@ def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
         timeout=60,
     )
     assert dag.status_code == 200 and dag.json()["dag_id"] == "selective_harvest_hourly", dag.text
+
+
+def test_an_engineer_makes_a_domain_an_alias_and_the_next_snapshot_leaves_it_out(
+    platform: Platform,
+) -> None:
+    from datetime import UTC, datetime
+
+    from harvest.domains import ensure_config
+    from harvest.planning import generate_jobs
+    from harvest.snapshot import create_snapshot_definition
+
+    cur, engine = platform.base + "/curator", _engine(platform.env)
+    with engine.begin() as conn:
+        for name in ("mirror-a.test", "mirror-b.test"):
+            ensure_config(conn, name)
+    with chromium() as driver:
+        sign_in(driver, platform, "carol")  # a curator: the domain page has no alias form
+        driver.get(cur + "/domains/mirror-b.test")
+        assert not driver.find_elements(By.ID, "alias-form")
+        sign_in(driver, platform, "ian")
+        driver.get(cur + "/domains/mirror-b.test")
+        _submit(driver, "alias-form", "#set-alias", alias_of="mirror-a.test")
+        state = driver.find_element(By.ID, "alias-state").text
+        assert "mirror-a.test" in state and "by ian" in state and "expires" in state, state
+    snapshot = create_snapshot_definition("broad-after-alias", engine=engine)
+    jobs = generate_jobs(snapshot, datetime.now(UTC), engine)
+    with engine.connect() as conn:
+        domains = set(
+            conn.execute(
+                sa.text(
+                    "SELECT d.name FROM job_configs jc JOIN configurations c USING (config_id)"
+                    " JOIN domains d USING (domain_id) WHERE jc.job_id = ANY(:j)"
+                ),
+                {"j": jobs},
+            ).scalars()
+        )
+    assert "mirror-a.test" in domains and "mirror-b.test" not in domains

@@ -98,7 +98,9 @@ def test_routes_only_read(client: TestClient, db_engine: sa.Engine, job: int) ->
     # (tests/plugins/test_curator_documents.py), the back office's definitions, domains,
     # saved searches and rights (tests/plugins/test_definitions_pages.py,
     # test_domains_pages.py, test_curator_rights.py), each checked by
-    # app.curator.actions.check_write
+    # app.curator.actions.check_write, and those of a collection (records, definitions, a job's
+    # QA and patch) or of a crawl engineer (domains) by its roles (actions.check_needed,
+    # check_collection_write: harvest.office.office_rights, harvest.rights)
     writes = sorted(r.path for r in routes if not r.methods <= {"GET", "HEAD"})
     assert writes == [
         "/definitions/new",

@@ -1,7 +1,10 @@
 """The harvest definitions' forms through FastAPI's TestClient on a real harvest database: a
 curator creates an event crawl and edits it, a refused form comes back with the reason and the
 values, a cron schedule needs a crawl engineer, a viewer's write and a forged one are refused
-(403); deactivating and reactivating from the page; the versions are shown."""
+(403); deactivating and reactivating from the page; the versions are shown; a curator of
+collection A cannot create, edit, deactivate or move a definition of collection B (403) and an
+administrator can, a partner's account (a viewer, curator of A) changes A's definitions, each
+write audited."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from tests.support.signed_in import page_token, signed_in_client
 
 pytestmark = [pytest.mark.services]
 
-USERS = {"carol": Role.CURATOR, "ian": Role.ENGINEER, "victor": Role.VIEWER}
+USERS = {"carol": Role.CURATOR, "ian": Role.ENGINEER, "victor": Role.VIEWER, "ada": Role.ADMIN,
+         "pat": Role.VIEWER}  # fmt: skip
 
 
 @pytest.fixture
@@ -101,7 +105,10 @@ def test_cron_needs_an_engineer_viewers_and_forgeries_are_refused(hdb, tmp_path)
     token = page_token(carol.get("/definitions/new").text)
     refused = carol.post("/definitions/new", data={**cron, "csrf_token": token})
     assert refused.status_code == 403
-    assert "carol is a curator: this needs the crawl engineer role" in refused.text
+    assert (
+        "carol is a curator: to give a definition a cron schedule, this needs the crawl engineer"
+        " role" in refused.text
+    )
     assert carol.post("/definitions/new", data=_form()).status_code == 403  # no CSRF token
 
     ian = _client(hdb, tmp_path, "ian")
@@ -117,3 +124,67 @@ def test_cron_needs_an_engineer_viewers_and_forgeries_are_refused(hdb, tmp_path)
     answer = victor.post(f"/definitions/{hid}/active", data={"active": "no", "csrf_token": token})
     assert answer.status_code == 403
     assert victor.get("/definitions/999999").status_code == 404
+
+
+def test_a_curator_of_a_cannot_change_a_definition_of_b_and_an_administrator_can(hdb, tmp_path):
+    from harvest import rights
+    from harvest.office.definition_edits import save_definition
+
+    with hdb.begin() as conn:
+        rights.grant(conn, "A", "carol", Role.CURATOR, "ada")
+        rights.grant(conn, "A", "pat", Role.CURATOR, "ada")  # a partner's account
+        rights.grant(conn, "B", "bob", Role.CURATOR, "ada")
+    theirs = save_definition(_form(name="B's", collection="B"), "bob", engine=hdb)
+    carol = _client(hdb, tmp_path, "carol")
+    page = carol.get(f"/definitions/{theirs}").text
+    assert 'id="definition-collections">B<' in page and 'id="definition-form"' not in page
+    token = page_token(carol.get("/definitions/new").text)
+
+    made = carol.post("/definitions/new", data={**_form(collection="B"), "csrf_token": token})
+    assert made.status_code == 403
+    assert made.json()["detail"] == (
+        "carol is a viewer in collection 'B': to edit definitions there, this needs the curator"
+        " role"
+    )
+    edit = {**_form(name="Mine now", collection="B"), "csrf_token": token}
+    assert carol.post(f"/definitions/{theirs}", data=edit).status_code == 403
+    off = {"active": "no", "csrf_token": token}
+    assert carol.post(f"/definitions/{theirs}/active", data=off).status_code == 403
+    mine = carol.post("/definitions/new", data={**_form(collection="A"), "csrf_token": token})
+    assert mine.status_code == 303, mine.text
+    hid = int(mine.headers["location"].split("/definitions/")[1].split("?")[0])
+    moved = {**_form(collection="B"), "csrf_token": token}  # nor by moving hers into B
+    assert carol.post(f"/definitions/{hid}", data=moved).status_code == 403
+
+    pat = _client(hdb, tmp_path, "pat")  # a global viewer, curator of A
+    assert 'id="new-definition"' in pat.get("/definitions").text
+    assert 'id="definition-form"' in pat.get(f"/definitions/{hid}").text
+    pat_token = page_token(pat.get("/definitions/new").text)
+    renamed = {**_form(name="Pat's", collection="A"), "csrf_token": pat_token}
+    assert pat.post(f"/definitions/{hid}", data=renamed).status_code == 303
+    # nor out of every collection, where the global roles decide: pat is a viewer there
+    left = pat.post(f"/definitions/{hid}", data={**renamed, "collection": ""})
+    assert left.status_code == 403
+    assert left.json()["detail"] == (
+        "pat is a viewer: to edit definitions, this needs the curator role"
+    )
+    assert pat.post(f"/definitions/{theirs}/active",
+                    data={"active": "no", "csrf_token": pat_token}).status_code == 403  # fmt: skip
+
+    ada = _client(hdb, tmp_path, "ada")
+    admin_token = page_token(ada.get("/definitions/new").text)
+    done = ada.post(f"/definitions/{theirs}", data={**edit, "csrf_token": admin_token})
+    assert done.status_code == 303, done.text
+    with hdb.connect() as conn:
+        names = dict(conn.execute(sa.text("SELECT harvest_id, name FROM harvestdefinitions"
+                                          " WHERE audience = 'office'")).all())  # fmt: skip
+        audit = conn.execute(sa.text(
+            "SELECT username, action, target FROM audit_log WHERE action LIKE 'definition.%'"
+            " ORDER BY audit_id")).all()  # fmt: skip
+    assert names == {theirs: "Mine now", hid: "Pat's"}
+    assert [tuple(a) for a in audit] == [
+        ("bob", "definition.create", f"definition {theirs}"),
+        ("carol", "definition.create", f"definition {hid}"),
+        ("pat", "definition.edit", f"definition {hid}"),
+        ("ada", "definition.edit", f"definition {theirs}"),
+    ]

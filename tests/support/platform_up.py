@@ -119,7 +119,7 @@ def shared_up() -> Iterator[SharedUp]:
     Ctrl-C must stop it cleanly: exit status 0, its ports closed."""
     root = Path(tempfile.mkdtemp(prefix="hf-shared-up-", dir=data_root()))
     env = isolated_env(root / "var")
-    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer"]'
+    env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer", "ian:op"]'
     env["HARVESTFLOW_HARVEST__URL_CHECK_ALLOW_PRIVATE"] = "true"  # the sites are on loopback
     env["HARVESTFLOW_HARVEST__URL_CHECK_TIMEOUT_S"] = "600"  # a silent seed: its test ends it
     env.update(PAUSED_AT_CREATION)
