@@ -144,11 +144,20 @@ def _hash_b32(h: hashlib._Hash) -> str:
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
 
 
+def _read_more(m: _Member, buf: bytes, block: str) -> tuple[bytes, bool]:
+    """``buf`` with the member's next inflated bytes, and whether the member has no more; a
+    header block larger than ``HEAD_MAX`` is left to the reference reader."""
+    more = m.read()
+    buf += more
+    if len(buf) > HEAD_MAX:
+        raise Fallback(f"very large {block} header block") from None
+    return buf, not more
+
+
 def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Capture | None:
     """Parse the record in member ``m`` and inflate the member to its end (or skip to it)."""
     # when skipping payloads, inflate a little first: usually all the headers, little payload
     buf = m.read(HEAD_FIRST, HEAD_FIRST) if state.skip and state.convention_seen else m.read()
-    total = len(buf)
     member_done = False
     # --- WARC header block
     while True:
@@ -158,13 +167,8 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
             )
             break
         except NeedMore:
-            more = m.read()
-            if not more:
-                member_done = True
-            buf += more
-            total += len(more)
-            if len(buf) > HEAD_MAX:
-                raise Fallback("very large WARC header block") from None
+            buf, done = _read_more(m, buf, "WARC")
+            member_done |= done
         except ValueError as exc:
             if first_member:
                 raise NotAWarcError(
@@ -209,13 +213,8 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                 )
                 break
             except NeedMore:
-                more = m.read()
-                if not more:
-                    member_done = True
-                buf += more
-                total += len(more)
-                if len(buf) > HEAD_MAX:
-                    raise Fallback("very large HTTP header block") from None
+                buf, done = _read_more(m, buf, "HTTP")
+                member_done |= done
         if http is None and rec_type not in ("revisit", "request"):
             raise Fallback("response without HTTP headers")
     # a POST/PUT request: its body makes its response's key (indexing/postpair.py)
@@ -232,6 +231,7 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     if indexed and not digest and rec_type != "revisit":
         hasher = hashlib.sha1()
         hasher.update(buf[payload_start:block_end])
+    total = len(buf)  # inflated so far
     # --- skip the payload without inflating it (see find_end), once the file showed that its
     # members hold exactly the record and CRLF CRLF
     if state.skip and hasher is None and request is None and not m.d.eof and state.convention_seen:
