@@ -1,28 +1,10 @@
 """The CDX line model: 11-field CDX and CDXJ lines exactly as cdxj-indexer writes them.
 
-Why one model: the indexing chain, the crawler (the CDX it records as it writes each record,
-stored in the job's metadata WARC) and the dedup index all write or read these lines, and replay
-tools binary-search them. Written twice, they drifted (a simplified SURT, lower-cased MIME types,
-a redirect field the reference leaves out). Here the fields of each format are listed once, as
-pywb's ``cdxobject`` does, and every value is derived the way cdxj-indexer (the reference, used
-only as a test oracle) derives it from the record:
-
-- key: the reference SURT (:mod:`harvestflow.formats.surt`), or the URL when it has none;
-- timestamp: the 14 digits of ``WARC-Date``;
-- MIME: ``warc/revisit`` for revisits, else the HTTP ``Content-Type`` (the WARC one for records
-  without HTTP headers) cut at the first ``;`` or white space — case kept, nothing else changed.
-  A server's hostile ``Content-Type`` (tabs, CR, many spaces, 10 kB, NUL) therefore cannot shift a
-  line's fields: white space ends the value; what remains (a long token, a NUL) is written as the
-  reference writes it (CDXJ escapes it as JSON);
-- CDXJ: ``<key> <timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}``
-  in that key order, a key left out when the record has no such value;
-- a POST or PUT response (paired with its request record) is keyed, in both formats, under its
-  URL with the method and the request body appended (:mod:`harvestflow.formats.postquery`, as
-  pywb and ``cdxj-indexer -p`` key it), and its CDXJ line ends with ``"requestBody"`` and
-  ``"method"``; the ``url`` field stays the URL;
-- CDX11: header `` CDX N b a m s k r M S V g`` then ``key timestamp url mime status digest
-  redirect meta length offset filename``, ``-`` for a missing value (redirect and meta always),
-  the digest without its ``sha1:`` prefix.
+Why one model: the indexing chain, the crawler and the dedup index all write or read these
+lines, and written twice they drifted. Here each format's fields are listed once, as pywb's
+``cdxobject`` does, each value derived as cdxj-indexer (the reference, a test oracle only)
+derives it; a POST/PUT response is keyed with its body (:mod:`harvestflow.formats.postquery`).
+The fields are listed in docs/architecture.md ("CDX and CDXJ").
 """
 
 from __future__ import annotations
