@@ -27,24 +27,19 @@ A file whose module fails (after its retries), or that is quarantined, makes the
    next run.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import FILES_INDEXED, HARVEST_DONE, alert_failed_run, task_logger
+from hf_common import FILES_INDEXED, HARVEST_DONE, dag_args, task_logger
 
 with DAG(
     dag_id="indexing_chain",
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
     ),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["indexing"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("indexing"),
 ) as dag:
 
     @task

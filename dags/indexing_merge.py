@@ -17,23 +17,18 @@ idempotently.
    a capture of the day answers at `http://127.0.0.1:8090/all/cdx?url=…`.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import alert_failed_run, day_param, report_day
+from hf_common import dag_args, day_param, report_day
 
 with DAG(
     dag_id="indexing_merge",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
     params={"day": day_param()},
-    tags=["indexing"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("indexing"),
 ) as dag:
 
     @task

@@ -19,22 +19,18 @@ makes the run failed; the other jobs go on and
 3. The objects are in the bucket under `packages/hd-<harvest_id>/job-<job_id>/` (a bag).
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import FILES_INDEXED, PRESERVED, alert_failed_run, run_date, task_logger
+from hf_common import FILES_INDEXED, PRESERVED, dag_args, run_date, task_logger
 
 with DAG(
     dag_id="preservation_ingest",
     schedule=[FILES_INDEXED],
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["preservation"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("preservation"),
 ) as dag:
 
     @task
