@@ -270,15 +270,15 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         if request is not None:
             request.body = b"".join(body_parts)[:MAX_REQUEST_BODY]
         return Capture(
-            rec_type,
-            uri,
-            warc.by_name.get("warc-date"),
-            None,
-            None,
-            None,
-            m.start,
-            m.end - m.start,
-            warc.by_name.get("warc-record-id"),
+            rec_type=rec_type,
+            url=uri,
+            date=warc.by_name.get("warc-date"),
+            mime=None,
+            status=None,
+            digest=None,
+            offset=m.start,
+            length=m.end - m.start,
+            record_id=warc.by_name.get("warc-record-id"),
             concurrent_to=warc.by_name.get("warc-concurrent-to"),
             indexed=False,
             request=request,
@@ -295,17 +295,17 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     if http and rec_type in ("response", "revisit"):
         status = http.statusline.split(" ", 1)[0]
     return Capture(
-        rec_type,
-        uri,
-        warc.by_name.get("warc-date"),
-        mime,
-        status,
-        digest,
-        m.start,
-        m.end - m.start,
-        warc.by_name.get("warc-record-id"),
-        http.by_name.get("etag") if http else None,
-        http.by_name.get("last-modified") if http else None,
+        rec_type=rec_type,
+        url=uri,
+        date=warc.by_name.get("warc-date"),
+        mime=mime,
+        status=status,
+        digest=digest,
+        offset=m.start,
+        length=m.end - m.start,
+        record_id=warc.by_name.get("warc-record-id"),
+        etag=http.by_name.get("etag") if http else None,
+        last_modified=http.by_name.get("last-modified") if http else None,
         concurrent_to=warc.by_name.get("warc-concurrent-to"),
     )
 
