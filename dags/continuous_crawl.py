@@ -56,7 +56,7 @@ with DAG(
     )
     def crawl() -> dict[str, Any]:
         from harvest.continuous.service import base_dir, crawl_for
-        from indexing.nrt import LiveWatcher, pywb_config
+        from indexing.pipeline import LiveWatcher, pywb_config
 
         pywb_config(base_dir() / "live")
         return crawl_for(CRAWL_MINUTES * 60, logger=task_logger(), live_index=LiveWatcher)

@@ -40,8 +40,8 @@ with DAG(
         must act: the manual queue), after every due file was read."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from preservation.fixity import audit as run_audit
-        from preservation.fixity import summary_lines
+        from preservation.pipeline import audit as run_audit
+        from preservation.pipeline import summary_lines
 
         result = run_audit()
         for line in summary_lines(result):

@@ -35,7 +35,7 @@ with DAG(
 
     @task
     def ready_jobs() -> list[int]:
-        from preservation.ingest import jobs_ready_for_preservation
+        from preservation.pipeline import jobs_ready_for_preservation
 
         jobs = jobs_ready_for_preservation()
         task_logger().info("%d job(s) ready for preservation: %s", len(jobs), jobs)
@@ -52,8 +52,8 @@ with DAG(
         retry, a person must act), so the run shows red and names the job and the reason."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from preservation.ingest import ingest_job as ingest
-        from preservation.outcomes import outcome_of
+        from preservation.pipeline import ingest_job as ingest
+        from preservation.pipeline import outcome_of
 
         result = ingest(job_id)
         if outcome_of(result).failed:
@@ -62,7 +62,7 @@ with DAG(
 
     @task(outlets=[PRESERVED])
     def report(results: list[dict[str, Any]]) -> dict[str, Any]:
-        from preservation.report import preservation_report
+        from preservation.pipeline import preservation_report
 
         return preservation_report(run_date(get_current_context()).date())
 
