@@ -1,19 +1,10 @@
 """Captures an ``exclude`` rule leaves out of a URL-search answer, found to be logged with the rule.
 
-Why: pywb drops an excluded capture from its CDX API answer without a trace, and only the
-gateway's replay refusals (451, 404) were logged. Everything refused must be logged with the
-rule that refused it, so after answering a CDX query the gateway asks pywb the same query twice
-more — as every reader, and as an **audit user** the ACL file allows everywhere a rule stands —
-and the captures only the second answer has are the ones the rules excluded.
-
-The audit user is pywb's own per-user ACL (``X-Pywb-ACL-User`` request header; an ACL line with
-``"user"`` applies only to requests naming that user): a random name kept in
-``<access>/acl/audit-user``, created once, written into the ACL file by :mod:`access.rules`
-beside each rule, sent only by the gateway (which drops that header from what readers send).
-The extra queries are made only when an ``exclude`` rule could match the query's host or domain.
-The query was checked by the gateway before pywb answered it (:mod:`access.readerquery`: no
-regular-expression filter), the gateway audits a few answers at a time, and each query here is
-time-limited: the audit never costs pywb more than a bounded multiple of what readers asked.
+Why: pywb drops an excluded capture from its CDX API answer without a trace. So the gateway
+asks pywb the same query again as every reader and as an audit user the ACL file allows
+everywhere (pywb's per-user ACL, ``X-Pywb-ACL-User``, a random name only the gateway sends):
+what only the second answer has, the rules excluded. Done only when an exclude rule could
+match the query's host, a few at a time, each query time-limited.
 """
 
 from __future__ import annotations

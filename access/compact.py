@@ -1,21 +1,10 @@
 """Compaction of the flat index files served until the merges: many small files become one.
 
-Why: until the nightly merge, pywb serves each per-file CDXJ of the day (and each live file of
-the continuous crawl) as its own source and opens every one for every lookup; a broad-crawl day
-is thousands of files. When a group of them (one index root's day, or the live files) reaches
-``[access] compact_min_files`` files, they are merged into one sorted file, and the folder pywb
-reads links that file instead of them; when the compacted files of a group reach the same
-count, they are merged again into one (so a day's files cost about two reads each).
-
-A compacted file is ``<access>/compact/<collection>/<digest>.cdxj`` (the digest of its inputs'
-link names) and its record ``<digest>.inputs.json`` (the inputs it holds), written in that order,
-each through a temporary name: a process killed in the middle leaves either nothing new or a
-complete file without its record, which the next run writes again under the same name. A
-record is used only while **every** one of its inputs is still to be served flat (the per-file
-files are written once under their name); once some are merged into the ZipNum, its remaining
-inputs are linked one by one again, and it is removed when no served folder links it. The
-folder's change itself is one atomic swap (:func:`access.index.sync_links`), so pywb answers
-the same captures before, during and after a compaction.
+Why: until the nightly merge pywb opens every per-file CDXJ of the day for every lookup, and a
+broad-crawl day is thousands of files. A group reaching ``[access] compact_min_files`` files is
+merged into one sorted file, written before its record of inputs (each through a temporary
+name, so a killed run leaves nothing half done), and the served folder swaps to it atomically
+(:func:`access.index.sync_links`): pywb answers the same captures throughout.
 """
 
 from __future__ import annotations

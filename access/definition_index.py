@@ -1,21 +1,10 @@
 """ZipNum indexes of the per-definition collections (``harvest-<id>``), built with ``all``'s.
 
-Why one ZipNum per definition, not one shared ZipNum filtered per collection: pywb has no way
-to give a collection a fixed filter (its CDX ``filter=`` is a query parameter, and an automatic
-collection's configuration is its folder), and filtering at query time would read every
-capture of a URL in the whole archive to answer for one definition — the cost a per-definition
-index exists to avoid. The copies cost disk: each capture is in ``all``'s ZipNum and in its
-definition's, compressed (a ZipNum is about a fifth of the flat CDXJ; see ``bench/access``).
-
-How: one pass over the big CDXJ files (every index root, merged in byte order), each line sent
-to the builder (:class:`access.zipnum.Builder`) of its definition — the job id at the start of
-its WARC name (``<job>-<definition>-…``, ``<job>-metadata-…``), the job's ``harvest_id`` in the
-harvest database (the jobs → definition link, looked up once per job). Under the big merge's
-lock and only when the big files changed (same record of inputs as ``all``'s, so the day files
-each ZipNum covers are known). Each index is written under ``<access>/zipnum/harvest-<id>/``
-and :func:`served` adds links to its summary and loc (this build's) to the definition's
-folder of pywb (:mod:`access.definitions`), beside the per-file CDXJ files its
-ZipNum does not hold yet.
+Why one ZipNum per definition: pywb cannot give a collection a fixed filter, and filtering at
+query time would read every capture of a URL in the whole archive. One pass over the big CDXJ
+files sends each line to its definition's builder (found from the job id of its WARC name),
+under the big merge's lock and only when the big files changed; :func:`served` links each index
+into its definition's pywb folder (:mod:`access.definitions`).
 """
 
 from __future__ import annotations

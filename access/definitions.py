@@ -1,21 +1,11 @@
-"""One access collection per harvest definition (selective or broad), as BnF's per-definition
-indexing sub-chains: ``harvest-<id>`` replays only the captures of that definition's jobs.
+"""One access collection per harvest definition: ``harvest-<id>`` replays only the captures of
+that definition's jobs.
 
-Why pywb's automatic collections: a definition created while the replay service runs must get
-its collection without a restart. pywb lists the folders of its ``collections_root`` at each
-request; each folder ``<colls>/harvest-<id>/`` holds ``indexes/`` (links to the per-file CDXJ
-files the indexing chain wrote for the WARCs of that definition's jobs, and to a continuous
-crawl's live files of those jobs until the chain has indexed their WARCs), ``acl/`` (a link to
-the one ACL file of :mod:`access.rules`) and ``metadata.yaml`` (the definition's name, shown by
-pywb on the home and collection pages). WARCs are opened through our WARC resolver.
-
-Which files belong to a definition: the job id at the start of each per-file CDXJ name (the
-WARC's name, ``<job>-<definition>-…`` or ``<job>-metadata-…``) and the job's ``harvest_id``
-in the harvest database — the jobs → definition link, not the name's second field.
-
-What the big merge holds is served from the definition's ZipNum index
-(:mod:`access.definition_index`, built by ``access reindex`` and the DAG after each big merge),
-linked into the same folder; only the per-file files that came after it are linked one by one.
+Why pywb's automatic collections: a definition created while replay runs gets its collection
+without a restart. Each folder holds links to the per-file CDXJ files of the definition's jobs
+(the job id that starts each name, looked up in the harvest database), a link to the one ACL
+file and ``metadata.yaml``; what the big merge holds is served from the definition's ZipNum
+(:mod:`access.definition_index`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """One replay view per crawl job (``job-<id>``): a curator's visual QC of exactly that job.
 
-Why per job (NetarchiveSuite's ViewerProxy's role): a curator checking a harvest must see what
-*that* job captured — not an older capture of the same URL from another job filling the gap —
-as soon as the indexing chain has indexed its WARCs, before any merge. Each view is a pywb
-automatic collection under ``collections_root``, like the per-definition ones
-(:mod:`access.definitions`): ``indexes/`` links to the job's per-file CDXJ files (found by the
-job id that starts their names; a continuous crawl's live files too, until the chain has
-indexed their WARCs), ``acl/`` links to the one ACL file (the access rules apply as
-everywhere; the gateway's reading room too), ``metadata.yaml`` names the job. A patch harvest
-sent from the view (:mod:`access.patches`) is part of it: its jobs' files are linked into the
-patched job's view, so the curator sees the gaps filled where they were found.
-
-Pages, links and embeds the view cannot serve are recorded per job by the gateway
-(:mod:`access.missing`), and so are, when the view is made, the URLs the crawler's QA pass left
-missing (harvest.page_qa). A job with no index file yet has no view.
+Why per job (NetarchiveSuite's ViewerProxy): a curator must see what *that* job captured, not
+another job's capture filling a gap, as soon as its WARCs are indexed. Each view is a pywb
+automatic collection like the per-definition ones (:mod:`access.definitions`), linking the
+job's per-file CDXJ files and those of its patch harvests (:mod:`access.patches`); what it
+cannot serve is recorded by the gateway (:mod:`access.missing`).
 """
 
 from __future__ import annotations

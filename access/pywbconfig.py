@@ -1,26 +1,10 @@
 """pywb's ``config.yaml``, generated from our settings (never written by hand).
 
-Each access collection (``all`` and one per ``[indexing.collections]`` entry) reads an
-``index_group`` of two sources: its ZipNum index and its folder of flat CDXJ files not merged
-yet (:mod:`access.index`), the ZipNum's summary read through a link in that same folder
-(``<coll>.zipnum``: one swap of the folder changes both). WARC names are resolved, in order, through the chain's PATH index
-files (``<index root>/path/big.path``, already in pywb's path-index format
-``<file name>\\t<path>``, sorted), the continuous crawl's live WARC folder, and last our WARC
-resolver (:mod:`access.resolver`), which finds a file moved since, its backup copy or its
-preserved copy in S3. pywb tries each location in turn until one opens.
-
-pywb reads this file once at start; everything it names is re-read while serving (the summary
-and path index on each lookup, the loc file and the link folder when their mtime changes), so
-reindexing never needs a restart. The files it names must exist before it starts: a path index
-missing at start would be taken for a folder prefix until the next restart. The banner is
-pywb's own plus a line naming the capture's collection and harvest (``access/banner.html``).
-
-Access rules are pywb's own: every collection reads the one ACL file generated from the rules
-in the harvest database (mode 0600 in a 0700 folder: it names the gateway's audit user) (``acl_paths``; pywb opens it at each lookup, so a rule changed while
-serving is in force at the next request). The per-definition collections are pywb's automatic
-collections under ``collections_root`` (:mod:`access.definitions`), found at each request; a
-ZipNum summary (``.idx``) in their folder is read as a ZipNum, with the top-level
-``max_blocks``.
+Each collection reads its ZipNum index and its folder of flat CDXJ files not merged yet
+(:mod:`access.index`); WARCs are found through the PATH index, the live WARC folder and last
+our resolver (:mod:`access.resolver`). pywb reads this file once, but re-reads everything it
+names while serving, so reindexing and rule changes need no restart; the files it names must
+exist before it starts. Access rules are one ACL file (:mod:`access.rules`).
 """
 
 from __future__ import annotations

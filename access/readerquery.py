@@ -1,20 +1,10 @@
 """What a reader may ask pywb: the gateway's checks of a request before it is forwarded.
 
-Why before forwarding: pywb answers a parameter it cannot read with a 500 and a Python message
-(``cdx?limit=abc``, ``filter=~url:(``, ``/all/2026id_/http://[::1``), and it runs in one gevent
-process, so one costly query delays every other reader. A reader gets a 400 that says what is
-wrong instead, and pywb only sees queries whose cost we can bound:
-
-- **regular-expression filters are refused** (``filter=~field:regex``, pywb's syntax; ``!~`` too).
-  pywb applies them with Python's backtracking ``re``: ``^.{3}(.*)*X$`` takes seconds and doubles
-  with each character of a URL. Checking the pattern with RE2 would not help (pywb does not run
-  RE2), and matching in the gateway would mean re-doing pywb's filters, limits and output
-  formats. The two other filters stay: ``filter=field:text`` (contains) and ``filter==field:value``
-  (exact), both linear.
-- numbers (``limit``, ``page``, ``pageSize``, ``offset``) are plain decimals of bounded size,
-  times (``from``, ``to``, ``closest``) 1 to 14 digits;
-- the archived URL of a replay, calendar or timemap request (and the CDX ``url``) is one a URL
-  parser accepts (brackets of an IPv6 host, a numeric port).
+Why before forwarding: pywb answers a parameter it cannot read with a 500, and it runs in one
+gevent process, so one costly query delays every reader. A reader gets a 400 saying what is
+wrong, and pywb only sees queries whose cost is bounded: regular-expression filters are refused
+(Python's backtracking ``re``), numbers and times are bounded decimals, and the archived URL is
+one a URL parser accepts.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Our WARC resolver: pywb's last place to look for a WARC, serving byte ranges over loopback.
 
-Why a small server of ours rather than S3 URLs in pywb's path index: presigned URLs expire and a
-public bucket would expose the preservation store, while pywb's own S3 loader cannot be told our
-endpoint. pywb asks ``GET /warc/<file name>`` with a ``Range`` header when the chain's PATH index
-did not open the file (moved, or deleted from the repository); this server finds the file from
-the harvest database at that moment, in order:
-
-1. the repository copy the index manifest records (``final_path``), if present;
-2. the verified backup copy (``backup_location``: a path, or ``s3://bucket/key``);
-3. the verified preserved copy (``preservation_files.s3_key`` in the preservation bucket);
-4. the continuous crawl's live collection (``<live>/warcs/``: a closed WARC the chain has not
-   ingested yet, which the definition collections and job views serve from its live index);
-
-and streams the requested range from it (S3 ``GetObject`` with ``Range``). Answers are cached
-for a minute per file name. Credentials stay in this process; it binds to loopback.
+Why a server of ours rather than S3 URLs in pywb's path index: presigned URLs expire, a public
+bucket would expose the preservation store, and pywb's S3 loader cannot be given our endpoint.
+For ``GET /warc/<file name>`` it finds the file from the harvest database (repository copy,
+verified backup, preserved copy in S3, the continuous crawl's live folder) and streams the
+requested range; credentials stay in this process.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Access rules (legal deposit): allow / block / exclude by SURT prefix, versioned in the harvest DB.
 
-Why here and in this shape: replay (pywb) and search must refuse the same captures, so the rules
-have one home — the ``access_rules`` table (``sql/024_access.sql``) — and both consumers are
-generated from it: pywb's own ACL file format (``.aclj``, what ``wb-manager acl`` writes: one
-``<surt> - {json}`` line per rule, sorted in reverse) for replay and pywb's CDX API, and the
-prefix lists of :class:`search.model.AccessRules` for full-text search.
-
-Semantics are pywb's: the rule with the longest SURT prefix of a capture's key decides; with
-no rule a capture is allowed. ``block`` keeps the capture listed but refuses its replay (pywb
-answers 451); ``exclude`` hides it from every answer. An embargo of N days makes the rule apply
-only to captures younger than N days (pywb's per-rule ``newer``); older captures are allowed.
-
-Versioning: a rule is never updated in place. Adding a rule for a prefix that has one closes
-the old row (``removed_by``/``removed_at``) and inserts the new one pointing at it
-(``replaces``); removing closes the row. Every change is kept with who and when.
+Why one home: replay and search must refuse the same captures, so both are generated from the
+``access_rules`` table: pywb's ACL file (``.aclj``) and :class:`search.model.AccessRules`.
+Semantics are pywb's: the longest matching prefix decides (no rule: allowed), ``block`` refuses
+replay (451), ``exclude`` hides the capture, an embargo applies to younger captures only. A rule
+is never updated in place: a change closes the old row and inserts one that ``replaces`` it.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """ZipNum sharded index: the layout pywb and the Internet Archive read for large collections.
 
-Why: a flat CDXJ file of a national archive is tens of gigabytes; pywb binary-searches it with
-many small reads, and every copy of it costs its full size. ZipNum cuts the sorted lines into
-blocks of ``block_lines`` lines, gzip-compresses each block on its own (one gzip member) and
-appends it to a shard file; a small **summary** (``<name>.idx``) has one line per block::
-
-    <urlkey> <timestamp of the block's first line>\\t<part>\\t<offset>\\t<length>\\t<block number>
-
-and a **loc** file (``<name>.loc``) maps each part to its shard file (``<part>\\t<path>``, an
-absolute path: the served folders link the loc from elsewhere, and pywb reads a relative path
-from the link's folder). A lookup binary-searches the summary, then inflates one or a
-few blocks (pywb ``pywb/warcserver/index/zipnum.py``: ``ZipNumIndexSource``, ``LocMapResolver``).
-
-Swapping while pywb serves: pywb opens the summary by name for every query and re-reads the loc
-file when its mtime changes, and adds the loc's entries to what it knew. So each build writes its
-shards under new part names (``<name>-<generation>-<nn>``), then the loc, then the summary, each
-through a temporary name and a rename, under the generation's names (``<name>-g<generation>.idx``,
-``.loc``: what the served folders link, swapped together with the flat files the build took
-in, :func:`served_links`) and the fixed names ``<name>.idx``/``.loc`` (hard links, for tools);
-the previous generation stays until the next build (a query that opened it can still read it).
+Why: a national archive's flat CDXJ is tens of gigabytes. ZipNum cuts the sorted lines into
+gzip blocks of ``block_lines`` lines in shard files, with a small summary (``<name>.idx``, one
+line a block) and a loc file (part → shard path); a lookup searches the summary and inflates a
+block or two. Each build writes new part names, then the loc, then the summary (temporary name,
+rename), so pywb keeps serving while a build swaps in; the previous generation stays one build.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """Crawling behind a login, as Heritrix's credential store does: HTTP Basic/Digest and forms.
 
-Why a downloader middleware of ours (Scrapy's HttpAuthMiddleware is off: it sends one
-spider-wide login to one domain and knows no Digest or forms): the job spec names credentials
-by reference (harvestflow/credentials.py); this middleware reads them decrypted once at start
-and, for the hosts of each credential's domain,
-
-- ``basic``: sends ``Authorization: Basic`` with every request (pre-emptively, as Scrapy's
-  HttpAuthMiddleware does for its domain); with a realm, only in answer to a ``401``
-  challenge of that realm (like Digest below);
-- ``digest``: answers a ``401`` Digest challenge (of the credential's realm, if it names one)
-  by fetching the URL again with the computed ``Authorization`` (the 401 is archived);
-- ``form``: before the host's first request, fetches the login page, fills its form (the form
-  holding a password input; field names from the credential or found in the form; hidden
-  fields such as CSRF tokens kept: :func:`login_form`) and posts it. The
-  session cookies it sets are kept for the host by Scrapy's CookiesMiddleware (order 700, after
-  this one at 650, so that the request that waited for the login carries them). The login
-  page and the POST are archived and logged as prerequisites (hop ``P``);
-- a redirect to a form credential's login page means the session ended: the crawler logs in
-  again (at most :data:`MAX_RELOGINS` times) and fetches the URL again;
-- a credential's ``logout_url`` (and any URL under it) is never fetched: -5001 in crawl.log.
-
-Secrets never leave memory: the WARC request records carry ``[redacted]`` for Authorization
-headers and the password's value (crawler/warc/redact.py); nothing is logged but credential ids.
-Order 650: after the robots.txt middleware (100) decided the request may be fetched, before
-cookies (700) and the capture middleware (950).
+Why a downloader middleware of ours: Scrapy's HttpAuthMiddleware (off) sends one spider-wide
+login to one domain and knows no Digest or forms. Credentials, named by the job spec, are read
+decrypted once at start and used for the hosts of their domain; a form login is archived as a
+prerequisite (hop ``P``) and redone when the session ends; a logout URL is never fetched.
+Secrets never leave memory (WARC request records are redacted: :mod:`crawler.warc.redact`).
+Order 650: after robots.txt (100), before cookies (700) and the capture middleware (950).
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
 """Content-Encoding decoded in bounded chunks, within one memory budget, wherever a body is read.
 
-Why not Scrapy's HttpCompressionMiddleware: it inflates the whole body before anyone looks at
-it, bounded only by DOWNLOAD_MAXSIZE (10 x ``max_response_bytes``, so ~1 GB), and a 2 MB gzip
-response that inflates to 2 GiB made the crawler allocate that much; four at once peaked at
-4 GB. The archive never needs the inflated body: the capture middleware (priority 950) writes
-the bytes as sent, digests and all, before this middleware (590, Scrapy's slot) sees the
-response. What is left to inflate is what someone reads, and :class:`Inflater` is the one
-place that does it, for every reader:
-
-- the spider's link extraction (this middleware): a body of a type it reads (HTML, XML, CSS,
-  text, no declared type, robots.txt whatever its type, PDF, and with ``extract_js``
-  JavaScript); any other type (images, video…) is not inflated: the spider gets an empty body;
-- a rendering browser: what it asked for (``hf_browser``) is decoded whatever its type — a
-  script or a JSON API gzipped by the server must reach the browser as a browser gets it — and
-  so are captures read back from the WARC for it (crawler/rendering/archive.py) and its unrecorded
-  fetches (crawler/rendering/passthrough.py);
-- the continuous crawl's noise rules (harvest/continuous/runread.py), reading WARC records.
-
-Every reader gets at most ``max_inflate_bytes`` of one body, inflated 64 KiB of output at a
-time (every encoding the crawler asks for: gzip, deflate with or without its zlib header, br,
-zstd, stacked ones such as ``gzip, br``); all inflated bodies alive in the process share
-``inflate_budget_bytes`` (a body arriving while it is spent gets what is left, and at least its
-first MiB). A body cut by either bound is read as its prefix, and its crawl.log line carries the
-annotation ``inflateTrunc`` (Heritrix's style, beside ``lenTrunc``: the capture is archived
-whole, only the readers saw a prefix).
-
-A body that fails to decode (corrupt stream) gives what was decoded before the error; the
-capture is archived as sent either way.
+Why not Scrapy's HttpCompressionMiddleware: it inflates whole bodies bounded only by
+DOWNLOAD_MAXSIZE, so one small gzip bomb cost gigabytes. The archive never needs the inflated
+body (the capture middleware writes the bytes as sent), so :class:`Inflater` is the one place
+that inflates for every reader (link extraction, the rendering browser, the continuous crawl's
+noise rules): at most ``max_inflate_bytes`` of one body, all bodies sharing
+``inflate_budget_bytes``; a body cut short is read as its prefix and logged ``inflateTrunc``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """Speculative link extraction from JavaScript, after Heritrix's ExtractorJS (hop ``X``).
 
-Why: a page whose links are built by script (``location = "/story/1.html"``, a list of image
-names in an array, a ``fetch("/api/items.json")``) shows none of them to the HTML parser. Without
-running the script, the best a crawler can do is what Heritrix does: take every quoted string
-of a script (``<script>`` bodies, ``on*`` event attributes, ``javascript:`` links, JavaScript
-responses) that looks very much like a URL — absolute, protocol-relative, or a relative path with
-a slash or a file extension — and try it. Such links are *speculative*: they are logged with
-hop ``X`` (the scope treats ``X`` like an embed, with at most one speculative hop past the seed
-scope), so that a curator can tell guesses from links in crawl.log.
-
-The heuristics are Heritrix 3's ``UriUtils.isVeryLikelyUri`` rules (known MIME types, decimal
-numbers, ``div.menu``-like CSS selectors and strings with two dots and no known extension are
-refused), re-written here; strings holding whitespace are never candidates (ExtractorJS only
-looks at whitespace-free quoted strings). Each page costs one XPath query when it has no
-script, so the crawler's per-URL speed is kept (bench/crawl).
+Why: links built by script are invisible to the HTML parser. Without running the script, the
+best a crawler can do is Heritrix's: try every quoted, whitespace-free string of a script that
+looks very much like a URL (Heritrix 3's ``UriUtils.isVeryLikelyUri`` rules). Such links are
+logged with hop ``X`` so that a curator can tell guesses from links in crawl.log.
 """
 
 from __future__ import annotations

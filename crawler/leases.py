@@ -1,27 +1,10 @@
 """Leases in the harvest database shared by every crawler: host politeness and job ownership.
 
-Why in PostgreSQL: with several workers (CeleryExecutor), two jobs — or two processes of one
-job, on two machines — may crawl the same host; each crawler's own delay would then add up and
-the site get twice the load. Every crawler already reaches the harvest database, so a row per
-host holding its *next allowed fetch time* is the shared clock (table ``host_leases``, migration
-019). It is taken atomically by one ``INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING``: only
-when the time has come and nobody holds the host. The lease is given back after the fetch with
-next time = now + the template's delay (Heritrix's rule, computed by :mod:`crawler.politeness`),
-so together the crawlers keep one host's delay and one connection at a time. With the celery
-executor the same leases live in the broker's Redis instead (:mod:`crawler.broker_leases`: one
-``SET NX PX`` in memory, ~5 × the throughput); the job leases stay here.
-
-Cost: two short statements per fetch, run in Twisted's thread pool (never on the reactor), and
-only with ``[crawler] host_leases`` on ("auto": when ``[airflow] executor = "celery"``), and
-never for a crawl without politeness. Requests to one host in one process queue on a local lock
-first, so only one of them polls the database. Crawlers waiting for one host take it in turn
-(a ticket each in ``host_lease_waiters``, migration 038), and a harvest DB gone away pauses the
-host's fetches for up to ``[crawler] platform_outage_s`` (:mod:`crawler.outages`).
-
-The job lease (table ``job_leases``) names the crawler running a job; the crawl task takes it
-(:func:`acquire_job`) and hands its token to the crawler (``HARVESTFLOW_JOB_LEASE``), whose
-extension renews it every ``heartbeat_s``: the lease lives exactly as long as the crawler, on
-whatever machine. A crawler that finds its lease taken by another holder stops at once.
+Why in PostgreSQL: with several workers, two crawlers may fetch one host and their delays
+would add up; every crawler reaches the harvest database, so a row per host holding its next
+allowed fetch time (``host_leases``, taken by one atomic upsert) is the shared clock. With the
+celery executor the host leases live in Redis instead (:mod:`crawler.broker_leases`). The job
+lease (``job_leases``) names the one crawler running a job, renewed while it lives.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Links of adaptive-stream manifests: HLS playlists (``.m3u8``) and DASH MPDs (``.mpd``).
 
-Why: a video player fetches a manifest, then the segments of the one rendition it picks and
-only while it plays; a headless capture gets a few seconds of one rendition at best, and replay
-then stalls. The crawler reads the manifest itself and fetches the segments as embeds (hop
-``E``). Which renditions is a template setting (``media_renditions``): ``extremes`` (default)
-takes the lowest and the highest bandwidth of each kind — what a phone on a weak network and a
-large screen get, and what replay needs to start either way — at a bounded cost; ``all`` takes
-every one.
-
-HLS (RFC 8216): a master playlist lists variant streams (``#EXT-X-STREAM-INF`` with
-``BANDWIDTH``, then the URI line) and alternative renditions (``#EXT-X-MEDIA`` with ``URI``:
-audio, subtitles, all kept); a media playlist lists segments (URI lines), its init section
-(``#EXT-X-MAP``) and keys (``#EXT-X-KEY``). DASH (ISO/IEC 23009-1): each ``AdaptationSet``'s
-``Representation``s, by ``bandwidth``, with segments from a ``SegmentList``, a
-``SegmentTemplate`` (``$RepresentationID$``, ``$Bandwidth$``, ``$Number$``, ``$Time$``, with a
-``SegmentTimeline`` or a duration over the presentation's) or a single ``BaseURL`` file.
-Every list is bounded (:data:`MAX_SEGMENTS` per rendition): a hostile manifest cannot make the
-crawl queue millions of URLs. The links are ordinary embeds, under the job's scope and hop
-rules: an HLS segment is three embed hops from its page (page → master → variant → segment),
-so a page closer than that to ``max_hops`` keeps only what ``max_transclusion_hops`` allows.
+Why: a player fetches the segments of one rendition only while it plays, so a headless capture
+gets a few seconds at best and replay stalls. The crawler reads the manifest itself and fetches
+the segments as embeds (hop ``E``), of the renditions the template's ``media_renditions`` picks
+(``extremes``: lowest and highest bandwidth; ``all``). Every list is bounded
+(:data:`MAX_SEGMENTS` per rendition) against hostile manifests.
 """
 
 from __future__ import annotations

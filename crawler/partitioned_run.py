@@ -1,19 +1,10 @@
 """One job crawled by N host-partitioned child processes: the parent's side.
 
-Why: one Scrapy process uses one core; a job split over N children (see crawler/partitioning/handoff.py for
-who owns which URL and how discovered URLs are handed off) uses N. Each child is an ordinary
-crawl of the same job.json into ``state/part-<i>/`` (its own frontier, crawl.log and WARC
-writer, WARC names carrying ``-p<i>``), kept open while idle. The parent:
-
-- starts the children (each dies with it: PR_SET_PDEATHSIG, so a kill -9 of the parent is a
-  kill -9 of the job, and running the job again resumes every partition from its own state);
-- detects global termination: every child reports idle *and* every inbox has been read to its
-  end by its owner (statuses are read before inbox sizes, so a stale "idle" is caught by the
-  size check), then writes the stop file and waits for the children to close;
-- relays one aggregated PROGRESS line per interval (and progress-statistics.log);
-- merges: data WARCs moved into ``warcs/``, crawl.log merged by time, the frontiers merged into
-  one state database for the Heritrix reports, one metadata WARC, and summary.json in the
-  single-process format (what harvest/results.py ingests).
+Why: one Scrapy process uses one core; a job split over N children (who owns which URL:
+:mod:`crawler.partitioning.handoff`) uses N. Each child is an ordinary crawl of the same job
+into ``state/part-<i>/``, dying with the parent. The parent starts them, detects the end
+(every child idle and every inbox read), relays progress, and merges their WARCs, crawl.logs,
+frontiers and summaries into the single-process job layout.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Sitemaps (sitemaps.org) as Heritrix and the UK Web Archive read them.
 
-Why: pages that no other page links to (archives, old news, deep product pages) are often
-listed only in a site's sitemap. When the template's ``extract_sitemaps`` is on, the crawl
-reads the sitemaps of its hosts: ``/sitemap.xml`` of each seed host and every ``Sitemap:`` line
-of the robots.txt files it fetches, sitemap indexes (nested, up to :data:`MAX_INDEX_DEPTH`),
-gzipped sitemaps (``.xml.gz``, also when served as ``application/x-gzip`` without a
-Content-Encoding) and plain-text sitemaps (one URL a line). Every URL found is a discovered
-link with hop ``M`` (manifest), decided by the normal scope, trap and budget rules, with the
-sitemap as its ``via``.
-
-A sitemap may be hostile: its inflated size is bounded (the protocol's 50 MB, and never more
-than the template's ``max_response_bytes``), at most :data:`MAX_URLS` locations are read from
-one file, entities are never resolved (Scrapy's :class:`~scrapy.utils.sitemap.Sitemap` parser).
-
-A response is read as a sitemap only when its request was queued as one (the link context in
-:data:`SITEMAP_CONTEXTS`, kept in the persistent frontier), never because its MIME type says
-XML: a feed or an XML page linked from HTML is archived, not parsed for URLs.
+Why: pages no other page links to are often listed only in a sitemap. With ``extract_sitemaps``
+the crawl reads each seed host's ``/sitemap.xml`` and robots.txt ``Sitemap:`` lines (indexes,
+gzipped and plain-text sitemaps); every URL found is a link with hop ``M``. Hostile sitemaps
+are bounded (size, :data:`MAX_URLS`, no entities), and a response is read as a sitemap only
+when it was queued as one, never because its MIME type says XML.
 """
 
 from __future__ import annotations

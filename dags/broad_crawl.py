@@ -18,23 +18,17 @@ step 2 still runs for the domains step 1 stopped on their limit, and `done` (the
 `step2_definition`) still wakes the indexing chain.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, alert_failed_run, task_logger
+from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, dag_args, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="broad_crawl",
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["harvest", "broad-crawl", "snapshot"],
-    on_failure_callback=alert_failed_run,
     params={
         "name": Param("broad", type="string", pattern="^[A-Za-z0-9._-]+$", description="Name"),
         "step1_max_objects": Param(10_000, type="integer", minimum=1, description="URLs/domain"),
@@ -42,6 +36,7 @@ with DAG(
         "max_bytes": Param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
         "run_step2": Param(True, type="boolean", description="Run the second step"),
     },
+    **dag_args("harvest", "broad-crawl", "snapshot"),
 ) as dag:
 
     @task

@@ -16,22 +16,16 @@ Re-running resumes: DNS results already stored for the run are not asked again.
 3. `harvestflow domain show <domain>` shows a transferred domain with its seeds.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import NETWORK_RETRIES, alert_failed_run, task_logger
+from hf_common import NETWORK_RETRIES, dag_args, task_logger
 
 with DAG(
     dag_id="broad_crawl_preload",
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["preload", "broad-crawl"],
-    on_failure_callback=alert_failed_run,
     params={
         "run_id": Param(
             None,
@@ -61,6 +55,7 @@ with DAG(
             description="host:port every redirect probe goes to (demo)",
         ),
     },
+    **dag_args("preload", "broad-crawl"),
 ) as dag:
 
     def _run_id(context: Any) -> str:

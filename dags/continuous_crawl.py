@@ -25,7 +25,7 @@ permanent index takes them in minutes after they closed, not at the chain's hour
    follows.
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
@@ -34,7 +34,7 @@ from hf_common import (
     CONTINUOUS_POOL,
     HARVEST_DONE,
     SEEDS_INJECTED,
-    alert_failed_run,
+    dag_args,
     task_logger,
 )
 
@@ -45,12 +45,8 @@ with DAG(
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("*/10 * * * *", timezone="UTC"), assets=[SEEDS_INJECTED]
     ),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["harvest", "continuous"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("harvest", "continuous"),
 ) as dag:
 
     @task(
@@ -60,7 +56,7 @@ with DAG(
     )
     def crawl() -> dict[str, Any]:
         from harvest.continuous.service import base_dir, crawl_for
-        from indexing.nrt import LiveWatcher, pywb_config
+        from indexing.pipeline import LiveWatcher, pywb_config
 
         pywb_config(base_dir() / "live")
         return crawl_for(CRAWL_MINUTES * 60, logger=task_logger(), live_index=LiveWatcher)

@@ -16,27 +16,22 @@ in the URL state (its history is kept) and its quota of fetches since the last l
    `SELECT * FROM continuous_launches ORDER BY launch_hour DESC` lists each launch once.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, CronTriggerTimetable, Param, get_current_context, task
 
-from hf_common import SEEDS_INJECTED, alert_failed_run, run_date, task_logger
+from hf_common import SEEDS_INJECTED, dag_args, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",
     schedule=CronTriggerTimetable("@hourly", timezone="UTC"),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
     params={
         "reset_quotas": Param(
             True, type="boolean", title="Reset quotas", description="Reset launched seeds' quotas"
         )
     },
-    tags=["harvest", "continuous"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("harvest", "continuous"),
 ) as dag:
 
     @task(outlets=[SEEDS_INJECTED])

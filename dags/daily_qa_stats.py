@@ -12,23 +12,18 @@ backfillable, idempotent per day (re-running a day rewrites the same files).
 2. The task log ends with a short summary; `var/qa/<date>/index.html` shows the charts.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import alert_failed_run, day_param, report_day, task_logger
+from hf_common import dag_args, day_param, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=2,
     doc_md=__doc__,
     params={"day": day_param()},
-    tags=["qa"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("qa", max_active_runs=2),
 ) as dag:
 
     @task(show_return_value_in_logs=False)  # the curator summary stays the last lines

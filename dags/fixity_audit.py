@@ -16,22 +16,18 @@ its log naming the file, the copies and the expected checksum.
 3. `harvestflow preservation audit --share 1` reads everything once by hand (same function).
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, task
 
-from hf_common import alert_failed_run, task_logger
+from hf_common import dag_args, task_logger
 
 with DAG(
     dag_id="fixity_audit",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["preservation"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("preservation"),
 ) as dag:
 
     @task(
@@ -44,8 +40,8 @@ with DAG(
         must act: the manual queue), after every due file was read."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from preservation.fixity import audit as run_audit
-        from preservation.fixity import summary_lines
+        from preservation.pipeline import audit as run_audit
+        from preservation.pipeline import summary_lines
 
         result = run_audit()
         for line in summary_lines(result):

@@ -14,7 +14,6 @@ A failed crawl of a resubmitted copy makes the run failed; `done` (the teardown 
 still runs and wakes the indexing chain for the copies that finished.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
@@ -23,7 +22,7 @@ from hf_common import (
     HARVEST_DONE,
     HIGH_PRIORITY_POOL,
     LOW_PRIORITY_POOL,
-    alert_failed_run,
+    dag_args,
     task_logger,
 )
 from hf_harvest_tasks import crawl_job_group
@@ -31,17 +30,13 @@ from hf_harvest_tasks import crawl_job_group
 with DAG(
     dag_id="harvest_maintenance",
     schedule="@hourly",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["harvest", "maintenance"],
-    on_failure_callback=alert_failed_run,
     params={
         "stale_after_s": Param(
             3600, type="integer", minimum=60, description="Silence that marks a job as dead"
         )
     },
+    **dag_args("harvest", "maintenance"),
 ) as dag:
 
     @task

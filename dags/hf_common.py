@@ -104,3 +104,23 @@ def alert_failed_run(context: Any) -> None:
         reason=str(context.get("reason") or "failed"),
         task_id=getattr(ti, "task_id", None),
     )
+
+
+START = datetime(2026, 1, 1)
+
+
+def dag_args(
+    *tags: str, max_active_runs: int | None = 1, start: datetime = START
+) -> dict[str, Any]:
+    """What every DAG of ours is declared with (beside its id, schedule and doc): no catch-up
+    of missed intervals, one run at a time unless said (``None``: Airflow's default), its
+    tags, and a failed run alerted. One place, so that the DAGs cannot drift apart."""
+    args: dict[str, Any] = {
+        "start_date": start,
+        "catchup": False,
+        "tags": list(tags),
+        "on_failure_callback": alert_failed_run,
+    }
+    if max_active_runs is not None:
+        args["max_active_runs"] = max_active_runs
+    return args

@@ -33,7 +33,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         def prepare(job_id: int) -> str:
             from harvest.pipeline import prepare_job
             from harvestflow.settings import get_settings
-            from indexing.dedup_index import dedup_index_for_job
+            from indexing.pipeline import dedup_index_for_job
 
             return prepare_job(job_id, get_settings().data_dir, dedup_index=dedup_index_for_job)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, alert_failed_run, run_date
+from hf_common import HARVEST_DONE, dag_args, run_date
 from hf_harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
 DOC_CHECK = """
@@ -44,12 +44,8 @@ def build_selective_harvest(
     with DAG(
         dag_id=dag_id,
         schedule=schedule,
-        start_date=start,
-        catchup=False,
-        max_active_runs=1,
         doc_md=doc + DOC_CHECK,
-        tags=["harvest", "selective", frequency],
-        on_failure_callback=alert_failed_run,
+        **dag_args("harvest", "selective", frequency, start=start),
         params={
             "harvest_id": Param(
                 None,

@@ -27,29 +27,24 @@ A file whose module fails (after its retries), or that is quarantined, makes the
    next run.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
 
-from hf_common import FILES_INDEXED, HARVEST_DONE, alert_failed_run, task_logger
+from hf_common import FILES_INDEXED, HARVEST_DONE, dag_args, task_logger
 
 with DAG(
     dag_id="indexing_chain",
     schedule=AssetOrTimeSchedule(
         timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
     ),
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["indexing"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("indexing"),
 ) as dag:
 
     @task
     def ingest() -> list[str]:
-        from indexing.chain import ingest as ingest_new
+        from indexing.pipeline import ingest as ingest_new
 
         names = ingest_new()
         task_logger().info("%d new WARC file(s) taken in", len(names))
@@ -58,7 +53,7 @@ with DAG(
     @task
     def pending() -> list[str]:
         """Files in the chain not yet through it (new ones and ones an earlier run left)."""
-        from indexing.chain import pending_files
+        from indexing.pipeline import pending_files
 
         return pending_files()
 
@@ -68,7 +63,7 @@ with DAG(
         a damaged file stays damaged), so the run shows red and names it."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from indexing.chain import process_file as run_modules
+        from indexing.pipeline import process_file as run_modules
 
         result = run_modules(file_name)
         if result["quarantined"]:
@@ -84,13 +79,13 @@ with DAG(
     @task
     def text_pending() -> list[str]:
         """Files past the index module whose text is not yet searchable (new and left over)."""
-        from indexing.fulltext import pending_files as text_files
+        from indexing.pipeline import text_pending_files
 
-        return text_files()
+        return text_pending_files()
 
     @task(retries=2)
     def extract_text(file_name: str) -> dict[str, Any]:
-        from indexing.fulltext import extract_file
+        from indexing.pipeline import extract_text as extract_file
 
         result = extract_file(file_name)
         task_logger().info("%s: %s", file_name, result)
@@ -99,13 +94,13 @@ with DAG(
     @task
     def documents_pending() -> list[str]:
         """Files of watched targets' jobs past the index module not yet read for documents."""
-        from indexing.documents.scan import pending_files as document_files
+        from indexing.pipeline import document_pending_files
 
-        return document_files()
+        return document_pending_files()
 
     @task(retries=2, map_index_template="{{ task.op_kwargs['file_name'] }}")
     def extract_documents(file_name: str) -> dict[str, Any]:
-        from indexing.documents.scan import extract_file as read_documents
+        from indexing.pipeline import extract_documents as read_documents
 
         result = read_documents(file_name)
         task_logger().info("%s: %s", file_name, result)
@@ -114,9 +109,9 @@ with DAG(
     @task(trigger_rule="all_done")
     def check_documents() -> dict[str, int]:
         """New documents the access service now replays become available (retried each run)."""
-        from indexing.documents.availability import check_new
+        from indexing.pipeline import check_documents
 
-        counts = check_new()
+        counts = check_documents()
         task_logger().info("documents checked: %s", counts)
         return counts
 

@@ -17,52 +17,42 @@ idempotently.
    a capture of the day answers at `http://127.0.0.1:8090/all/cdx?url=…`.
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import alert_failed_run, day_param, report_day
+from hf_common import dag_args, day_param, report_day
 
 with DAG(
     dag_id="indexing_merge",
     schedule="@daily",
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
     params={"day": day_param()},
-    tags=["indexing"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("indexing"),
 ) as dag:
 
     @task
     def merge() -> dict[str, Any]:
-        from indexing.merge import daily_merge
+        from indexing.pipeline import daily_merge
 
         return daily_merge(report_day(get_current_context()))
 
     @task
     def bigmerge() -> dict[str, Any]:
-        from indexing.merge import bigmerge as merge_big
+        from indexing.pipeline import bigmerge as merge_big
 
         return merge_big()
 
     @task
     def refresh_access() -> dict[str, Any]:
-        from access import definition_index
-        from access.index import reindex
-        from access.publish import publish
+        from access.pipeline import refresh_access as refresh
 
-        result = reindex()
-        result["definitions"] = definition_index.reindex()  # harvest-<id> ZipNum indexes
-        result["published"] = publish()  # per-definition collections, rules, home page
-        return result
+        return refresh()
 
     @task
     def clean_arc_repository() -> dict[str, Any]:
-        from indexing.cleanup import clean_arc_repository as clean
-        from preservation.records import file_preserved
+        from indexing.pipeline import clean_arc_repository as clean
+        from preservation.pipeline import file_preserved
 
         return clean(preserved=file_preserved)
 

@@ -17,22 +17,17 @@ The run is failed when the form is invalid or a crawl failed (`advance` still cl
 and wakes the indexing chain for the jobs that finished: it is the teardown of `validate`).
 """
 
-from datetime import datetime
 from typing import Any
 
 from airflow.sdk import DAG, Param, get_current_context, task
 
-from hf_common import HARVEST_DONE, alert_failed_run, run_date, task_logger
+from hf_common import HARVEST_DONE, dag_args, run_date, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
     dag_id="oneoff_harvest",
     schedule=None,
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
     doc_md=__doc__,
-    tags=["harvest", "one-off"],
-    on_failure_callback=alert_failed_run,
     params={
         "harvest_id": Param(
             None, type=["null", "integer"], minimum=1, description="An existing definition"
@@ -55,6 +50,7 @@ with DAG(
             description='Host → address without DNS, e.g. {"www.example-a.test": "127.0.0.1"}',
         ),
     },
+    **dag_args("harvest", "one-off", max_active_runs=None),
 ) as dag:
 
     @task

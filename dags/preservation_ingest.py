@@ -19,27 +19,23 @@ makes the run failed; the other jobs go on and
 3. The objects are in the bucket under `packages/hd-<harvest_id>/job-<job_id>/` (a bag).
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import FILES_INDEXED, PRESERVED, alert_failed_run, run_date, task_logger
+from hf_common import FILES_INDEXED, PRESERVED, dag_args, run_date, task_logger
 
 with DAG(
     dag_id="preservation_ingest",
     schedule=[FILES_INDEXED],
-    start_date=datetime(2026, 1, 1),
-    catchup=False,
-    max_active_runs=1,
     doc_md=__doc__,
-    tags=["preservation"],
-    on_failure_callback=alert_failed_run,
+    **dag_args("preservation"),
 ) as dag:
 
     @task
     def ready_jobs() -> list[int]:
-        from preservation.ingest import jobs_ready_for_preservation
+        from preservation.pipeline import jobs_ready_for_preservation
 
         jobs = jobs_ready_for_preservation()
         task_logger().info("%d job(s) ready for preservation: %s", len(jobs), jobs)
@@ -56,8 +52,8 @@ with DAG(
         retry, a person must act), so the run shows red and names the job and the reason."""
         from airflow.sdk.exceptions import AirflowFailException
 
-        from preservation.ingest import ingest_job as ingest
-        from preservation.outcomes import outcome_of
+        from preservation.pipeline import ingest_job as ingest
+        from preservation.pipeline import outcome_of
 
         result = ingest(job_id)
         if outcome_of(result).failed:
@@ -66,7 +62,7 @@ with DAG(
 
     @task(outlets=[PRESERVED])
     def report(results: list[dict[str, Any]]) -> dict[str, Any]:
-        from preservation.report import preservation_report
+        from preservation.pipeline import preservation_report
 
         return preservation_report(run_date(get_current_context()).date())
 

@@ -1,20 +1,10 @@
 """The per-file indexing chain: ingest → index → transfer → backup → delete.
 
-Why this shape (the BnF's): each module owns a working directory and treats the files it finds
-there; when it is done with a file it records it in the manifest and moves the file (one rename)
-to the next module's directory. A module killed anywhere leaves the file where it was, with
-whatever it had written under temporary names or under names it will overwrite identically, so
-running it again finishes the job exactly once:
-
-- paths that must not change between attempts (the day of the CDX file, the repository location
-  chosen by free space) are written to the manifest *before* anything is written under them;
-- the manifest is updated *before* the file moves on, so a file found in a directory whose stage
-  is already recorded is simply moved on;
-- a local copy lost in a crash is taken again from the job's original (which cleanarcrepository
-  only deletes once the file is done).
-
-Public entry points (plain arguments, small results, no Airflow): :func:`ingest` (single) and
-:func:`process_file` (runs the per-file modules for one file; several run in parallel).
+Why this shape (the BnF's): each module owns a working directory; when done with a file it
+records it in the manifest, then moves the file (one rename) to the next module's directory. A
+module killed anywhere leaves the file where it was, and running it again finishes the job
+exactly once (paths chosen are recorded before anything is written under them). Entry points:
+:func:`ingest` and :func:`process_file` (plain arguments, small results, no Airflow).
 """
 
 from __future__ import annotations

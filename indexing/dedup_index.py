@@ -1,22 +1,11 @@
 """The deduplication index a job is given: the latest capture of every URL of its domains,
 from every earlier job.
 
-Why: the crawler writes a revisit record instead of the payload when a URL (or, for an identical
-payload at another URL, its digest) comes back as captured before, and needs the original's URI,
-date, file and offset for it (without them pywb cannot replay the revisit), and its ETag and
-Last-Modified for a conditional GET. The captures are read from the merged CDX by the job's
-domains (:mod:`indexing.dedup_merged`), so a job dedups against every earlier job on the same
-domains — a snapshot's first step against last week's selective job, this year's broad crawl
-against last year's — not only against the previous run of its own definition. The index module
-writes, per WARC, what the CDX does not carry (record id, ETag, Last-Modified) in a sidecar
-(``<file>.dedup``); the chosen captures take theirs from it.
-
-One index root only: a job's revisits are replayed from the collection its definition is routed
-to (``[indexing.collections]``), so their originals must be in it.
-
-File format (read by the crawler, :mod:`crawler.dedup_lookup`), UTF-8, one line per capture, in
-the CDX's order (SURT key, then date):
-``url \\t sha1:DIGEST \\t WARC-Date \\t file \\t offset \\t WARC-Record-ID|- \\t etag|- \\t last-modified|-``
+Why: the crawler writes a revisit record instead of a payload seen before, and needs the
+original's URI, date, file and offset (pywb needs them to replay it), and its ETag and
+Last-Modified for a conditional GET. The captures come from the merged CDX by the job's domains
+(:mod:`indexing.dedup_merged`), the rest from the per-WARC ``.dedup`` sidecars. Its format,
+read by :mod:`crawler.dedup_lookup`, is listed in docs/architecture.md ("The index folders").
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The captures a job may de-duplicate against, read from the merged CDX by the job's domains.
 
-Why from the merged CDX: it already holds every capture of every earlier job — selective,
-snapshot and broad, whatever their definition — sorted by SURT key, so all captures of a domain
-and its subdomains lie in three contiguous ranges (``<host key>)``, ``<host key>,`` and
-``<host key>:`` for the domain itself, its subdomains and its hosts with a port). A job's index
-is those ranges found by binary search (the way ``look`` searches a sorted file) in each sorted
-file, never a scan of the whole index nor a list kept per job or per definition: a snapshot's
-first step dedups against the selective job that fetched the same files a week before.
-
-What is kept, per URL: its latest capture that holds a payload (status 200, not a revisit, a
-digest, a GET: the CDX key of a POST/PUT capture carries ``__wb_method=``). A URL whose latest
-capture was a revisit keeps the capture holding that payload when it is one of the URL's own;
-when it was a payload found at another URL, the newest capture of the URL is kept and the
-crawler finds the payload by its digest among the other URLs' captures
-(``WARC-Refers-To-Target-URI`` naming that URL).
+Why from the merged CDX: it holds every capture of every earlier job, sorted by SURT key, so a
+domain's captures lie in a few contiguous ranges found by binary search (never a scan, never a
+list per job). Kept per URL: its latest capture that holds a payload (200, not a revisit, a
+digest, a GET), or for a revisit of another URL's payload the newest capture, whose payload the
+crawler finds by digest.
 """
 
 from __future__ import annotations

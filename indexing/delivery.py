@@ -1,21 +1,10 @@
-"""Retrospective deliveries (ARC or WARC files from elsewhere, e.g. the Internet Archive) as jobs.
+"""Retrospective deliveries (ARC or WARC files from elsewhere) registered as jobs.
 
-Why a job: everything downstream is organised by job — the indexing chain ingests the files of
-finished jobs, preservation packages one job per BagIt bag with its metadata WARC first, and the
-three levels harvest definition → job → file must be rebuildable from storage alone. So a delivery
-directory is registered as **one job** of a harvest definition named ``delivery:<name>``
-(inactive, never scheduled), status DONE, channel ``DELIVERY``, with no crawl dates (the daily
-QA, which reports on crawls, leaves it out). Its job directory holds ``warcs/`` with the delivered
-files (hard links, else copies; the delivered originals are never touched) and a metadata WARC we
-write, ``<job>-metadata-1.warc.gz``: a ``warcinfo`` record naming the delivery and its source
-directory, and a ``metadata`` record listing every delivered file with its size, SHA-1 and
-format. From there the ordinary chain indexes, transfers, backs up and cleans the files, and
-preservation packages the delivery as one bag.
-
-A file that is neither WARC nor ARC, or whose name the index manifest already holds (it would be
-skipped by the ingest, and missing from the delivery's package), is refused with a message; the
-others are registered. A delivery is registered once: registering the same name again does
-nothing (a later delivery is registered under another name).
+Why a job: everything downstream (indexing chain, preservation's one bag per job, the
+definition → job → file levels) is organised by job. A delivery directory becomes one DONE job
+of a harvest definition ``delivery:<name>``, its files hard-linked (or copied) into ``warcs/``
+beside a metadata WARC we write listing them. Files neither WARC nor ARC, or already indexed,
+are refused with a message; registering the same name again does nothing.
 """
 
 from __future__ import annotations

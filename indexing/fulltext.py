@@ -1,20 +1,10 @@
 """The text-extraction module of the indexing chain: every WARC, once, into the search index.
 
-Why a module beside the file chain rather than a step inside it: extraction (PDFs especially)
-is slower than indexing and must never hold a file back from transfer, backup and preservation;
-it reads the file where the chain left it (the repository copy once transferred) and keeps its
-own state, so a file becomes searchable minutes after it is indexed, and a failure here leaves
-replay and preservation untouched. Quarantined files are not extracted: replay cannot show
-their captures either.
-
-Each file is read once, in order. For every response (and revisit) record of an HTML, plain
-text or PDF payload, its capture is recorded (URL, SURT, host, registrable domain, time,
-status, MIME, payload digest, collection, harvest definition, job); the payload's text is
-extracted only when its digest is new (revisits and duplicate payloads point at the text
-already stored). Documents, captures and the file's checkpoint are written together every
-``batch`` records, so a process killed anywhere resumes after the last batch and writes nothing
-twice (every write is also idempotent). A damaged record is skipped, named with its offset in
-the file's errors and the log, and reading goes on at the next record.
+Why beside the file chain rather than a step in it: extraction (PDFs) is slower than indexing
+and must never hold a file back from transfer, backup and preservation; it keeps its own state,
+so a failure here leaves replay untouched. Text is extracted only for new payload digests;
+records are written in batches with the file's checkpoint, so a killed process resumes after
+the last batch, and a damaged record is skipped and named with its offset.
 """
 
 from __future__ import annotations

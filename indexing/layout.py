@@ -1,19 +1,8 @@
 """Where the indexing chain keeps its files, from the settings.
 
-Why one place: every module, the merges, the cleanup and the tests must agree on the directory of
-each step (a file's location is part of the chain's state) and on where each index lives.
-
-    <data_dir>/indexing/index/<worker>/   files queued for a CDX worker (ingest feeds the emptiest)
-    <data_dir>/indexing/transfer|backup|delete/   the next modules' working directories
-    <data_dir>/indexing/quarantine/       damaged files, files neither WARC nor ARC, with a .reason.json each
-    <data_dir>/locks/.<module>.lock       flock of the single modules (ingest, bigmerge, cleanup)
-    <index root>/cdx/daily/<day>/<file>.cdx(j)   per-file sorted CDX, written by the index module
-    <index root>/path/daily/<day>/<file>.path    per-file PATH line, written by transfer
-    <index root>/cdx/merged/<day>.cdx(j), path/merged/<day>.path   daily merge
-    <index root>/cdx/big.cdx(j), path/big.path                     bigmerge
-    <index root>/dedup/<harvest_id>/<file>.dedup  per-file captures for the dedup index
-The index root is <data_dir>/index, or <data_dir>/index/collections/<name> for a harvest
-definition routed to its own collection ([indexing.collections]).
+Why one place: every module, the merges, the cleanup and the tests must agree on the directory
+of each step (a file's location is part of the chain's state) and on where each index lives;
+the folders are listed in docs/architecture.md ("The index folders") and named here.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvestflow.formats.cdx import CdxEntry
 from indexing.errors import IndexingError
 
 WARC_VERSIONS = ("WARC/1.1", "WARC/1.0", "WARC/0.17", "WARC/0.18")
@@ -51,9 +52,9 @@ class RequestBody:
     body: bytes
 
 
-@dataclass(slots=True)
-class Capture:
-    """The fields of one record (``None`` where the reference writes nothing).
+@dataclass(slots=True, kw_only=True)
+class Capture(CdxEntry):
+    """One record as a scanner reads it: its CDX fields, and its type, ids and validators.
 
     Scanners yield every record, ``indexed`` False for those that get no line (requests,
     warcinfo…): a POST response's key depends on the request record next to it, found by
@@ -61,18 +62,9 @@ class Capture:
     """
 
     rec_type: str
-    url: str | None
-    date: str | None
-    mime: str | None
-    status: str | None
-    digest: str | None
-    offset: int
-    length: int
     record_id: str | None = None
     etag: str | None = None
     last_modified: str | None = None
-    method: str | None = None  # set on a POST/PUT response keyed under its request body
-    request_body: str | None = None
     concurrent_to: str | None = None
     indexed: bool = True
     request: RequestBody | None = None  # a POST/PUT request record's method, headers and body

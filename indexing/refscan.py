@@ -239,17 +239,17 @@ def _capture(record: object, it: ArchiveIterator, builder: RecordBuilder) -> Cap
         status = http.get_statuscode()
     digest = _payload_digest(record, builder)
     return Capture(
-        rec_type,
-        rec_headers.get_header("WARC-Target-URI"),
-        rec_headers.get_header("WARC-Date"),
-        mime,
-        status,
-        digest,
-        it.get_record_offset(),
-        it.get_record_length(),
-        rec_headers.get_header("WARC-Record-ID"),
-        http.get_header("etag") if http else None,
-        http.get_header("last-modified") if http else None,
+        rec_type=rec_type,
+        url=rec_headers.get_header("WARC-Target-URI"),
+        date=rec_headers.get_header("WARC-Date"),
+        mime=mime,
+        status=status,
+        digest=digest,
+        offset=it.get_record_offset(),
+        length=it.get_record_length(),
+        record_id=rec_headers.get_header("WARC-Record-ID"),
+        etag=http.get_header("etag") if http else None,
+        last_modified=http.get_header("last-modified") if http else None,
         concurrent_to=rec_headers.get_header("WARC-Concurrent-To"),
     )
 
@@ -268,15 +268,15 @@ def _other(record: object, it: ArchiveIterator) -> Capture:
                 method, http.get_header("Content-Type"), http.get_header("Content-Length"), body
             )
     return Capture(
-        record.rec_type,  # type: ignore[attr-defined]
-        rec_headers.get_header("WARC-Target-URI"),
-        rec_headers.get_header("WARC-Date"),
-        None,
-        None,
-        None,
-        it.get_record_offset(),
-        it.get_record_length(),
-        rec_headers.get_header("WARC-Record-ID"),
+        rec_type=record.rec_type,  # type: ignore[attr-defined]
+        url=rec_headers.get_header("WARC-Target-URI"),
+        date=rec_headers.get_header("WARC-Date"),
+        mime=None,
+        status=None,
+        digest=None,
+        offset=it.get_record_offset(),
+        length=it.get_record_length(),
+        record_id=rec_headers.get_header("WARC-Record-ID"),
         concurrent_to=rec_headers.get_header("WARC-Concurrent-To"),
         indexed=False,
         request=request,

@@ -144,11 +144,20 @@ def _hash_b32(h: hashlib._Hash) -> str:
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
 
 
+def _read_more(m: _Member, buf: bytes, block: str) -> tuple[bytes, bool]:
+    """``buf`` with the member's next inflated bytes, and whether the member has no more; a
+    header block larger than ``HEAD_MAX`` is left to the reference reader."""
+    more = m.read()
+    buf += more
+    if len(buf) > HEAD_MAX:
+        raise Fallback(f"very large {block} header block") from None
+    return buf, not more
+
+
 def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Capture | None:
     """Parse the record in member ``m`` and inflate the member to its end (or skip to it)."""
     # when skipping payloads, inflate a little first: usually all the headers, little payload
     buf = m.read(HEAD_FIRST, HEAD_FIRST) if state.skip and state.convention_seen else m.read()
-    total = len(buf)
     member_done = False
     # --- WARC header block
     while True:
@@ -158,13 +167,8 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
             )
             break
         except NeedMore:
-            more = m.read()
-            if not more:
-                member_done = True
-            buf += more
-            total += len(more)
-            if len(buf) > HEAD_MAX:
-                raise Fallback("very large WARC header block") from None
+            buf, done = _read_more(m, buf, "WARC")
+            member_done |= done
         except ValueError as exc:
             if first_member:
                 raise NotAWarcError(
@@ -209,13 +213,8 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
                 )
                 break
             except NeedMore:
-                more = m.read()
-                if not more:
-                    member_done = True
-                buf += more
-                total += len(more)
-                if len(buf) > HEAD_MAX:
-                    raise Fallback("very large HTTP header block") from None
+                buf, done = _read_more(m, buf, "HTTP")
+                member_done |= done
         if http is None and rec_type not in ("revisit", "request"):
             raise Fallback("response without HTTP headers")
     # a POST/PUT request: its body makes its response's key (indexing/postpair.py)
@@ -232,6 +231,7 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     if indexed and not digest and rec_type != "revisit":
         hasher = hashlib.sha1()
         hasher.update(buf[payload_start:block_end])
+    total = len(buf)  # inflated so far
     # --- skip the payload without inflating it (see find_end), once the file showed that its
     # members hold exactly the record and CRLF CRLF
     if state.skip and hasher is None and request is None and not m.d.eof and state.convention_seen:
@@ -270,15 +270,15 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         if request is not None:
             request.body = b"".join(body_parts)[:MAX_REQUEST_BODY]
         return Capture(
-            rec_type,
-            uri,
-            warc.by_name.get("warc-date"),
-            None,
-            None,
-            None,
-            m.start,
-            m.end - m.start,
-            warc.by_name.get("warc-record-id"),
+            rec_type=rec_type,
+            url=uri,
+            date=warc.by_name.get("warc-date"),
+            mime=None,
+            status=None,
+            digest=None,
+            offset=m.start,
+            length=m.end - m.start,
+            record_id=warc.by_name.get("warc-record-id"),
             concurrent_to=warc.by_name.get("warc-concurrent-to"),
             indexed=False,
             request=request,
@@ -295,17 +295,17 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     if http and rec_type in ("response", "revisit"):
         status = http.statusline.split(" ", 1)[0]
     return Capture(
-        rec_type,
-        uri,
-        warc.by_name.get("warc-date"),
-        mime,
-        status,
-        digest,
-        m.start,
-        m.end - m.start,
-        warc.by_name.get("warc-record-id"),
-        http.by_name.get("etag") if http else None,
-        http.by_name.get("last-modified") if http else None,
+        rec_type=rec_type,
+        url=uri,
+        date=warc.by_name.get("warc-date"),
+        mime=mime,
+        status=status,
+        digest=digest,
+        offset=m.start,
+        length=m.end - m.start,
+        record_id=warc.by_name.get("warc-record-id"),
+        etag=http.by_name.get("etag") if http else None,
+        last_modified=http.by_name.get("last-modified") if http else None,
         concurrent_to=warc.by_name.get("warc-concurrent-to"),
     )
 

@@ -1,23 +1,10 @@
 """Airflow plugin: the curators' views (app.curator.webapp) inside Airflow's UI.
 
 The FastAPI app is mounted by Airflow's API server at ``/curator`` and listed in the UI's
-navigation ("Browse → Harvest curator"). Every request must carry Airflow's own login: the
-``_token`` cookie the UI sets after sign-in, or an ``Authorization: Bearer`` JWT from
-``POST /auth/token``; the user must be allowed Airflow's WEBSITE view. A browser without a
-session is sent to Airflow's login page; any other request without a token gets 401, one with
-an invalid token 403 (as Airflow's own API), a user without the permission 403.
-
-Writes need more: the dependency names the user (``request.state.user``) and their role on our
-pages (``request.state.role``, app.curator.actions.Role) from Airflow's auth manager:
-an administrator is the simple auth manager's ADMIN or FAB's Admin (may delete users);
-a crawl engineer may edit pools (``is_authorized_pool(method="PUT")``: the simple auth
-manager's OP and ADMIN, FAB's Op and Admin), a curator may edit DAGs
-(``is_authorized_dag(method="PUT")``: USER; FAB's User), anyone else who sees the website is
-a viewer. app.curator.actions.check_write checks the role a write needs and the CSRF
-token on every POST.
-
-Airflow shows the app in an iframe sandboxed without top navigation; links to Airflow's own
-pages (a job's task log) are routed by the pages' script (``templates/curator.js``).
+navigation. Every request must carry Airflow's own login (the UI's ``_token`` cookie or a
+Bearer JWT) and the WEBSITE view permission; the dependency also names the user's role on our
+pages (admin, crawl engineer, curator, viewer) from Airflow's auth manager, which
+:func:`app.curator.actions.check_write` checks on every write.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Fast aggregation of one Heritrix crawl.log into a small grouped table.
 
-Why this shape: a broad crawl's daily logs hold tens of millions of lines and the benchmark asks
-for no more than twice the time of a single ``awk`` pass. Every metric family of the daily QA
-(status codes, MIME types, hosts → domains → TLDs, duplicates, budget hits, DNS failures, seeds)
-can be derived from one table grouped by (authority, status, MIME, flags) with counts and byte
-sums, so each line is touched exactly once, by polars' vectorised string kernels on both cores,
-in chunks of bounded size (peak memory does not grow with the log). All per-value string work
-(lower-casing hosts, stripping ports, public-suffix look-ups) happens afterwards on the few
-distinct values, never per line.
-
-Heritrix right-aligns the status in 5 columns and the size in 10 (its crawl.log format), so those two
-fields are read at fixed offsets and only the 9 single-space-separated fields after them are
-split. Lines that do not follow that layout (hand-edited logs, sizes over 10 digits) take a slow
-but tolerant Python path (qa.crawlline); lines that cannot be parsed at all (truncated, garbage,
-numbers out of range) are counted and their line numbers kept (the first few) so the report can
-name them.
-
-This polars path is the reference. When the C scanner (qa/_crawlscan.c, see qa.crawlscan) is
-built, plain lines are aggregated there instead, ~4 x faster, and only the lines it does not
-accept come through here; tests/qa/test_crawlscan.py checks both give the same table.
+Why this shape: a broad crawl's daily logs hold tens of millions of lines. Every metric of the
+daily QA derives from one table grouped by (authority, status, MIME, flags), so each line is
+touched once, by polars' vectorised kernels in bounded chunks; per-value work runs afterwards
+on the few distinct values. Lines off Heritrix's fixed-column layout take a tolerant Python
+path, unparsable ones are counted and named. This polars path is the reference; the C scanner
+(:mod:`qa.crawlscan`), when built, takes the plain lines ~4 x faster.
 """
 
 from __future__ import annotations

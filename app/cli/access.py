@@ -39,13 +39,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
-    from access import definition_index
-    from access.index import reindex
-    from access.publish import publish
+    from access.pipeline import refresh_access
 
-    result = reindex(force=args.force)
-    result["definitions"] = definition_index.reindex(force=args.force)
-    result["published"] = publish()  # definition collections, rules, home page
+    result = refresh_access(force=args.force)
     print(json.dumps(result, indent=1, sort_keys=True))
     return 0
 

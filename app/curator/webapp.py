@@ -1,23 +1,12 @@
-"""The curators' web pages: a small FastAPI app of server-rendered, read-only HTML pages.
+"""The curators' web pages: a small FastAPI app of server-rendered HTML pages.
 
-Why a plain FastAPI app with Jinja2 templates: Airflow 3 mounts a plugin's FastAPI app inside
-its own API server (``fastapi_apps``), behind its login, and shows it in the UI's navigation
-(``external_views``); plain HTML with PNG charts needs no JavaScript build. The app does not
-know Airflow: the plugin (``plugins/harvestflow_curator.py``) gives it the authentication
-dependency, so the library stays testable without an Airflow server.
-
-Every route is a GET but the forms' POSTs; every page's query binds its parameters and runs in
-a READ ONLY transaction (see :mod:`harvest.views`); tables are paginated; files
-are only read under the directories the database records for a job, a QA day or a preload run.
-The writes — ``POST /jobs/{id}/actions`` (an operator's action on a running crawl, crawl
-engineers), the harvest definitions' forms (:mod:`app.curator.definitions_pages`), a domain's
-configurations and alias (:mod:`app.curator.domains_pages`, crawl engineers), the selection
-records' forms (:mod:`app.curator.records_pages`), a QA comment and a target's annotation
-(:mod:`app.curator.feedback`) and ``POST /jobs/{id}/patch`` (a patch harvest of the URLs the
-job's replay view found missing) — are checked by :func:`app.curator.actions.check_write` (the
-CSRF token, the role) or, for those of a collection, by its roles there
-(:func:`app.curator.actions.check_needed`, :mod:`harvest.office.office_rights`), and made by
-the stage that owns the table.
+Why plain FastAPI with Jinja2 templates: Airflow 3 mounts a plugin's FastAPI app inside its
+API server, behind its login, and plain HTML with PNG charts needs no JavaScript build. The app
+does not know Airflow (the plugin gives it the authentication dependency), so it is testable
+alone. Reads run in READ ONLY transactions; every write (a form's POST) is checked by
+:func:`app.curator.actions.check_write` (role and CSRF token) or, for a collection's records,
+definitions and jobs, by the roles there (:mod:`harvest.office.office_rights`), and made by the
+owning stage.
 """
 
 from __future__ import annotations

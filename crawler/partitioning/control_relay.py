@@ -1,19 +1,10 @@
 """Live control of a partitioned job: the parent relays operators' actions to its children.
 
-Why a relay: each child of a host-partitioned job (crawler/partitioned_run.py) crawls part of the
-job, so each must apply every action (pause, filter, limits, stop), and an action is applied
-for the job only when all of them have applied it. The parent alone polls ``job_actions`` (one
-database poll per job, not one per process) and appends each new pending action to
-``actions.jsonl`` in the job's coordination directory; each child's JobControl
-(crawler/control.py) reads that file instead of the database and appends its answer to
-``answers-<i>.jsonl``. Once every child has answered, the parent marks the action in the
-database — refused if any child refused it (with the reasons), applied otherwise — and writes
-the job's ``operator-actions.log`` line, the one the metadata WARC carries.
-
-Files, not sockets, for the same reasons as the URL inboxes (crawler/partitioning/handoff.py): append-only,
-re-readable, nothing lost when a process dies. A killed job run again starts with fresh files
-and relays what is still pending in the database (filters are kept in each child's frontier
-state, as in a single-process crawl).
+Why a relay: each child crawls part of the job, so each must apply every action, and an action
+is applied for the job only when all have. The parent alone polls ``job_actions``, appends
+pending actions to a file in the coordination directory, and marks an action applied (or
+refused, with reasons) once every child has answered in its own file. Files, not sockets, as
+for the URL inboxes: append-only, re-readable, nothing lost when a process dies.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Host-partitioned crawling, the child's side: who owns a URL, and the inbox hand-off.
 
-Why partitions: one Scrapy process is bound to one core (the reactor and the per-request task
-machinery run in one thread), so a job is crawled by N processes, each owning the URLs of a set
-of hosts, each with its own frontier/seen-set (state/), crawl.log and WARC writer.
-
-Why the partition key is the *budget* domain when that domain has a limit, and the host (with
-its port) otherwise: a domain's object/byte budget is enforced exactly (with reservations) only
-if one process counts all of its fetches, so a limited domain stays in one partition; an
-unlimited domain has nothing to count, and spreading its hosts spreads the work (a site of many
-hosts under one domain, or the bench's hosts on one loopback address). Politeness is per host,
-and a host is always in one partition either way. The seeds' keys are dealt evenly over the
-partitions (:func:`seed_assignment`); other keys go by CRC-32 (stable across processes and runs,
-unlike Python's salted ``hash``).
-
-Why append-only inbox files: a URL a child discovers for another partition is appended (one
-``write`` per page, *before* the sender's frontier transaction commits) to
-``inbox-<owner>.jsonl``; the owner reads it on a timer and records how far it has read in its
-own state database, in the same transaction as the URLs it adds. So a kill -9 anywhere loses no
-hand-off (a written page survives the process) and a re-read is harmless (the owner's seen-set
-drops what it already has). The inboxes are fsync'd on a timer (about once a second), not per
-page: an fsync costs ~7 ms here, a quarter of a child's time at the bench's rate, and the
-frontier itself (SQLite WAL, synchronous=NORMAL) is not fsync'd per commit either — so a power
-cut may lose the last second of hand-offs as it may lose the last commits.
+Why partitions: one Scrapy process is bound to one core, so a job is crawled by N processes,
+each owning the URLs of a set of hosts. The key is the budget domain when it has a limit (so
+one process counts it exactly), else the host; keys go by CRC-32, stable across processes.
+Why append-only inbox files: a URL for another partition is appended before the sender's
+frontier commits, and the owner records how far it has read in the same transaction as the
+URLs it adds, so a kill -9 loses no hand-off and a re-read is harmless.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """What a rendering browser gets for a URL the job has already captured: the capture itself,
 read back from the job's WARC.
 
-Why: one capture per URL per job, and the site asked once — a resource the plain crawler (or
-an earlier page's browser) archived is not fetched again for the browser (that re-fetch would
-be unrecorded and outside the host's delay queue); the browser gets the recorded status,
-headers and body. Where a capture lies is read from the CDX lines the crawler writes as it
-writes records (``state/cdx.unsorted``: URL, WARC file, offset), tailed as they grow — so a
-resumed crawl finds its earlier captures, and in a partitioned job the other partitions'
-captures are found in their own CDX files and WARCs (``state/part-<i>/``) too.
-:class:`JobCaptures` answers the browser: a URL the plain crawler is fetching, or that the
-partition owning its host has yet to fetch, is waited for (bounded), then served the same way;
-one the crawl refused or failed gets 403/502, as when it is asked for the first time.
-
-The body is given as the browser expects it from a proxy that sends whole bodies: chunked
-transfer coding and content coding (gzip, deflate, br, zstd, stacked ones) removed by the
-crawler's bounded inflation (crawler/inflate.py: ``max_inflate_bytes`` of one body, the
-process's budget, whatever the type — a record holding a compression bomb is read as its
-prefix, logged and counted as ``harvestflow/render/inflate_cut``), its headers saying what is
-left; crawler/rendering/proxy.py drops the hop-by-hop headers and writes Content-Length itself. A
-revisit record resolves to the original it refers to when that original is one of the job's
-own captures, or an earlier job's WARC the dedup index names by a path readable here;
-otherwise (an earlier job's WARC in the archive's store) :meth:`ArchivedCaptures.response`
-gives None and the caller decides.
+Why: one capture per URL per job; a re-fetch for the browser would be unrecorded and outside
+the host's delay queue. Captures are found from the CDX the crawler records as it writes
+(every partition's too), bodies decoded by the bounded inflation; a URL still being fetched is
+waited for (bounded), and a revisit resolves to its original when readable here.
 """
 
 from __future__ import annotations

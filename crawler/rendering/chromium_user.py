@@ -1,19 +1,10 @@
 """Who the crawl's Chromium runs as, and where its profiles live, so that it keeps its sandbox.
 
-Why: Chromium refuses its sandbox as root, and ``--no-sandbox`` would leave every page of the
-web the crawl renders one renderer bug away from the crawler's own (root) privileges. So a
-crawler running as root starts Chromium as the unprivileged system user ``harvestflow_chromium``
-(created on first use with ``useradd --system``, as the embedded PostgreSQL's
-``embedded_postgres`` is: harvestflow/services/postgres.py), whose renderers then run in
-Chromium's namespace sandbox with its seccomp filter. As any other user Chromium runs as that
-user, sandboxed too.
-
-That user must be able to write its profile: a job's directory may sit under folders only root
-may enter (a data dir, pytest's ``/tmp/pytest-of-root``), so a root crawler's profiles go under
-``<tmp>/harvestflow-chromium/<job>`` (``<job>``: a digest of the job's state directory, stable
-across a resume, so a restarted crawl still removes what a killed one left), made traversable
-(0711), each profile owned by that user. ``HARVESTFLOW_CHROMIUM_NO_SANDBOX=1`` is the escape for
-a host whose kernel gives Chromium no sandbox (no user namespaces): said in crawler.log.
+Why: Chromium refuses its sandbox as root, and ``--no-sandbox`` would leave the crawler's root
+privileges one renderer bug away from any page. So a root crawler starts Chromium as the system
+user ``harvestflow_chromium``, with profiles under a temporary folder that user may reach (a
+digest of the job's state directory, stable across a resume).
+``HARVESTFLOW_CHROMIUM_NO_SANDBOX=1`` is the escape for a kernel without user namespaces.
 """
 
 from __future__ import annotations

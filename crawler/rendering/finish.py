@@ -93,17 +93,8 @@ def finish_interrupted(ctx: CrawlContext) -> int:
         try:
             entry = json.loads(value)
             hf, c = entry["hf"], entry["cap"]
-            links = [tuple(link) for link in entry["links"]]
-            fields = [
-                (k, v)
-                for k, v in (
-                    ("via", hf.get("via") or ""),
-                    ("hopsFromSeed", hf["hops"]),
-                    ("sourceTag", hf.get("seed") or ""),
-                    ("fetchTimeMs", str(c["duration_ms"])),
-                )
-                if v
-            ] + [("outlink", f"{u} {h} {x}") for u, h, x in links]
+            links = [(u, h, x) for u, h, x in entry["links"]]
+            fields = page_fields(hf, c["duration_ms"], links)
             ctx.records.write(metadata_record(entry["url"], c["date"], c["record_id"], fields))
             annotations = [*c["annotations"], "render-interrupted"]
             if entry.get("tries"):

@@ -1,23 +1,10 @@
 """The HTTP proxy a rendering tab's requests go through (one listener per tab).
 
-Why a proxy inside the crawler and not warcprox: what the browser asks for must go through the
-crawl's own fetch path — the capture middleware that writes request/response records as the
-bytes came off the wire (exactly like every other capture of the job, into the job's WARCs with
-its naming and warcinfo), the job's host mapping (``resolve``), robots rules, the host's
-politeness queue, budgets and the frontier's seen-set (one capture per URL per job). warcprox
-would write WARCs of its own naming and warcinfo, fetch outside those rules, and bring a
-dependency tree (warctools, certauth, doublethink…) into the crawler's venv. So this proxy only
-parses the browser's request and hands it to a coroutine (crawler/rendering/renderer.py) that fetches it
-through Scrapy; one listener per tab tells whose page a request belongs to.
-
-HTTPS: a ``CONNECT host:port`` is answered 200, then the proxy ends the TLS connection itself
-with a certificate for the host from the job's CA (crawler/rendering/tls.py) and reads the
-requests inside the tunnel as ``https://host:port/…``. Without a CA, ``CONNECT`` gets 501.
-
-Byte ranges: a media element asks ``Range: bytes=0-`` and then other ranges. The crawl fetches
-(and archives) the whole resource once, without the range — one 200 record of the full payload,
-as warcprox and Browsertrix archive media, so that replay can serve any range — and each of the
-browser's range requests is answered from that body (:func:`ranged`: 206 with Content-Range).
+Why our own proxy and not warcprox: what the browser asks for must go through the crawl's own
+fetch path (capture middleware, host mapping, robots, politeness, budgets, seen-set), into the
+job's WARCs; warcprox would fetch outside those rules and write WARCs of its own. HTTPS is
+intercepted with the job's CA (:mod:`crawler.rendering.tls`); a media range request is answered
+from the whole resource, fetched and archived once (:func:`ranged`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """The QA pass's replay: a rendered page loaded again, from the job's own WARCs, in one of the
 crawl's tabs, with the same viewport and behaviours as its capture.
 
-Why from the WARCs and not through the access service: the job's records are readable as soon
-as they are written (the renderer already serves captured URLs back to its browser from them,
-crawler/rendering/archive.py), while the job's replay view needs its WARCs indexed first; and the
-answer is the same as pywb's in proxy mode for the URLs the page asks for (exact URL match, the
-recorded status, headers and body), without a round trip through the gateway and pywb. A tab's
-replay browser context goes through a proxy of its own (:class:`ReplayProxy`) that answers only
-from those records: a URL the job has no record of (never asked for, refused, failed) is a 404
-and is listed as missing. Nothing reaches a site during a replay. Its answers say
-``Cache-Control: no-store``: the replay context is kept from page to page
-(crawler/rendering/tabpage.py), and each replay must ask the archive for everything its page
-needs, as a first visit does.
-
-The page then gets its capture's treatment (crawler/rendering/renderer.py): load, network idle
-(a shorter quiet, ``REPLAY_IDLE_S``: nothing is waited for from a server), dwell,
-consent (the host's kept answer restored, else the dialog answered again, as at capture —
-Browsertrix's users found 99 % of their QA differences caused by a consent popup that
-reappeared in replay), site behaviours, scrolling, "load more", media, back to the top; then
-its DOM text and the full-page screenshot are taken as at capture (the full page only, encoded
-the same way: identical pixels give identical bytes, compared without decoding), and its
-JavaScript errors were listened to from the start.
+Why from the WARCs and not the access service: the records are readable as soon as written,
+while a replay view needs the WARCs indexed; the answers are pywb's for an exact URL match. A
+replay context's proxy (:class:`ReplayProxy`) answers only from those records: an unrecorded URL
+is a 404 and listed missing, and nothing reaches a site during a replay. Its answers are
+``no-store``: the replay context is kept from page to page, and each replay must still ask the
+archive for everything its page needs.
 """
 
 from __future__ import annotations

@@ -213,7 +213,7 @@ def metadata_record(
 def video_info_record(
     uri: str, date: str, body: bytes, content_type: str, concurrent_to: str
 ) -> ArcWarcRecord:
-    """What yt-dlp found on a page (crawler/render_video.py): a ``metadata`` record
+    """What yt-dlp found on a page (:mod:`crawler.rendering.video`): a ``metadata`` record
     (``youtube-dl:URL``, as brozzler names it) tied to the page's response record."""
     return _record(
         uri,

@@ -1,22 +1,10 @@
 """One bounded run of the continuous crawl, resuming from (and writing back to) the URL state.
 
-Why a chain of bounded runs instead of one endless crawler process: the URL state in PostgreSQL
-is the frontier, so a run is just "fetch the URLs due now, in order of due time": a crawler job
-(black box, its job spec) whose seeds are the due URLs, with ``max_hops`` 0 (links are only
-*noted*, as crawl.log ``-4001`` lines, and become new URLs of the state if they are in their
-seed's scope and their page changed) but the selective crawler's transclusion hops: a page's
-images, stylesheets and scripts — on a CDN host too — are fetched with it, as the selective
-crawler fetches them (``crawler.scope``), so the page replays whole; they get a URL state of
-their own, and the dedup index of a run also holds the earlier captures of every URL of the due
-URLs' seeds, so an unchanged embed becomes a revisit record. The dedup index is built from the
-state (an unchanged payload becomes a revisit record, and ETag / Last-Modified are sent as
-If-None-Match / If-Modified-Since). After the run its crawl.log and WARCs update the state,
-its WARCs are indexed into the live collection as each one closes, during the run (a
-:class:`~indexing.nrt.LiveWatcher`, given by the caller as
-``live_index``; a small ``warc_max_size`` in the template makes
-files close often, so captures become replayable minutes after their fetch), and a
-continuous_runs row keeps the statistics. A crashed run leaves the state untouched: the same
-URLs are still due and the next run fetches them.
+Why a chain of bounded runs instead of one endless crawler: the URL state in PostgreSQL is the
+frontier, so a run is a crawler job whose seeds are the URLs due now (``max_hops`` 0, links only
+noted, embeds fetched with their page), deduplicated against the state. After the run its
+crawl.log and WARCs update the state (its WARCs indexed live as they close); a crashed run
+leaves the state untouched, so the same URLs are due again.
 """
 
 from __future__ import annotations

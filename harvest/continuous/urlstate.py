@@ -1,33 +1,10 @@
 """One URL's revisit history and the pure transition applied after each visit.
 
-Why pure: the database layer (``store``), the tests and the simulated-clock benchmark all move a
-URL's state the same way, with ``now`` given, so the benchmark measures the policy the crawl runs.
-
-What counts as "unchanged": a 304 to a conditional request (the server says so, and the ETag /
-Last-Modified it sends back agree with the ones we asked with — both indicators must agree,
-otherwise the validators are dropped and the next visit is a full download), or a payload
-whose digest equals the previous one — the noise-stripped digest when an operator rule applies to
-the URL and both visits have one, the strict digest otherwise. A status change (200 → 404) is a
-change. The first visit of a URL is not judged (nothing to compare with): it gets the policy's
-initial wait for its content type and depth. Failures and exclusions (robots, DNS, connection)
-cannot be judged: fixed wait, the previous capture kept.
-
-Records written, and links: the crawler writes an ``identical-payload-digest`` revisit only when
-the *strict* digest equals the last full capture's (replay substitutes that capture's payload, so
-it must be byte-identical), and a ``server-not-modified`` revisit for a 304. A page whose strict
-digest changed but whose noise-stripped digest did not is stored as a full response (its bytes
-differ) yet counts as unchanged for the revisit policy, and its links are not taken again.
-
-Conditional requests (which validators go into the dedup index, hence into If-None-Match /
-If-Modified-Since): a validator is sent only while it has never said "unchanged" when the other
-indicator said "changed". After a full download it is distrusted for good (``etag_trusted`` /
-``lm_trusted`` false) when it stayed the same while the strict digest changed, or while the
-other validator changed (ETag equal but Last-Modified moved, or the reverse: the one that stayed
-equal is the one whose header would have skipped the download). The same holds for a 304 whose
-echoed validators disagree with the ones we asked with. A validator that changed while the
-content did not only costs a download, so it stays trusted. A validator is only ever caught
-when a full download happens, so every ``verify_every``-th visit sends none (``dedup_line``):
-the digest of that download checks what the validators kept saying.
+Why pure: the database layer, the tests and the simulated-clock benchmark move a URL's state
+the same way, with ``now`` given, so the benchmark measures the policy the crawl runs.
+"Unchanged" is a 304 whose validators agree, or an equal payload digest (noise-stripped when a
+rule applies); a validator that once said "unchanged" wrongly is distrusted for good, and every
+``verify_every``-th visit sends none so the digest can check them (see :func:`apply_visit`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """NetarchiveSuite's fixed-domain-count job generator.
 
-Why: the simpler generator, used where size estimates are not wanted: configurations are
-grouped by (template, attributes, max objects, max bytes) and each group fills jobs up to
-``fixed_domain_count_snapshot`` (snapshot) or ``fixed_domain_count_focused`` (selective) domains.
-As in NetarchiveSuite's ``FixedDomainConfigurationCountJobGenerator``, a configuration joins a
-job only while the job holds fewer than that count, so a count of 0 (its default for selective
-harvests) gives one configuration per job.
-
-Order: like NetarchiveSuite's ``AbstractJobGenerator``, the stream is cut into chunks of
-``domain_config_subset_size`` and each chunk is sorted by the configuration's own name (its
-``ConfigNamesComparator``: the name only, not the domain). Java's ``Collections.sort`` is stable,
-so configurations of the same name keep the stream's order (config_id here). The order decides
-which configurations share a job when a group holds more than the count. One open job per group
-is kept across chunks (NetarchiveSuite's per-harvest state), so memory is bounded by one chunk
-plus the number of groups times the job size.
+Why: the simpler generator, where size estimates are not wanted. Configurations are grouped by
+(template, attributes, max objects, max bytes) and each group fills jobs up to
+``fixed_domain_count_snapshot`` or ``_focused`` domains, in NetarchiveSuite's order (chunks of
+``domain_config_subset_size`` sorted by configuration name, stably), so that the same
+configurations share a job as they would there; memory is bounded by one chunk.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Preload sources: read, normalise, de-duplicate, report, and cut the work into chunks.
 
-Why this shape: the BnF's preload merged five sources into 3.3 million unique domains and its
-curators wanted to know what each source *added*. Sources are read in the order given; each
-line is normalised to a registrable domain, invalid lines go to ``rejects.tsv`` with source,
-line number and reason (the rest carries on), and per source we count lines, valid lines,
-unique domains and *new* domains (not in the harvest DB, not in an earlier source). The unique
-domains are written as chunk files that the DNS check maps over.
-
-Source specs (plain dicts, as a DAG's params would give them)::
-
-    {"name": "afnic", "kind": "registry", "path": "afnic.txt"}                  # one per line
-    {"name": "afnic", "kind": "registry", "path": "x.csv", "column": "domain"}  # CSV column
-    {"name": "harvest-db", "kind": "harvest_db"}          # every domain already in the DB
-    {"name": "selections", "kind": "selections"}          # curators' selection records' URLs
-    {"name": "depot-legal", "kind": "url_list", "path": "urls.txt"}  # domain of each URL
+Why this shape: curators want to know what each source *added*. Sources are read in the order
+given (registry lists, CSV columns, the harvest DB, selection records, URL lists: see
+:func:`collect_sources`); each line is normalised to a registrable domain, invalid lines go to
+``rejects.tsv`` with the reason, and per source the new domains are counted. The unique domains
+are written as chunk files that the DNS check maps over.
 """
 
 from __future__ import annotations

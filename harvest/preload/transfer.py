@@ -1,22 +1,10 @@
 """Transfer: load the checked domains of a preload run into the harvest DB, and report.
 
-Why set-based SQL in one transaction: a yearly preload moves millions of domains; one
-``INSERT ... SELECT`` per step is minutes where row-by-row work would be hours, and one
-transaction means a killed task leaves nothing half done. Every step is an UPSERT or a guarded
-UPDATE, so running ``transfer`` twice changes nothing the second time.
-
-What happens:
-- a domain not in the DB whose DNS check did not fail (active or unknown: unknown is never
-  excluded) is created with NetarchiveSuite's defaults: configuration ``defaultconfig`` (template
-  ``default_snapshot``, 1,000,000,000 bytes, unlimited objects, max rate 100) and the seed list
-  ``defaultconfig-seeds`` with the four seeds http(s)://(www.)D, plus the specific URLs the
-  sources gave for it;
-- an existing domain keeps its (curated) configuration; it gets a default configuration and seed
-  list when it has none, and the specific URLs are appended to its default configuration's seed
-  list when missing;
-- an existing domain whose DNS check failed is made inactive with the reason, so nothing is
-  harvested for it; one that this preload made inactive earlier and is active again is
-  reactivated (domains deactivated for other reasons are left alone).
+Why set-based SQL in one transaction: a yearly preload moves millions of domains, and a killed
+task must leave nothing half done; every step is an UPSERT or a guarded UPDATE, so a second
+``transfer`` changes nothing. New domains get NetarchiveSuite's default configuration and
+seeds; existing ones keep their curated configuration; a domain whose DNS check failed is made
+inactive (and reactivated when this preload had deactivated it and it answers again).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Online check of a curator's new seed URLs before they are accepted.
 
-Why these verdicts: a URL answering 4xx/5xx, or whose host has no DNS, would give an empty
-harvest, so it is refused with the reason; a redirect (3xx) is accepted but reported with its
-target, so the curator can pick the better URL. Redirects are not followed (the curator decides).
-
-Why it refuses what the crawler refuses: anyone with the curator role types these URLs, and a
-check that connects anywhere is a scanner of the internal network's ports (PostgreSQL's port
-answered differently from a closed one). The resolved address goes through the crawler's own
-rule (:func:`harvestflow.addresses.address_allowed`; numeric spellings such as ``0x7f000001``
-resolve to the address they mean), the connection goes to that address (no second lookup), and
-a failure is reported as "not reachable" only: what went wrong is logged for operators. As in
-the crawler, ``[harvest] url_check_allow_private`` (tests, demos on loopback) lifts the rule,
-and an explicit ``resolve`` (host -> address, the operator's) is trusted.
-
-Why a total time limit (``[harvest] url_check_timeout_s``): a server that accepts and never
-answers, or sends a byte now and then, must not hold the form that is being saved (the curator
-pages run it in a thread of Airflow's api-server): the connection is cut at the deadline,
-whatever step it is in.
+Why: a URL answering 4xx/5xx or without DNS would give an empty harvest (refused with the
+reason); a redirect is accepted and reported with its target, not followed. Why it refuses what
+the crawler refuses: a check that connects anywhere is a scanner of the internal network, so the
+address goes through :func:`harvestflow.addresses.address_allowed` and a failure is reported
+only as "not reachable". ``[harvest] url_check_timeout_s`` bounds the whole check.
 """
 
 from __future__ import annotations

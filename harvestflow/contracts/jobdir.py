@@ -1,21 +1,9 @@
 """The layout of one job's directory, in one object.
 
 Why one object: the crawler writes this directory and harvest, indexing, QA, preservation and
-the curator pages read it; each used to spell the paths itself ("warcs", "logs/crawl.log",
-"summary.json"...), so a change of layout had ~15 places to agree. ``JobDir(path)`` names every
-file and folder; it creates nothing (the writers ``mkdir`` what they write).
-
-    job.json                 the frozen job spec (harvest writes it, the crawler runs it)
-    summary.json             the job summary the crawler writes last
-    warcs/                   data WARCs (``*.warc.gz``, ``*.open`` while written), metadata WARC
-    logs/crawl.log           Heritrix's crawl.log (``crawl.log.gz`` once compressed)
-    logs/crawler.log         the crawler's own log; ``progress-statistics.log`` and
-                             ``operator-actions.log`` beside it
-    reports/*.txt            Heritrix's reports (and the screenshots report)
-    state/crawl.sqlite       the persisted frontier; ``state/cdx.unsorted`` the recorded CDX
-    state/render-ca/         the rendering tabs' certificate authority
-    host-leases-held.json    the host leases a crawl could not give back (while it is so)
-    state/part-<i>/          a partition child's own job directory (same layout)
+the curator pages read it; each used to spell the paths itself. ``JobDir(path)`` names every
+file and folder (job.json, summary.json, warcs/, logs/, reports/, state/, partitions); it
+creates nothing (the writers ``mkdir`` what they write).
 """
 
 from __future__ import annotations

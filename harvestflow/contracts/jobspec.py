@@ -1,19 +1,9 @@
 """The job spec (job.json): what one crawl must do, written by harvest, run by the crawler.
 
-Why one model for both sides: harvest writes the spec when it prepares a job (``harvest.jobs``,
-the continuous crawl, ``harvestflow crawl --seed``) and the crawler reads it; both go through
-:class:`JobSpec`, so a key is spelled once and a top-level value of the wrong type is refused
-where it is written. Every component of the crawl reads the same few values (scope, politeness,
-limits): :func:`from_dict` fills in the template's defaults from settings [crawler] and checks
-it once when the crawl starts (the writing side carries the template as written, see
-``resolve``); a bad value is a :class:`JobSpecError` naming the file and the key. Unknown keys
-are ignored (kept in ``raw``).
-
-What is written is what was given: the template as set in the harvest database (its defaults
-stay in settings, read when the crawl starts), the identity (user agent, from, operator,
-organisation) only when the job sets it. Version 0 (no ``version`` key, files written before the
-model) reads the same as version 1. The crawler's own normalisation of seeds (fragments, see
-``crawler.jobspec``) is the crawler's: the model keeps the seeds as written.
+Why one model for both sides: a key is spelled once, and a top-level value of the wrong type is
+refused where it is written. :func:`from_dict` fills in the template's defaults from settings
+[crawler] and checks them when the crawl starts; a bad value is a :class:`JobSpecError` naming
+the file and the key. What is written is what was given; unknown keys are kept in ``raw``.
 """
 
 from __future__ import annotations

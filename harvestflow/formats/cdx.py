@@ -1,28 +1,10 @@
 """The CDX line model: 11-field CDX and CDXJ lines exactly as cdxj-indexer writes them.
 
-Why one model: the indexing chain, the crawler (the CDX it records as it writes each record,
-stored in the job's metadata WARC) and the dedup index all write or read these lines, and replay
-tools binary-search them. Written twice, they drifted (a simplified SURT, lower-cased MIME types,
-a redirect field the reference leaves out). Here the fields of each format are listed once, as
-pywb's ``cdxobject`` does, and every value is derived the way cdxj-indexer (the reference, used
-only as a test oracle) derives it from the record:
-
-- key: the reference SURT (:mod:`harvestflow.formats.surt`), or the URL when it has none;
-- timestamp: the 14 digits of ``WARC-Date``;
-- MIME: ``warc/revisit`` for revisits, else the HTTP ``Content-Type`` (the WARC one for records
-  without HTTP headers) cut at the first ``;`` or white space — case kept, nothing else changed.
-  A server's hostile ``Content-Type`` (tabs, CR, many spaces, 10 kB, NUL) therefore cannot shift a
-  line's fields: white space ends the value; what remains (a long token, a NUL) is written as the
-  reference writes it (CDXJ escapes it as JSON);
-- CDXJ: ``<key> <timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}``
-  in that key order, a key left out when the record has no such value;
-- a POST or PUT response (paired with its request record) is keyed, in both formats, under its
-  URL with the method and the request body appended (:mod:`harvestflow.formats.postquery`, as
-  pywb and ``cdxj-indexer -p`` key it), and its CDXJ line ends with ``"requestBody"`` and
-  ``"method"``; the ``url`` field stays the URL;
-- CDX11: header `` CDX N b a m s k r M S V g`` then ``key timestamp url mime status digest
-  redirect meta length offset filename``, ``-`` for a missing value (redirect and meta always),
-  the digest without its ``sha1:`` prefix.
+Why one model: the indexing chain, the crawler and the dedup index all write or read these
+lines, and written twice they drifted. Here each format's fields are listed once, as pywb's
+``cdxobject`` does, each value derived as cdxj-indexer (the reference, a test oracle only)
+derives it; a POST/PUT response is keyed with its body (:mod:`harvestflow.formats.postquery`).
+The fields are listed in docs/architecture.md ("CDX and CDXJ").
 """
 
 from __future__ import annotations
@@ -32,7 +14,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from harvestflow.formats.postquery import appended_url
 from harvestflow.formats.surt import surt_or_url
@@ -42,7 +23,6 @@ __all__ = [
     "FORMATS",
     "Cdx11Line",
     "CdxEntry",
-    "CdxFields",
     "cdx11_line",
     "cdxj_line",
     "http_mime",
@@ -62,29 +42,16 @@ _PLAIN_DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*)?Z$")
 _JSON_PLAIN = re.compile(r"[ !#-\[\]-~]*\Z")
 
 
-class CdxFields(Protocol):
-    """What a CDX line is made of (``None`` where the reference writes nothing).
-
-    The indexing chain's ``Capture`` and :class:`CdxEntry` both have these attributes; ``date``
-    is the record's ``WARC-Date`` and ``digest`` its ``WARC-Payload-Digest`` (``sha1:…``).
-    ``method`` is set (upper-case) only for a POST/PUT response keyed under its request body,
-    ``request_body`` then being the body's query (None: a request with a bad Content-Length).
-    """
-
-    url: str | None
-    date: str | None
-    mime: str | None
-    status: str | None
-    digest: str | None
-    length: int
-    offset: int
-    method: str | None
-    request_body: str | None
-
-
 @dataclass(slots=True)
 class CdxEntry:
-    """One indexed record, for writers that are not scanning a WARC (the crawler)."""
+    """What a CDX line is made of (``None`` where the reference writes nothing).
+
+    The crawler builds one as it writes each record; the indexing chain's ``Capture`` extends
+    it with what a scanner also reads. ``date`` is the record's ``WARC-Date`` and ``digest``
+    its ``WARC-Payload-Digest`` (``sha1:…``). ``method`` is set (upper-case) only for a POST/PUT
+    response keyed under its request body, ``request_body`` then being the body's query (None:
+    a request with a bad Content-Length).
+    """
 
     url: str | None
     date: str | None
@@ -154,7 +121,7 @@ def warc_date(timestamp: str) -> str:
     return f"{s[0:4]}-{s[4:6]}-{s[6:8]}T{s[8:10]}:{s[10:12]}:{s[12:14]}Z"
 
 
-def _key_and_time(rec: CdxFields) -> tuple[str, str]:
+def _key_and_time(rec: CdxEntry) -> tuple[str, str]:
     if rec.url and rec.method:
         key = surt_or_url(appended_url(rec.url, rec.method, rec.request_body))
     else:
@@ -162,7 +129,7 @@ def _key_and_time(rec: CdxFields) -> tuple[str, str]:
     return key, timestamp14(rec.date) if rec.date else "-"
 
 
-def _json_fields(rec: CdxFields, filename: str) -> dict[str, str]:
+def _json_fields(rec: CdxEntry, filename: str) -> dict[str, str]:
     index: dict[str, str] = {}
     if rec.url is not None:
         index["url"] = rec.url
@@ -178,7 +145,7 @@ def _json_fields(rec: CdxFields, filename: str) -> dict[str, str]:
     return index
 
 
-def cdxj_line(rec: CdxFields, filename: str) -> str:
+def cdxj_line(rec: CdxEntry, filename: str) -> str:
     """The CDXJ line of ``rec`` stored in ``filename``."""
     key, ts = _key_and_time(rec)
     fields = _json_fields(rec, filename)
@@ -193,7 +160,7 @@ def cdxj_line(rec: CdxFields, filename: str) -> str:
     return f"{key} {ts} {json.dumps(fields)}"
 
 
-def cdx11_line(rec: CdxFields, filename: str) -> str:
+def cdx11_line(rec: CdxEntry, filename: str) -> str:
     """The CDX11 line of ``rec`` stored in ``filename`` (no trailing newline)."""
     key, ts = _key_and_time(rec)
     digest = rec.digest.split(":")[-1] if rec.digest is not None else "-"

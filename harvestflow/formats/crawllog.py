@@ -1,22 +1,10 @@
 """The crawl.log line of Heritrix 3: one model, one parser, one writer.
 
 Why here: the crawler writes crawl.log, and the reports, the dedup index, the continuous crawl,
-the daily QA (polars and C paths) and the curator search read it. Each used to split the line
-itself; a reader that took "at least 12 fields" let a value with spaces in it (before the
-writers escaped them, or in a log from elsewhere) shift the columns, so that a server could
-choose its own line's digest, seed and annotations. Now every reader goes through
-:meth:`CrawlLogLine.read` and the crawler writes through :meth:`CrawlLogLine.format`; the QA's
-C scanner and polars path are fast paths that tests/qa/test_crawlscan_model.py proves equal to
-this parser on real Heritrix lines and hostile ones.
-
-The fields (Heritrix 3, space-separated, status right-aligned in 5 columns and size in 10):
-log time, status (HTTP status or a negative Heritrix code such as -6, -61, -9998), size (``-``
-for none), URI, hop path (``-`` for a seed), via, MIME type, thread (``#042``), fetch start and
-duration (``yyyyMMddHHmmssSSS+ms``), digest, source tag (the seed), annotations
-(comma-separated). A line is taken only when it has exactly :data:`FIELD_COUNT`
-whitespace-separated fields, or one more that is Heritrix's optional extra-info JSON object
-(``-extraInfo``; written without spaces, ``{...}``), and when its time, status and size read as
-such; any other line is a bad line, and :meth:`CrawlLogLine.read` says why.
+the daily QA and the curator search read it. Readers that each split the line let a value with
+spaces shift the columns; now every reader goes through :meth:`CrawlLogLine.read` (exactly
+:data:`FIELD_COUNT` fields, or one more extra-info object, else a bad line with the reason) and
+the crawler writes through :meth:`CrawlLogLine.format`.
 """
 
 from __future__ import annotations

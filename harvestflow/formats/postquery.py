@@ -1,20 +1,10 @@
 """The lookup key of a POST or PUT capture: its request body appended to the URL as a query.
 
-Why: replay tools find a capture by URL, but a page's POST API answers differently for each
-body (``{"page": 2}``), so pywb and ``cdxj-indexer -p`` (the reference, a test oracle only)
-index a POST/PUT response under ``URL?__wb_method=post&<body as a query>`` and pywb builds the
-same key from the body of the POST it replays. Our CDX lines (the crawler's and the indexing
-chain's, :mod:`harvestflow.formats.cdx`) must carry exactly that key, so the body is turned into a
-query here the way the reference does it (the Webrecorder "request body canonicalization"):
-
-- ``application/x-www-form-urlencoded``: the body, percent-decoded (``unquote_plus``);
-- ``multipart/*``: its fields URL-encoded (a file part's bytes as they are);
-- ``application/json`` (and ``text/plain`` that parses as JSON): every scalar as
-  ``name=value`` (a repeated name as ``name.2_``…), URL-encoded; unparsable JSON gives nothing;
-- anything else (and undecodable text): ``__wb_post_data=<base64 of the body>``;
-
-cut at 4,096 characters. The key is the SURT of ``URL + ("?" or "&") + "__wb_method=" + method
-[+ "&" + query]``; the method is written upper-case, as the request line has it.
+Why: a POST API answers differently for each body, so pywb and ``cdxj-indexer -p`` (the
+reference, a test oracle only) index a POST/PUT response under
+``URL?__wb_method=post&<body as a query>``, and pywb builds the same key when it replays. Our CDX
+lines must carry exactly that key, so the body is turned into a query here the way the
+reference does it (form, multipart, JSON, else base64), cut at 4,096 characters.
 """
 
 from __future__ import annotations

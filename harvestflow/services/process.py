@@ -211,6 +211,58 @@ def started_or_stopped(
     return True
 
 
+class DetachedService:
+    """What each embedded server (Redis, SeaweedFS) is: its files below ``data_dir`` named
+    ``<stem>.pid`` and ``<stem>.log``, started detached, ready once :meth:`answers` says so.
+
+    Subclasses (dataclasses) give ``data_dir`` and the class constants; messages, timeouts
+    and what "answers" means stay theirs."""
+
+    data_dir: Path
+    program: str  # in messages: "redis-server", "SeaweedFS"
+    stem: str  # of its pid and log files
+    poll_s: float  # between two readiness checks
+
+    @property
+    def pidfile(self) -> Path:
+        return self.data_dir / f"{self.stem}.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.data_dir / f"{self.stem}.log"
+
+    def pid(self) -> int | None:
+        return read_pid(self.pidfile)
+
+    def answers(self) -> bool:
+        """Whether the server is ready to serve (checked until it is, after a start)."""
+        raise NotImplementedError
+
+    def not_ready(self) -> str:
+        """The error when it never answers: what did not answer, and where."""
+        raise NotImplementedError
+
+    def stop(self) -> bool:
+        """Stop the server (subclasses: with their own grace and poll times)."""
+        raise NotImplementedError
+
+    def spawn(self, command: list[str], timeout_s: float) -> bool:
+        """Start ``command`` in ``data_dir``; True once it answers, stopped again if it does not."""
+        proc = spawn_service(command, self.logfile, self.data_dir, self.pidfile)
+        return started_or_stopped(proc, lambda p: self._wait_ready(timeout_s, p), self.stop)
+
+    def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+        wait_until(
+            self.answers,
+            timeout_s,
+            proc=proc,
+            name=self.program,
+            logfile=self.logfile,
+            not_ready=self.not_ready(),
+            poll_s=self.poll_s,
+        )
+
+
 def descendants(procs: list[subprocess.Popen[bytes]]) -> list[psutil.Process]:
     """Every live process below ``procs``, whatever its process group.
 

@@ -13,20 +13,12 @@ from __future__ import annotations
 import logging
 import shutil
 import socket
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from harvestflow.services.postgres import port_open
-from harvestflow.services.process import (
-    ServiceError,
-    read_pid,
-    spawn_service,
-    started_or_stopped,
-    stop_process_group,
-    wait_until,
-)
+from harvestflow.services.process import DetachedService, ServiceError, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -63,27 +55,25 @@ def url_answers(url: str) -> bool:
 
 
 @dataclass
-class EmbeddedRedis:
+class EmbeddedRedis(DetachedService):
     """One redis-server process bound to a loopback address, its files below ``data_dir``."""
 
     data_dir: Path
     host: str = "127.0.0.1"
     port: int = 16379
-
-    @property
-    def pidfile(self) -> Path:
-        return self.data_dir / "redis.pid"
-
-    @property
-    def logfile(self) -> Path:
-        return self.data_dir / "redis.log"
+    program = "redis-server"
+    stem = "redis"
+    poll_s = 0.2
 
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
 
-    def pid(self) -> int | None:
-        return read_pid(self.pidfile)
+    def answers(self) -> bool:
+        return ping(self.host, self.port)
+
+    def not_ready(self) -> str:
+        return f"redis-server did not answer on {self.url}"
 
     def running(self) -> bool:
         return self.pid() is not None and ping(self.host, self.port)
@@ -119,21 +109,7 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
         log.info("starting redis-server on %s (data %s)", self.url, self.data_dir)
-        proc = spawn_service(
-            [redis_binary(), str(config)], self.logfile, self.data_dir, self.pidfile
-        )
-        return started_or_stopped(proc, lambda p: self._wait_ready(timeout_s, p), self.stop)
-
-    def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
-        wait_until(
-            lambda: ping(self.host, self.port),
-            timeout_s,
-            proc=proc,
-            name="redis-server",
-            logfile=self.logfile,
-            not_ready=f"redis-server did not answer on {self.url}",
-            poll_s=0.2,
-        )
+        return self.spawn([redis_binary(), str(config)], timeout_s)
 
     def stop(self, timeout_s: float = 30) -> bool:
         """Stop the server (SIGTERM: it writes its append-only file and exits; SIGKILL after)."""

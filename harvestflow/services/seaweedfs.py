@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -20,14 +19,7 @@ from pathlib import Path
 
 from harvestflow.atomic import atomic_write_text
 from harvestflow.services.postgres import port_open
-from harvestflow.services.process import (
-    ServiceError,
-    read_pid,
-    spawn_service,
-    started_or_stopped,
-    stop_process_group,
-    wait_until,
-)
+from harvestflow.services.process import DetachedService, ServiceError, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +39,7 @@ def weed_binary() -> str:
 
 
 @dataclass
-class EmbeddedSeaweedFS:
+class EmbeddedSeaweedFS(DetachedService):
     """Master + volume + filer + S3 gateway in one process, bound to loopback."""
 
     data_dir: Path
@@ -60,14 +52,9 @@ class EmbeddedSeaweedFS:
     secret_key: str = "harvestflow-secret"
     # the settings section its ports come from, named when a port is taken
     section: str = "s3"
-
-    @property
-    def pidfile(self) -> Path:
-        return self.data_dir / "weed.pid"
-
-    @property
-    def logfile(self) -> Path:
-        return self.data_dir / "weed.log"
+    program = "SeaweedFS"
+    stem = "weed"
+    poll_s = 0.3
 
     @property
     def endpoint_url(self) -> str:
@@ -86,9 +73,6 @@ class EmbeddedSeaweedFS:
         path = self.data_dir / "s3-identities.json"
         atomic_write_text(path, json.dumps(config, indent=2), chmod=0o600)
         return path
-
-    def pid(self) -> int | None:
-        return read_pid(self.pidfile)
 
     def running(self) -> bool:
         return self.pid() is not None and port_open(self.host, self.s3_port)
@@ -162,21 +146,12 @@ class EmbeddedSeaweedFS:
         self._write_s3_config()
         self._write_master_config()
         log.info("starting SeaweedFS S3 on %s (data %s)", self.endpoint_url, self.data_dir)
-        proc = spawn_service(self.command(), self.logfile, self.data_dir, self.pidfile)
-        return started_or_stopped(proc, lambda p: self._wait_ready(timeout_s, p), self.stop)
+        return self.spawn(self.command(), timeout_s)
 
-    def _wait_ready(self, timeout_s: float, proc: subprocess.Popen[bytes] | None = None) -> None:
-        wait_until(
-            self._s3_answers,
-            timeout_s,
-            proc=proc,
-            name="SeaweedFS",
-            logfile=self.logfile,
-            not_ready=f"SeaweedFS S3 did not answer on {self.endpoint_url}",
-            poll_s=0.3,
-        )
+    def not_ready(self) -> str:
+        return f"SeaweedFS S3 did not answer on {self.endpoint_url}"
 
-    def _s3_answers(self) -> bool:
+    def answers(self) -> bool:
         """The S3 gateway answers and the master knows the volume server.
 
         Why the second check: started again on existing data, the gateway answers before the

@@ -32,7 +32,9 @@ def test_a_partitioned_job_renders_and_lists_its_screenshots(tmp_path: Path) -> 
 def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path) -> None:
     """kill -9 while a page is being rendered: the browser dies with the crawler; the resumed
     job neither fetches the page again nor loses its crawl.log line (render-interrupted), and
-    what the browser had captured is not captured again."""
+    what the browser had captured is not captured again. The page's metadata record, written
+    on resume, cleans its outlinks like every other path: a link holding line separators
+    (U+2028, NEL) adds no warc-fields line."""
     import os
     import signal
     import time
@@ -41,7 +43,8 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
 
     html = b"Content-Type: text/html"
     page = (
-        b'<html><head><link rel="icon" href="data:,"></head><body><a href="/next.html">n</a>'
+        b'<html><head><meta charset="utf-8"><link rel="icon" href="data:,"></head><body>'
+        b'<a href="/next.html">n</a><a href="http://elsewhere.test/a\xe2\x80\xa8b\xc2\x85c">o</a>'
         b"<script>var dot = String.fromCharCode(46), a = new Image();"
         b" a.src = ['', 'first'].join('/') + dot + 'png'; document.body.appendChild(a);"
         b"</script></body></html>"
@@ -101,3 +104,13 @@ def test_kill_during_a_render_resumes_without_duplicate_captures(tmp_path: Path)
         h["WARC-Target-URI"] for kind, h, _ in warc_records(result) if kind == "response"
     )
     assert responses[seed] == 1 and responses[site.url("kill.test", "/first.png")] == 1
+    (body,) = [b for kind, h, b in warc_records(result) if kind == "metadata" and _of(h, seed)]
+    text = body.decode("utf-8")
+    assert len(text.splitlines()) == text.count("\r\n"), text  # no value broke a line
+    outlinks = [v for k, _, v in (ln.partition(": ") for ln in text.splitlines()) if k == "outlink"]
+    assert "http://elsewhere.test/a%E2%80%A8b%C2%85c L a/@href" in outlinks, outlinks
+
+
+def _of(headers: dict[str, str], url: str) -> bool:
+    """A page's own metadata record (not a screenshot's or a resource's)."""
+    return headers.get("WARC-Target-URI") == url and "WARC-Concurrent-To" in headers

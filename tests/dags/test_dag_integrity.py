@@ -96,7 +96,7 @@ def test_airflow_dagbag_loads_every_dag_without_import_errors(tmp_path, monkeypa
 
 def test_library_packages_never_import_airflow() -> None:
     offenders = []
-    for package in ("harvest", "crawler", "indexing", "preservation", "qa", "harvestflow"):
+    for package in (*STAGE_ENTRIES, "harvestflow"):
         for path in (PROJECT_ROOT / package).rglob("*.py"):
             tree = ast.parse(path.read_text())
             for node in ast.walk(tree):
@@ -109,22 +109,33 @@ def test_library_packages_never_import_airflow() -> None:
     assert offenders == []
 
 
-# the harvest stage's entries for DAGs: its planning functions, and the continuous crawl's own
-HARVEST_ENTRIES = {"harvest.pipeline", "harvest.continuous.service"}
+# each stage's entry modules for DAGs (harvest's planning functions and the continuous crawl's
+# own service): a DAG never reaches a module behind them
+STAGE_ENTRIES = {
+    "harvest": {"harvest.pipeline", "harvest.continuous.service"},
+    "indexing": {"indexing.pipeline"},
+    "preservation": {"preservation.pipeline"},
+    "access": {"access.pipeline"},
+    "qa": {"qa.daily"},
+    "search": set(),
+    "crawler": set(),
+}
 
 
-def test_dags_take_the_harvest_stages_names_from_its_entry_modules_only() -> None:
-    """DAG files and their helpers (dags/hf_*.py) import harvest names only from
-    ``harvest.pipeline`` (or the continuous crawl's service): never a module behind it."""
+def test_dags_call_each_stage_through_its_entry_modules_only() -> None:
+    """DAG files and their helpers (dags/hf_*.py) import a stage's names only from its entry
+    module (``harvest.pipeline``, ``indexing.pipeline``…): never a module behind it."""
     offenders = []
     for path in sorted(DAGS.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
-                module = node.module
+                modules = [node.module]
             elif isinstance(node, ast.Import):
-                module = node.names[0].name
+                modules = [alias.name for alias in node.names]
             else:
                 continue
-            if module.split(".")[0] == "harvest" and module not in HARVEST_ENTRIES:
-                offenders.append(f"{path.name}:{node.lineno}: {module}")
+            for module in modules:
+                stage = module.split(".")[0]
+                if stage in STAGE_ENTRIES and module not in STAGE_ENTRIES[stage]:
+                    offenders.append(f"{path.name}:{node.lineno}: {module}")
     assert offenders == []

@@ -274,7 +274,16 @@ def test_cdxj_block_is_json_dumps_output_for_plain_and_odd_values(url: str):
     from harvestflow.formats.cdx import _json_fields, cdxj_line
     from indexing.record_model import Capture
 
-    cap = Capture("response", url, "2026-11-22T03:15:00Z", "text/html", "200", "sha1:AB", 10, 5)
+    cap = Capture(
+        rec_type="response",
+        url=url,
+        date="2026-11-22T03:15:00Z",
+        mime="text/html",
+        status="200",
+        digest="sha1:AB",
+        offset=10,
+        length=5,
+    )
     line = cdxj_line(cap, "f.warc.gz")
     assert line.split(" ", 2)[2] == json.dumps(_json_fields(cap, "f.warc.gz"))
 

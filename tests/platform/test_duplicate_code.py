@@ -11,8 +11,6 @@ nothing; pylint's similarity checker skips the same by default), and every windo
 such lines is hashed. A hash found in two packages is a shared block; overlapping windows are
 reported as one block, with both places. Two modules of one package count as much as two
 packages: a near-copy inside a package drifts just the same.
-
-Known exceptions, each with why, are listed in :data:`KNOWN`; anything else fails the test.
 """
 
 from __future__ import annotations
@@ -32,15 +30,6 @@ PACKAGES = PLATFORM_PACKAGES
 WINDOW = 6
 _BRACKETS_ONLY = re.compile(r"^[\)\]\}\(\[\{,:;\s]*$")
 _SPACES = re.compile(r"\s+")
-
-# (package/path of one side, first line of the block there): why the block stays shared
-KNOWN: dict[tuple[str, int], str] = {
-    (
-        "dags/fixity_audit.py",
-        29,
-    ): "a DAG's declaration (dag_id, schedule, start, catch-up, runs, doc, "
-    "tags): each DAG file states its own, as Airflow's DAG files do",
-}
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -151,11 +140,7 @@ def test_the_detector_finds_a_block_moved_between_packages(tmp_path: Path) -> No
 
 
 def test_no_block_of_six_lines_is_shared_between_packages() -> None:
-    found = [
-        b
-        for b in shared_blocks(PROJECT_ROOT)
-        if (b[0], b[1]) not in KNOWN and (b[3], b[4]) not in KNOWN
-    ]
+    found = shared_blocks(PROJECT_ROOT)
     assert not found, (
         f"{len(found)} block(s) of {WINDOW}+ lines shared between packages; move the code to "
         "the core (harvestflow) or to the stage that owns it:\n"

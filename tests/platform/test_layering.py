@@ -5,6 +5,9 @@ qa | preservation < access) <- ``app`` (CLI, demo, curator pages, runtime): each
 no module cycles inside a package; no library imports Airflow. Checked by import-linter's own
 ``lint-imports``, as pre-commit runs it. The second test copies the packages, adds one bad
 import per rule and expects ``lint-imports`` to name the broken contract: the check can fail.
+Beyond the contracts (whose cycle rule compares the siblings of a package), no module of the
+whole graph imports itself through others, counting the imports under ``TYPE_CHECKING`` and
+those inside functions.
 """
 
 from __future__ import annotations
@@ -44,6 +47,62 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
+
+
+CYCLES = """
+import sys
+import grimp
+
+graph = grimp.build_graph(*sys.argv[1:], exclude_type_checking_imports=False, cache_dir=None)
+index, low, stack, on_stack, order = {}, {}, [], set(), [0]
+sys.setrecursionlimit(100_000)
+
+
+def visit(module):
+    index[module] = low[module] = order[0]
+    order[0] += 1
+    stack.append(module)
+    on_stack.add(module)
+    for imported in graph.find_modules_directly_imported_by(module):
+        if imported not in index:
+            visit(imported)
+            low[module] = min(low[module], low[imported])
+        elif imported in on_stack:
+            low[module] = min(low[module], index[imported])
+    if low[module] == index[module]:
+        component = []
+        while True:
+            member = stack.pop()
+            on_stack.discard(member)
+            component.append(member)
+            if member == module:
+                break
+        if len(component) > 1:
+            print(" ".join(sorted(component)))
+
+
+for module in sorted(graph.modules):
+    if module not in index:
+        visit(module)
+"""
+
+
+def import_cycles(root: Path) -> list[str]:
+    """The cycles of the packages' import graph under ``root``, one line of modules each
+    (strongly connected components of grimp's graph, as import-linter builds it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CYCLES, *PACKAGES],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.splitlines()
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    assert import_cycles(PROJECT_ROOT) == []
 
 
 def test_the_layering_contracts_hold() -> None:
@@ -98,3 +157,24 @@ def test_a_bad_import_breaks_its_contract(
     broken = [line for line in done.stdout.splitlines() if line.endswith(" BROKEN")]
     assert len(broken) == 1 and broken[0].startswith(contract), done.stdout
     assert message in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "def _later() -> None:\n    from crawler.runner import run_job  # noqa: F401",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import crawler.runner",
+    ],
+    ids=["in-a-function", "type-checking"],
+)
+def test_a_hidden_import_cycle_is_found(tree_copy: Path, statement: str) -> None:
+    """The crawler package importing its runner back (which imports the package's error) is
+    a cycle, whether the import waits in a function or only serves type checking."""
+    path = tree_copy / "crawler" / "__init__.py"
+    original = path.read_text(encoding="utf-8")
+    try:
+        path.write_text(original + f"\n{statement}\n", encoding="utf-8")
+        found = import_cycles(tree_copy)
+    finally:
+        path.write_text(original, encoding="utf-8")
+    assert len(found) == 1 and {"crawler", "crawler.runner"} <= set(found[0].split()), found

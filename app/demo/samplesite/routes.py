@@ -1,20 +1,9 @@
 """Dynamic routes of the sample website: the awkward cases a crawler must archive faithfully.
 
 Why separate from the server: each route is a small pure function of (host, path, query,
-headers, port) returning a :class:`Reply`, easy to read as the
-list of what the site offers:
-
-- ``www.example-a.test``: ``/redirect-301``, ``/redirect-302``, ``/cookies`` (two Set-Cookie),
-  ``/search?q=..&page=..`` (query strings), ``/etag.html`` (ETag/Last-Modified, answers 304),
-  ``/slow?ms=N``; ``/gzip.html`` and ``/chunked.html`` are handled in the server.
-- ``www.example-b.test``: every path redirects (301) to ``example-b.test``;
-  ``example-b.test/moved`` redirects to ``www.example-a.test/about.html``.
-- ``static.example-a.test``: ``/fonts/sample.woff``, ``/big.bin?size=N`` (large body).
-- ``trap.example-c.test``: an endless calendar (``/calendar/YYYY/MM/``), session ids that change
-  on every link (``/shop?sid=...``), repeated path segments (``/loop/loop/...``) and deep paths.
-- ``www.scaleN.test`` (N = 0 to 999): as many small sites as a scale test needs (a broad
-  crawl over many hosts): ``/`` links to ``/page/1`` … ``/page/3``, each answered after
-  ``SCALE_PAGE_DELAY_S`` so that a job lasts long enough to be seen running.
+headers, port) returning a :class:`Reply`, so this module reads as the list of what the site
+offers (redirects, cookies, query strings, ETags, slow and large answers, crawler traps, and
+the ``www.scaleN.test`` hosts of the scale test); see the route functions below.
 """
 
 from __future__ import annotations

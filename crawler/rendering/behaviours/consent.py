@@ -1,22 +1,10 @@
 """Consent dialogs: DuckDuckGo's autoconsent (shipped unmodified in ``autoconsent/``, see its
-NOTICE) run in every frame of the page over the DevTools protocol, and the consent state a
-page ends with kept for the rest of its host's pages in the job.
+NOTICE) run in every frame over the DevTools protocol, its answer kept for the host's pages.
 
-Why autoconsent, and how: its rules (~800 consent platforms and sites, maintained by
-DuckDuckGo) are a better answer than selectors of our own. Its ``autoconsent.playwright.js``
-content script is made for a browser driven from outside: it calls
-``window.autoconsentSendMessage`` and is answered through ``window.autoconsentReceiveMessage``.
-Here the first is a DevTools binding (``Runtime.addBinding``; a two-line shim of ours passes it
-the message as JSON), the script is added to every new document of the tab
-(``Page.addScriptToEvaluateOnNewDocument``) and :class:`Autoconsent` answers its ``init`` with
-the template's choice (``optIn`` for ``accept``, ``optOut`` for ``reject``, none for ``hide``)
-and the rules, in the frame that asked (its execution context).
-
-Why a memory of the host: each page is rendered in a browser context of its own (disposed
-after the page), so cookies would not outlive the page. After a consent action the context's
-cookies and the page's ``localStorage`` (where several platforms keep the answer) are kept per
-host, and put back into the context of the host's next pages before they load (annotation
-``consent:kept``): a reader who answered once is not asked again.
+Why autoconsent: its maintained rules (~800 consent platforms) beat selectors of our own; its
+playwright content script is driven here through a DevTools binding. Why a memory of the host:
+each page renders in its own browser context, so after a consent action the cookies and
+``localStorage`` are kept per host and restored for its next pages (``consent:kept``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Site-specific behaviours: a folder of JavaScript files, each run in the pages whose URL
-matches the pattern its header declares (the template's ``render_site_behaviours`` names the
-folder), so a curator can teach the crawler a difficult site without a release.
+"""Site-specific behaviours: a folder of JavaScript files (the template's
+``render_site_behaviours``), each run in the pages whose URL matches its ``// @match`` header.
 
-A behaviour file starts with comment lines naming its patterns (Python regular expressions
-searched in the page URL; at least one) and optionally its name and time limit::
-
-    // @match ^https?://(www\\.)?example\\.org/gallery/
-    // @name example-gallery
-    // @timeout 10
-
-The rest is the body of an async function run in the page's main frame with one argument,
-``hf`` (``hf.sleep(ms)``, ``hf.visible(el)``, ``hf.click(el)``: scrolled into view, then
-clicked); what it returns (a number or a short text) is written in the behaviour report. The
-crawl captures every request the behaviour makes, like the page's own. A file that cannot be
-read, has no ``@match`` or a bad pattern is left out, named in crawler.log with the reason.
+Why: a curator can teach the crawler a difficult site without a release. A file's header names
+its patterns, and optionally ``@name`` and ``@timeout``; its body runs as an async function with
+the ``hf`` helpers, and what it returns goes to the behaviour report. A file that cannot be read
+or has no valid pattern is left out, named in crawler.log.
 """
 
 from __future__ import annotations
