@@ -40,8 +40,6 @@ class DnsSettings:
     static_only: bool = False
 
 
-
-
 def timed_out(cls: str, detail: str) -> bool:
     """Whether a result is *unknown* only because no answer came (every try a timeout)."""
     if cls != UNKNOWN:

@@ -165,6 +165,8 @@ def test_next_event_and_shortest_gap():
     assert next_event(s, dt(2026, 11, 18, 10, 1)) == dt(2026, 11, 18, 16)
     assert next_event(s, dt(2026, 11, 18, 16, 1)) is None  # two repeats only
     assert shortest_gap(s, dt(2026, 11, 18)) == 6 * 3600
-    assert shortest_gap(Schedule(MONTHLY, 1, startdate=dt(2026, 1, 1)), dt(2026, 1, 1)) == 28 * 86400
+    assert (
+        shortest_gap(Schedule(MONTHLY, 1, startdate=dt(2026, 1, 1)), dt(2026, 1, 1)) == 28 * 86400
+    )
     cron = Schedule(None, None, cron="0,20 9 * * *")
     assert shortest_gap(cron, dt(2026, 11, 18)) == 20 * 60
