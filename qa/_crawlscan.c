@@ -480,6 +480,34 @@ done:
     return result;
 }
 
+/* The int64 columns every group has (code, lines, bytes), in slot order: shared by result()
+   and columns(). Returns 0, or -1 with a Python error set (the three then NULL). */
+static int group_counts(const Table *t, PyObject **codes, PyObject **counts, PyObject **sums) {
+    Py_ssize_t size = (Py_ssize_t)(t->count * 8);
+    *codes = PyBytes_FromStringAndSize(NULL, size);
+    *counts = PyBytes_FromStringAndSize(NULL, size);
+    *sums = PyBytes_FromStringAndSize(NULL, size);
+    if (!*codes || !*counts || !*sums) {
+        Py_CLEAR(*codes);
+        Py_CLEAR(*counts);
+        Py_CLEAR(*sums);
+        return -1;
+    }
+    int64_t *cp = (int64_t *)PyBytes_AS_STRING(*codes);
+    int64_t *lp = (int64_t *)PyBytes_AS_STRING(*counts);
+    int64_t *bp = (int64_t *)PyBytes_AS_STRING(*sums);
+    size_t j = 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        const Group *g = &t->slots[i];
+        if (!g->lines) continue;
+        cp[j] = g->code;
+        lp[j] = g->lines;
+        bp[j] = g->bytes;
+        j++;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(result_doc,
              "result() -> (keys, codes, lines, bytes, first_ts, last_ts)\n\n"
              "keys: b'authority MIME' of every group joined by newlines; codes, lines, bytes:\n"
@@ -488,20 +516,14 @@ PyDoc_STRVAR(result_doc,
 static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
     Table *t = &self->t;
     const Strings *st = &t->s;
-    size_t n = t->count, klen = 0;
+    size_t klen = 0;
     for (size_t i = 0; i < t->cap; i++)
         if (t->slots[i].lines)
             klen += (size_t)st->items[t->slots[i].a].len + 1 + st->items[t->slots[i].m].len + 1;
     PyObject *keys = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
-    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *sums = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *result = NULL;
-    if (!keys || !codes || !counts || !sums) goto done;
+    PyObject *codes = NULL, *counts = NULL, *sums = NULL, *result = NULL;
+    if (!keys || group_counts(t, &codes, &counts, &sums) < 0) goto done;
     char *kp = PyBytes_AS_STRING(keys);
-    int64_t *cp = (int64_t *)PyBytes_AS_STRING(codes);
-    int64_t *lp = (int64_t *)PyBytes_AS_STRING(counts);
-    int64_t *bp = (int64_t *)PyBytes_AS_STRING(sums);
     size_t j = 0;
     for (size_t i = 0; i < t->cap; i++) {
         Group *g = &t->slots[i];
@@ -513,9 +535,6 @@ static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
         *kp++ = ' ';
         memcpy(kp, st->arena + im->off, im->len);
         kp += im->len;
-        cp[j] = g->code;
-        lp[j] = g->lines;
-        bp[j] = g->bytes;
         j++;
     }
     if (self->has_ts)
@@ -546,11 +565,8 @@ static PyObject *Scanner_columns(Scanner *self, PyObject *unused) {
     PyObject *strs = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
     PyObject *aids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 4));
     PyObject *mids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 4));
-    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *sums = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    PyObject *result = NULL;
-    if (!strs || !aids || !mids || !codes || !counts || !sums) goto done;
+    PyObject *codes = NULL, *counts = NULL, *sums = NULL, *result = NULL;
+    if (!strs || !aids || !mids || group_counts(t, &codes, &counts, &sums) < 0) goto done;
     char *kp = PyBytes_AS_STRING(strs);
     for (size_t i = 0; i < st->count; i++) {
         if (i) *kp++ = '\n';
@@ -559,18 +575,12 @@ static PyObject *Scanner_columns(Scanner *self, PyObject *unused) {
     }
     uint32_t *ap = (uint32_t *)PyBytes_AS_STRING(aids);
     uint32_t *mp = (uint32_t *)PyBytes_AS_STRING(mids);
-    int64_t *cp = (int64_t *)PyBytes_AS_STRING(codes);
-    int64_t *lp = (int64_t *)PyBytes_AS_STRING(counts);
-    int64_t *bp = (int64_t *)PyBytes_AS_STRING(sums);
     size_t j = 0;
     for (size_t i = 0; i < t->cap; i++) {
         Group *g = &t->slots[i];
         if (!g->lines) continue;
         ap[j] = g->a;
         mp[j] = g->m;
-        cp[j] = g->code;
-        lp[j] = g->lines;
-        bp[j] = g->bytes;
         j++;
     }
     if (self->has_ts)

@@ -12,16 +12,14 @@ collection) and renders the answer. A refused form comes back with the values an
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Annotated
 
-import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.curator import actions
+from app.curator.form_pages import FormPages
 from harvest.office.definition_edits import (
     definition_history,
     form_values,
@@ -48,15 +46,9 @@ NEW = {"schedule": "every", "every": "1", "unit": "day", "template": "default_se
        "max_objects": "-1", "max_bytes": "1000000000"}  # fmt: skip
 
 
-def add_definition_routes(
-    app: FastAPI,
-    *,
-    page: Callable[..., HTMLResponse],
-    connect: Callable[[], AbstractContextManager[sa.Connection]],
-    engine_factory: Callable[[], sa.Engine],
-    csrf_key: bytes,
-) -> None:
+def add_definition_routes(app: FastAPI, forms: FormPages) -> None:
     """Add /definitions/new and /definitions/{id} (with their POSTs) to the curator app."""
+    page, connect, engine_factory, csrf_key = forms
 
     def form_page(
         request: Request, harvest_id: int | None, values: dict[str, str], status: int = 200,

@@ -9,22 +9,19 @@ module reads the forms, checks the writer's role (curator) and CSRF token throug
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.curator import actions
+from app.curator.form_pages import FormPages
 from harvestflow.formats.integers import BIGINT_MAX, INTEGER_MAX, NumberError, parse_int
 from indexing.documents import store
 from indexing.documents.export import archive_url
 
 DocumentId = Annotated[int, PathParam(ge=1, le=BIGINT_MAX)]
-Pager = Callable[..., HTMLResponse]
 MAX_DOCUMENT_FORM = 65_536
 
 
@@ -52,17 +49,10 @@ def correction(form: dict[str, str]) -> dict[str, Any]:
     return fields
 
 
-def add_document_routes(
-    app: FastAPI,
-    *,
-    page: Pager,
-    connect: Callable[[], AbstractContextManager[sa.Connection]],
-    engine_factory: Callable[[], sa.Engine],
-    csrf_key: bytes,
-    replay: str,
-) -> None:
+def add_document_routes(app: FastAPI, forms: FormPages, *, replay: str) -> None:
     """Add ``/documents`` (list), ``/documents/{id}`` (page, correction) and
     ``/documents/{id}/decision`` (catalogue or reject) to the curator app."""
+    page, connect, engine_factory, csrf_key = forms
 
     @app.get("/documents", response_class=HTMLResponse)
     def documents(request: Request, target: str = "", state: str = "") -> Response:

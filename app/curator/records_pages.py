@@ -12,19 +12,17 @@ and the app runs in the event loop of Airflow's api-server, which serves every o
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from datetime import date
 from typing import Annotated, Any
 from urllib.parse import parse_qsl, urlencode
 
-import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.curator import actions, feedback
+from app.curator.form_pages import FormPages
 from harvest.page_qa import latest_scores
 from harvest.selection import editing, record_search, saved_searches
 from harvest.selection.mapping import load_mapping
@@ -39,7 +37,6 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 50
 MAX_RECORD_FORM = 1_048_576  # a record's notes may be long (each field at most 128 KiB)
 RecordId = Annotated[int, PathParam(ge=1, le=INTEGER_MAX)]
-Pager = Callable[..., HTMLResponse]
 FILTERS = (*saved_searches.FILTERS, "page_no")
 
 
@@ -78,16 +75,10 @@ def _date(value: str) -> date | None:
         raise HTTPException(400, f"end_date: {value[:20]!r} is not a date (YYYY-MM-DD)") from None
 
 
-def add_record_routes(
-    app: FastAPI,
-    *,
-    page: Pager,
-    connect: Callable[[], AbstractContextManager[sa.Connection]],
-    engine_factory: Callable[[], sa.Engine],
-    csrf_key: bytes,
-) -> None:
+def add_record_routes(app: FastAPI, forms: FormPages) -> None:
     """Add the /records pages to the curator app (its renderer of pages with forms, ``page``,
     which sets the CSRF token and ``can_edit``, and its read-only ``connect``)."""
+    page, connect, engine_factory, csrf_key = forms
 
     def allowed(request: Request, form: dict[str, str], collections: list[str]) -> str:
         """The writer, when a curator in every collection the write touches (else 403)."""

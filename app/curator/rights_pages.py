@@ -11,30 +11,22 @@ of the pages goes through.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from urllib.parse import quote
 
-import sqlalchemy as sa
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.curator import actions
+from app.curator.form_pages import FormPages
 from harvest import rights
 from harvest.selection.record_search import collections
 
 log = logging.getLogger(__name__)
 
 
-def add_rights_routes(
-    app: FastAPI,
-    *,
-    page: Callable[..., HTMLResponse],
-    connect: Callable[[], AbstractContextManager[sa.Connection]],
-    engine_factory: Callable[[], sa.Engine],
-    csrf_key: bytes,
-) -> None:
+def add_rights_routes(app: FastAPI, forms: FormPages) -> None:
     """``GET /rights`` and ``POST /rights`` (grant, or ``op=revoke``)."""
+    page, connect, engine_factory, csrf_key = forms
 
     @app.get("/rights", response_class=HTMLResponse)
     def rights_page(request: Request, done: str = "") -> Response:

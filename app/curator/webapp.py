@@ -42,6 +42,7 @@ from app.curator import (
     records_pages,
     rights_pages,
 )
+from app.curator.form_pages import FormPages
 from harvest import views as queries
 from harvest.office import office_rights
 from harvest.page_qa import latest_scores
@@ -161,9 +162,8 @@ def create_app(
         return with_csrf(request, "definitions.html", title="Harvest definitions", p=result,
                          can_edit=can_edit)  # fmt: skip
 
-    definitions_pages.add_definition_routes(
-        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
-    )
+    forms = FormPages(with_csrf, connect, engine_factory, csrf_key)
+    definitions_pages.add_definition_routes(app, forms)
 
     @app.get("/jobs", response_class=HTMLResponse)
     def jobs(
@@ -405,16 +405,9 @@ def create_app(
             status["audit"] = audit_status(job_ids=jobs, conn=conn)
         return page(request, "preservation.html", title="Preservation", s=status)
 
-    records_pages.add_record_routes(
-        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
-    )
-    rights_pages.add_rights_routes(
-        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key
-    )
-    documents_pages.add_document_routes(
-        app, page=with_csrf, connect=connect, engine_factory=engine_factory, csrf_key=csrf_key,
-        replay=replay,
-    )  # fmt: skip
+    records_pages.add_record_routes(app, forms)
+    rights_pages.add_rights_routes(app, forms)
+    documents_pages.add_document_routes(app, forms, replay=replay)
 
     @app.get("/static/{name}")
     def static(name: str) -> Response:

@@ -18,7 +18,6 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,16 +159,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--count-limit", type=int, default=2_000)
     args = ap.parse_args()
-    from tests.support.environment import free_port
+    from bench.runner.embedded import embedded_data_dir
 
-    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hf-bench-fulltext-", dir="/tmp"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(data_dir, 0o755)
-    port_file = data_dir / "bench-port"
-    port = int(port_file.read_text()) if port_file.exists() else free_port()
-    port_file.write_text(str(port))
-    os.environ.update(HARVESTFLOW_DATA_DIR=str(data_dir), HARVESTFLOW_POSTGRES__PORT=str(port),
-                      HARVESTFLOW_POSTGRES__URL="")  # fmt: skip
+    embedded_data_dir("hf-bench-fulltext-", args.keep)
     import sqlalchemy as sa
 
     from harvestflow import db, services

@@ -22,10 +22,8 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,12 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 BENCH_NAME = "bench-snapshot"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def peak_rss_mib() -> float:
@@ -266,19 +258,10 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="hv-bench-jobgen-", dir="/tmp"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    os.chmod(data_dir, 0o755)
-    port_file = data_dir / "bench-port"
-    port = int(port_file.read_text()) if port_file.exists() else free_port()
-    port_file.write_text(str(port))
-    env = dict(
-        os.environ,
-        HARVESTFLOW_DATA_DIR=str(data_dir),
-        HARVESTFLOW_POSTGRES__PORT=str(port),
-        HARVESTFLOW_POSTGRES__URL="",
-    )
-    os.environ.update(env)
+    from bench.runner.embedded import embedded_data_dir
+
+    data_dir = embedded_data_dir("hv-bench-jobgen-", args.keep)
+    env = dict(os.environ)
     from harvestflow import db, services
     from harvestflow.settings import get_settings, reset
 
