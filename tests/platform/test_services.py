@@ -86,6 +86,25 @@ def test_the_embedded_server_accepts_the_configured_connections(services, db_eng
         assert conn.execute(sa.text("SHOW max_connections")).scalar() == "250"
 
 
+def test_the_session_cluster_commits_without_waiting_for_the_disk_and_keeps_fsync_on(
+    services, db_engine
+) -> None:
+    """The tests' own cluster (tests/support's template) takes ``synchronous_commit`` and
+    ``full_page_writes`` off, so that a test's commits and database resets do not wait for a
+    busy disk; the server's ``fsync=on`` (the product's, on its command line) stays."""
+    with db_engine.connect() as conn:
+        shown = {
+            name: conn.execute(sa.text(f"SHOW {name}")).scalar()
+            for name in ("synchronous_commit", "full_page_writes", "fsync", "max_wal_size")
+        }
+    assert shown == {
+        "synchronous_commit": "off",
+        "full_page_writes": "off",
+        "fsync": "on",
+        "max_wal_size": "192MB",
+    }
+
+
 def test_a_seaweedfs_stop_ends_within_its_drain_and_every_object_is_there_after_a_restart(
     tmp_path,
 ) -> None:

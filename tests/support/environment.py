@@ -35,15 +35,22 @@ RAM_DIR = Path("/dev/shm")
 RAM_DIR_MIN_FREE = 4 << 30  # bytes: room for two sessions' databases and platforms, and more
 
 
+DATA_ROOT_ENV = "HARVESTFLOW_TEST_DATA_ROOT"  # a directory: the session's data there instead
+
+
 def data_root() -> str | None:
-    """Where a session's services and platforms keep their data: in RAM (``/dev/shm``) when it
-    has room, else the system's temporary directory (None: ``tempfile``'s default).
+    """Where a session's services and platforms keep their data: ``$HARVESTFLOW_TEST_DATA_ROOT``
+    when set (to measure on a disk, as on a CI machine whose ``/dev/shm`` is small), else in RAM
+    (``/dev/shm``) when it has room, else the system's temporary directory (None: ``tempfile``'s
+    default).
 
     Why: the embedded PostgreSQL runs with ``fsync=on``, so every database a test resets (a
     ``CREATE DATABASE`` from the template, 10 MB of WAL flushed) and every commit of Airflow's
     migrations waits for the disk; on a disk shared by other jobs a reset took 1.5 s, in RAM
     0.15 s. Nothing here is kept after the session.
     """
+    if os.environ.get(DATA_ROOT_ENV):
+        return os.environ[DATA_ROOT_ENV]
     try:
         stat = os.statvfs(RAM_DIR)
     except OSError:
@@ -132,17 +139,30 @@ def _admin_engine(settings: settings_mod.Settings) -> sa.Engine:
     )
 
 
+# The session's own cluster only (never a product default): a commit need not wait for its WAL
+# to reach the disk, nor a page's first change after a checkpoint log the whole page. A crash of
+# the machine could lose the last commits: the session's data is thrown away anyway. (``fsync``
+# itself is on the server's command line, ``-c fsync=on``, which outranks ALTER SYSTEM.)
+TEST_CLUSTER_SETTINGS = {
+    "max_wal_size": "192MB",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+}
+
+
 def _make_template(settings: settings_mod.Settings) -> None:
     """The migrated harvest DB copied as the template of every reset; the server's WAL kept
     small (each reset writes the template's 10 MB into it: the default 1 GB would take that much
-    of the RAM the data dir may be in, :func:`data_root`)."""
+    of the RAM the data dir may be in, :func:`data_root`) and its commits not waiting for the
+    disk (:data:`TEST_CLUSTER_SETTINGS`)."""
     from harvestflow import db
 
     db.dispose_engines()
     admin = _admin_engine(settings)
     name = settings["postgres"]["harvest_db"]
     with admin.connect() as conn:
-        conn.execute(sa.text("ALTER SYSTEM SET max_wal_size = '192MB'"))
+        for key, value in TEST_CLUSTER_SETTINGS.items():
+            conn.execute(sa.text(f"ALTER SYSTEM SET {key} = '{value}'"))
         conn.execute(sa.text("SELECT pg_reload_conf()"))
         conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{TEMPLATE_DB}"'))
         conn.execute(sa.text(f'CREATE DATABASE "{TEMPLATE_DB}" TEMPLATE "{name}"'))
