@@ -1,7 +1,8 @@
 """The rendered-capture fixture sites crawled with ``--render html`` in one job
 (tests/support/rendered_sites.py: every text type served compressed), indexed by the chain and
 replayed through our access service (pywb started by our code) in headless Chromium, the live
-site stopped: what a reader sees of each, after the same clicks a reader makes — the story behind a consent wall
+site stopped: what a reader sees of each, after the same clicks a reader makes — the stories a
+compressed app script built from its compressed JSON API, the story behind a consent wall
 worded as a plain button and behind one in a cross-site iframe (the reader meets the wall again:
 the crawl's "accept" is not replayed, the reader clicks it and the story comes from the
 archive), every item of a "Load more" list, and the ``<picture>`` source a media query chooses
@@ -26,7 +27,7 @@ from crawler.rendering.phone import WIDTH
 from harvestflow import settings as settings_mod
 from indexing import chain
 from tests.support import behavioursite as bs
-from tests.support import rendered_sites
+from tests.support import rendered_sites, scriptsite
 from tests.support.browser import chromium
 from tests.support.environment import reset_harvest_db
 from tests.support.replay import make_db_job, replay_env
@@ -45,6 +46,13 @@ const items = [...document.querySelectorAll('#list li')];
 return [items.map(li => li.textContent), items.filter(li => {
   const img = li.querySelector('img'); return img && img.complete && img.naturalWidth > 0;
 }).length, !!document.getElementById('more')];
+"""
+# the news app's stories: titles, how many thumbnails loaded
+STORIES_JS = """
+const items = [...document.querySelectorAll('#stories li')];
+return [items.map(li => li.querySelector('a').textContent).sort(), items.filter(li => {
+  const img = li.querySelector('img'); return img.complete && img.naturalWidth > 0;
+}).length];
 """
 # the picture's chosen source (its replay URL) and natural width once loaded (or 0)
 PICTURE_JS = """
@@ -101,6 +109,20 @@ def replayed(
             service.stop()
             settings_mod.reset()
             db.dispose_engines()
+
+
+def test_the_compressed_apps_stories_replay_from_its_compressed_script_and_api(
+    replayed: Replayed,
+) -> None:
+    with chromium() as driver:
+        replayed.open(driver, "news")
+        WebDriverWait(driver, 60).until(lambda d: len(d.execute_script(STORIES_JS)[0]) >= 3)
+        # the reader scrolls to the end: the app asks its API's second page
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script(STORIES_JS)[1] == 5)
+        titles, thumbs = driver.execute_script(STORIES_JS)
+    assert titles == sorted(["Story 1", "Story 2", "Story 3", "Story 4", "Late story"])
+    assert thumbs == len(scriptsite.STORIES)
 
 
 def _wall_story(driver: WebDriver) -> list[str | int]:

@@ -1,4 +1,5 @@
-"""The rendered-capture fixture sites crawled in one job (for the replay tests): the two
+"""The rendered-capture fixture sites crawled in one job (for the replay tests): the
+script-built news page whose app script and JSON API are compressed (``scriptsite``), the two
 consent walls answered by their wording (a plain French banner, a German dialog in a
 cross-site iframe) and the "Load more" list (``behavioursite``), and the page whose images a
 media query chooses (``phonesite``, its phone pass on). One loopback server serves every host,
@@ -9,23 +10,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support import behavioursite as bs
-from tests.support import phonesite
+from tests.support import phonesite, scriptsite
 from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
 from tests.support.rawsite import Raw, serve
 from tests.support.scriptsite import compressed
 
 # each site's seed, by the host it is on
 SEEDS = {
+    "news": (scriptsite.HOST, "/"),
     "mot": (bs.MOT_HOST, "/mot.html"),
     "cadre": (bs.CADRE_HOST, "/cadre.html"),
     "more": (bs.HOST, "/more.html"),
     "phone": (phonesite.HOST, "/"),
 }
-HOSTS = (bs.HOST, bs.MOT_HOST, bs.CADRE_HOST, bs.CMP_HOST)
+HOSTS = (scriptsite.HOST, scriptsite.CDN_HOST, bs.HOST, bs.MOT_HOST, bs.CADRE_HOST, bs.CMP_HOST)
 
 
 def route(host: str, path: str) -> Raw | None:
     """Each host answered by the site it belongs to."""
+    if host in (scriptsite.HOST, scriptsite.CDN_HOST):
+        return scriptsite.route(host, path)
     if host == phonesite.HOST:
         return phonesite.route(host, path)
     return bs.route(host, path)
