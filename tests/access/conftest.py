@@ -18,10 +18,10 @@ from tests.support.replay import replay_env
 
 @pytest.fixture(scope="session")
 def replay_venv() -> Path:
-    """The replay service's virtualenv, made by access/setup-replay.sh if missing."""
+    """The replay service's virtualenv, made or brought up to date by access/setup-replay.sh
+    (idempotent: nothing to do when pywb and the codings hook are current)."""
     venv = PROJECT_ROOT / ".replay-venv"
-    if not (venv / "bin" / "wayback").exists():
-        subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
+    subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
     assert (venv / "bin" / "wayback").exists()
     return venv
 
