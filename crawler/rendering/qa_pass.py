@@ -130,6 +130,7 @@ async def _replay_in(
     page = await rp.page_in(browser)
     page.begin()
     behaviours = None
+    done = False
     try:
         behaviours, errors = renderer.watch(page, url)
         await page.load(url, deadline, behaviours.prepare)
@@ -138,11 +139,18 @@ async def _replay_in(
         page.check()
         text = await renderer.evaluate(browser, page.session, TEXT_JS)
         shots = await renderer.screenshots(browser, page.session, viewport=False, restore=False)
+        done = True
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())
         )
     finally:
-        if behaviours is not None:
-            await behaviours.finish()
-        if not await page.end():
-            await rp.drop_page()
+        if not done:
+            # a hung page answers nothing: no clean-up through it (CDP's 30 s time-out); the
+            # caller kills the tab's browser, and its replay context with it
+            browser.forget(page.session)
+            rp.page = None
+        else:
+            if behaviours is not None:
+                await behaviours.finish()
+            if not await page.end():
+                await rp.drop_page()

@@ -220,6 +220,7 @@ class Renderer:
         if phone:
             await emulate_phone(browser, session, self.t.user_agent)
         behaviours: PageBehaviours | None = None
+        done = False
         try:
             loaded = asyncio.Event()
             crashed: list[str] = []
@@ -264,14 +265,20 @@ class Renderer:
                 outcome.js_errors = errors.messages
             outcome.screenshots = await self.screenshots(browser, session, phone)
             tab.pages_done += 1
+            done = True
             return outcome
         finally:
             browser.forget(session)
-            if behaviours is not None:
-                await behaviours.finish()
-            if phone and not await end_phone(browser, session, self.t.user_agent):
+            if not done:
+                # a hung or crashed page answers nothing: a clean-up through it would wait out
+                # CDP's own time-out (30 s) after the page's; its browser is killed instead
                 await tab.kill()
-            await tab.leave_page()
+            else:
+                if behaviours is not None:
+                    await behaviours.finish()
+                if phone and not await end_phone(browser, session, self.t.user_agent):
+                    await tab.kill()
+                await tab.leave_page()
 
     async def evaluate(self, browser: Browser, session: str, expr: str) -> Any:
         result = await browser.send(
