@@ -9,12 +9,9 @@ plays HLS itself, so the page needs no player script. Served with ``scriptsite.c
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
-from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
 from tests.support.postmediasite import recorded_film
-from tests.support.rawsite import Raw, RawSite, serve
-from tests.support.scriptsite import compressed
+from tests.support.rawsite import Raw
 
 HOST = "stream.site.test"
 RENDITIONS = ("low", "high")
@@ -77,31 +74,3 @@ def files(film: bytes) -> dict[str, Raw]:
         for n, segment in enumerate(segments):
             out[f"/hls/{name}/seg{n}.m4s"] = Raw(segment, [MP4])
     return out
-
-
-def crawl(
-    out: Path, film: bytes, job_id: int = 33, harvest_id: int = 6
-) -> tuple[CrawlResult, RawSite, dict[str, Raw]]:
-    """``/watch.html`` crawled with every HTML page rendered (the site stopped afterwards);
-    the result, the site and its files."""
-    routes = files(film)
-
-    def route(host: str, path: str) -> Raw | None:
-        return routes.get(path) if host == HOST else None
-
-    with serve(route, negotiate=compressed) as site:
-        job = {
-            "job_id": job_id,
-            "harvest_id": harvest_id,
-            "seeds": [site.url(HOST, "/watch.html")],
-            "template": {
-                **FAST_TEMPLATE,
-                "max_hops": 3,  # page → master → rendition playlist → segment
-                "render": "html",
-                "render_tabs": 1,
-                "render_min_wait_s": 1.5,
-                "render_page_timeout_s": 25,
-            },
-            "resolve": {HOST: "127.0.0.1"},
-        }
-        return run_crawl(job, out, timeout=180), site, routes
