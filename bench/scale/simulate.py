@@ -64,6 +64,7 @@ from harvest.jobs import mark_started, prepare_job  # noqa: E402
 from harvest.results import record_job_results  # noqa: E402
 from harvestflow.db import get_engine  # noqa: E402
 from harvestflow.settings import get_settings  # noqa: E402
+from tests.support.environment import free_port  # noqa: E402
 
 app = Celery("hf-scale-sim")
 app.conf.update(
@@ -279,7 +280,7 @@ def main() -> int:
     ports = (
         json.loads(ports_file.read_text())
         if ports_file.exists()
-        else {"pg": bench_jobgen.free_port(), "broker": bench_jobgen.free_port()}
+        else {"pg": free_port(), "broker": free_port()}
     )
     ports_file.write_text(json.dumps(ports))
     out = data_dir / "metrics"
