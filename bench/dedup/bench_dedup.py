@@ -1,7 +1,9 @@
 """Our side of ``bench/run dedup``: the captures a job on the given domains de-duplicates
 against, read from a sorted merged CDX by :func:`indexing.dedup_merged.select` (what
 ``indexing.dedup_index.write_index`` reads before joining the sidecars' ETags), written as CDX
-lines to OUT/lines.cdx; one JSON line of counts on stdout.
+lines to OUT/lines.cdx; its counts and the seconds from reading the domain list to the last line
+written (the index's assembly, without the interpreter's start) in OUT/assembled.json and on
+stdout.
 
     .venv/bin/python bench/dedup/bench_dedup.py CDX DOMAINS OUT
 """
@@ -24,7 +26,9 @@ def main(cdx: Path, domains_file: Path, out: Path) -> None:
         for line in select([cdx], domains):
             fh.write(line + b"\n")
             n += 1
-    print(json.dumps({"lines": n, "domains": len(domains), "s": time.perf_counter() - start}))
+    figures = {"lines": n, "domains": len(domains), "s": time.perf_counter() - start}
+    (out / "assembled.json").write_text(json.dumps(figures))
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

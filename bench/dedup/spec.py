@@ -10,16 +10,17 @@ of that payload) and ``sort -u`` the result. The prefixes are written before the
 peer's best case: reversing the labels of a plain name is all SURT does to these). Both sides
 write the chosen CDX lines; the runner compares them (count and SHA-256) in every round.
 
-The issue asks for 100 M captures. A 100 M-line CDX is about 13 GB here, on a disk shared by
-several engineers, so the full run uses 20 M lines (about 2.6 GB) with the same 10,000 domains
-(about 500,000 lines in their ranges): the work of both sides grows with the lines in the
-job's ranges, and the binary searches with the logarithm of the file's size (2.3 more probes
-of ~35 per search at 100 M), so the figures stand for 100 M with that difference.
+The full run reads a 100 M-line CDX (about 18 GB, generated once and kept in the work folder)
+with 10,000 job domains (about 300,000 lines in their ranges); ``--quick`` 200,000 lines and
+500 domains. Besides the CPU ratio, our side's assembly time (from reading the domain list to
+the last line written, as ``bench_dedup.py`` times it) is judged against the one-minute limit a
+10,000-domain snapshot job's index must be assembled in.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -53,7 +54,11 @@ class DedupBenchmark(Benchmark):
     title = "a 10,000-domain job's dedup captures from a merged CDX vs look + awk + sort"
     output_check = "the chosen CDX lines, byte for byte (count and SHA-256)"
     unit = "lines"
-    targets = (Target("CPU-seconds ≤ 1.0 × look + awk + sort's for the same lines", "cpu", 1.0),)
+    targets = (
+        Target("CPU-seconds ≤ 1.0 × look + awk + sort's for the same lines", "cpu", 1.0),
+        Target("a 10,000-domain job's index assembled in ≤ 60 s (median, s)",
+               "observed:assembly_s", 0.0, maximum=60.0),
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.cdx = Path()
@@ -61,7 +66,7 @@ class DedupBenchmark(Benchmark):
         self.prefixes = Path()
 
     def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
-        lines, job = (200_000, 500) if quick else (20_000_000, 10_000)
+        lines, job = (200_000, 500) if quick else (100_000_000, 10_000)
         self.cdx = work / f"merged-{lines}-v1.cdx"
         self.domains = work / f"domains-{lines}-{job}-v1.txt"
         if not self.cdx.exists() or not self.domains.exists():
@@ -110,6 +115,12 @@ class DedupBenchmark(Benchmark):
     def figures(self, side: Side, out: Path) -> Any:
         data = (out / "lines.cdx").read_bytes()
         return {"lines": data.count(b"\n"), "sha256": hashlib.sha256(data).hexdigest()}
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        assembled = out / "assembled.json"
+        if side.name != "ours" or not assembled.exists():
+            return {}
+        return {"assembly_s": float(json.loads(assembled.read_text())["s"])}
 
     def units(self, figures: Any) -> int | None:
         return int(figures["lines"])
