@@ -72,7 +72,7 @@ EXEMPT_FILES = {
     "tests/dags/test_run_state_rules.py": "the run-state rule of every DAG",
     "tests/dags/test_harvest_workflows.py": "the one-off and broad-crawl DAGs end to end",
 }
-# a package's commands live in app/cli/<package>.py: tests/<package>/test_cli*.py
+# the commands of a package (in app/cli/) are tested beside it: tests/<package>/test_cli*.py
 ALSO = ("cli",)
 
 
