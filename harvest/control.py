@@ -2,7 +2,7 @@
 
 Why here and not only in harvestflow/job_actions.py: a filter may also be saved as a crawler
 trap of the domain or of the job's harvest definition (harvest/traps.py), so that the next run
-starts with it — planning-stage data. The CLI (app/cli/jobs_control.py) and the curator pages
+starts with it — planning-stage data. The CLI (``harvestflow jobs``) and the curator pages
 request through :func:`request`; the crawler applies (crawler/control.py).
 """
 

@@ -7,5 +7,5 @@ Entry points (plain arguments, small dict results; no Airflow here):
 - ``preservation.ingest.ingest_job(job_id, settings=None)``
 - ``preservation.report.preservation_report(day, settings=None)``
 - ``preservation.manual_queue.preservation_queue(settings=None)`` / ``release_job(job_id, ...)``
-- ``preservation.ark.verify(ark)``; CLI: ``app.cli.preservation.add_cli(subparsers)``
+- ``preservation.ark.verify(ark)``; CLI: ``harvestflow preservation`` and ``harvestflow ark``
 """

@@ -1,3 +1,2 @@
-"""The ``harvestflow`` command: :mod:`app.cli.main` builds the parser; each other module adds the
-subcommands named after it (``harvest`` adds the harvest database's: selection, traps, domain,
-definitions, jobs)."""
+"""The ``harvestflow`` command: :mod:`app.cli.main` builds the parser; each top-level command
+``harvestflow X`` lives in the module ``X`` of this package, which adds X and its subcommands."""

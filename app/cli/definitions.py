@@ -1,5 +1,5 @@
-"""``harvestflow definitions create|edit|show|deactivate|reactivate``: the curator pages'
-definition forms on the command line (``definitions list`` is in :mod:`app.cli.harvest`).
+"""``harvestflow definitions``: the harvest definitions (``list``) and the curator pages'
+definition forms (create, edit, show, deactivate, reactivate) on the command line.
 
 The options are the form's fields, checked by the same function (harvest.office); ``edit``
 changes only the options given. Every change is a version with ``--user`` (default: the
@@ -57,8 +57,12 @@ def _form_options(parser: argparse.ArgumentParser) -> None:
     _user_option(parser)
 
 
-def add_definitions_cli(sub: argparse._SubParsersAction) -> None:
-    """Add create, edit, show, deactivate and reactivate under ``definitions``."""
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``definitions`` and its subcommands."""
+    p = subparsers.add_parser("definitions", help="harvest definitions")
+    sub = p.add_subparsers(dest="definitions_command", required=True)
+    dl = sub.add_parser("list", help="definitions with schedule, next date and state")
+    dl.set_defaults(func=cmd_definitions_list)
     create = sub.add_parser("create", help="a selective or one-off definition with its seeds")
     _form_options(create)
     create.set_defaults(func=cmd_create)
@@ -78,6 +82,22 @@ def add_definitions_cli(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--reason", default="")
         _user_option(p)
         p.set_defaults(func=cmd_switch, active=name == "reactivate")
+
+
+def cmd_definitions_list(args: argparse.Namespace) -> int:
+    from harvest.overview import list_definitions
+
+    print(f"{'id':>5} {'name':<32} {'kind':<8} {'frequency':<10} {'configs':>7} {'runs':>4}  state")
+    for d in list_definitions():
+        kind = "selective" if d["kind"] == "partial" else "snapshot"
+        state = "active" if d["isactive"] else f"INACTIVE: {d['inactive_reason']}"
+        if d["isactive"] and d["nextdate"] is not None:
+            state += f", next {d['nextdate']:%Y-%m-%d %H:%M}"
+        print(
+            f"{d['harvest_id']:>5} {d['name'][:32]:<32} {kind:<8} {d['frequency'] or '-':<10} "
+            f"{d['configs']:>7} {d['numevents']:>4}  {state}"
+        )
+    return 0
 
 
 def _given(args: argparse.Namespace) -> dict[str, str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from harvestflow.formats.cdx import FORMATS
 from indexing.cdx import NotAWarcError, index_warc
@@ -111,8 +112,15 @@ def cmd_bigmerge(args: argparse.Namespace) -> int:
 def cmd_clean(args: argparse.Namespace) -> int:
     from indexing.cleanup import clean_arc_repository
 
-    # preservation's answer, handed in by app.cli.main (indexing may not import preservation)
-    return _print(clean_arc_repository(preserved=getattr(args, "preserved", None)))
+    return _print(clean_arc_repository(preserved=args.preserved))
+
+
+def _file_preserved(engine: Any, job_id: int | None, file_name: str) -> bool:
+    """Preservation's answer for ``index clean``: indexing.cleanup asks it before deleting an
+    original (indexing may not import preservation, so the command hands it in)."""
+    from preservation.records import file_preserved
+
+    return file_preserved(engine, job_id, file_name)
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
@@ -173,7 +181,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         func=cmd_bigmerge
     )
     sub.add_parser("clean", help="cleanarcrepository: delete safe job WARCs").set_defaults(
-        func=cmd_clean
+        func=cmd_clean, preserved=_file_preserved
     )
     dedup = sub.add_parser(
         "dedup", help="write the dedup index of domains (their latest captures, every job)"

@@ -1,4 +1,4 @@
-"""``harvestflow ark …`` and ``harvestflow preservation …`` subcommands.
+"""``harvestflow preservation``: ingest, the manual queue, fixity audits and reports.
 
 The commands call the same library functions as the ``preservation_ingest`` DAG, so what a crawl
 engineer runs by hand is what production runs.
@@ -11,17 +11,6 @@ import json
 import sys
 from datetime import UTC, datetime
 from typing import Any
-
-
-def cmd_ark_verify(args: argparse.Namespace) -> int:
-    from preservation.ark import verify
-
-    bad = 0
-    for value in args.ark:
-        check = verify(value)
-        print(f"{check.ark}\t{'valid' if check.valid else 'INVALID'}\t{check.reason}")
-        bad += not check.valid
-    return 1 if bad else 0
 
 
 def _print(data: Any) -> None:
@@ -135,14 +124,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``ark verify`` and
-    ``preservation {ingest,stage,queue,release,report,audit,status}``."""
-    ark = subparsers.add_parser("ark", help="ARK identifiers")
-    ark_sub = ark.add_subparsers(dest="ark_command", required=True)
-    p = ark_sub.add_parser("verify", help="check the syntax and NOID check character of ARKs")
-    p.add_argument("ark", nargs="+", help="e.g. ark:/99999/hf00018")
-    p.set_defaults(func=cmd_ark_verify)
-
+    """Register ``preservation {ingest,stage,queue,release,audit,status,report}``."""
     pres = subparsers.add_parser("preservation", help="preservation ingest (SPAR-like)")
     sub = pres.add_subparsers(dest="preservation_command", required=True)
     p = sub.add_parser("ingest", help="ingest jobs (default: every job ready)")

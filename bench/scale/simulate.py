@@ -36,7 +36,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from celery import Celery  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench" / "jobgen"))
 import bench_jobgen  # noqa: E402  (its loader: the jobgen benchmark's synthetic history)
+import sim_figures  # noqa: E402
 
 # imported here, not in the task: the first task of each thread must not time the imports
 from crawler.broker_leases import BrokerHostLeases  # noqa: E402
@@ -108,10 +108,6 @@ def _host_leases(holder: str) -> HostLeases | BrokerHostLeases:
             grace_s=WAITER_GRACE_S,
         )
     return HostLeases(_lease_engine(), holder, 30.0)
-
-
-def _pct(values: list[float], q: float) -> float:
-    return sorted(values)[int(q * (len(values) - 1))] if values else float("nan")
 
 
 def _write_row(row: dict[str, Any]) -> None:
@@ -205,8 +201,8 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
         "prepare_s": prepare_s,
         "record_s": record_s,
         "lease_ops": len(takes),
-        "lease_p50_ms": 1000 * _pct(takes, 0.5),
-        "lease_p95_ms": 1000 * _pct(takes, 0.95),
+        "lease_p50_ms": 1000 * sim_figures.pct(takes, 0.5),
+        "lease_p95_ms": 1000 * sim_figures.pct(takes, 0.95),
         "lease_ms": [round(1000 * x, 2) for x in takes],
         "lease_waits": waits,
         "lease_start": lease_start,
@@ -215,43 +211,6 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
         "worker": os.getpid(),
     }
     _write_row(row)
-
-
-def _tree_cpu(pid: int | None) -> float:
-    """CPU seconds (user + system) of a server process and its children (PostgreSQL's backends)."""
-    import psutil
-
-    if pid is None:
-        return 0.0
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0.0
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-            total += t.user + t.system
-        except psutil.Error:
-            pass  # a backend that ended between the listing and the reading
-    return total
-
-
-def _commit() -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short=9", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.stdout.strip()
-
-
-def _write_results(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"results: {path}")
 
 
 def main() -> int:
@@ -370,7 +329,10 @@ def main() -> int:
         threading.Thread(target=sample_connections, daemon=True).start()
         # the lease store's own CPU: redis-server's, or PostgreSQL's (every backend: all of the
         # tasks' statements, not only the leases')
-        cpu_before = {"redis": _tree_cpu(broker.pid()), "postgres": _tree_cpu(pg.pid())}
+        cpu_before = {
+            "redis": sim_figures.tree_cpu(broker.pid()),
+            "postgres": sim_figures.tree_cpu(pg.pid()),
+        }
         begin = time.time()
         for priority, ids in routes.items():
             for job_id in ids:
@@ -397,90 +359,12 @@ def main() -> int:
             time.sleep(0.5)
         sampling.set()
         cpu = {
-            k: _tree_cpu(p.pid()) - cpu_before[k] for k, p in (("redis", broker), ("postgres", pg))
+            k: sim_figures.tree_cpu(p.pid()) - cpu_before[k]
+            for k, p in (("redis", broker), ("postgres", pg))
         }
-        errors = [r for r in rows if r["status"] != "DONE"]
-        rows = [r for r in rows if r["status"] == "DONE"]
-        print(
-            f"PostgreSQL: peak {peak[0]} connections (max_connections"
-            f" {settings['postgres'].get('max_connections', 200)}); {len(errors)} task(s) failed"
-            + (f", e.g. {errors[0]['status']}" if errors else "")
+        failed = sim_figures.report(
+            args, rows, len(job_ids), begin, peak[0], cpu, settings["postgres"]
         )
-        if not rows:
-            raise SystemExit("benchmark FAILED: no job ended")
-        makespan = max(r["ended"] for r in rows) - begin
-        busy = sum(r["ended"] - r["started"] for r in rows)
-        standin = args.fetches * args.fetch_s
-        ideal = len(job_ids) * standin / args.workers
-        lease_ms = [x for r in rows for x in r["lease_ms"]]
-        lease_ops = sum(r["lease_ops"] for r in rows)
-        # enqueue → start, for the tasks enqueued while a slot was free (the first wave)
-        first = sorted(rows, key=lambda r: r["started"])[: args.workers]
-        dispatch = [r["started"] - r["enqueued"] for r in first]
-        failed = bool(errors)
-        print(f"jobs: {len(rows)} done by {args.workers} slots ({args.processes} processes)")
-        print(
-            f"makespan {makespan:.1f} s against {ideal:.1f} s ideal (stand-in {standin:.1f} s per"
-            f" job); slots busy {busy / (makespan * args.workers):.0%} of the makespan"
-        )
-        print(
-            f"RATIO makespan / ideal: {makespan / ideal:.2f}   (1.00 = the platform's own steps"
-            " cost nothing)"
-        )
-        # the fetching phase: from the first lease asked for to the last given back
-        window = max(r["lease_end"] for r in rows) - min(r["lease_start"] for r in rows)
-        print(
-            f"host leases ({args.leases}): {lease_ops:,} round trips, {lease_ops / makespan:.0f}/s"
-            f" over the makespan, {lease_ops / window:.0f}/s over the fetching phase,"
-            f" p50 {statistics.median(lease_ms):.1f} ms, p95 {_pct(lease_ms, 0.95):.1f} ms,"
-            f" {sum(r['lease_waits'] for r in rows)} waits for a held host"
-        )
-        print(
-            f"server CPU during the run: redis-server {cpu['redis']:.1f} s, PostgreSQL"
-            f" {cpu['postgres']:.1f} s (all statements), for {lease_ops:,} lease round trips"
-        )
-        print(
-            f"broker: enqueue -> start p50 {1000 * statistics.median(dispatch):.0f} ms,"
-            f" p95 {1000 * _pct(dispatch, 0.95):.0f} ms (first {len(first)} tasks)"
-        )
-        prep = [r["prepare_s"] for r in rows]
-        rec = [r["record_s"] for r in rows]
-        print(
-            f"prepare_job p50 {1000 * statistics.median(prep):.0f} ms p95"
-            f" {1000 * _pct(prep, 0.95):.0f} ms; record_job_results p50"
-            f" {1000 * statistics.median(rec):.0f} ms p95 {1000 * _pct(rec, 0.95):.0f} ms"
-            f" ({args.per_job} history rows each)"
-        )
-        if failed:
-            print(f"benchmark FAILED: {len(errors)} of {len(job_ids)} tasks failed")
-        if args.results:
-            _write_results(
-                args.results,
-                {
-                    "benchmark": f"simulate-{args.leases}",
-                    "when": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "commit": _commit(),
-                    "load_1min": os.getloadavg()[0],
-                    "args": {k: str(v) for k, v in vars(args).items() if k != "results"},
-                    "leases": args.leases,
-                    "jobs": len(job_ids),
-                    "tasks_failed": len(errors),
-                    "peak_pg_connections": peak[0],
-                    "makespan_s": round(makespan, 2),
-                    "ideal_s": round(ideal, 2),
-                    "lease_round_trips": lease_ops,
-                    "lease_per_s_makespan": round(lease_ops / makespan, 1),
-                    "lease_per_s_fetching": round(lease_ops / window, 1),
-                    "lease_p50_ms": round(statistics.median(lease_ms), 2),
-                    "lease_p95_ms": round(_pct(lease_ms, 0.95), 2),
-                    "dispatch_p50_ms": round(1000 * statistics.median(dispatch), 1),
-                    "redis_cpu_s": round(cpu["redis"], 2),
-                    "postgres_cpu_s": round(cpu["postgres"], 2),
-                    "postgres_max_connections": settings["postgres"].get("max_connections", 200),
-                    "errors_sample": [e["status"] for e in errors[:3]],
-                    "passed": not failed,
-                },
-            )
     finally:
         for w in workers:
             w.terminate()

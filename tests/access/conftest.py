@@ -4,37 +4,16 @@ real api-server with the curator pages."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from app.runtime import airflow_runtime
 from harvestflow import settings as settings_mod
-from harvestflow.settings import PROJECT_ROOT
-from tests.support.replay import replay_env
+from tests.support.replay import access_settings, replay_venv
 
-
-@pytest.fixture(scope="session")
-def replay_venv() -> Path:
-    """The replay service's virtualenv, made or brought up to date by access/setup-replay.sh
-    (idempotent: nothing to do when pywb and the codings hook are current)."""
-    venv = PROJECT_ROOT / ".replay-venv"
-    subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
-    assert (venv / "bin" / "wayback").exists()
-    return venv
-
-
-@pytest.fixture
-def access_settings(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_venv: Path
-) -> Iterator[settings_mod.Settings]:
-    """Settings with a per-test data directory and the replay service on free ports."""
-    replay_env(monkeypatch, tmp_path / "data")
-    settings_mod.reset()
-    yield settings_mod.get_settings()
-    settings_mod.reset()
+# the fixtures shared with the indexing tests (tests/support/replay.py)
+__all__ = ["access_settings", "replay_venv"]
 
 
 @pytest.fixture

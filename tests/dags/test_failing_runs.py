@@ -16,9 +16,9 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow.settings import Settings
-from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
 from tests.support.chainkit import job_warcs, make_harvest, wipe_chain_dirs
 from tests.support.chainkit import make_job as make_indexing_job
+from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
 from tests.support.runstates import asset_events, dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from harvestflow import settings as settings_mod
 from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
-from tests.preservation.conftest import make_job  # noqa: F401 - the fixture, used below
 from tests.support.objects import corrupt_one_byte, replica_s3_client
+from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
 from tests.support.runstates import last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]

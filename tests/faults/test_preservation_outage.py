@@ -25,8 +25,8 @@ from harvestflow.settings import Settings
 from preservation.errors import TransientError
 from preservation.ingest import ingest_job
 from preservation.staging import stage_package
-from tests.preservation.conftest import make_job, pres_settings  # noqa: F401 (fixtures)
 from tests.support.objects import MiB
+from tests.support.preservation_jobs import make_job, pres_settings  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow]
 

@@ -31,7 +31,7 @@ from preservation.config import PreservationConfig
 from preservation.sources import JobFile, jobs_ready, load_job
 from preservation.staging import bag_info_for
 from qa.inputs import jobs_ended_on
-from tests.indexing.conftest import oracle  # noqa: F401  (fixture)
+from tests.support.cdx_oracle import oracle  # noqa: F401  (fixture)
 from tests.support.chainkit import expected_index
 
 pytestmark = pytest.mark.services

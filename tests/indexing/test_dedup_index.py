@@ -22,14 +22,10 @@ from harvestflow import settings as settings_mod
 from indexing import chain, cleanup, manifest, merge
 from indexing.dedup_index import dedup_index_for_job
 from preservation.ingest import ingest_job
-from tests.access import conftest as access_fixtures
 from tests.support.crawl import make_job, run_crawl
-from tests.support.replay import get
+from tests.support.replay import access_settings, get, replay_venv  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.services
-
-access_settings = access_fixtures.access_settings  # a replay service on free loopback ports
-replay_venv = access_fixtures.replay_venv
 
 
 def _insert(conn: sa.Connection, sql: str, **params: object) -> int:

@@ -12,14 +12,11 @@ from access.service import ReplayService
 from harvestflow import settings as settings_mod
 from indexing import chain, merge
 from indexing.documents import availability, scan, store
-from tests.access import conftest as access_fixtures
 from tests.support.docfixtures import harvest_watched_site
 from tests.support.publications_site import serve
+from tests.support.replay import access_settings, replay_venv  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.services
-
-access_settings = access_fixtures.access_settings  # a replay service on free loopback ports
-replay_venv = access_fixtures.replay_venv
 
 
 def states(engine: sa.Engine) -> dict[str, tuple[str, str | None]]:
@@ -30,7 +27,7 @@ def states(engine: sa.Engine) -> dict[str, tuple[str, str | None]]:
         }
 
 
-def test_no_document_is_available_until_its_capture_replays(db_engine, access_settings):
+def test_no_document_is_available_until_its_capture_replays(db_engine, access_settings):  # noqa: F811
     settings = settings_mod.get_settings()
     with serve() as site:
         job_id, _ = harvest_watched_site(db_engine, site, settings.data_dir / "work")

@@ -21,10 +21,10 @@ from app.runtime.monitor_service import stage_probes
 from harvestflow.monitoring.config import MonitorConfig
 from harvestflow.monitoring.exporter import MetricsService
 from harvestflow.settings import Settings, get_settings
-from tests.preservation.conftest import make_job, pres_settings  # noqa: F401 - fixtures
 from tests.support.crawl import REPO
 from tests.support.crawl import make_job as make_crawl_job
 from tests.support.monitoring import matching, scrape
+from tests.support.preservation_jobs import make_job, pres_settings  # noqa: F401 - fixtures
 from tests.support.renderjobs import crawl_scriptsite
 
 MiB = 1024 * 1024

@@ -1,6 +1,8 @@
 """The test tree's own rules: a test file's helpers and fixtures live in tests/support/ or a
 conftest.py, never in another test file (importing one runs its tests' module twice and ties
-two files together by names that look private); a test file is named after the module it tests.
+two files together by names that look private); what several folders share lives in
+tests/support/, never imported from another folder's conftest.py; a test file is named after
+the module it tests.
 
 ``python -m tests.platform.test_test_tree`` lists the test files named after no module."""
 
@@ -16,8 +18,9 @@ TESTS = PROJECT_ROOT / "tests"
 
 def _imported_test_modules(path: Path) -> list[str]:
     """The ``test_*`` modules ``path`` imports (absolute or relative, ``from x import test_y``
-    included)."""
+    included), and the conftest modules of other folders."""
     found = []
+    own = ".".join(path.relative_to(PROJECT_ROOT).parent.parts)  # e.g. tests.harvest
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
@@ -27,7 +30,10 @@ def _imported_test_modules(path: Path) -> list[str]:
         else:
             continue
         for module in modules:
-            if module.rsplit(".", 1)[-1].startswith("test_") and (
+            package, _, last = module.rpartition(".")
+            if last == "conftest" and module.startswith("tests.") and package != own:
+                found.append(f"{node.lineno}: {module}")  # another folder's conftest
+            elif last.startswith("test_") and (
                 module.startswith("tests.") or module.startswith(".")
             ):
                 found.append(f"{node.lineno}: {module}")
@@ -72,7 +78,7 @@ EXEMPT_FILES = {
     "tests/dags/test_run_state_rules.py": "the run-state rule of every DAG",
     "tests/dags/test_harvest_workflows.py": "the one-off and broad-crawl DAGs end to end",
 }
-# a package's commands live in app/cli/<package>.py: tests/<package>/test_cli*.py
+# the commands of a package (in app/cli/) are tested beside it: tests/<package>/test_cli*.py
 ALSO = ("cli",)
 
 

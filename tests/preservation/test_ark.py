@@ -93,3 +93,18 @@ def test_get_or_mint_reuses_and_parallel_workers_never_collide(db_engine: sa.Eng
     assert len({next(iter(v)) for v in by_ref.values()}) == 25
     with db_engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM arks")).scalar_one() == 26
+
+
+def test_cli_ark_verify_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from app.cli import ark as ark_cli
+
+    parser = argparse.ArgumentParser()
+    ark_cli.add_cli(parser.add_subparsers(dest="cmd"))
+    args = parser.parse_args(["ark", "verify", "ark:/13030/xf93gt2q"])
+    assert args.func(args) == 0
+    args = parser.parse_args(["ark", "verify", "ark:/13030/xf93gt2q", "ark:/13030/xf39gt2q"])
+    assert args.func(args) == 1
+    out = capsys.readouterr().out
+    assert "INVALID" in out and "expected 'q'" not in out.splitlines()[0]

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.cli import preservation as cli
 from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
 from preservation.manual_queue import preservation_queue, release_job
@@ -71,16 +70,3 @@ def test_manual_queue_lists_reason_and_release_lets_a_repaired_job_through(
     release_job(job.job_id, pres_settings, note="restored from backup")
     assert ingest_job(job.job_id, pres_settings)["status"] == "preserved"
     assert preservation_queue(pres_settings) == []
-
-
-def test_cli_ark_verify_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    cli.add_cli(parser.add_subparsers(dest="cmd"))
-    args = parser.parse_args(["ark", "verify", "ark:/13030/xf93gt2q"])
-    assert args.func(args) == 0
-    args = parser.parse_args(["ark", "verify", "ark:/13030/xf93gt2q", "ark:/13030/xf39gt2q"])
-    assert args.func(args) == 1
-    out = capsys.readouterr().out
-    assert "INVALID" in out and "expected 'q'" not in out.splitlines()[0]

@@ -1,13 +1,25 @@
-"""The reference CDX lines of a WARC, by cdxj-indexer (the oracle) from its own virtualenv."""
+"""The reference CDX lines of a WARC, by cdxj-indexer (the oracle) from its own virtualenv, and
+the ``oracle`` fixture that gives that virtualenv (the conftests that need it import it)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from harvestflow.settings import PROJECT_ROOT
 
 ORACLE_VENV = PROJECT_ROOT / ".oracle-venv"
+
+
+@pytest.fixture(scope="session")
+def oracle() -> Path:
+    """The oracle venv (pywb, cdxj-indexer, surt), created by scripts/setup-oracles.sh if needed."""
+    if not (ORACLE_VENV / "bin" / "cdxj-indexer").exists():
+        subprocess.run(["bash", str(PROJECT_ROOT / "scripts" / "setup-oracles.sh")], check=True)
+    assert (ORACLE_VENV / "bin" / "cdxj-indexer").exists()
+    return ORACLE_VENV
 
 
 def reference_lines(oracle: Path, warc: Path, fmt: str) -> list[str]:

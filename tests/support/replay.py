@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from harvestflow import settings as settings_mod
 from harvestflow.settings import PROJECT_ROOT
 from indexing.layout import Layout
 from tests.support.environment import free_port
@@ -155,3 +156,24 @@ def embedded(fields: list[list[str]], page: str) -> set[str]:
         frontier = nxt - found
         found |= nxt
     return found
+
+
+@pytest.fixture(scope="session")
+def replay_venv() -> Path:
+    """The replay service's virtualenv, made or brought up to date by access/setup-replay.sh
+    (idempotent: nothing to do when pywb and the codings hook are current)."""
+    venv = PROJECT_ROOT / ".replay-venv"
+    subprocess.run(["bash", str(PROJECT_ROOT / "access" / "setup-replay.sh")], check=True)
+    assert (venv / "bin" / "wayback").exists()
+    return venv
+
+
+@pytest.fixture
+def access_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_venv: Path
+) -> Iterator[settings_mod.Settings]:
+    """Settings with a per-test data directory and the replay service on free ports."""
+    replay_env(monkeypatch, tmp_path / "data")
+    settings_mod.reset()
+    yield settings_mod.get_settings()
+    settings_mod.reset()

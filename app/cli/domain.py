@@ -1,8 +1,11 @@
-"""``harvestflow domain configure|alias|unalias``: the domain page's forms on the command line
-(``domain show`` is in :mod:`app.cli.harvest`); the same checks (harvest.office), the changes
-audited with ``--user`` (default: the login name), refused unless that user is a crawl engineer
-(given the role in every collection, ``*``: ``harvestflow rights grant '*' USER engineer``), as
-on the pages (:data:`harvest.office.office_rights.DOMAINS`)."""
+"""``harvestflow domain``: a domain's configurations, seeds, aliases and history (``show``), and
+the domain page's forms (``configure``, ``alias``, ``unalias``) on the command line.
+
+The changes go through the same checks as the pages (harvest.office), audited with ``--user``
+(default: the login name), refused unless that user is a crawl engineer (given the role in every
+collection, ``*``: ``harvestflow rights grant '*' USER engineer``), as on the pages
+(:data:`harvest.office.office_rights.DOMAINS`).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,17 @@ import argparse
 import getpass
 import sys
 from pathlib import Path
+from typing import Any
 
 
-def add_domain_cli(sub: argparse._SubParsersAction) -> None:
-    """Add configure, alias and unalias under ``domain``."""
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``domain`` and its subcommands."""
+    p = subparsers.add_parser("domain", help="domains of the harvest database")
+    sub = p.add_subparsers(dest="domain_command", required=True)
+    show = sub.add_parser("show", help="configurations, seeds, aliases and harvest history")
+    show.add_argument("name")
+    show.add_argument("--history", type=int, default=20, help="history rows shown (default 20)")
+    show.set_defaults(func=cmd_domain_show)
     conf = sub.add_parser("configure", help="change or add a configuration of a domain")
     conf.add_argument("name")
     conf.add_argument("--config", default=None, help="configuration name (default: defaultconfig)")
@@ -34,6 +44,63 @@ def add_domain_cli(sub: argparse._SubParsersAction) -> None:
     unalias.add_argument("name")
     unalias.add_argument("--user", default=None)
     unalias.set_defaults(func=cmd_unalias)
+
+
+def fmt_size(n: int | None) -> str:
+    """A byte count for people (``jobs list`` shows it too); None or negative: no limit."""
+    if n is None or n < 0:
+        return "unlimited"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1000  # type: ignore[assignment]
+    return str(n)
+
+
+def cmd_domain_show(args: argparse.Namespace) -> int:
+    from harvest.overview import domain_report
+
+    info = domain_report(args.name, history_limit=args.history)
+    if info is None:
+        print(f"domain {args.name!r} is not in the harvest database")
+        return 1
+    print(_domain_text(info))
+    return 0
+
+
+def _domain_text(info: dict[str, Any]) -> str:
+    lines = [f"domain {info['name']} (id {info['domain_id']})"]
+    state = "active" if info["active"] else f"INACTIVE: {info['inactive_reason'] or '?'}"
+    lines.append(f"  state: {state}")
+    if info["alias_of"]:
+        by = f", by {info['alias_set_by']}" if info["alias_set_by"] else ""
+        lines.append(f"  alias of {info['alias_of']} (since {info['lastaliasupdate']}{by})")
+    if info["aliases"]:
+        lines.append(f"  aliases: {', '.join(info['aliases'])}")
+    if info["crawlertraps"]:
+        lines.append(f"  crawler traps: {', '.join(info['crawlertraps'])}")
+    lines.append("  configurations:")
+    for cfg in info["configurations"]:
+        default = " (default)" if cfg["default"] else ""
+        lines.append(
+            f"    {cfg['name']}{default}: template {cfg['template']}, max objects "
+            f"{cfg['maxobjects'] if cfg['maxobjects'] >= 0 else 'unlimited'}, max bytes "
+            f"{fmt_size(cfg['maxbytes'])}, seed lists {', '.join(cfg['seedlists']) or '-'}"
+        )
+    lines.append("  seed lists:")
+    for sl in info["seedlists"]:
+        lines.append(f"    {sl['name']}:")
+        lines.extend(f"      {seed}" for seed in sl["seeds"])
+    lines.append("  harvest history (newest first):")
+    if not info["history"]:
+        lines.append("    never harvested")
+    for h in info["history"]:
+        lines.append(
+            f"    {h['harvest_time']:%Y-%m-%d %H:%M} {h['harvest_name']} job {h['job_id']}"
+            f" config {h['config']}: {h['objectcount']} objects, {fmt_size(h['bytecount'])},"
+            f" stopped: {h['stop_reason']}"
+        )
+    return "\n".join(lines)
 
 
 def _refused(exc: Exception) -> int:

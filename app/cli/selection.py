@@ -1,11 +1,11 @@
-"""``harvestflow selection annotate|annotations|export`` and ``harvestflow jobs qa``: curators'
-annotations of targets, QA feedback on jobs and the crawl feed's export, from the command line.
+"""``harvestflow selection``: curators' selection records from the command line.
 
-The same functions as the curator pages (:mod:`harvest.selection.annotations`,
-:mod:`harvest.selection.qa_feedback`, :mod:`harvest.selection.feed_export`); who writes is
-``--user`` (default ``$USER``). Exit codes: 0 done; 1 refused (the reason on stderr), or for
-``jobs qa`` stored with URLs that the next transfer will not add, or for ``export`` records
-left out (named); 2 the file cannot be written.
+``import`` reads a CSV or UKWA JSON crawl feed, ``transfer`` turns active records into harvest
+definitions; ``annotate``, ``annotations`` and ``export`` are the curator pages' annotations of
+targets and the crawl feed's export, through the same functions
+(:mod:`harvest.selection.annotations`, :mod:`harvest.selection.feed_export`); who writes is
+``--user`` (default ``$USER``). Exit codes: 0 done; 1 refused (the reason on stderr), some rows
+refused on import, or records left out of an export (named); 2 the file cannot be read or written.
 """
 
 from __future__ import annotations
@@ -18,13 +18,32 @@ import sys
 from pathlib import Path
 
 
-def _user(args: argparse.Namespace) -> str:
-    return str(args.user or os.environ.get("USER") or getpass.getuser())
-
-
-def add_selection_cli(selection: argparse._SubParsersAction) -> None:
-    """``annotate``, ``annotations`` and ``export`` under ``harvestflow selection``."""
-    ann = selection.add_parser(
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``selection`` and its subcommands (handlers import lazily: a fast start)."""
+    p = subparsers.add_parser("selection", help="curators' selection records")
+    sub = p.add_subparsers(dest="selection_command", required=True)
+    imp = sub.add_parser("import", help="import a CSV or UKWA JSON crawl feed (re-import updates)")
+    imp.add_argument("file", type=Path)
+    imp.add_argument(
+        "--format", choices=["auto", "csv", "json"], default="auto", help="default: by extension"
+    )
+    imp.add_argument(
+        "--no-url-check", action="store_true", help="skip the online check of new URLs"
+    )
+    imp.add_argument("--user", default=None, help="recorded as creator/modifier")
+    imp.add_argument("--collection", default="ukwa", help="collection of feed items that name none")
+    imp.add_argument("--theme", default=None, help="theme of feed items that name none")
+    imp.add_argument(
+        "--rejects",
+        type=Path,
+        default=None,
+        help="where the refused rows go (default <data_dir>/selection/rejects/FILE.rejects.tsv)",
+    )
+    imp.set_defaults(func=cmd_selection_import)
+    tr = sub.add_parser("transfer", help="transfer active records to harvest definitions")
+    tr.add_argument("--frequency", default=None)
+    tr.set_defaults(func=cmd_selection_transfer)
+    ann = sub.add_parser(
         "annotate", help="a record's scope evidence, licence and notes (a new version)"
     )
     ann.add_argument("record_id", type=int)
@@ -41,10 +60,10 @@ def add_selection_cli(selection: argparse._SubParsersAction) -> None:
     ann.add_argument("--notes", default=None, help="free notes ('' clears)")
     ann.add_argument("--user", default=None, help="who writes (default: $USER)")
     ann.set_defaults(func=cmd_annotate)
-    show = selection.add_parser("annotations", help="a record's annotation and its history")
+    show = sub.add_parser("annotations", help="a record's annotation and its history")
     show.add_argument("record_id", type=int)
     show.set_defaults(func=cmd_annotations)
-    exp = selection.add_parser(
+    exp = sub.add_parser(
         "export", help="write the records as a crawl feed (JSON) with annotations and QA"
     )
     exp.add_argument("file", type=Path)
@@ -52,22 +71,39 @@ def add_selection_cli(selection: argparse._SubParsersAction) -> None:
     exp.set_defaults(func=cmd_export)
 
 
-def add_qa_cli(jobs: argparse._SubParsersAction) -> None:
-    """``harvestflow jobs qa JOB``: show, or write a QA comment."""
-    qa = jobs.add_parser(
-        "qa", help="a job's QA status and comments; with options, write a QA comment"
-    )
-    qa.add_argument("job_id", type=int)
-    qa.add_argument("--status", default=None, help="not_checked, passed, issues or failed")
-    qa.add_argument("--comment", default="", help="the comment's text")
-    qa.add_argument(
-        "--add-url", action="append", default=[], metavar="URL", help="add to the next harvest"
-    )
-    qa.add_argument("--max-objects", type=int, default=None, help="raise the budget (-1: none)")
-    qa.add_argument("--max-bytes", type=int, default=None, help="raise the budget (-1: none)")
-    qa.add_argument("--record", type=int, default=None, help="the record the directives are for")
-    qa.add_argument("--user", default=None, help="who writes (default: $USER)")
-    qa.set_defaults(func=cmd_jobs_qa)
+def _user(args: argparse.Namespace) -> str:
+    return str(args.user or os.environ.get("USER") or getpass.getuser())
+
+
+def cmd_selection_import(args: argparse.Namespace) -> int:
+    """Exit 0: every record imported; 1: some refused (named, in the rejects file), the
+    others imported; 2: the file could not be read as records at all (nothing imported)."""
+    from harvest.selection.importer import import_file
+    from harvest.selection.records import SelectionFileError
+
+    try:
+        report = import_file(
+            args.file,
+            fmt=args.format,
+            check_urls=not args.no_url_check,
+            user=args.user,
+            collection=args.collection,
+            theme=args.theme,
+            rejects_path=args.rejects,
+        )
+    except (OSError, SelectionFileError) as exc:
+        print(f"harvestflow selection import: {exc}", file=sys.stderr)
+        return 2
+    print(report.text())
+    return 0 if not report.errors else 1
+
+
+def cmd_selection_transfer(args: argparse.Namespace) -> int:
+    from harvest.selection.transfer import transfer_selection_records
+
+    result = transfer_selection_records(args.frequency)
+    print(json.dumps(result, indent=1, default=str))
+    return 0
 
 
 def _evidence(values: list[str]) -> list[dict[str, str]]:
@@ -140,48 +176,3 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"harvestflow selection export: {line}", file=sys.stderr)
     print(f"{args.file}: {count} targets")
     return 1 if left_out else 0
-
-
-def cmd_jobs_qa(args: argparse.Namespace) -> int:
-    from harvest import rights
-    from harvest.common import engine_or_default
-    from harvest.office import office_rights
-    from harvest.selection import qa_feedback
-
-    writes = args.status or args.comment or args.add_url
-    writes = writes or args.max_objects is not None or args.max_bytes is not None
-    engine = engine_or_default(None)
-    problems: list[tuple[str, str]] = []
-    if writes:
-        try:
-            with engine.begin() as conn:
-                needed = office_rights.job_write(
-                    conn, args.job_id, "comment jobs", record_id=args.record,
-                    directives=bool(args.add_url) or args.max_objects is not None
-                    or args.max_bytes is not None,
-                )  # fmt: skip
-                needed.check(conn, _user(args), rights.COMMAND_LINE)
-                comment = qa_feedback.write_comment(
-                    conn,
-                    args.job_id,
-                    _user(args),
-                    args.comment,
-                    status=args.status,
-                    record_id=args.record,
-                    add_urls=args.add_url,
-                    max_objects=args.max_objects,
-                    max_bytes=args.max_bytes,
-                )
-        except (qa_feedback.FeedbackError, rights.RightsError) as exc:
-            print(f"harvestflow jobs qa: {exc}", file=sys.stderr)
-            return 1
-        problems = comment.url_problems()
-        for url, why in problems:
-            print(f"harvestflow jobs qa: {url!r} will not be added: {why}", file=sys.stderr)
-    with engine.connect() as conn:
-        status = qa_feedback.job_status(conn, args.job_id)
-        comments = qa_feedback.comments(conn, job_id=args.job_id)
-    print(f"job {args.job_id}: QA {status}")
-    for c in comments:
-        print(f"  {json.dumps(c.as_feed(), ensure_ascii=False)}")
-    return 1 if problems else 0
