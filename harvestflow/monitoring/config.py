@@ -27,6 +27,9 @@ class MonitorConfig:
     email_from: str
     smtp_host: str
     smtp_port: int
+    #: the Celery broker's URL with the celery executor (crawlers on any worker relay their
+    #: gauges through it: :mod:`harvestflow.monitoring.broker_relay`), else ""
+    broker_relay_url: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> MonitorConfig:
@@ -50,6 +53,7 @@ class MonitorConfig:
             email_from=str(m.get("email_from", "harvestflow@localhost")),
             smtp_host=str(m.get("smtp_host", "")),
             smtp_port=int(m.get("smtp_port", 25)),
+            broker_relay_url=settings.broker_url if settings.executor == "celery" else "",
         )
         cfg.check()
         return cfg

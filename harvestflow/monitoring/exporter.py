@@ -24,6 +24,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from harvestflow.monitoring import MonitoringError
+from harvestflow.monitoring.broker_relay import BrokerRelayReceiver
 from harvestflow.monitoring.config import MonitorConfig
 from harvestflow.monitoring.probes import Probe, Reading
 from harvestflow.monitoring.rules import Rules
@@ -83,8 +84,8 @@ def _statsd_families(store: StatsdStore) -> Iterator[Metric]:
 
 
 class MetricsService:
-    """``/metrics`` on ``[monitoring] host:port``, StatsD on ``statsd_port``, rules every
-    ``check_interval_s``. ``start()`` binds (a port taken is a :class:`MonitoringError`)."""
+    """``/metrics`` on ``[monitoring] host:port``, StatsD on ``statsd_port`` (and the crawlers'
+    lines relayed by the broker with the celery executor), rules every ``check_interval_s``. ``start()`` binds (a port taken is a :class:`MonitoringError`)."""
 
     def __init__(self, cfg: MonitorConfig, probes: dict[str, Probe], rules: Rules | None = None):
         self.cfg = cfg
@@ -97,6 +98,7 @@ class MetricsService:
         self._threads: list[threading.Thread] = []
         self.httpd: Any = None
         self.receiver: StatsdReceiver | None = None
+        self.relay: BrokerRelayReceiver | None = None
 
     @property
     def url(self) -> str:
@@ -139,6 +141,9 @@ class MetricsService:
                 f" StatsD {self.cfg.statsd_port}): {exc}; change [monitoring] port/statsd_port"
             ) from exc
         self.receiver.start()
+        if self.cfg.broker_relay_url:  # crawls on any worker: their gauges through the broker
+            self.relay = BrokerRelayReceiver(self.store, self.cfg.broker_relay_url)
+            self.relay.start()
         for target, name in (
             (self.httpd.serve_forever, "metrics-http"),
             (self._loop, "alert-rules"),
@@ -162,5 +167,7 @@ class MetricsService:
             self.httpd.server_close()
         if self.receiver is not None:
             self.receiver.stop()
+        if self.relay is not None:
+            self.relay.stop()
         for thread in self._threads:
             thread.join(timeout=5)
