@@ -138,7 +138,9 @@ async def _replay_in(
         await renderer.behave(browser, page.session, tab, deadline, behaviours, REPLAY_IDLE_S)
         page.check()
         text = await renderer.evaluate(browser, page.session, TEXT_JS)
-        shots = await renderer.screenshots(browser, page.session, viewport=False, restore=False)
+        # the viewport only, at the top as at capture: the capture's viewport screenshot is
+        # what it is compared with (crawler/rendering/qa_compare.py)
+        shots = await renderer.screenshots(browser, page.session, full=False)
         done = True
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())

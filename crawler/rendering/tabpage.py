@@ -66,16 +66,12 @@ class TabPage:
         self.listen(self._on_event)
 
     async def end(self) -> bool:
-        """The page left for a blank one, its viewport given back (a tall screenshot's
-        metrics are cleared here, on the blank page: no relayout of the page left) and its
-        listeners dropped (False: the tab did not answer, its context is to be closed)."""
+        """The page left for a blank one and its listeners dropped (False: the tab did not
+        answer, its context is to be closed)."""
         self.browser.forget(self.session)
         try:
             await self.browser.send(
                 "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
-            )
-            await self.browser.send(
-                "Emulation.clearDeviceMetricsOverride", session=self.session, timeout=5
             )
         except CdpError:
             return False
