@@ -133,6 +133,31 @@ def test_replay_answers_are_never_kept_by_the_browser() -> None:
     assert caching == [("Cache-Control", "no-store")]
 
 
+def test_what_the_last_page_asks_before_the_next_pages_document_is_not_counted() -> None:
+    # the replay's page is left between replays (stilled, crawler/rendering/tabpage.py): a
+    # request it still makes before the next page's own document is not the next page's
+    from types import SimpleNamespace
+
+    from crawler.rendering.proxy import ProxyRequest
+    from crawler.rendering.qa_pass import ReplayProxy
+    from harvestflow.formats.urls import canonical_key
+
+    records = SimpleNamespace(response=lambda key: None)  # nothing archived
+    renderer = SimpleNamespace(
+        ca=SimpleNamespace(server_context=None), captures=SimpleNamespace(records=records)
+    )
+    proxy = ReplayProxy(renderer)  # type: ignore[arg-type]
+    stale, page, own = "http://s.test/poll?n=9", "http://s.test/next.html", "http://s.test/a.png"
+    proxy.reset(canonical_key(page))
+
+    async def ask(*urls: str) -> list[int]:
+        return [(await proxy.handle(ProxyRequest("GET", u, [], b""))).status for u in urls]
+
+    assert asyncio.run(ask(stale, page, own, stale)) == [404] * 4
+    assert list(proxy.asked.values()) == [page, own, stale]  # the stale one once asked after
+    assert list(proxy.missing.values()) == [page, own, stale]
+
+
 def test_the_image_only_a_script_asks_for_is_found_patched_and_the_score_rises(
     qa_crawl: Any,
 ) -> None:
