@@ -19,13 +19,21 @@ from typing import Any
 from crawler.rendering.cdp import Browser, CdpError
 
 Listener = Callable[[str, dict[str, Any]], None]
-# a page left between loads made still (see TabPage.end)
+# a page left between loads made still (see TabPage.end): each step on its own (a page may have
+# replaced any of these functions), the timers' ids it clears bounded
 STILL_JS = """(() => {
-  window.stop();
-  const last = Math.max(setTimeout(() => {}, 0), requestAnimationFrame(() => {}));
-  for (let i = 0; i <= last; i++) { clearTimeout(i); clearInterval(i); cancelAnimationFrame(i); }
-  document.querySelectorAll('video, audio').forEach((m) => m.pause());
-  if (document.documentElement) document.documentElement.remove();
+  const steps = [
+    () => window.stop(),
+    () => {
+      const last = Math.max(setTimeout(() => {}, 0), requestAnimationFrame(() => {}));
+      for (let i = Math.max(0, last - 100000); i <= last; i++) {
+        clearTimeout(i); clearInterval(i); cancelAnimationFrame(i);
+      }
+    },
+    () => document.querySelectorAll('video, audio').forEach((m) => m.pause()),
+    () => document.documentElement && document.documentElement.remove(),
+  ];
+  for (const step of steps) { try { step(); } catch (e) {} }
 })()"""
 
 
