@@ -1,17 +1,18 @@
 """What the QA pass compares between a page's capture and its replay, and the page's score.
 
-Why these measures (those of Browsertrix's QA, computed cheaply): the share of differing
-pixels between the two full-page screenshots, a text similarity between the two DOM texts, the
-requests the archive could not serve and the JavaScript errors only the replay raised. Pixels
-are compared at half resolution with Pillow (already a dependency of the platform): a channel
-differing by more than ``PIXEL_TOLERANCE`` makes a pixel differ (anti-aliasing does not), and
-the part of the larger screenshot the other lacks differs wholly. The text similarity is the
-Dice coefficient of the two texts' word multisets: linear in the text's size, order-blind (a
-replay that moves a block is not broken) and 1.0 for two empty pages.
+Why these measures (those of Browsertrix's QA, computed cheaply): the requests the archive could
+not serve, the share of differing pixels between the two viewport screenshots at the top after
+the same behaviours and scroll (not the full pages: the replay's full-page screenshot was a
+fifth of its browser CPU, bench/render_qa, and what breaks below the fold is a missing request
+or a changed text), a text similarity between the two DOM texts, and the JavaScript errors only
+the replay raised. Pixels are compared at half resolution with Pillow: a channel differing by
+more than ``PIXEL_TOLERANCE`` makes a pixel differ, the part one screenshot lacks differs. The
+text similarity is the Dice coefficient of the word multisets: linear, order-blind (a moved
+block is not broken), 1.0 for two empty pages.
 
-The score (0–100) multiplies what survived: the share of the replay's requests the archive
-served, the share of identical pixels, the text similarity, halved when the replay raised
-errors the capture did not. A page below the template's ``qa_min_score`` is below threshold.
+The score (0–100) multiplies the share of the replay's requests served, the share of identical
+pixels and the text similarity, halved when the replay raised new errors; below the template's
+``qa_min_score`` a page is below threshold.
 """
 
 from __future__ import annotations

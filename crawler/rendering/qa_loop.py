@@ -4,7 +4,7 @@ missing URLs fetched in the same job (template ``qa_patch``), checked once more.
 Why here, after the page's capture and in the crawl's own tabs (not a second crawl): the page's
 records are written, its tab pool is warm, and the page's own time is bounded by the template's
 ``qa_page_budget_s`` (replay, patch and second check together). What the capture saw (its DOM
-text, JavaScript errors, full-page screenshot) is kept before the check, in the state's meta
+text, JavaScript errors, viewport screenshot) is kept before the check, in the state's meta
 table (``qa:<key>``) and ``reports/qa-shots/``: a crawler killed during a QA pass finds the
 entry on resume and finishes the pass from the job's records, capturing nothing again.
 
@@ -77,14 +77,15 @@ class PageQa:
 
     # --- before the pass: what the capture saw, kept ------------------------------------------
     def keep(self, url: str, hf: dict[str, Any], outcome: RenderOutcome) -> str | None:
-        """The capture's text, errors and full-page screenshot kept for the page's pass (the
-        pending entry's key), or None when the page has no screenshot to compare."""
-        full = next((s.png for s in outcome.screenshots if s.kind == "full"), None)
-        if full is None:
+        """The capture's text, errors and viewport screenshot (at the top, after its
+        behaviours) kept for the page's pass (the pending entry's key), or None when the page
+        has no screenshot to compare."""
+        view = next((s.png for s in outcome.screenshots if s.kind == "viewport"), None)
+        if view is None:
             return None
         self.shots.mkdir(parents=True, exist_ok=True)
         capture_name, _ = shot_names(url, 1)
-        (self.shots / capture_name).write_bytes(full)
+        (self.shots / capture_name).write_bytes(view)
         key = PENDING + hf["key"]
         entry = {"url": url, "hf": hf, "text": outcome.text, "errors": outcome.js_errors}
         self.ctx.state.begin()
@@ -155,15 +156,15 @@ class PageQa:
         finally:
             free.put_nowait(tab)
         capture_name, replay_name = shot_names(seen.url, check)
-        full = got.shot("full") or b""
-        (self.shots / replay_name).write_bytes(full)
+        view = got.shot("viewport") or b""
+        (self.shots / replay_name).write_bytes(view)
         capture_png = (self.shots / capture_name).read_bytes()
-        if not full:
+        if not view:
             pixel = 1.0
-        elif full == capture_png:  # the same pixels, encoded by the same browser: nothing to decode
+        elif view == capture_png:  # the same pixels, encoded by the same browser: nothing to decode
             pixel = 0.0
         else:  # Pillow's work off the event loop: the crawl goes on meanwhile
-            pixel = await asyncio.to_thread(pixel_diff_share, capture_png, full)
+            pixel = await asyncio.to_thread(pixel_diff_share, capture_png, view)
         text = text_similarity(seen.text, got.text)
         errors = new_errors(seen.errors, got.errors)
         for message in errors:

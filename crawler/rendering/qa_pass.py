@@ -6,7 +6,9 @@ while a replay view needs the WARCs indexed; the answers are pywb's for an exact
 replay context's proxy (:class:`ReplayProxy`) answers only from those records: an unrecorded URL
 is a 404 and listed missing, and nothing reaches a site during a replay. Its answers are
 ``no-store``: the replay context is kept from page to page, and each replay must still ask the
-archive for everything its page needs.
+archive for everything its page needs. Its page is left between replays, stilled
+(crawler/rendering/tabpage.py): a request the last page still makes before the next page's
+document is asked for is answered and not counted.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class ReplayProxy:
         self.proxy = TabProxy(self.handle, renderer.ca.server_context)
         self.asked: dict[str, str] = {}  # key → URL, of the page being replayed
         self.missing: dict[str, str] = {}
+        # the key of the page to replay until its document is asked for: what comes before is
+        # the last page's (left in the tab, crawler/rendering/tabpage.py), answered, not counted
+        self.awaited = ""
         self.page: TabPage | None = None  # the replay context's page in the tab's browser
 
     async def page_in(self, browser: Browser) -> TabPage:
@@ -79,9 +84,11 @@ class ReplayProxy:
             await self.page.close()
         self.page = None
 
-    def reset(self) -> None:
+    def reset(self, page_key: str = "") -> None:
+        """Nothing asked yet: the next replay's page is ``page_key``'s."""
         self.asked = {}
         self.missing = {}
+        self.awaited = page_key
 
     async def handle(self, req: ProxyRequest) -> ProxyResponse:
         try:
@@ -89,6 +96,9 @@ class ReplayProxy:
             key = canonical_key(url)
         except ValueError:
             return ProxyResponse(400, reason="Bad URL")
+        if self.awaited and key != self.awaited:
+            return NOT_ARCHIVED  # the last page's, before the new page's document: not counted
+        self.awaited = ""
         self.asked.setdefault(key, url)
         response = None
         if req.method == "GET":  # a POST's answer is recorded under its body: not replayed
@@ -115,7 +125,7 @@ async def replay(
     when the tab fails: the caller kills it)."""
     if not rp.proxy.port:
         await rp.proxy.start()
-    rp.reset()
+    rp.reset(canonical_key(without_fragment(url)))
     browser = await tab.ensure_browser(check_memory=False)  # checked at each capture
     timeout = min(renderer.t.render_page_timeout_s, budget_s)
     # beyond the behaviours' time: the tab's set-up and the screenshots, as at capture
@@ -138,7 +148,9 @@ async def _replay_in(
         await renderer.behave(browser, page.session, tab, deadline, behaviours, REPLAY_IDLE_S)
         page.check()
         text = await renderer.evaluate(browser, page.session, TEXT_JS)
-        shots = await renderer.screenshots(browser, page.session, viewport=False, restore=False)
+        # the viewport only, at the top as at capture: the capture's viewport screenshot is
+        # what it is compared with (crawler/rendering/qa_compare.py)
+        shots = await renderer.screenshots(browser, page.session, full=False)
         done = True
         return Replay(
             str(text or ""), errors.messages, shots, len(rp.asked), list(rp.missing.values())

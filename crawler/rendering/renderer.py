@@ -346,20 +346,19 @@ class Renderer:
         browser: Browser,
         session: str,
         phone: bool = False,
-        viewport: bool = True,
-        restore: bool = True,
+        full: bool = True,
     ) -> list[Screenshot]:
-        """The viewport (unless not ``viewport``), then the full page: the viewport made as
-        tall as the page (a device metrics override at the same width, pixel ratio and mobile
-        flag), then given back. Not ``captureBeyondViewport``: its resize passes through a
-        narrow viewport, where a page's phone media queries match and the desktop pass loaded
-        the phone's images. Not ``restore``: the tall metrics left for the caller to clear."""
+        """The viewport, then (unless not ``full``: the QA replay's, compared with the
+        capture's viewport) the full page: the viewport made as tall as the page (a device
+        metrics override at the same width, pixel ratio and mobile flag), then given back. Not
+        ``captureBeyondViewport``: its resize passes through a narrow viewport, where a page's
+        phone media queries match and the desktop pass loaded the phone's images."""
         import base64
 
-        shots = []
-        if viewport:
-            view = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
-            shots.append(Screenshot("viewport", base64.b64decode(view["data"])))
+        view = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+        shots = [Screenshot("viewport", base64.b64decode(view["data"]))]
+        if not full:
+            return shots
         metrics = await browser.send("Page.getLayoutMetrics", session=session)
         size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
         height = max(1, min(int(size.get("height", 900)), MAX_SCREENSHOT_HEIGHT))
@@ -367,15 +366,15 @@ class Renderer:
         tall = phone_metrics(height) if phone else desktop_metrics(width, height)
         await browser.send("Emulation.setDeviceMetricsOverride", tall, session=session)
         try:
-            full = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+            whole = await browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
         finally:
-            if restore and phone:
+            if phone:
                 await browser.send(
                     "Emulation.setDeviceMetricsOverride", phone_metrics(), session=session
                 )
-            elif restore:
+            else:
                 await browser.send("Emulation.clearDeviceMetricsOverride", session=session)
-        shots.append(Screenshot("full", base64.b64decode(full["data"])))
+        shots.append(Screenshot("full", base64.b64decode(whole["data"])))
         return shots
 
     # --- the tabs' requests ---------------------------------------------------------------------

@@ -5,8 +5,8 @@ Why a context of its own, kept from load to load: no cookie, storage or cache of
 context leaks into the replay, and its proxy (the tab's replay proxy) says where its requests
 go; kept while its browser lives, as the tab's capture context is (crawler/rendering/tab.py),
 because a new context and target per load started a renderer process per replayed page, most
-of the QA pass's browser CPU (bench/render_qa). Between loads the page is left for a blank one
-and its listeners dropped.
+of the QA pass's browser CPU (bench/render_qa). Between loads the page stays, stilled and its
+listeners dropped, until the next load replaces it.
 """
 
 from __future__ import annotations
@@ -19,6 +19,22 @@ from typing import Any
 from crawler.rendering.cdp import Browser, CdpError
 
 Listener = Callable[[str, dict[str, Any]], None]
+# a page left between loads made still (see TabPage.end): each step on its own (a page may have
+# replaced any of these functions), the timers' ids it clears bounded
+STILL_JS = """(() => {
+  const steps = [
+    () => window.stop(),
+    () => {
+      const last = Math.max(setTimeout(() => {}, 0), requestAnimationFrame(() => {}));
+      for (let i = Math.max(0, last - 100000); i <= last; i++) {
+        clearTimeout(i); clearInterval(i); cancelAnimationFrame(i);
+      }
+    },
+    () => document.querySelectorAll('video, audio').forEach((m) => m.pause()),
+    () => document.documentElement && document.documentElement.remove(),
+  ];
+  for (const step of steps) { try { step(); } catch (e) {} }
+})()"""
 
 
 class TabPage:
@@ -66,16 +82,16 @@ class TabPage:
         self.listen(self._on_event)
 
     async def end(self) -> bool:
-        """The page left for a blank one, its viewport given back (a tall screenshot's
-        metrics are cleared here, on the blank page: no relayout of the page left) and its
-        listeners dropped (False: the tab did not answer, its context is to be closed)."""
+        """The page stilled and its listeners dropped (False: the tab did not answer, its
+        context is to be closed): its timers and animation frames cleared, its loads stopped,
+        its document emptied (no media, animation or painting left), so that it asks nothing
+        more until the next load replaces it. Not a navigation to a blank page: that was a
+        seventh of a replay's browser CPU (bench/render_qa). A request it still makes is the
+        replay proxy's to tell from the next page's (crawler/rendering/qa_pass.py)."""
         self.browser.forget(self.session)
         try:
             await self.browser.send(
-                "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
-            )
-            await self.browser.send(
-                "Emulation.clearDeviceMetricsOverride", session=self.session, timeout=5
+                "Runtime.evaluate", {"expression": STILL_JS}, session=self.session, timeout=5
             )
         except CdpError:
             return False

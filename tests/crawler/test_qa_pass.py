@@ -5,6 +5,7 @@ check, and a crawler killed during a pass."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import signal
@@ -132,6 +133,31 @@ def test_replay_answers_are_never_kept_by_the_browser() -> None:
     assert caching == [("Cache-Control", "no-store")]
 
 
+def test_what_the_last_page_asks_before_the_next_pages_document_is_not_counted() -> None:
+    # the replay's page is left between replays (stilled, crawler/rendering/tabpage.py): a
+    # request it still makes before the next page's own document is not the next page's
+    from types import SimpleNamespace
+
+    from crawler.rendering.proxy import ProxyRequest
+    from crawler.rendering.qa_pass import ReplayProxy
+    from harvestflow.formats.urls import canonical_key
+
+    records = SimpleNamespace(response=lambda key: None)  # nothing archived
+    renderer = SimpleNamespace(
+        ca=SimpleNamespace(server_context=None), captures=SimpleNamespace(records=records)
+    )
+    proxy = ReplayProxy(renderer)  # type: ignore[arg-type]
+    stale, page, own = "http://s.test/poll?n=9", "http://s.test/next.html", "http://s.test/a.png"
+    proxy.reset(canonical_key(page))
+
+    async def ask(*urls: str) -> list[int]:
+        return [(await proxy.handle(ProxyRequest("GET", u, [], b""))).status for u in urls]
+
+    assert asyncio.run(ask(stale, page, own, stale)) == [404] * 4
+    assert list(proxy.asked.values()) == [page, own, stale]  # the stale one once asked after
+    assert list(proxy.missing.values()) == [page, own, stale]
+
+
 def test_the_image_only_a_script_asks_for_is_found_patched_and_the_score_rises(
     qa_crawl: Any,
 ) -> None:
@@ -156,6 +182,26 @@ def test_the_image_only_a_script_asks_for_is_found_patched_and_the_score_rises(
         h["WARC-Target-URI"] for kind, h, _ in warc_records(result) if kind == "response"
     )
     assert responses[flaky] == 1
+
+
+def test_a_check_compares_the_viewports_at_the_top_not_the_full_pages(qa_crawl: Any) -> None:
+    """The shots a check compares are the capture's viewport screenshot (the one the archive
+    keeps) and the replay's, at the top after the same scroll, not the full pages: the
+    archive's full-page screenshot of /scripted.html is taller than its viewport."""
+    from PIL import Image
+
+    result, _, port = qa_crawl
+    page = f"http://{qasite.HOST}:{port}/scripted.html"
+    kept = {
+        h["WARC-Target-URI"]: body for kind, h, body in warc_records(result) if kind == "resource"
+    }
+    viewport, full = kept[f"urn:screenshot:{page}"], kept[f"urn:screenshot-full:{page}"]
+    size = Image.open(io.BytesIO(viewport)).size
+    assert Image.open(io.BytesIO(full)).height > 1.5 * size[1]  # the spacer: below the fold
+    capture, replay = _checks(result)[("/scripted.html", 1)][10].split(",")
+    shots = result.out / "reports" / "qa-shots"
+    assert (shots / capture).read_bytes() == viewport
+    assert Image.open(shots / replay).size == size
 
 
 def test_a_url_the_server_refuses_after_its_first_answer_stays_missing(qa_crawl: Any) -> None:

@@ -3,8 +3,9 @@ replay goes wrong that the QA pass must tell apart.
 
 - ``/`` and ``/perfect.html``: text, a stylesheet and an image in the HTML: perfect replays;
 - ``/scripted.html``: its script alone asks for ``/img/flaky.png`` (no plain-crawl link to
-  it), and the server drops the connection for the first ``FLAKY_DROPS`` requests of it: the
-  capture's fetch fails, the replay misses it, the QA patch fetches it (then the page is whole);
+  it), shown below the fold (after a spacer taller than the viewport), and the server drops
+  the connection for the first ``FLAKY_DROPS`` requests of it: the capture's fetch fails, the
+  replay misses it, the QA patch fetches it (then the page is whole);
 - ``/once.html``: its script asks for ``/img/once.png?token=<random>`` (a one-time URL) and the
   server answers the first request only, then 403: the replay asks a new token, the patch is
   refused, the URL stays missing;
@@ -45,6 +46,7 @@ SCRIPT_IMAGE = (
     b" i.src = ['', 'img', NAME].join('/') + dot + 'png' + QUERY; document.body.appendChild(i);"
     b"</script>"
 )
+SPACER = b'<div style="height:1200px">spacer</div>'  # what follows is below the fold
 BROKEN = (
     b'<div id="feed">loading</div><p>' + WORDS * 4 + b"</p><script>"
     b"fetch(['', 'api', 'feed'].join('/') + String.fromCharCode(46) + 'json?ts=' + Date.now())"
@@ -78,7 +80,7 @@ class QaSite:
             return Raw(_page(b"Perfect page", img), [HTML])
         if plain == "/scripted.html":
             script = SCRIPT_IMAGE.replace(b"NAME", b"'flaky'").replace(b"QUERY", b"''")
-            return Raw(_page(b"Scripted image", script), [HTML])
+            return Raw(_page(b"Scripted image", SPACER + script), [HTML])
         if plain == "/once.html":
             token = b"'?token=' + Math.random().toString(36).slice(2)"
             script = SCRIPT_IMAGE.replace(b"NAME", b"'once'").replace(b"QUERY", token)
