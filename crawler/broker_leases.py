@@ -99,8 +99,15 @@ class BrokerHostLeases:
     def from_url(
         cls, url: str, holder: str, hold_s: float, *, poll_s: float, grace_s: float
     ) -> BrokerHostLeases:
+        # one connection per crawler, its threads taking turns on it (a call is ~0.1 ms): a pool
+        # checks each connection out with a readiness poll, one more system call (and one more
+        # wait for the interpreter's lock in a busy crawler) per round trip, and holds a
+        # connection per thread
         client = redis.Redis.from_url(
-            url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
+            url,
+            socket_timeout=TIMEOUT_S,
+            socket_connect_timeout=TIMEOUT_S,
+            single_connection_client=True,
         )
         return cls(client, holder, hold_s, poll_s=poll_s, grace_s=grace_s)
 
