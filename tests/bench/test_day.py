@@ -37,12 +37,16 @@ def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
          "--results", str(results)],
         capture_output=True, text=True, timeout=1700,
     )  # fmt: skip
-    result = json.loads(results.read_text())
-    data_dir = next(tmp.glob("hf-day-*"))
-    result["snapshot"] = json.loads((data_dir / "reconcile-snapshot.json").read_text())
-    result["log"] = proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(results.read_text()) if results.exists() else {"failure": log}
+    data_dir = next(tmp.glob("hf-day-*"), None)
+    snapshot = data_dir / "reconcile-snapshot.json" if data_dir else None
+    # a day that failed before its reconciliation fails every test with its own message
+    result["snapshot"] = json.loads(snapshot.read_text()) if snapshot and snapshot.exists() else {}
+    result["log"] = log
     yield result
-    shutil.rmtree(data_dir, ignore_errors=True)
+    if data_dir is not None:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def test_a_small_day_runs_every_stage_and_reconciles(day: dict[str, Any]) -> None:
@@ -56,6 +60,7 @@ def test_a_small_day_runs_every_stage_and_reconciles(day: dict[str, Any]) -> Non
 
 
 def test_a_warc_deleted_after_indexing_fails_the_transfer(day: dict[str, Any], tmp_path) -> None:
+    assert day["snapshot"], day["failure"]
     snap = copy.deepcopy(day["snapshot"])
     victim = snap["files"][0]
     victim["final_path"] = str(tmp_path / "gone" / Path(victim["final_path"]).name)
@@ -64,6 +69,7 @@ def test_a_warc_deleted_after_indexing_fails_the_transfer(day: dict[str, Any], t
 
 
 def test_a_dropped_cdx_line_fails_the_indexing(day: dict[str, Any], tmp_path) -> None:
+    assert day["snapshot"], day["failure"]
     snap = copy.deepcopy(day["snapshot"])
     victim = snap["files"][-1]
     lines = reconcile.cdx_file(victim).read_text().splitlines(keepends=True)
@@ -76,6 +82,7 @@ def test_a_dropped_cdx_line_fails_the_indexing(day: dict[str, Any], tmp_path) ->
 
 
 def test_a_lost_preserved_object_fails_the_preservation(day: dict[str, Any]) -> None:
+    assert day["snapshot"], day["failure"]
     snap = copy.deepcopy(day["snapshot"])
     name = snap["files"][0]["file_name"]
     del snap["s3_objects"][snap["preserved"][name]["s3_key"]]
