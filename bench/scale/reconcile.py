@@ -29,6 +29,7 @@ import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import sqlalchemy as sa
 from warcio.archiveiterator import ArchiveIterator
@@ -150,8 +151,16 @@ def replay_sample(
             # 127.0.0.1): asked on 127.0.0.1 it redirects there
             base = access_url.rstrip("/").replace("//127.0.0.1:", "//localhost:")
             url = f"{base}/all/{f[1]}id_/{f[2]}"
-            with client.stream("GET", url) as resp:
-                body = b"".join(resp.iter_raw())
+            for _hop in range(3):
+                with client.stream("GET", url) as resp:
+                    body = b"".join(resp.iter_raw())
+                # pywb's own redirect to the capture's normal form (http://d -> http://d/), at
+                # the same timestamp, is followed; an archived redirect (Location on the
+                # archived site) is the answer
+                location = urljoin(url, resp.headers.get("location", ""))
+                if not (resp.is_redirect and location.startswith(f"{base}/all/{f[1]}id_/")):
+                    break
+                url = location
             digest = base64.b32encode(
                 hashlib.sha1(body).digest()
             ).decode()  # the WARC digest is SHA-1
