@@ -413,10 +413,10 @@ def main() -> int:
     if args.recheck:
         if not args.results:
             ap.error("--recheck needs --results (the day's results file)")
-        result = recheck(args.recheck, args.results)
-        args.results.write_text(json.dumps(result, indent=1, default=str) + "\n")
-        print(f"recheck {'passed' if result['passed'] else 'FAILED: ' + result['failure']}")
-        return 0 if result["passed"] else 1
+        again = recheck(args.recheck, args.results)
+        args.results.write_text(json.dumps(again, indent=1, default=str) + "\n")
+        print(f"recheck {'passed' if again['passed'] else 'FAILED: ' + again['failure']}")
+        return 0 if again["passed"] else 1
     started = datetime.now(UTC).isoformat(timespec="seconds")
     out = args.results or REPO / "bench" / "results" / "scale" / f"scale-{args.urls}.json"
     result: dict[str, Any] = {
