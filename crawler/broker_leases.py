@@ -1,7 +1,7 @@
 """Host leases in the Celery broker (Redis): the same shared politeness, in memory.
 
 Why: a national crawl needs ~2,200 host-lease round trips per second (two per fetch at
-1,100 URLs/s); the PostgreSQL upserts of :mod:`crawler.leases` sustained ~430/s on two shared
+1,100 URLs/s); the PostgreSQL upserts of :mod:`crawler.lease_tables` sustained ~430/s on two shared
 cores, each one a write-ahead-logged transaction. With the celery executor a Redis server is
 already there for every worker; a lease is one ``SET NX PX`` there, in memory.
 
@@ -79,13 +79,13 @@ def _keys(host: str) -> list[str]:
 
 class BrokerHostLeases:
     """Take a host (or learn how long to wait) and give it back, in the broker's Redis; the
-    interface of :class:`crawler.leases.HostLeases`."""
+    interface of :class:`crawler.lease_tables.HostLeases`."""
 
     def __init__(
         self, client: redis.Redis, holder: str, hold_s: float, *, poll_s: float, grace_s: float
     ) -> None:
         """``poll_s``: the wait before asking again for a held host; ``grace_s``: how long past
-        that a waiter keeps its turn (crawler.leases' POLL_S and WAITER_GRACE_S, passed in so
+        that a waiter keeps its turn (crawler.lease_tables' POLL_S and WAITER_GRACE_S, passed in so
         that this module does not import that one)."""
         self.client = client
         self.holder = holder
@@ -99,8 +99,15 @@ class BrokerHostLeases:
     def from_url(
         cls, url: str, holder: str, hold_s: float, *, poll_s: float, grace_s: float
     ) -> BrokerHostLeases:
+        # one connection per crawler, its threads taking turns on it (a call is ~0.1 ms): a pool
+        # checks each connection out with a readiness poll, one more system call (and one more
+        # wait for the interpreter's lock in a busy crawler) per round trip, and holds a
+        # connection per thread
         client = redis.Redis.from_url(
-            url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
+            url,
+            socket_timeout=TIMEOUT_S,
+            socket_connect_timeout=TIMEOUT_S,
+            single_connection_client=True,
         )
         return cls(client, holder, hold_s, poll_s=poll_s, grace_s=grace_s)
 

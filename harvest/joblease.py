@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crawler.leases import JOB_LEASE_ENV, JobLeases, LeaseHeld, holder_name, make_engine
+from crawler.lease_tables import JOB_LEASE_ENV, JobLeases, LeaseHeld, holder_name, job_lease_engine
 from harvestflow.services.datadir import check_data_dir
 from harvestflow.settings import get_settings
 
@@ -73,7 +73,7 @@ def job_lease(job_id: int, ttl_s: float | None = None, wait_s: float = 0.0) -> I
     asking again for ``wait_s``).
     """
     ttl = float(ttl_s or get_settings().get("crawler", "job_lease_ttl_s", 90))
-    leases = JobLeases(make_engine(), ttl_s=ttl)
+    leases = JobLeases(job_lease_engine(), ttl_s=ttl)
     holder = holder_name()
     try:
         _acquire(leases, job_id, holder, wait_s)

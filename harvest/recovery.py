@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from crawler.leases import jobs_with_live_lease
+from crawler.lease_tables import jobs_with_live_lease
 from harvest.common import engine_or_default
 from harvest.jobs import finished_summary, resubmit_job
 from harvest.results import record_job_results

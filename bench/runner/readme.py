@@ -276,11 +276,17 @@ def scale_day_table(scale_dir: Path) -> str:
                 f" {st.get('broker_depth_max', '—')} |"
             )
         pf, rc = r["platform"], r["reconciliation"]
+        parts = pf.get("cpu_s_by_component") or {}
+        where = (
+            "; CPU-s by component: " + ", ".join(f"{k} {v}" for k, v in list(parts.items())[:6])
+            if parts
+            else ""
+        )
         rows.append(
             f"| {day} | **whole day**: {rc['urls_fetched']:,} URLs fetched, reconciled;"
             f" PostgreSQL harvest {pf['pg_harvest_mb']} MB, Airflow {pf['pg_airflow_mb']} MB;"
-            f" disk {pf['data_dir_mb'] * 1024 / max(1, rc['urls_fetched']):.1f} KB per URL |"
-            f" | | {pf['cpu_s_total']} | {pf['peak_rss_mb']} | | | |"
+            f" disk {pf['data_dir_mb'] * 1024 / max(1, rc['urls_fetched']):.1f} KB per URL"
+            f"{where} | | | {pf['cpu_s_total']} | {pf['peak_rss_mb']} | | | |"
         )
     return head + "\n".join(rows) + "\n"
 

@@ -1,11 +1,16 @@
-"""The day's figures: per stage wall, CPU, peak RSS, task instances, scheduler delay, broker depth;
-at the end PostgreSQL sizes (harvest and Airflow metadata) and disk per URL.
+"""The day's figures: per stage wall, CPU (in all and per component), peak RSS, task instances,
+scheduler delay, broker depth; at the end PostgreSQL sizes (harvest and Airflow metadata) and disk
+per URL.
 
 Why sampled from outside: the platform is many processes (Airflow's components, two Celery
 workers, their task processes, the crawlers, PostgreSQL, SeaweedFS, Redis) that come and go; a
 sampler over ``harvestflow up``'s process tree every second sees all of them, and their CPU is
 summed from /proc (a process that ended between two samples loses at most its last second:
-the figures are lower bounds, said so in the results).
+the figures are lower bounds, said so in the results). The tree is ``up``'s descendants and
+the processes naming the data directory (PostgreSQL detaches from ``up``); an environment
+match alone missed every process that sets its title (the api-server, the task supervisors
+and task processes, where the preload, indexing and preservation run), which overwrites what
+/proc shows of its environment.
 """
 
 from __future__ import annotations
@@ -27,6 +32,29 @@ def _ts(text: str | None) -> float | None:
     return datetime.fromisoformat(text).timestamp() if text else None
 
 
+COMPONENTS = (  # (what the command line holds, the component), first match wins
+    ("postgres", "postgresql"),
+    ("weed", "seaweedfs"),
+    ("redis-server", "redis"),
+    ("-m crawler", "crawlers"),
+    ("airflow worker --", "task processes"),
+    ("supervisor", "task supervisors"),
+    ("celery", "celery workers"),
+    ("scheduler", "airflow scheduler"),
+    ("dag-processor", "airflow dag-processor"),
+    ("api_server", "airflow api-server"),
+    ("triggerer", "airflow triggerer"),
+    ("pywb", "access (pywb)"),
+    ("harvestflow up", "harvestflow up"),
+)
+
+
+def component(cmdline: list[str]) -> str:
+    """The platform component a process belongs to, from its command line (or title)."""
+    text = " ".join(cmdline)
+    return next((name for needle, name in COMPONENTS if needle in text), "other")
+
+
 class Meter:
     """Samples the whole platform's process tree and the broker's queues."""
 
@@ -34,19 +62,25 @@ class Meter:
         self.env = env
         self.cpu: dict[int, float] = {}  # pid -> last CPU seconds seen
         self.samples: list[tuple[float, float, int, int]] = []  # time, CPU total, peak RSS, depth
+        self.parts: list[dict[str, float]] = []  # per sample: component -> CPU seconds so far
+        self.kind: dict[int, str] = {}  # pid -> component
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _roots(self) -> list[psutil.Process]:
         data = self.env["HARVESTFLOW_DATA_DIR"]
-        found = []
-        for p in psutil.process_iter(["environ"]):
+        found: dict[int, psutil.Process] = {}
+        for p in psutil.process_iter(["environ", "cmdline"]):
             try:
-                if (p.info["environ"] or {}).get("HARVESTFLOW_DATA_DIR") == data:
-                    found.append(p)
+                mine = (p.info["environ"] or {}).get("HARVESTFLOW_DATA_DIR") == data or any(
+                    data in arg for arg in p.info["cmdline"] or []
+                )
+                if mine and p.pid not in found:
+                    found[p.pid] = p
+                    found.update((c.pid, c) for c in p.children(recursive=True))
             except psutil.Error:
                 continue
-        return found
+        return list(found.values())
 
     def _sample(self) -> None:
         import redis
@@ -57,9 +91,10 @@ class Meter:
             for p in self._roots():
                 try:
                     t = p.cpu_times()
-                    self.cpu[p.pid] = (
-                        t.user + t.system
-                    )  # own only: reaped children are counted by pid
+                    if p.pid not in self.kind:
+                        self.kind[p.pid] = component(p.cmdline())
+                    # own only: reaped children are counted by pid
+                    self.cpu[p.pid] = t.user + t.system
                     rss = max(rss, p.memory_info().rss)
                 except psutil.Error:
                     continue
@@ -67,7 +102,11 @@ class Meter:
                 depth = sum(int(broker.llen(q)) for q in QUEUES)
             except redis.RedisError:
                 depth = -1
+            parts: dict[str, float] = {}
+            for pid, cpu in self.cpu.items():
+                parts[self.kind[pid]] = parts.get(self.kind[pid], 0.0) + cpu
             self.samples.append((time.time(), sum(self.cpu.values()), rss, depth))
+            self.parts.append(parts)
             self._stop.wait(SAMPLE_S)
 
     def start(self) -> None:
@@ -86,8 +125,13 @@ class Meter:
             return {}
         cpu0 = before[-1][1] if before else inside[0][1]
         depths = [s[3] for s in inside if s[3] >= 0]
+        first = self.samples.index(before[-1] if before else inside[0])
+        last = self.samples.index(inside[-1])
+        parts0, parts1 = self.parts[first], self.parts[last]
+        by_part = {k: round(v - parts0.get(k, 0.0), 1) for k, v in parts1.items()}
         return {
             "cpu_s": round(inside[-1][1] - cpu0, 1),
+            "cpu_s_by_component": dict(sorted(by_part.items(), key=lambda kv: -kv[1])),
             "peak_rss_mb": round(max(s[2] for s in inside) / 2**20),
             "broker_depth_max": max(depths) if depths else None,
         }
@@ -142,5 +186,10 @@ class Meter:
             "pg_airflow_mb": round(sizes["airflow"] / 2**20, 1),
             "data_dir_mb": round(disk / 2**20, 1),
             "cpu_s_total": round(self.samples[-1][1], 1) if self.samples else None,
+            "cpu_s_by_component": (
+                {k: round(v, 1) for k, v in sorted(self.parts[-1].items(), key=lambda kv: -kv[1])}
+                if self.parts
+                else {}
+            ),
             "peak_rss_mb": round(max(s[2] for s in self.samples) / 2**20) if self.samples else None,
         }

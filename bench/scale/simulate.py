@@ -8,7 +8,7 @@ as ``dags/hf_harvest_tasks.crawl_on_channels`` does); the embedded redis-server 
 workers taking tasks from those queues; and, inside each task, every database step a crawl task
 does: ``prepare_job`` (job directory, job.json), the job lease with heartbeats
 (``harvest.joblease``), ``mark_started``, a **host lease taken and given back for every
-simulated fetch** (``crawler.leases.HostLeases``, the cluster-wide politeness), and
+simulated fetch** (``crawler.lease_tables.HostLeases``, the cluster-wide politeness), and
 ``record_job_results`` (one history row per domain).
 
 What stands in: the fetch itself (a sleep of ``--fetch-s``), and Airflow's scheduler between the
@@ -58,7 +58,13 @@ import sim_figures  # noqa: E402
 
 # imported here, not in the task: the first task of each thread must not time the imports
 from crawler.broker_leases import BrokerHostLeases  # noqa: E402
-from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, JobLeases  # noqa: E402
+from crawler.lease_tables import (  # noqa: E402
+    POLL_S,
+    WAITER_GRACE_S,
+    HostLeases,
+    JobLeases,
+    job_lease_engine,
+)
 from harvest.joblease import job_lease  # noqa: E402
 from harvest.jobs import mark_started, prepare_job  # noqa: E402
 from harvest.results import record_job_results  # noqa: E402
@@ -80,7 +86,8 @@ _lock = threading.Lock()
 
 
 def _lease_engine() -> Any:
-    """One pool per worker process, one connection per thread (as one per crawler process)."""
+    """The host leases' pool (``--leases postgres``): one per worker process, one connection per
+    thread (as one per crawler process)."""
     if not hasattr(app, "_hf_engine"):
         size = int(os.environ.get("HF_SIM_THREADS", "25"))
         app._hf_engine = sa.create_engine(  # type: ignore[attr-defined]
@@ -90,22 +97,11 @@ def _lease_engine() -> Any:
 
 
 def _host_leases(holder: str) -> HostLeases | BrokerHostLeases:
-    """The host leases of one crawl slot, in the store ``--leases`` chose."""
+    """The host leases of one crawl slot, in the store ``--leases`` chose; in the broker, its own
+    client as a crawler process has (``BrokerHostLeases.from_url``: one connection)."""
     if os.environ.get("HF_SIM_LEASES") == "broker":
-        if not hasattr(app, "_hf_redis"):
-            import redis
-
-            app._hf_redis = redis.Redis.from_url(  # type: ignore[attr-defined]
-                os.environ["HF_SIM_BROKER"],
-                socket_timeout=5,
-                max_connections=int(os.environ.get("HF_SIM_THREADS", "25")) + 2,
-            )
-        return BrokerHostLeases(
-            app._hf_redis,  # type: ignore[attr-defined]
-            holder,
-            30.0,
-            poll_s=POLL_S,
-            grace_s=WAITER_GRACE_S,
+        return BrokerHostLeases.from_url(
+            os.environ["HF_SIM_BROKER"], holder, 30.0, poll_s=POLL_S, grace_s=WAITER_GRACE_S
         )
     return HostLeases(_lease_engine(), holder, 30.0)
 
@@ -158,7 +154,7 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
     with job_lease(job_id, ttl_s=30) as holder:
         mark_started(job_id)
         leases = _host_leases(f"{holder}-{threading.get_ident()}")
-        beats = JobLeases(_lease_engine(), ttl_s=30)
+        beats = JobLeases(job_lease_engine(), ttl_s=30)  # as the crawler's heartbeats
         last_beat = time.monotonic()
         lease_start = time.time()
         for i in range(fetches):
@@ -178,6 +174,8 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
             if time.monotonic() - last_beat > 2.0:
                 beats.heartbeat(job_id, holder)
                 last_beat = time.monotonic()
+        if isinstance(leases, BrokerHostLeases):
+            leases.close()  # the slot's connection (the PostgreSQL pool is the process's)
     lease_end = time.time()
     summary = {
         "status": "complete",

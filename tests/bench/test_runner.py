@@ -327,6 +327,22 @@ def test_the_scale_tables_are_written_from_the_scale_results_files(tmp_path: Pat
         readme.render(text.replace("leases", "day"), {}, scale_dir=scale)
 
 
+def test_a_days_cpu_by_component_reaches_the_scale_day_table(tmp_path: Path) -> None:
+    """Where a day's CPU went (bench/scale/daymeter's components) is in its whole-day row."""
+    scale = tmp_path / "scale"
+    scale.mkdir()
+    day = {"when": "2026-11-29T07:00:00", "urls_asked": 600, "domains": 40, "passed": True,
+           "stages": {"broad_crawl": {"runs": 1, "wall_s": 60.0, "task_instances": 24}},
+           "reconciliation": {"urls_fetched": 1000},
+           "platform": {"pg_harvest_mb": 1.0, "pg_airflow_mb": 2.0, "data_dir_mb": 3.0,
+                        "cpu_s_total": 90.0, "peak_rss_mb": 300,
+                        "cpu_s_by_component": {"airflow scheduler": 40.0, "crawlers": 9.5}}}  # fmt: skip
+    (scale / "scale-600.json").write_text(json.dumps(day))
+    text = "<!-- bench/run: scale day -->\n<!-- /bench/run: scale day -->\n"
+    whole = [r for r in readme.render(text, {}, scale_dir=scale).splitlines() if "whole day" in r]
+    assert "CPU-s by component: airflow scheduler 40.0, crawlers 9.5 |" in whole[0]
+
+
 def test_docs_scaling_tables_match_the_committed_scale_results() -> None:
     path = REPO / "docs" / "scaling.md"
     text = path.read_text(encoding="utf-8")

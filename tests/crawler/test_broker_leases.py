@@ -134,3 +134,32 @@ def test_two_crawler_processes_on_one_host_keep_its_delay_through_the_broker(
     assert _script_calls(client) - calls_before >= 2 * len(reqs)
     with db_engine.connect() as conn:  # … and not in the harvest database
         assert conn.exec_driver_sql("SELECT count(*) FROM host_leases").scalar_one() == 0
+
+
+def test_a_crawlers_broker_leases_hold_one_connection_whatever_its_threads(broker) -> None:
+    """The crawler asks for leases from a pool of threads: they share one connection to the
+    broker (not one each), so 100 crawl slots are 100 clients of Redis."""
+    import threading
+
+    watch = redis.Redis.from_url(broker.url)
+    before = len(watch.client_list())
+    leases = BrokerHostLeases.from_url(broker.url, "worker-c:4:w", 60, **RULES)
+    start = threading.Barrier(10)
+
+    def crawl(n: int) -> None:
+        start.wait()
+        for i in range(20):
+            host = f"h{n}-{i}.test"
+            assert leases.try_take(host) == 0.0
+            leases.give_back(host, 0.0)
+
+    threads = [threading.Thread(target=crawl, args=(n,)) for n in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(watch.client_list()) - before == 1
+    finally:
+        leases.close()
+        watch.close()

@@ -415,3 +415,23 @@ def test_a_job_freezes_its_template_and_seed_list(hdb, tmp_path):
     later = p.generate_jobs(hid, datetime(2026, 11, 23, 3, tzinfo=UTC), engine=hdb)[0]
     spec2 = json.loads(Path(p.prepare_job(later, tmp_path, engine=hdb)).read_text())
     assert spec2["seeds"] == ["http://changed.test/"] and spec2["template"]["max_hops"] == 99
+
+
+def test_a_task_imports_only_what_it_runs() -> None:
+    """A preload or bookkeeping task asks harvest.pipeline for one function: the crawl's modules
+    (Scrapy, Twisted: ~1 CPU-second at every task's start) are not loaded for it, nor for the
+    crawl task itself (its crawler runs in a child process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from harvest.pipeline import collect_sources, record_job_results, crawl_prepared_job\n"
+        "from harvest import pipeline\n"
+        "assert all(getattr(pipeline, n) for n in pipeline.__all__)\n"
+        "print(sorted(m for m in ('scrapy', 'twisted') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
 import itertools
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,3 +135,48 @@ def test_cross_domain_redirects_add_domains_which_are_dns_checked(
 )
 def test_redirect_targets(url: str, status: int, location: str | None, target: str | None) -> None:
     assert target_of(url, status, location, frozenset()) == target
+
+
+class _MovedHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(301)
+        self.send_header("Location", "http://elsewhere.test/")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_probes_resolve_through_the_runs_nameservers(
+    db_engine: sa.Engine, preload_settings, run_id: str, zone_server: ZoneServer, tmp_path: Path
+) -> None:
+    """No hosts file, no connect_to: a name only the run's DNS knows is probed at its address."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _MovedHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        zone_server.records["moved.test"] = {"A": ["127.0.0.1"]}
+        moved = f"http://moved.test:{server.server_port}/x"
+        urls = tmp_path / "urls.txt"
+        urls.write_text(moved + "\n")
+        source = [{"name": "urls", "kind": "url_list", "path": str(urls)}]
+        collected = collect_sources(run_id, source, settings=preload_settings, engine=db_engine)
+        for chunk in collected["chunks"]:
+            dns_check_chunk(
+                run_id, chunk, [zone_server.address], settings=preload_settings, engine=db_engine
+            )
+        result = probe_redirects(
+            run_id, settings=preload_settings, engine=db_engine,
+            nameservers=[zone_server.address],
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result["cross_domain"] == 1, result
+    with db_engine.connect() as conn:
+        status, target = conn.execute(
+            sa.text("SELECT status, target_domain FROM redirect_checks WHERE url = :u"),
+            {"u": moved},
+        ).one()
+    assert (status, target) == (301, "elsewhere.test")
+    assert zone_server.queries[("moved.test", "A")] >= 1  # asked there, not to the system
