@@ -73,6 +73,8 @@ def _targets(res: dict[str, Any]) -> str:
     for t in res.get("targets", []):
         if t["met"] is None:
             verdict = "not evaluated (no wall ratio at unequal parallelism)"
+        elif t["metric"] == "cpu_ms_per_unit":
+            verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.2f} ms)"
         elif t["metric"].startswith("observed:"):
             verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.1f})"
         else:

@@ -63,12 +63,12 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def _ours(tmp_path: Path, run_bench: ModuleType) -> Settings:
+def _ours(tmp_path: Path, nginx_site: ModuleType) -> Settings:
     """crawler.runner's Scrapy settings for the benchmark's command line."""
     parser = cli.argparse.ArgumentParser()
     cli.add_arguments(parser)
     args = parser.parse_args(
-        ["--out", str(tmp_path), *run_bench.HF_COMMON, "--seed", "http://127.0.0.1:1/"]
+        ["--out", str(tmp_path), *nginx_site.HF_COMMON, "--seed", "http://127.0.0.1:1/"]
     )
     job = tmp_path / "job.json"
     job.write_text(json.dumps(cli.adhoc_spec(args)))
@@ -87,8 +87,8 @@ def _disabled_builtins(s: Settings, key: str) -> set[str]:
 
 
 def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
-    bare, run_bench = _load("bare_scrapy"), _load("run_bench")
-    ours, peer = _ours(tmp_path, run_bench), Settings(bare.SETTINGS)
+    bare, nginx_site = _load("bare_scrapy"), _load("nginx_site")
+    ours, peer = _ours(tmp_path, nginx_site), Settings(bare.SETTINGS)
     differing = {k: (peer.get(k), ours.get(k)) for k in TUNING_KEYS if peer.get(k) != ours.get(k)}
     assert differing == {}, "bare Scrapy peer vs crawler (peer, ours)"
     # built-ins the crawler replaces by a bounded equivalent in the same slot: the peer keeps
@@ -108,15 +108,15 @@ def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
 
 
 def test_coverage_problems_names_every_difference() -> None:
-    run_bench = _load("run_bench")
+    nginx_site = _load("nginx_site")
     same = {"a", "b", "c"}
-    assert run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 3) == []
-    problems = run_bench.coverage_problems(
+    assert nginx_site.coverage_problems({"wget": same, "bare": set(same)}, "wget", 3) == []
+    problems = nginx_site.coverage_problems(
         {"wget": same, "bare": {"a", "b"}, "x1": {"a", "b", "c", "d"}}, "wget", 3
     )
     assert len(problems) == 2
     assert problems[0].startswith("bare: 2 URLs common with wget, 0 only here [], 1 only in wget")
     assert "1 only here ['d']" in problems[1]
     # the reference itself short of the site's URLs (every peer missing the same pages)
-    short = run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 4)
+    short = nginx_site.coverage_problems({"wget": same, "bare": set(same)}, "wget", 4)
     assert short == ["wget fetched 3 URLs, the site has 4"]
