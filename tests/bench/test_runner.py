@@ -350,3 +350,21 @@ def test_the_uncommitted_files_a_results_file_names_are_whole_paths(tmp_path: Pa
     for name in ("crawler.py", "bench.py"):  # modified, not staged: " M name"
         (tmp_path / name).write_text("two\n")
     assert sorted(uncommitted(tmp_path)) == ["bench.py", "crawler.py"]
+
+
+class PerUnit(Toy):
+    """Ours prints 4 lines after burning some CPU; the target is on its CPU per line."""
+
+    targets = (Target("≤ 1000 ms CPU per line", "cpu_ms_per_unit", 0.0, maximum=1000.0),)
+
+
+def test_a_cpu_per_unit_target_is_judged_on_our_median_cpu_over_the_units(tmp_path: Path) -> None:
+    busy = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; printf 'a\\nb\\nc\\nd\\n'"
+    code, res = _run(tmp_path, PerUnit(_sh(busy), _sh(busy)))
+    assert code == 0
+    (target,) = res["targets"]
+    cpu = res["medians"]["ours"]["cpu_s"]
+    assert cpu > 0 and target["value"] == pytest.approx(cpu * 1000 / 4)
+    assert target["met"] is (target["value"] <= 1000.0)
+    verdict = readme._targets(res)
+    assert f"({target['value']:.2f} ms)" in verdict
