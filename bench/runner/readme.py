@@ -207,7 +207,11 @@ def rates_table(results: dict[str, dict[str, Any]], prefix: str) -> str:
             side_name, side = _side_cell(res, role)
             med = res["medians"][side_name]
             per_min = f"{count / med['wall_s'] * 60:.1f}" if count and med["wall_s"] else "—"
-            per_unit = f"{med['cpu_s'] / count:.3f}" if count else "—"
+            # small units (a crawled URL: milliseconds) keep three significant digits
+            per_unit = "—"
+            if count:
+                value = med["cpu_s"] / count
+                per_unit = f"{value:.3f}" if value >= 0.1 else f"{value:.5f}"
             seen = res.get("observed", {}).get(side_name, {})
             seen_cell = ", ".join(f"{k} {_number(v)}" for k, v in seen.items()) or "—"
             ratio = f"**{_x(res['ratios']['cpu']['median'])}**" if role == "ours" else ""
