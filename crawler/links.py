@@ -37,6 +37,10 @@ _EMBED_ATTRS: dict[str, tuple[str, ...]] = {
     "th": ("background",),
 }
 _LINK_ATTRS: dict[str, tuple[str, ...]] = {"a": ("href",), "area": ("href",)}
+# every tag _links_from_element reads an attribute or the text of (besides @style)
+_LINK_TAGS = frozenset(
+    {*_LINK_ATTRS, *_EMBED_ATTRS, "img", "source", "object", "link", "meta", "style"}
+)
 _EMBED_RELS = {"stylesheet", "icon", "shortcut", "preload", "prefetch", "apple-touch-icon"}
 _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"""@import\s+(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
@@ -161,7 +165,12 @@ def extract_html(root: Any, page_url: str) -> list[Link]:
         tag = el.tag
         if not isinstance(tag, str):
             continue  # comments, processing instructions
-        out.extend(_links_from_element(el, tag.lower(), base))
+        tag = tag.lower()
+        # most elements (p, li, div, span...) hold no link: skipped without building the
+        # generator, which cost more than the links themselves on a plain page
+        if tag not in _LINK_TAGS and el.get("style") is None:
+            continue
+        out.extend(_links_from_element(el, tag, base))
     return out
 
 

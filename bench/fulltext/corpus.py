@@ -1,5 +1,4 @@
-"""The extraction benchmark's WARCs: our crawler's crawl of the generated news site (default),
-or, with ``--warcio``, the same kind of pages written straight into WARCs by warcio.
+"""The extraction benchmark's WARCs: our crawler's crawl of the generated news site.
 
 Why a crawl: the figure must be the chain's cost on the WARCs production hands it, with every
 record our crawler writes (warcinfo, request, response, metadata with outlinks, robots.txt,
@@ -13,11 +12,9 @@ work directory with a marker naming the parameters; every WARC passes ``warcio c
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -127,53 +124,4 @@ def crawl_corpus(workdir: Path, mb: int, processes: int = 2) -> list[Path]:
     marker.write_text(
         json.dumps({"params": params, "crawled": crawled, "files": [str(p) for p in files]})
     )
-    return files
-
-
-def generate_warcio(workdir: Path, mb: int) -> list[Path]:
-    """The former corpus: the site's kind of pages written by warcio (cached), one response
-    record each: 5 % PDFs, 5 % repeated payloads, 5 % 404s, 5 % images."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    marker = workdir / f"done-v3-{mb}.json"
-    if marker.exists():
-        return [Path(p) for p in json.loads(marker.read_text())]
-    rnd = random.Random(22)
-    files: list[Path] = []
-    pdfs = [newssite.pdf(rnd, lang) for lang in ("en", "fr") for _ in range(10)]
-    recent: list[bytes] = []
-    i = 0
-    while sum(p.stat().st_size for p in files) < mb * 1_000_000:
-        path = workdir / f"1-1-20261125000000{len(files):03d}-{len(files):05d}-bench.warc.gz"
-        with open(path, "wb") as fh:
-            w = WARCWriter(fh, gzip=True)
-            while (
-                fh.tell() < 50_000_000
-                and sum(p.stat().st_size for p in files) + fh.tell() < mb * 1_000_000
-            ):
-                i += 1
-                roll = rnd.random()
-                status, ctype = "200 OK", "text/html; charset=utf-8"
-                if roll < 0.05:
-                    # a distinct payload each time (a comment after %%EOF), parsed in full
-                    body, ctype = rnd.choice(pdfs) + b"%% %d\n" % i, "application/pdf"
-                elif roll < 0.10 and recent:
-                    body = rnd.choice(recent)
-                elif roll < 0.15:
-                    body, status = b"<html><title>Not found</title></html>", "404 Not Found"
-                elif roll < 0.20:
-                    body, ctype = os.urandom(2000), "image/png"
-                else:
-                    body = newssite.article(rnd, i, "fr" if i % 3 == 0 else "en")
-                    recent = [*recent, body][-50:]
-                http = StatusAndHeaders(status, [("Content-Type", ctype)], protocol="HTTP/1.1")
-                url = f"http://site{rnd.randint(1, 500)}.example.org/p/{i}"
-                w.write_record(
-                    w.create_warc_record(
-                        url, "response", payload=io.BytesIO(body), http_headers=http
-                    )
-                )
-        files.append(path)
-    marker.write_text(json.dumps([str(p) for p in files]))
     return files

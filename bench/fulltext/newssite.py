@@ -5,8 +5,7 @@ asked, and the same on every run (seeded by host and page number). A page has wh
 has to see through in real news sites: a navigation bar, a sidebar repeating it, a cookie
 banner and a footer around an article of Zipf-distributed words, whose head is the language's
 function words (so language detection sees real French or English). :func:`handler` serves them
-as a site the crawler discovers link by link (``NewsSite`` below); ``corpus.generate_warcio``
-writes the same pages straight into WARCs.
+as a site the crawler discovers link by link (``NewsSite`` below).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Benchmark: the preload pipeline at scale on a real (embedded) PostgreSQL.
 
 A registry file of N lines (a tenth garbage), collected, DNS-checked from a hosts file (static
-answers: this measures the pipeline, not DNS — bench_dns.py does that), transferred. Prints the
+answers: this measures the pipeline, not DNS — `bench/run preload` does that), transferred. Prints the
 time of each step and lines/s, and checks that every valid line was imported and every garbage
 line reported. Peer: ``sort -u`` of the same file (the floor for reading + de-duplicating it).
 

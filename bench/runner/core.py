@@ -304,6 +304,9 @@ def _figures(
     for t in targets_wanted:
         if t.metric.startswith("observed:"):
             value = observed.get(ours.name, {}).get(t.metric.removeprefix("observed:"))
+        elif t.metric == "cpu_ms_per_unit":  # ours' median CPU-seconds per unit, in ms
+            cpu_s = summary["medians"][ours.name]["cpu_s"]
+            value = cpu_s * 1000 / units if units else None
         else:
             ratio = summary["ratios"][t.metric]
             value = ratio.get("median") if ratio.get("shown", True) else None

@@ -73,6 +73,8 @@ def _targets(res: dict[str, Any]) -> str:
     for t in res.get("targets", []):
         if t["met"] is None:
             verdict = "not evaluated (no wall ratio at unequal parallelism)"
+        elif t["metric"] == "cpu_ms_per_unit":
+            verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.2f} ms)"
         elif t["metric"].startswith("observed:"):
             verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.1f})"
         else:
@@ -205,7 +207,11 @@ def rates_table(results: dict[str, dict[str, Any]], prefix: str) -> str:
             side_name, side = _side_cell(res, role)
             med = res["medians"][side_name]
             per_min = f"{count / med['wall_s'] * 60:.1f}" if count and med["wall_s"] else "—"
-            per_unit = f"{med['cpu_s'] / count:.3f}" if count else "—"
+            # small units (a crawled URL: milliseconds) keep three significant digits
+            per_unit = "—"
+            if count:
+                value = med["cpu_s"] / count
+                per_unit = f"{value:.3f}" if value >= 0.1 else f"{value:.5f}"
             seen = res.get("observed", {}).get(side_name, {})
             seen_cell = ", ".join(f"{k} {_number(v)}" for k, v in seen.items()) or "—"
             ratio = f"**{_x(res['ratios']['cpu']['median'])}**" if role == "ours" else ""

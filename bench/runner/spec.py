@@ -38,9 +38,10 @@ class Side:
 
 @dataclass(frozen=True)
 class Target:
-    """A target on a ratio ``peer / ours`` (``metric`` "cpu" or "wall"), or on a figure our side
-    is observed with (``metric`` "observed:<name>", :meth:`Benchmark.observe`, its median): met
-    when >= ``minimum`` and, if given, <= ``maximum`` (a time limit)."""
+    """A target on a ratio ``peer / ours`` (``metric`` "cpu" or "wall"), on a figure our side
+    is observed with (``metric`` "observed:<name>", :meth:`Benchmark.observe`, its median), or
+    on our median CPU per unit of work (``metric`` "cpu_ms_per_unit", milliseconds of the whole
+    process tree): met when >= ``minimum`` and, if given, <= ``maximum`` (a limit)."""
 
     text: str
     metric: str

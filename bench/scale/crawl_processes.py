@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "bench" / "crawl"))
 
-from run_bench import (  # noqa: E402  (bench/crawl's helpers: the site, nginx, URL sets)
+from nginx_site import (  # noqa: E402  (bench/crawl's helpers: the site, nginx, URL sets)
     HF_COMMON,
     PY,
     BenchFailed,

@@ -9,12 +9,15 @@ a change to either shows up here instead of silently skewing the figure.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import sys
 from pathlib import Path
 from types import ModuleType
 
 from scrapy.settings import Settings
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from crawler import command_line as cli
 from crawler import jobspec, runner
@@ -63,12 +66,12 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-def _ours(tmp_path: Path, run_bench: ModuleType) -> Settings:
+def _ours(tmp_path: Path, nginx_site: ModuleType) -> Settings:
     """crawler.runner's Scrapy settings for the benchmark's command line."""
     parser = cli.argparse.ArgumentParser()
     cli.add_arguments(parser)
     args = parser.parse_args(
-        ["--out", str(tmp_path), *run_bench.HF_COMMON, "--seed", "http://127.0.0.1:1/"]
+        ["--out", str(tmp_path), *nginx_site.HF_COMMON, "--seed", "http://127.0.0.1:1/"]
     )
     job = tmp_path / "job.json"
     job.write_text(json.dumps(cli.adhoc_spec(args)))
@@ -87,8 +90,8 @@ def _disabled_builtins(s: Settings, key: str) -> set[str]:
 
 
 def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
-    bare, run_bench = _load("bare_scrapy"), _load("run_bench")
-    ours, peer = _ours(tmp_path, run_bench), Settings(bare.SETTINGS)
+    bare, nginx_site = _load("bare_scrapy"), _load("nginx_site")
+    ours, peer = _ours(tmp_path, nginx_site), Settings(bare.SETTINGS)
     differing = {k: (peer.get(k), ours.get(k)) for k in TUNING_KEYS if peer.get(k) != ours.get(k)}
     assert differing == {}, "bare Scrapy peer vs crawler (peer, ours)"
     # built-ins the crawler replaces by a bounded equivalent in the same slot: the peer keeps
@@ -108,15 +111,51 @@ def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
 
 
 def test_coverage_problems_names_every_difference() -> None:
-    run_bench = _load("run_bench")
+    nginx_site = _load("nginx_site")
     same = {"a", "b", "c"}
-    assert run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 3) == []
-    problems = run_bench.coverage_problems(
+    assert nginx_site.coverage_problems({"wget": same, "bare": set(same)}, "wget", 3) == []
+    problems = nginx_site.coverage_problems(
         {"wget": same, "bare": {"a", "b"}, "x1": {"a", "b", "c", "d"}}, "wget", 3
     )
     assert len(problems) == 2
     assert problems[0].startswith("bare: 2 URLs common with wget, 0 only here [], 1 only in wget")
     assert "1 only here ['d']" in problems[1]
     # the reference itself short of the site's URLs (every peer missing the same pages)
-    short = run_bench.coverage_problems({"wget": same, "bare": set(same)}, "wget", 4)
+    short = nginx_site.coverage_problems({"wget": same, "bare": set(same)}, "wget", 4)
     assert short == ["wget fetched 3 URLs, the site has 4"]
+
+
+def _warc(path: Path, urls: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for url in urls:
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(
+                writer.create_warc_record(
+                    url, "response", payload=io.BytesIO(b"<html></html>"), http_headers=http
+                )
+            )
+
+
+def test_the_crawl_check_compares_the_url_sets_read_from_the_warcs(tmp_path: Path) -> None:
+    from bench.crawl import spec
+
+    bench = spec.CrawlBenchmark("crawl-test", 1, "wget")
+    ours, wget = bench.sides()
+    site = ["http://127.0.0.1:1/", "http://127.0.0.1:1/p1.html", "http://127.0.0.1:1/img/i0.png"]
+    # ours: the front page as index.html's URL, robots.txt and sitemap.xml fetched besides
+    _warc(tmp_path / "ours/job/warcs/a.warc.gz", [*site[1:], "http://127.0.0.1:1/robots.txt"])
+    _warc(tmp_path / "ours/job/warcs/b.warc.gz", [site[0], "http://127.0.0.1:1/sitemap.xml"])
+    _warc(tmp_path / "wget/crawl.warc.gz", ["http://127.0.0.1:1/index.html", *site[1:]])
+    got = bench.figures(ours, tmp_path / "ours")
+    assert got == bench.figures(wget, tmp_path / "wget") and got["urls"] == 3
+    spec.SITE.expected = 3
+    assert bench.problems(got) == []
+    spec.SITE.expected = 4
+    assert bench.problems(got) == ["3 URLs archived, the site has 4"]
+    # a URL in crawl.log but not in the WARCs is not archived: the sides differ
+    (tmp_path / "ours/job/warcs/b.warc.gz").unlink()
+    (tmp_path / "ours/job/logs").mkdir()
+    (tmp_path / "ours/job/logs/crawl.log").write_text(f"t 200 13 {site[0]} - - text/html\n")
+    assert bench.figures(ours, tmp_path / "ours") != bench.figures(wget, tmp_path / "wget")

@@ -262,7 +262,9 @@ def test_observed_figures_that_differ_are_recorded_not_compared_and_tabled(
     ours_row = next(line for line in table.splitlines() if line.startswith("| toy | ours |"))
     cpu_per_line = res["medians"]["ours"]["cpu_s"] / 2
     assert f"| 2 lines | {2 / res['medians']['ours']['wall_s'] * 60:.1f} |" in ours_row
-    assert f"| {cpu_per_line:.3f} | captured % 100 |" in ours_row
+    # three decimals, or three significant digits below 0.1 CPU-s per unit (a crawled URL)
+    shown = f"{cpu_per_line:.3f}" if cpu_per_line >= 0.1 else f"{cpu_per_line:.5f}"
+    assert f"| {shown} | captured % 100 |" in ours_row
     assert "captured % 60" in table
     text = readme.render(
         "<!-- bench/run: rates toy -->\n<!-- /bench/run: rates toy -->\n", {"toy": res}
@@ -366,3 +368,21 @@ def test_the_uncommitted_files_a_results_file_names_are_whole_paths(tmp_path: Pa
     for name in ("crawler.py", "bench.py"):  # modified, not staged: " M name"
         (tmp_path / name).write_text("two\n")
     assert sorted(uncommitted(tmp_path)) == ["bench.py", "crawler.py"]
+
+
+class PerUnit(Toy):
+    """Ours prints 4 lines after burning some CPU; the target is on its CPU per line."""
+
+    targets = (Target("≤ 1000 ms CPU per line", "cpu_ms_per_unit", 0.0, maximum=1000.0),)
+
+
+def test_a_cpu_per_unit_target_is_judged_on_our_median_cpu_over_the_units(tmp_path: Path) -> None:
+    busy = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; printf 'a\\nb\\nc\\nd\\n'"
+    code, res = _run(tmp_path, PerUnit(_sh(busy), _sh(busy)))
+    assert code == 0
+    (target,) = res["targets"]
+    cpu = res["medians"]["ours"]["cpu_s"]
+    assert cpu > 0 and target["value"] == pytest.approx(cpu * 1000 / 4)
+    assert target["met"] is (target["value"] <= 1000.0)
+    verdict = readme._targets(res)
+    assert f"({target['value']:.2f} ms)" in verdict

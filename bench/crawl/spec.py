@@ -1,0 +1,175 @@
+"""bench/run crawl: our crawler on the loopback crawl site against ``wget -r --warc-file`` (and
+against bare Scrapy, the floor of our engine), with the crawler's target of ≤ 1.0 ms CPU per
+archived URL for one crawler process and for two.
+
+Why these peers: wget is the archiving crawler its users run on one site (one C process, one
+connection, ``--warc-file``): it writes WARCs, so both sides' outputs are read the same way.
+Bare Scrapy (bare_scrapy.py, tuned as our crawler is, archiving nothing) is the floor of any
+crawler built on Scrapy's engine: the share of our CPU that is archiving is the difference.
+
+The site (make_site.py: 4 "hosts" × 1,300 pages, images, srcset, CSS url()) is served by nginx
+started by :meth:`prepare` (one port per host; outside both sides' process trees) for the
+whole run. Ours runs as its users run it: ``python -m crawler --seed …`` with robots, scope,
+frontier, crawl.log, reports and the metadata WARC, politeness off (``--no-politeness
+--ignore-robots``), one process or ``--processes 2`` (host partitions). The output check: the
+URL set read from each side's WARC response records (bare Scrapy writes no WARC: its fetched
+URLs), robots.txt and /sitemap.xml (ours only, 404 here) left out, equal between the sides and
+to the site's files. The headline is per CPU-second of each whole process tree; the target on
+ours is its median CPU-seconds over the URLs archived.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.crawl.nginx_site import HF_COMMON, free_ports, norm, start_nginx, warc_urls
+from bench.runner.spec import Benchmark, Side, Target
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+TARGET = Target("≤ 1.0 ms CPU per archived URL (median, ms)", "cpu_ms_per_unit", 0.0, maximum=1.0)
+
+
+class _Site:
+    """The nginx-served site, shared by this folder's benchmarks for the whole run."""
+
+    def __init__(self) -> None:
+        self.seeds: list[str] = []
+        self.expected = 0
+        self.key: tuple[int, int] | None = None
+        self.nginx: subprocess.Popen[bytes] | None = None
+
+    def up(self, work: Path, hosts: int, pages: int) -> None:
+        if self.key == (hosts, pages) and self.nginx and self.nginx.poll() is None:
+            return
+        self.down()
+        root = work.parent / "crawl-site"
+        subprocess.run(["rm", "-rf", str(root)], check=True)
+        root.mkdir(parents=True)
+        ports = free_ports(hosts)
+        made = subprocess.run(
+            [sys.executable, str(HERE / "make_site.py"), str(root / "site"), "--hosts",
+             str(hosts), "--pages", str(pages), "--ports", ",".join(map(str, ports))],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        self.expected = int(made.stdout)
+        self.nginx, ports = start_nginx(root, root / "site", ports)
+        atexit.register(self.down)
+        self.seeds = [f"http://127.0.0.1:{p}/" for p in ports]
+        self.key = (hosts, pages)
+
+    def down(self) -> None:
+        if self.nginx and self.nginx.poll() is None:
+            self.nginx.terminate()
+            self.nginx.wait()
+        self.nginx = None
+
+
+SITE = _Site()
+
+
+class CrawlBenchmark(Benchmark):
+    title = "harvestflow crawl on the loopback crawl site"
+    output_check = (
+        "the URL set read from each side's WARC response records (bare Scrapy: the URLs it"
+        " fetched), count and SHA-256, equal between the sides and to the site's files"
+    )
+    unit = "URLs"
+    targets = (TARGET,)
+
+    def __init__(self, name: str, processes: int, peer: str) -> None:
+        self.name = name
+        self.processes = processes
+        self.peer = peer
+        self.title = (
+            f"harvestflow crawl ({processes} process{'es' if processes > 1 else ''}) on the"
+            f" loopback crawl site vs {'wget -r --warc-file' if peer == 'wget' else 'bare Scrapy'}"
+        )
+        self.hosts = self.pages = 0
+
+    def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
+        self.hosts, self.pages = (2, 200) if quick else (4, 1300)
+        SITE.up(work, self.hosts, self.pages)
+        return {
+            "hosts": self.hosts,
+            "pages_per_host": self.pages,
+            "site_urls": SITE.expected,
+            "source": "bench/crawl/make_site.py: pages of ~1.6 KB text, 2 images (one with"
+            " srcset), a stylesheet with a url() background, links in a binary tree plus"
+            " neighbours and one to the next host; nginx, one loopback port per host",
+        }
+
+    def sides(self) -> tuple[Side, Side]:
+        cmd = [sys.executable, "-m", "crawler", "--out", "{out}/job", *HF_COMMON]
+        if self.processes > 1:
+            cmd += ["--processes", str(self.processes)]
+        for seed in SITE.seeds:
+            cmd += ["--seed", seed]
+        ours = Side(
+            "ours",
+            cmd,
+            self.processes,
+            "the crawler's defaults for an ad hoc crawl with --no-politeness --ignore-robots"
+            " --allow-private --render none --max-hops 100: WARC request/response records,"
+            " crawl.log, SQLite frontier, scope and budget checks, reports and the metadata"
+            " WARC at the end, all in the timing"
+            + (f"; {self.processes} host-partitioned processes" if self.processes > 1 else ""),
+            shown="python -m crawler --seed <4 hosts> --no-politeness --ignore-robots"
+            + (f" --processes {self.processes}" if self.processes > 1 else "")
+            + " --out <out>",
+        )
+        if self.peer == "wget":
+            peer = Side(
+                "wget",
+                ["wget", "-r", "-l", "inf", "-p", "-nv", "-e", "robots=off", "--warc-file",
+                 "{out}/crawl", "-P", "{out}/files", *SITE.seeds],
+                1,
+                "wget's defaults (one connection, one process), recursion without a depth"
+                " limit, page requisites, robots off; the files it mirrors are written too",
+                shown="wget -r -l inf -p -e robots=off --warc-file <out>/crawl <4 hosts>",
+            )  # fmt: skip
+        else:
+            peer = Side(
+                "bare_scrapy",
+                [sys.executable, str(HERE / "bare_scrapy.py"), "{out}/bare.json", *SITE.seeds],
+                1,
+                "Scrapy with the crawler's own tuning (bare_scrapy.py, checked setting by"
+                " setting by tests/bench/test_bench_crawl.py), the same links followed,"
+                " nothing archived",
+                shown="python bench/crawl/bare_scrapy.py <out> <4 hosts>",
+            )
+        return ours, peer
+
+    def figures(self, side: Side, out: Path) -> Any:
+        if side.name == "bare_scrapy":
+            result = json.loads((out / "bare.json").read_text())
+            if result["reason"] != "finished" or result["errors"]:
+                return {"bare_scrapy": f"{result['reason']}, {result['errors']} errors"}
+            urls = norm(set(result["urls"]))
+        else:
+            warcs = sorted((out / "job" / "warcs").glob("*.warc.gz"))
+            warcs = warcs or sorted(out.glob("*.warc.gz"))
+            urls = norm(set().union(*(warc_urls(w) for w in warcs)))
+        text = "\n".join(sorted(urls)).encode()
+        return {"urls": len(urls), "sha256": hashlib.sha256(text).hexdigest()}
+
+    def problems(self, figures: Any) -> list[str]:
+        if figures.get("urls") != SITE.expected:
+            return [f"{figures.get('urls')} URLs archived, the site has {SITE.expected}"]
+        return []
+
+    def units(self, figures: Any) -> int | None:
+        return int(figures["urls"])
+
+
+BENCHMARKS = [
+    CrawlBenchmark("crawl-1proc", 1, "wget"),
+    CrawlBenchmark("crawl-2procs", 2, "wget"),
+    CrawlBenchmark("crawl-scrapy", 1, "scrapy"),
+]
