@@ -20,7 +20,6 @@ from harvestflow.atomic import atomic_open
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
 from indexing.postpair import with_post_keys
 from indexing.record_model import Capture, NotAWarcError, WarcDamage, sniff_format
-from indexing.refscan import scan_reference
 from indexing.warcscan import Fallback, SkipUnsafe, scan_gzip
 
 log = logging.getLogger(__name__)
@@ -83,6 +82,10 @@ def index_warc(path: Path | str, *, verify: bool = True) -> IndexResult:
 
 
 def _index_reference(path: Path, *, arc: bool) -> IndexResult:
+    # imported here: warcio (and the fsspec it pulls in) costs ~0.1 CPU-second to import, and
+    # only ARC files and the fast scanner's fallbacks need it
+    from indexing.refscan import scan_reference
+
     result = IndexResult(path, scanner="warcio")
     _collect(result, scan_reference(path, arc=arc))
     return result

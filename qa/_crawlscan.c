@@ -6,7 +6,7 @@
  * status*8 + dup*4 + seed*2 + quota) -- qa.crawllog_aggregate's grouping -- in open-addressing hash
  * tables (authority and MIME interned to ids, groups keyed by the ids; lines added in batches
  * whose table slots are prefetched), with the GIL released (so threads can scan ranges of one
- * mmap in parallel). result() gives the packed "authority MIME" keys, columns() the ids.
+ * mmap in parallel). columns() gives the table by ids; add() takes the odd lines' groups.
  *
  * It only accepts lines it is certain to read exactly as qa.crawllog_aggregate's polars fast path does:
  * ASCII with no whitespace but the space (no byte >= 0x80, no NUL, TAB, VT, FF, CR, 0x1c-0x1f),
@@ -480,8 +480,7 @@ done:
     return result;
 }
 
-/* The int64 columns every group has (code, lines, bytes), in slot order: shared by result()
-   and columns(). Returns 0, or -1 with a Python error set (the three then NULL). */
+/* The int64 columns every group has (code, lines, bytes), in slot order, for columns(). Returns 0, or -1 with a Python error set (the three then NULL). */
 static int group_counts(const Table *t, PyObject **codes, PyObject **counts, PyObject **sums) {
     Py_ssize_t size = (Py_ssize_t)(t->count * 8);
     *codes = PyBytes_FromStringAndSize(NULL, size);
@@ -508,54 +507,13 @@ static int group_counts(const Table *t, PyObject **codes, PyObject **counts, PyO
     return 0;
 }
 
-PyDoc_STRVAR(result_doc,
-             "result() -> (keys, codes, lines, bytes, first_ts, last_ts)\n\n"
-             "keys: b'authority MIME' of every group joined by newlines; codes, lines, bytes:\n"
-             "native int64 arrays (as bytes) in the same order; timestamps None if no line.");
-
-static PyObject *Scanner_result(Scanner *self, PyObject *unused) {
-    Table *t = &self->t;
-    const Strings *st = &t->s;
-    size_t klen = 0;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].lines)
-            klen += (size_t)st->items[t->slots[i].a].len + 1 + st->items[t->slots[i].m].len + 1;
-    PyObject *keys = PyBytes_FromStringAndSize(NULL, klen ? (Py_ssize_t)klen - 1 : 0);
-    PyObject *codes = NULL, *counts = NULL, *sums = NULL, *result = NULL;
-    if (!keys || group_counts(t, &codes, &counts, &sums) < 0) goto done;
-    char *kp = PyBytes_AS_STRING(keys);
-    size_t j = 0;
-    for (size_t i = 0; i < t->cap; i++) {
-        Group *g = &t->slots[i];
-        if (!g->lines) continue;
-        const StrItem *ia = &st->items[g->a], *im = &st->items[g->m];
-        if (j) *kp++ = '\n';
-        memcpy(kp, st->arena + ia->off, ia->len);
-        kp += ia->len;
-        *kp++ = ' ';
-        memcpy(kp, st->arena + im->off, im->len);
-        kp += im->len;
-        j++;
-    }
-    if (self->has_ts)
-        result = Py_BuildValue("(OOOOs#s#)", keys, codes, counts, sums, self->ts_min,
-                               (Py_ssize_t)24, self->ts_max, (Py_ssize_t)24);
-    else
-        result = Py_BuildValue("(OOOOOO)", keys, codes, counts, sums, Py_None, Py_None);
-done:
-    Py_XDECREF(keys);
-    Py_XDECREF(codes);
-    Py_XDECREF(counts);
-    Py_XDECREF(sums);
-    return result;
-}
-
 PyDoc_STRVAR(columns_doc,
              "columns() -> (strings, auth_ids, mime_ids, codes, lines, bytes, first_ts, last_ts)\n\n"
-             "The same groups as result(), with authority and MIME as indices (uint32 arrays, as\n"
-             "bytes) into strings: every distinct string, in id order, joined by newlines. Lets\n"
-             "Python build the unpacked table by gathering ~10^4 strings instead of splitting\n"
-             "~10^6 keys.");
+             "The groups, with authority and MIME as indices (uint32 arrays, as bytes) into\n"
+             "strings: every distinct string (UTF-8), in id order, joined by newlines; codes,\n"
+             "lines, bytes: native int64 arrays (as bytes) in the same order; timestamps None if\n"
+             "no line. Lets Python build the table by gathering ~10^4 strings instead of\n"
+             "splitting ~10^6 keys.");
 
 static PyObject *Scanner_columns(Scanner *self, PyObject *unused) {
     Table *t = &self->t;
@@ -597,6 +555,35 @@ done:
     Py_XDECREF(counts);
     Py_XDECREF(sums);
     return result;
+}
+
+PyDoc_STRVAR(add_doc,
+             "add(auth, mime, code, lines, bytes): add one group's counts (bytes keys).\n\n"
+             "Why: the few groups of the lines the reference path parsed (odd lines) join the\n"
+             "scanner's table here, so the whole table crosses into polars once, by ids.");
+
+static PyObject *Scanner_add(Scanner *self, PyObject *args) {
+    const char *a, *m;
+    Py_ssize_t an, mn;
+    long long code, lines, size;
+    if (!PyArg_ParseTuple(args, "y#y#LLL", &a, &an, &m, &mn, &code, &lines, &size)) return NULL;
+    if (!self->t.slots) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner not initialised");
+        return NULL;
+    }
+    if (lines <= 0) { /* 0 marks an empty slot */
+        PyErr_SetString(PyExc_ValueError, "add() needs lines > 0");
+        return NULL;
+    }
+    if (memchr(a, '\n', an) || memchr(m, '\n', mn)) { /* columns() joins strings by newlines */
+        PyErr_SetString(PyExc_ValueError, "add(): a key holds a newline");
+        return NULL;
+    }
+    int64_t ia = intern(&self->t.s, a, (size_t)an);
+    int64_t im = ia < 0 ? -1 : intern(&self->t.s, m, (size_t)mn);
+    if (im < 0 || group_add(&self->t, (uint32_t)ia, (uint32_t)im, code, lines, size) < 0)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
 }
 
 static PyTypeObject ScannerType;
@@ -646,9 +633,9 @@ static PyObject *Scanner_absorb(Scanner *self, PyObject *arg) {
 
 static PyMethodDef Scanner_methods[] = {
     {"absorb", (PyCFunction)Scanner_absorb, METH_O, absorb_doc},
+    {"add", (PyCFunction)Scanner_add, METH_VARARGS, add_doc},
     {"columns", (PyCFunction)Scanner_columns, METH_NOARGS, columns_doc},
     {"feed", (PyCFunction)Scanner_feed, METH_VARARGS, feed_doc},
-    {"result", (PyCFunction)Scanner_result, METH_NOARGS, result_doc},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ScannerType = {
