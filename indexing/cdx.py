@@ -11,6 +11,7 @@ request body (:mod:`indexing.postpair`), as the reference does with ``-p``.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -92,11 +93,19 @@ def _index_reference(path: Path, *, arc: bool) -> IndexResult:
 
 
 def _collect(result: IndexResult, items: Iterable[Capture | WarcDamage]) -> None:
-    for item in with_post_keys(items):
-        if isinstance(item, WarcDamage):
-            result.damages.append(item)
-        else:
-            result.captures.append(item)
+    # the scan allocates ~10^4 objects per file and makes no reference cycles: the cyclic
+    # collector's passes over them were ~1 % of the CPU (perf), so it waits until the end
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for item in with_post_keys(items):
+            if isinstance(item, WarcDamage):
+                result.damages.append(item)
+            else:
+                result.captures.append(item)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def sorted_lines(lines: Iterable[str]) -> list[str]:

@@ -9,7 +9,8 @@
  * mmap in parallel). columns() gives the table by ids; add() takes the odd lines' groups.
  *
  * It only accepts lines it is certain to read exactly as qa.crawllog_aggregate's polars fast path does:
- * ASCII with no whitespace but the space (no byte >= 0x80, no NUL, TAB, VT, FF, CR, 0x1c-0x1f),
+ * no whitespace but the space (no NUL, TAB, VT, FF, CR, 0x1c-0x1f, nor Unicode whitespace), valid
+ * UTF-8 (ASCII in the fixed columns),
  * Heritrix's fixed layout (status right-aligned at 25..29, size at 31..40), plain integers, and
  * exactly nine non-empty single-space separated fields after them (a 13th extra-info field, or
  * the extra fields of a shifted or forged line, go to the reference, which decides). Any other
@@ -288,12 +289,47 @@ static int odd_add(OddList *o, int64_t lineno, size_t off, size_t len) {
     return 0;
 }
 
-/* 1 when [p, p+n) has no class-2 byte (16 clean bytes at a time where SSE2 is). */
-static int line_clean(const char *p, size_t n) {
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80) that is not whitespace to
+ * Python's str.split(), else 0. Why: polars reads the log as UTF-8 (invalid bytes become
+ * U+FFFD) and the reference sends a line holding Unicode whitespace (U+0085, U+00A0, U+1680,
+ * U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) to the slow path; any other valid
+ * sequence is text the C scanner reads as the same bytes. The table is RFC 3629's (no
+ * overlong forms, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_text(const unsigned char *p, const unsigned char *e) {
+    unsigned c = p[0];
+    size_t need;
+    unsigned lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 0;
+    if ((size_t)(e - p) < need || p[1] < lo || p[1] > hi) return 0;
+    for (size_t k = 2; k < need; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+    unsigned b1 = p[1], b2 = need > 2 ? p[2] : 0;
+    if (c == 0xC2 && (b1 == 0x85 || b1 == 0xA0)) return 0;
+    if (c == 0xE1 && b1 == 0x9A && b2 == 0x80) return 0;
+    if (c == 0xE2 && b1 == 0x80 && (b2 <= 0x8A || b2 == 0xA8 || b2 == 0xA9 || b2 == 0xAF))
+        return 0;
+    if (c == 0xE2 && b1 == 0x81 && b2 == 0x9F) return 0;
+    if (c == 0xE3 && b1 == 0x80 && b2 == 0x80) return 0;
+    return need;
+}
+
+/* 1 when [p, p+n) has no class-2 byte but valid, non-whitespace UTF-8 sequences from byte
+ * ``ascii_upto`` on (the fixed columns before it are character offsets to polars: ASCII
+ * only), 16 clean ASCII bytes at a time where SSE2 is. */
+static int line_clean(const char *p, size_t n, size_t ascii_upto) {
     size_t i = 0;
 #ifdef __SSE2__
-    /* a crawl.log line has no byte below 0x20 (control) nor from 0x80 (non-ASCII): a block
-     * with any of them goes to the per-byte check below, which refuses exactly class 2 */
+    /* a crawl.log line has no byte below 0x20 (control) and few from 0x80 (non-ASCII): a
+     * block with any of them goes to the per-byte check below */
     const __m128i sp = _mm_set1_epi8(0x20);
     for (; i + 16 <= n; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
@@ -301,8 +337,18 @@ static int line_clean(const char *p, size_t n) {
         if (_mm_movemask_epi8(_mm_cmplt_epi8(v, sp))) break;
     }
 #endif
-    for (; i < n; i++)
-        if (cls[(unsigned char)p[i]] == 2) return 0;
+    const unsigned char *u = (const unsigned char *)p;
+    while (i < n) {
+        unsigned char c = u[i];
+        if (c < 0x80) {
+            if (cls[c] == 2) return 0;
+            i++;
+            continue;
+        }
+        size_t k = i < ascii_upto ? 0 : utf8_text(u + i, u + n);
+        if (!k) return 0;
+        i += k;
+    }
     return 1;
 }
 
@@ -333,7 +379,7 @@ static int parse_int_field(const char *p, const char *e, int allow_dash, int64_t
 /* Parse one line into *rec (added to the tables by flush); 1 = parsed, 0 = odd. */
 static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
                      const char **ts_max) {
-    if (n < 44 || !line_clean(l, n)) return 0;
+    if (n < 44 || !line_clean(l, n, 42)) return 0;
     if (l[24] != ' ' || l[30] != ' ' || l[41] != ' ' || l[42] == ' ' || l[4] != '-' ||
         l[10] != 'T')
         return 0;
@@ -659,9 +705,9 @@ PyMODINIT_FUNC PyInit__crawlscan(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     /* the line rules this build applies (qa.crawlscan refuses an older build: 2 = exactly 12
-     * fields, whitespace other than the space refused) */
+     * fields, whitespace other than the space refused; 3 = valid UTF-8 text read here too) */
     if (PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
-        PyModule_AddIntConstant(m, "LINE_RULES", 2) < 0) {
+        PyModule_AddIntConstant(m, "LINE_RULES", 3) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -62,7 +62,7 @@ def iter_results(
 
 
 def _start_method() -> str:
-    """"fork" from a single-threaded parent (the CLI), else "spawn".
+    """ "fork" from a single-threaded parent (the CLI), else "spawn".
 
     Why: a spawned worker starts an interpreter and imports the indexing stack again (~0.15
     CPU-seconds each, measured); a forked one inherits the parent's modules. Forking a

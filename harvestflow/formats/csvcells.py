@@ -45,9 +45,7 @@ def safe_row(values: Iterable[object]) -> list[object]:
     cells, nearly all numbers or plain names, and a call per cell was most of the cost.
     """
     return [
-        "'" + v
-        if isinstance(v, str) and v and v[0] in _FORMULA_START and _escapes(v)
-        else v
+        "'" + v if isinstance(v, str) and v and v[0] in _FORMULA_START and _escapes(v) else v
         for v in values
     ]
 
