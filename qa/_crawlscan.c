@@ -376,21 +376,55 @@ static int parse_int_field(const char *p, const char *e, int allow_dash, int64_t
     return 1;
 }
 
-/* Parse one line into *rec (added to the tables by flush); 1 = parsed, 0 = odd. */
-static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
-                     const char **ts_max) {
-    if (n < 44 || !line_clean(l, n, 42)) return 0;
-    if (l[24] != ' ' || l[30] != ' ' || l[41] != ' ' || l[42] == ' ' || l[4] != '-' ||
-        l[10] != 'T')
-        return 0;
-    int64_t status, size;
-    if (!parse_int_field(l + 25, l + 30, 0, &status)) return 0;
-    if (!parse_int_field(l + 31, l + 41, 1, &size)) return 0;
-    /* fields after column 42: uri hop via mime thread dur digest source ann(+rest) */
-    const char *fs[9];
-    const char *fe[9];
+/* The nine fields after column 42 (uri hop via mime thread dur digest source ann) of a line
+ * of ASCII text without control bytes, in one SSE2 pass that checks the bytes and finds the
+ * spaces together (the separate clean-check and eight memchr calls were ~1/4 of the scan,
+ * perf). Returns 1 (found), 0 (odd line: not exactly nine non-empty single-space separated
+ * fields), or -1 (a byte below 0x20 or from 0x80: fields_general decides). */
+static int fields_ascii(const char *l, size_t n, const char **fs, const char **fe) {
+    size_t sp[9];
+    int k = 0;
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i space = _mm_set1_epi8(' '), low = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(l + i));
+        /* signed compare: bytes >= 0x80 are negative, so "< 0x20" catches them too */
+        if (_mm_movemask_epi8(_mm_cmplt_epi8(v, low))) return -1;
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, space));
+        if (i + 16 <= 42) continue; /* the fixed columns' spaces are checked by position */
+        if (i < 42) m &= 0xFFFFu << (42 - i);
+        while (m) {
+            if (k == 9) return 0; /* a 13th field or more: the reference decides */
+            sp[k++] = i + (size_t)__builtin_ctz(m);
+            m &= m - 1;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)l[i];
+        if (c < 0x20 || c >= 0x80) return -1;
+        if (c == ' ' && i >= 42) {
+            if (k == 9) return 0;
+            sp[k++] = i;
+        }
+    }
+    if (k != 8) return 0; /* too few fields, or a 13th */
+    fs[0] = l + 42;
+    for (int f = 0; f < 8; f++) {
+        fe[f] = l + sp[f];
+        if (fe[f] == fs[f]) return 0; /* an empty field (two spaces) */
+        fs[f + 1] = fe[f] + 1;
+    }
+    fe[8] = l + n;
+    return fe[8] != fs[8]; /* empty annotations: not in the layout */
+}
+
+/* The same fields for any line: bytes checked by line_clean (UTF-8 text allowed), spaces
+ * found by memchr. */
+static int fields_general(const char *l, size_t n, const char **fs, const char **fe) {
+    if (!line_clean(l, n, 42)) return 0;
     const char *end = l + n;
-    if (memchr(l, ' ', 24)) return 0; /* a timestamp with a space: not one field */
     fs[0] = l + 42;
     for (int f = 0; f < 8; f++) {
         const char *sp = memchr(fs[f], ' ', end - fs[f]);
@@ -401,7 +435,25 @@ static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
     fe[8] = end;
     if (fe[8] == fs[8]) return 0; /* empty annotations: not in the layout */
     /* a 13th field (Heritrix's extra info) or more: the reference path decides */
-    if (memchr(fs[8], ' ', fe[8] - fs[8])) return 0;
+    return memchr(fs[8], ' ', fe[8] - fs[8]) == NULL;
+}
+
+/* Parse one line into *rec (added to the tables by flush); 1 = parsed, 0 = odd. */
+static int scan_line(const char *l, size_t n, Rec *rec, const char **ts_min,
+                     const char **ts_max) {
+    if (n < 44) return 0;
+    if (l[24] != ' ' || l[30] != ' ' || l[41] != ' ' || l[42] == ' ' || l[4] != '-' ||
+        l[10] != 'T')
+        return 0;
+    int64_t status, size;
+    if (!parse_int_field(l + 25, l + 30, 0, &status)) return 0;
+    if (!parse_int_field(l + 31, l + 41, 1, &size)) return 0;
+    if (memchr(l, ' ', 24)) return 0; /* a timestamp with a space: not one field */
+    const char *fs[9];
+    const char *fe[9];
+    int found = fields_ascii(l, n, fs, fe);
+    if (found < 0) found = fields_general(l, n, fs, fe);
+    if (!found) return 0;
     /* authority: third "/"-separated piece of the URI, else the whole URI */
     const char *ua = fs[0], *ue = fe[0];
     const char *s1 = memchr(ua, '/', ue - ua);
