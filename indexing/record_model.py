@@ -150,13 +150,13 @@ def _parse_crlf_block(
     if stop < 0:
         return None
     block = buf[pos:stop]
-    if block.count(b"\n") != block.count(b"\r\n"):
+    # every LF after a CR and every CR before an LF (counted on the bytes: decoding keeps them)
+    crlf = block.count(b"\r\n")
+    if block.count(b"\n") != crlf or block.count(b"\r") != crlf:
         return None
     try:
         text = block.decode("utf-8")
     except UnicodeDecodeError:
-        return None
-    if text.count("\r") != text.count("\r\n"):
         return None
     lines = text.split("\r\n")
     first = lines[0].rstrip()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -57,8 +58,19 @@ def iter_results(
     if processes <= 1 or len(paths) <= 1:
         yield from (_index_one(j) for j in jobs)
         return
-    with get_context("spawn").Pool(min(processes, len(paths))) as pool:
+    with get_context(_start_method()).Pool(min(processes, len(paths))) as pool:
         yield from pool.imap(_index_one, jobs)
+
+
+def _start_method() -> str:
+    """ "fork" from a single-threaded parent (the CLI), else "spawn".
+
+    Why: a spawned worker starts an interpreter and imports the indexing stack again (~0.15
+    CPU-seconds each, measured); a forked one inherits the parent's modules. Forking a
+    threaded parent (an Airflow task, DB pools) can copy a lock held by another thread, so a
+    parent with threads keeps "spawn".
+    """
+    return "fork" if threading.active_count() == 1 else "spawn"
 
 
 def cmd_cdx(args: argparse.Namespace) -> int:

@@ -76,3 +76,29 @@ def test_public_suffix_rules_wildcards_and_exceptions() -> None:
     assert public_suffix_length(["www", "ck"]) == 1  # !www.ck
     assert public_suffix_length(["example", "test"]) == 0
     assert is_ip("::1") and is_ip("[::1]") and is_ip("10.0.0.1") and not is_ip("1.2.3")
+
+
+def test_only_names_that_can_be_addresses_are_tried_as_ip_addresses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # an IP address is digits and dots, or holds a colon (IPv6): other names skip ipaddress,
+    # whose exception on each of them was half the cost of a look-up; addresses stay whole
+    from harvestflow.formats import domains
+
+    tried: list[str] = []
+    real = domains.is_ip
+
+    def spy(text: str) -> bool:
+        tried.append(text)
+        return real(text)
+
+    monkeypatch.setattr(domains, "is_ip", spy)
+    domains.registrable_domain.cache_clear()
+    assert registrable_domain("www.ip-free-name.co.uk") == "ip-free-name.co.uk"
+    assert registrable_domain("WWW.Example.FR.") == "example.fr"
+    assert tried == []
+    for address in ("[2001:db8::1]", "2001:db8::2", "fe80::1%eth0", "[10.0.0.1]"):
+        assert registrable_domain(address) == address
+    assert registrable_domain("10.0.0.2") == "10.0.0.2"
+    assert tried == ["[2001:db8::1]", "2001:db8::2", "fe80::1%eth0", "[10.0.0.1]"]
+    domains.registrable_domain.cache_clear()

@@ -311,3 +311,33 @@ def test_index_cdx_runs_as_many_processes_as_the_setting_says(
     finally:
         settings.reset()
     assert seen == [3, 1]
+
+
+def test_index_cdx_forks_its_workers_unless_the_parent_runs_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forked worker inherits the parent's imports (a spawned one starts an interpreter and
+    imports the indexing stack again); a parent running threads keeps "spawn"."""
+    import multiprocessing
+
+    import app.cli.index as index_cli
+
+    warcs = [str(write_warc(tmp_path / f"{n}.warc.gz", n=10)) for n in range(2)]
+    methods: list[str] = []
+
+    def context(method: str) -> object:
+        methods.append(method)
+        return multiprocessing.get_context(method)
+
+    monkeypatch.setattr(index_cli, "get_context", context)
+    expected = [index_cli._index_one((w, True, "cdxj")).text for w in warcs]
+    assert [r.text for r in index_cli.iter_results(warcs, 2)] == expected
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert [r.text for r in index_cli.iter_results(warcs, 2)] == expected
+    finally:
+        stop.set()
+        worker.join()
+    assert methods == ["fork", "spawn"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from qa import crawlscan
+from qa import crawllog_aggregate, crawlscan
 from qa.crawllog_aggregate import LogAggregate, aggregate_crawl_log
 
 from .conftest import DATA
@@ -100,25 +100,30 @@ def test_generated_log_with_odd_lines_same_figures_as_polars(tmp_path: Path) -> 
     assert any("\ufffd" in a for a in got.groups["auth"].to_list() if a)
 
 
-def test_log_without_odd_lines_takes_the_columns_path(
+def test_odd_lines_join_the_scanners_table_by_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # no odd line anywhere: the scanners' tables go straight to the unpacked layout (interned
-    # authority/MIME ids gathered in polars), never through the packed "authority MIME" keys
+    # odd lines among many distinct authorities and MIME types: their few groups are added to
+    # the scanner's table in C (add), so the whole table reaches polars once, by interned ids
+    # (unpacked), never as packed "authority MIME" keys merged in polars; figures unchanged
     rng = random.Random(9)
     lines = [_line(rng, n).encode() for n in range(20_000)]
-    lines += [  # many distinct authorities and MIME types: both tables grow, absorb re-interns
+    lines += [  # both tables grow, absorb re-interns
         _line(rng, n).replace("text/html", f"text/x-{n}").replace("www.h", f"w{n}.h").encode()
         for n in range(9_000)
     ]
+    lines[::500] = [rng.choice(ODD) for _ in lines[::500]]
+    # an odd line that parses (unpadded) and shares its group with plain lines
+    lines += [_line(rng, 1).replace("   200 ", " 200 ").encode()] * 3
     log = tmp_path / "crawl.log"
     log.write_bytes(b"\n".join(lines) + b"\n")
     ref = aggregate_crawl_log(log, engine="polars", workers=1)
+    assert ref.bad_lines > 0
 
     def packed(*args: object) -> None:
-        raise AssertionError("packed path taken for a log without odd lines")
+        raise AssertionError("the scanner's table went through the packed polars merge")
 
-    monkeypatch.setattr(crawlscan, "_take_groups", packed)
+    monkeypatch.setattr(crawllog_aggregate, "unpack", packed)
     for workers in (1, 2):
         got = aggregate_crawl_log(log, engine="c", workers=workers, chunk_bytes=200 * 1024)
         assert got.groups.schema == ref.groups.schema
@@ -137,13 +142,21 @@ def test_scan_returns_every_line_it_does_not_aggregate() -> None:
     assert odd == [(2, b""), (3, b"odd"), (5, b"caf\xc3\xa9")]
     lines, odd = scanner.feed(good.replace(b"09:00:01", b"08:00:00"))
     assert (lines, odd) == (1, [])
-    keys, codes, counts, sums, first, last = scanner.result()
-    rows = zip(keys.split(b"\n"), *(array("q", a) for a in (codes, counts, sums)), strict=True)
+    scanner.add("café.fr".encode(), b"text/html", 200 * 8, 2, 10)  # an odd line's group
+    scanner.add(b"a.fr", b"text/html", 200 * 8 + 2, 1, 5)  # joins the scanned group
+    strings, auths, mimes, codes, counts, sums, first, last = scanner.columns()
+    names = strings.split(b"\n")
+    ids = (array("I", a) for a in (auths, mimes))
+    nums = (array("q", a) for a in (codes, counts, sums))
+    rows = [(names[a], names[m], *rest) for a, m, *rest in zip(*ids, *nums, strict=True)]
     assert sorted(rows) == [
-        (b"a.fr text/html", -404 * 8 + 4, 1, 0),
-        (b"a.fr text/html", 200 * 8 + 2, 2, 8000),
+        (b"a.fr", b"text/html", -404 * 8 + 4, 1, 0),
+        (b"a.fr", b"text/html", 200 * 8 + 2, 3, 8005),
+        ("café.fr".encode(), b"text/html", 200 * 8, 2, 10),
     ]
     assert (first, last) == ("2026-11-22T08:00:00.000Z", "2026-11-22T09:00:02.000Z")
+    with pytest.raises(ValueError, match="newline"):
+        scanner.add(b"a\nb", b"text/html", 1600, 1, 0)
 
 
 def test_missing_extension_falls_back_to_polars_with_a_warning(
@@ -197,3 +210,52 @@ def test_shifted_and_forged_lines_are_bad_lines(tmp_path: Path, engine: str) -> 
     auths = set(got.groups["auth"].to_list())
     assert "extra.fr" in auths and not auths & {"forged.fr", "tab.fr", "13.fr", "2sp.fr"}
     assert _figures(got) == _figures(aggregate_crawl_log(log, engine="polars", workers=1))
+
+
+# every character Python's str.split() takes as whitespace beyond ASCII, and byte sequences that
+# are not UTF-8 (overlong, surrogate, above U+10FFFF, cut short, stray continuation, 0xff)
+UNICODE_SPACES = "\x85\xa0\u1680\u2000\u2005\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_UTF8 = [b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+            b"\xf8\x88\x80\x80\x80", b"\xe2\x80", b"\x80", b"\xff", b"\xf0\x8f\xbf\xbf"]  # fmt: skip
+TEXT = ["é", "€", "\u200b", "\ufeff", "\U0001d11e", "\u00a9", "\u2030", "\u205e", "\U0010fffd"]
+
+
+def test_utf8_text_is_scanned_in_c_and_unicode_spaces_or_bad_bytes_are_not(
+    tmp_path: Path,
+) -> None:
+    # valid UTF-8 (IDN hosts, accented paths, MIME parameters) is read by the C scanner as the
+    # same bytes polars reads; a Unicode space or a byte that is not UTF-8 goes to the reference
+    base = (
+        "2026-11-22T09:00:01.000Z   200       4000 http://h{}.fr/p{}/x - - text/html #001"
+        " 20261122090001000+12 sha1:AAAA - -"
+    )
+    good = [base.format(f"{t}{n}", t).encode() for n, t in enumerate(TEXT)]
+    good.append(base.format("é", "x").replace("text/html", "text/é").encode())
+    spaced = [base.format(n, f"a{s}b").encode() for n, s in enumerate(UNICODE_SPACES)]
+    broken = [base.format(n, "q").encode().replace(b"//h", b"//h" + bad) for n, bad in
+              enumerate(NOT_UTF8)]  # fmt: skip
+    fixed_cols = [  # non-ASCII in the fixed columns: polars counts characters there, not bytes
+        base.format(1, "y").replace("000Z", "00é").encode(),
+        base.format(2, "y").replace("  4000", "é4000").encode(),
+    ]
+    from qa import _crawlscan
+
+    _, odd = _crawlscan.Scanner().feed(b"\n".join(good + spaced + broken + fixed_cols))
+    assert [n for n, _ in odd] == list(
+        range(len(good) + 1, len(good + spaced + broken + fixed_cols) + 1)
+    )
+    rng = random.Random(5)
+    lines = [_line(rng, n).encode() for n in range(3000)]
+    for n, extra in enumerate(good + spaced + broken + fixed_cols):
+        lines.insert(rng.randrange(len(lines)), extra)
+        lines.insert(rng.randrange(len(lines)), good[n % len(good)])
+    log = tmp_path / "crawl.log"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    ref = aggregate_crawl_log(log, engine="polars", workers=1)
+    assert ref.bad_lines > 0
+    for workers in (1, 2):
+        got = aggregate_crawl_log(log, engine="c", workers=workers, chunk_bytes=64 * 1024)
+        assert _figures(got) == _figures(ref)
+    auths = set(got.groups["auth"].to_list())
+    assert {"hé0.fr", "h\U0001d11e4.fr", "h\ufeff3.fr"} <= auths
+    assert any("\ufffd" in a for a in auths if a)  # polars' replacement for the bad bytes
