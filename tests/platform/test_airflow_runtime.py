@@ -91,3 +91,17 @@ def test_dags_run_once_parsed_unless_the_operator_starts_them_paused(tmp_path: P
     key = "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"
     assert airflow_env(settings, base={})[key] == "False"
     assert airflow_env(settings, base={key: "True"})[key] == "True"
+
+
+def test_an_unchanged_dag_file_is_parsed_again_every_ten_minutes_unless_the_operator_says(
+    tmp_path: Path,
+) -> None:
+    from app.runtime.airflow_runtime import airflow_env
+    from harvestflow.settings import load
+
+    settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
+    key = "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL"
+    env = airflow_env(settings, base={})
+    assert env[key] == "600"
+    assert env["AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL"] == "30"  # a changed file: soon
+    assert airflow_env(settings, base={key: "30"})[key] == "30"
