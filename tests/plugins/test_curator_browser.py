@@ -27,7 +27,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.support.browser import airflow_login, chromium
 from tests.support.demo_fixture import DemoPlatform
-from tests.support.platform_cli import HARVESTFLOW, start_up
+from tests.support.platform_cli import HARVESTFLOW, api_client, start_up, unpause
 
 # a page that reloads under a wait makes the element just read stale: read it again
 STALE = (StaleElementReferenceException,)
@@ -43,6 +43,11 @@ class Airflow:
     harvest_id: int  # the demo definition
 
 
+# the one DAG these tests run; the others stay paused (the demo made them so: demo_fixture),
+# so that no schedule's first run takes the CPU while the test's own run waits for it
+DAGS_RUN = {"selective_harvest_daily"}
+
+
 @pytest.fixture(scope="module")
 def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
     demo_platform.check()
@@ -50,6 +55,8 @@ def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
     try:
         harvest_id = int(out.wait_for(r"demo definition id (\d+)", 300).group(1))
         login = out.wait_for(r"Airflow UI: (http://\S+)\s+login: (\S+) / (\S+)", 300)
+        with api_client(out) as client:
+            unpause(client, DAGS_RUN)
         yield Airflow(login.group(1).rstrip("/"), login.group(2), login.group(3), harvest_id)
     finally:
         proc.send_signal(signal.SIGINT)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.environment import data_root
-from tests.support.platform_cli import HARVESTFLOW, isolated_env
+from tests.support.platform_cli import HARVESTFLOW, PAUSED_AT_CREATION, isolated_env
 
 # the test files that use ``demo_platform`` (one xdist scope, so one demo per run:
 # tests/conftest.py)
@@ -49,6 +49,9 @@ def demo_platform() -> Iterator[DemoPlatform]:
     with tempfile.TemporaryDirectory(prefix="hf-demo-", dir=data_root()) as tmp:
         data = Path(tmp) / "var"
         env = isolated_env(data)
+        # the demo's DAG runs write every DAG to Airflow's database: paused, so that an `up` on
+        # this data dir (the curator browser test's) runs only the DAGs its test starts
+        env.update(PAUSED_AT_CREATION)
         try:
             proc = subprocess.run(
                 [HARVESTFLOW, "demo", "--keep-services"],
