@@ -97,8 +97,12 @@ def test_demo_seed_page_replays_with_banner_and_calendar(
         assert f"{when.month}/{when.day}/{when.year}" in banner, banner[:500]
         assert when.strftime("%M:%S") in banner, banner[:500]
         # our line: the collection and the harvest (definition, job) of the capture
-        job_log = next(log for log in logs if f" {seed} " in log.read_text())
-        hid, jid = job_log.parts[-5], job_log.parts[-4]  # jobs/<harvest>/<job>/<ts>/logs/
+        # the capture shown is the newest in the index (a later job on this data dir may have
+        # fetched the seed too): its WARC's name starts <harvest>-<job>- (crawler/warc/files.py),
+        # and that job's own crawl.log (jobs/<harvest>/<job>/<ts>/logs/) lists the seed
+        hid, jid = captures[-1]["filename"].split("-")[:2]
+        job_logs = [log for log in logs if (log.parts[-5], log.parts[-4]) == (hid, jid)]
+        assert any(f" {seed} " in log.read_text() for log in job_logs), (hid, jid)
         wait.until(lambda d: "job" in d.find_element(By.ID, "hf-capture-info").text)
         info = driver.find_element(By.ID, "hf-capture-info").text
         assert f"collection all · harvest definition {hid}, job {jid}" in info, info
