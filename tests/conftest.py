@@ -25,7 +25,7 @@ from tests.support.environment import (
     session_env,
 )
 
-pytest_plugins = ["tests.support.demo_fixture", "tests.support.platform_up"]
+pytest_plugins = ["tests.support.broker", "tests.support.demo_fixture", "tests.support.platform_up"]
 
 
 # The one way to let a test be skipped: the person running the tests asks for it by name.

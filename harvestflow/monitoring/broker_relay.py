@@ -60,7 +60,6 @@ class BrokerRelayReceiver:
 
     def __init__(self, store: StatsdStore, url: str) -> None:
         self.store = store
-        self.url = url
         self.client = _client(url, 5.0)
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="broker-relay", daemon=True)

@@ -37,8 +37,8 @@ class CrawlGauges:
         relay_url: str = "",
     ) -> None:
         self.tags = f"job={job_id}" + (f",part={part}" if part is not None else "")
-        self.client = StatsClient(host, port)
         self.relay = BrokerRelaySender(relay_url) if relay_url else None
+        self.client = None if self.relay else StatsClient(host, port)
 
     @classmethod
     def from_settings(cls, job_id: int | str, part: int | None = None) -> CrawlGauges | None:
@@ -59,6 +59,7 @@ class CrawlGauges:
                 )
             )
             return
+        assert self.client is not None  # made by __init__ whenever nothing is relayed
         try:
             with self.client.pipeline() as pipe:
                 for name, value in values.items():

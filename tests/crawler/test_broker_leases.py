@@ -17,22 +17,11 @@ from crawler.leases import POLL_S, WAITER_GRACE_S, HostLeases, open_host_leases
 from harvestflow.services.redis import EmbeddedRedis
 from harvestflow.settings import reset
 from tests.support.crawl import crawl_side_by_side
-from tests.support.environment import free_port
 from tests.support.platform_site import SlowSite, slow_job
 
 DELAY = 0.4
 RULES = {"poll_s": POLL_S, "grace_s": WAITER_GRACE_S}
 TOLERANCE = 0.03
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("broker") / "redis", port=free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

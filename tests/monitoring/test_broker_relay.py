@@ -23,16 +23,6 @@ from tests.support.environment import free_port
 from tests.support.monitoring import matching, scrape
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
-    server = EmbeddedRedis(tmp_path_factory.mktemp("broker") / "redis", port=free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture()
 def celery(broker: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch) -> Iterator[redis.Redis]:
     """The celery executor on this test's broker (for this process and the crawler child)."""
