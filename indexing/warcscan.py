@@ -22,6 +22,7 @@ import types
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from harvestflow.formats.cdx import mime_of
 from indexing.record_model import (
@@ -50,6 +51,14 @@ except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safe
     _inflate_mod = zlib
     _INFLATE_ERRORS = (zlib.error,)
 
+_Inflater: type | None
+try:  # whole members inflated by libdeflate (indexing/_gzmember.c), built by pip install -e .
+    from indexing._gzmember import Inflater as _Inflater
+except ImportError:  # pragma: no cover - a build without libdeflate: the streaming path only
+    _Inflater = None
+
+WHOLE_MAX = 1 << 25  # members inflating to more than this are streamed (memory stays bounded)
+WHOLE_FIRST = 1 << 13  # a whole member's bytes handed to the header parser first
 CHUNK = 1 << 16  # compressed bytes fed per call (at most)
 FIRST_FEED = 1 << 12  # compressed bytes fed first
 OUT_MAX = 1 << 20  # bound on the output of one inflate call (memory stays flat on huge records)
@@ -140,11 +149,44 @@ class _Member:
         return self.feed - len(self.d.unused_data) - len(self.pending)
 
 
+class _Whole:
+    """One gzip member already inflated whole (CRC checked) by libdeflate.
+
+    ``read()`` hands its bytes out like :class:`_Member` does (headers first, a little at a
+    time); the payload itself is never copied out unless it must be hashed or kept.
+    """
+
+    __slots__ = ("end", "given", "inf", "size", "start")
+
+    def __init__(self, inf: Any, start: int, end: int, size: int) -> None:
+        self.inf = inf
+        self.start = start
+        self.end = end
+        self.size = size
+        self.given = 0
+
+    def read(self, max_out: int = OUT_MAX, feed: int = CHUNK) -> bytes:
+        step = WHOLE_FIRST if not self.given else min(max_out, max(self.given, CHUNK))
+        out: bytes = self.inf.copy(self.given, self.given + step)
+        self.given += len(out)
+        return out
+
+
+def _open_member(mm: mmap.mmap, pos: int, size: int, inf: Any) -> _Member | _Whole:
+    """The member at ``pos``: inflated whole when it can be, else streamed (a member libdeflate
+    refuses is streamed too, so a damaged one is reported exactly as the streaming path says)."""
+    if inf is not None:
+        got = inf.member(mm, pos, WHOLE_MAX)
+        if got is not None:
+            return _Whole(inf, pos, got[0], got[1])
+    return _Member(mm, pos, size)
+
+
 def _hash_b32(h: hashlib._Hash) -> str:
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
 
 
-def _read_more(m: _Member, buf: bytes, block: str) -> tuple[bytes, bool]:
+def _read_more(m: _Member | _Whole, buf: bytes, block: str) -> tuple[bytes, bool]:
     """``buf`` with the member's next inflated bytes, and whether the member has no more; a
     header block larger than ``HEAD_MAX`` is left to the reference reader."""
     more = m.read()
@@ -154,7 +196,7 @@ def _read_more(m: _Member, buf: bytes, block: str) -> tuple[bytes, bool]:
     return buf, not more
 
 
-def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Capture | None:
+def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) -> Capture | None:
     """Parse the record in member ``m`` and inflate the member to its end (or skip to it)."""
     # when skipping payloads, inflate a little first: usually all the headers, little payload
     buf = m.read(HEAD_FIRST, HEAD_FIRST) if state.skip and state.convention_seen else m.read()
@@ -234,7 +276,14 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
     total = len(buf)  # inflated so far
     # --- skip the payload without inflating it (see find_end), once the file showed that its
     # members hold exactly the record and CRLF CRLF
-    if state.skip and hasher is None and request is None and not m.d.eof and state.convention_seen:
+    if (
+        state.skip
+        and isinstance(m, _Member)
+        and hasher is None
+        and request is None
+        and not m.d.eof
+        and state.convention_seen
+    ):
         end = m.find_end(block_end + 4)
         if end is not None:
             m.forced_end = end
@@ -243,6 +292,11 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
             buf = b""
     # --- inflate the rest of the member, hashing the payload when needed
     trailing_ok = not buf[block_end:].strip(_BLANK)
+    if isinstance(m, _Whole) and hasher is None and request is None:
+        # already inflated: only its size and the bytes after the record are looked at
+        member_done = True
+        total = m.size
+        trailing_ok = m.inf.blank(block_end, total)
     while not member_done:
         out = m.read()
         if not out:
@@ -261,14 +315,31 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         raise Fallback("record shorter than its Content-Length")
     if not trailing_ok:
         raise Fallback("bytes after the record inside its gzip member")
-    if state.skip and m.forced_end is None:
+    if state.skip and isinstance(m, _Member) and m.forced_end is None:
         if total == block_end + 4:
             state.convention_seen = True
         elif state.convention_seen or total > block_end:
             raise SkipUnsafe("members do not all end with the record + CRLF CRLF")
+    if request is not None and not indexed:
+        request.body = b"".join(body_parts)[:MAX_REQUEST_BODY]
+    if hasher is not None:
+        digest = _hash_b32(hasher)
+    return _capture(rec_type, uri, warc, http, indexed, digest, request, m.start, m.end - m.start)
+
+
+def _capture(
+    rec_type: str,
+    uri: str | None,
+    warc: Headers,
+    http: Headers | None,
+    indexed: bool,
+    digest: str | None,
+    request: RequestBody | None,
+    offset: int,
+    length: int,
+) -> Capture:
+    """The record's :class:`Capture` from its parsed header blocks."""
     if not indexed:
-        if request is not None:
-            request.body = b"".join(body_parts)[:MAX_REQUEST_BODY]
         return Capture(
             rec_type=rec_type,
             url=uri,
@@ -276,15 +347,13 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
             mime=None,
             status=None,
             digest=None,
-            offset=m.start,
-            length=m.end - m.start,
+            offset=offset,
+            length=length,
             record_id=warc.by_name.get("warc-record-id"),
             concurrent_to=warc.by_name.get("warc-concurrent-to"),
             indexed=False,
             request=request,
         )
-    if hasher is not None:
-        digest = _hash_b32(hasher)
     if rec_type == "revisit":
         mime: str | None = "warc/revisit"
     elif rec_type in ("response", "request"):
@@ -301,13 +370,67 @@ def _member_capture(m: _Member, first_member: bool, state: _ScanState) -> Captur
         mime=mime,
         status=status,
         digest=digest,
-        offset=m.start,
-        length=m.end - m.start,
+        offset=offset,
+        length=length,
         record_id=warc.by_name.get("warc-record-id"),
         etag=http.by_name.get("etag") if http else None,
         last_modified=http.by_name.get("last-modified") if http else None,
         concurrent_to=warc.by_name.get("warc-concurrent-to"),
     )
+
+
+def _c_headers(inf: Any, a: int, b: int, warc: bool) -> tuple[Headers, int] | None:
+    got = inf.headers(a, b, warc)
+    if got is None:
+        return None
+    headers = Headers(got[0], got[1], [])
+    headers.by_name = got[2]
+    return headers, got[3]
+
+
+def _whole_capture(m: _Whole) -> Capture | None:
+    """The common record of a member inflated whole, parsed in C (indexing/_gzmember.c), or
+    None for anything else (odd header blocks, no payload digest, a POST/PUT request, bytes
+    after the record...): :func:`_member_capture` then reads the member as usual."""
+    inf = m.inf
+    got = _c_headers(inf, 0, m.size, True)
+    if got is None:
+        return None
+    warc, hdr_end = got
+    rec_type = warc.by_name.get("warc-type") or ""
+    raw_len = warc.by_name.get("content-length")
+    if not warc or raw_len is None:
+        return None
+    try:
+        length = max(int(raw_len), 0)
+    except ValueError:
+        length = 0
+    uri = fix_target_uri(warc.by_name.get("warc-target-uri"))
+    block_end = hdr_end + length
+    if block_end > m.size or not inf.blank(block_end, m.size):
+        return None
+    indexed = rec_type in INDEXED_TYPES and not (
+        rec_type in ("resource", "metadata")
+        and warc.by_name.get("content-type") == "application/warc-fields"
+    )
+    http: Headers | None = None
+    if (
+        (indexed or rec_type == "request")
+        and length
+        and rec_type in HTTP_RECORD_TYPES
+        and uri is not None
+        and uri.startswith(("http:", "https:"))
+    ):
+        got = _c_headers(inf, hdr_end, block_end, False)
+        if got is None:
+            return None
+        http = got[0]
+        if rec_type == "request" and http.protocol.upper() in ("POST", "PUT"):
+            return None
+    digest = warc.by_name.get("warc-payload-digest")
+    if indexed and not digest and rec_type != "revisit":
+        return None
+    return _capture(rec_type, uri, warc, http, indexed, digest, None, m.start, m.end - m.start)
 
 
 def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDamage]:
@@ -325,6 +448,8 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDama
     :class:`SkipUnsafe` if the file's members are not laid out as the skipping assumes.
     """
     state = _ScanState(skip=not verify)
+    # skipping payloads reads only the headers: the whole-member inflater is for verify only
+    inf = _Inflater() if _Inflater is not None and verify else None
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         if size == 0:
@@ -339,8 +464,10 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDama
                 try:
                     if mm[pos : pos + 2] != _GZIP_MAGIC:
                         raise WarcDamage(pos, "bytes that are not a gzip member")
-                    m = _Member(mm, pos, size)
-                    cap = _member_capture(m, first, state)
+                    m = _open_member(mm, pos, size, inf)
+                    cap = _whole_capture(m) if isinstance(m, _Whole) else None
+                    if cap is None:
+                        cap = _member_capture(m, first, state)
                 except WarcDamage as exc:
                     damage = damage or exc
                     # the next member start (1f 8b 08); a false match only fails again
