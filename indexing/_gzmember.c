@@ -79,7 +79,7 @@ static PyObject *Inflater_member(Inflater *self, PyObject *args) {
         self->cap = cap;
     }
     PyBuffer_Release(&in);
-    if (r != LIBDEFLATE_SUCCESS) Py_RETURN_NONE;
+    if (r != LIBDEFLATE_SUCCESS || made > (size_t)limit) Py_RETURN_NONE;
     self->len = made;
     return Py_BuildValue("(nn)", pos + (Py_ssize_t)used, (Py_ssize_t)made);
 }
