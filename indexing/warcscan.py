@@ -5,6 +5,8 @@ streams every payload byte through several Python layers; here each gzip member 
 ``zlib.decompressobj`` fed straight from an ``mmap``, only the WARC and HTTP header blocks are
 parsed, and the payload bytes are dropped as they come out (hashed only for the rare record
 without a ``WARC-Payload-Digest``). The member boundaries give the CDX offset and length directly.
+With the C extension (indexing/_gzmember.c) each member is inflated whole by libdeflate and its
+usual header blocks parsed in C; any member it declines goes through the streaming path below.
 
 Anything this scanner is not sure to read exactly like the reference (uncompressed files, a
 member holding more than one record or trailing bytes, a missing Content-Length, a record cut
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import mmap
 import struct
 import types
@@ -51,9 +54,9 @@ except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safe
     _inflate_mod = zlib
     _INFLATE_ERRORS = (zlib.error,)
 
-_Inflater: type | None
+_Inflater: Any
 try:  # whole members inflated by libdeflate (indexing/_gzmember.c), built by pip install -e .
-    from indexing._gzmember import Inflater as _Inflater
+    _Inflater = importlib.import_module("indexing._gzmember").Inflater
 except ImportError:  # pragma: no cover - a build without libdeflate: the streaming path only
     _Inflater = None
 

@@ -247,7 +247,8 @@ def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: In
         assert found, f"nothing in {package}/{pattern} of the checkout"
         missing += [str(p.relative_to(SRC)) for p in found if str(p.relative_to(SRC)) not in names]
     assert missing == []
-    assert [n for n in names if n.startswith("qa/_crawlscan.") and n.endswith(".so")]
+    for ext in ("qa/_crawlscan.", "indexing/_gzmember."):
+        assert [n for n in names if n.startswith(ext) and n.endswith(".so")], ext
 
 
 PROBE = """

@@ -58,7 +58,7 @@ def test_each_member_inflates_to_what_gzip_gives_and_ends_where_the_next_starts(
 BLOCKS = [
     b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 5\r\nwarc-type: second\r\n\r\n",
     b"warc/1.1  x \r\nWARC-Type:\tresource\t\r\nContent-Length :7\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nETag: \"x\"\r\n\r\nbody",
+    b'HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nETag: "x"\r\n\r\nbody',
     b"HTTP/1.1 301  Moved \r\nLocation:   http://a/b  \r\nlocation: second\r\n\r\n",
     b"HTTP/1.0 404\r\nX-Empty:\r\nX-Tab\t: tabbed\tvalue\t\r\nX-Colons: a:b:c\r\n\r\n",
     b"HTTP/1.1\r\nX-Ctl: \x0b\x1cv\x1f\x0c \r\n\r\n",  # Python's str.strip() strips \x1c-\x1f
