@@ -253,7 +253,7 @@ def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: In
 
 PROBE = """
 import json, sys
-import harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan
+import harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan, indexing._gzmember
 import crawler.rendering.cdp, crawler.inflate, websockets, brotli, scrapy, airflow.sdk
 from harvestflow import db, settings
 from app.runtime.airflow_runtime import airflow_env
@@ -266,7 +266,7 @@ s = settings.get_settings()
 env = airflow_env(s)
 print(json.dumps({
     "modules": [m.__file__ for m in (harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan,
-                                     websockets, brotli, scrapy, airflow.sdk)],
+                                     indexing._gzmember, websockets, brotli, scrapy, airflow.sdk)],
     "data": [str(p) for p in (db.SQL_DIR, settings.DEFAULT_CONFIG, global_traps_file(),
              TEMPLATES_DIR, webapp.HERE, SETUP_SCRIPT, env["AIRFLOW__CORE__DAGS_FOLDER"],
              env["AIRFLOW__CORE__PLUGINS_FOLDER"])],
