@@ -308,6 +308,31 @@ def test_a_time_limit_is_judged_on_the_median_our_side_was_observed_with(
     assert ("**met**" if met else "**missed**") in verdict and f"({float(ms):.1f})" in verdict
 
 
+class Captured(Toy):
+    """A toy whose sides achieve different amounts for the same work (changes captured)."""
+
+    targets = (Target("captures more than the peer", "observed_ratio:captured", 1.0),)
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        return {"captured": float((out / "stdout").read_text().split()[0])}
+
+    def figures(self, side: Side, out: Path) -> Any:
+        return "same fetches"
+
+
+@pytest.mark.parametrize(("ours", "met"), [("150", True), ("80", False)])
+def test_a_target_on_what_both_sides_achieved_is_judged_on_the_ratio_of_their_medians(
+    tmp_path: Path, ours: str, met: bool
+) -> None:
+    code, res = _run(tmp_path, Captured(_sh(f"echo {ours}"), _sh("echo 100")))
+    assert code == 0
+    (target,) = res["targets"]
+    assert (target["value"], target["met"]) == (float(ours) / 100, met)
+    verdict = readme._targets(res)
+    assert ("**met**" if met else "**missed**") in verdict
+    assert f"({float(ours) / 100:.2f} ×)" in verdict
+
+
 def test_the_scale_tables_are_written_from_the_scale_results_files(tmp_path: Path) -> None:
     """bench/scale's figures (no peer side) reach bench/README.md and docs/scaling.md only from
     bench/results/scale/*.json; a marker without its results file is an error."""
