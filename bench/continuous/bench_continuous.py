@@ -174,7 +174,7 @@ def class_intervals(pages: list[Page], days: float, fetches: int) -> dict[str, f
             low = mid
         else:
             high = mid
-    return {c: float(grid[k]) for c, k in choose(low).items()}
+    return {c: float(grid[k]) for c, k in choose(high).items()}
 
 
 def simulate_fixed(pages: list[Page], days: float, fetches: int, seed: int):

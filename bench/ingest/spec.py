@@ -136,7 +136,7 @@ class IngestBenchmark(Benchmark):
         bucket = (out / "bucket.txt").read_text().strip()
         settings = get_settings()
         store = services.seaweedfs_for(settings)
-        store.start()
+        started = store.start()  # False when it runs already (a test's store): left running
         try:
             client = s3_client(settings)
             digests = []
@@ -147,7 +147,8 @@ class IngestBenchmark(Benchmark):
                     body = client.get_object(Bucket=bucket, Key=obj["Key"])["Body"]
                     digests.append(_sha256_of(body))
         finally:
-            store.stop()
+            if started:
+                store.stop()
         return {"objects": len(digests), "sha256": sorted(digests)}
 
     def problems(self, figures: Any) -> list[str]:

@@ -13,7 +13,7 @@ configuration was made from, in COPY's text format (``bench_jobgen.copy_line``).
 compares their sorted lines (count and SHA-256) in every round, and the count must be the
 number of configurations loaded: a configuration lost, doubled or changed in planning fails the
 run. The full run loads 3,000,000 configurations once into ``$TMPDIR/hf-bench/jobgen`` (kept
-between runs); ``--quick`` 20,000.
+between runs); ``--quick`` 5,000.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class JobgenBenchmark(Benchmark):
         self.user = self.database = ""
 
     def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
-        self.configs = 20_000 if quick else 3_000_000
+        self.configs = 5_000 if quick else 3_000_000
         from bench.runner.embedded import embedded_data_dir
 
         data = embedded_data_dir("unused", work / f"data-{self.configs}")

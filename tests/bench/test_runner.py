@@ -20,6 +20,7 @@ from bench.runner import cli, readme, rules
 from bench.runner.core import REPO as RUNNER_REPO
 from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark, uncommitted
 from bench.runner.spec import Benchmark, Side, Target
+from tests.support.bench_round import one_round
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,20 +213,9 @@ def test_bench_readme_tables_match_the_committed_results_files() -> None:
     )
 
 
-def _one_round(bench: Benchmark, work: Path) -> dict[str, Any]:
-    """Each side of a real benchmark once, at its quick size: the figures each produced."""
-    bench.prepare(work, quick=True)
-    figures = {}
-    for side in bench.sides():
-        m = measure_side(side, work / side.name)
-        assert m["exit_code"] == 0, (work / side.name / "stderr").read_text()
-        figures[side.name] = bench.figures(side, work / side.name)
-    return figures
-
-
 def test_index_cdxj_indexer_per_warc_in_parallel_prints_our_lines(tmp_path: Path) -> None:
     bench = cli.load("index")
-    figures = _one_round(bench, tmp_path)
+    figures, _ = one_round(bench, tmp_path)
     assert figures["ours"] == figures["peer"] and figures["ours"]["lines"] > 100
     assert len(bench.warcs) == 2  # type: ignore[attr-defined]  # xargs -P2 gets two files
 
@@ -237,7 +227,7 @@ def test_qa_awk_over_a_split_log_counts_qas_figures_and_the_truth(
 
     monkeypatch.setattr(spec, "qa_threads", lambda log: 2)  # two parts, summed by the peer
     bench = spec.QaBenchmark()
-    figures = _one_round(bench, tmp_path)
+    figures, _ = one_round(bench, tmp_path)
     assert len(bench.parts) == 2
     assert figures["ours"] == figures["peer"]
     assert bench.problems(figures["peer"]) == []
