@@ -159,11 +159,11 @@ def _copy_script(bench_jobgen: Any) -> str:
     from harvestflow.db import get_engine
 
     _, sql, params = bench_jobgen._definition()
-
     raw = get_engine().raw_connection()
     try:
-        with raw.cursor() as cur:
-            query = cur.mogrify(sql, params).decode()
+        cur: Any = raw.cursor()  # psycopg2's: COPY takes no parameters, so they are bound here
+        query = cur.mogrify(sql, params).decode()
+        cur.close()
     finally:
         raw.close()
     return f"SET work_mem = '{BULK_WORK_MEM}';\nCOPY ({query}) TO STDOUT;\n"
