@@ -32,7 +32,7 @@ from harvest.jobgen.model import ConfigInfo  # noqa: E402
 BENCH_NAME = "bench-snapshot"
 
 
-def _engine():  # type: ignore[no-untyped-def]
+def _engine() -> Any:
     from harvestflow.db import get_engine
 
     return get_engine()
