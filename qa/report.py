@@ -134,6 +134,12 @@ def _csv(rows: Iterable[Iterable[Any]], header: list[str]) -> str:
     return buf.getvalue()
 
 
+def _rows(df: pd.DataFrame, columns: list[str]) -> Iterable[tuple[Any, ...]]:
+    """The rows of ``df``'s ``columns`` as tuples of Python values, column by column:
+    itertuples() reads a string column one element at a time (~0.4 s on 50,000 domains)."""
+    return zip(*(df[c].tolist() for c in columns), strict=True)
+
+
 def _charts(comp: DayComputation) -> dict[str, bytes]:
     """The six charts as SVG files (harvestflow.formats.svgchart): written as text, they cost
     well under a millisecond each where matplotlib cost ~1 CPU-second with its import."""
@@ -259,9 +265,9 @@ def render(comp: DayComputation) -> dict[str, bytes]:
     dom_cols = ["domain", "tld", "urls", "bytes", "size_bucket", "stop", "lines", "hosts",
                 "dup_urls", "budget", "dns_fail", "trap", "robots", "seeds"]  # fmt: skip
     doms = t["domains"].sort_values(["urls", "domain"], ascending=[False, True], kind="mergesort")
-    files["domains.csv"] = _csv(doms[dom_cols].itertuples(index=False), dom_cols).encode()
+    files["domains.csv"] = _csv(_rows(doms, dom_cols), dom_cols).encode()
     jobs = comp.jobs_table if comp.jobs_table is not None else pd.DataFrame()
-    files["jobs.csv"] = _csv(jobs.itertuples(index=False), list(jobs.columns)).encode()
+    files["jobs.csv"] = _csv(_rows(jobs, list(jobs.columns)), list(jobs.columns)).encode()
     header = ["comparison", "family", "key", "a", "b", "change", "change_pct"]
     files["comparisons.csv"] = _csv(daily_compare.csv_rows(cmp), header).encode()
     files["runs.csv"] = _csv(daily_compare.run_rows(cmp), daily_compare.RUN_COLUMNS).encode()
