@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from harvest import results
 from harvestflow.formats.stop_reasons import LIMITS, StopReason
 
-if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
-    # file-only runs do not pay its ~0.2 s import
+# harvest.results (SQLAlchemy) is imported where the DB is read: the benchmark and file-only runs
+# do not pay its import
+if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 # Families whose values are not meaningful once summed over days (top-N lists, log states).
@@ -192,6 +192,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
     ``runs`` limits the rows to those runs: a broad definition's history holds millions of
     rows per run, and the daily report compares two runs only.
     """
+    from harvest import results
+
     with engine.connect() as conn:
         rows = results.history_rows(conn, harvest_id, runs)
     return pd.DataFrame(
@@ -201,6 +203,8 @@ def run_history(engine: Engine, harvest_id: int, runs: list[int] | None = None) 
 
 def history_runs(engine: Engine, harvest_id: int) -> list[int]:
     """The run numbers of a definition that have harvest history, ascending."""
+    from harvest import results
+
     with engine.connect() as conn:
         return results.history_runs(conn, harvest_id)
 

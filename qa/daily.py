@@ -18,7 +18,6 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
-from harvestflow import db
 from harvestflow.contracts import ContractError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
@@ -30,11 +29,9 @@ from qa import codes, daily_compare, inputs, metrics, page_scores, report, store
 from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.day import DayComputation, JobOutcome
-from qa.documents import document_figures
 from qa.hosts import classify_host, host_of
 from qa.inputs import JobInfo, crawl_log_path
 from qa.report import stats_rows, summary_of
-from search.backends import get_backend
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +74,21 @@ def _ints(statuses: frozenset[FetchStatus]) -> list[int]:
 
 
 def _to_pandas(df: pl.DataFrame) -> pd.DataFrame:
-    """Plain numpy/object columns (polars.to_pandas() would need pyarrow)."""
-    return pd.DataFrame({c: df[c].to_list() for c in df.columns})
+    """Plain numpy/object columns (polars.to_pandas() would need pyarrow); integers without a
+    null are handed over as int64 arrays, not Python lists (~0.1 s on 50,000 hosts)."""
+    return pd.DataFrame(
+        {
+            c: df[c].cast(pl.Int64).to_numpy() if df[c].dtype.is_integer() and not df[c].null_count()
+            else df[c].to_list()
+            for c in df.columns
+        }
+    )  # fmt: skip
+
+
+def _when(condition: pl.Expr, value: pl.Expr) -> pl.Expr:
+    """``value`` where ``condition`` holds, else 0: summed per group, ~15% cheaper than
+    ``value.filter(condition).sum()`` (a filtered copy per group and figure, measured)."""
+    return pl.when(condition).then(value).otherwise(0)
 
 
 def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
@@ -97,7 +107,29 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
     g = pl.concat(frames) if frames else empty_groups().with_columns(
         pl.lit(0, dtype=pl.Int64).alias("job_id")
     )  # fmt: skip
-    auths = g["auth"].fill_null("").unique().to_list()
+    st = pl.col("status")
+    cap = st.is_between(100, 599)
+    lines = pl.col("lines")
+    size = pl.col("bytes")
+    # every per-host figure is a sum: sum per (job, authority) first, on the ~10^6 grouped rows
+    # keyed by one string, then join the host/domain/TLD mapping and sum per host on the ~10^4
+    # rows left (joining and grouping the big table on four keys cost ~0.2 s more, measured).
+    # A missing authority or MIME is filled in on the small tables, not on the big one (a copy
+    # of every string), and the distinct authorities are the per-authority table's own rows
+    per_auth = g.group_by(["job_id", "auth"]).agg(
+        _when(cap, lines).sum().alias("urls"),
+        _when(cap, size).sum().alias("bytes"),
+        lines.sum().alias("lines"),
+        _when(cap & pl.col("dup"), lines).sum().alias("dup_urls"),
+        _when(cap & pl.col("dup"), size).sum().alias("dup_bytes"),
+        _when(st.is_in(_ints(codes.BUDGET_CODES)) | pl.col("quota"), lines).sum().alias("budget"),
+        _when(st.is_in(_ints(codes.DNS_FAILURE_CODES)), lines).sum().alias("dns_fail"),
+        _when(st.is_in(_ints(codes.TRAP_CODES)), lines).sum().alias("trap"),
+        _when(st.is_in(_ints(codes.ROBOTS_CODES)), lines).sum().alias("robots"),
+        _when(pl.col("seed"), lines).sum().alias("seeds"),
+    )
+    per_auth = per_auth.with_columns(pl.col("auth").fill_null(""))
+    auths = per_auth["auth"].unique().to_list()
     infos = [classify_host(host_of(a)) for a in auths]
     mapping = pl.DataFrame(
         {
@@ -107,26 +139,6 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
             "tld": [i.tld for i in infos],
         },
         schema={"auth": pl.String, "host": pl.String, "domain": pl.String, "tld": pl.String},
-    )
-    g = g.with_columns(pl.col("auth").fill_null(""), pl.col("mime").fill_null("-"))
-    st = pl.col("status")
-    cap = st.is_between(100, 599)
-    lines = pl.col("lines")
-    size = pl.col("bytes")
-    # every per-host figure is a sum: sum per (job, authority) first, on the ~10^6 grouped rows
-    # keyed by one string, then join the host/domain/TLD mapping and sum per host on the ~10^4
-    # rows left (joining and grouping the big table on four keys cost ~0.2 s more, measured)
-    per_auth = g.group_by(["job_id", "auth"]).agg(
-        lines.filter(cap).sum().alias("urls"),
-        size.filter(cap).sum().alias("bytes"),
-        lines.sum().alias("lines"),
-        lines.filter(cap & pl.col("dup")).sum().alias("dup_urls"),
-        size.filter(cap & pl.col("dup")).sum().alias("dup_bytes"),
-        lines.filter(st.is_in(_ints(codes.BUDGET_CODES)) | pl.col("quota")).sum().alias("budget"),
-        lines.filter(st.is_in(_ints(codes.DNS_FAILURE_CODES))).sum().alias("dns_fail"),
-        lines.filter(st.is_in(_ints(codes.TRAP_CODES))).sum().alias("trap"),
-        lines.filter(st.is_in(_ints(codes.ROBOTS_CODES))).sum().alias("robots"),
-        lines.filter(pl.col("seed")).sum().alias("seeds"),
     )
     sums = [c for c in per_auth.columns if c not in ("job_id", "auth")]
     hosts = (
@@ -139,6 +151,9 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
         g.filter(cap)
         .group_by(["job_id", "mime"])
         .agg(lines.sum().alias("urls"), size.sum().alias("bytes"))
+        .with_columns(pl.col("mime").fill_null("-"))
+        .group_by(["job_id", "mime"])  # a missing MIME and "-" are one type
+        .agg(pl.col("urls").sum(), pl.col("bytes").sum())
     )
     mimes = mime["mime"].unique().to_list()
     families = pl.DataFrame(
@@ -300,9 +315,15 @@ def compute_day(
 def run_daily(day: date, settings: Settings | None = None, *, engine: Any = None) -> dict:
     """Compute and publish one day's QA statistics; returns the summary dict.
 
-    Writes ``<data_dir>/qa/<day>/`` (text per family, CSV, index.html + PNG charts) and
+    Writes ``<data_dir>/qa/<day>/`` (text per family, CSV, index.html + SVG charts) and
     replaces the day's rows in qa_stats and qa_reports. Idempotent per day.
     """
+    # the DB layer (SQLAlchemy) and the search backend only here: compute_day and the report
+    # run on files without importing them (~0.3 CPU-s a run, bench/run qa)
+    from harvestflow import db
+    from qa.documents import document_figures
+    from search.backends import get_backend
+
     settings = settings or get_settings()
     engine = engine or db.get_engine(settings.harvest_db_url)
     top_n = int(settings.get("qa", "top_n", 20))

@@ -12,8 +12,8 @@ test crawls on loopback still group sensibly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from harvestflow.formats.domains import is_ip, registrable_domain
 
@@ -21,8 +21,10 @@ IP_TLD = "(ip)"
 NO_TLD = "(none)"
 
 
-@dataclass(frozen=True)
-class HostInfo:
+class HostInfo(NamedTuple):
+    """A host's registrable domain and TLD (a tuple: built once per distinct host of a day,
+    ~10^5 of them, where a frozen dataclass cost three times as much to make)."""
+
     host: str
     domain: str
     tld: str

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from harvest import jobs, results
-from harvest.preload import store as preload_store
 from harvestflow.contracts.jobdir import JobDir
 from qa.hosts import domain_of_url
 
-if TYPE_CHECKING:  # sqlalchemy is imported where the DB is used: the benchmark and
-    # file-only runs do not pay its ~0.2 s import
+# the DB readers (harvest.jobs, harvest.results, harvest.preload.store: SQLAlchemy, ~0.3 CPU-s to
+# import) are imported by the functions that read the DB: compute_day on files does not pay them
+if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -55,6 +54,8 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def jobs_ended_on(engine: Engine, day: date) -> list[JobInfo]:
+    from harvest import jobs
+
     start, end = day_bounds(day)
     with engine.connect() as conn:
         rows = jobs.jobs_ended_between(conn, start, end)
@@ -63,6 +64,8 @@ def jobs_ended_on(engine: Engine, day: date) -> list[JobInfo]:
 
 def history_for_jobs(engine: Engine, job_ids: list[int]) -> pd.DataFrame:
     """(job_id, domain, stopreason, objects, bytes) of the jobs' historyinfo rows."""
+    from harvest import results
+
     cols = ["job_id", "domain", "stopreason", "objects", "bytes"]
     if not job_ids:
         return pd.DataFrame(columns=cols)
@@ -94,6 +97,7 @@ def origin_classes(engine: Engine) -> dict[str, str]:
     Curators' selection records (their seed URLs' domains) count as curator-selected whatever
     the preload said; preload origins are classified from the source's kind, else its name.
     """
+    from harvest.preload import store as preload_store
 
     result: dict[str, str] = {}
 
@@ -115,6 +119,8 @@ def origin_classes(engine: Engine) -> dict[str, str]:
 
 def dns_check_counts(engine: Engine, day: date) -> dict[str, int]:
     """DNS checks made that day per class (active, failed, unknown)."""
+    from harvest.preload import store as preload_store
+
     start, end = day_bounds(day)
     with engine.connect() as conn:
         return preload_store.dns_check_counts(conn, start, end)

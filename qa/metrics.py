@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from harvestflow.formats.stop_reasons import StopReason
@@ -86,6 +87,18 @@ def size_bucket(urls: int) -> str:
         if urls >= low and (high is None or urls <= high):
             return name
     return SIZE_BUCKETS[-1][0]
+
+
+def size_buckets(urls: pd.Series) -> pd.Series:
+    """:func:`size_bucket` of every value at once (a Python call per domain cost ~0.1 s a day
+    of 50,000 domains)."""
+    values = urls.to_numpy()
+    conditions = [
+        (values >= low) & (values <= high) if high is not None else values >= low
+        for _name, low, high in SIZE_BUCKETS
+    ]
+    names = [name for name, _low, _high in SIZE_BUCKETS]
+    return pd.Series(np.select(conditions, names, default=names[-1]), index=urls.index)
 
 
 def compute(
@@ -194,7 +207,7 @@ def compute(
         # a domain harvested by several jobs: its worst (highest) reason wins
         stop_by_domain = history.groupby("domain")["stopreason"].max().astype(int).to_dict()
     sizes = []
-    buckets = pd.Series([size_bucket(u) for u in crawled["urls"].tolist()], index=crawled.index)
+    buckets = size_buckets(crawled["urls"])
     for name, _low, _high in SIZE_BUCKETS:
         members = crawled[buckets == name]
         complete = sum(
@@ -266,10 +279,12 @@ def compute(
     # Domains: top by URLs and by bytes; the full table goes to CSV
     # per domain, its size bucket and how its harvest stopped: *which* domains were collected
     # completely, not only how many (domains.csv)
+    # one enum look-up per distinct reason, not per domain
+    stop_text = {code: StopReason.text_of(code, "") for code in set(stop_by_domain.values())}
     fam.tables["domains"] = domains.assign(
-        size_bucket=[size_bucket(u) if u else "" for u in domains["urls"].tolist()],
-        stop=[StopReason.text_of(stop_by_domain.get(d, -1), "")
-              for d in domains["domain"].tolist()],
+        size_bucket=np.where(domains["urls"].to_numpy() == 0, "",
+                             size_buckets(domains["urls"]).to_numpy()),
+        stop=[stop_text.get(stop_by_domain.get(d, -1), "") for d in domains["domain"].tolist()],
     )  # fmt: skip
     top_urls = crawled.head(top_n)
     top_bytes = crawled.sort_values(

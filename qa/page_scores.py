@@ -16,12 +16,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harvest.page_qa import JobQa, jobs_qa, previous_run
 from harvestflow.contracts.qa_report import QaSummary, summarise
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # harvest.page_qa (SQLAlchemy) is imported where the DB is read
     from sqlalchemy.engine import Engine
 
+    from harvest.page_qa import JobQa
     from qa.inputs import JobInfo
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,8 @@ def _merged(jobs: list[JobQa]) -> QaSummary:
 
 def day_scores(engine: Engine, jobs: list[JobInfo]) -> list[DefinitionScores]:
     """The day's figures of each definition whose jobs checked pages (by harvest id)."""
+    from harvest.page_qa import jobs_qa, previous_run
+
     out = []
     with engine.connect() as conn:
         found = jobs_qa(conn, [j.job_id for j in jobs])

@@ -1,8 +1,9 @@
 """PNG charts for the curator pages (matplotlib, Agg backend, rendered in memory).
 
 Why PNG from the server: the pages stay plain HTML with no JavaScript library to ship, and
-the charts look like the daily QA report's (also matplotlib). Figures are built with the
-object API (``Figure``), not pyplot, because pages are served from several threads at once.
+these charts need matplotlib's date axes (the daily QA report's bar charts are plain SVG,
+harvestflow.formats.svgchart). Figures are built with the object API (``Figure``), not pyplot,
+because pages are served from several threads at once.
 """
 
 from __future__ import annotations

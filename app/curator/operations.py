@@ -8,6 +8,7 @@ the database and checked with :func:`app.curator.jobfiles.inside`.
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import logging
@@ -37,8 +38,10 @@ def qa_day(conn: sa.Connection, day: str) -> dict[str, Any] | None:
     if report is None:
         return None
     folder = Path(report["report_dir"])
-    stored = (report["summary"] or {}).get("charts_png_base64") or {}
-    report["charts"] = sorted({p.name for p in (folder / "charts").glob("*.png")} | set(stored))
+    summary = report["summary"] or {}
+    stored = set(summary.get("charts_svg") or {}) | set(summary.get("charts_png_base64") or {})
+    files = (folder / "charts").iterdir() if (folder / "charts").is_dir() else iter(())
+    report["charts"] = sorted({p.name for p in files if p.suffix in CHART_TYPES} | stored)
     report["tables"] = [
         read_csv_table(folder, name)
         for name in ("jobs.csv", "domains.csv")
@@ -89,9 +92,25 @@ def _fmt(raw: str) -> str:
     return f"{value:,.0f}" if value.is_integer() else f"{value:,.3f}"
 
 
+# a QA report's charts: SVG since the report stopped drawing with matplotlib; the PNGs of the
+# reports written before stay readable
+CHART_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
+
+
+def stored_chart(report: dict[str, Any], name: str) -> bytes | None:
+    """The copy of chart ``name`` the database keeps (SVG text; base64 PNG of older reports)."""
+    summary = report["summary"] or {}
+    svg = (summary.get("charts_svg") or {}).get(name)
+    if svg is not None:
+        return str(svg).encode("utf-8")
+    png = (summary.get("charts_png_base64") or {}).get(name)
+    return base64.b64decode(png) if png is not None else None
+
+
 def qa_chart_path(report_dir: str, name: str) -> Path:
-    """A chart PNG of a QA report folder (ValueError if the name leaves charts/)."""
-    if not name.endswith(".png"):
+    """A chart (SVG, or PNG of an older report) of a QA report folder (ValueError if the name
+    is no chart or leaves charts/)."""
+    if Path(name).suffix not in CHART_TYPES:
         raise ValueError(f"{name!r} is not a chart")
     return inside(Path(report_dir), "charts", name)
 

@@ -11,7 +11,6 @@ owning stage.
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -68,6 +67,8 @@ HERE = data_path("app.curator")  # templates/: package data
 PAGE_SIZE = 50
 SEARCH_PAGE = 100
 STATIC = {"curator.css": "text/css", "curator.js": "text/javascript"}
+# a QA chart opened on its own runs nothing and loads nothing (an SVG is a document)
+CHART_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 # a job id as the bigserial column holds it: a larger number is refused (422), not sent to SQL
 JobId = Annotated[int, PathParam(ge=0, le=BIGINT_MAX)]
 ScreenshotIndex = Annotated[int, PathParam(ge=0, le=10_000_000)]
@@ -372,13 +373,15 @@ def create_app(
             path = operations.qa_chart_path(report["report_dir"], name)
         except ValueError as exc:
             raise HTTPException(404, str(exc)) from exc
-        if path.is_file():
-            return png(path.read_bytes())
         # the report folder may live elsewhere: the database keeps a copy of its charts
-        stored = (report["summary"] or {}).get("charts_png_base64") or {}
-        if name not in stored:
+        data = path.read_bytes() if path.is_file() else operations.stored_chart(report, name)
+        if data is None:
             raise HTTPException(404, f"no chart {name}")
-        return png(base64.b64decode(stored[name]))
+        return Response(
+            data,
+            media_type=operations.CHART_TYPES[path.suffix],
+            headers={"Cache-Control": "no-store", "Content-Security-Policy": CHART_CSP},
+        )
 
     @app.get("/preload", response_class=HTMLResponse)
     def preload_runs(request: Request, page_no: int = 1) -> HTMLResponse:

@@ -1,22 +1,28 @@
-"""Adaptive revisiting vs a fixed-interval recrawl with the same number of fetches.
+"""Adaptive revisiting against the best fixed per-class schedule, for the same fetches.
 
-Part 1 (simulated clock, no waiting): N URLs on H hosts whose pages change as Poisson processes
-with known rates (per URL mean change interval log-uniform between 1 hour and 90 days, 15% never
-change; front pages of "news" hosts every 30-90 minutes). The continuous crawl's own code
-(``RevisitPolicy`` + ``apply_visit``: the transition the crawl applies after each visit) runs
-batches every 10 simulated minutes over D days; then a fixed-interval recrawl gets exactly the
-same number of fetches, spread evenly (the comparison of Sigurðsson's AR paper). Printed: share
-of changes captured (a visit captures a change when the page has a version it had not seen) and
-the ratio adaptive / fixed.
+``bench/run continuous`` (bench/continuous/spec.py) runs the two sides of the simulation, each a
+process of this script (``--side adaptive`` / ``--side fixed``):
 
-Part 2 (``--replay``, needs the pywb oracle venv): fetch-to-replayable on the loopback. A
-bounded run of the real crawler over pages on several loopback hosts with the production
-politeness defaults, its closed WARCs indexed into the live collection (``nrt``) as
-``run_batch`` does, pywb polled until each capture replays. Printed: median and max seconds
-from fetch to replayable (target <= 300 s).
+N URLs on H hosts whose pages change as Poisson processes with known rates (per URL mean change
+interval log-uniform between 1 hour and 90 days, 15 % never change; front pages of "news"
+hosts every 30-90 minutes). ``adaptive``: the continuous crawl's own code (``RevisitPolicy`` +
+``apply_visit``: the transition the crawl applies after each visit) runs batches every 10
+simulated minutes over D days. ``fixed``: the same number of fetches (``--fetches``, the
+adaptive side's, known from a run before the rounds) as a fixed interval per class of URL, the
+classes a fixed schedule's user knows (news host or not, front page or deeper), each class's
+interval chosen with the true change rates of its pages (:func:`class_intervals`): the best a
+fixed per-class schedule can do. Both see the same change history (per-page random streams).
+Each side writes ``result.json``: fetches, changes that happened, changes captured (a visit
+captures a change when the page has a version it had not seen).
 
-    .venv/bin/python bench/continuous/bench_continuous.py [--urls 10000 --hosts 100 --days 30]
-        [--replay]
+``--replay`` (needs the pywb oracle venv): fetch-to-replayable on the loopback. A bounded run of
+the real crawler over pages on several loopback hosts with the production politeness defaults,
+its closed WARCs indexed into the live collection (``nrt``) as ``run_batch`` does, pywb polled
+until each capture replays. Printed: median and max seconds from fetch to replayable.
+
+    .venv/bin/python bench/continuous/bench_continuous.py --side adaptive|fixed --out DIR
+        [--urls 10000 --hosts 100 --days 30] [--fetches F]
+    .venv/bin/python bench/continuous/bench_continuous.py --replay-only
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import heapq
+import json
 import math
 import random
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -127,19 +135,74 @@ def simulate_adaptive(pages: list[Page], days: float, policy: RevisitPolicy, see
     return fetches, captured, total
 
 
+def page_class(page: Page) -> str:
+    """What a fixed schedule's user knows of a URL: its host's kind and whether it is a front
+    page (not its change rate)."""
+    news = int(page.host[1:4]) % 5 == 0  # make_pages' news hosts
+    return f"{'news' if news else 'other'} {'front' if page.depth == 0 else 'deep'}"
+
+
+def class_intervals(pages: list[Page], days: float, fetches: int) -> dict[str, float]:
+    """Per class, the revisit interval that captures the most changes for ``fetches`` in all.
+
+    Expected changes captured by visiting a page of rate r every I seconds over T: about
+    (T / I)(1 - exp(-r I)). Each class gets the interval (log grid, 10 min to T) maximising its
+    sum minus mu times its fetches; mu is bisected until the classes' fetches meet the budget.
+    The rates are the pages' true ones: more than a curator knows, the peer's best case.
+    """
+    end = days * 86400
+    classes: dict[str, list[float]] = {}
+    for p in pages:
+        rate = 0.0 if math.isinf(p.mean_change_s) else 1.0 / p.mean_change_s
+        classes.setdefault(page_class(p), []).append(rate)
+    grid = np.geomspace(TICK, end, 600)
+    gains, costs = {}, {}
+    for name, rates in classes.items():
+        r = np.array(rates)[:, None]
+        gains[name] = ((end / grid) * (1 - np.exp(-r * grid))).sum(axis=0)
+        costs[name] = len(rates) * end / grid
+
+    def choose(mu: float) -> dict[str, int]:
+        return {c: int(np.argmax(gains[c] - mu * costs[c])) for c in classes}
+
+    low, high = 0.0, 1.0
+    while sum(costs[c][k] for c, k in choose(high).items()) > fetches:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        if sum(costs[c][k] for c, k in choose(mid).items()) > fetches:
+            low = mid
+        else:
+            high = mid
+    return {c: float(grid[k]) for c, k in choose(high).items()}
+
+
 def simulate_fixed(pages: list[Page], days: float, fetches: int, seed: int):
-    """The same number of fetches, each URL at the same interval (staggered phases)."""
+    """Exactly ``fetches`` fetches: each class at its own interval (staggered phases), all the
+    intervals scaled by one factor until there are enough, the latest fetches beyond the
+    budget dropped."""
     reset(pages, seed)
     end = days * 86400
-    interval = len(pages) * end / fetches
-    phase_rng = random.Random(seed + 1)
-    events = []
-    for i in range(len(pages)):
-        t = phase_rng.uniform(0, interval)
-        while t <= end:
-            events.append((t, i))
-            t += interval
+    intervals = class_intervals(pages, days, fetches)
+
+    def schedule(scale: float) -> list[tuple[float, int]]:
+        phase_rng = random.Random(seed + 1)
+        events = []
+        for i, page in enumerate(pages):
+            interval = intervals[page_class(page)] * scale
+            t = phase_rng.uniform(0, interval)
+            while t <= end:
+                events.append((t, i))
+                t += interval
+        return events
+
+    scale = 1.0
+    events = schedule(scale)
+    while len(events) < fetches:
+        scale *= 0.99
+        events = schedule(scale)
     events.sort()
+    del events[fetches:]
     seen = [-1] * len(pages)
     captured = 0
     for t, i in events:
@@ -149,39 +212,24 @@ def simulate_fixed(pages: list[Page], days: float, fetches: int, seed: int):
         seen[i] = version
     for p in pages:
         p.advance(end)
-    return len(events), captured, sum(p.changes for p in pages), interval
+    shown = {c: round(v * scale / 3600, 2) for c, v in sorted(intervals.items())}
+    return len(events), captured, sum(p.changes for p in pages), shown
 
 
-def part1(args: argparse.Namespace) -> None:
+def run_side(args: argparse.Namespace) -> None:
+    """One side of ``bench/run continuous``: its figures into ``args.out/result.json``."""
     pages = make_pages(args.urls, args.hosts, args.seed)
-    policies = {
-        "adaptive": RevisitPolicy(min_wait_s=HOUR / 2),
-        "adaptive+elapsed": RevisitPolicy(min_wait_s=HOUR / 2, use_elapsed=True),
-    }
-    print(
-        f"{len(pages)} URLs on {args.hosts} hosts, {args.days} simulated days, batch every 10 min"
-    )
-    for name, policy in policies.items():
-        started = time.perf_counter()
+    result: dict[str, object]
+    if args.side == "adaptive":
+        policy = RevisitPolicy(min_wait_s=HOUR / 2)
         fetches, captured, total = simulate_adaptive(pages, args.days, policy, args.seed)
-        sim_s = time.perf_counter() - started
-        f_fetches, f_captured, f_total, interval = simulate_fixed(
-            pages, args.days, fetches, args.seed
-        )
-        if total != f_total:
-            raise SystemExit(
-                f"benchmark FAILED: the two strategies saw different change histories"
-                f" ({total} vs {f_total} changes)"
-            )
-        print(
-            f"{name:>17}: {fetches} fetches, {captured}/{total} changes captured "
-            f"({captured / total:.1%}), {sim_s:.1f} s to simulate"
-        )
-        print(
-            f"{'fixed interval':>17}: {f_fetches} fetches (every {interval / 3600:.1f} h), "
-            f"{f_captured}/{f_total} captured ({f_captured / f_total:.1%})"
-        )
-        print(f"{'ratio':>17}: {captured / f_captured:.2f}x the changes for the same fetches")
+        result = {"fetches": fetches, "captured": captured, "changes": total}
+    else:
+        fetches, captured, total, hours = simulate_fixed(pages, args.days, args.fetches, args.seed)
+        result = {"fetches": fetches, "captured": captured, "changes": total,
+                  "interval_h": hours}  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "result.json").write_text(json.dumps(result) + "\n")
 
 
 def part2(args: argparse.Namespace) -> None:
@@ -192,30 +240,26 @@ def part2(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--side", choices=["adaptive", "fixed"], help="one side of bench/run")
+    ap.add_argument("--out", type=Path, help="the side's result.json goes here")
+    ap.add_argument("--fetches", type=int, help="the fixed side's budget: the adaptive's fetches")
     ap.add_argument("--urls", type=int, default=10000)
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--days", type=float, default=30)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--replay", action="store_true", help="also measure fetch-to-replayable")
+    ap.add_argument("--replay-only", action="store_true", help="measure fetch-to-replayable")
     ap.add_argument("--replay-pages", type=int, default=200)
     ap.add_argument("--replay-hosts", type=int, default=10)
     ap.add_argument("--warc-size", type=int, default=20_000, help="WARC rotation size (replay)")
-    ap.add_argument("--replay-only", action="store_true", help="skip the policy simulation")
-    ap.add_argument("--real", action="store_true", help="only the run through the real crawler")
-    ap.add_argument("--real-urls", type=int, default=500)
-    ap.add_argument("--real-hosts", type=int, default=10)
-    ap.add_argument("--real-days", type=float, default=3)
-    ap.add_argument("--real-step-h", type=float, default=2)
     args = ap.parse_args()
-    if args.real:
-        from bench.continuous.real_crawl import measure as real
-
-        real(args.real_urls, args.real_hosts, args.real_days, args.real_step_h, args.seed)
-        return
-    if not args.replay_only:
-        part1(args)
-    if args.replay or args.replay_only:
+    if args.side:
+        if args.out is None or (args.side == "fixed" and not args.fetches):
+            ap.error("--side needs --out, and --side fixed --fetches")
+        run_side(args)
+    elif args.replay_only:
         part2(args)
+    else:
+        ap.error("--side adaptive|fixed --out DIR, or --replay-only")
 
 
 if __name__ == "__main__":

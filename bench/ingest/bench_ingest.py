@@ -1,32 +1,23 @@
-"""Benchmark: harvestflow's preservation ingest vs a plain boto3 ``upload_file`` loop.
+"""The ingest benchmark's own side (``bench/run ingest``, bench/ingest/spec.py): harvestflow's
+preservation ingest of a finished job whose WARCs are the generated files.
 
-Same files (generated random data under WARC names, 2 GB by default), same SeaweedFS, same run.
-harvestflow's time includes everything it does to call a file preserved: staging the BagIt bag
-(hard links + sha256/sha512 of every file), the upload with per-part SHA-256 checksums checked by
-the server and the whole-file SHA-256 compared before committing, HEAD verification, the full
-re-read of the sampled share (``--sample-rate``, default the settings' 1.0 = every file) and the
-DB bookkeeping. The peer only uploads (boto3 defaults: 8 MB multipart, 10 threads, CRC32).
-Rounds alternate the order (peer first, then harvestflow first) so that neither always gets the
-warmer cache. Prints MB/s for each and the throughput ratio harvestflow / boto3 (target ≥ 0.8).
+Everything it does to call a file preserved is in the timing: a DONE job recorded (its WARCs
+hard links of the generated files under the job's names), the BagIt bag staged (sha256 +
+sha512 of every file), the upload with per-part SHA-256 checksums checked by the store and the
+whole-file SHA-256 compared before committing, HEAD verification, the full re-read of the
+sampled share (the settings' ``verify_sample_rate``, 1.0 = every file) and the DB bookkeeping.
 
-    .venv/bin/python bench/ingest/bench_ingest.py [--total-mb 2048] [--file-mb 128] [--rounds 2]
-
-Starts its own embedded PostgreSQL and SeaweedFS on free loopback ports in a temporary folder.
+    python bench/ingest/bench_ingest.py OUT FILE...   (the first FILE is the metadata WARC)
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import logging
 import os
 import random
-import shutil
 import socket
-import statistics
 import sys
-import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -67,7 +58,7 @@ def make_files(repo: Path, total_mb: int, file_mb: int) -> list[Path]:
     return [meta, *files]
 
 
-def make_job(engine: sa.Engine, sources: list[Path], repo: Path, round_no: int) -> int:
+def make_job(engine: sa.Engine, sources: list[Path], repo: Path) -> int:
     """A DONE job whose WARCs are hard links of the generated files under the job's names."""
     with engine.begin() as conn:
         hid = conn.execute(
@@ -80,10 +71,10 @@ def make_job(engine: sa.Engine, sources: list[Path], repo: Path, round_no: int) 
             sa.text(
                 "INSERT INTO jobs (harvest_id, harvest_num, job_index, status, channel,"
                 " template_name, template, seedlist, startdate, enddate)"
-                " VALUES (:h, 1, :i, 3, 'LARGE', 'default', '{}', '', now(), now())"
-                " RETURNING job_id"
+                " SELECT :h, 1, coalesce(max(job_index), 0) + 1, 3, 'LARGE', 'default', '{}',"
+                " '', now(), now() FROM jobs WHERE harvest_id = :h RETURNING job_id"
             ),
-            {"h": hid, "i": round_no},
+            {"h": hid},
         ).scalar_one()
         where = repo / f"job-{job_id}"
         where.mkdir(parents=True)
@@ -104,140 +95,29 @@ def make_job(engine: sa.Engine, sources: list[Path], repo: Path, round_no: int) 
     return int(job_id)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--total-mb", type=int, default=2048)
-    parser.add_argument("--file-mb", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument(
-        "--sample-rate",
-        type=float,
-        default=None,
-        help="share of data files re-read (default: settings, 1.0)",
-    )
-    parser.add_argument("--part-mb", type=int, default=None, help="override part_size")
-    parser.add_argument("--threads", type=int, default=None, help="override upload_threads")
-    parser.add_argument("--tmp", default=None, help="parent folder of the temporary data dir")
-    args = parser.parse_args()
-    logging.basicConfig(
-        level=os.environ.get("BENCH_LOG", "WARNING"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    for noisy in ("botocore", "urllib3", "boto3", "s3transfer"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-    data_dir = Path(tempfile.mkdtemp(prefix="hf-bench-ingest-", dir=args.tmp))
-    data_dir.chmod(0o755)
-    os.environ.update(
-        {
-            "HARVESTFLOW_DATA_DIR": str(data_dir),
-            "HARVESTFLOW_POSTGRES__PORT": str(free_port()),
-            "HARVESTFLOW_S3__S3_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__MASTER_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__VOLUME_PORT": str(free_port(True)),
-            "HARVESTFLOW_S3__FILER_PORT": str(free_port(True)),
-            # one copy, as the boto3 loop it is compared with writes one
-            "HARVESTFLOW_S3_REPLICA__ENABLED": "false",
-        }
-    )
-    from harvestflow import db, services
-    from harvestflow import settings as settings_mod
-    from harvestflow.s3 import s3_client
-    from harvestflow.settings import Settings
+def main(argv: list[str]) -> int:
+    out, sources = Path(argv[0]), [Path(p) for p in argv[1:]]
+    logging.basicConfig(level=logging.WARNING)
+    from harvestflow import db
+    from harvestflow.settings import Settings, get_settings
     from preservation.ingest import ingest_job
     from preservation.staging import stage_package
 
-    settings_mod.reset()
-    settings = settings_mod.get_settings()
-    services.start_all(settings)
-    try:
-        client = s3_client(settings)
-        engine = db.get_engine(settings.harvest_db_url)
-        t0 = time.monotonic()
-        sources = make_files(data_dir / "generated", args.total_mb, args.file_mb)
-        total = sum(p.stat().st_size for p in sources)
-        print(
-            f"generated {len(sources)} files, {total / MiB:.0f} MiB of random data"
-            f" in {time.monotonic() - t0:.1f}s",
-            flush=True,
-        )
-        peer_times: list[float] = []
-        ours_times: list[float] = []
-        for round_no in range(args.rounds):
-            job_id = make_job(engine, sources, data_dir / "repository", round_no)
-            tag = uuid.uuid4().hex[:8]
-
-            def peer(tag: str = tag) -> float:
-                bucket = f"peer-{tag}"
-                client.create_bucket(Bucket=bucket)
-                start = time.monotonic()
-                for path in sources:
-                    client.upload_file(str(path), bucket, f"peer/{path.name}")
-                elapsed = time.monotonic() - start
-                # upload_file raises on a failed upload; check what the store holds all the same
-                listed = client.list_objects_v2(Bucket=bucket, Prefix="peer/").get("Contents", [])
-                stored = {o["Key"]: o["Size"] for o in listed}
-                wanted = {f"peer/{p.name}": p.stat().st_size for p in sources}
-                if stored != wanted:
-                    raise SystemExit(f"benchmark FAILED: the peer's bucket holds {stored}")
-                return elapsed
-
-            def ours(tag: str = tag, job_id: int = job_id) -> float:
-                data = copy.deepcopy(settings.data)
-                data["s3"]["bucket"] = f"ours-{tag}"
-                if args.sample_rate is not None:
-                    data["preservation"]["verify_sample_rate"] = args.sample_rate
-                if args.part_mb:
-                    data["preservation"]["part_size"] = args.part_mb * MiB
-                if args.threads:
-                    data["preservation"]["upload_threads"] = args.threads
-                mine = Settings(data, settings.source)
-                start = time.monotonic()
-                staged = stage_package(job_id, mine)
-                staged_s = time.monotonic() - start
-                result = ingest_job(job_id, mine)
-                elapsed = time.monotonic() - start
-                if result["status"] != "preserved":
-                    raise SystemExit(f"ingest failed: {result}")
-                print(
-                    f"  harvestflow: staging {staged_s:.1f}s ({staged['files']} files),"
-                    f" ingest+verify {elapsed - staged_s:.1f}s,"
-                    f" {result['reread']} objects re-read",
-                    flush=True,
-                )
-                return elapsed
-
-            order = [("boto3", peer), ("harvestflow", ours)]
-            if round_no % 2:
-                order.reverse()
-            for name, run in order:
-                seconds = run()
-                (peer_times if name == "boto3" else ours_times).append(seconds)
-                print(
-                    f"round {round_no + 1} {name:12s} {seconds:7.1f}s"
-                    f"  {total / MiB / seconds:7.1f} MiB/s",
-                    flush=True,
-                )
-        ratios = [p / o for p, o in zip(peer_times, ours_times, strict=True)]
-        per_round = ", ".join(f"{r:.2f}" for r in ratios)
-        print(f"\nper-round ratio harvestflow/boto3: {per_round}")
-        peer_s, ours_s = statistics.median(peer_times), statistics.median(ours_times)
-        print(
-            f"boto3 upload_file loop : {total / MiB / peer_s:7.1f} MiB/s (median of"
-            f" {len(peer_times)})"
-        )
-        print(f"harvestflow ingest     : {total / MiB / ours_s:7.1f} MiB/s (with verification)")
-        print(
-            f"ratio harvestflow/boto3: median of the rounds' ratios {statistics.median(ratios):.2f}"
-            f" (target >= 0.8); ratio of the medians {peer_s / ours_s:.2f};"
-            f" load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
-        )
-    finally:
-        db.dispose_engines()
-        services.stop_all(settings)
-        shutil.rmtree(data_dir, ignore_errors=True)
+    settings = get_settings()
+    engine = db.get_engine(settings.harvest_db_url)
+    job_id = make_job(engine, sources, settings.path("repository"))
+    data = copy.deepcopy(settings.data)
+    bucket = f"ours-{uuid.uuid4().hex[:12]}"
+    data["s3"]["bucket"] = bucket
+    mine = Settings(data, settings.source)
+    stage_package(job_id, mine)
+    result = ingest_job(job_id, mine)
+    if result["status"] != "preserved":
+        raise SystemExit(f"ingest failed: {result}")
+    (out / "bucket.txt").write_text(bucket + "\n")
+    db.dispose_engines()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,43 +1,38 @@
-"""Benchmark: the default job generator over millions of domain configurations.
+"""The jobgen benchmark's data and its own side (``bench/run jobgen``, bench/jobgen/spec.py).
 
-Loads N domain configurations (default 3,000,000) with synthetic harvest history into an
-embedded PostgreSQL (sizes after the BnF's 2011 figures: 57% of domains under 10 URLs, 42%
-between 10 and 10,000, 1% above; some never harvested; mixed stop reasons), makes a snapshot
-definition over them, then measures in separate processes (so each peak RSS is its own):
+:func:`load` puts N domain configurations (3,000,000 for the full run) with synthetic harvest
+history into a harvest database (sizes after the BnF's 2011 figures: 57 % of domains under 10
+URLs, 42 % between 10 and 10,000, 1 % above; some never harvested; mixed stop reasons) and a
+snapshot definition over them; bench/scale/simulate.py loads its jobs the same way.
 
-- ``scan``: PostgreSQL alone streaming the generator's query (``COPY (query) TO STDOUT`` into
-  a null sink: the server's work plus the bytes on the socket, no per-row client work);
-- ``generate``: harvest.planning.plan_jobs — the same query streamed through a server-side
-  cursor, configurations parsed, expectations computed, chunks sorted and split into jobs.
+Run as a script it is our side: ``harvest.planning.plan_jobs`` over that definition (the
+generator's query through a server-side cursor, configurations parsed, expectations computed,
+chunks sorted and split into jobs; nothing written to the database), every planned
+configuration's row written as COPY would print it (``rows.tsv``), so the runner checks the
+planned rows against the peer's ``COPY (query) TO STDOUT``:
 
-Prints seconds, seconds per million configurations, peak RSS, and the ratio generate / scan.
-Run:  .venv/bin/python bench/jobgen/bench_jobgen.py [--configs 3000000] [--keep DIR]
-(--keep reuses/keeps the loaded database in DIR, so a second run skips the loading.)
+    python bench/jobgen/bench_jobgen.py --out DIR
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harvest.jobgen.model import ConfigInfo  # noqa: E402
+
 BENCH_NAME = "bench-snapshot"
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _engine():  # type: ignore[no-untyped-def]
+def _engine() -> Any:
     from harvestflow.db import get_engine
 
     return get_engine()
@@ -141,172 +136,68 @@ def _definition() -> tuple[int, str, dict]:
     return hid, config_query(kind, prev), query_params(hid, prev)
 
 
-def phase_scan() -> dict:
-    """PostgreSQL alone: COPY (the generator's query) TO STDOUT into a null sink."""
-    import psycopg2
-
-    from harvest.jobgen.source import BULK_WORK_MEM
-    from harvestflow.settings import get_settings
-
-    _hid, sql, params = _definition()
-    settings = get_settings()
-    pg = settings["postgres"]
-    conn = psycopg2.connect(
-        host=pg["host"], port=int(pg["port"]), user=pg["user"], dbname=pg["harvest_db"]
-    )
-    # bind the parameters client-side (COPY takes no parameters)
-    with conn.cursor() as cur:
-        query = cur.mogrify(sql, params).decode()
-
-    class Sink:
-        size = 0
-
-        def write(self, data: bytes) -> int:
-            Sink.size += len(data)
-            return len(data)
-
-    started = time.monotonic()
-    with conn.cursor() as cur:
-        cur.execute(f"SET work_mem = '{BULK_WORK_MEM}'")  # as the generator's transaction
-        cur.copy_expert(f"COPY ({query}) TO STDOUT", Sink())
-    elapsed = time.monotonic() - started
-    conn.close()
-    return {"seconds": elapsed, "bytes": Sink.size, "peak_rss_mib": peak_rss_mib()}
+# COPY's text format: these bytes stand for themselves escaped (PostgreSQL's CopyAttributeOutText)
+_COPY_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+     "\v": "\\v"}
+)  # fmt: skip
 
 
-def phase_generate() -> dict:
-    """The default generator over the same query (plans only, nothing written)."""
+def copy_field(value: object) -> str:
+    """One field as ``COPY ... TO STDOUT`` (text format) writes it: NULL is ``\\N``."""
+    if value is None:
+        return "\\N"
+    return str(value).translate(_COPY_ESCAPES)
+
+
+def copy_line(config: ConfigInfo) -> str:
+    """The row of the generator's query that ``config`` was made from, as COPY writes it.
+
+    The columns of harvest.jobgen.source's query: config_id, domain_id, domain name, template,
+    attributes, maxobjects, maxbytes, and the best earlier harvest's object count, byte count
+    and stop reason (NULL when none), configuration name.
+    """
+    best = config.history[0] if config.history else None
+    fields = (
+        config.config_id, config.domain_id, config.domain, config.template, config.attributes,
+        config.max_objects, config.max_bytes, best and best.objects, best and best.bytes,
+        best and int(best.stop_reason), config.name,
+    )  # fmt: skip
+    return "\t".join(map(copy_field, fields)) + "\n"
+
+
+def plan(out: Path) -> dict[str, Any]:
+    """Our side: the default generator's plans of the snapshot definition (nothing written to
+    the database); every planned configuration's row into ``out/rows.tsv`` as COPY would print
+    it, so the runner can compare the planned rows with the peer's COPY."""
     from harvest.planning import plan_jobs
 
     hid, _, _ = _definition()
     engine = _engine()
-    jobs = configs = 0
-    largest = 0
+    jobs = configs = largest = 0
     started = time.monotonic()
-    with engine.connect() as conn:
-        for plan in plan_jobs(conn, hid, progress_interval_s=30):
+    with engine.connect() as conn, open(out / "rows.tsv", "w", encoding="utf-8") as fh:
+        for job in plan_jobs(conn, hid, progress_interval_s=3600):
             jobs += 1
-            configs += len(plan.configs)
-            largest = max(largest, len(plan.configs))
-    elapsed = time.monotonic() - started
-    return {
-        "seconds": elapsed,
+            configs += len(job.configs)
+            largest = max(largest, len(job.configs))
+            fh.writelines(copy_line(c) for c in job.configs)
+    result = {
+        "plan_s": time.monotonic() - started,
         "jobs": jobs,
         "configs": configs,
         "largest_job": largest,
-        "peak_rss_mib": peak_rss_mib(),
+        "client_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
-
-
-def phase_persist() -> dict:
-    """generate_jobs: the same generation, plus jobs, job_configs and frozen seed lists written."""
-    import sqlalchemy as sa
-
-    from harvest.planning import generate_jobs
-
-    hid, _, _ = _definition()
-    engine = _engine()
-    from datetime import UTC, datetime
-
-    started = time.monotonic()
-    # a new logical date each time: a new run (the same date would return the same jobs)
-    jobs = generate_jobs(hid, datetime.now(UTC), engine)
-    elapsed = time.monotonic() - started
-    with engine.connect() as conn:
-        configs = conn.execute(
-            sa.text("SELECT count(*) FROM job_configs WHERE job_id = ANY(:j)"), {"j": jobs}
-        ).scalar_one()
-    return {
-        "seconds": elapsed,
-        "jobs": len(jobs),
-        "configs": configs,
-        "peak_rss_mib": peak_rss_mib(),
-    }
-
-
-def run_phase(name: str, env: dict[str, str]) -> dict:
-    """Run one phase in a child process; its result, with the child's CPU seconds (``cpu``:
-    the client's own work — PostgreSQL's server processes are not its children)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(
-        [sys.executable, __file__, "--phase", name],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"phase {name} failed:\n{out.stderr}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    (out / "plan.json").write_text(json.dumps(result) + "\n")
     return result
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", type=int, default=3_000_000)
-    parser.add_argument("--keep", type=Path, default=None, help="data dir to keep/reuse")
-    parser.add_argument(
-        "--persist", action="store_true", help="also time generate_jobs (jobs written)"
-    )
-    parser.add_argument("--phase", choices=["scan", "generate", "persist"], help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description="the jobgen benchmark's own side (bench/run)")
+    parser.add_argument("--out", type=Path, required=True, help="rows.tsv and plan.json go here")
     args = parser.parse_args()
-    if args.phase:
-        phases = {"scan": phase_scan, "generate": phase_generate, "persist": phase_persist}
-        result = phases[args.phase]()
-        print(json.dumps(result))
-        return 0
-
-    from bench.runner.embedded import embedded_data_dir
-
-    data_dir = embedded_data_dir("hv-bench-jobgen-", args.keep)
-    env = dict(os.environ)
-    from harvestflow import db, services
-    from harvestflow.settings import get_settings, reset
-
-    reset()
-    settings = get_settings()
-    pg = services.postgres_for(settings)
-    pg.start()
-    try:
-        db.ensure_database(settings.harvest_db_url)
-        db.migrate(db.get_engine(settings.harvest_db_url))
-        t0 = time.monotonic()
-        load(args.configs)
-        print(f"load: {time.monotonic() - t0:.0f} s")
-        scan = run_phase("scan", env)
-        gen = run_phase("generate", env)
-        run_phase("scan", env)  # warm-cache check: scan again after the generator
-        scan2 = run_phase("scan", env)
-        bare = min(scan["seconds"], scan2["seconds"])
-        per_m = gen["seconds"] / (gen["configs"] / 1e6)
-        print(
-            f"configurations: {gen['configs']:,} -> {gen['jobs']:,} jobs "
-            f"(largest {gen['largest_job']:,} configurations)"
-        )
-        print(
-            f"PostgreSQL alone (COPY of the query): {bare:.1f} s "
-            f"({scan['bytes'] / 1e6:.0f} MB), {bare / (gen['configs'] / 1e6):.1f} s/M"
-        )
-        print(
-            f"default generator: {gen['seconds']:.1f} s, {per_m:.1f} s per million "
-            f"configurations, peak RSS {gen['peak_rss_mib']:.0f} MiB; the generator process"
-            f" {gen['cpu']:.1f} CPU-s (the bare scan's client {min(scan['cpu'], scan2['cpu']):.1f})"
-        )
-        print(f"ratio generator / bare scan: {gen['seconds'] / bare:.2f}")
-        if args.persist:
-            per = run_phase("persist", env)
-            print(
-                f"generate_jobs (jobs, job_configs, seed lists written): {per['seconds']:.1f} s"
-                f" for {per['jobs']:,} jobs / {per['configs']:,} configurations, peak RSS"
-                f" {per['peak_rss_mib']:.0f} MiB"
-            )
-    finally:
-        db.dispose_engines()
-        pg.stop()
-        if args.keep is None:
-            shutil.rmtree(data_dir, ignore_errors=True)
+    plan(args.out)
     return 0
 
 

@@ -3,7 +3,7 @@
 Why a child process of its own: the runner measures the CPU, wall time and peak RSS of this
 command's whole process tree, interpreter start and imports included, as a user pays them.
 It runs the daily computation without the DB (crawl-log pass, host → domain/TLD mapping, every
-metric family, text/CSV/HTML/PNG report into OUT) and prints one JSON line: status counts, MIME
+metric family, text/CSV/HTML/SVG report into OUT) and prints one JSON line: status counts, MIME
 counts, lines read and rejected (compared by the runner with awk's and with the generator's
 truth file), plus timings of its phases. The comparison with awk is bench/qa/spec.py's.
 

@@ -110,7 +110,7 @@ class QaBenchmark(Benchmark):
             self.threads,
             "the whole daily computation without the DB (qa.daily.compute_day: crawl.log pass"
             f" in the C scanner's {self.threads} thread(s), host → domain/TLD, every metric"
-            " family; qa.report.write_report: text, CSV, HTML, 6 PNG charts), interpreter"
+            " family; qa.report.write_report: text, CSV, HTML, 6 SVG charts), interpreter"
             " start and imports included",
             shown=f"python bench/qa/bench_qa.py --child <log> <out> ({self.threads} threads)",
         )

@@ -304,6 +304,10 @@ def _figures(
     for t in targets_wanted:
         if t.metric.startswith("observed:"):
             value = observed.get(ours.name, {}).get(t.metric.removeprefix("observed:"))
+        elif t.metric.startswith("observed_ratio:"):  # ours' median over the peer's
+            key = t.metric.removeprefix("observed_ratio:")
+            mine, theirs = (observed.get(n, {}).get(key) for n in names)
+            value = mine / theirs if mine is not None and theirs else None
         elif t.metric == "cpu_ms_per_unit":  # ours' median CPU-seconds per unit, in ms
             cpu_s = summary["medians"][ours.name]["cpu_s"]
             value = cpu_s * 1000 / units if units else None

@@ -39,7 +39,9 @@ class Side:
 @dataclass(frozen=True)
 class Target:
     """A target on a ratio ``peer / ours`` (``metric`` "cpu" or "wall"), on a figure our side
-    is observed with (``metric`` "observed:<name>", :meth:`Benchmark.observe`, its median), or
+    is observed with (``metric`` "observed:<name>", :meth:`Benchmark.observe`, its median), on
+    the ratio of that figure's medians, ours over the peer's (``metric`` "observed_ratio:<name>":
+    what a side achieves for the same work, e.g. changes captured for the same fetches), or
     on our median CPU per unit of work (``metric`` "cpu_ms_per_unit", milliseconds of the whole
     process tree): met when >= ``minimum`` and, if given, <= ``maximum`` (a limit)."""
 

@@ -20,6 +20,7 @@ from bench.runner import cli, readme, rules
 from bench.runner.core import REPO as RUNNER_REPO
 from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark, uncommitted
 from bench.runner.spec import Benchmark, Side, Target
+from tests.support.bench_round import one_round
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -212,20 +213,9 @@ def test_bench_readme_tables_match_the_committed_results_files() -> None:
     )
 
 
-def _one_round(bench: Benchmark, work: Path) -> dict[str, Any]:
-    """Each side of a real benchmark once, at its quick size: the figures each produced."""
-    bench.prepare(work, quick=True)
-    figures = {}
-    for side in bench.sides():
-        m = measure_side(side, work / side.name)
-        assert m["exit_code"] == 0, (work / side.name / "stderr").read_text()
-        figures[side.name] = bench.figures(side, work / side.name)
-    return figures
-
-
 def test_index_cdxj_indexer_per_warc_in_parallel_prints_our_lines(tmp_path: Path) -> None:
     bench = cli.load("index")
-    figures = _one_round(bench, tmp_path)
+    figures, _ = one_round(bench, tmp_path)
     assert figures["ours"] == figures["peer"] and figures["ours"]["lines"] > 100
     assert len(bench.warcs) == 2  # type: ignore[attr-defined]  # xargs -P2 gets two files
 
@@ -237,7 +227,7 @@ def test_qa_awk_over_a_split_log_counts_qas_figures_and_the_truth(
 
     monkeypatch.setattr(spec, "qa_threads", lambda log: 2)  # two parts, summed by the peer
     bench = spec.QaBenchmark()
-    figures = _one_round(bench, tmp_path)
+    figures, _ = one_round(bench, tmp_path)
     assert len(bench.parts) == 2
     assert figures["ours"] == figures["peer"]
     assert bench.problems(figures["peer"]) == []
@@ -306,6 +296,31 @@ def test_a_time_limit_is_judged_on_the_median_our_side_was_observed_with(
     assert res["observed"] == {"ours": {"ms": float(ms)}}
     verdict = readme._targets(res)
     assert ("**met**" if met else "**missed**") in verdict and f"({float(ms):.1f})" in verdict
+
+
+class Captured(Toy):
+    """A toy whose sides achieve different amounts for the same work (changes captured)."""
+
+    targets = (Target("captures more than the peer", "observed_ratio:captured", 1.0),)
+
+    def observe(self, side: Side, out: Path) -> dict[str, float]:
+        return {"captured": float((out / "stdout").read_text().split()[0])}
+
+    def figures(self, side: Side, out: Path) -> Any:
+        return "same fetches"
+
+
+@pytest.mark.parametrize(("ours", "met"), [("150", True), ("80", False)])
+def test_a_target_on_what_both_sides_achieved_is_judged_on_the_ratio_of_their_medians(
+    tmp_path: Path, ours: str, met: bool
+) -> None:
+    code, res = _run(tmp_path, Captured(_sh(f"echo {ours}"), _sh("echo 100")))
+    assert code == 0
+    (target,) = res["targets"]
+    assert (target["value"], target["met"]) == (float(ours) / 100, met)
+    verdict = readme._targets(res)
+    assert ("**met**" if met else "**missed**") in verdict
+    assert f"({float(ours) / 100:.2f} ×)" in verdict
 
 
 def test_the_scale_tables_are_written_from_the_scale_results_files(tmp_path: Path) -> None:

@@ -273,3 +273,39 @@ def test_job_and_domain_pages_link_to_the_jobs_replay_view(
     assert "patch harvest of all" not in page  # no user who may write: no button
     domain = client.get("/domains/a.test").text
     assert f'href="http://replay.test:8090/job-{job}/*/a.test/*"' in domain
+
+
+def test_qa_charts_are_svg_from_the_report_folder_or_the_database_copy(
+    client: TestClient, db_engine: sa.Engine, tmp_path: Path
+) -> None:
+    import base64
+    import json
+
+    from harvestflow.formats.svgchart import bar_chart
+
+    folder = tmp_path / "qa-report"
+    (folder / "charts").mkdir(parents=True)
+    status = bar_chart("Response codes", ["200 OK", "404 Not Found"], [12, 1], "lines")
+    (folder / "charts" / "status.svg").write_text(status, encoding="utf-8")
+    tld = bar_chart("Top-level domains", [".fr"], [100.0], "%")  # in the database only
+    old = b"\x89PNG\r\n\x1a\n an older report's chart"
+    summary = {"charts_svg": {"tld.svg": tld},
+               "charts_png_base64": {"mime_families.png": base64.b64encode(old).decode()}}  # fmt: skip
+    with db_engine.begin() as conn:
+        conn.execute(
+            sa.text("INSERT INTO qa_reports (day, report_dir, summary)"
+                    " VALUES ('2026-11-22', :d, CAST(:s AS jsonb))"),
+            {"d": str(folder), "s": json.dumps(summary)},
+        )  # fmt: skip
+    page = client.get("/qa/2026-11-22").text
+    for name in ("status.svg", "tld.svg", "mime_families.png"):
+        assert f'/qa/2026-11-22/charts/{name}"' in page, name
+    served = client.get("/qa/2026-11-22/charts/status.svg")
+    assert served.headers["content-type"] == "image/svg+xml"
+    assert "default-src 'none'" in served.headers["content-security-policy"]
+    assert served.text == status
+    assert client.get("/qa/2026-11-22/charts/tld.svg").text == tld
+    png = client.get("/qa/2026-11-22/charts/mime_families.png")
+    assert png.headers["content-type"] == "image/png" and png.content == old
+    assert client.get("/qa/2026-11-22/charts/origins.svg").status_code == 404
+    assert client.get("/qa/2026-11-22/charts/stats.csv").status_code == 404

@@ -4,8 +4,11 @@ report files (text per family, CSV, HTML + charts) being byte-identical on a re-
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from datetime import date
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pandas as pd
 import pytest
@@ -122,11 +125,10 @@ def test_report_files_are_complete_and_identical_on_rerun(comp, tmp_path: Path) 
     for expected in ("general.txt", "mime.txt", "status.txt", "tld.txt", "domains.txt",
                      "domain_sizes.txt", "origins.txt", "stops.txt", "jobs.txt",
                      "problems.txt", "stats.csv", "domains.csv", "jobs.csv", "index.html",
-                     "summary.json", "charts/mime_families.png", "charts/tld.png"):  # fmt: skip
+                     "summary.json", "charts/mime_families.svg", "charts/tld.svg"):  # fmt: skip
         assert expected in names
-    assert (out / "charts" / "status.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "index.html").read_text()
-    assert 'src="charts/mime_families.png"' in html and "crawl log missing" in html
+    assert 'src="charts/mime_families.svg"' in html and "crawl log missing" in html
     assert "job 2: " in (out / "problems.txt").read_text()
     first = {n: (out / n).read_bytes() for n in names}
     # recompute from scratch (same inputs) and rewrite: same bytes, nothing left over
@@ -141,6 +143,56 @@ def test_report_files_are_complete_and_identical_on_rerun(comp, tmp_path: Path) 
     assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == names
     assert {n: (out / n).read_bytes() for n in names} == first
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
+
+
+def _bars(svg: Path) -> list[tuple[str, float, float]]:
+    """(label, figure, bar width) of each bar of an SVG chart, read by an XML parser."""
+    root = ElementTree.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return [
+        (r.get("data-label", ""), float(r.get("data-value", "nan")), float(r.get("width", "nan")))
+        for r in root.iter("{http://www.w3.org/2000/svg}rect")
+        if r.get("class") == "bar"
+    ]
+
+
+def test_report_charts_are_svg_files_whose_bars_are_the_days_figures(comp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "report"
+    write_report(comp, out)
+    t = comp.scopes["day"].tables
+    charts = sorted(p.name for p in (out / "charts").iterdir())
+    assert charts == ["domain_sizes.svg", "mime_families.svg", "origins.svg", "status.svg",
+                      "tld.svg", "top_domains.svg"]  # fmt: skip
+    status = _bars(out / "charts" / "status.svg")
+    want = [(f"{s} {lab}", float(n)) for s, lab, n in t["status"][["status", "label", "lines"]]
+            .head(15).itertuples(index=False)]  # fmt: skip
+    assert [(label, value) for label, value, _ in status] == want
+    mime = _bars(out / "charts" / "mime_families.svg")
+    assert [(lab, v) for lab, v, _ in mime] == [
+        (f, 100 * s) for f, s in zip(t["mime_family"]["family"],
+                                                    t["mime_family"]["share"], strict=True)
+    ]  # fmt: skip
+    top = _bars(out / "charts" / "top_domains.svg")
+    assert [(lab, v) for lab, v, _ in top] == [
+        (d, float(n)) for d, n in zip(t["top_domains_urls"]["domain"].head(15),
+                                      t["top_domains_urls"]["urls"].head(15), strict=True)
+    ]  # fmt: skip
+    for bars in (status, mime, top):  # lengths in proportion to the figures
+        widest = max(bars, key=lambda b: b[1])
+        for _, value, width in bars:
+            assert width == pytest.approx(widest[2] * value / widest[1], abs=0.02)
+    assert status[0][2] > 0 and (out / "charts" / "status.svg").stat().st_size < 20_000
+
+
+def test_the_daily_computation_and_report_import_no_db_layer_nor_plotting_library() -> None:
+    # they run on files (the benchmark, golden-file tests): SQLAlchemy (~0.3 CPU-s) and
+    # matplotlib (~0.6 CPU-s with its drawing) are for the DB and the curator pages only
+    code = (
+        "import sys; import qa.daily, qa.report, qa.inputs;"
+        " print(sorted(m for m in ('sqlalchemy', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_log_the_parser_chokes_on_is_named_and_the_rest_computed(  # type: ignore[no-untyped-def]

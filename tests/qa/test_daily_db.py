@@ -52,7 +52,8 @@ def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> 
     assert [r[0] for r in before] == DAYS
     assert stored["general"]["urls"] == 9
     assert "text/html" in stored["texts"]["mime.txt"]
-    assert set(stored["charts_png_base64"]) >= {"mime_families.png", "tld.png"}
+    assert set(stored["charts_svg"]) >= {"mime_families.svg", "tld.svg"}
+    assert stored["charts_svg"]["tld.svg"] == (dirs[0] / "charts" / "tld.svg").read_text()
 
     first = [tree_files(d) for d in dirs]
     again = run_daily(DAYS[1], qa_settings, engine=db_engine)
