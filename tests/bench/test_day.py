@@ -6,8 +6,10 @@ lost — each fails naming its stage (checked on copies of the day's outputs, no
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from bench.scale import reconcile
+from harvestflow.services.process import die_with_parent
 from tests.support.environment import data_root
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,6 +47,8 @@ def day(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
          "--domains", str(SMALL_DOMAINS), "--step1", str(STEP1), "--step2", str(STEP2),
          "--keep", "--tmp", str(tmp), "--timeout", "900", "--results", str(results)],
         capture_output=True, text=True, timeout=1100,
+        # gone with this test process (then its `up` and web server with it: day.py's children)
+        preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),
     )  # fmt: skip
     log = proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(results.read_text()) if results.exists() else {"failure": log}
