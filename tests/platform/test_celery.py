@@ -51,14 +51,15 @@ from tests.support.platform_cli import (
     unpause,
 )
 
-# `long`, out of the default run and CI: a platform of its own and four more workers for 17 min
-# (1,006 s measured under load 15-90, 110 s of it the platform's start; the broad crawl over 20
-# hosts alone 391 s), where CI has about 330 s left and the small national day
-# (tests/bench/test_day.py) takes the most of it. What CI keeps of it: the CeleryExecutor with
-# two workers and the scheduler's chain, and the queue each task is routed to (the day), a
-# worker killed mid-crawl and its job resumed with every page once (tests/faults/
-# test_worker_faults.py). Only here: workers that take one queue each, a crawl moving to the
-# other worker, two jobs on one host across workers.
+# `long`, out of the default run and CI: a platform of its own and four more workers for about
+# 10 min (577 s measured at load 6-12 with only its DAGs unpaused: the platform's start 91 s, each
+# scenario 95-151 s, the stop 21 s; even its routing scenario alone, ~230 s with the start, would
+# take CI to about its 30 min with the small national day, tests/bench/test_day.py, which takes
+# most of what CI had left). What CI keeps of it: the CeleryExecutor with `up`'s two workers,
+# the scheduler's chain and the queue each task is routed to (the day); a worker killed
+# mid-crawl and its job resumed with every page once (tests/faults/test_worker_faults.py). Only
+# here: workers that take one queue each, a crawl moving to the other worker, two jobs on one
+# host across workers.
 pytestmark = [pytest.mark.long, pytest.mark.airflow, pytest.mark.slow]
 
 SCALE_HOSTS = [f"www.scale{i}.test" for i in range(20)]
