@@ -316,6 +316,16 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
     address = f"127.88.{random.Random(os.getpid()).randrange(1, 250)}.1"
     figures.update(urls_asked=args.urls, domains=domains, seed=args.seed, data_dir=str(data_dir))
     stages: dict[str, dict[str, Any]] = figures.setdefault("stages", {})
+    # where the driver's wall goes, waits and polls included (the stages' walls are Airflow's)
+    walls: dict[str, float] = figures.setdefault("driver_walls_s", {})
+    last = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        walls[name] = round(now - last[0], 1)
+        last[0] = now
+        print(f"{name}: {walls[name]:.0f} s", flush=True)
+
     with WebProcess(args.seed, domains, args.urls, address) as web:
         env = platform_env(data_dir, web.dns)
         (data_dir / "env.json").write_text(json.dumps(env))  # to look at a kept day again
@@ -327,8 +337,10 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             meter.start()
             print(f"platform up in {time.monotonic() - t0:.0f} s ({data_dir})", flush=True)
             stages["start"] = {"wall_s": round(time.monotonic() - t0, 1)}
+            lap("start (web and platform up)")
             platform.wait_dags(set(DAY_DAGS))
             platform.unpause(DAY_DAGS)
+            lap("DAGs parsed and unpaused")
             add_template(env, args.delay_ms)
             domain_file = data_dir / "domains.txt"
             domain_file.write_text("".join(f"{d.name}\n" for d in model.domains))
@@ -342,8 +354,8 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                 run_id = platform.trigger(dag_id, conf)
                 print(f"{dag_id}: run {run_id} triggered", flush=True)
                 run = platform.wait_run(dag_id, run_id, timeout)
-                print(f"{dag_id}: done", flush=True)
                 stages[dag_id] = meter.stage(platform, dag_id, [run])
+                lap(dag_id)
             # the chain is woken by the crawl's last task (Asset jobs-done), before its run ends
             since = run["start_date"]
             crawl_end = time.monotonic()
@@ -351,6 +363,7 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             woken = platform.wait_woken(AFTER_CRAWL, since, args.timeout)
             for dag_id in AFTER_CRAWL:
                 stages[dag_id] = meter.stage(platform, dag_id, [r for d, r in woken if d == dag_id])
+            lap("chain after the crawl (woken, settled)")
             today = datetime.now(UTC).date().isoformat()
             daily = {dag_id: platform.trigger(dag_id, {"day": today}) for dag_id in DAILY}
             for dag_id, run_id in daily.items():
@@ -358,8 +371,8 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                     platform, dag_id, [platform.wait_run(dag_id, run_id, args.timeout)]
                 )
             figures["after_crawl_wall_s"] = round(time.monotonic() - crawl_end, 1)
+            lap("daily DAGs")
             figures["platform"] = meter.finish()
-            print("reconciling", flush=True)
             snapshot = reconcile.collect(env, data_dir, seed=args.seed)
             (data_dir / "reconcile-snapshot.json").write_text(json.dumps(snapshot, default=str))
             figures["reconciliation"] = reconcile.check(snapshot)
@@ -368,9 +381,12 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                 raise DayFailed(
                     f"crawl: {figures['robots_violations']} fetches disallowed by robots.txt"
                 )
+            lap("reconciliation")
         finally:
             meter.stop()
+            last[0] = time.monotonic()
             platform.stop()
+            lap("stop")
             if not args.keep:
                 shutil.rmtree(data_dir, ignore_errors=True)
 
