@@ -1,20 +1,25 @@
 """A national archive's day through the real platform: ``python bench/scale/day.py --urls N``.
 
 What runs: the synthetic national web (bench/scale/webserve.py: its server and DNS on loopback);
-``harvestflow up --workers 2`` with the celery executor on a fresh data directory; the
-``broad_crawl_preload`` DAG on the web's domain list (DNS-checked against the web's own DNS);
-the ``broad_crawl`` DAG (both steps, politeness on with a small delay, the crawler resolving
-through the same DNS: ``[crawler] nameservers``); then what the scheduler wakes by itself
-(Asset ``jobs-done`` → ``indexing_chain``, which extracts the full text; ``files-indexed`` →
-``preservation_ingest``). ``indexing_merge`` and ``daily_qa_stats`` run on ``@daily``: the day
-triggers them for today, as the scheduler does at midnight (a day of wall time is not waited
-for). Every run is waited for, then bench/scale/reconcile.py checks that what went in came out,
-naming the stage that lost something; the figures go to ``bench/results/scale-<N>.json``.
+``harvestflow up --workers 2 --no-sample-site`` with the celery executor on a fresh data
+directory; the ``broad_crawl_preload`` DAG on the web's domain list (DNS-checked against the
+web's own DNS); the ``broad_crawl`` DAG (both steps, politeness on with a small delay, the
+crawler resolving through the same DNS: ``[crawler] nameservers``); then what the scheduler
+wakes by itself (Asset ``jobs-done`` → ``indexing_chain``, which extracts the full text;
+``files-indexed`` → ``preservation_ingest``). ``indexing_merge`` and ``daily_qa_stats`` run on
+``@daily``: the day triggers them for today, both at once, as the scheduler does at midnight (a
+day of wall time is not waited for). Only these six DAGs run: the platform starts with its DAGs
+paused and the day unpauses its own, so the other schedules' first runs (the selective
+harvests, the continuous crawl, maintenance) neither take the workers' slots nor count in the
+day's figures. Every run is waited for, then bench/scale/reconcile.py checks that what went in
+came out, naming the stage that lost something; the figures go to
+``bench/results/scale-<N>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -38,12 +43,15 @@ import httpx  # noqa: E402
 from bench.scale import daymeter, reconcile  # noqa: E402
 from bench.scale.nationalweb import NationalWeb  # noqa: E402
 from bench.scale.webserve import WebProcess  # noqa: E402
+from harvestflow.services.process import die_with_parent  # noqa: E402
 
 HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 DAY_TEMPLATE = "scale_day"
 AFTER_CRAWL = ("indexing_chain", "preservation_ingest")
 DAILY = ("indexing_merge", "daily_qa_stats")
 CHAIN_ASSETS = ("/jobs-done", "/files-indexed")  # what wakes the AFTER_CRAWL DAGs
+DAY_DAGS = ("broad_crawl_preload", "broad_crawl", *AFTER_CRAWL, *DAILY)
+POLL_S = 1.0  # a run's end seen within a second: the next stage waits no longer
 
 
 class DayFailed(RuntimeError):
@@ -91,6 +99,8 @@ def platform_env(data_dir: Path, dns: str) -> dict[str, str]:
         HARVESTFLOW_CRAWLER__NAMESERVERS=f'["{dns}"]',
         HARVESTFLOW_PRELOAD__NAMESERVERS=f'["{dns}"]',
         HARVESTFLOW_PRELOAD__TEMPLATE=DAY_TEMPLATE,
+        # the day's own DAGs only (unpaused by Platform.unpause): no other schedule's first run
+        AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION="True",
         PYTHONPATH=str(REPO),
         PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
     )
@@ -98,7 +108,9 @@ def platform_env(data_dir: Path, dns: str) -> dict[str, str]:
 
 
 class Platform:
-    """``harvestflow up --workers 2`` and a signed-in client of its api-server."""
+    """``harvestflow up --workers 2`` and a signed-in client of its api-server; without the
+    demo's sample site and definition (the national web is what the day crawls: the demo's
+    domains would be one more crawl job of their own in each step)."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
         self.env = env
@@ -108,9 +120,11 @@ class Platform:
 
     def start(self, timeout: float = 900) -> None:
         with self.log.open("ab") as out:
+            # SIGTERM (up's own clean stop) when this driver dies, even killed by a timeout
             self.proc = subprocess.Popen(
-                [HARVESTFLOW, "up", "--workers", "2"], env=self.env, stdout=out,
+                [HARVESTFLOW, "up", "--workers", "2", "--no-sample-site"], env=self.env, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=functools.partial(die_with_parent, signal.SIGTERM),
             )  # fmt: skip
         deadline = time.monotonic() + timeout
         import re
@@ -121,7 +135,7 @@ class Platform:
                 break
             if self.proc.poll() is not None:
                 raise DayFailed(f"platform: `harvestflow up` exited {self.proc.returncode}")
-            time.sleep(2)
+            time.sleep(POLL_S)
         else:
             raise DayFailed(f"platform: `harvestflow up` not ready in {timeout:.0f} s")
         base = m.group(1).rstrip("/")
@@ -147,8 +161,13 @@ class Platform:
             }
             if dag_ids <= seen:
                 return
-            time.sleep(3)
+            time.sleep(POLL_S)
         raise DayFailed(f"platform: DAGs {sorted(dag_ids)} not parsed in {timeout:.0f} s")
+
+    def unpause(self, dag_ids: tuple[str, ...]) -> None:
+        """Start the DAGs ``dag_ids`` (the platform's DAGs are paused at creation)."""
+        for dag_id in dag_ids:
+            self.api("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
 
     def trigger(self, dag_id: str, conf: dict[str, Any]) -> str:
         body = {"logical_date": None, "conf": conf}
@@ -169,7 +188,7 @@ class Platform:
                 raise DayFailed(
                     f"{dag_id}: run {run_id} failed: {self.failed_tasks(dag_id, run_id)}"
                 )
-            time.sleep(3)
+            time.sleep(POLL_S)
         raise DayFailed(f"{dag_id}: run {run_id} not finished in {timeout:.0f} s")
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
@@ -214,12 +233,12 @@ class Platform:
             if not active and woke == set(dag_ids):
                 still_since = still_since or time.monotonic()
                 still = time.monotonic() - still_since
-                through = still > 5 and self.events_consumed(since) and chain_through(self.env)
+                through = still > 2 and self.events_consumed(since) and chain_through(self.env)
                 if still > settle_s or through:
                     return runs
             else:
                 still_since = None
-            time.sleep(2)
+            time.sleep(POLL_S)
         raise DayFailed(f"{', '.join(dag_ids)}: not woken and finished in {timeout:.0f} s")
 
     def events_consumed(self, since: str) -> bool:
@@ -297,6 +316,16 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
     address = f"127.88.{random.Random(os.getpid()).randrange(1, 250)}.1"
     figures.update(urls_asked=args.urls, domains=domains, seed=args.seed, data_dir=str(data_dir))
     stages: dict[str, dict[str, Any]] = figures.setdefault("stages", {})
+    # where the driver's wall goes, waits and polls included (the stages' walls are Airflow's)
+    walls: dict[str, float] = figures.setdefault("driver_walls_s", {})
+    last = [time.monotonic()]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        walls[name] = round(now - last[0], 1)
+        last[0] = now
+        print(f"{name}: {walls[name]:.0f} s", flush=True)
+
     with WebProcess(args.seed, domains, args.urls, address) as web:
         env = platform_env(data_dir, web.dns)
         (data_dir / "env.json").write_text(json.dumps(env))  # to look at a kept day again
@@ -308,7 +337,10 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             meter.start()
             print(f"platform up in {time.monotonic() - t0:.0f} s ({data_dir})", flush=True)
             stages["start"] = {"wall_s": round(time.monotonic() - t0, 1)}
-            platform.wait_dags({"broad_crawl_preload", "broad_crawl", *AFTER_CRAWL, *DAILY})
+            lap("start (web and platform up)")
+            platform.wait_dags(set(DAY_DAGS))
+            platform.unpause(DAY_DAGS)
+            lap("DAGs parsed and unpaused")
             add_template(env, args.delay_ms)
             domain_file = data_dir / "domains.txt"
             domain_file.write_text("".join(f"{d.name}\n" for d in model.domains))
@@ -322,8 +354,8 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                 run_id = platform.trigger(dag_id, conf)
                 print(f"{dag_id}: run {run_id} triggered", flush=True)
                 run = platform.wait_run(dag_id, run_id, timeout)
-                print(f"{dag_id}: done", flush=True)
                 stages[dag_id] = meter.stage(platform, dag_id, [run])
+                lap(dag_id)
             # the chain is woken by the crawl's last task (Asset jobs-done), before its run ends
             since = run["start_date"]
             crawl_end = time.monotonic()
@@ -331,15 +363,16 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
             woken = platform.wait_woken(AFTER_CRAWL, since, args.timeout)
             for dag_id in AFTER_CRAWL:
                 stages[dag_id] = meter.stage(platform, dag_id, [r for d, r in woken if d == dag_id])
+            lap("chain after the crawl (woken, settled)")
             today = datetime.now(UTC).date().isoformat()
-            for dag_id in DAILY:
-                run_id = platform.trigger(dag_id, {"day": today})
+            daily = {dag_id: platform.trigger(dag_id, {"day": today}) for dag_id in DAILY}
+            for dag_id, run_id in daily.items():
                 stages[dag_id] = meter.stage(
                     platform, dag_id, [platform.wait_run(dag_id, run_id, args.timeout)]
                 )
             figures["after_crawl_wall_s"] = round(time.monotonic() - crawl_end, 1)
+            lap("daily DAGs")
             figures["platform"] = meter.finish()
-            print("reconciling", flush=True)
             snapshot = reconcile.collect(env, data_dir, seed=args.seed)
             (data_dir / "reconcile-snapshot.json").write_text(json.dumps(snapshot, default=str))
             figures["reconciliation"] = reconcile.check(snapshot)
@@ -348,9 +381,12 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                 raise DayFailed(
                     f"crawl: {figures['robots_violations']} fetches disallowed by robots.txt"
                 )
+            lap("reconciliation")
         finally:
             meter.stop()
+            last[0] = time.monotonic()
             platform.stop()
+            lap("stop")
             if not args.keep:
                 shutil.rmtree(data_dir, ignore_errors=True)
 

@@ -137,21 +137,34 @@ class Meter:
         }
 
     def stage(self, platform: Any, dag_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-        """Wall (first start to last end), CPU and peak RSS over that window, task instances
-        and their queued → running delays."""
+        """Wall (first start to last end), CPU and peak RSS over that window, task instances,
+        their queued → running delays, the Celery queue(s) each task went through and the
+        workers that ran them (the routing: crawls on their channel's queue, the rest on
+        ``default``)."""
         starts = [_ts(r.get("start_date")) for r in runs]
         ends = [_ts(r.get("end_date")) for r in runs]
         start = min(s for s in starts if s is not None)
         end = max(e for e in ends if e is not None)
         delays: list[float] = []
         tis = 0
+        queues: dict[str, set[str]] = {}
+        workers: set[str] = set()
         for r in runs:
             for t in platform.task_instances(dag_id, r["dag_run_id"]):
                 tis += 1
                 q, s = _ts(t.get("queued_when")), _ts(t.get("start_date"))
                 if q is not None and s is not None:
                     delays.append(max(0.0, s - q))
-        out = {"runs": len(runs), "wall_s": round(end - start, 1), "task_instances": tis}
+                if t.get("state") == "success":
+                    queues.setdefault(t["task_id"], set()).add(str(t.get("queue")))
+                    workers.add(str(t.get("hostname")))
+        out: dict[str, Any] = {
+            "runs": len(runs),
+            "wall_s": round(end - start, 1),
+            "task_instances": tis,
+            "queues": {task: sorted(qs) for task, qs in sorted(queues.items())},
+            "workers": sorted(workers),
+        }
         if delays:
             delays.sort()
             out["sched_delay_p50_s"] = round(statistics.median(delays), 2)

@@ -132,11 +132,15 @@ class WebProcess:
         self.dns = ""
 
     def __enter__(self) -> WebProcess:
+        from harvestflow.services.process import die_with_parent
+
         seed, domains, urls, address, port = self.args
         cmd = [sys.executable, str(Path(__file__)), "--seed", seed, "--domains", domains,
                "--urls", urls, "--address", address, "--port", port,
                "--dead-address", self.dead_address]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+        # gone with its starter, even one killed (a test's timeout): no server left on loopback
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ),
+                                     preexec_fn=die_with_parent)  # fmt: skip
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("READY "):

@@ -41,14 +41,25 @@ from harvestflow.services.postgres import port_open
 from harvestflow.services.process import die_with_parent
 from tests.support.platform_cli import (
     HARVESTFLOW,
+    PAUSED_AT_CREATION,
     Output,
     _fetched,
     _stop,
     _wait_run,
     isolated_env,
     start_up,
+    unpause,
 )
 
+# `long`, out of the default run and CI: a platform of its own and four more workers for about
+# 10 min (577 s measured at load 6-12 with only its DAGs unpaused: the platform's start 91 s, each
+# scenario 95-151 s, the stop 21 s; even its routing scenario alone, ~230 s with the start, would
+# take CI to about its 30 min with the small national day, tests/bench/test_day.py, which takes
+# most of what CI had left). What CI keeps of it: the CeleryExecutor with `up`'s two workers,
+# the scheduler's chain and the queue each task is routed to (the day); a worker killed
+# mid-crawl and its job resumed with every page once (tests/faults/test_worker_faults.py). Only
+# here: workers that take one queue each, a crawl moving to the other worker, two jobs on one
+# host across workers.
 pytestmark = [pytest.mark.long, pytest.mark.airflow, pytest.mark.slow]
 
 SCALE_HOSTS = [f"www.scale{i}.test" for i in range(20)]
@@ -175,9 +186,11 @@ def platform(
     env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"] = "20"
     # a scaled-out broad crawl: several snapshot crawls at once, jobs of 5 domains
     env["HARVESTFLOW_AIRFLOW__LOW_PRIORITY_SLOTS"] = "4"
-    # room for two one-off crawls beside the demo's scheduled and continuous crawls
+    # room for two one-off crawls beside the selective harvest's
     env["HARVESTFLOW_AIRFLOW__HIGH_PRIORITY_SLOTS"] = "4"
     env["HARVESTFLOW_JOBGEN__FIXED_DOMAIN_COUNT_SNAPSHOT"] = "5"
+    # only the DAGs the tests run: no other schedule's first run takes the workers meanwhile
+    env.update(PAUSED_AT_CREATION)
     broker_port = int(env["HARVESTFLOW_BROKER__PORT"])
     up, out = start_up(env)
     site = samplesite.start()
@@ -196,14 +209,7 @@ def platform(
             platform = Platform(env, tmp, out, client, site, harvest_id, data_dir)
             platform.worker("hf-high", "crawl_high", concurrency=4)
             platform.worker("hf-other", "default", concurrency=4)
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                dags = client.get("/api/v2/dags", params={"limit": 100}).json()["dags"]
-                if {"selective_harvest_daily", "broad_crawl", "oneoff_harvest"} <= {
-                    d["dag_id"] for d in dags
-                }:
-                    break
-                time.sleep(3)
+            unpause(client, {"selective_harvest_daily", "broad_crawl", "oneoff_harvest"})
             yield platform
     finally:
         if platform is not None:
