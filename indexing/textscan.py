@@ -24,6 +24,8 @@ from warcio.limitreader import LimitReader
 from warcio.recordloader import ArcWarcRecord, ArcWarcRecordLoader
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
+from indexing.record_model import crlf_text
+
 log = logging.getLogger(__name__)
 
 _GZIP_MEMBER = b"\x1f\x8b\x08"
@@ -94,13 +96,8 @@ class _Parser(StatusAndHeadersParser):
         stop = chunk.find(b"\r\n\r\n")
         if stop < 0:
             return None
-        block = chunk[:stop]
-        crlf = block.count(b"\r\n")
-        if block.count(b"\n") != crlf or block.count(b"\r") != crlf:
-            return None
-        try:
-            text = block.decode("utf-8")
-        except UnicodeDecodeError:
+        text = crlf_text(chunk[:stop])
+        if text is None:
             return None
         lines = text.split("\r\n")
         total = len(text) + 4
