@@ -5,6 +5,10 @@ and must never hold a file back from transfer, backup and preservation; it keeps
 so a failure here leaves replay untouched. Text is extracted only for new payload digests;
 records are written in batches with the file's checkpoint, so a killed process resumes after
 the last batch, and a damaged record is skipped and named with its offset.
+
+The harvest database (manifest, search backend) is imported by the chain's entry points only
+(``extract_file``, ``pending_files``, ``reindex``): ``extract_warc`` is handed its backend, and a
+process that only extracts does not load SQLAlchemy (~0.2 CPU-second per process, measured).
 """
 
 from __future__ import annotations
@@ -15,24 +19,24 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from warcio.recordloader import ArcWarcRecord
 
-from harvestflow.db import get_engine
 from harvestflow.formats.cdx import mime_of
 from harvestflow.formats.domains import registrable_domain
 from harvestflow.formats.surt import surt_or_url
 from harvestflow.progress import Progress
 from harvestflow.settings import Settings, get_settings
-from indexing import manifest
 from indexing.crashpoints import crashpoint
 from indexing.layout import Layout
 from indexing.textscan import Damage, Record, read_records
-from search.backends import get_backend
 from search.extract import ExtractionError, extract, kind_of
 from search.model import CaptureRecord, Document, FileProgress, SearchBackend
+
+if TYPE_CHECKING:
+    from indexing import manifest
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +314,10 @@ def extract_file(
     progress_bar: bool = False,
 ) -> dict[str, Any]:
     """Extract one WARC of the chain (idempotent: a finished file is left as it is)."""
+    from harvestflow.db import get_engine
+    from indexing import manifest
+    from search.backends import get_backend
+
     settings = settings or get_settings()
     if not settings.get("fulltext", "enabled", True):
         return {"file": file_name, "status": "disabled"}
@@ -339,6 +347,10 @@ def extract_file(
 
 def pending_files(settings: Settings | None = None) -> list[str]:
     """Files past the index module whose extraction is not finished (what the DAG maps over)."""
+    from harvestflow.db import get_engine
+    from indexing import manifest
+    from search.backends import get_backend
+
     settings = settings or get_settings()
     if not settings.get("fulltext", "enabled", True):
         return []
@@ -352,6 +364,10 @@ def reindex(
     collection: str | None = None, settings: Settings | None = None, *, progress_bar: bool = False
 ) -> dict[str, int]:
     """Rebuild the search index from the WARCs (of one collection, or all)."""
+    from harvestflow.db import get_engine
+    from indexing import manifest
+    from search.backends import get_backend
+
     settings = settings or get_settings()
     engine = get_engine(settings.harvest_db_url)
     entries = [

@@ -139,6 +139,19 @@ def _split_status(first: str, statuses: tuple[str, ...] | None) -> tuple[str, st
     raise ValueError(first)
 
 
+def crlf_text(block: bytes) -> str | None:
+    """A header block (its end excluded) as text when every line ends with CRLF and it is UTF-8
+    (None otherwise: the general line-by-line parsing is needed)."""
+    # every LF after a CR and every CR before an LF (counted on the bytes: decoding keeps them)
+    crlf = block.count(b"\r\n")
+    if block.count(b"\n") != crlf or block.count(b"\r") != crlf:
+        return None
+    try:
+        return block.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _parse_crlf_block(
     buf: bytes, pos: int, end: int, statuses: tuple[str, ...] | None
 ) -> tuple[Headers, int] | None:
@@ -149,14 +162,8 @@ def _parse_crlf_block(
     stop = buf.find(b"\r\n\r\n", pos, end)
     if stop < 0:
         return None
-    block = buf[pos:stop]
-    # every LF after a CR and every CR before an LF (counted on the bytes: decoding keeps them)
-    crlf = block.count(b"\r\n")
-    if block.count(b"\n") != crlf or block.count(b"\r") != crlf:
-        return None
-    try:
-        text = block.decode("utf-8")
-    except UnicodeDecodeError:
+    text = crlf_text(buf[pos:stop])
+    if text is None:
         return None
     lines = text.split("\r\n")
     first = lines[0].rstrip()

@@ -237,3 +237,35 @@ def test_digests_are_looked_up_once_per_batch_not_per_record(
         assert _state(db_engine)[:2] == (125, 252)
     finally:
         settings_mod.reset()
+
+
+_MEMORY_CHILD = """
+import sys
+from pathlib import Path
+from indexing.fulltext import FileMeta, extract_warc
+
+class Memory:
+    docs: list = []
+    def progress(self, name): return None
+    def known_digests(self, digests): return set()
+    def add(self, docs, caps, state): self.docs += docs
+
+extract_warc(Path(sys.argv[1]), FileMeta(Path(sys.argv[1]).name), Memory())
+print(len(Memory.docs), sorted(m for m in ("sqlalchemy", "psycopg") if m in sys.modules))
+"""
+
+
+def test_extraction_into_a_given_backend_does_not_load_the_database_layer(tmp_path: Path) -> None:
+    """A process that only extracts (handed its backend) never imports SQLAlchemy: the chain's
+    entry points load the manifest and the configured backend themselves."""
+    warc = write_pages(tmp_path / "p.warc.gz", pages())
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_CHILD, str(warc)],
+        env=_env(),
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["6", "[]"], out.stdout + out.stderr
