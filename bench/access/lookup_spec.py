@@ -11,7 +11,7 @@ in ours: the service's ``index_group`` (ZipNum + the folder of files not merged 
 gateway, so the index is what differs.
 
 Queries: the URL of random captures (exact) and their host's front page as a prefix, both
-``limit=100``, 1,000 each (``--quick`` 100), over the 2,000,000 captures of the access build
+``limit=100``, 1,000 each (``--quick`` 50), over the 2,000,000 captures of the access build
 benchmark's generator (``--quick`` 20,000), warm (an untimed pass first), one at a time, a
 connection each. Output check, every round: every answer's body, in query order (count,
 captures and SHA-256), equal on both sides, none empty (every query comes from a capture).
@@ -84,7 +84,7 @@ class AccessLookupBenchmark(Benchmark):
         self.wayback = ""
 
     def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
-        captures, hosts, n = (20_000, 500, 100) if quick else (2_000_000, 20_000, 1_000)
+        captures, hosts, n = (20_000, 500, 50) if quick else (2_000_000, 20_000, 1_000)
         self.work, self.lookups = work, 2 * n
         data = work / f"data-{captures}-{hosts}"
         env = {"HARVESTFLOW_DATA_DIR": str(data)}
