@@ -11,8 +11,8 @@ disk beside the flat file is observed on our side (target ≤ 25 %).
 
 The CDXJ is bench/access/bench_access.py's generator (Zipf-like site sizes over 20,000 hosts,
 SURT keys as pywb computes them, byte-sorted), generated once into the work folder; ``--quick``:
-20,000 captures over 500 hosts. The lookup latencies of that section (pywb on the ZipNum against
-pywb on the flat file) are not under the runner.
+20,000 captures over 500 hosts. The lookup latencies (pywb on the ZipNum against pywb on the
+flat file) are the second benchmark of this folder, ``access-lookups`` (lookup_spec.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.access.lookup_spec import AccessLookupBenchmark
 from bench.runner.spec import Benchmark, Side, Target
 
 HERE = Path(__file__).resolve().parent
@@ -138,3 +139,5 @@ def _lines_digest(chunks: Any) -> dict[str, Any]:
 
 
 BENCHMARK = AccessBuildBenchmark()
+# `bench/run access` runs both; `access-lookups` is bench/access/lookup_spec.py's
+BENCHMARKS = [BENCHMARK, AccessLookupBenchmark()]

@@ -267,6 +267,35 @@ def test_seaweedfs_checks_sha256_and_the_probe_leaves_nothing(
     assert _objects(s3_client, pres_settings.s3.bucket) == {}
 
 
+def test_an_upload_is_signed_without_hashing_its_body_again_its_checksum_header_signed(
+    pres_settings: Settings, s3_client: Any, tmp_path: Path
+) -> None:
+    from preservation import s3store
+    from preservation.config import PreservationConfig
+
+    cfg = PreservationConfig.from_settings(pres_settings)
+    client = s3store.make_client(pres_settings, cfg)
+    sent: list[dict[str, str]] = []
+
+    def keep(request: Any, **_: Any) -> None:
+        sent.append(
+            {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+        )
+
+    client.meta.events.register("before-send.s3.PutObject", keep)
+    store = s3store.ObjectStore(client, pres_settings.s3.bucket, cfg)
+    body = b"a WARC's bytes" * 1000
+    path = tmp_path / "small.warc.gz"
+    path.write_bytes(body)
+    sha = hashlib.sha256(body).hexdigest()
+    store.upload(path, "unsigned/small.warc.gz", size=len(body), sha256_hex=sha, metadata={})
+    headers = sent[-1]  # the probe PUT came first
+    assert headers["X-Amz-Content-SHA256"] == "UNSIGNED-PAYLOAD"
+    signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+    assert "x-amz-checksum-sha256" in signed
+    assert _sha256_of_object(s3_client, pres_settings.s3.bucket, "unsigned/small.warc.gz") == sha
+
+
 @pytest.mark.parametrize("server_checks", [True, False], ids=["store-checks", "local-hash"])
 def test_corruption_is_caught_whether_or_not_the_store_checks_checksums(
     pres_settings: Settings,
