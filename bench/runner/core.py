@@ -41,11 +41,17 @@ def _git(*args: str, cwd: Path = REPO) -> str:
     ).stdout.rstrip("\n")  # not strip(): a porcelain line starts with a space
 
 
+RUNNER_OUTPUTS = ("bench/results/", "bench/README.md", "docs/scaling.md")
+
+
 def uncommitted(cwd: Path = REPO) -> list[str]:
-    """The tracked files of the tree that differ from its commit (``git status`` paths)."""
+    """The tracked files of the tree that differ from its commit (``git status`` paths), but for
+    the runner's own outputs: results files and the README's tables it regenerates (one call
+    running several benchmarks rewrites them between benchmarks; they hold no code)."""
     return [
-        line[3:]
+        path
         for line in _git("status", "--porcelain", "--untracked-files=no", cwd=cwd).splitlines()
+        if not (path := line[3:]).startswith(RUNNER_OUTPUTS)
     ]
 
 
