@@ -45,6 +45,10 @@ CRAWLER_ATTRIBUTE = "harvestflow_context"
 URLS_DONE = "harvestflow/urls_done"
 BYTES_DONE = "harvestflow/bytes_done"
 FAILURES = "harvestflow/failures"
+# the renderer's counters (crawler/rendering/renderer.py), here so that the progress line reads
+# them without importing the renderer (and aiohttp) into a crawl that renders nothing
+RENDERED = "harvestflow/render/rendered"
+RENDER_FAILED = "harvestflow/render/failed"
 
 
 @dataclass

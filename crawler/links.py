@@ -12,8 +12,9 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
@@ -88,12 +89,36 @@ def css_urls(text: str) -> Iterator[str]:
         yield next(g for g in match.groups() if g is not None)
 
 
+# a path from the root made of characters urljoin leaves as they are ("/img/a.png"): no
+# protocol-relative "//", query, fragment, parameters, backslash, space or control character
+# (dot segments are ruled out apart: "/." anywhere)
+_ROOT_PATH = re.compile(r"/[A-Za-z0-9_~!$&'()*+,=:@%-][A-Za-z0-9_~!$&'()*+,=:@%./-]*")
+
+
+@lru_cache(maxsize=4096)
+def _origin(base: str) -> str | None:
+    """``scheme://netloc`` of an http(s) base URL as urljoin reads it, None otherwise."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _absolute(base: str, raw: str | None) -> str | None:
     if raw is None:
         return None
     raw = raw.strip()
     if not raw or raw.lower().startswith(_SKIP_SCHEMES):
         return None
+    # most links of a page are paths from its root: joined without urljoin's parsing of both
+    # URLs, to the same result (a fifth of a page's link extraction on the crawl benchmark)
+    if raw[0] == "/" and "/." not in raw and _ROOT_PATH.fullmatch(raw):
+        origin = _origin(base)
+        if origin is not None:
+            return origin + raw
     try:
         return urljoin(base, raw)
     except ValueError:

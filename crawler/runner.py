@@ -57,6 +57,9 @@ _UNUSED_SPIDER_MW: dict[str, None] = {
     # warns when a spider copies response.meta into new requests; make_request builds each
     # request's meta afresh
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+    # drops non-2xx responses unless HTTPERROR_ALLOW_ALL, which an archival crawl sets (every
+    # status is a capture): with it, a step per response that passes everything on
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
 }
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
+from harvestflow.formats.urls import host_of
+
 
 class FrontierState(IntEnum):
     """Where a URL stands in the crawler's frontier (``urls.status`` of the state database)."""
@@ -78,6 +80,11 @@ class CrawlState:
         self.db.executescript(SCHEMA)
         self.seen: set[str] = {row[0] for row in self.db.execute("SELECT key FROM urls")}
         self._in_tx = False
+        # the frontier's queued keys and their hosts, kept as URLs are added and finished once
+        # asked for (queued_by_host): the progress line asks every few seconds, and a scan of
+        # the queued rows cost ~5 ms per thousand URLs each time
+        self._queued: dict[str, str] | None = None
+        self._queued_per_host: dict[str, int] = {}
 
     # --- transactions -------------------------------------------------------------------------
     def begin(self) -> None:
@@ -112,13 +119,28 @@ class CrawlState:
             " fetch_status) VALUES (?,?,?,?,?,?,?,?,?)",
             (key, url, hops, via, seed, context, domain, status, fetch_status),
         )
+        if status == FrontierState.QUEUED and self._queued is not None:
+            self._count_queued(key, host_of(url))
         return True
+
+    def _count_queued(self, key: str, host: str) -> None:
+        assert self._queued is not None
+        self._queued[key] = host
+        self._queued_per_host[host] = self._queued_per_host.get(host, 0) + 1
 
     def finish(self, key: str, status: int, fetch_status: int, nbytes: int, counted: bool) -> None:
         self.db.execute(
             "UPDATE urls SET status=?, fetch_status=?, bytes=?, counted=? WHERE key=?",
             (status, fetch_status, nbytes, int(counted), key),
         )
+        if self._queued is not None and status != FrontierState.QUEUED:
+            host = self._queued.pop(key, None)
+            if host is not None:
+                left = self._queued_per_host[host] - 1
+                if left:
+                    self._queued_per_host[host] = left
+                else:
+                    del self._queued_per_host[host]
 
     def add_seed(self, url: str, redirected_from: str | None = None) -> None:
         self.db.execute(
@@ -155,15 +177,14 @@ class CrawlState:
         return {d: (int(n or 0), int(b or 0)) for d, n, b in rows}
 
     def queued_by_host(self) -> dict[str, int]:
-        from harvestflow.formats.urls import host_of
-
-        counts: dict[str, int] = {}
-        for (url,) in self.db.execute(
-            "SELECT url FROM urls WHERE status=?", (FrontierState.QUEUED,)
-        ):
-            host = host_of(url)
-            counts[host] = counts.get(host, 0) + 1
-        return counts
+        """Queued URLs per host: read from the database once, then kept by add and finish."""
+        if self._queued is None:
+            self._queued = {}
+            for key, url in self.db.execute(
+                "SELECT key, url FROM urls WHERE status=?", (FrontierState.QUEUED,)
+            ):
+                self._count_queued(key, host_of(url))
+        return dict(self._queued_per_host)
 
     def counts(self) -> dict[int, int]:
         return dict(self.db.execute("SELECT status, COUNT(*) FROM urls GROUP BY status").fetchall())

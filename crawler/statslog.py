@@ -17,9 +17,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from twisted.internet import task
 
-from crawler.context import BYTES_DONE, FAILURES, URLS_DONE, context_of
+from crawler.context import BYTES_DONE, FAILURES, RENDERED, URLS_DONE, context_of
 from crawler.crawllog_writer import PROGRESS_HEADER as HEADER
-from crawler.rendering.renderer import RENDERED
 from crawler.state import FrontierState
 from harvestflow.formats.fields import clean_field
 from harvestflow.monitoring.push import CrawlGauges

@@ -46,6 +46,7 @@ DISABLED_SPIDER_MW = [
     "scrapy.spidermiddlewares.depth.DepthMiddleware",
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware",
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware",
 ]
 DISABLED_EXTENSIONS = [
     "scrapy.extensions.telnet.TelnetConsole",

@@ -14,17 +14,15 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crawler.partitioning.handoff import complete_lines
-from harvestflow.job_actions import (
-    APPLIED,
-    REFUSED,
-    JobAction,
-    left_at_end,
-    mark_action,
-    pending_actions,
-)
+
+# harvestflow.job_actions (SQLAlchemy: ~0.2 s CPU to import) is imported where an action is
+# read or marked: a crawl without job control, or a parent whose job has none, never loads it
+
+if TYPE_CHECKING:
+    from harvestflow.job_actions import JobAction
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +49,8 @@ def action_to_dict(action: JobAction) -> dict[str, Any]:
 
 
 def action_from_dict(data: dict[str, Any]) -> JobAction:
+    from harvestflow.job_actions import JobAction
+
     return JobAction(
         int(data["action_id"]),
         int(data["job_id"]),
@@ -106,6 +106,8 @@ def write_action_log(path: Path, action: JobAction, state: str, message: str) ->
 def combined_answer(answers: dict[int, tuple[str, str]]) -> tuple[str, str]:
     """The job's answer from its children's: refused if any refused; one message if all agree,
     else each child's message after its partition (``p0: …; p1: …``)."""
+    from harvestflow.job_actions import APPLIED, REFUSED
+
     refused = {i: a for i, a in answers.items() if a[0] == REFUSED}
     chosen = refused or answers
     messages = {m for _, m in chosen.values()}
@@ -144,6 +146,8 @@ class ControlRelay:
             self._collect()
 
     def _relay_pending(self) -> None:
+        from harvestflow.job_actions import pending_actions
+
         try:
             pending = pending_actions(self.job_id)
         except Exception as exc:  # the database away for a while: the crawl goes on
@@ -175,6 +179,8 @@ class ControlRelay:
             "job control: action %s %s %s: %s", action.action_id, action.action, state, message
         )
         write_action_log(self.log_path, action, state, message)
+        from harvestflow.job_actions import mark_action
+
         try:
             mark_action(action.action_id, state, message)
         except Exception as exc:
@@ -182,6 +188,8 @@ class ControlRelay:
 
     def finish(self, status: str) -> None:
         """After the children ended: mark what all answered; refuse the rest (never pending)."""
+        from harvestflow.job_actions import REFUSED, left_at_end
+
         self._collect()
         for action_id, action in list(self.relayed.items()):
             answers = self.answers.get(action_id, {})

@@ -16,6 +16,7 @@ import logging
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from crawler.context import RENDER_FAILED, RENDERED
 from crawler.rendering.archive import JobCaptures
 from crawler.rendering.behaviours.consent import ConsentMemory
 from crawler.rendering.behaviours.report import write_behaviours
@@ -66,9 +67,6 @@ log = logging.getLogger(__name__)
 RENDER_MODES = ("none", "seeds", "html")
 IDLE_S = 0.5
 MAX_SCREENSHOT_HEIGHT = 16384
-# the renderer's counters in crawler.stats
-RENDERED = "harvestflow/render/rendered"
-RENDER_FAILED = "harvestflow/render/failed"
 
 
 class Renderer:

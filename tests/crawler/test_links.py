@@ -126,3 +126,52 @@ def test_the_scan_stays_linear_on_unclosed_tags_and_quotes():
         links, note = html_links(nest + junk * 100_000, PAGE)  # no ">" after the junk
         assert note == EXTRACT_SCAN
         assert [u for u, _, _ in links] == ["http://www.example.org/link"], junk
+
+
+# paths from the root a page may hold, with what urljoin makes of them: dot segments, empty
+# query or fragment markers, protocol-relative, parameters, escapes, spaces, backslashes
+_ROOT_PATHS = [
+    "/a", "/a//b", "/a/./b", "/a/../b", "/..", "/.", "/a?", "/a#", "/a?b=1", "//other.example/x",
+    "/a;b", "/a%20b", "/\u00e9", "/a b", "/a\tb", "/\\a", "/.well-known/x", "/a/b.", "/a/b..",
+    "/-x", "/~u/", "/", "/a:b", "/@x", "/a/", "/a/b/../../../c",
+]  # fmt: skip
+_BASES = [
+    "http://Example.com/a/b.html", "HTTPS://x.org:8443/dir/", "http://u:p@h.example/?q#f",
+    "http://[::1]:80/x", "http://\texample.com/a", "http://a.example/c;p?q", "ftp://x/y",
+    "http://[bad/", "https://xn--bcher-kva.example/\u00e9/",
+]  # fmt: skip
+
+
+def test_paths_from_the_root_are_joined_as_urljoin_joins_them() -> None:
+    from urllib.parse import urljoin
+
+    from crawler.links import _absolute
+
+    for base in _BASES:
+        for raw in _ROOT_PATHS:
+            try:
+                expected = urljoin(base, raw)
+            except ValueError:
+                expected = raw
+            assert _absolute(base, raw) == expected, (base, raw)
+
+
+def test_a_pages_paths_from_the_root_need_no_urljoin(monkeypatch) -> None:
+    from urllib.parse import urljoin
+
+    import crawler.links as links
+
+    calls: list[str] = []
+
+    def counting(base: str, url: str) -> str:
+        calls.append(url)
+        return urljoin(base, url)
+
+    monkeypatch.setattr(links, "urljoin", counting)
+    page = '<a href="/p1.html">1</a><img src="/img/i0.png"><a href="rel.html">r</a>'
+    assert links_of(page) == {
+        ("http://www.example.org/p1.html", "L"),
+        ("http://www.example.org/img/i0.png", "E"),
+        ("http://www.example.org/dir/rel.html", "L"),
+    }
+    assert calls == ["rel.html"]  # the relative one only

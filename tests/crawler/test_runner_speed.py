@@ -58,3 +58,54 @@ def test_schedule_output_async() -> None:
 
     assert asyncio.run(collect()) == [{"an": "item"}]
     assert crawler.engine.scheduled == [f"http://example.org/{c}" for c in "abc"]
+
+
+# what a crawl process imports when its job renders nothing and has no job control (the
+# crawler's components for `python -m crawler --seed … --render none`), and the partitioned
+# job's parent: neither needs the renderer's HTTP client (aiohttp) nor SQLAlchemy's job actions
+_PLAIN_CRAWL = """
+import json, sys
+from pathlib import Path
+from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
+from crawler import command_line as cli, jobspec, runner
+import crawler.spider
+parser = cli.argparse.ArgumentParser()
+cli.add_arguments(parser)
+args = parser.parse_args(["--out", sys.argv[1], "--render", "none", "--seed", "http://a.example/"])
+job = Path(sys.argv[1]) / "job.json"
+job.write_text(json.dumps(cli.adhoc_spec(args)))
+s = Settings(runner.scrapy_settings(jobspec.load(job)))
+for key in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
+    for path, order in s.getdict(key).items():
+        if order is not None:
+            load_object(path)
+for path in s.getdict("DOWNLOAD_HANDLERS").values():
+    if path is not None:
+        load_object(path)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(code: str, *args: str) -> set[str]:
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_a_crawl_that_renders_nothing_loads_no_renderer(tmp_path) -> None:
+    loaded = _modules(_PLAIN_CRAWL, str(tmp_path))
+    assert "crawler.spider" in loaded and "crawler.statslog" in loaded  # the check ran
+    assert "crawler.rendering.renderer" not in loaded
+    assert "aiohttp" not in loaded
+
+
+def test_a_partitioned_jobs_parent_loads_no_sqlalchemy_without_job_control() -> None:
+    code = "import json, sys, crawler.partitioned_run; print(json.dumps(sorted(sys.modules)))"
+    loaded = _modules(code)
+    assert "crawler.partitioning.control_relay" in loaded
+    assert "sqlalchemy" not in loaded and "scrapy" not in loaded
