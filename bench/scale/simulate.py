@@ -49,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 
+import redis  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 from celery import Celery  # noqa: E402
 
@@ -289,6 +290,9 @@ def main() -> int:
             flush=True,
         )
         queues = ",".join(sorted(pools[p] for p, j in routes.items() if j))
+        # the broker is the simulation's own (kept with --keep): a run killed earlier left its
+        # queued tasks and leases there, which the new workers would take first
+        redis.Redis.from_url(env["HF_SIM_BROKER"]).flushdb()
         for n in range(args.processes):
             log = open(out / f"worker-{n}.log", "wb")  # noqa: SIM115
             workers.append(
