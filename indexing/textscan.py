@@ -109,11 +109,11 @@ class _Parser(StatusAndHeadersParser):
         if not first:
             return None
         if self.verify:
-            protocol_status = self.split_prefix(first, self.statuslist)
-            if not protocol_status:
+            first_fields = self.split_prefix(first, self.statuslist)
+            if not first_fields:
                 return None  # warcio raises, naming the line
         else:
-            protocol_status = first.split(" ", 1)
+            first_fields = first.split(" ", 1)
         headers = []
         for line in lines:
             line = line.rstrip()
@@ -122,8 +122,8 @@ class _Parser(StatusAndHeadersParser):
             key, sep, value = line.partition(":")
             if sep:
                 headers.append((key.rstrip(" \t"), value.lstrip()))
-        rest = protocol_status[1].strip() if len(protocol_status) > 1 else ""
-        parsed = StatusAndHeaders(rest, [], protocol=protocol_status[0], total_len=total)
+        rest = first_fields[1].strip() if len(first_fields) > 1 else ""
+        parsed = StatusAndHeaders(rest, [], protocol=first_fields[0], total_len=total)
         parsed.headers = headers  # already str pairs: warcio's conversion loop skipped
         buff.seek(start + stop + 4)
         return parsed, stop + 4
