@@ -199,6 +199,24 @@ def _read_more(m: _Member | _Whole, buf: bytes, block: str) -> tuple[bytes, bool
     return buf, not more
 
 
+def _record_frame(warc: Headers) -> tuple[str, int, str | None, bool] | None:
+    """The record's type, block length, target URI and whether it gets a CDX line (both the
+    streaming and the C path read them so); None without a Content-Length."""
+    raw_len = warc.by_name.get("content-length")
+    if raw_len is None:
+        return None
+    try:
+        length = max(int(raw_len), 0)
+    except ValueError:
+        length = 0
+    rec_type = warc.by_name.get("warc-type") or ""
+    indexed = rec_type in INDEXED_TYPES and not (
+        rec_type in ("resource", "metadata")
+        and warc.by_name.get("content-type") == "application/warc-fields"
+    )
+    return rec_type, length, fix_target_uri(warc.by_name.get("warc-target-uri")), indexed
+
+
 def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) -> Capture | None:
     """Parse the record in member ``m`` and inflate the member to its end (or skip to it)."""
     # when skipping payloads, inflate a little first: usually all the headers, little payload
@@ -227,20 +245,11 @@ def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) 
         return None
     if not warc:
         raise Fallback("empty WARC status line")
-    rec_type = warc.by_name.get("warc-type") or ""
-    raw_len = warc.by_name.get("content-length")
-    if raw_len is None:
+    frame = _record_frame(warc)
+    if frame is None:
         raise Fallback("record without Content-Length")
-    try:
-        length = max(int(raw_len), 0)
-    except ValueError:
-        length = 0
-    uri = fix_target_uri(warc.by_name.get("warc-target-uri"))
+    rec_type, length, uri, indexed = frame
     block_end = hdr_end + length
-    indexed = rec_type in INDEXED_TYPES and not (
-        rec_type in ("resource", "metadata")
-        and warc.by_name.get("content-type") == "application/warc-fields"
-    )
     http: Headers | None = None
     payload_start = hdr_end
     if (
@@ -400,22 +409,13 @@ def _whole_capture(m: _Whole) -> Capture | None:
     if got is None:
         return None
     warc, hdr_end = got
-    rec_type = warc.by_name.get("warc-type") or ""
-    raw_len = warc.by_name.get("content-length")
-    if not warc or raw_len is None:
+    frame = _record_frame(warc) if warc else None
+    if frame is None:
         return None
-    try:
-        length = max(int(raw_len), 0)
-    except ValueError:
-        length = 0
-    uri = fix_target_uri(warc.by_name.get("warc-target-uri"))
+    rec_type, length, uri, indexed = frame
     block_end = hdr_end + length
     if block_end > m.size or not inf.blank(block_end, m.size):
         return None
-    indexed = rec_type in INDEXED_TYPES and not (
-        rec_type in ("resource", "metadata")
-        and warc.by_name.get("content-type") == "application/warc-fields"
-    )
     http: Headers | None = None
     if (
         (indexed or rec_type == "request")
