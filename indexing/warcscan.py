@@ -199,9 +199,10 @@ def _read_more(m: _Member | _Whole, buf: bytes, block: str) -> tuple[bytes, bool
     return buf, not more
 
 
-def _record_frame(warc: Headers) -> tuple[str, int, str | None, bool] | None:
-    """The record's type, block length, target URI and whether it gets a CDX line (both the
-    streaming and the C path read them so); None without a Content-Length."""
+def _record_frame(warc: Headers) -> tuple[str, int, str | None, bool, bool] | None:
+    """The record's type, block length, target URI, whether it gets a CDX line and whether its
+    block starts with HTTP headers to read (both the streaming and the C path read them so);
+    None without a Content-Length."""
     raw_len = warc.by_name.get("content-length")
     if raw_len is None:
         return None
@@ -214,7 +215,15 @@ def _record_frame(warc: Headers) -> tuple[str, int, str | None, bool] | None:
         rec_type in ("resource", "metadata")
         and warc.by_name.get("content-type") == "application/warc-fields"
     )
-    return rec_type, length, fix_target_uri(warc.by_name.get("warc-target-uri")), indexed
+    uri = fix_target_uri(warc.by_name.get("warc-target-uri"))
+    http_block = bool(
+        (indexed or rec_type == "request")
+        and length
+        and rec_type in HTTP_RECORD_TYPES
+        and uri is not None
+        and uri.startswith(("http:", "https:"))
+    )
+    return rec_type, length, uri, indexed, http_block
 
 
 def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) -> Capture | None:
@@ -248,17 +257,11 @@ def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) 
     frame = _record_frame(warc)
     if frame is None:
         raise Fallback("record without Content-Length")
-    rec_type, length, uri, indexed = frame
+    rec_type, length, uri, indexed, http_block = frame
     block_end = hdr_end + length
     http: Headers | None = None
     payload_start = hdr_end
-    if (
-        (indexed or rec_type == "request")
-        and length
-        and rec_type in HTTP_RECORD_TYPES
-        and uri is not None
-        and uri.startswith(("http:", "https:"))
-    ):
+    if http_block:
         while True:
             final = member_done or len(buf) >= block_end
             try:
@@ -412,18 +415,12 @@ def _whole_capture(m: _Whole) -> Capture | None:
     frame = _record_frame(warc) if warc else None
     if frame is None:
         return None
-    rec_type, length, uri, indexed = frame
+    rec_type, length, uri, indexed, http_block = frame
     block_end = hdr_end + length
     if block_end > m.size or not inf.blank(block_end, m.size):
         return None
     http: Headers | None = None
-    if (
-        (indexed or rec_type == "request")
-        and length
-        and rec_type in HTTP_RECORD_TYPES
-        and uri is not None
-        and uri.startswith(("http:", "https:"))
-    ):
+    if http_block:
         got = _c_headers(inf, hdr_end, block_end, False)
         if got is None:
             return None
