@@ -152,6 +152,19 @@ def crlf_text(block: bytes) -> str | None:
         return None
 
 
+def crlf_header_pairs(lines: list[str]) -> list[tuple[str, str]] | None:
+    """The (name, value) pairs of a block's header lines (CRLFs split off), names and values
+    stripped; None when a line is not a plain ``name: value`` one (a continuation, blank-looking
+    or colon-less line): the general line-by-line parsing is needed."""
+    pairs = []
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if not sep or not name or name[0].isspace():
+            return None
+        pairs.append((name.rstrip(" \t"), value.strip()))
+    return pairs
+
+
 def _parse_crlf_block(
     buf: bytes, pos: int, end: int, statuses: tuple[str, ...] | None
 ) -> tuple[Headers, int] | None:
@@ -167,18 +180,12 @@ def _parse_crlf_block(
         return None
     lines = text.split("\r\n")
     first = lines[0].rstrip()
-    if not first:
+    pairs = crlf_header_pairs(lines[1:])
+    if not first or pairs is None:
         return None
     by_name: dict[str, str] = {}
-    for line in lines[1:]:
-        # "name: value" with a name that does not start with blank space; anything else
-        # (continuation, blank-looking or colon-less lines) goes to the general parser
-        name, sep, value = line.partition(":")
-        if not sep or not name or name[0].isspace():
-            return None
-        key = name.rstrip(" \t").lower()
-        if key not in by_name:  # the first occurrence of a name wins, as in warcio's lookups
-            by_name[key] = value.strip()
+    for name, value in pairs:  # the first occurrence of a name wins, as in warcio's lookups
+        by_name.setdefault(name.lower(), value)
     protocol, status = _split_status(first, statuses)
     headers = Headers(protocol, status.strip(), [])
     headers.by_name = by_name

@@ -24,7 +24,7 @@ from warcio.limitreader import LimitReader
 from warcio.recordloader import ArcWarcRecord, ArcWarcRecordLoader
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 
-from indexing.record_model import crlf_text
+from indexing.record_model import crlf_header_pairs, crlf_text
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +114,9 @@ class _Parser(StatusAndHeadersParser):
                 return None  # warcio raises, naming the line
         else:
             first_fields = first.split(" ", 1)
-        headers = []
-        for line in lines:
-            line = line.rstrip()
-            if not line or line[0] in " \t":
-                return None  # a blank-looking line ends the block early; a continuation line
-            key, sep, value = line.partition(":")
-            if sep:
-                headers.append((key.rstrip(" \t"), value.lstrip()))
+        headers = crlf_header_pairs(lines)
+        if headers is None:
+            return None
         rest = first_fields[1].strip() if len(first_fields) > 1 else ""
         parsed = StatusAndHeaders(rest, [], protocol=first_fields[0], total_len=total)
         parsed.headers = headers  # already str pairs: warcio's conversion loop skipped
