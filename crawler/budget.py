@@ -44,12 +44,14 @@ class Budgets:
 
     def domain_for(self, host: str) -> str:
         """The job domain a host belongs to (longest suffix match), else its registrable one."""
-        host = host.lower()
-        best = ""
-        for name in self.job_domains:
-            if (host == name or host.endswith("." + name)) and len(name) > len(best):
-                best = name
-        return best or registrable_domain(host)
+        # the host's suffixes, longest first, looked up: a broad crawl's job has thousands of
+        # domains and this runs for every URL considered
+        labels = host.lower().split(".")
+        for i in range(len(labels)):
+            name = ".".join(labels[i:])
+            if name in self.job_domains:
+                return name
+        return registrable_domain(host.lower())
 
     def _get(self, domain: str) -> DomainState:
         st = self.domains.get(domain)

@@ -181,6 +181,9 @@ def scrapy_settings(
         "CONCURRENT_ITEMS": 1,
         "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        # Scrapy's default per-host queue looks at every waiting host on each pop: thousands in
+        # a broad crawl; this one looks at the busy hosts only (crawler/slot_queue.py)
+        "SCHEDULER_PRIORITY_QUEUE": "crawler.slot_queue.RoundRobinSlotQueue",
         "CLOSESPIDER_TIMEOUT": spec.max_running_time_s,
         "COOKIES_ENABLED": True,
         "TELNETCONSOLE_ENABLED": False,

@@ -68,3 +68,26 @@ def test_time_limit_ends_the_job_with_time_limit(site, tmp_path):
     assert result.summary["domains"]["example-a.test"]["stop_reason"] == 6
     last = (result.out / "logs" / "progress-statistics.log").read_text().splitlines()[-1]
     assert "Timelimit hit" in last and "CRAWL ENDED" not in last
+
+
+def test_a_host_belongs_to_its_longest_job_domain_else_its_registrable_one():
+    from types import SimpleNamespace
+
+    from crawler.budget import Budgets
+
+    def domain(name: str) -> SimpleNamespace:
+        return SimpleNamespace(domain=name, config_id=1, max_objects=-1, max_bytes=-1)
+
+    spec = SimpleNamespace(
+        domains=[domain("example.fr"), domain("Blog.Example.fr"), domain("other.fr")],
+        max_objects=-1,
+        max_bytes=-1,
+    )
+    budgets = Budgets(spec)  # type: ignore[arg-type]
+    assert budgets.domain_for("www.example.fr") == "example.fr"
+    assert budgets.domain_for("a.BLOG.example.fr") == "blog.example.fr"
+    assert budgets.domain_for("blog.example.fr") == "blog.example.fr"
+    assert budgets.domain_for("other.fr") == "other.fr"
+    # a suffix of a label is not a subdomain
+    assert budgets.domain_for("another.fr") == "another.fr"
+    assert budgets.domain_for("www.news.co.uk") == "news.co.uk"
