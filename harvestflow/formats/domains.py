@@ -8,6 +8,13 @@ them would put the same site in two domains. The rules here are the ICANN part o
 (private suffixes such as blogspot.com are ignored, as NetarchiveSuite does), read from the
 snapshot bundled in tldextract's wheel: nothing is fetched at run time.
 
+Why the snapshot is read here rather than through ``tldextract.TLDExtract``: importing tldextract
+pulls requests, urllib3 and filelock (~0.1 CPU-s per process, ``python -X importtime``) for a
+file of text; the crawler, the full text and the daily QA each paid it. The file is found
+without importing the package (``importlib.util.find_spec``) and parsed with tldextract's own
+rule (the ICANN part, each line's leading ``[.*!]*\\w\\S*``); tests/formats/test_domains.py
+checks the rules equal ``TLDExtract(...).tlds``.
+
 Why not call tldextract per host: it parses each name as a URL and decodes punycode label by
 label (about 50 µs a name, ~50x a set look-up); QA classifies every distinct host of a crawl
 and the preload millions of lines. The rules are loaded once, with both their Unicode and
@@ -17,21 +24,29 @@ match). tests/harvest/preload/test_normalise.py checks it against tldextract on 
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import re
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import idna
-import tldextract
 
 __all__ = [
     "SuffixList",
+    "bundled_rules",
     "is_ip",
     "public_suffix_length",
     "registrable_domain",
     "suffix_list",
 ]
+
+# tldextract's bundled copy of the list, its section markers and its rule pattern
+# (tldextract/suffix_list.py: PUBLIC_SUFFIX_RE, PUBLIC_PRIVATE_SUFFIX_SEPARATOR)
+_SNAPSHOT = ".tld_set_snapshot"
+_PRIVATE_PART = "// ===BEGIN PRIVATE DOMAINS==="
+_RULE = re.compile(r"^(?P<suffix>[.*!]*\w[\S]*)", re.UNICODE | re.MULTILINE)
 
 # a host of digits and dots is an IPv4 address in one of its spellings (``1.2.3``, ``3232235777``)
 _NUMERIC_HOST = re.compile(r"[\d.]+")
@@ -76,14 +91,23 @@ class SuffixList:
         return 0
 
 
+def bundled_rules() -> list[str]:
+    """The ICANN rules of the public-suffix snapshot in tldextract's wheel, as tldextract reads
+    them (``TLDExtract(suffix_list_urls=(), include_psl_private_domains=False).tlds``), without
+    importing tldextract (find_spec locates a package without running it)."""
+    spec = importlib.util.find_spec("tldextract")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("tldextract (its bundled public-suffix list) is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    text = (folder / _SNAPSHOT).read_text(encoding="utf-8")
+    public, _, _ = text.partition(_PRIVATE_PART)
+    return list(dict.fromkeys(m.group("suffix") for m in _RULE.finditer(public)))
+
+
 @lru_cache(maxsize=1)
 def suffix_list() -> SuffixList:
     """The bundled ICANN rules, loaded once per process."""
-    # suffix_list_urls=() and no cache dir: the snapshot bundled in the wheel, never the network
-    extractor = tldextract.TLDExtract(
-        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
-    )
-    return SuffixList(list(extractor.tlds))
+    return SuffixList(bundled_rules())
 
 
 def public_suffix_length(labels: list[str]) -> int:

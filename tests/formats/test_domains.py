@@ -8,12 +8,19 @@ in tests/harvest/preload/test_normalise.py.
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 
 import idna
 import pytest
 import tldextract
 
-from harvestflow.formats.domains import is_ip, public_suffix_length, registrable_domain
+from harvestflow.formats.domains import (
+    bundled_rules,
+    is_ip,
+    public_suffix_length,
+    registrable_domain,
+)
 from qa.hosts import classify_host
 
 
@@ -23,6 +30,30 @@ def _oracle_domain(oracle: tldextract.TLDExtract, host: str) -> str:
     if ext.suffix and ext.domain:
         return f"{ext.domain}.{ext.suffix}"
     return ".".join(host.split(".")[-2:])
+
+
+def test_the_rules_read_from_the_snapshot_are_tldextracts_icann_rules() -> None:
+    oracle = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
+    )
+    rules = bundled_rules()
+    assert len(rules) == len(set(rules)) > 6_000
+    assert set(rules) == set(oracle.tlds)
+    assert "blogspot.com" not in rules  # a private suffix: NetarchiveSuite ignores them
+
+
+def test_a_registrable_domain_costs_no_tldextract_import() -> None:
+    """tldextract pulls requests, urllib3 and filelock; the matcher only needs its data file."""
+    code = (
+        "import sys\n"
+        "from harvestflow.formats.domains import registrable_domain\n"
+        "assert registrable_domain('www.bbc.co.uk') == 'bbc.co.uk'\n"
+        "print(sorted(m for m in ('tldextract', 'requests', 'urllib3') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_registrable_domain_agrees_with_tldextract_on_every_bundled_rule() -> None:
