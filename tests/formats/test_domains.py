@@ -16,6 +16,7 @@ import pytest
 import tldextract
 
 from harvestflow.formats.domains import (
+    _ascii_rule,
     bundled_rules,
     is_ip,
     public_suffix_length,
@@ -40,6 +41,14 @@ def test_the_rules_read_from_the_snapshot_are_tldextracts_icann_rules() -> None:
     assert len(rules) == len(set(rules)) > 6_000
     assert set(rules) == set(oracle.tlds)
     assert "blogspot.com" not in rules  # a private suffix: NetarchiveSuite ignores them
+
+
+def test_every_bundled_rule_is_spelled_in_punycode_as_idna_spells_it() -> None:
+    non_ascii = [rule.lstrip("!") for rule in bundled_rules() if not rule.isascii()]
+    assert len(non_ascii) > 100
+    for rule in non_ascii:
+        want = idna.encode(rule, uts46=True, transitional=False).decode("ascii")
+        assert _ascii_rule(rule) == want, rule
 
 
 def test_a_registrable_domain_costs_no_tldextract_import() -> None:
