@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -120,24 +121,55 @@ static uint64_t hash_group(uint32_t a, uint32_t m, int64_t code) {
     return h ^ (h >> 29);
 }
 
+/* The hash tables' slots: zeroed memory; from 2 MiB on, an anonymous mapping the kernel may
+ * back with transparent huge pages. Why: the table (~10^6 groups, 64 MiB of slots for 10^7
+ * lines) is probed at random once per line; with 4 KiB pages nearly every probe also missed
+ * the TLB and walked the page tables, and each page was faulted in twice (read: zero page,
+ * then written). */
+#define BIG_SLOTS ((size_t)2 << 20)
+
+static void *slots_alloc(size_t count, size_t size) {
+#ifdef MADV_HUGEPAGE
+    size_t bytes = count * size;
+    if (bytes >= BIG_SLOTS) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+        return p;
+    }
+#endif
+    return calloc(count, size);
+}
+
+static void slots_free(void *p, size_t count, size_t size) {
+    if (!p) return;
+#ifdef MADV_HUGEPAGE
+    if (count * size >= BIG_SLOTS) {
+        munmap(p, count * size);
+        return;
+    }
+#endif
+    free(p);
+}
+
 static int table_init(Table *t) {
     memset(t, 0, sizeof(Table));
     t->s.cap = 1 << 12;
-    t->s.slots = calloc(t->s.cap, sizeof(StrSlot));
+    t->s.slots = slots_alloc(t->s.cap, sizeof(StrSlot));
     t->s.items_cap = 1 << 10;
     t->s.items = malloc(t->s.items_cap * sizeof(StrItem));
     t->s.arena_cap = 1 << 16;
     t->s.arena = malloc(t->s.arena_cap);
     t->cap = 1 << 14;
-    t->slots = calloc(t->cap, sizeof(Group));
+    t->slots = slots_alloc(t->cap, sizeof(Group));
     return t->s.slots && t->s.items && t->s.arena && t->slots ? 0 : -1;
 }
 
 static void table_free(Table *t) {
-    free(t->s.slots);
+    slots_free(t->s.slots, t->s.cap, sizeof(StrSlot));
     free(t->s.items);
     free(t->s.arena);
-    free(t->slots);
+    slots_free(t->slots, t->cap, sizeof(Group));
 }
 
 /* Whether [a, a+n) and [b, b+n) hold the same bytes, 8 at a time. Why not memcmp: every line
@@ -209,7 +241,7 @@ static int64_t intern_h(Strings *s, const char *p, size_t n, uint64_t h) {
     int64_t id = (int64_t)s->count++;
     if (s->count * 2 > s->cap) {
         size_t ncap = s->cap * 2;
-        StrSlot *ns = calloc(ncap, sizeof(StrSlot));
+        StrSlot *ns = slots_alloc(ncap, sizeof(StrSlot));
         if (!ns) return -1;
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->slots[i].id1) continue;
@@ -217,7 +249,7 @@ static int64_t intern_h(Strings *s, const char *p, size_t n, uint64_t h) {
             while (ns[k].id1) k = (k + 1) & (ncap - 1);
             ns[k] = s->slots[i];
         }
-        free(s->slots);
+        slots_free(s->slots, s->cap, sizeof(StrSlot));
         s->slots = ns;
         s->cap = ncap;
     }
@@ -230,7 +262,7 @@ static int64_t intern(Strings *s, const char *p, size_t n) {
 
 static int groups_grow(Table *t) {
     size_t ncap = t->cap * 2;
-    Group *ns = calloc(ncap, sizeof(Group));
+    Group *ns = slots_alloc(ncap, sizeof(Group));
     if (!ns) return -1;
     for (size_t i = 0; i < t->cap; i++) {
         Group *g = &t->slots[i];
@@ -239,7 +271,7 @@ static int groups_grow(Table *t) {
         while (ns[j].lines) j = (j + 1) & (ncap - 1);
         ns[j] = *g;
     }
-    free(t->slots);
+    slots_free(t->slots, t->cap, sizeof(Group));
     t->slots = ns;
     t->cap = ncap;
     return 0;
