@@ -29,7 +29,7 @@ from qa import codes, daily_compare, inputs, metrics, page_scores, report, store
 from qa.crawllog_aggregate import CrawlLogError, aggregate_crawl_log
 from qa.crawltable import empty_groups
 from qa.day import DayComputation, JobOutcome
-from qa.hosts import classify_host, host_of
+from qa.hosts import classify_hosts, host_of
 from qa.inputs import JobInfo, crawl_log_path
 from qa.report import stats_rows, summary_of
 
@@ -130,14 +130,10 @@ def build_tables(outcomes: list[JobOutcome]) -> metrics.ScopeTables:
     )
     per_auth = per_auth.with_columns(pl.col("auth").fill_null(""))
     auths = per_auth["auth"].unique().to_list()
-    infos = [classify_host(host_of(a)) for a in auths]
+    names = [host_of(a) for a in auths]
+    domains, tlds = classify_hosts(names)
     mapping = pl.DataFrame(
-        {
-            "auth": auths,
-            "host": [i.host for i in infos],
-            "domain": [i.domain for i in infos],
-            "tld": [i.tld for i in infos],
-        },
+        {"auth": auths, "host": names, "domain": domains, "tld": tlds},
         schema={"auth": pl.String, "host": pl.String, "domain": pl.String, "tld": pl.String},
     )
     sums = [c for c in per_auth.columns if c not in ("job_id", "auth")]

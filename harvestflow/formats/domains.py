@@ -8,6 +8,13 @@ them would put the same site in two domains. The rules here are the ICANN part o
 (private suffixes such as blogspot.com are ignored, as NetarchiveSuite does), read from the
 snapshot bundled in tldextract's wheel: nothing is fetched at run time.
 
+Why the snapshot is read here rather than through ``tldextract.TLDExtract``: importing tldextract
+pulls requests, urllib3 and filelock (~0.1 CPU-s per process, ``python -X importtime``) for a
+file of text; the crawler, the full text and the daily QA each paid it. The file is found
+without importing the package (``importlib.util.find_spec``) and parsed with tldextract's own
+rule (the ICANN part, each line's leading ``[.*!]*\\w\\S*``); tests/formats/test_domains.py
+checks the rules equal ``TLDExtract(...).tlds``.
+
 Why not call tldextract per host: it parses each name as a URL and decodes punycode label by
 label (about 50 µs a name, ~50x a set look-up); QA classifies every distinct host of a crawl
 and the preload millions of lines. The rules are loaded once, with both their Unicode and
@@ -17,33 +24,52 @@ match). tests/harvest/preload/test_normalise.py checks it against tldextract on 
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import re
+from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import urlsplit
-
-import idna
-import tldextract
 
 __all__ = [
     "SuffixList",
+    "bundled_rules",
     "is_ip",
     "public_suffix_length",
     "registrable_domain",
+    "registrable_domains",
     "suffix_list",
 ]
+
+# tldextract's bundled copy of the list, its section markers and its rule pattern
+# (tldextract/suffix_list.py: PUBLIC_SUFFIX_RE, PUBLIC_PRIVATE_SUFFIX_SEPARATOR)
+_SNAPSHOT = ".tld_set_snapshot"
+_PRIVATE_PART = "// ===BEGIN PRIVATE DOMAINS==="
+_RULE = re.compile(r"^(?P<suffix>[.*!]*\w[\S]*)", re.UNICODE | re.MULTILINE)
+
+# a host registrable_domains matches directly: lower-case ASCII labels, two or more, none empty
+# (no IP address, no character strip() or lower() would change, no empty label to drop)
+_PLAIN_HOST = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)+")
 
 # a host of digits and dots is an IPv4 address in one of its spellings (``1.2.3``, ``3232235777``)
 _NUMERIC_HOST = re.compile(r"[\d.]+")
 
 
 def _ascii_rule(rule: str) -> str:
+    """The punycode spelling of a rule: each non-ASCII label as ``xn--`` + its punycode.
+
+    Why not ``idna.encode(rule, uts46=True)``: the rules are already in the list's normalised
+    form (lower case, NFC), on which UTS #46 maps nothing and encodes each label so; loading
+    idna's UTS #46 table and checking 444 rules cost ~0.1 CPU-s per process (cProfile, daily
+    QA). tests/formats/test_domains.py checks every bundled rule against idna's spelling.
+    """
     if rule.isascii():
         return rule
-    try:
-        return idna.encode(rule, uts46=True, transitional=False).decode("ascii")
-    except (idna.IDNAError, UnicodeError):
-        return rule.encode("idna").decode("ascii")
+    return ".".join(
+        label if label.isascii() else "xn--" + label.encode("punycode").decode("ascii")
+        for label in rule.split(".")
+    )
 
 
 class SuffixList:
@@ -64,26 +90,47 @@ class SuffixList:
 
     def suffix_length(self, labels: list[str]) -> int:
         """Number of trailing labels that form the public suffix (0: no rule matches)."""
-        count = len(labels)
-        for start in range(count):  # longest candidate first
-            name = ".".join(labels[start:])
+        return self.name_suffix_length(".".join(labels))
+
+    def name_suffix_length(self, name: str) -> int:
+        """:meth:`suffix_length` of the labels of ``name`` (joined by single dots).
+
+        Why on the string: each candidate suffix is a slice after the next dot (its hash
+        computed once, by the first set it is looked up in), where joining label lists for
+        every candidate and the wildcard's rest cost most of a look-up (~10 µs a host, and
+        the daily QA looks up every distinct host of a day, ~50,000).
+        """
+        count = name.count(".") + 1
+        start = 0  # labels before the candidate ``name``, longest candidate first
+        while True:
+            dot = name.find(".")
             if name in self.exception:
                 return count - start - 1
-            if name in self.exact:
+            if name in self.exact or (dot >= 0 and name[dot + 1 :] in self.wildcard):
                 return count - start
-            if start + 1 < count and ".".join(labels[start + 1 :]) in self.wildcard:
-                return count - start
-        return 0
+            if dot < 0:
+                return 0
+            name = name[dot + 1 :]
+            start += 1
+
+
+def bundled_rules() -> list[str]:
+    """The ICANN rules of the public-suffix snapshot in tldextract's wheel, as tldextract reads
+    them (``TLDExtract(suffix_list_urls=(), include_psl_private_domains=False).tlds``), without
+    importing tldextract (find_spec locates a package without running it)."""
+    spec = importlib.util.find_spec("tldextract")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("tldextract (its bundled public-suffix list) is not installed")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    text = (folder / _SNAPSHOT).read_text(encoding="utf-8")
+    public, _, _ = text.partition(_PRIVATE_PART)
+    return list(dict.fromkeys(m.group("suffix") for m in _RULE.finditer(public)))
 
 
 @lru_cache(maxsize=1)
 def suffix_list() -> SuffixList:
     """The bundled ICANN rules, loaded once per process."""
-    # suffix_list_urls=() and no cache dir: the snapshot bundled in the wheel, never the network
-    extractor = tldextract.TLDExtract(
-        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
-    )
-    return SuffixList(list(extractor.tlds))
+    return SuffixList(bundled_rules())
 
 
 def public_suffix_length(labels: list[str]) -> int:
@@ -118,8 +165,42 @@ def registrable_domain(host_or_url: str) -> str:
     # ipaddress, whose ValueError on every other name cost ~half of a look-up (measured)
     if not host or _NUMERIC_HOST.fullmatch(host) or ((":" in host or "[" in host) and is_ip(host)):
         return host
-    labels = [label for label in host.split(".") if label]
-    suffix = public_suffix_length(labels)
-    if 0 < suffix < len(labels):
-        return ".".join(labels[-suffix - 1 :])
-    return ".".join(labels[-2:])
+    if ".." in host:  # empty labels are dropped
+        host = ".".join(label for label in host.split(".") if label)
+    count = host.count(".") + 1
+    suffix = suffix_list().name_suffix_length(host)
+    return _last_labels(host, suffix + 1 if 0 < suffix < count else 2)
+
+
+def _last_labels(name: str, n: int) -> str:
+    """The last ``n`` labels of ``name`` (all of them when it has fewer)."""
+    end = len(name)
+    for _ in range(n):
+        end = name.rfind(".", 0, end)
+        if end < 0:
+            return name
+    return name[end + 1 :]
+
+
+def registrable_domains(hosts: Iterable[str]) -> list[str]:
+    """:func:`registrable_domain` of every value of ``hosts``, in order, without its cache.
+
+    Why: the daily QA classifies every distinct host of a day (~50,000, each once): the cache
+    in front of :func:`registrable_domain` only costs there, as do its URL, IP and clean-up
+    checks on names that need none. A plain name (lower-case ASCII labels, two or more, none
+    empty: nearly all of a crawl's) is matched here directly; any other value (URL, IP
+    address, Unicode, capitals, one label, empty labels) through :func:`registrable_domain`.
+    tests/formats/test_domains.py checks it against tldextract on every rule.
+    """
+    rules = suffix_list()
+    plain = _PLAIN_HOST.fullmatch
+    numeric = _NUMERIC_HOST.fullmatch
+    out = []
+    for host in hosts:
+        if plain(host) is None or numeric(host) is not None:
+            out.append(registrable_domain(host))
+            continue
+        suffix = rules.name_suffix_length(host)
+        keep = suffix + 1 if 0 < suffix <= host.count(".") else 2
+        out.append(_last_labels(host, keep))
+    return out

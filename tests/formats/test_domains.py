@@ -8,12 +8,21 @@ in tests/harvest/preload/test_normalise.py.
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 
 import idna
 import pytest
 import tldextract
 
-from harvestflow.formats.domains import is_ip, public_suffix_length, registrable_domain
+from harvestflow.formats.domains import (
+    _ascii_rule,
+    bundled_rules,
+    is_ip,
+    public_suffix_length,
+    registrable_domain,
+    registrable_domains,
+)
 from qa.hosts import classify_host
 
 
@@ -25,11 +34,44 @@ def _oracle_domain(oracle: tldextract.TLDExtract, host: str) -> str:
     return ".".join(host.split(".")[-2:])
 
 
+def test_the_rules_read_from_the_snapshot_are_tldextracts_icann_rules() -> None:
+    oracle = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
+    )
+    rules = bundled_rules()
+    assert len(rules) == len(set(rules)) > 6_000
+    assert set(rules) == set(oracle.tlds)
+    assert "blogspot.com" not in rules  # a private suffix: NetarchiveSuite ignores them
+
+
+def test_every_bundled_rule_is_spelled_in_punycode_as_idna_spells_it() -> None:
+    non_ascii = [rule.lstrip("!") for rule in bundled_rules() if not rule.isascii()]
+    assert len(non_ascii) > 100
+    for rule in non_ascii:
+        want = idna.encode(rule, uts46=True, transitional=False).decode("ascii")
+        assert _ascii_rule(rule) == want, rule
+
+
+def test_a_registrable_domain_costs_no_tldextract_import() -> None:
+    """tldextract pulls requests, urllib3 and filelock; the matcher only needs its data file."""
+    code = (
+        "import sys\n"
+        "from harvestflow.formats.domains import registrable_domain\n"
+        "assert registrable_domain('www.bbc.co.uk') == 'bbc.co.uk'\n"
+        "print(sorted(m for m in ('tldextract', 'requests', 'urllib3') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_registrable_domain_agrees_with_tldextract_on_every_bundled_rule() -> None:
     oracle = tldextract.TLDExtract(
         suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False
     )
     checked = 0
+    hosts, wanted = [], []
     for rule in oracle.tlds:
         body = rule.lstrip("!").replace("*", "wild")
         spellings = [body]
@@ -37,9 +79,14 @@ def test_registrable_domain_agrees_with_tldextract_on_every_bundled_rule() -> No
             spellings.append(idna.encode(body, uts46=True).decode("ascii"))
         for name in spellings:
             for host in (f"x.{name}", f"a.b.{name}", name):
-                assert registrable_domain(host) == _oracle_domain(oracle, host), (rule, host)
+                want = _oracle_domain(oracle, host)
+                assert registrable_domain(host) == want, (rule, host)
+                hosts.append(host)
+                wanted.append(want)
                 checked += 1
     assert checked > 20_000
+    # the batch matcher the daily QA takes for a day's hosts: the same domains
+    assert registrable_domains(hosts) == wanted
 
 
 @pytest.mark.parametrize(
