@@ -188,3 +188,39 @@ def _b32_sha1(body: bytes) -> str:
     import base64
 
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+
+
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
+def test_https_pages_are_fetched_and_archived_by_each_client(tmp_path, fetch_client):
+    """TLS to a server whose certificate no public CA signed (an archive records what is
+    served): the page and its link are captured as https:// URLs with the peer's address."""
+    import ssl
+
+    from crawler.rendering.tls import JobCA
+    from tests.support.rawsite import Raw, serve
+
+    chain, key = JobCA(tmp_path / "site-ca", "test site").issue("secure.test")
+    pem = tmp_path / "site.pem"
+    pem.write_bytes(chain + key)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(pem)
+    html = [b"Content-Type: text/html"]
+    story = b"<html><body>story</body></html>"
+    routes = {
+        (None, "/"): Raw(b'<html><body><a href="/story.html">s</a></body></html>', html),
+        (None, "/story.html"): Raw(story, html),
+    }
+    with serve(routes, tls) as site:
+        base = f"https://secure.test:{site.port}"
+        job = {
+            "job_id": 42,
+            "seeds": [base + "/"],
+            "template": {**FAST_TEMPLATE, "obey_robots": False, "fetch_client": fetch_client},
+            "resolve": {"secure.test": "127.0.0.1"},
+        }
+        result = run_crawl(job, tmp_path / "job")
+    assert result.line_for(base + "/")[1] == "200"
+    assert result.line_for(base + "/story.html")[1] == "200"
+    rec, payload = responses(result)[base + "/story.html"]
+    assert payload == story
+    assert rec.rec_headers.get_header("WARC-IP-Address") == "127.0.0.1"
