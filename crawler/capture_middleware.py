@@ -25,7 +25,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, StopDownload
 from scrapy.http import Response
 
-from crawler.context import Capture, context_of
+from crawler.context import Capture, CrawlContext, context_of
 from crawler.dedup_lookup import EarlierCapture
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
@@ -48,20 +48,7 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
         bound_response_headers(self, crawler.settings.getint("HARVESTFLOW_MAX_HEADER_BYTES"))
 
     async def download_request(self, request: Request) -> Response:
-        # a queued URL a rendering page's browser fetched while this request waited (in the
-        # frontier or the host's delay queue): that fetch was its capture (crawler/rendering/renderer.py)
-        if self.ctx.renderer is not None and "hf_browser" not in request.meta:
-            hf = request.meta.get("hf")
-            if hf is not None:
-                if hf["key"] in self.ctx.browser_claimed:
-                    raise FetchedByBrowser()
-                self.ctx.fetch_started.add(hf["key"])  # too late for the browser to claim
-        request.meta["hf_fetch_start"] = time.time()
-        # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
-        # before reading any of it: the capture would be lost. We keep the first
-        # max_response_bytes instead (cut by the bytes_received signal, WARC-Truncated), so the
-        # download itself gets no limit; decompression has its own bounds (crawler.inflate).
-        request.meta["download_maxsize"] = 0
+        start_fetch(self.ctx, request)
         try:
             return await super().download_request(request)
         except DownloadFailedError as exc:
@@ -72,6 +59,25 @@ class ArchivalHTTPDownloadHandler(HTTP11DownloadHandler):
             raise
         finally:
             request.meta.pop("download_maxsize", None)
+
+
+def start_fetch(ctx: CrawlContext, request: Request) -> None:
+    """What every archival handler does as its fetch really starts (after the politeness
+    wait): the browser-claim check, the fetch-start time, Scrapy's size limit lifted."""
+    # a queued URL a rendering page's browser fetched while this request waited (in the
+    # frontier or the host's delay queue): that fetch was its capture (crawler/rendering/renderer.py)
+    if ctx.renderer is not None and "hf_browser" not in request.meta:
+        hf = request.meta.get("hf")
+        if hf is not None:
+            if hf["key"] in ctx.browser_claimed:
+                raise FetchedByBrowser()
+            ctx.fetch_started.add(hf["key"])  # too late for the browser to claim
+    request.meta["hf_fetch_start"] = time.time()
+    # Scrapy cancels a response whose declared Content-Length passes DOWNLOAD_MAXSIZE
+    # before reading any of it: the capture would be lost. We keep the first
+    # max_response_bytes instead (cut by the bytes_received signal, WARC-Truncated), so the
+    # download itself gets no limit; decompression has its own bounds (crawler.inflate).
+    request.meta["download_maxsize"] = 0
 
 
 def _str(value: bytes | str) -> str:

@@ -83,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow loopback/private addresses reached through DNS",
     )
+    parser.add_argument(
+        "--fetch-client",
+        choices=("twisted", "asyncio"),
+        default=None,
+        help="HTTP/1.1 client: Scrapy's Twisted one, or the experimental asyncio one"
+        " (crawler/asyncio_fetch.py) (default: the template's, twisted)",
+    )
     parser.add_argument("--job-id", type=int, default=0, help="job id of an ad-hoc crawl")
     parser.add_argument(
         "--processes",
@@ -111,6 +118,8 @@ def adhoc_spec(args: argparse.Namespace) -> dict[str, Any]:
         template["max_hops"] = args.max_hops
     if args.render is not None:
         template["render"] = args.render
+    if args.fetch_client is not None:
+        template["fetch_client"] = args.fetch_client
     if args.ignore_robots:
         template["obey_robots"] = False
     if args.no_politeness:

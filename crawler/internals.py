@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+# Scrapy's frame for its asyncio-based handlers (signals, StopDownload, maxsize, dataloss,
+# Response building); crawler/asyncio_fetch.py builds its handler on it
+from scrapy.core.downloader.handlers._base_streaming import BaseStreamingDownloadHandler
+
 # scrapy.core is Scrapy's engine package. HTTP11DownloadHandler is the default http(s) handler,
 # named by its path in DOWNLOAD_HANDLERS_BASE (public), but it lives in scrapy.core; the three
 # _Lenient* classes are Scrapy's lenient HTTP/1.1 parser stack, which the header bound extends:
@@ -30,6 +34,7 @@ from scrapy.core.downloader.handlers.http11 import (
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 
 __all__ = [
+    "BaseStreamingDownloadHandler",
     "DecompressionMaxSizeExceeded",
     "HTTP11DownloadHandler",
     "HeaderOverflow",

@@ -63,6 +63,13 @@ _UNUSED_SPIDER_MW: dict[str, None] = {
 }
 
 
+# the template's fetch_client → the http(s) download handler
+_FETCH_HANDLERS = {
+    "twisted": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
+    "asyncio": "crawler.asyncio_fetch.ArchivalAsyncioDownloadHandler",
+}
+
+
 def template_settings(t: Template) -> dict[str, Any]:
     """Every template value as the Scrapy setting ``HARVESTFLOW_<KEY>`` (``max_response_bytes``
     → ``HARVESTFLOW_MAX_RESPONSE_BYTES``), read by the components with ``settings.get*``.
@@ -150,8 +157,8 @@ def scrapy_settings(
             **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },
         "DOWNLOAD_HANDLERS": {
-            "http": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
-            "https": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
+            "http": _FETCH_HANDLERS[t.fetch_client],
+            "https": _FETCH_HANDLERS[t.fetch_client],
             # an archival crawl of the web fetches http(s) only: never ftp/s3/file/data
             "ftp": None,
             "s3": None,

@@ -83,13 +83,20 @@ class CrawlBenchmark(Benchmark):
     unit = "URLs"
     targets = (TARGET,)
 
-    def __init__(self, name: str, processes: int, peer: str) -> None:
+    def __init__(self, name: str, processes: int, peer: str, client: str | None = None) -> None:
         self.name = name
         self.processes = processes
         self.peer = peer
+        self.client = client  # ours with --fetch-client CLIENT (None: the template's)
+        against = {
+            "wget": "wget -r --warc-file",
+            "scrapy": "bare Scrapy",
+            "twisted": "itself with Scrapy's Twisted HTTP client",
+        }[peer]
         self.title = (
-            f"harvestflow crawl ({processes} process{'es' if processes > 1 else ''}) on the"
-            f" loopback crawl site vs {'wget -r --warc-file' if peer == 'wget' else 'bare Scrapy'}"
+            f"harvestflow crawl ({processes} process{'es' if processes > 1 else ''})"
+            + (f" with the {client} HTTP client" if client else "")
+            + f" on the loopback crawl site vs {against}"
         )
         self.hosts = self.pages = 0
 
@@ -105,25 +112,35 @@ class CrawlBenchmark(Benchmark):
             " neighbours and one to the next host; nginx, one loopback port per host",
         }
 
-    def sides(self) -> tuple[Side, Side]:
+    def _crawler_side(self, name: str, client: str | None) -> Side:
         cmd = [sys.executable, "-m", "crawler", "--out", "{out}/job", *HF_COMMON]
+        option = ["--fetch-client", client] if client else []
+        cmd += option
         if self.processes > 1:
             cmd += ["--processes", str(self.processes)]
         for seed in SITE.seeds:
             cmd += ["--seed", seed]
-        ours = Side(
-            "ours",
+        return Side(
+            name,
             cmd,
             self.processes,
             "the crawler's defaults for an ad hoc crawl with --no-politeness --ignore-robots"
             " --allow-private --render none --max-hops 100: WARC request/response records,"
             " crawl.log, SQLite frontier, scope and budget checks, reports and the metadata"
             " WARC at the end, all in the timing"
-            + (f"; {self.processes} host-partitioned processes" if self.processes > 1 else ""),
+            + (f"; {self.processes} host-partitioned processes" if self.processes > 1 else "")
+            + (f"; HTTP client: {client} (crawler/asyncio_fetch.py)" if client == "asyncio" else "")
+            + (f"; HTTP client: {client} (Scrapy's)" if client == "twisted" else ""),
             shown="python -m crawler --seed <4 hosts> --no-politeness --ignore-robots"
+            + (f" --fetch-client {client}" if client else "")
             + (f" --processes {self.processes}" if self.processes > 1 else "")
             + " --out <out>",
         )
+
+    def sides(self) -> tuple[Side, Side]:
+        ours = self._crawler_side("ours", self.client)
+        if self.peer == "twisted":
+            return ours, self._crawler_side("twisted", "twisted")
         if self.peer == "wget":
             peer = Side(
                 "wget",
@@ -172,4 +189,6 @@ BENCHMARKS = [
     CrawlBenchmark("crawl-1proc", 1, "wget"),
     CrawlBenchmark("crawl-2procs", 2, "wget"),
     CrawlBenchmark("crawl-scrapy", 1, "scrapy"),
+    # the HTTP client alone: ours with the asyncio client against ours with Twisted's
+    CrawlBenchmark("crawl-asyncio", 1, "twisted", client="asyncio"),
 ]

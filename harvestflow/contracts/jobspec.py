@@ -90,6 +90,9 @@ class Template:
     download_timeout_s: float = 30.0
     max_response_bytes: int = 100_000_000
     max_header_bytes: int = 262_144  # the whole header section of a response
+    # the HTTP/1.1 client: twisted (Scrapy's own, the default) | asyncio (crawler/asyncio_fetch.py,
+    # experimental: httptools on asyncio; measured in bench/README.md's crawler prose)
+    fetch_client: str = "twisted"
     # inflated (Content-Encoding) bytes link extraction reads of one response, and of all the
     # responses a crawler process holds at once (crawler/inflate.py); the WARC keeps all it got
     max_inflate_bytes: int = 32 * 1024 * 1024
@@ -312,6 +315,8 @@ def _check_template(template: Template, where: str) -> None:
         raise JobSpecError(f"{where}: template.render_phone must be none, seeds or all")
     if template.render_video not in ("none", "platforms", "all"):
         raise JobSpecError(f"{where}: template.render_video must be none, platforms or all")
+    if template.fetch_client not in ("twisted", "asyncio"):
+        raise JobSpecError(f"{where}: template.fetch_client must be twisted or asyncio")
     if template.media_renditions not in ("extremes", "all"):
         raise JobSpecError(f"{where}: template.media_renditions must be extremes or all")
     for key in ("render_max_clicks", "render_max_expanders", "render_max_media"):

@@ -159,3 +159,21 @@ def test_the_crawl_check_compares_the_url_sets_read_from_the_warcs(tmp_path: Pat
     (tmp_path / "ours/job/logs").mkdir()
     (tmp_path / "ours/job/logs/crawl.log").write_text(f"t 200 13 {site[0]} - - text/html\n")
     assert bench.figures(ours, tmp_path / "ours") != bench.figures(wget, tmp_path / "wget")
+
+
+def test_the_client_benchmark_differs_from_its_peer_only_by_the_http_client() -> None:
+    """crawl-asyncio measures the HTTP client alone: the same crawler command on both sides
+    but for ``--fetch-client``."""
+    from bench.crawl import spec
+
+    (bench,) = [b for b in spec.BENCHMARKS if b.name == "crawl-asyncio"]
+    ours, peer = bench.sides()
+    assert (ours.name, peer.name) == ("ours", "twisted")
+
+    def without_client(argv: list[str]) -> list[str]:
+        i = argv.index("--fetch-client")
+        return argv[:i] + argv[i + 2 :]
+
+    assert ours.command[ours.command.index("--fetch-client") + 1] == "asyncio"
+    assert peer.command[peer.command.index("--fetch-client") + 1] == "twisted"
+    assert without_client(ours.command) == without_client(peer.command)

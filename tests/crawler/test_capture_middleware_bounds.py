@@ -19,7 +19,7 @@ from typing import ClassVar
 import pytest
 
 from crawler.capture_middleware import address_allowed
-from tests.support.crawl import FAST_TEMPLATE, run_crawl
+from tests.support.crawl import FAST_TEMPLATE, FETCH_CLIENTS, run_crawl
 
 HOST = "www.bounds.test"
 MAX_HEADER_BYTES = 32_768
@@ -100,8 +100,9 @@ def test_address_rule_refuses_internal_addresses() -> None:
         assert address_allowed(ip), ip
 
 
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
 def test_bad_seeds_endless_headers_and_invalid_links_are_logged_not_fatal(
-    server: ThreadingHTTPServer, tmp_path
+    server: ThreadingHTTPServer, tmp_path, fetch_client: str
 ) -> None:
     port = server.server_address[1]
     root = f"http://{HOST}:{port}/"
@@ -117,6 +118,7 @@ def test_bad_seeds_endless_headers_and_invalid_links_are_logged_not_fatal(
             **FAST_TEMPLATE,
             "connections_per_host": 1,
             "max_header_bytes": MAX_HEADER_BYTES,
+            "fetch_client": fetch_client,
             "allow_private_addresses": False,  # the explicit resolve below is trusted
         },
         "resolve": {HOST: "127.0.0.1"},

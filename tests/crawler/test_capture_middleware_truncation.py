@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.support.crawl import REPO, make_job, run_crawl
+from tests.support.crawl import FETCH_CLIENTS, REPO, make_job, run_crawl
 
 
-def test_truncation_and_rotation(site, tmp_path):
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
+def test_truncation_and_rotation(site, tmp_path, fetch_client):
     big = site.url("static.example-a.test", "/big.bin?size=300000")
     job = make_job(
         site,
         [site.url("www.example-a.test", "/"), big],
-        {"max_response_bytes": 50_000, "warc_max_size": 10_000},
+        {"max_response_bytes": 50_000, "warc_max_size": 10_000, "fetch_client": fetch_client},
     )
     result = run_crawl(job, tmp_path / "job")
     line = result.line_for(big)
@@ -36,7 +38,9 @@ def test_truncation_and_rotation(site, tmp_path):
     # a declared Content-Length far past the limit is still captured, cut (not cancelled)
     huge = site.url("static.example-a.test", "/big.bin?size=2000000")
     result2 = run_crawl(
-        make_job(site, [huge], {"max_response_bytes": 50_000}), tmp_path / "huge", timeout=60
+        make_job(site, [huge], {"max_response_bytes": 50_000, "fetch_client": fetch_client}),
+        tmp_path / "huge",
+        timeout=60,
     )
     line = result2.line_for(huge)
     assert line[1] == "200" and line[2] == "50000" and "lenTrunc" in line[11]

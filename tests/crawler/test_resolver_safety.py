@@ -6,16 +6,20 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.support.crawl import ORACLE_BIN, REPO, make_job, our_cdx, run_crawl
+from tests.support.crawl import FETCH_CLIENTS, ORACLE_BIN, REPO, make_job, our_cdx, run_crawl
 
 
-def test_private_addresses_are_refused_by_default(fresh_site, tmp_path):
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
+def test_private_addresses_are_refused_by_default(fresh_site, tmp_path, fetch_client):
     site = fresh_site
     literal = f"http://127.0.0.1:{site.port}/"
     named = f"http://localhost:{site.port}/"
-    job = make_job(site, [literal, named], {"allow_private_addresses": False})
+    job = make_job(
+        site, [literal, named], {"allow_private_addresses": False, "fetch_client": fetch_client}
+    )
     result = run_crawl(job, tmp_path / "job")
     for url in (literal, named):
         line = result.line_for(url)
@@ -23,10 +27,11 @@ def test_private_addresses_are_refused_by_default(fresh_site, tmp_path):
     assert site.requests == []  # nothing reached the server
 
 
-def test_private_addresses_allowed_by_template(fresh_site, tmp_path):
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
+def test_private_addresses_allowed_by_template(fresh_site, tmp_path, fetch_client):
     site = fresh_site
     named = f"http://localhost:{site.port}/"
-    job = make_job(site, [named], {"allow_private_addresses": True})
+    job = make_job(site, [named], {"allow_private_addresses": True, "fetch_client": fetch_client})
     result = run_crawl(job, tmp_path / "job")
     assert result.line_for(named)[1] == "404"  # reached: the site has no "localhost" host
     # the DNS answer is archived once, as Heritrix's dns: record, and indexed like pywb does

@@ -15,15 +15,16 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.support.crawl import ORACLE_BIN, REPO, CrawlResult, make_job, run_crawl
+from tests.support.crawl import FETCH_CLIENTS, ORACLE_BIN, REPO, CrawlResult, make_job, run_crawl
 
 
-@pytest.fixture(scope="module")
-def crawl(site, tmp_path_factory) -> CrawlResult:
-    out = tmp_path_factory.mktemp("fidelity") / "job"
+@pytest.fixture(scope="module", params=FETCH_CLIENTS)
+def crawl(site, tmp_path_factory, request) -> CrawlResult:
+    out = tmp_path_factory.mktemp(f"fidelity-{request.param}") / "job"
     job = make_job(
         site,
         [site.url("www.example-a.test", "/"), site.url("www.example-b.test", "/")],
+        {"fetch_client": request.param},
         domains=[
             {"domain": "example-a.test", "config_id": 1},
             {"domain": "example-b.test", "config_id": 2},

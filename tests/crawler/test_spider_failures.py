@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import socket
 
-from tests.support.crawl import make_job, run_crawl
+import pytest
+
+from tests.support.crawl import FETCH_CLIENTS, make_job, run_crawl
 
 
 def closed_port() -> int:
@@ -14,14 +16,15 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_failures_are_logged_and_the_crawl_goes_on(site, tmp_path):
+@pytest.mark.parametrize("fetch_client", FETCH_CLIENTS)
+def test_failures_are_logged_and_the_crawl_goes_on(site, tmp_path, fetch_client):
     dead = f"http://dead.example-a.test:{closed_port()}/"
     slow = site.url("www.example-a.test", "/slow?ms=3000")
     ok = site.url("example-b.test", "/")
     job = make_job(
         site,
         [dead, slow, ok, "ftp://files.example-a.test/x"],
-        {"retries": 2, "download_timeout_s": 1, "max_hops": 0},
+        {"retries": 2, "download_timeout_s": 1, "max_hops": 0, "fetch_client": fetch_client},
     )
     job["resolve"]["dead.example-a.test"] = "127.0.0.1"
     result = run_crawl(job, tmp_path / "job")

@@ -33,6 +33,10 @@ FAST_TEMPLATE = {
     "dedup_mime_exclude": "^text/",
 }
 
+# the template's HTTP clients (crawler/asyncio_fetch.py): crawl tests that exercise the fetch
+# itself run with each
+FETCH_CLIENTS = ("twisted", "asyncio")
+
 
 @dataclass
 class CrawlResult:
