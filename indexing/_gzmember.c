@@ -13,6 +13,11 @@
  *     says exactly what is wrong (or streams a huge record in bounded memory).
  * Inflater().copy(a, b) -> bytes     out[a:b] of the last member (clamped to its size)
  * Inflater().blank(a, b) -> bool     whether out[a:b] holds only spaces, tabs, CR and LF
+ * Inflater().headers(a, b, warc[, names]) -> (protocol, status, {name: value}, after) | None
+ *     The header block at out[a:b] (see Inflater_headers); with `names` (a tuple of lower-case
+ *     ASCII str), only those names are put in the dict: the scanner looks up a dozen of the
+ *     twenty-odd headers a record has, and making str objects of the others cost more than
+ *     finding the block.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -123,7 +128,19 @@ static PyObject *stripped(const unsigned char *s, Py_ssize_t a, Py_ssize_t b) {
     return PyUnicode_FromStringAndSize((const char *)s + a, b - a);
 }
 
-/* headers(a, b, warc) -> (protocol, status, {lower name: value}, after) | None
+/* Whether the lower-cased name key[0:n] is one of `names` (NULL: every name is wanted) */
+static int wanted(PyObject *names, const char *key, Py_ssize_t n) {
+    if (names == NULL) return 1;
+    Py_ssize_t count = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (PyUnicode_GET_LENGTH(name) == n && memcmp(PyUnicode_DATA(name), key, (size_t)n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* headers(a, b, warc[, names]) -> (protocol, status, {lower name: value}, after) | None
  *
  * The header block at out[a:b] read as indexing.record_model._parse_crlf_block reads it, for
  * the common case only: an ASCII block of CRLF lines ended by CRLF CRLF within 4 MiB, with a
@@ -132,7 +149,18 @@ static PyObject *stripped(const unsigned char *s, Py_ssize_t a, Py_ssize_t b) {
 static PyObject *Inflater_headers(Inflater *self, PyObject *args) {
     Py_ssize_t a, b;
     int warc;
-    if (!PyArg_ParseTuple(args, "nnp:headers", &a, &b, &warc)) return NULL;
+    PyObject *names = NULL;
+    if (!PyArg_ParseTuple(args, "nnp|O!:headers", &a, &b, &warc, &PyTuple_Type, &names))
+        return NULL;
+    if (names != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *name = PyTuple_GET_ITEM(names, i);
+            if (!PyUnicode_Check(name) || !PyUnicode_IS_COMPACT_ASCII(name)) {
+                PyErr_SetString(PyExc_TypeError, "headers: names must be ASCII str");
+                return NULL;
+            }
+        }
+    }
     clamp(self, &a, &b);
     if (b - a > (1 << 22)) b = a + (1 << 22);
     const unsigned char *s = self->out;
@@ -192,6 +220,10 @@ static PyObject *Inflater_headers(Inflater *self, PyObject *args) {
         while (kend > p && (s[kend - 1] == ' ' || s[kend - 1] == '\t')) kend--;
         if (kend - p > (Py_ssize_t)sizeof(key)) goto general;
         for (Py_ssize_t j = p; j < kend; j++) key[j - p] = (char)Py_TOLOWER(s[j]);
+        if (!wanted(names, key, kend - p)) {
+            p = e + 2;
+            continue;
+        }
         PyObject *k = PyUnicode_FromStringAndSize(key, kend - p);
         if (k == NULL) goto fail;
         int known = PyDict_Contains(by_name, k);
@@ -233,7 +265,7 @@ fail:
 
 static PyMethodDef Inflater_methods[] = {
     {"headers", (PyCFunction)Inflater_headers, METH_VARARGS,
-     "headers(a, b, warc) -> (protocol, status, {name: value}, after) | None"},
+     "headers(a, b, warc[, names]) -> (protocol, status, {name: value}, after) | None"},
     {"member", (PyCFunction)Inflater_member, METH_VARARGS,
      "member(buf, pos, limit) -> (end, size) | None: inflate the gzip member at buf[pos]"},
     {"copy", (PyCFunction)Inflater_copy, METH_VARARGS,

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvestflow.atomic import atomic_open
 from harvestflow.formats.cdx import CDX11_HEADER, FORMATS, cdx11_line, cdxj_line
 from indexing.postpair import with_post_keys
 from indexing.record_model import Capture, NotAWarcError, WarcDamage, sniff_format
@@ -115,6 +114,10 @@ def sorted_lines(lines: Iterable[str]) -> list[str]:
 
 def write_lines_atomic(lines: Iterable[str], dest: Path) -> Path:
     """Write ``lines`` to ``dest`` through a temporary name (a crash never leaves a half file)."""
+    # imported here: harvestflow.atomic pulls in shutil and uuid, which ``index cdx`` (lines on
+    # stdout, its start measured against cdxj-indexer's) never needs
+    from harvestflow.atomic import atomic_open
+
     with atomic_open(dest, "w", newline="\n") as out:
         for line in lines:
             out.write(line)

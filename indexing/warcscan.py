@@ -394,8 +394,23 @@ def _capture(
     )
 
 
+# the header names the C path's records are read by (_record_frame, _whole_capture, _capture):
+# the C parser makes str objects of these only
+_C_WARC_NAMES = (
+    "content-length",
+    "content-type",
+    "warc-concurrent-to",
+    "warc-date",
+    "warc-payload-digest",
+    "warc-record-id",
+    "warc-target-uri",
+    "warc-type",
+)
+_C_HTTP_NAMES = ("content-type", "etag", "last-modified")
+
+
 def _c_headers(inf: Any, a: int, b: int, warc: bool) -> tuple[Headers, int] | None:
-    got = inf.headers(a, b, warc)
+    got = inf.headers(a, b, warc, _C_WARC_NAMES if warc else _C_HTTP_NAMES)
     if got is None:
         return None
     headers = Headers(got[0], got[1], [])

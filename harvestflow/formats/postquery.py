@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-from email import message_from_bytes
-from email.message import Message
 from urllib.parse import unquote_plus, urlencode
 
 __all__ = ["MAX_QUERY_LENGTH", "NO_LENGTH_READ", "appended_url", "body_query", "keyed"]
@@ -67,6 +65,11 @@ def _py_str(value: object) -> str:
 def _multipart_query(data: bytes, content_type: str) -> str:
     if "boundary=" not in content_type:
         return _binary(data)
+    # imported here: the email package costs the indexer's start more than all its other
+    # imports, and only multipart POST bodies need it
+    from email import message_from_bytes
+    from email.message import Message
+
     msg = message_from_bytes(
         b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + data
     )

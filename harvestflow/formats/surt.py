@@ -55,11 +55,17 @@ _QUERY_SESSION = (
     re.compile(rb"^(.*)(?:cfid=[^&]+&cftoken=[^&]+)(?:&(.*))?$", re.I),
 )
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
+# a netloc with user info, a port, IPv6 brackets or a zone: urllib's parsing is needed
+_NETLOC_PARTS = re.compile(rb"[@:\[%]")
+# what every _QUERY_SESSION pattern holds (lower-cased): a query without it skips all five
+_SESSION_HINT = re.compile(rb"sessionid|sid=|cfid=")
+# (these, and find() below, rather than ``b"x" in value``: CPython's bytes.__contains__ first
+# tries its operand as an int, and formats and drops a TypeError on each test)
 
 
 def _unescape_all(value: bytes) -> bytes:
     """%-decode until stable (double-escaped URLs get the same key as plain ones)."""
-    if b"%" not in value:
+    if value.find(b"%") < 0:
         return value
     while True:
         decoded = unquote_to_bytes(value)
@@ -90,6 +96,8 @@ def _normalize_path(path: bytes | None) -> bytes:
     """Resolve '.' and '..' segments and collapse repeated slashes (keeps a final slash)."""
     if not path:
         return b"/"
+    if path[:1] == b"/" and path.find(b"//") < 0 and path.find(b"/.") < 0:
+        return path  # no empty, "." or ".." segment: nothing to resolve (the usual path)
     kept: list[bytes] = []
     for segment in path.split(b"/")[1:]:
         if segment == b".":
@@ -105,6 +113,12 @@ def _normalize_path(path: bytes | None) -> bytes:
 
 
 @functools.lru_cache(maxsize=4096)  # pure; a crawl's records share few hosts
+def _host_key(host: bytes, massage: bool) -> bytes:
+    """The canonical host, its labels reversed and joined by commas (empty when nothing is
+    left of the host)."""
+    return b",".join(reversed(_canonical_host(host, massage).split(b".")))
+
+
 def _canonical_host(host: bytes, massage: bool) -> bytes:
     host = _unescape_all(host)
     if not host.isascii():
@@ -119,8 +133,8 @@ def _canonical_host(host: bytes, massage: bool) -> bytes:
 
 
 def _sort_query(query: bytes) -> bytes:
-    if len(query) <= 1:
-        return query
+    if query.find(b"&") < 0:
+        return query  # one argument: sorted, split and joined again, it is itself
     pairs = sorted(tuple(arg.split(b"=", 1)) for arg in query.split(b"&"))
     return b"&".join(b"=".join(pair) for pair in pairs)
 
@@ -129,11 +143,15 @@ def _canonical_query(query: bytes | None) -> bytes | None:
     if not query:
         return None
     query = _escape(_unescape_all(query))
-    for pattern in _QUERY_SESSION:
-        match = pattern.match(query)
-        if match:
-            query = match.group(1) + (match.group(2) or b"")
-    query = _sort_query(query.lower())
+    lowered = query.lower()
+    # every session pattern (case-insensitive) holds one of these: most queries skip all five
+    if _SESSION_HINT.search(lowered):
+        for pattern in _QUERY_SESSION:
+            match = pattern.match(query)
+            if match:
+                query = match.group(1) + (match.group(2) or b"")
+        lowered = query.lower()
+    query = _sort_query(lowered)
     return query or None
 
 
@@ -145,10 +163,11 @@ def _canonical_path(path: bytes | None, has_host: bool) -> bytes | None:
     if not path:
         return path
     path = path.lower()
-    for pattern in _PATH_SESSION:
-        match = pattern.match(path)
-        if match:
-            path = match.group(1) + match.group(3)
+    if path.find(b"(") >= 0:  # both session patterns start with a parenthesis
+        for pattern in _PATH_SESSION:
+            match = pattern.match(path)
+            if match:
+                path = match.group(1) + match.group(3)
     if len(path) > 1 and path.endswith(b"/"):
         path = path[:-1]
     return path
@@ -159,35 +178,42 @@ def _surt_bytes(url: bytes) -> bytes:
         return b"-"
     if url.startswith(b"filedesc"):
         return url
-    url = _CONTROL_WS.sub(b"", url.strip())
+    url = url.strip()
+    if _CONTROL_WS.search(url):
+        url = _CONTROL_WS.sub(b"", url)
     if url and not _HAS_SCHEME.match(url):
         url = b"http://" + url
-    url = _REPEATED_HTTP.sub(lambda m: m.group(1), url)
+    repeated = _REPEATED_HTTP.match(url)
+    if repeated and repeated.start(1):  # "http://https://x": the last one stays
+        url = repeated.group(1) + url[repeated.end() :]
     match = _SPLIT.match(url)
     if not match or not match.group(2):
         raise SurtError(f"no scheme in {url!r}")
-    scheme = match.group(2)
-    netloc = (match.group(5) or b"").rstrip(b":")
-    parts = SplitResultBytes(scheme, netloc, match.group(6) or b"", b"", b"")
-    try:
-        port = parts.port or None
-    except ValueError as exc:
-        raise SurtError(f"bad port in {url!r}: {exc}") from exc
-    host = parts.hostname or None
-    path = match.group(6) or None
+    scheme, netloc, path = match.group(2, 5, 6)
+    netloc = (netloc or b"").rstrip(b":")
+    if _NETLOC_PARTS.search(netloc):
+        parts = SplitResultBytes(scheme, netloc, path or b"", b"", b"")
+        try:
+            port = parts.port or None
+        except ValueError as exc:
+            raise SurtError(f"bad port in {url!r}: {exc}") from exc
+        host = parts.hostname or None
+    else:  # urllib's hostname and port of a bare host, without its parsing
+        port, host = None, netloc.lower() or None
+    path = path or None
     if scheme.startswith(b"http") and host is None and path is not None:
         # "http:////www.example.com" and the like: the host is the first path segment
         head, _, tail = path.lstrip(b"/").partition(b"/")
         host, path = head, b"/" + tail
     if host:
-        host = _canonical_host(host, massage=scheme != b"dns")
+        host = _host_key(host, scheme != b"dns")
     path = _canonical_path(path, bool(host))
     query = _canonical_query(match.group(8) or None)
     if port is not None and port == _DEFAULT_PORTS.get(scheme.lower(), 0):
         port = None
 
     if host:
-        out = b",".join(reversed(host.split(b".")))
+        out = host
         if port is not None:
             out += b":%d" % port
         out += b")"

@@ -86,12 +86,18 @@ def test_c_header_blocks_read_as_the_python_parser_reads_them(block: bytes, warc
     except ValueError:  # not a WARC version line: the general parser says what it is
         want = None
     got = inf.headers(0, len(block), warc)
+    names = ("content-length", "location", "x-empty", "absent")
+    picked = inf.headers(0, len(block), warc, names)
     if got is None:  # declined: the Python parser reads it (never a block it reads fast)
         assert want is None or not block.isascii()
+        assert picked is None  # declined whichever names are asked for
         return
     assert want is not None
     headers, end = want
     assert got == (headers.protocol, headers.statusline, headers.by_name, end)
+    # asked for some names only: those of them the block has, the same values, nothing else
+    kept = {k: v for k, v in headers.by_name.items() if k in names}
+    assert picked == (*got[:2], kept, end)
 
 
 def test_a_member_with_a_bad_crc_is_damage_at_its_offset_and_the_rest_is_indexed(
