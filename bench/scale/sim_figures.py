@@ -68,12 +68,14 @@ def report(
     peak: int,
     cpu: dict[str, float],
     pg: Any,
+    tail: dict[str, Any] | None = None,
 ) -> bool:
     """Print the run's figures (and write ``--results``); True when a task failed.
 
     ``rows`` are the tasks' metrics rows, ``jobs`` the jobs enqueued, ``begin`` the time of the
     first enqueue, ``peak`` PostgreSQL's peak connections, ``cpu`` the lease stores' CPU seconds
-    and ``pg`` the ``[postgres]`` settings (its max_connections)."""
+    and ``pg`` the ``[postgres]`` settings (its max_connections); ``tail`` bench/scale/sim_probe's
+    breakdown of a lease call's time (written as it is)."""
     errors = [r for r in rows if r["status"] != "DONE"]
     rows = [r for r in rows if r["status"] == "DONE"]
     print(
@@ -93,7 +95,10 @@ def report(
     first = sorted(rows, key=lambda r: r["started"])[: args.workers]
     dispatch = [r["started"] - r["enqueued"] for r in first]
     failed = bool(errors)
-    print(f"jobs: {len(rows)} done by {args.workers} slots ({args.processes} processes)")
+    shape = f"{args.processes} processes x {args.workers // args.processes} threads" + (
+        ", the fetch loops in them" if args.crawler == "thread" else ", a crawler process each"
+    )
+    print(f"jobs: {len(rows)} done by {args.workers} slots ({shape})")
     print(
         f"makespan {makespan:.1f} s against {ideal:.1f} s ideal (stand-in {standin:.1f} s per"
         f" job); slots busy {busy / (makespan * args.workers):.0%} of the makespan"
@@ -110,6 +115,20 @@ def report(
         f" p50 {statistics.median(lease_ms):.1f} ms, p95 {pct(lease_ms, 0.95):.1f} ms,"
         f" {sum(r['lease_waits'] for r in rows)} waits for a held host"
     )
+    if tail:
+        srv = tail["server"]
+        script = srv["commands"].get("evalsha", {})
+        print(
+            "where a lease call's time goes (ms, p50/p95/p99):"
+            f" slots' calls {tail['slots_call_p50_p95_p99']} (own CPU p95"
+            f" {tail['slots_call_cpu_p50_p95'][1]}, waiting p95 {tail['slots_call_waiting_p95']});"
+            f" slots' processes' 5 ms sleep woke late by {tail['slots_sleep_late_p50_p95_p99']};"
+            f" a one-thread probe process's calls {tail['probe_call_p50_p95_p99']}, its sleep"
+            f" late by {tail['probe_sleep_late_p50_p95_p99']}; redis-cli --latency avg"
+            f" {tail['redis_cli_ping_avg_ms']} max {tail['redis_cli_ping_max_ms']};"
+            f" redis-server {script.get('usec_per_call', 0):.0f} µs per script call,"
+            f" {srv['slow_over_1ms']} commands over 1 ms, events {srv['latency_events']}"
+        )
     print(
         f"server CPU during the run: redis-server {cpu['redis']:.1f} s, PostgreSQL"
         f" {cpu['postgres']:.1f} s (all statements), for {lease_ops:,} lease round trips"
@@ -153,6 +172,7 @@ def report(
                 "postgres_cpu_s": round(cpu["postgres"], 2),
                 "postgres_max_connections": pg.get("max_connections", 200),
                 "errors_sample": [e["status"] for e in errors[:3]],
+                "tail_ms": tail,
                 "passed": not failed,
             },
         )

@@ -14,8 +14,13 @@ simulated fetch** (``crawler.lease_tables.HostLeases``, the cluster-wide politen
 What stands in: the fetch itself (a sleep of ``--fetch-s``), and Airflow's scheduler between the
 broker and the jobs (measured on its own by bench/scale/scheduling.py: a per-task overhead to add
 to the figures here). ``--workers`` crawl slots are ``--processes`` Celery worker processes with
-a thread pool each (100 crawler processes do not fit on 2 cores; the database and the broker see
-the same number of concurrent clients either way).
+a thread pool each (the tasks' bookkeeping: 100 Celery processes do not fit on 2 cores); each
+slot's fetch loop runs, as on the platform, in a crawler process of its own (bench/scale/
+sim_crawler.py, one thread and the lease calls' pool thread: the crawler's shape), kept from one
+job of the slot to the next. ``--crawler thread`` runs the fetch loops in the task threads
+instead, as the runs before issue #31's analysis did: there a lease reply waited for the
+interpreter lock held by 24 other slots' prepare/record steps, a wait no crawler has.
+``--results`` holds bench/scale/sim_probe's breakdown of a lease call's time (``tail_ms``).
 
 ``--leases broker`` keeps the host leases in the broker's Redis (``crawler.broker_leases``, as
 crawlers do with the celery executor) instead of PostgreSQL; ``--results FILE`` writes the
@@ -35,12 +40,14 @@ import argparse
 import json
 import os
 import random
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +62,9 @@ from celery import Celery  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench" / "jobgen"))
 import bench_jobgen  # noqa: E402  (its loader: the jobgen benchmark's synthetic history)
+import sim_crawler  # noqa: E402
 import sim_figures  # noqa: E402
+import sim_probe  # noqa: E402
 
 # imported here, not in the task: the first task of each thread must not time the imports
 from crawler.broker_leases import BrokerHostLeases  # noqa: E402
@@ -107,6 +116,28 @@ def _host_leases(holder: str) -> HostLeases | BrokerHostLeases:
     return HostLeases(_lease_engine(), holder, 30.0)
 
 
+def _crawl_in_process(req: dict[str, Any], beat: Callable[[], None]) -> dict[str, Any]:
+    """The job's fetch loop in this slot's crawler process (sim_crawler, started at the slot's
+    first job and kept), the job lease's heartbeats sent from here while it runs."""
+    proc = getattr(_local, "crawler", None)
+    if proc is None or proc.poll() is not None:
+        proc = _local.crawler = subprocess.Popen(
+            [sys.executable, str(HERE / "sim_crawler.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+        )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(req) + "\n")
+    proc.stdin.flush()
+    while not select.select([proc.stdout], [], [], 2.0)[0]:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the slot's crawler process exited ({proc.returncode})")
+        beat()
+    answer: dict[str, Any] = json.loads(proc.stdout.readline() or '{"error": "no answer"}')
+    if "error" in answer:
+        raise RuntimeError(f"crawler: {answer['error']}")
+    return answer
+
+
 def _write_row(row: dict[str, Any]) -> None:
     out = Path(os.environ["HF_SIM_OUT"]) / f"metrics-{os.getpid()}.jsonl"
     with _lock, out.open("a") as fh:
@@ -150,34 +181,41 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
                 {"j": job_id},
             )
         ]
-    takes: list[float] = []
-    waits = 0
+    hosts = ["www." + domains[i % len(domains)] for i in range(fetches)]
     with job_lease(job_id, ttl_s=30) as holder:
         mark_started(job_id)
-        leases = _host_leases(f"{holder}-{threading.get_ident()}")
         beats = JobLeases(job_lease_engine(), ttl_s=30)  # as the crawler's heartbeats
-        last_beat = time.monotonic()
-        lease_start = time.time()
-        for i in range(fetches):
-            host = "www." + domains[i % len(domains)]
-            while True:
-                t = time.monotonic()
-                wait = leases.try_take(host)
-                takes.append(time.monotonic() - t)
-                if wait == 0.0:
-                    break
-                waits += 1
-                time.sleep(wait)
-            time.sleep(fetch_s)  # the fetch
-            t = time.monotonic()
-            leases.give_back(host, delay_s)
-            takes.append(time.monotonic() - t)
-            if time.monotonic() - last_beat > 2.0:
+        slot = f"{holder}-{threading.get_ident()}"
+        last_beat = [time.monotonic()]
+
+        def beat() -> None:
+            if time.monotonic() - last_beat[0] > 2.0:
                 beats.heartbeat(job_id, holder)
-                last_beat = time.monotonic()
-        if isinstance(leases, BrokerHostLeases):
-            leases.close()  # the slot's connection (the PostgreSQL pool is the process's)
-    lease_end = time.time()
+                last_beat[0] = time.monotonic()
+
+        if os.environ.get("HF_SIM_CRAWLER") == "thread":  # the slots share a process
+            sim_probe.start_sleep_probe(Path(os.environ["HF_SIM_OUT"]))
+            leases = _host_leases(slot)
+            try:
+                crawled = sim_crawler.crawl(leases, hosts, fetch_s, delay_s, beat=beat)
+            finally:
+                if isinstance(leases, BrokerHostLeases):
+                    leases.close()  # the slot's connection (the PostgreSQL pool is the process's)
+        else:
+            store = os.environ["HF_SIM_LEASES"]
+            req = {
+                "store": store,
+                "url": os.environ["HF_SIM_BROKER"]
+                if store == "broker"
+                else get_settings().harvest_db_url,
+                "holder": slot,
+                "hosts": hosts,
+                "fetch_s": fetch_s,
+                "delay_s": delay_s,
+                "poll_s": POLL_S,
+                "grace_s": WAITER_GRACE_S,
+            }
+            crawled = _crawl_in_process(req, beat)
     summary = {
         "status": "complete",
         "ended": datetime.now(UTC).isoformat(),
@@ -199,13 +237,14 @@ def _standin(job_id: int, enqueued: float, fetches: int, fetch_s: float, delay_s
         "ended": time.time(),
         "prepare_s": prepare_s,
         "record_s": record_s,
-        "lease_ops": len(takes),
-        "lease_p50_ms": 1000 * sim_figures.pct(takes, 0.5),
-        "lease_p95_ms": 1000 * sim_figures.pct(takes, 0.95),
-        "lease_ms": [round(1000 * x, 2) for x in takes],
-        "lease_waits": waits,
-        "lease_start": lease_start,
-        "lease_end": lease_end,
+        "lease_ops": len(crawled["takes"]),
+        "lease_p50_ms": sim_figures.pct(crawled["takes"], 0.5),
+        "lease_p95_ms": sim_figures.pct(crawled["takes"], 0.95),
+        "lease_ms": crawled["takes"],
+        "lease_cpu_ms": crawled["cpu"],
+        "lease_waits": crawled["waits"],
+        "lease_start": crawled["lease_start"],
+        "lease_end": crawled["lease_end"],
         "status": result["status"],
         "worker": os.getpid(),
     }
@@ -227,6 +266,13 @@ def main() -> int:
         choices=("postgres", "broker"),
         default="postgres",
         help="where the host leases live: the harvest DB, or the broker's Redis (celery)",
+    )
+    ap.add_argument(
+        "--crawler",
+        choices=("process", "thread"),
+        default="process",
+        help="each slot's fetch loop in a crawler process of its own (as on the platform), or"
+        " in the Celery task's thread (25 slots sharing a process: the earlier runs)",
     )
     ap.add_argument("--results", type=Path, help="write the figures to this JSON file")
     args = ap.parse_args()
@@ -255,6 +301,7 @@ def main() -> int:
         HF_SIM_OUT=str(out),
         HF_SIM_THREADS=str(threads),
         HF_SIM_LEASES=args.leases,
+        HF_SIM_CRAWLER=args.crawler,
         PYTHONPATH=os.pathsep.join([str(HERE), str(REPO), os.environ.get("PYTHONPATH", "")]),
     )
     os.environ.update(env)
@@ -272,6 +319,7 @@ def main() -> int:
     pg.start()
     broker.start()
     workers: list[subprocess.Popen[bytes]] = []
+    probe: subprocess.Popen[bytes] | None = None  # sim_probe's one-thread lease caller
     failed = False
     try:
         db.ensure_database(settings.harvest_db_url)
@@ -335,6 +383,12 @@ def main() -> int:
             "redis": sim_figures.tree_cpu(broker.pid()),
             "postgres": sim_figures.tree_cpu(pg.pid()),
         }
+        # where a round trip's time goes (sim_probe): redis-server's own counters, a peer's
+        # PING latency, and a one-thread process making the same lease calls
+        server = redis.Redis.from_url(env["HF_SIM_BROKER"], socket_timeout=10)
+        sim_probe.server_reset(server)
+        cli = sim_probe.RedisCliLatency("127.0.0.1", ports["broker"])
+        probe = sim_probe.spawn_probe(env["HF_SIM_BROKER"], out, env)
         begin = time.time()
         for priority, ids in routes.items():
             for job_id in ids:
@@ -360,14 +414,19 @@ def main() -> int:
                 last = time.monotonic()
             time.sleep(0.5)
         sampling.set()
+        probe.terminate()
+        probe.wait(30)
+        tail = sim_probe.tail_figures(out, rows, sim_probe.server_figures(server), cli.stop())
         cpu = {
             k: sim_figures.tree_cpu(p.pid()) - cpu_before[k]
             for k, p in (("redis", broker), ("postgres", pg))
         }
         failed = sim_figures.report(
-            args, rows, len(job_ids), begin, peak[0], cpu, settings["postgres"]
+            args, rows, len(job_ids), begin, peak[0], cpu, settings["postgres"], tail
         )
     finally:
+        if probe is not None and probe.poll() is None:
+            probe.kill()
         for w in workers:
             w.terminate()
         for w in workers:
