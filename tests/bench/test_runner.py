@@ -18,7 +18,14 @@ import pytest
 
 from bench.runner import cli, readme, rules
 from bench.runner.core import REPO as RUNNER_REPO
-from bench.runner.core import RESULTS, against_sides, measure_side, run_benchmark, uncommitted
+from bench.runner.core import (
+    RESULTS,
+    against_sides,
+    compile_bytecode,
+    measure_side,
+    run_benchmark,
+    uncommitted,
+)
 from bench.runner.spec import Benchmark, Side, Target
 from tests.support.bench_round import one_round
 
@@ -404,3 +411,20 @@ def test_a_cpu_per_unit_target_is_judged_on_our_median_cpu_over_the_units(tmp_pa
     assert target["met"] is (target["value"] <= 1000.0)
     verdict = readme._targets(res)
     assert f"({target['value']:.2f} ms)" in verdict
+
+
+def test_our_packages_are_compiled_to_bytecode_even_where_writing_it_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "notapkg").mkdir()
+    (tmp_path / "notapkg" / "script.py").write_text("Y = 2\n")
+    assert compile_bytecode(tmp_path) == ["pkg"]
+    assert {p.name.split(".")[0] for p in (tmp_path / "pkg" / "__pycache__").iterdir()} == {
+        "__init__",
+        "mod",
+    }
+    assert not (tmp_path / "notapkg" / "__pycache__").exists()
