@@ -30,6 +30,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bench.runner import rules
+
 BEGIN = re.compile(r"<!-- bench/run: (summary|sides|(?:rounds|rates|scale) [a-z0-9_-]+) -->\n")
 SCALE_RESULTS = Path(__file__).resolve().parents[1] / "results" / "scale"
 
@@ -70,8 +72,11 @@ def _targets(res: dict[str, Any]) -> str:
     if not res["output_check"]["passed"]:
         return "not evaluated (output check failed)"
     cells = []
+    loaded = rules.load_too_high(res)
     for t in res.get("targets", []):
-        if t["met"] is None:
+        if loaded and t["value"] is not None:
+            verdict = f"not judged, machine loaded ({loaded}): {t['value']:.4g}"
+        elif t["met"] is None:
             verdict = "not evaluated (no wall ratio at unequal parallelism)"
         elif t["metric"] == "cpu_ms_per_unit":
             verdict = f"**{'met' if t['met'] else 'missed'}** ({t['value']:.2f} ms)"

@@ -10,10 +10,26 @@ import statistics
 from typing import Any
 
 MIN_ROUNDS = 3
+# a run is judged against its targets only if the 1-minute load average before it and before
+# every round stayed at or under this many times the machine's cores: under load the peers'
+# CPU per unit grew more than ours (index, QA, 2026-11-29), so a loaded run flatters us
+QUIET_LOAD_PER_CORE = 1.5
 
 
 class RuleError(ValueError):
     """A benchmark or a command line asked for something the rules refuse."""
+
+
+def load_too_high(result: dict[str, Any]) -> str | None:
+    """Why a results file's targets are not judged (its machine was loaded), else None."""
+    machine = result.get("machine", {})
+    cores = machine.get("cores_usable") or machine.get("cores") or 1
+    loads = [machine.get("load_before", [0.0])[0]]
+    loads += [r.get("load_before", [0.0])[0] for r in result.get("per_round", [])]
+    worst = max(loads)
+    if worst > QUIET_LOAD_PER_CORE * cores:
+        return f"1-min load {worst:.1f} on {cores} cores"
+    return None
 
 
 def check_rounds(rounds: int) -> None:
