@@ -1,7 +1,7 @@
 """An asyncio HTTP/1.1 download handler (experimental, off by default): httptools parsing,
 keep-alive connections per (scheme, host, port), the reactor's resolver for addresses.
 
-Why: issue #32 asks whether Twisted's HTTP11ClientProtocol (plus its Deferred chains) is what
+Why: the crawl benchmark asks whether Twisted's HTTP11ClientProtocol (plus its Deferred chains) is what
 keeps the crawler's CPU per URL above 1 ms. This handler does the same fetch on an
 ``asyncio.Protocol`` with the C parser of ``httptools``, inside Scrapy's own streaming handler
 frame (``BaseStreamingDownloadHandler``: signals, StopDownload, maxsize, dataloss, Response
@@ -38,6 +38,7 @@ from scrapy.http import Headers
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 
+from crawler import CrawlerError
 from crawler.errors import HeaderTooLarge
 from crawler.internals import BaseStreamingDownloadHandler
 
@@ -59,7 +60,7 @@ _CONNECTION_CONTROL = frozenset(
 )
 
 
-class DataLoss(Exception):
+class DataLoss(CrawlerError):
     """The connection ended before the response's declared end."""
 
 

@@ -1,20 +1,14 @@
 """The scheduler's per-host queues, picked in constant time however many hosts wait.
 
-Why not Scrapy's default (``DownloaderAwarePriorityQueue``): its ``pop`` builds the list of
-every download slot (host) that has a queued request, with the active downloads of each, to
-take the least busy one, and its ``__len__`` (asked by the engine at every step) sums over every
-slot too. Both are linear in the number of hosts waiting: nothing on a selective harvest, but
-the broad crawl of a national domain has thousands of hosts queued at once, and at 5,000 hosts
-the 100,000-URL day spent a third of its crawler's CPU choosing the next request (15 URLs/s).
+Why not Scrapy's default (``DownloaderAwarePriorityQueue``): its ``pop`` lists every waiting
+host with its active downloads and its ``__len__`` sums every host's queue — linear in the
+hosts waiting, which a national crawl counts in thousands (the 100,000-URL day spent a third of
+its crawler's CPU there, 15 URLs/s at 5,000 hosts).
 
-This queue keeps the same rule — a request of a host with no download under way goes first;
-when every waiting host is busy, the least busy one — with a ring of the hosts that have queued
-requests: a pop looks at the ring's head, passing busy hosts to the back, and takes the first
-idle one. The downloader never has more than ``CONCURRENT_REQUESTS`` requests in its slots, so
-at most that many hosts are busy and a pop looks at no more than that many hosts, however many
-wait. Hosts take turns (round robin) where Scrapy's queue took them in name order after the
-last one served. Within a host, requests keep Scrapy's priority order (one
-``ScrapyPriorityQueue`` per host, as in Scrapy's, made by the inherited ``pqfactory``).
+Same rule here — a host with no download under way goes first; if every waiting host is busy,
+the least busy — over a ring of the hosts with queued requests: a pop passes busy hosts to the
+back and takes the first idle one, so it looks at no more than ``CONCURRENT_REQUESTS`` hosts.
+Hosts take turns (Scrapy took them in name order). Within a host, Scrapy's priority order.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where a host lease's round trip spends its time, in bench/scale/simulate.py (issue #31).
+"""Where a host lease's round trip spends its time, in bench/scale/simulate.py.
 
 Why: the crawl slots' p95 (client-side, the latency a crawler sees) mixes four waits: the
 interpreter lock (GIL) in a process whose other threads run Python, the system's run queue (two

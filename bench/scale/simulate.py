@@ -18,7 +18,7 @@ a thread pool each (the tasks' bookkeeping: 100 Celery processes do not fit on 2
 slot's fetch loop runs, as on the platform, in a crawler process of its own (bench/scale/
 sim_crawler.py, one thread and the lease calls' pool thread: the crawler's shape), kept from one
 job of the slot to the next. ``--crawler thread`` runs the fetch loops in the task threads
-instead, as the runs before issue #31's analysis did: there a lease reply waited for the
+instead, as the runs before the lease-tail analysis did: there a lease reply waited for the
 interpreter lock held by 24 other slots' prepare/record steps, a wait no crawler has.
 ``--results`` holds bench/scale/sim_probe's breakdown of a lease call's time (``tail_ms``).
 

@@ -1,25 +1,17 @@
 """Public suffixes and registrable domains, from tldextract's bundled public-suffix snapshot.
 
-Why one home: the crawler (scope and budgets per domain), harvest (NetarchiveSuite's domains,
-selections, the full-text index), the daily QA (figures per domain and TLD) and the broad-crawl
-preload all cut a host to its *registrable domain*. Four copies used two different matchers
-(tldextract per call, and two set-based copies of the PSL algorithm); one disagreement between
-them would put the same site in two domains. The rules here are the ICANN part of the list
-(private suffixes such as blogspot.com are ignored, as NetarchiveSuite does), read from the
-snapshot bundled in tldextract's wheel: nothing is fetched at run time.
+Why one home: the crawler, harvest, full text, the daily QA and the preload all cut a host to
+its *registrable domain*; copies with different matchers would put one site in two domains.
+ICANN rules only (private suffixes ignored, as NetarchiveSuite does), from the snapshot in
+tldextract's wheel: nothing is fetched at run time.
 
-Why the snapshot is read here rather than through ``tldextract.TLDExtract``: importing tldextract
-pulls requests, urllib3 and filelock (~0.1 CPU-s per process, ``python -X importtime``) for a
-file of text; the crawler, the full text and the daily QA each paid it. The file is found
-without importing the package (``importlib.util.find_spec``) and parsed with tldextract's own
-rule (the ICANN part, each line's leading ``[.*!]*\\w\\S*``); tests/formats/test_domains.py
-checks the rules equal ``TLDExtract(...).tlds``.
-
-Why not call tldextract per host: it parses each name as a URL and decodes punycode label by
-label (about 50 µs a name, ~50x a set look-up); QA classifies every distinct host of a crawl
-and the preload millions of lines. The rules are loaded once, with both their Unicode and
-punycode spellings, and matched with the PSL algorithm (exception rules, wildcards, longest
-match). tests/harvest/preload/test_normalise.py checks it against tldextract on every rule.
+Why the file is read here, not through ``tldextract``: importing it pulls requests, urllib3 and
+filelock (~0.1 CPU-s per process) for a file of text; the file is found with
+``importlib.util.find_spec`` and parsed with tldextract's own rule. Why not tldextract per host:
+~50 µs a name, ~50x a set look-up, and QA classifies every distinct host of a crawl. Rules are
+loaded once, Unicode and punycode spellings, matched with the PSL algorithm (exceptions,
+wildcards, longest match). tests/formats/test_domains.py checks the rules equal
+``TLDExtract(...).tlds``; tests/harvest/preload/test_normalise.py the matches, on every rule.
 """
 
 from __future__ import annotations
