@@ -4,8 +4,6 @@ report files (text per family, CSV, HTML + charts) being byte-identical on a re-
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 from xml.etree import ElementTree
@@ -16,6 +14,7 @@ import pytest
 from qa.daily import compute_day, stats_rows, summary_lines, summary_of
 from qa.inputs import JobInfo
 from qa.report import write_report
+from tests.support.imports import modules_loaded_by
 
 from .conftest import DATA
 
@@ -187,12 +186,8 @@ def test_report_charts_are_svg_files_whose_bars_are_the_days_figures(comp, tmp_p
 def test_the_daily_computation_and_report_import_no_db_layer_nor_plotting_library() -> None:
     # they run on files (the benchmark, golden-file tests): SQLAlchemy (~0.3 CPU-s) and
     # matplotlib (~0.6 CPU-s with its drawing) are for the DB and the curator pages only
-    code = (
-        "import sys; import qa.daily, qa.report, qa.inputs;"
-        " print(sorted(m for m in ('sqlalchemy', 'matplotlib') if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    code = "import qa.daily, qa.report, qa.inputs"
+    assert modules_loaded_by(code, ("sqlalchemy", "matplotlib")) == []
 
 
 def test_a_log_the_parser_chokes_on_is_named_and_the_rest_computed(  # type: ignore[no-untyped-def]
