@@ -46,12 +46,13 @@ class Budgets:
         """The job domain a host belongs to (longest suffix match), else its registrable one."""
         # the host's suffixes, longest first, looked up: a broad crawl's job has thousands of
         # domains and this runs for every URL considered
-        labels = host.lower().split(".")
+        host = host.lower()
+        labels = host.split(".")
         for i in range(len(labels)):
             name = ".".join(labels[i:])
             if name in self.job_domains:
                 return name
-        return registrable_domain(host.lower())
+        return registrable_domain(host)
 
     def _get(self, domain: str) -> DomainState:
         st = self.domains.get(domain)
