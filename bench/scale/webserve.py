@@ -6,7 +6,11 @@ keep-alive), and an authoritative DNS server over UDP on ``address:dns_port`` an
 web's names (A records; NXDOMAIN for the dead "nxdomain" domains and any other name), so the
 preload's DNS check and the crawler's resolver (``[crawler] nameservers``) ask it like any
 nameserver. ``GET /_stats`` with ``Host: _stats`` returns the requests served and the robots
-violations (fetches under a disallowed ``/private/``).
+violations (fetches under a disallowed ``/private/``). Every site also listens for HTTPS on
+``tls_port`` (443; a self-signed certificate, as crawlers do not verify) and answers every
+request there, robots.txt included, with a 301 to the same URL over http: the web's canonical
+addresses are http, and a national crawl seeds both schemes of every name, so the https seeds
+cost one redirect each instead of a refused connection retried.
 
 Run as a program (``python bench/scale/webserve.py --seed 1 --domains 5000 --urls 10000``): it
 prints ``READY <http address:port> <dns address:port>`` once both listen. :class:`WebProcess`
@@ -21,8 +25,10 @@ import gzip
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from types import TracebackType
@@ -100,11 +106,42 @@ class _Dns(asyncio.DatagramProtocol):
         self.transport.sendto(response.to_wire(), addr)
 
 
-async def serve(model: NationalWeb, address: str, port: int, dead: str, dns_port: int) -> None:
+def _make_tls_app(stats: Counter[str]) -> web.Application:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        stats["tls_redirects"] += 1
+        host = (request.host or "").lower().split(":")[0]
+        return web.Response(status=301, headers={"Location": f"http://{host}{request.path_qs}"})
+
+    app = web.Application(client_max_size=64 * 1024)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app
+
+
+def _tls_context(workdir: Path) -> ssl.SSLContext:
+    """A self-signed certificate made by openssl for this run (crawlers do not verify)."""
+    key, cert = workdir / "key.pem", workdir / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=nationalweb.test", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def serve(
+    model: NationalWeb, address: str, port: int, dead: str, dns_port: int, tls_port: int = 443
+) -> None:
     stats: Counter[str] = Counter()
     runner = web.AppRunner(_make_app(model, stats), access_log=None, keepalive_timeout=15)
     await runner.setup()
     await web.TCPSite(runner, address, port, backlog=1024).start()
+    tls_runner = web.AppRunner(_make_tls_app(stats), access_log=None, keepalive_timeout=15)
+    await tls_runner.setup()
+    with tempfile.TemporaryDirectory(prefix="nationalweb-tls-") as workdir:
+        context = _tls_context(Path(workdir))
+    await web.TCPSite(tls_runner, address, tls_port, backlog=1024, ssl_context=context).start()
     loop = asyncio.get_running_loop()
     transport, _ = await loop.create_datagram_endpoint(
         lambda: _Dns(model.zone(address, dead)), local_addr=(address, dns_port)
@@ -116,15 +153,19 @@ async def serve(model: NationalWeb, address: str, port: int, dead: str, dns_port
     loop.add_signal_handler(signal.SIGINT, stop.set)
     await stop.wait()
     transport.close()
+    await tls_runner.cleanup()
     await runner.cleanup()
 
 
 class WebProcess:
     """The server as a child process: ``with WebProcess(...) as w: w.dns`` ("addr:port")."""
 
-    def __init__(self, seed: int, domains: int, urls: int, address: str, *, port: int = 80) -> None:
-        self.args = [str(seed), str(domains), str(urls), address, str(port)]
-        self.address, self.port = address, port
+    def __init__(
+        self, seed: int, domains: int, urls: int, address: str, *, port: int = 80,
+        tls_port: int = 443,
+    ) -> None:  # fmt: skip
+        self.args = [str(seed), str(domains), str(urls), address, str(port), str(tls_port)]
+        self.address, self.port, self.tls_port = address, port, tls_port
         # the dead "refused" domains' address: the next one on loopback, where nobody listens
         parts = address.split(".")
         self.dead_address = ".".join([*parts[:3], str((int(parts[3]) % 250) + 2)])
@@ -134,9 +175,9 @@ class WebProcess:
     def __enter__(self) -> WebProcess:
         from harvestflow.services.process import die_with_parent
 
-        seed, domains, urls, address, port = self.args
+        seed, domains, urls, address, port, tls_port = self.args
         cmd = [sys.executable, str(Path(__file__)), "--seed", seed, "--domains", domains,
-               "--urls", urls, "--address", address, "--port", port,
+               "--urls", urls, "--address", address, "--port", port, "--tls-port", tls_port,
                "--dead-address", self.dead_address]  # fmt: skip
         # gone with its starter, even one killed (a test's timeout): no server left on loopback
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=dict(os.environ),
@@ -179,13 +220,16 @@ def main() -> int:
     ap.add_argument("--urls", type=int, default=10_000)
     ap.add_argument("--address", default="127.88.0.1", help="loopback address to serve on")
     ap.add_argument("--port", type=int, default=80)
+    ap.add_argument("--tls-port", type=int, default=443, help="HTTPS port (301s to http)")
     ap.add_argument("--dead-address", default="127.88.0.2", help="the dead domains' address")
     ap.add_argument("--dns-port", type=int, default=0, help="UDP port of the DNS (0: any)")
     args = ap.parse_args()
     if not args.address.startswith("127."):
         raise SystemExit(f"--address {args.address}: the synthetic web serves on loopback only")
     model = NationalWeb(args.seed, args.domains, args.urls)
-    asyncio.run(serve(model, args.address, args.port, args.dead_address, args.dns_port))
+    asyncio.run(
+        serve(model, args.address, args.port, args.dead_address, args.dns_port, args.tls_port)
+    )
     return 0
 
 

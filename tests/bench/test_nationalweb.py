@@ -50,7 +50,8 @@ def test_a_crawl_finds_the_web_through_its_dns_gzip_and_robots(
     job = {
         "job_id": 31,
         "harvest_id": 2,
-        "seeds": [f"http://{d.name}/" for d in chosen],
+        # and one https seed: the web answers https with a 301 to its canonical http URL
+        "seeds": [f"http://{d.name}/" for d in chosen] + [f"https://{alive[0].name}/"],
         "template": {**FAST_TEMPLATE, "allow_private_addresses": True, "max_hops": 10},
         "domains": [
             {"domain": d.name, "config_id": i + 1, "max_objects": -1, "max_bytes": -1}
@@ -62,11 +63,15 @@ def test_a_crawl_finds_the_web_through_its_dns_gzip_and_robots(
     fields = result.log_fields()
     for d in alive:  # every URL of the domain fetched once, answered 200
         hosts = (d.name, f"www.{d.name}")
-        mine = [f for f in fields if f[3].split("/")[2] in hosts and int(f[1]) > 0]
+        mine = [f for f in fields if f[3].startswith("http:") and f[3].split("/")[2] in hosts
+                and int(f[1]) > 0]  # fmt: skip
         assert len(mine) == d.urls(), (d, [f[3] for f in mine])
         assert {f[1] for f in mine} <= {"200", "301"}
     seed = result.line_for(f"http://{dead.name}/")  # no DNS answer: the DNS failure code
     assert seed[1] == "-6" and "dns-lookup-failed" in seed[-1]
+    tls_seed = result.line_for(f"https://{alive[0].name}/")  # over TLS, redirected to http
+    assert tls_seed[1] == "301", tls_seed
+    assert web.stats().get("tls_redirects", 0) >= 1
     home = [f for f in fields if f[3] == f"http://www.{redirected.name}/"]
     assert home and home[0][1] == "200"  # the 301 to www. followed
     assert web.stats().get("robots_violations", 0) == 0
