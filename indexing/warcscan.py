@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
 import mmap
-import struct
-import types
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from harvestflow.formats.cdx import mime_of
+from indexing.gzmembers import (
+    GZIP_MAGIC,
+    Inflater,
+    Member,
+    Whole,
+    open_member,
+)
 from indexing.record_model import (
     HTTP_RECORD_TYPES,
     INDEXED_TYPES,
@@ -43,33 +46,8 @@ from indexing.record_model import (
     parse_headers,
 )
 
-_inflate_mod: types.ModuleType
-_INFLATE_ERRORS: tuple[type[BaseException], ...]
-try:  # ISA-L's inflate (python-isal, PSF licence) is faster than zlib's, same API
-    from isal import isal_zlib
-
-    _inflate_mod = isal_zlib
-    _INFLATE_ERRORS = (zlib.error, isal_zlib.error)  # type: ignore[assignment]  # stub types it badly
-except ImportError:  # pragma: no cover - isal is a dependency, zlib is the safety net
-    _inflate_mod = zlib
-    _INFLATE_ERRORS = (zlib.error,)
-
-_Inflater: Any
-try:  # whole members inflated by libdeflate (indexing/_gzmember.c), built by pip install -e .
-    _Inflater = importlib.import_module("indexing._gzmember").Inflater
-except ImportError:  # pragma: no cover - a build without libdeflate: the streaming path only
-    _Inflater = None
-
-WHOLE_MAX = 1 << 25  # members inflating to more than this are streamed (memory stays bounded)
-WHOLE_FIRST = 1 << 13  # a whole member's bytes handed to the header parser first
-CHUNK = 1 << 16  # compressed bytes fed per call (at most)
-FIRST_FEED = 1 << 12  # compressed bytes fed first
-OUT_MAX = 1 << 20  # bound on the output of one inflate call (memory stays flat on huge records)
-HEAD_MAX = 1 << 22
-HEAD_FIRST = (
-    1 << 13
-)  # skipping mode: inflate this much first, usually all the headers  # header blocks larger than this go to the fallback scanner
-_GZIP_MAGIC = b"\x1f\x8b"
+HEAD_MAX = 1 << 22  # header blocks larger than this go to the fallback scanner
+HEAD_FIRST = 1 << 13  # skipping mode: inflate this much first, usually all the headers
 _BLANK = b" \t\r\n"
 
 
@@ -91,105 +69,11 @@ class _ScanState:
         self.convention_seen = False
 
 
-class _Member:
-    """One gzip member being inflated; ``read()`` returns output pieces, b"" at the member end."""
-
-    __slots__ = ("d", "feed", "forced_end", "mm", "pending", "size", "start", "step")
-
-    def __init__(self, mm: mmap.mmap, start: int, size: int) -> None:
-        self.d = _inflate_mod.decompressobj(31)
-        self.mm = mm
-        self.start = start
-        self.feed = start
-        # bytes to feed next: small first (most members are a few hundred bytes, and every byte
-        # fed past the member end is copied again into ``unused_data``), doubling up to CHUNK
-        self.step = FIRST_FEED
-        self.size = size
-        self.pending = b""
-        self.forced_end: int | None = None
-
-    def find_end(self, isize: int) -> int | None:
-        """Where this member ends if it inflates to ``isize`` bytes, found without inflating.
-
-        The gzip trailer ends with ISIZE (size mod 2**32, little-endian) and the next member
-        starts with 1f 8b 08: the first place of that 7-byte pattern (a false match has odds of
-        about 2**-56 per byte) marks the end, or ISIZE as the file's last 4 bytes.
-        """
-        # zlib may already have read the trailer while holding output back: search from the
-        # member's first possible trailer position, not from the bytes consumed
-        lo = self.start + 18
-        size4 = struct.pack("<I", isize & 0xFFFFFFFF)
-        idx = self.mm.find(size4 + _GZIP_MAGIC + b"\x08", lo)
-        if idx >= 0:
-            return idx + 4
-        if self.size - 4 >= lo and self.mm[self.size - 4 : self.size] == size4:
-            return self.size
-        return None
-
-    def read(self, max_out: int = OUT_MAX, feed: int = CHUNK) -> bytes:
-        d = self.d
-        while not d.eof:
-            if not self.pending:
-                if self.feed >= self.size:
-                    raise WarcDamage(self.start, "truncated gzip member (file ends inside it)")
-                step = min(self.step, feed)
-                self.pending = self.mm[self.feed : self.feed + step]
-                self.feed += len(self.pending)
-                self.step = step * 2
-            try:
-                out = d.decompress(self.pending, max_out)
-            except _INFLATE_ERRORS as exc:
-                raise WarcDamage(self.start, f"corrupt gzip member: {exc}") from exc
-            self.pending = d.unconsumed_tail
-            if out:
-                return out
-        return b""
-
-    @property
-    def end(self) -> int:
-        if self.forced_end is not None:
-            return self.forced_end
-        return self.feed - len(self.d.unused_data) - len(self.pending)
-
-
-class _Whole:
-    """One gzip member already inflated whole (CRC checked) by libdeflate.
-
-    ``read()`` hands its bytes out like :class:`_Member` does (headers first, a little at a
-    time); the payload itself is never copied out unless it must be hashed or kept.
-    """
-
-    __slots__ = ("end", "given", "inf", "size", "start")
-
-    def __init__(self, inf: Any, start: int, end: int, size: int) -> None:
-        self.inf = inf
-        self.start = start
-        self.end = end
-        self.size = size
-        self.given = 0
-
-    def read(self, max_out: int = OUT_MAX, feed: int = CHUNK) -> bytes:
-        step = WHOLE_FIRST if not self.given else min(max_out, max(self.given, CHUNK))
-        out: bytes = self.inf.copy(self.given, self.given + step)
-        self.given += len(out)
-        return out
-
-
-def _open_member(mm: mmap.mmap, pos: int, size: int, inf: Any) -> _Member | _Whole:
-    """The member at ``pos``: inflated whole when it can be, else streamed (a member libdeflate
-    refuses is streamed too, so a damaged one is reported exactly as the streaming path says)."""
-    if inf is not None:
-        got = inf.member(mm, pos, WHOLE_MAX)
-        if got is not None:
-            return _Whole(inf, pos, got[0], got[1])
-    return _Member(mm, pos, size)
-
-
 def _hash_b32(h: hashlib._Hash) -> str:
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
 
 
-def _read_more(m: _Member | _Whole, buf: bytes, block: str) -> tuple[bytes, bool]:
+def _read_more(m: Member | Whole, buf: bytes, block: str) -> tuple[bytes, bool]:
     """``buf`` with the member's next inflated bytes, and whether the member has no more; a
     header block larger than ``HEAD_MAX`` is left to the reference reader."""
     more = m.read()
@@ -226,7 +110,7 @@ def _record_frame(warc: Headers) -> tuple[str, int, str | None, bool, bool] | No
     return rec_type, length, uri, indexed, http_block
 
 
-def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) -> Capture | None:
+def _member_capture(m: Member | Whole, first_member: bool, state: _ScanState) -> Capture | None:
     """Parse the record in member ``m`` and inflate the member to its end (or skip to it)."""
     # when skipping payloads, inflate a little first: usually all the headers, little payload
     buf = m.read(HEAD_FIRST, HEAD_FIRST) if state.skip and state.convention_seen else m.read()
@@ -293,7 +177,7 @@ def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) 
     # members hold exactly the record and CRLF CRLF
     if (
         state.skip
-        and isinstance(m, _Member)
+        and isinstance(m, Member)
         and hasher is None
         and request is None
         and not m.d.eof
@@ -307,7 +191,7 @@ def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) 
             buf = b""
     # --- inflate the rest of the member, hashing the payload when needed
     trailing_ok = not buf[block_end:].strip(_BLANK)
-    if isinstance(m, _Whole) and hasher is None and request is None:
+    if isinstance(m, Whole) and hasher is None and request is None:
         # already inflated: only its size and the bytes after the record are looked at
         member_done = True
         total = m.size
@@ -330,7 +214,7 @@ def _member_capture(m: _Member | _Whole, first_member: bool, state: _ScanState) 
         raise Fallback("record shorter than its Content-Length")
     if not trailing_ok:
         raise Fallback("bytes after the record inside its gzip member")
-    if state.skip and isinstance(m, _Member) and m.forced_end is None:
+    if state.skip and isinstance(m, Member) and m.forced_end is None:
         if total == block_end + 4:
             state.convention_seen = True
         elif state.convention_seen or total > block_end:
@@ -418,7 +302,7 @@ def _c_headers(inf: Any, a: int, b: int, warc: bool) -> tuple[Headers, int] | No
     return headers, got[3]
 
 
-def _whole_capture(m: _Whole) -> Capture | None:
+def _whole_capture(m: Whole) -> Capture | None:
     """The common record of a member inflated whole, parsed in C (indexing/_gzmember.c), or
     None for anything else (odd header blocks, no payload digest, a POST/PUT request, bytes
     after the record...): :func:`_member_capture` then reads the member as usual."""
@@ -464,29 +348,29 @@ def scan_gzip(path: Path, *, verify: bool = True) -> Iterator[Capture | WarcDama
     """
     state = _ScanState(skip=not verify)
     # skipping payloads reads only the headers: the whole-member inflater is for verify only
-    inf = _Inflater() if _Inflater is not None and verify else None
+    inf = Inflater() if Inflater is not None and verify else None
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
         if size == 0:
             raise NotAWarcError("not a WARC or ARC file: empty file")
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if mm[:2] != _GZIP_MAGIC:
+            if mm[:2] != GZIP_MAGIC:
                 raise Fallback("not gzip-compressed")
             pos = 0
             first = True
             damage: WarcDamage | None = None  # reported once the scan is back on its feet
             while pos < size:
                 try:
-                    if mm[pos : pos + 2] != _GZIP_MAGIC:
+                    if mm[pos : pos + 2] != GZIP_MAGIC:
                         raise WarcDamage(pos, "bytes that are not a gzip member")
-                    m = _open_member(mm, pos, size, inf)
-                    cap = _whole_capture(m) if isinstance(m, _Whole) else None
+                    m = open_member(mm, pos, size, inf)
+                    cap = _whole_capture(m) if isinstance(m, Whole) else None
                     if cap is None:
                         cap = _member_capture(m, first, state)
                 except WarcDamage as exc:
                     damage = damage or exc
                     # the next member start (1f 8b 08); a false match only fails again
-                    nxt = mm.find(_GZIP_MAGIC + b"\x08", pos + 1)
+                    nxt = mm.find(GZIP_MAGIC + b"\x08", pos + 1)
                     if nxt < 0:
                         break
                     pos = nxt

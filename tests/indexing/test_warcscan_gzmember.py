@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from indexing import warcscan
+from indexing import gzmembers
 from indexing.cdx import index_warc
 from indexing.record_model import WARC_VERSIONS, _parse_crlf_block
 from tests.support.cdx_oracle import reference_lines
@@ -20,13 +20,13 @@ from tests.support.warcgen import write_warc
 
 
 def _inflater() -> Any:
-    assert warcscan._Inflater is not None, "indexing._gzmember not compiled: pip install -e ."
-    return warcscan._Inflater()
+    assert gzmembers.Inflater is not None, "indexing._gzmember not compiled: pip install -e ."
+    return gzmembers.Inflater()
 
 
 def test_the_extension_is_built_and_used_by_the_scanner() -> None:
     # without it every indexing test would run the streaming path only
-    assert warcscan._Inflater is importlib.import_module("indexing._gzmember").Inflater
+    assert gzmembers.Inflater is importlib.import_module("indexing._gzmember").Inflater
 
 
 def _member_offsets(warc: Path) -> list[int]:
@@ -138,7 +138,7 @@ def test_members_over_the_limit_are_streamed_with_the_same_lines(
 ) -> None:
     warc = write_warc(tmp_path / "big.warc.gz", n=40, seed=5)
     reference = reference_lines(oracle, warc, "cdxj")
-    monkeypatch.setattr(warcscan, "WHOLE_MAX", 2000)
+    monkeypatch.setattr(gzmembers, "WHOLE_MAX", 2000)
     sizes = [len(gzip.decompress(warc.read_bytes()[a:b])) for a, b in _pairs(warc)]
     assert min(sizes) < 2000 < max(sizes)  # both paths in one file
     assert index_warc(warc).lines("cdxj") == reference
