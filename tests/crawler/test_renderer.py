@@ -372,10 +372,11 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
             "seeds": seeds,
             "template": {
                 **FAST_TEMPLATE,
-                # robots.txt, /, /two.html, then /x.png 5 s apart: /x.png waits in the host's
-                # queue while /two.html is rendered
-                "min_delay_ms": 5000,
-                "max_delay_ms": 5000,
+                # robots.txt, /, /two.html, then /x.png 12 s apart: /x.png waits in the host's
+                # queue while /two.html is rendered (its browser restarted, the page loaded, its
+                # script's second): 5 s was too short for that on a loaded 2-core machine
+                "min_delay_ms": 12000,
+                "max_delay_ms": 12000,
                 "connections_per_host": 1,
                 "max_hops": 1,
                 "render": "seeds",
