@@ -61,7 +61,11 @@ def machine() -> dict[str, Any]:
         if line.startswith("model name"):
             model = line.split(":", 1)[1].strip()
             break
+    boot = Path("/proc/sys/kernel/random/boot_id")
     return {
+        # which boot of which machine: figures of two runs compare only on the same one (the
+        # project's VMs change between sessions, and their CPUs differ by up to 2.4 x)
+        "boot_id": boot.read_text().strip() if boot.exists() else "",
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)),
         "cpu_model": model,

@@ -13,6 +13,7 @@ Markers (HTML comments, invisible when rendered)::
     <!-- bench/run: rates PREFIX -->     ... <!-- /bench/run: rates PREFIX -->
     <!-- bench/run: scale leases -->     ... <!-- /bench/run: scale leases -->
     <!-- bench/run: scale day -->        ... <!-- /bench/run: scale day -->
+    <!-- bench/run: scale cost -->       ... <!-- /bench/run: scale cost -->
 
 A ``rates`` table holds every results file whose name starts with PREFIX (a benchmark run at
 several settings, e.g. render at 1, 2 and 4 tabs): units per minute and CPU-seconds per unit of
@@ -20,7 +21,8 @@ each side, and what each side was observed with (``Benchmark.observe``).
 
 The ``scale`` tables come from ``bench/results/scale/*.json``, written by bench/scale's
 programs (not runner benchmarks: no peer side): ``leases`` from simulate.py's
-``simulate-<store>.json``, ``day`` from day.py's ``scale-<N>.json``.
+``simulate-<store>.json``, ``day`` and ``cost`` from day.py's ``scale-<N>.json``
+(bench/runner/scale_tables.py).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def load_results(results_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _cell(text: str) -> str:
+def table_cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -119,7 +121,7 @@ def summary_table(results: dict[str, dict[str, Any]]) -> str:
         else:
             meds = "—"
             cpu = wall = "no ratio"
-            check_cell = "**FAILED**: " + _cell("; ".join(check["failures"])[:300])
+            check_cell = "**FAILED**: " + table_cell("; ".join(check["failures"])[:300])
         label = name
         if res.get("kind") == "regression":
             label += (
@@ -127,8 +129,8 @@ def summary_table(results: dict[str, dict[str, Any]]) -> str:
                 f" {res['against'][:9]}, in the peer columns)"
             )
         rows.append(
-            f"| {label} | {run} | {load} | `{_cell(ours['shown'])}` ({ours['parallelism']} at"
-            f" once) | `{_cell(peer['shown'])}` ({peer['parallelism']} at once) | {meds} |"
+            f"| {label} | {run} | {load} | `{table_cell(ours['shown'])}` ({ours['parallelism']} at"
+            f" once) | `{table_cell(peer['shown'])}` ({peer['parallelism']} at once) | {meds} |"
             f" {check_cell} |"
             f" {cpu} | {wall} | {_targets(res)} |"
         )
@@ -142,8 +144,8 @@ def sides_table(results: dict[str, dict[str, Any]]) -> str:
     for name, res in sorted(results.items()):
         for side_name, side in res["sides"].items():
             rows.append(
-                f"| {name} | {side_name} | `{_cell(side['shown'])}` | {side['parallelism']} |"
-                f" {_cell(side['tuning'])} |"
+                f"| {name} | {side_name} | `{table_cell(side['shown'])}` | {side['parallelism']} |"
+                f" {table_cell(side['tuning'])} |"
             )
     return head + "\n".join(rows) + "\n"
 
@@ -222,88 +224,17 @@ def rates_table(results: dict[str, dict[str, Any]], prefix: str) -> str:
             ratio = f"**{_x(res['ratios']['cpu']['median'])}**" if role == "ours" else ""
             rows.append(
                 f"| {name} | {side_name} | {side['parallelism']} | {count or '—'} {unit} |"
-                f" {per_min} | {per_unit} | {_cell(seen_cell)} | {ratio} |"
+                f" {per_min} | {per_unit} | {table_cell(seen_cell)} | {ratio} |"
             )
     if not rows:
         raise ReadmeError(f"bench/README.md: table 'rates {prefix}' but no results/{prefix}*.json")
     return head + "\n".join(rows) + "\n"
 
 
-def _scale_files(prefix: str, scale_dir: Path) -> list[dict[str, Any]]:
-    files = sorted(scale_dir.glob(f"{prefix}-*.json"))
-    if not files:
-        raise ReadmeError(f"bench/README.md: a scale table but no {scale_dir}/{prefix}-*.json")
-    return [json.loads(f.read_text(encoding="utf-8")) for f in files]
-
-
-def scale_leases_table(scale_dir: Path) -> str:
-    """Host-lease round trips of bench/scale/simulate.py, one row per store."""
-    head = (
-        "| store | run (UTC), commit, load 1 min | jobs, crawl slots, fetches per job |"
-        " tasks failed | lease round trips | **per s, fetching phase** | p50 / p95 ms |"
-        " store's CPU-s (redis-server / PostgreSQL, all statements) | target ≥ 2,200/s,"
-        " p95 ≤ 10 ms |\n|---|---|---|---|---|---|---|---|---|\n"
-    )
-    rows = []
-    for r in _scale_files("simulate", scale_dir):
-        a = r["args"]
-        met = r["lease_per_s_fetching"] >= 2200 and r["lease_p95_ms"] <= 10
-        rows.append(
-            f"| {r['leases']} | {r['when'][:16].replace('T', ' ')}, {r['commit']},"
-            f" {r['load_1min']:.1f} | {r['jobs']:,}, {a['workers']}, {a['fetches']} |"
-            f" {r['tasks_failed']} | {r['lease_round_trips']:,} |"
-            f" **{r['lease_per_s_fetching']:,.0f}** | {r['lease_p50_ms']:.1f} /"
-            f" {r['lease_p95_ms']:.1f} | {r['redis_cpu_s']:.1f} / {r['postgres_cpu_s']:.1f} |"
-            f" {'met' if met else '**missed**'} |"
-        )
-    return head + "\n".join(rows) + "\n"
-
-
-def scale_day_table(scale_dir: Path) -> str:
-    """bench/scale/day.py's days: one row per stage of each day."""
-    head = (
-        "| day (URLs asked, domains), run (UTC) | stage | runs | wall s | CPU-s (platform) |"
-        " peak RSS MB | task instances | queued → running p50 / p95 s | broker depth max |\n"
-        "|---|---|---|---|---|---|---|---|---|\n"
-    )
-    rows = []
-    for r in _scale_files("scale", scale_dir):
-        day = f"{r['urls_asked']:,} ({r['domains']:,}), {r['when'][:16].replace('T', ' ')}"
-        if not r.get("passed"):
-            rows.append(f"| {day} | **FAILED**: {_cell(str(r.get('failure', ''))[:200])} |"
-                        " | | | | | | |")  # fmt: skip
-            continue
-        for stage, st in r["stages"].items():
-            if "runs" not in st:
-                continue
-            delay = (
-                f"{st['sched_delay_p50_s']:.2f} / {st['sched_delay_p95_s']:.2f}"
-                if "sched_delay_p50_s" in st
-                else "—"
-            )
-            rows.append(
-                f"| {day} | {stage} | {st['runs']} | {st['wall_s']:.0f} | {st.get('cpu_s', '—')} |"
-                f" {st.get('peak_rss_mb', '—')} | {st['task_instances']} | {delay} |"
-                f" {st.get('broker_depth_max', '—')} |"
-            )
-        pf, rc = r["platform"], r["reconciliation"]
-        parts = pf.get("cpu_s_by_component") or {}
-        where = (
-            "; CPU-s by component: " + ", ".join(f"{k} {v}" for k, v in list(parts.items())[:6])
-            if parts
-            else ""
-        )
-        rows.append(
-            f"| {day} | **whole day**: {rc['urls_fetched']:,} URLs fetched, reconciled;"
-            f" PostgreSQL harvest {pf['pg_harvest_mb']} MB, Airflow {pf['pg_airflow_mb']} MB;"
-            f" disk {pf['data_dir_mb'] * 1024 / max(1, rc['urls_fetched']):.1f} KB per URL"
-            f"{where} | | | {pf['cpu_s_total']} | {pf['peak_rss_mb']} | | | |"
-        )
-    return head + "\n".join(rows) + "\n"
-
-
 def render(text: str, results: dict[str, dict[str, Any]], scale_dir: Path = SCALE_RESULTS) -> str:
     """``text`` with every marked table regenerated from ``results`` (and ``scale_dir``)."""
+    from bench.runner.scale_tables import scale_cost_table, scale_day_table, scale_leases_table
+
     out, pos = [], 0
     for m in BEGIN.finditer(text):
         if m.start() < pos:
@@ -323,6 +254,8 @@ def render(text: str, results: dict[str, dict[str, Any]], scale_dir: Path = SCAL
             table = scale_leases_table(scale_dir)
         elif key == "scale day":
             table = scale_day_table(scale_dir)
+        elif key == "scale cost":
+            table = scale_cost_table(scale_dir)
         else:
             name = key.split(" ", 1)[1]
             if name not in results:

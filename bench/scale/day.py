@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import httpx  # noqa: E402
 
+from bench.runner.core import loadavg, machine  # noqa: E402
 from bench.scale import daymeter, reconcile  # noqa: E402
 from bench.scale.nationalweb import NationalWeb  # noqa: E402
 from bench.scale.webserve import WebProcess  # noqa: E402
@@ -459,6 +460,8 @@ def main() -> int:
         "benchmark": f"scale-{args.urls}",
         "when": started,
         "args": vars(args) | {"results": str(out)},
+        "machine": machine(),
+        "load_before": loadavg(),
     }
     try:
         run_day(args, result)
@@ -467,6 +470,7 @@ def main() -> int:
         result["passed"] = False
         result["failure"] = str(exc)
         print(f"day FAILED: {exc}", flush=True)
+    result["load_after"] = loadavg()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     print(f"results: {out}", flush=True)

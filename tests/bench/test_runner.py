@@ -376,6 +376,42 @@ def test_a_days_cpu_by_component_reaches_the_scale_day_table(tmp_path: Path) -> 
     assert "CPU-s by component: airflow scheduler 40.0, crawlers 9.5 |" in whole[0]
 
 
+def test_the_cost_curve_judges_a_larger_day_only_against_a_smaller_one_of_the_same_machine(
+    tmp_path: Path,
+) -> None:
+    """CPU per URL fetched, per component: a component whose cost per URL grows more than 25 %
+    from one size to the next is worse than linear; days of different machines (another boot:
+    the project's VMs differ by up to 2.4 x in CPU) are shown but not judged."""
+    scale = tmp_path / "scale"
+    scale.mkdir()
+
+    def day(urls: int, fetched: int, boot: str, crawlers: float, scheduler: float) -> None:
+        machine = {"boot_id": boot} if boot else {}
+        (scale / f"scale-{urls}.json").write_text(json.dumps({
+            "when": "2026-11-29T07:00:00", "urls_asked": urls, "domains": 9, "passed": True,
+            "machine": machine, "stages": {}, "reconciliation": {"urls_fetched": fetched},
+            "platform": {"cpu_s_total": crawlers + scheduler,
+                         "cpu_s_by_component": {"crawlers": crawlers,
+                                                "airflow scheduler": scheduler}},
+        }))  # fmt: skip
+
+    day(1000, 2000, "", 10.0, 40.0)  # an older day: its machine not recorded
+    day(5000, 10000, "bbbb2222", 50.0, 40.0)  # another machine
+    day(10000, 20000, "aaaa1111", 100.0, 40.0)
+    day(100000, 200000, "aaaa1111", 1300.0, 100.0)  # crawlers 6.5 ms/URL against 5.0: +30 %
+    text = "<!-- bench/run: scale cost -->\n<!-- /bench/run: scale cost -->\n"
+    out = readme.render(text, {}, scale_dir=scale)
+    rows = {r.split(" | ")[0].strip("| *"): r for r in out.splitlines() if r.startswith("| ")}
+    crawlers = rows["crawlers"].split(" | ")
+    assert crawlers[1:5] == ["5.00", "5.00", "5.00", "6.50"]
+    assert crawlers[5] == "1.00 (not judged: machine not recorded)"
+    assert crawlers[6] == "1.00 (not judged: other machine)"
+    assert crawlers[7].startswith("1.30 (**worse than linear**)")
+    assert rows["airflow scheduler"].split(" | ")[7].startswith("0.25 (within ±25 %)")
+    assert "boot aaaa1111" in out and "machine not recorded" in out
+    assert readme.render(out, {}, scale_dir=scale) == out  # stable
+
+
 def test_docs_scaling_tables_match_the_committed_scale_results() -> None:
     path = REPO / "docs" / "scaling.md"
     text = path.read_text(encoding="utf-8")
