@@ -146,8 +146,12 @@ def scale_cost_table(scale_dir: Path) -> str:
                 verdict = "not judged: machine not recorded"
             elif len(machines) > 1:
                 verdict = "not judged: other machine"
+            elif ratio > 1 + COST_TOLERANCE:
+                verdict = "**worse than linear**"
+            elif ratio < 1 - COST_TOLERANCE:
+                verdict = "cheaper per URL: fixed costs spread"
             else:
-                verdict = "within ±25 %" if ratio <= 1 + COST_TOLERANCE else "**worse than linear**"
+                verdict = "within ±25 %"
             cells.append(f"{ratio:.2f} ({verdict})")
         label = f"**{name}**" if name == "whole platform" else name
         rows.append(f"| {label} | " + " | ".join(cells) + " |")

@@ -392,6 +392,14 @@ def run_day(args: argparse.Namespace, figures: dict[str, Any]) -> None:
                 shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def booted_at() -> datetime:
+    """When this machine booted (``btime`` of /proc/stat)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return datetime.fromtimestamp(int(line.split()[1]), UTC)
+    raise RuntimeError("/proc/stat has no btime")
+
+
 def recheck(data_dir: Path, out: Path) -> dict[str, Any]:
     """The reconciliation again on a kept day (``--keep``): its services and the access service
     started on its data directory (not Airflow: nothing runs), the snapshot collected anew
@@ -419,6 +427,9 @@ def recheck(data_dir: Path, out: Path) -> dict[str, Any]:
         (data_dir / "reconcile-snapshot.json").write_text(json.dumps(snapshot, default=str))
         result.pop("failure", None)
         result["rechecked"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if "machine" not in result and datetime.fromisoformat(result["when"]) > booted_at():
+            # a day run before results named their machine, in this very boot: this machine
+            result["machine"] = machine() | {"recorded_by": "recheck in the day's boot"}
         try:
             result["reconciliation"] = reconcile.check(snapshot)
             result["passed"] = True
