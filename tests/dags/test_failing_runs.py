@@ -8,8 +8,6 @@ The harvest DAGs' case (one job's crawl fails) is in test_harvest_workflows.py.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -22,8 +20,6 @@ from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture
 from tests.support.runstates import asset_events, dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
-
-HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 
 
 def _overview(settings: Settings, db_engine: sa.Engine) -> str:

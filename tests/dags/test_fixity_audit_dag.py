@@ -6,10 +6,6 @@ the file, the copies and the expected checksum."""
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,23 +16,12 @@ from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
 from tests.support.objects import corrupt_one_byte, replica_s3_client
 from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
-from tests.support.runstates import last_run
+from tests.support.runstates import dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
-HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
-
-
-def dags_test(dag_id: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env["HARVESTFLOW_PRESERVATION__AUDIT_SHARE_PER_DAY"] = "1"  # every file, every run
-    return subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", dag_id],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+# the audit share of a day: every file, in every run
+EVERY_FILE = {"HARVESTFLOW_PRESERVATION__AUDIT_SHARE_PER_DAY": "1"}
 
 
 def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
@@ -55,7 +40,7 @@ def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
     first, second = sorted(n for n in job.files if n != job.metadata_name)
 
     corrupt_one_byte(replica, fresh_bucket, prefix + first)
-    proc = dags_test("fixity_audit")
+    proc = dags_test("fixity_audit", **EVERY_FILE)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
     run = last_run(services, "fixity_audit")
@@ -71,7 +56,7 @@ def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
     want = hashlib.sha256(job.files[second].read_bytes()).hexdigest()
     corrupt_one_byte(s3_client, fresh_bucket, prefix + second)
     corrupt_one_byte(replica, fresh_bucket, prefix + second)
-    proc = dags_test("fixity_audit")
+    proc = dags_test("fixity_audit", **EVERY_FILE)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0, output[-4000:]
     run = last_run(services, "fixity_audit")

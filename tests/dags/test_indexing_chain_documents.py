@@ -1,22 +1,29 @@
-"""A watched target harvested through the DAGs (`airflow dags test`, dag.test()): the monthly
-selective harvest crawls it, the indexing chain takes the harvest through its document tasks;
-after the runs the documents table holds the site's documents, none available while no access
-service replays them."""
+"""A watched target harvested, then taken by the indexing chain DAG (`airflow dags test`,
+dag.test()) through its document tasks: after the run the documents table holds the site's
+documents, none available while no access service replays them.
+
+The harvest is the selective harvest DAG's tasks' own functions (harvest.pipeline: due at the
+monthly run's date, job generated, prepared, crawled, recorded) called here; the selective DAGs'
+runs are tested in test_harvest_workflows.py.
+"""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from harvest import pipeline as p
 from harvestflow.settings import Settings
 from indexing.documents import store
+from indexing.pipeline import dedup_index_for_job
 from tests.support.chainkit import wipe_chain_dirs
 from tests.support.docfixtures import register_watched_site
 from tests.support.publications_site import HOST, serve
-from tests.support.runstates import dags_test, dags_test_at, last_run
+from tests.support.runstates import dags_test, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -42,11 +49,13 @@ def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
                         " WHERE harvest_id = :h"),
                 {"h": harvest_id, "r": json.dumps({HOST: "127.0.0.1"})},
             )  # fmt: skip
-        harvest = dags_test_at("selective_harvest_monthly", "2026-11-06")
-        assert harvest.returncode == 0, harvest.stdout[-3000:] + harvest.stderr[-3000:]
-    crawled = last_run(airflow_ready, "selective_harvest_monthly")
-    assert crawled.state == "success"
-    assert crawled.tasks["harvest_job.crawl[0]"] == "success"
+        # the monthly run of 6 November finds the target's definition due and crawls it
+        when = datetime(2026, 11, 6, tzinfo=UTC)
+        assert p.due_definitions("monthly", when) == [harvest_id]
+        (job_id,) = p.generate_due_jobs([harvest_id], when)["jobs"]
+        spec = p.prepare_job(job_id, airflow_ready.data_dir, dedup_index=dedup_index_for_job)
+        p.crawl_prepared_job(job_id, spec)
+        p.record_job_results(job_id)
     with db_engine.connect() as conn:
         status = conn.execute(
             sa.text("SELECT status FROM jobs WHERE harvest_id = :h"), {"h": harvest_id}

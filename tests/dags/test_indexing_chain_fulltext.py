@@ -3,12 +3,6 @@ job's WARC goes through the chain and its pages are searchable when the run ends
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 
@@ -17,10 +11,9 @@ from search.backends import get_backend
 from search.query import parse_query
 from tests.support.chainkit import wipe_chain_dirs
 from tests.support.corpus import chain_job, pages
+from tests.support.runstates import dags_test
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.services]
-
-HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
 
 
 def test_indexing_chain_run_makes_the_new_captures_searchable(
@@ -30,14 +23,7 @@ def test_indexing_chain_run_makes_the_new_captures_searchable(
     wipe_chain_dirs(services.data_dir)
     items = pages()
     (name,) = chain_job(db_engine, services.data_dir, "dag", [items], run=False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    proc = subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", "indexing_chain", "-c", json.dumps({})],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = dags_test("indexing_chain")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with db_engine.connect() as conn:
         row = conn.execute(

@@ -25,8 +25,7 @@ from harvestflow.monitoring.probes import disk_probe
 from tests.support.crawl import REPO, run_crawl
 from tests.support.monitoring import Webhook, matching, scrape
 from tests.support.platform_site import SlowSite, slow_job
-
-HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
+from tests.support.runstates import dags_test
 
 
 def service(probes: dict[str, Any] | None = None) -> MetricsService:
@@ -219,15 +218,7 @@ def test_a_failed_dag_run_raises_its_alert_and_airflow_sends_its_own_metrics(
     (``[metrics] statsd_on``, set by harvestflow) reach /metrics with their tags as labels."""
     svc = service()
     try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-        env["HARVESTFLOW_INDEXING__CDX_FORMATS"] = '["bogus"]'
-        proc = subprocess.run(
-            [HARVESTFLOW, "airflow", "dags", "test", "indexing_merge"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        proc = dags_test("indexing_merge", HARVESTFLOW_INDEXING__CDX_FORMATS='["bogus"]')
         assert proc.returncode != 0, proc.stdout[-2000:]
         alert = webhook.wait_for("failed_run", timeout=30)
         assert alert["detail"]["dag_id"] == "indexing_merge"

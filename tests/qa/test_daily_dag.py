@@ -1,6 +1,6 @@
 """The daily_qa_stats DAG itself (`airflow dags test`, i.e. dag.test(), on the session's real
-PostgreSQL): three logical dates give three reports, the task log ends with the curator's
-summary, a re-run of a date gives the same files."""
+PostgreSQL): a run reports on the day before its logical date, the task log ends with the
+curator's summary, a re-run of the day through the "day" param gives the same files."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _task_lines(out: str) -> list[str]:
     return found
 
 
-def test_dag_runs_of_three_dates_give_three_reports_and_a_summary(  # type: ignore[no-untyped-def]
+def test_a_dag_run_reports_on_the_day_before_its_date_and_a_rerun_by_day_rewrites_it(  # type: ignore[no-untyped-def]
     airflow_ready, db_engine, tmp_path: Path
 ) -> None:
     seed_qa_db(db_engine, tmp_path)
@@ -53,28 +53,29 @@ def test_dag_runs_of_three_dates_give_three_reports_and_a_summary(  # type: igno
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
     # a run stands for the day before its logical date (a @daily run at midnight reports on
-    # the day that just ended), so runs of 21-23 November report on 20-22 November
-    outs = [_dags_test((day + timedelta(days=1)).isoformat()) for day in DAYS]
-    assert all((d / "index.html").is_file() for d in dirs)
-    expected = [
-        ("QA 2026-11-20: 1 jobs, 9 URLs", "all crawl logs read without errors"),
-        ("QA 2026-11-21: 1 jobs, 5 URLs", "2 of 7 lines unreadable, skipped; first at line 6"),
-        ("QA 2026-11-22: 2 jobs, 9 URLs", "crawl log missing"),
-    ]
-    for out, d, (head, problem) in zip(outs, dirs, expected, strict=True):
-        task = _task_lines(out)
-        # the task's own log ends with the curator's summary: headline first, report last
-        start = next(i for i, m in enumerate(task) if m.strip().startswith(head))
-        summary = "\n".join(task[start:])
-        assert problem in summary, summary
-        assert task[-1].strip() == f"report: {d}/index.html", summary
-        assert "MIME families: text" in summary and "top TLDs: ." in summary
-        # nothing after it but Airflow's own bookkeeping (the returned dict is not logged)
-        after = out[out.index(task[-1].strip()) :]
-        assert "Returned value was" not in after and "[qa." not in after
-    assert "demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in outs[2]
+    # the day that just ended), so the run of 23 November reports on 22 November, and on no
+    # other day (the summaries of every day are checked in test_daily_db.py)
+    day, report = DAYS[2], dirs[2]
+    out = _dags_test((day + timedelta(days=1)).isoformat())
+    assert (report / "index.html").is_file()
+    assert not any(d.exists() for d in dirs[:2])
+    head, problem = "QA 2026-11-22: 2 jobs, 9 URLs", "crawl log missing"
+    task = _task_lines(out)
+    # the task's own log ends with the curator's summary: headline first, report last
+    start = next(i for i, m in enumerate(task) if m.strip().startswith(head))
+    summary = "\n".join(task[start:])
+    assert problem in summary, summary
+    assert task[-1].strip() == f"report: {report}/index.html", summary
+    assert "MIME families: text" in summary and "top TLDs: ." in summary
+    # nothing after it but Airflow's own bookkeeping (the returned dict is not logged)
+    after = out[out.index(task[-1].strip()) :]
+    assert "Returned value was" not in after and "[qa." not in after
+    assert "demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in out
 
-    # re-running a day through the trigger form's "day" param rewrites the same files
-    first = tree_files(dirs[2])
-    _dags_test("-c", json.dumps({"day": DAYS[2].isoformat()}))
-    assert tree_files(dirs[2]) == first
+    # re-running the day through the trigger form's "day" param (the run's own date, today,
+    # would report on yesterday) rewrites the same files
+    first = tree_files(report)
+    again = _task_lines(_dags_test("-c", json.dumps({"day": day.isoformat()})))
+    assert any(m.strip().startswith(head) for m in again), again
+    assert again[-1].strip() == f"report: {report}/index.html", again
+    assert tree_files(report) == first

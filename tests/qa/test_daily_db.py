@@ -18,6 +18,13 @@ from .conftest import DAYS, seed_qa_db, tree_files
 
 pytestmark = pytest.mark.services
 
+# each day's summary headline and the problem it names
+SUMMARIES = [
+    ("QA 2026-11-20: 1 jobs, 9 URLs", "all crawl logs read without errors"),
+    ("QA 2026-11-21: 1 jobs, 5 URLs", "2 of 7 lines unreadable, skipped; first at line 6"),
+    ("QA 2026-11-22: 2 jobs, 9 URLs", "crawl log missing"),
+]
+
 
 @pytest.fixture
 def qa_settings(services, db_engine, tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
@@ -38,6 +45,13 @@ def test_backfill_three_days_then_rerun_is_identical(qa_settings, db_engine) -> 
     assert results[1]["logs"] == {"corrupt": 1}
     assert results[2]["logs"] == {"missing": 1, "ok": 1}
     assert any("crawl log missing" in p for p in results[2]["problems"])
+    # the curator's summary of each day, headline first (the DAG's task log ends with it: the
+    # DAG run of the third day is in test_daily_dag.py)
+    for result, (head, problem) in zip(results, SUMMARIES, strict=True):
+        lines = summary_lines(result)
+        assert lines[0].startswith(head) and problem in "\n".join(lines), lines
+        assert any(ln.strip().startswith("MIME families: text") for ln in lines), lines
+        assert any(ln.strip().startswith("top TLDs: .") for ln in lines), lines
     # DNS checks of that day and origins from the preload sources' kinds
     assert "gone.fr" not in (dirs[1] / "stops.txt").read_text()
     assert "failed        1" in (dirs[1] / "stops.txt").read_text()

@@ -22,10 +22,12 @@ def oracle() -> Path:
     return ORACLE_VENV
 
 
-def reference_lines(oracle: Path, warc: Path, fmt: str) -> list[str]:
-    """cdxj-indexer's output for ``warc`` (``-11`` for CDX11), one string per line."""
+def reference_lines(oracle: Path, warc: Path | list[Path], fmt: str) -> list[str]:
+    """cdxj-indexer's output for ``warc`` (``-11`` for CDX11), one string per line; for a list
+    of files, each file's output in turn (one process, each file's header line included)."""
     cmd = [str(oracle / "bin" / "cdxj-indexer")]
     if fmt == "cdx11":
         cmd.append("-11")
-    out = subprocess.run([*cmd, str(warc)], check=True, capture_output=True, text=True)
+    inputs = [str(w) for w in warc] if isinstance(warc, list) else [str(warc)]
+    out = subprocess.run([*cmd, *inputs], check=True, capture_output=True, text=True)
     return out.stdout.splitlines()
