@@ -24,6 +24,7 @@ from tests.support.environment import (
     reset_harvest_db,
     session_env,
 )
+from tests.support.last_user import STOPPED_AFTER_LAST_USER, LastUserTeardown
 
 pytest_plugins = ["tests.support.broker", "tests.support.demo_fixture", "tests.support.platform_up"]
 
@@ -130,6 +131,9 @@ class TimesLog:
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("harvestflow-skip-guard"):
         config.pluginmanager.register(SkipGuard(), "harvestflow-skip-guard")
+    if not config.pluginmanager.has_plugin("harvestflow-last-user"):
+        plugin = LastUserTeardown(STOPPED_AFTER_LAST_USER)
+        config.pluginmanager.register(plugin, "harvestflow-last-user")
     times = os.environ.get("HARVESTFLOW_TEST_TIMES")
     if (
         times

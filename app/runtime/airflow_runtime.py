@@ -7,7 +7,8 @@ mixes four components' output on one terminal. ``harvestflow up`` starts the sam
 under AIRFLOW_HOME/logs/components, with a login we create and print every time.
 
 This module never imports Airflow: it prepares environment variables and runs the ``airflow``
-command (found beside the running Python, so the virtualenv's bin must hold it).
+command (found beside the running Python, so the virtualenv's bin must hold it), or several of its
+commands in one process with that Python (:mod:`app.runtime.airflow_batch`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import psutil
 
+from app.runtime import airflow_batch
 from app.runtime.ldap_auth import ldap_env
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
@@ -238,18 +241,37 @@ def pools(settings: Settings) -> dict[str, int]:
     }
 
 
+def run_airflow_batch(settings: Settings, *commands: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``airflow ARGS`` for each ARGS of ``commands``, in order, in ONE process
+    (:mod:`app.runtime.airflow_batch`: Airflow's start-up cost paid once); raise RuntimeError
+    naming the command that failed, with the process's stderr, when one did (the later ones do
+    not run)."""
+    # -P: the working directory is not put first on sys.path (a folder there named like a
+    # module would be imported instead of it)
+    cmd = [sys.executable, "-P", "-m", airflow_batch.__name__, json.dumps(commands)]
+    log.info("running %s", " ; ".join(f"airflow {' '.join(args)}" for args in commands))
+    proc = subprocess.run(
+        cmd, env=airflow_env(settings), capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        named = re.search(airflow_batch.FAILED.format("(.*)"), proc.stderr)
+        failed = named.group(1) if named else " ; ".join(" ".join(a) for a in commands)
+        raise RuntimeError(f"`airflow {failed}` failed: {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
 def prepare(settings: Settings) -> None:
-    """Migrate Airflow's metadata DB and create the crawl pools (idempotent)."""
+    """Migrate Airflow's metadata DB and create the crawl pools (idempotent), in one Airflow
+    process: each one costs seconds of CPU to start."""
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    run_airflow(settings, "db", "migrate")
-    # one `airflow pools import` for every pool: each airflow command costs seconds to start
+    # one `pools import` for every pool (its slots and description set anew when it exists)
     wanted = {
         name: {"slots": slots, "description": f"harvestflow crawl channel {name}"}
         for name, slots in pools(settings).items()
     }
     pool_file = settings.airflow_home / "pools.json"
     pool_file.write_text(json.dumps(wanted, indent=1))
-    run_airflow(settings, "pools", "import", str(pool_file))
+    run_airflow_batch(settings, ["db", "migrate"], ["pools", "import", str(pool_file)])
     ensure_login(settings)
 
 

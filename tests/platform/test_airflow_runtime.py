@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from app.runtime.airflow_runtime import AirflowProcesses
-from harvestflow.settings import get_settings
+from harvestflow.settings import Settings, get_settings
 
 # a stand-in "component" that starts a child in its own session, as Airflow's supervisor
 # starts a task: killpg of the component's group does not reach that child
@@ -105,3 +105,46 @@ def test_an_unchanged_dag_file_is_parsed_again_every_ten_minutes_unless_the_oper
     assert env[key] == "600"
     assert env["AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL"] == "30"  # a changed file: soon
     assert airflow_env(settings, base={key: "30"})[key] == "30"
+
+
+def test_a_batch_runs_its_airflow_commands_in_order_and_names_the_one_that_failed(
+    tmp_path: Path,
+) -> None:
+    """``run_airflow_batch``: Airflow's own CLI runs each command (their output in order, with
+    harvestflow's Airflow environment); a command that fails is named by the RuntimeError,
+    with Airflow's message."""
+    import pytest
+
+    from app.runtime.airflow_runtime import run_airflow_batch
+    from harvestflow.settings import load
+
+    settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
+    first, second = ["config", "get-value", "core", "parallelism"], ["version"]
+    done = run_airflow_batch(settings, first, second)
+    lines = done.stdout.split()
+    assert lines[0] == "8"  # AIRFLOW__CORE__PARALLELISM of airflow_env
+    assert lines[1].startswith("3.")
+    with pytest.raises(RuntimeError) as failed:
+        # no file named: Airflow's parser refuses the command before it needs the metadata DB
+        run_airflow_batch(settings, first, ["pools", "import"], ["version"])
+    message = str(failed.value)
+    assert message.startswith("`airflow pools import` failed: ")
+    assert "the following arguments are required" in message
+
+
+def test_prepare_leaves_each_crawl_pool_with_its_slots(airflow_ready: Settings) -> None:
+    """The pools of ``[airflow]`` are in Airflow's metadata DB (the ``pools import`` that
+    ``prepare`` runs after ``db migrate``, in the same process), with their slots."""
+    import sqlalchemy as sa
+
+    from app.runtime.airflow_runtime import pools
+
+    engine = sa.create_engine(airflow_ready.airflow_db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT pool, slots FROM slot_pool")).all()
+    finally:
+        engine.dispose()
+    wanted = pools(airflow_ready)
+    assert {name: slots for name, slots in rows if name in wanted} == wanted
+    assert wanted == {"crawl_high": 2, "crawl_low": 1, "crawl_continuous": 1}

@@ -3,7 +3,8 @@
 Why shared: the demo takes minutes (every workflow through its DAG); the demo test and the
 curator browser test both need its output, so they share one run in one isolated data dir (and
 one pytest-xdist worker: :data:`DEMO_PLATFORM_FILES`).
-The services the demo leaves running are stopped when the session ends.
+The services the demo leaves running are stopped after the last test that uses them
+(tests/support/last_user.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ generated passwords, signing a browser in, and telling that a page was replaced.
 of :data:`SHARED_UP_FILES`. Why: a start costs a minute or more of both CI cores; the files
 that only need *a* running platform share one, each test using its own names (templates, sites
 on their own ports, users), and ``tests/conftest.py`` sends those files to the same xdist worker
-so the platform is started once per run. Its stop (Ctrl-C) is checked when the session ends.
+so the platform is started once per run. It is stopped after its last user, not when the session
+ends (tests/support/last_user.py), and its stop (Ctrl-C) is checked then.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def _ports(env: dict[str, str]) -> dict[str, int]:
 def shared_up() -> Iterator[SharedUp]:
     """`harvestflow up` on a fresh data dir (in RAM when there is room) with the settings its
     users need (the selection test's curator and viewer, URL checks of loopback seeds, a seed
-    check the test ends itself), only the DAGs they run started; at the end of the session
-    Ctrl-C must stop it cleanly: exit status 0, its ports closed."""
+    check the test ends itself), only the DAGs they run started; after its last user
+    (tests/support/last_user.py) Ctrl-C must stop it cleanly: exit status 0, its ports closed."""
     root = Path(tempfile.mkdtemp(prefix="hf-shared-up-", dir=data_root()))
     env = isolated_env(root / "var")
     env["HARVESTFLOW_AIRFLOW__USERS"] = '["carol:user", "victor:viewer", "ian:op"]'
