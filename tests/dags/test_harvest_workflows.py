@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from app.demo import samplesite
 from app.demo.definition import create_demo_definition
 from harvestflow.settings import Settings
+from tests.support import runstates
 from tests.support.runstates import RunStates, asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -46,16 +47,9 @@ def site() -> Iterator[samplesite.SampleSite]:
 def dags_test(
     dag_id: str, conf: dict | None = None, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in this session's Airflow environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    conf_args = ["-c", json.dumps(conf)] if conf is not None else []
-    return subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", dag_id, *args, *conf_args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in this session's Airflow environment
+    (tests/support/runstates.dags_test: the DAG's own file parsed, not the whole folder)."""
+    return runstates.dags_test(dag_id, *args, conf=conf)
 
 
 def succeeded(proc: subprocess.CompletedProcess[str], settings: Settings, dag_id: str) -> RunStates:

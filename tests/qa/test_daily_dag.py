@@ -5,31 +5,21 @@ curator's summary, a re-run of the day through the "day" param gives the same fi
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.support import runstates
+
 from .conftest import DAYS, seed_qa_db, tree_files
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
-HARVESTFLOW = str(Path(sys.executable).parent / "harvestflow")
-
 
 def _dags_test(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    proc = subprocess.run(
-        [HARVESTFLOW, "airflow", "dags", "test", "daily_qa_stats", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = runstates.dags_test("daily_qa_stats", *args)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     return out
