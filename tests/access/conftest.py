@@ -17,11 +17,16 @@ __all__ = ["access_settings", "replay_venv"]
 
 
 @pytest.fixture
-def airflow_api(access_settings: settings_mod.Settings) -> Iterator[tuple[str, str]]:
+def airflow_api(
+    airflow_ready: settings_mod.Settings, access_settings: settings_mod.Settings
+) -> Iterator[tuple[str, str]]:
     """Airflow's real api-server (our curator pages mounted in it) on a free port: its base URL
-    and the admin's password."""
+    and the admin's password. Its metadata DB is the session's, migrated and given its pools
+    once per session (``airflow_ready``: two Airflow commands not run again for each test);
+    the Airflow home and the logins are this test's."""
     settings = access_settings
-    airflow_runtime.prepare(settings)
+    settings.airflow_home.mkdir(parents=True, exist_ok=True)
+    password = airflow_runtime.ensure_login(settings)[1]  # before the start: the file it reads
     procs = airflow_runtime.AirflowProcesses(settings)
     procs.log_dir.mkdir(parents=True, exist_ok=True)
     procs.procs["api-server"] = airflow_runtime.spawn_logged(
@@ -32,6 +37,6 @@ def airflow_api(access_settings: settings_mod.Settings) -> Iterator[tuple[str, s
     try:
         assert procs.wait_api(), (procs.log_dir / "api-server.log").read_text()[-3000:]
         af = settings["airflow"]
-        yield f"http://{af['host']}:{af['port']}", airflow_runtime.ensure_login(settings)[1]
+        yield f"http://{af['host']}:{af['port']}", password
     finally:
         procs.stop()

@@ -166,10 +166,14 @@ def site() -> Iterator[Site]:
 
 
 @pytest.fixture
-def airflow_ready(access_settings: settings_mod.Settings) -> settings_mod.Settings:
-    """Airflow's metadata DB migrated and the DAGs in it (what its dag-processor does), for
-    this test's settings."""
-    airflow_runtime.prepare(access_settings)
+def airflow_ready(
+    airflow_ready: settings_mod.Settings, access_settings: settings_mod.Settings
+) -> settings_mod.Settings:
+    """Airflow's metadata DB migrated, its pools made (the session's ``airflow_ready``: the
+    same database, prepared once per session) and the DAGs in it (what its dag-processor
+    does), for this test's settings (its own Airflow home and logins)."""
+    access_settings.airflow_home.mkdir(parents=True, exist_ok=True)
+    airflow_runtime.ensure_login(access_settings)
     airflow_runtime.run_airflow(access_settings, "dags", "reserialize")
     return access_settings
 

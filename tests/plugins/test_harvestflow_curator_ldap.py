@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.support.ldap_directory import Directory, ldap_directory
-from tests.support.platform_cli import isolated_env
+from tests.support.platform_cli import PAUSED_AT_CREATION, isolated_env
 from tests.support.platform_up import harvestflow_up
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -38,6 +38,8 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Di
         env["HARVESTFLOW_AIRFLOW__LDAP_SERVER"] = json.dumps(directory.url)
         env["HARVESTFLOW_AIRFLOW__LDAP_SEARCH"] = json.dumps(directory.people)
         env["HARVESTFLOW_AIRFLOW__LDAP_ROLES"] = json.dumps([f"{v}={k}" for k, v in roles.items()])
+        # these tests run no DAG: none is started, so no schedule's first run takes the CPU
+        env.update(PAUSED_AT_CREATION)
         with harvestflow_up(env) as (base, _):
             yield base, directory
 
