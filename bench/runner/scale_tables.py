@@ -90,8 +90,13 @@ def scale_day_table(scale_dir: Path) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def _boot(r: dict[str, Any]) -> str:
+    """The boot id the day recorded ("" for days run before results named their machine)."""
+    return str((r.get("machine") or {}).get("boot_id", ""))
+
+
 def _machine(r: dict[str, Any]) -> str:
-    boot = (r.get("machine") or {}).get("boot_id", "")
+    boot = _boot(r)
     return f"boot {boot[:8]}" if boot else "machine not recorded"
 
 
@@ -141,8 +146,8 @@ def scale_cost_table(scale_dir: Path) -> str:
                 cells.append("—")
                 continue
             ratio = per_url[b][name] / per_url[a][name]
-            machines = {_machine(days[a]), _machine(days[b])}
-            if "machine not recorded" in machines:
+            machines = {_boot(days[a]), _boot(days[b])}
+            if "" in machines:
                 verdict = "not judged: machine not recorded"
             elif len(machines) > 1:
                 verdict = "not judged: other machine"
