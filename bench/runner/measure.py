@@ -11,8 +11,9 @@ Run as a script (no imports from the package, so it starts fast)::
 
     python measure.py RESULT.json STDOUT STDERR GRACE_S -- COMMAND...
 
-Descendants still running when the command exits are waited for up to GRACE_S seconds, then
-killed (SIGKILL) and counted; the result names how many there were.
+Orphaned descendants are reaped as soon as they exit (never left as zombies while the command
+runs). Descendants still running when the command exits are waited for up to GRACE_S seconds,
+then killed (SIGKILL) and counted; the result names how many there were.
 """
 
 from __future__ import annotations
@@ -71,10 +72,18 @@ def measure(
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
+        # orphans are reaped as they exit, not after the command: a zombie left until then
+        # still "exists" for whoever waits for it to be gone (a test of process lifecycles)
+        while True:
+            pid, status, usage = os.wait4(-1, 0)
+            user += usage.ru_utime
+            system += usage.ru_stime
+            maxrss_kb = max(maxrss_kb, usage.ru_maxrss)
+            reaped += 1
+            if pid == proc.pid:
+                break
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     main_wall = time.perf_counter() - started
-    user, system, maxrss_kb, reaped = usage.ru_utime, usage.ru_stime, usage.ru_maxrss, 1
     deadline = time.perf_counter() + grace_s
     while True:
         try:

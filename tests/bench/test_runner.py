@@ -194,6 +194,43 @@ def test_cpu_of_a_grandchild_killed_with_sigkill_is_counted(tmp_path: Path) -> N
     assert m["cpu_s"] >= 0.95  # the grandchild's second of CPU, collected by the subreaper
 
 
+ORPHAN = """
+import os, sys, time
+pid = os.fork()
+if pid == 0:  # the child: leaves an orphan that exits at once, then exits itself
+    if os.fork() == 0:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(os.getpid()))
+        os._exit(0)
+    os._exit(0)
+os.waitpid(pid, 0)
+while not os.path.exists(sys.argv[1]) or not open(sys.argv[1]).read():
+    time.sleep(0.01)
+orphan = int(open(sys.argv[1]).read())
+state = "zombie"
+for _ in range(1000):  # a ceiling of 10 s: the orphan exited long before
+    try:
+        stat = open(f"/proc/{orphan}/stat").read()
+    except FileNotFoundError:
+        state = "reaped"
+        break
+    time.sleep(0.01)
+print(state)
+"""
+
+
+def test_an_orphan_is_reaped_while_the_command_still_runs(tmp_path: Path) -> None:
+    """A descendant orphaned to the wrapper is not left a zombie until the command ends: a
+    command that waits for it to be gone (a test of process lifecycles) would wait in vain."""
+    script = tmp_path / "orphan.py"
+    script.write_text(ORPHAN)
+    side = Side("ours", [sys.executable, str(script), str(tmp_path / "pid")], 1, "test")
+    m = measure_side(side, tmp_path / "out")
+    assert m["exit_code"] == 0
+    assert (tmp_path / "out" / "stdout").read_text().strip() == "reaped"
+    assert m["orphans_reaped"] == 1
+
+
 README = """# Benchmarks
 
 <!-- bench/run: summary -->
