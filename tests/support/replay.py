@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from harvestflow import settings as settings_mod
 from harvestflow.settings import PROJECT_ROOT
+from indexing.cdx import index_warc
 from indexing.layout import Layout
 from tests.support.environment import free_port
 
@@ -94,13 +95,11 @@ def flat_pywb(index: Path | dict[str, Path], workdir: Path) -> Iterator[str]:
 
 
 def index_into_daily(warc: Path, layout: Layout, day: date, collection: str = "") -> Path:
-    """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day."""
-    out = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "index", "cdx", str(warc), "--format", "cdxj"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    lines = sorted(set(out.splitlines()))
+    """What the chain's index module leaves: the file's CDXJ lines, byte-sorted, per day (the
+    indexer `harvestflow index cdx` runs, called here: a command per WARC cost a second each)."""
+    result = index_warc(warc)
+    assert result.damage_text() is None, result.damage_text()
+    lines = sorted({line.encode() for line in result.lines("cdxj", warc.name)})
     dest = layout.cdx_daily(day, collection) / (warc.name + ".cdxj")
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(b"".join(line + b"\n" for line in lines))
