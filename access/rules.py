@@ -19,6 +19,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from access import POLICIES as POLICIES  # re-exported: the rules' callers use it
 from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text
 from harvestflow.formats.surt import SurtError, surt
@@ -26,7 +27,6 @@ from search.model import AccessRules
 
 log = logging.getLogger(__name__)
 
-POLICIES = ("allow", "block", "exclude", "open")
 OPEN = "open"  # allowed, and open outside the reading room (a licence's rule: access.licences)
 ACL_NAME = "rules.aclj"
 _COLUMNS = (

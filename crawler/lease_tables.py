@@ -22,12 +22,15 @@ import sqlalchemy as sa
 
 from crawler import CrawlerError
 
+# re-exported: the switches' home is crawler.lease_switches (read without SQLAlchemy)
+from crawler.lease_switches import JOB_LEASE_ENV as JOB_LEASE_ENV
+from crawler.lease_switches import host_leases_enabled as host_leases_enabled
+
 if TYPE_CHECKING:
     from crawler.broker_leases import BrokerHostLeases
 
 log = logging.getLogger(__name__)
 
-JOB_LEASE_ENV = "HARVESTFLOW_JOB_LEASE"
 POLL_S = 0.25  # a host held by another crawler (fetching) is asked again after this
 # a waiting crawler's turn is kept this long past its next question (then it counts as gone)
 WAITER_GRACE_S = 5.0
@@ -154,19 +157,6 @@ def job_lease_engine(url: str | None = None) -> sa.Engine:
 
         url = get_settings().harvest_db_url
     return sa.create_engine(url, poolclass=sa.pool.NullPool)
-
-
-def host_leases_enabled(polite: bool) -> bool:
-    """``[crawler] host_leases``: true, false or "auto" (on with the celery executor)."""
-    from harvestflow.settings import get_settings
-
-    settings = get_settings()
-    raw = settings.get("crawler", "host_leases", "auto")
-    if not polite:
-        return False
-    if isinstance(raw, bool):
-        return raw
-    return str(raw).lower() == "auto" and settings.executor == "celery"
 
 
 def open_host_leases(hold_s: float) -> HostLeases | BrokerHostLeases:

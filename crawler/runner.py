@@ -23,6 +23,7 @@ from crawler.context import CrawlContext, attach
 from crawler.control import STOP_BY_OPERATOR, control_settings
 from crawler.internals import offline_cookie_public_suffixes
 from crawler.jobspec import JobSpec, Template, freeze_job
+from crawler.lease_switches import host_leases_enabled, job_lease_given
 from crawler.partitioning.handoff import Partition
 from crawler.reports import CRAWL_STATUS_TEXT, write_reports
 from crawler.warc.metadata import write_metadata_warc
@@ -63,6 +64,27 @@ _UNUSED_SPIDER_MW: dict[str, None] = {
 }
 
 
+# Scrapy extensions a crawl never runs, left out of EXTENSIONS_BASE itself rather than set to None
+# in EXTENSIONS: Scrapy imports every EXTENSIONS key to match it with its base entry, and
+# scrapy.extensions.remote_control imports aiohttp's web server (~0.25 CPU-s in every crawl)
+_UNUSED_EXTENSIONS = frozenset(
+    {
+        "scrapy.extensions.telnet.TelnetConsole",
+        # runs Python code sent over HTTP: never in a crawler (REMOTE_CONTROL_ENABLED is off too)
+        "scrapy.extensions.remote_control.RemoteControl",
+        "scrapy.extensions.logstats.LogStats",  # crawler.statslog logs the progress
+    }
+)
+
+
+def extensions_base() -> dict[str, int]:
+    """Scrapy's own EXTENSIONS_BASE without the extensions a crawl never runs."""
+    from scrapy.settings import default_settings
+
+    base: dict[str, int] = default_settings.EXTENSIONS_BASE
+    return {name: order for name, order in base.items() if name not in _UNUSED_EXTENSIONS}
+
+
 # the template's fetch_client → the http(s) download handler
 _FETCH_HANDLERS = {
     "twisted": "crawler.capture_middleware.ArchivalHTTPDownloadHandler",
@@ -99,6 +121,9 @@ def scrapy_settings(
     """Scrapy settings for the job's template."""
     t = spec.template
     polite = t.delay_factor > 0 or t.min_delay_ms > 0
+    # the lease components are listed only when a lease is taken: their module loads SQLAlchemy
+    # (crawler/lease_switches.py); the same rule as HostLeaseMiddleware's (delay_settings)
+    host_leases = host_leases_enabled(polite or t.max_delay_ms > 0)
     settings: dict[str, Any] = {
         **template_settings(t),
         **job_settings(spec, progress_interval_s),
@@ -135,7 +160,7 @@ def scrapy_settings(
             # quota and address refusals before the host's lease: they take no lease or delay
             "crawler.capture_middleware.RefuseBeforeFetchMiddleware": 930,
             # cluster-wide host politeness (crawler/leases.py; off unless [crawler] host_leases)
-            "crawler.leases.HostLeaseMiddleware": 940,
+            **({"crawler.leases.HostLeaseMiddleware": 940} if host_leases else {}),
             "crawler.capture_middleware.WarcCaptureMiddleware": 950,
         },
         "SPIDER_MIDDLEWARES": {
@@ -145,14 +170,13 @@ def scrapy_settings(
             # lowest order: the last to see a callback's output (after RefererMiddleware)
             "crawler.spider.ScheduleOutputMiddleware": 1,
         },
+        "EXTENSIONS_BASE": extensions_base(),
         "EXTENSIONS": {
-            "scrapy.extensions.telnet.TelnetConsole": None,
-            "scrapy.extensions.remote_control.RemoteControl": None,
-            "scrapy.extensions.logstats.LogStats": None,
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
             "crawler.robots_sitemaps.RobotsSitemaps": 530,
-            "crawler.leases.JobLeaseHeartbeat": 540,  # only with a job lease (crawl tasks)
+            # only with a job lease (crawl tasks)
+            **({"crawler.leases.JobLeaseHeartbeat": 540} if job_lease_given() else {}),
             "crawler.ownerwatch.OwnerWatch": 550,  # SIGHUP: its supervisor is gone
             **({"crawler.partition_ext.PartitionCoordinator": 520} if partition else {}),
         },

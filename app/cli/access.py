@@ -218,7 +218,7 @@ def _add_curated_cli(acc: argparse._SubParsersAction) -> None:
 
 
 def _add_rules_cli(acc: argparse._SubParsersAction) -> None:
-    from access.rules import POLICIES
+    from access import POLICIES
 
     p = acc.add_parser("rules", help="access rules by SURT prefix (allow/block/exclude, embargo)")
     sub = p.add_subparsers(dest="rules_command", required=True)

@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harvestflow.db import get_engine
-from indexing.documents import store
+from indexing.documents import STATES
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +25,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     sub = docs.add_subparsers(dest="documents_command", required=True, metavar="ACTION")
     p = sub.add_parser("list", help="documents, oldest first")
     p.add_argument("--target", type=int, help="a watched selection record's id")
-    p.add_argument("--state", choices=store.STATES)
+    p.add_argument("--state", choices=STATES)
     p.set_defaults(func=cmd_list)
     p = sub.add_parser("show", help="one document: fields, captures, landing page, history")
     p.add_argument("document_id", type=int)
@@ -52,6 +51,9 @@ def _line(doc: dict[str, Any]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from harvestflow.db import get_engine
+    from indexing.documents import store
+
     states = (args.state,) if args.state else None
     with get_engine().connect() as conn:
         docs = store.list_documents(conn, record_id=args.target, states=states)
@@ -61,6 +63,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from harvestflow.db import get_engine
+    from indexing.documents import store
+
     with get_engine().connect() as conn:
         docs = store.list_documents(conn, document_id=args.document_id)
         if not docs:

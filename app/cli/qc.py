@@ -19,16 +19,12 @@ import json
 import os
 import sys
 
-from access import missing
-from access.config import AccessConfig
-from access.patches import PatchError, request_patch
-from app.runtime.dagrun import queue_run
-from harvest import rights
-from harvest.office.office_rights import job_write
-from harvestflow.db import get_engine
-
 
 def cmd_missing(args: argparse.Namespace) -> int:
+    from access import missing
+    from access.config import AccessConfig
+    from harvestflow.db import get_engine
+
     engine = get_engine()
     with engine.connect() as conn:
         found = missing.for_job(conn, args.job)
@@ -54,6 +50,12 @@ def cmd_missing(args: argparse.Namespace) -> int:
 
 
 def cmd_patch(args: argparse.Namespace) -> int:
+    from access.patches import PatchError, request_patch
+    from app.runtime.dagrun import queue_run
+    from harvest import rights
+    from harvest.office.office_rights import job_write
+    from harvestflow.db import get_engine
+
     user = args.user or os.environ.get("USER") or getpass.getuser()
     try:
         with get_engine().connect() as conn:  # a curator of the job's collections

@@ -16,14 +16,15 @@ import json
 import sys
 from dataclasses import asdict, replace
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from indexing.fulltext import reindex  # the chain module owns the files it reads
-from search.backends import get_backend
-from search.model import FACETS, SearchResult
-from search.query import parse_query
+if TYPE_CHECKING:
+    from search.model import SearchResult
 
 
 def cmd_reindex(args: argparse.Namespace) -> int:
+    from indexing.fulltext import reindex  # the chain module owns the files it reads
+
     totals = reindex(args.collection, progress_bar=True)
     print(
         f"{totals['files']} file(s): {totals['extracted']} documents extracted,"
@@ -39,6 +40,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 
 
 def _print(result: SearchResult) -> None:
+    from search.model import FACETS
+
     q = result.query
     first = (q.page - 1) * q.per_page + 1 if result.hits else 0
     shown = f"{first}-{first + len(result.hits) - 1 if first else 0}"
@@ -64,6 +67,8 @@ def _print(result: SearchResult) -> None:
 def cmd_query(args: argparse.Namespace) -> int:
     from access.rules import search_rules
     from harvestflow.db import get_engine
+    from search.backends import get_backend
+    from search.query import parse_query
 
     # the access rules in force (as replay applies them), plus what the command line adds
     in_force = search_rules(get_engine())

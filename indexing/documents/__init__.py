@@ -7,3 +7,7 @@ payload digest with their captures (:mod:`.store`), their landing page (the targ
 linking to them) and their metadata (:mod:`.metadata`); :mod:`.scan` is the per-file module the
 ``indexing_chain`` DAG maps over.
 """
+
+# a document's states, in their order (new -> available -> catalogued, or rejected); here, not in
+# .store, so that the command line lists them without importing the store (and SQLAlchemy)
+STATES = ("new", "available", "catalogued", "rejected")

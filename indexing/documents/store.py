@@ -18,9 +18,9 @@ from sqlalchemy.engine import Connection
 
 from harvestflow.audit import record_audit
 from harvestflow.formats.seeds import SeedError, check_text
+from indexing.documents import STATES as STATES  # re-exported: the store's callers use it
 from indexing.errors import IndexingError
 
-STATES = ("new", "available", "catalogued", "rejected")
 EDITABLE = ("title", "authors", "published", "language", "isbn", "issn", "doi")
 
 

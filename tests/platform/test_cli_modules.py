@@ -77,3 +77,22 @@ def test_every_public_cli_module_is_a_command_that_main_registers(built) -> None
     )
     registered = {module.__name__.rsplit(".", 1)[1] for module in cli_main.COMMAND_MODULES}
     assert registered == commands
+
+
+def test_building_the_parser_imports_no_database_search_or_crawl_stack() -> None:
+    """Every harvestflow command (``--help`` too) builds the whole parser first: the commands'
+    implementations are imported when they run, so building it loads none of SQLAlchemy, the
+    search backends, Scrapy or Airflow."""
+    import json
+    import subprocess
+
+    code = (
+        "import json, sys; from app.cli.main import build_parser; build_parser();"
+        " print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "app.cli.documents" in loaded and "app.cli.search" in loaded  # the check ran
+    heavy = {"sqlalchemy", "search.backends", "indexing.fulltext", "scrapy", "airflow"}
+    assert not heavy & loaded, sorted(heavy & loaded)
