@@ -120,4 +120,5 @@ def dags_test_at(
     dag_id: str, logical_date: str | None, **extra_env: str
 ) -> subprocess.CompletedProcess[str]:
     """:func:`dags_test` at ``LOGICAL_DATE``."""
-    return dags_test(dag_id, *([logical_date] if logical_date else []), **extra_env)
+    env: dict[str, Any] = dict(extra_env)  # variables, never ``conf`` (mypy cannot tell)
+    return dags_test(dag_id, *([logical_date] if logical_date else []), **env)
