@@ -18,4 +18,9 @@ class CrawlerError(HarvestflowError):
     whose fetch-stopping exceptions need Scrapy: this base imports nothing heavy."""
 
 
-__all__ = ["CrawlerError"]
+# ``python -m crawler``'s exit status when it refuses its input (a seed that is no URL, a job
+# spec that breaks the contract): nothing was crawled, and the same input is refused again, so a
+# caller does not retry it (crawler.launch.CrawlRefused). argparse's usage errors exit 2 as well.
+EXIT_REFUSED = 2
+
+__all__ = ["EXIT_REFUSED", "CrawlerError"]

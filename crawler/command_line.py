@@ -17,6 +17,8 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crawler import EXIT_REFUSED
+
 if TYPE_CHECKING:
     from harvestflow.contracts.summary import JobSummary
 
@@ -164,6 +166,27 @@ def bad_seeds(seeds: list[str]) -> list[str]:
     return refused
 
 
+def refused_job(job: Path) -> str | None:
+    """Why the job spec ``job`` is refused (a key missing or of a wrong value, invalid JSON), or
+    None when it is accepted or not there to read.
+
+    Why before the crawl, with its own exit status (:data:`crawler.EXIT_REFUSED`): a refused
+    spec is refused again on every run, so the crawl task must fail at once rather than retry a
+    crawler start for the same refusal. A file that is not there is left to the crawl's own
+    failure (retried): on a shared data directory that can be passing.
+    """
+    from crawler import jobspec
+    from harvestflow.contracts.jobspec import JobSpecError
+
+    if not job.exists():
+        return None
+    try:
+        jobspec.load(job)
+    except JobSpecError as exc:
+        return str(exc)
+    return None
+
+
 def setup_logging() -> None:
     """Progress lines on stdout (what a parent relays), warnings on stderr — unless a caller
     (the harvestflow CLI) has configured logging already."""
@@ -230,6 +253,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         summary = runner.run_spec(spec, args.out, progress_interval_s=interval, partition=part)
     elif args.job:
         job_path = args.job
+        refusal = refused_job(job_path)
+        if refusal:
+            sys.stderr.write(f"harvestflow crawl: job refused: {refusal}\n")
+            return EXIT_REFUSED
         if args.render is not None:  # the option wins over the job's template: frozen so
             given = JobSpec.read(job_path)
             given.template_given["render"] = args.render
@@ -244,7 +271,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         if refused:
             for line in refused:
                 sys.stderr.write(f"harvestflow crawl: {line}\n")
-            return 2
+            return EXIT_REFUSED
         data = adhoc_spec(args)
         args.out.mkdir(parents=True, exist_ok=True)
         job_file = JobDir(args.out).job_json

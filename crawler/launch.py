@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-from crawler import CrawlerError
+from crawler import EXIT_REFUSED, CrawlerError
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.contracts.summary import JobSummary
 from harvestflow.services.process import die_with_parent
@@ -27,6 +27,16 @@ log = logging.getLogger(__name__)
 
 class CrawlFailed(CrawlerError, RuntimeError):
     """The crawl child process failed; its output directory is left in place."""
+
+
+class CrawlRefused(CrawlFailed):
+    """The crawler refused its job (exit status :data:`crawler.EXIT_REFUSED`: a job spec that
+    breaks the contract) and crawled nothing.
+
+    Why apart from other failures: running the same job again is refused the same way, so a
+    caller that retries failed crawls (the harvest DAG's crawl task) fails this one at once
+    instead of paying for more crawler starts; the job spec must be fixed first.
+    """
 
 
 class CrawlUnfinished(CrawlFailed):
@@ -56,7 +66,8 @@ def crawl_in_subprocess(
     """Run ``python -m crawler --job JOB --out DIR``; returns its summary.json.
 
     Raises :class:`CrawlUnfinished` when the crawl ended before the job did (exit code 3,
-    summary.json ``unfinished``), :class:`CrawlFailed` when the child failed otherwise, and
+    summary.json ``unfinished``), :class:`CrawlRefused` when the crawler refused the job,
+    :class:`CrawlFailed` when the child failed otherwise, and
     :class:`~harvestflow.contracts.ContractError` when summary.json has a field of a wrong type.
     """
     logger = logger or log
@@ -105,8 +116,10 @@ def crawl_in_subprocess(
     code = proc.wait()
     thread.join(timeout=5)
     summary_path = JobDir(out_dir).summary_json
+    detail = "\n".join(tail) or "(no error output)"
+    if code == EXIT_REFUSED:
+        raise CrawlRefused(f"the crawler refused {job_path} (nothing crawled):\n{detail}")
     if code not in (0, 3) or not summary_path.exists():
-        detail = "\n".join(tail) or "(no error output)"
         raise CrawlFailed(
             f"crawl of {job_path} failed with exit code {code}; output left in {out_dir} (a rerun"
             f" resumes from it once the cause below is fixed); last error lines:\n{detail}"

@@ -40,7 +40,9 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         # retries: a worker lost mid-crawl (its task instance failed by the scheduler) is
         # followed by another worker, which takes the expired job lease and resumes the job;
         # so is a crawl that ended unfinished (crawler.launch.CrawlUnfinished); a short delay,
-        # since the retry waits for the job lease anyway (docs/engineers/several-machines.md)
+        # since the retry waits for the job lease anyway (docs/engineers/several-machines.md);
+        # not a job the crawler refused (crawler.launch.CrawlRefused: its spec breaks the
+        # contract), which every retry would start a crawler for, to be refused the same way
         @task(
             pool=pool,
             queue=pool,
@@ -50,18 +52,23 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
         )
         def crawl(job_id: int, job_spec: str) -> dict[str, Any]:
             from airflow.sdk import get_current_context
+            from airflow.sdk.exceptions import AirflowFailException
 
+            from crawler.launch import CrawlRefused
             from harvest.pipeline import crawl_prepared_job
 
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}
             # an unfinished crawl (SIGTERM...) raises like a failed one: the retry resumes it
-            return crawl_prepared_job(
-                job_id,
-                job_spec,
-                airflow_task={**task, "map_index": ti.map_index},
-                logger=task_logger(),
-            )
+            try:
+                return crawl_prepared_job(
+                    job_id,
+                    job_spec,
+                    airflow_task={**task, "map_index": ti.map_index},
+                    logger=task_logger(),
+                )
+            except CrawlRefused as exc:  # failed without its retries
+                raise AirflowFailException(str(exc)) from exc
 
         @task
         def record(job_id: int) -> dict[str, Any]:

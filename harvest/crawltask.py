@@ -9,7 +9,8 @@ Outcomes: a finished crawl (complete, time limit, operator's stop) returns its s
 one that ended unfinished raises :class:`crawler.launch.CrawlUnfinished` and one whose child
 failed :class:`crawler.launch.CrawlFailed` — the task fails, its retry resumes the job from its
 frontier in the same directory, and after the last try the job is recorded FAILED
-(harvest.results.record_job_results).
+(harvest.results.record_job_results); a job the crawler refused raises
+:class:`crawler.launch.CrawlRefused` (a CrawlFailed), which the task does not retry.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from crawler.jobspec import JobSpecError, from_dict, load
-from crawler.launch import CrawlFailed, crawl_in_subprocess
+from crawler.launch import CrawlFailed, CrawlRefused, crawl_in_subprocess
 from tests.support.crawl import make_job
 
 
@@ -63,10 +63,21 @@ def test_crawl_in_subprocess_relays_progress(site, tmp_path, caplog):
 
 
 def test_crawl_in_subprocess_raises_with_the_reason(tmp_path):
+    """A spec that breaks the contract is refused as such (CrawlRefused: not worth a retry),
+    with the reason, and nothing is crawled."""
     path = tmp_path / "job.json"
     path.write_text(json.dumps({"seeds": ["http://a.org/"]}))  # no job_id
-    with pytest.raises(CrawlFailed, match="job_id"):
+    with pytest.raises(CrawlRefused, match="job_id"):
         crawl_in_subprocess(path, tmp_path / "out", progress_interval_s=1)
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_crawl_that_fails_for_another_reason_is_not_a_refusal(tmp_path):
+    """A job file not there to read (a shared directory passing away) fails the crawl as any
+    failure, to be retried: only a spec read and refused is a CrawlRefused."""
+    with pytest.raises(CrawlFailed, match="not found") as failed:
+        crawl_in_subprocess(tmp_path / "gone.json", tmp_path / "out", progress_interval_s=1)
+    assert not isinstance(failed.value, CrawlRefused)
 
 
 def test_a_crawl_ends_with_the_process_that_launched_it_checkpointed_and_resumable(site, tmp_path):

@@ -302,7 +302,8 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
 ) -> None:
     """Two due definitions, one job each: the crawler refuses one job's spec (bad template);
     the other job is crawled and recorded, the failed one is FAILED with the reason, both
-    schedules advance, and the run is failed with that job's crawl task failed."""
+    schedules advance, and the run is failed with that job's crawl task failed at its first
+    try (a refusal is not retried: it would be refused again)."""
     from datetime import UTC, datetime
 
     from harvest.definitions import ensure_selective_definition
@@ -369,6 +370,7 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
         "advance_schedules": "success",
     }
     assert jobs[good].airflow_task["map_index"] == working
+    assert run.tries[f"harvest_job.crawl[{failing}]"] == 1  # the refused spec: no retry
     # the indexing chain is woken for the job that finished
     assert asset_events(airflow_ready, run) == [
         ("advance_schedules", "harvestflow://harvest/jobs-done")

@@ -21,13 +21,15 @@ from harvestflow.settings import Settings, load
 
 @dataclass
 class RunStates:
-    """The newest run of a DAG: its state, {task_id[map_index]: state} and, for mapped tasks
-    with a ``map_index_template``, {task_id[rendered name]: state}."""
+    """The newest run of a DAG: its state, {task_id[map_index]: state}, for mapped tasks
+    with a ``map_index_template`` {task_id[rendered name]: state}, and {task_id[map_index]:
+    tries} (how many times each task instance was started: 1 when it was not retried)."""
 
     run_id: str
     state: str
     tasks: dict[str, str]
     named: dict[str, str]
+    tries: dict[str, int]
 
     def of(self, prefix: str) -> dict[str, str]:
         """The task states whose key starts with ``prefix`` (e.g. ``harvest_job.crawl``)."""
@@ -46,19 +48,22 @@ def last_run(settings: Settings, dag_id: str) -> RunStates:
             ).one()
             rows = conn.execute(
                 sa.text(
-                    "SELECT task_id, map_index, rendered_map_index, state FROM task_instance"
+                    "SELECT task_id, map_index, rendered_map_index, state, try_number"
+                    " FROM task_instance"
                     " WHERE dag_id = :d AND run_id = :r"
                 ),
                 {"d": dag_id, "r": run.run_id},
             ).all()
     finally:
         engine.dispose()
-    tasks = {
-        (r.task_id if r.map_index < 0 else f"{r.task_id}[{r.map_index}]"): str(r.state)
-        for r in rows
-    }
+
+    def key(r: Any) -> str:
+        return r.task_id if r.map_index < 0 else f"{r.task_id}[{r.map_index}]"
+
+    tasks = {key(r): str(r.state) for r in rows}
     named = {f"{r.task_id}[{r.rendered_map_index}]": str(r.state) for r in rows if r.map_index >= 0}
-    return RunStates(run.run_id, str(run.state), dict(sorted(tasks.items())), named)
+    tries = {key(r): int(r.try_number) for r in rows}
+    return RunStates(run.run_id, str(run.state), dict(sorted(tasks.items())), named, tries)
 
 
 def asset_events(settings: Settings, run: RunStates) -> list[tuple[str, str]]:
@@ -115,4 +120,5 @@ def dags_test_at(
     dag_id: str, logical_date: str | None, **extra_env: str
 ) -> subprocess.CompletedProcess[str]:
     """:func:`dags_test` at ``LOGICAL_DATE``."""
-    return dags_test(dag_id, *([logical_date] if logical_date else []), **extra_env)
+    env: dict[str, Any] = dict(extra_env)  # variables, never ``conf`` (mypy cannot tell)
+    return dags_test(dag_id, *([logical_date] if logical_date else []), **env)
