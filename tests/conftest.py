@@ -26,7 +26,12 @@ from tests.support.environment import (
 )
 from tests.support.last_user import STOPPED_AFTER_LAST_USER, LastUserTeardown
 
-pytest_plugins = ["tests.support.broker", "tests.support.demo_fixture", "tests.support.platform_up"]
+pytest_plugins = [
+    "tests.support.broker",
+    "tests.support.browser",
+    "tests.support.demo_fixture",
+    "tests.support.platform_up",
+]
 
 
 # The one way to let a test be skipped: the person running the tests asks for it by name.

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 from PIL import Image
+from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -26,7 +27,7 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from crawler.warc.records import screenshot_record
 from harvestflow import settings as settings_mod
-from tests.support.browser import chromium
+from tests.support.browser import chromium, lent
 from tests.support.corpus import Page, chain_job
 from tests.support.replay import get
 
@@ -146,11 +147,11 @@ def _thumbs(driver: WebDriver) -> dict[str, int]:
 
 
 def test_url_box_finds_the_calendar_the_url_search_or_says_nothing_is_archived_in_french_too(
-    served,
+    served, file_chromium: Chrome
 ) -> None:
     cfg, _hid = served
     base = cfg.url
-    with chromium() as driver:
+    with lent(file_chromium, base) as driver:
         _look_up(driver, base, "tour.test/plain.html")  # no scheme: http://
         assert urllib.parse.unquote(driver.current_url) == f"{base}all/*/{PLAIN}"
         # pywb's own calendar page lists the capture's date
@@ -189,9 +190,11 @@ def test_url_box_finds_the_calendar_the_url_search_or_says_nothing_is_archived_i
     assert style.search(french) and style.search(english)
 
 
-def test_tours_show_thumbnails_collections_their_figures_and_a_phone_reads_it(served) -> None:
+def test_tours_show_thumbnails_collections_their_figures_and_a_phone_reads_it(
+    served, file_chromium: Chrome
+) -> None:
     cfg, hid = served
-    with chromium() as driver:
+    with lent(file_chromium, cfg.url) as driver:
         driver.get(cfg.url)
         thumbs = _thumbs(driver)
         card = driver.find_element(By.ID, f"coll-harvest-{hid}").text

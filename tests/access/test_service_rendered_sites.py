@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -28,7 +29,7 @@ from harvestflow import settings as settings_mod
 from indexing import chain
 from tests.support import behavioursite as bs
 from tests.support import rendered_sites, scriptsite
-from tests.support.browser import chromium
+from tests.support.browser import chromium, lent
 from tests.support.environment import reset_harvest_db
 from tests.support.replay import make_db_job, replay_env
 
@@ -112,9 +113,9 @@ def replayed(
 
 
 def test_the_compressed_apps_stories_replay_from_its_compressed_script_and_api(
-    replayed: Replayed,
+    replayed: Replayed, file_chromium: Chrome
 ) -> None:
-    with chromium() as driver:
+    with lent(file_chromium, replayed.cfg.url) as driver:
         replayed.open(driver, "news")
         WebDriverWait(driver, 60).until(lambda d: len(d.execute_script(STORIES_JS)[0]) >= 3)
         # the reader scrolls to the end: the app asks its API's second page
@@ -133,9 +134,9 @@ def _wall_story(driver: WebDriver) -> list[str | int]:
 
 
 def test_a_worded_consent_walls_story_replays_after_the_readers_accept(
-    replayed: Replayed,
+    replayed: Replayed, file_chromium: Chrome
 ) -> None:
-    with chromium() as driver:
+    with lent(file_chromium, replayed.cfg.url) as driver:
         replayed.open(driver, "mot")
         accept = WebDriverWait(driver, 120).until(
             lambda d: d.find_element(By.CSS_SELECTOR, "[data-wall] button.b1")
@@ -148,9 +149,9 @@ def test_a_worded_consent_walls_story_replays_after_the_readers_accept(
 
 
 def test_a_consent_dialog_in_a_cross_site_iframe_replays_the_story_after_the_readers_accept(
-    replayed: Replayed,
+    replayed: Replayed, file_chromium: Chrome
 ) -> None:
-    with chromium() as driver:
+    with lent(file_chromium, replayed.cfg.url) as driver:
         replayed.open(driver, "cadre")
         dialog = WebDriverWait(driver, 120).until(
             lambda d: d.find_element(By.CSS_SELECTOR, "iframe[data-wall]")
@@ -167,8 +168,10 @@ def test_a_consent_dialog_in_a_cross_site_iframe_replays_the_story_after_the_rea
     assert walls == []  # the page took the dialog's answer (postMessage) and removed it
 
 
-def test_every_load_more_item_is_reachable_in_replay(replayed: Replayed) -> None:
-    with chromium() as driver:
+def test_every_load_more_item_is_reachable_in_replay(
+    replayed: Replayed, file_chromium: Chrome
+) -> None:
+    with lent(file_chromium, replayed.cfg.url) as driver:
         replayed.open(driver, "more")
         clicks = 0
         for shown in range(3, 3 * bs.PAGES, 3):  # the reader clicks until the button goes
@@ -194,10 +197,14 @@ def test_every_load_more_item_is_reachable_in_replay(replayed: Replayed) -> None
     ("viewport", "source"), [("desktop", "/img/pic-desk.png"), ("phone", "/img/pic-phone.png")]
 )
 def test_the_media_query_picture_replays_at_the_viewport_it_was_captured_at(
-    replayed: Replayed, viewport: str, source: str
+    replayed: Replayed, file_chromium: Chrome, viewport: str, source: str
 ) -> None:
-    phone = viewport == "phone"
-    with chromium(width=WIDTH if phone else 1280, phone=phone) as driver:
+    # the phone's screen is a browser of its own (Chrome's mobile emulation is set at its start)
+    with (
+        chromium(width=WIDTH, phone=True)
+        if viewport == "phone"
+        else lent(file_chromium, replayed.cfg.url)
+    ) as driver:
         replayed.open(driver, "phone")
         shown = WebDriverWait(driver, 60).until(lambda d: d.execute_script(PICTURE_JS))
     assert shown[0].endswith(replayed.seeds["phone"].rstrip("/") + source), shown

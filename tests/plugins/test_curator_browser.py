@@ -19,13 +19,14 @@ from urllib.parse import quote
 import httpx
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.support.browser import airflow_login, chromium
+from tests.support.browser import airflow_login, lent
 from tests.support.demo_fixture import DemoPlatform
 from tests.support.platform_cli import HARVESTFLOW, api_client, start_up, unpause
 
@@ -163,13 +164,13 @@ def _wait_run(api: httpx.Client, run_id: str, timeout: float = 600) -> None:
     assert state == "success", state
 
 
-def test_curator_pages_in_airflow(airflow_up: Airflow) -> None:
+def test_curator_pages_in_airflow(airflow_up: Airflow, file_chromium: Chrome) -> None:
     af = airflow_up
     base, cur = af.base, af.base + "/curator"
     _refused_without_login(af)
     api, run_id = _trigger_harvest(af)
 
-    with chromium() as driver:
+    with lent(file_chromium, af.base) as driver:
         # a browser without a session is sent to Airflow's login page, then signs in there
         driver.get(cur + "/jobs")
         WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
@@ -367,7 +368,9 @@ def test_the_reading_room_admits_a_user_signed_in_to_the_curator_pages(
     assert gateway.refusal("127.0.0.2", replay, {"Authorization": f"Bearer {forged}"})
 
 
-def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform) -> None:
+def test_search_page_in_airflow(
+    airflow_up: Airflow, demo_platform: DemoPlatform, file_chromium: Chrome
+) -> None:
     """The full-text search page mounted at /search in Airflow: refused without Airflow's login
     as the curator views are; signed in, "Browse → Archive search" shows it, a search finds the
     demo site's front page (extracted by the demo's indexing chain) and the result links into
@@ -386,7 +389,7 @@ def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform
     assert html.status_code == 307 and "/auth/login" in html.headers["location"]
 
     replay = AccessConfig.from_settings(load(environ=demo_platform.env)).url
-    with chromium() as driver:
+    with lent(file_chromium, af.base) as driver:
         airflow_login(driver, af.base, af.user, af.password)
         driver.get(af.base + "/plugin/archive-search")
         frame = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
@@ -412,7 +415,7 @@ def test_search_page_in_airflow(airflow_up: Airflow, demo_platform: DemoPlatform
 
 
 def test_qa_comment_in_airflow_reaches_the_domain_and_the_next_transfer(
-    airflow_up: Airflow, demo_platform: DemoPlatform, tmp_path: Path
+    airflow_up: Airflow, demo_platform: DemoPlatform, tmp_path: Path, file_chromium: Chrome
 ) -> None:
     """QA feedback behind Airflow's login: a curator's selection record of the demo's domain
     (imported with the CLI; monthly from 2099, so no run of the session harvests it), a QA
@@ -444,7 +447,7 @@ def test_qa_comment_in_airflow_reaches_the_domain_and_the_next_transfer(
         return done.stdout
 
     cli("selection", "import", str(feed), "--no-url-check")
-    with chromium() as driver:
+    with lent(file_chromium, af.base) as driver:
         airflow_login(driver, af.base, af.user, af.password)
         driver.get(cur + "/jobs")
         links = [

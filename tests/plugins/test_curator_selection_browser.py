@@ -24,11 +24,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from tests.support.browser import chromium
+from tests.support.browser import lent
 from tests.support.platform_up import Platform, SharedUp, page_gone, sign_in
 from tests.support.selection_site import Handler
 from tests.support.signed_in import page_token
@@ -103,7 +104,7 @@ def _engine(env: dict[str, str]) -> sa.Engine:
 
 
 def test_curator_edits_records_viewer_and_forgery_are_refused(
-    platform: Platform, tmp_path: Path
+    platform: Platform, file_chromium: Chrome, tmp_path: Path
 ) -> None:
     from harvest.selection.importer import import_file
     from harvest.selection.transfer import transfer_selection_records
@@ -113,7 +114,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
     with engine.connect() as conn:  # the platform is shared: this test's audit rows come after
         audit_before = conn.execute(sa.text("SELECT coalesce(max(audit_id), 0) FROM audit_log"))
         first_audit = int(audit_before.scalar_one())
-    with chromium() as driver:
+    with lent(file_chromium, platform.base) as driver:
         driver.set_script_timeout(90)
         sign_in(driver, platform, "carol")
         driver.get(cur + "/records/new")
@@ -165,7 +166,7 @@ def test_curator_edits_records_viewer_and_forgery_are_refused(
         )
         assert status == 403 and "CSRF" in body
 
-    with chromium() as driver:
+    with lent(file_chromium, platform.base) as driver:
         driver.set_script_timeout(90)
         sign_in(driver, platform, "victor")
         driver.get(f"{cur}/records/{ids[2]}")
@@ -266,6 +267,7 @@ def test_a_seed_that_never_answers_does_not_hold_the_api_server(platform: Platfo
 
 def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
     platform: Platform,
+    file_chromium: Chrome,
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
@@ -274,7 +276,7 @@ def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
     cur, engine = platform.base + "/curator", _engine(platform.env)
     made = datetime.now(UTC)
     next_hour = made.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    with chromium() as driver:
+    with lent(file_chromium, platform.base) as driver:
         driver.set_script_timeout(90)
         sign_in(driver, platform, "carol")
         driver.get(cur + "/definitions")
@@ -314,6 +316,7 @@ def test_a_curator_makes_an_hourly_event_crawl_and_switches_it_off_and_on(
 
 def test_an_engineer_makes_a_domain_an_alias_and_the_next_snapshot_leaves_it_out(
     platform: Platform,
+    file_chromium: Chrome,
 ) -> None:
     from datetime import UTC, datetime
 
@@ -325,7 +328,7 @@ def test_an_engineer_makes_a_domain_an_alias_and_the_next_snapshot_leaves_it_out
     with engine.begin() as conn:
         for name in ("mirror-a.test", "mirror-b.test"):
             ensure_config(conn, name)
-    with chromium() as driver:
+    with lent(file_chromium, platform.base) as driver:
         sign_in(driver, platform, "carol")  # a curator: the domain page has no alias form
         driver.get(cur + "/domains/mirror-b.test")
         assert not driver.find_elements(By.ID, "alias-form")
