@@ -11,7 +11,7 @@ replayable by pywb seconds to minutes after the fetch; WARCs rotate at 50 MB by 
 Every 10 minutes and when the launcher injects seeds; one run at a time, ~9 minutes of
 crawling each, on its own pool and queue `crawl_continuous`
 (`[airflow] continuous_pool`), so selective harvests keep both `crawl_high` slots. Each bounded run is a DONE job; when the task
-wrote WARCs it wakes the `indexing_chain` (Asset `harvestflow://harvest/jobs-done`), so the
+wrote WARCs it wakes the `indexing_chain` (Asset `x-harvestflow://harvest/jobs-done`), so the
 permanent index takes them in minutes after they closed, not at the chain's hourly sweep.
 
 ## How to check it's working

@@ -7,7 +7,7 @@ on the same weekday, MONTHLY on the same day of the month, QUARTERLY / SIXMONTHL
 sixth month on that day, ANNUAL on the same day and month. An injected seed becomes due at once
 in the URL state (its history is kept) and its quota of fetches since the last launch is reset
 (param `reset_quotas`). Idempotent per launch hour: a re-run injects nothing twice. Wakes the
-`continuous_crawl` DAG (Asset `harvestflow://continuous/seeds-injected`).
+`continuous_crawl` DAG (Asset `x-harvestflow://continuous/seeds-injected`).
 
 ## How to check it's working
 1. `harvestflow continuous launch --hour 2026-11-22T09:00` does the same outside Airflow and

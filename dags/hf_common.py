@@ -12,11 +12,15 @@ from typing import Any
 from airflow.sdk import Asset, Param
 
 # Stage hand-offs: a finished harvest wakes indexing, indexed files wake preservation.
-HARVEST_DONE = Asset("harvestflow://harvest/jobs-done")
-FILES_INDEXED = Asset("harvestflow://indexing/files-indexed")
-PRESERVED = Asset("harvestflow://preservation/packages-preserved")
+# Why the x- scheme: Airflow looks up a URI normalizer for any other scheme, and that lookup
+# discovers every installed provider (0.8 CPU-s) in each process that builds an Asset: every
+# DAG-file parse of the dag-processor and every task process. An x- scheme is Airflow's mark of
+# a scheme with no provider semantics (airflow.sdk.definitions.asset._sanitize_uri skips it).
+HARVEST_DONE = Asset("x-harvestflow://harvest/jobs-done")
+FILES_INDEXED = Asset("x-harvestflow://indexing/files-indexed")
+PRESERVED = Asset("x-harvestflow://preservation/packages-preserved")
 # The continuous crawl's launcher wakes the crawl when it injected seeds.
-SEEDS_INJECTED = Asset("harvestflow://continuous/seeds-injected")
+SEEDS_INJECTED = Asset("x-harvestflow://continuous/seeds-injected")
 
 
 def crawl_pools(environ: dict[str, str] | None = None) -> tuple[str, str]:

@@ -34,7 +34,7 @@ DOC_CHECK = """
 2. The run's `crawl` task log shows a progress line every few seconds (URLs done/queued, rate).
 3. `harvestflow jobs list` shows the job DONE with URL and byte counts; its directory
    `var/jobs/<harvest_id>/<job_id>/<ts>/` holds warcs/, logs/crawl.log and reports/.
-4. The `indexing_chain` DAG starts by itself (Asset `harvestflow://harvest/jobs-done`).
+4. The `indexing_chain` DAG starts by itself (Asset `x-harvestflow://harvest/jobs-done`).
 """
 
 

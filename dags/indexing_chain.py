@@ -5,18 +5,18 @@ location: **ingest** (single: new WARCs of DONE jobs into the manifest, with che
 file, as parallel mapped tasks, **index** (CDX + CDXJ lines) → **transfer** (copy to a repository
 location with free space, PATH line) → **backup** (optional, verified) → **delete** (controlled
 removal from the indexing area). Woken by a finished harvest (Asset
-`harvestflow://harvest/jobs-done`) and hourly as a sweep. Each module is restartable: a killed
+`x-harvestflow://harvest/jobs-done`) and hourly as a sweep. Each module is restartable: a killed
 run re-run indexes every file exactly once.
 
 A file whose module fails (after its retries), or that is quarantined, makes the run failed; the other files go on, and
 `chain_done` (the teardown of `pending`) still runs and emits
-`harvestflow://indexing/files-indexed`, so preservation takes the files that went through.
+`x-harvestflow://indexing/files-indexed`, so preservation takes the files that went through.
 
 ## How to check it's working
 1. After a harvest (or `harvestflow demo`), this DAG runs by itself; its `ingest` task log lists
    the files taken in, each `process_file` log the CDX line count and final path.
 2. `harvestflow index cdx var/repository/loc1/<file>.warc.gz` prints the capture's CDXJ lines.
-3. The `preservation_ingest` DAG starts next (Asset `harvestflow://indexing/files-indexed`).
+3. The `preservation_ingest` DAG starts next (Asset `x-harvestflow://indexing/files-indexed`).
 4. Beside the chain, `extract_text` puts each indexed file's HTML, text and PDF captures into the
    full-text index (its log: documents extracted, duplicates, skipped, failed with offsets);
    `harvestflow search query "some words"` then finds them.

@@ -5,13 +5,13 @@ metadata WARC first, then its data WARCs one by one, each with an ARK identifier
 (size and SHA-256 checksum, full re-read for a sample) before it is marked preserved. Transient
 S3 errors are retried with back-off; serious ones (checksum mismatch, missing file, invalid bag)
 put the job in the manual queue with the reason. Woken by the indexing chain (Asset
-`harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
+`x-harvestflow://indexing/files-indexed`). Idempotent: a re-run never mints a second ARK nor writes
 an object twice.
 
 A job whose ingest fails (after its retries), or that a serious error put in the manual queue,
 makes the run failed; the other jobs go on and
 `report` (the teardown of `ready_jobs`) still runs and emits
-`harvestflow://preservation/packages-preserved`.
+`x-harvestflow://preservation/packages-preserved`.
 
 ## How to check it's working
 1. After `harvestflow demo`, `harvestflow preservation queue` lists no job in the manual queue.

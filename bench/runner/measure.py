@@ -85,20 +85,28 @@ def measure(
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     main_wall = time.perf_counter() - started
     deadline = time.perf_counter() + grace_s
+    signalled: set[int] = set()
+    next_scan = deadline
     while True:
         try:
             pid, _, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             break  # no descendant left
         if pid == 0:
-            if time.perf_counter() > deadline:
+            # past the grace, every child is killed, again and again: a descendant killed here
+            # leaves its own children to be re-parented here later (a scheduler's task workers),
+            # and those must be killed too, not waited for without end
+            if time.perf_counter() > next_scan:
                 for child in _children():
+                    if child in signalled:
+                        continue
                     try:
                         os.kill(child, signal.SIGKILL)
+                        signalled.add(child)
                         killed += 1
                     except ProcessLookupError:
                         pass
-                deadline = float("inf")
+                next_scan = time.perf_counter() + 0.2
             time.sleep(0.005)
             continue
         user += usage.ru_utime

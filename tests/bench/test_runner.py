@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -229,6 +230,34 @@ def test_an_orphan_is_reaped_while_the_command_still_runs(tmp_path: Path) -> Non
     assert m["exit_code"] == 0
     assert (tmp_path / "out" / "stdout").read_text().strip() == "reaped"
     assert m["orphans_reaped"] == 1
+
+
+LEFT_RUNNING = """
+import os, time
+if os.fork() == 0:  # a child left running, whose own child outlives it
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+    time.sleep(600)
+    os._exit(0)
+"""
+
+
+def test_descendants_left_running_are_killed_after_the_grace_with_their_own_children(
+    tmp_path: Path,
+) -> None:
+    """A descendant killed after the grace leaves its children re-parented to the wrapper later
+    (a scheduler's task workers): they are killed too, the wrapper does not wait for them."""
+    script = tmp_path / "left.py"
+    script.write_text(LEFT_RUNNING)
+    result = tmp_path / "m.json"
+    measure = REPO / "bench" / "runner" / "measure.py"
+    cmd = [sys.executable, str(measure), str(result), str(tmp_path / "o"), str(tmp_path / "e")]
+    # a ceiling only: without the fix the wrapper waits for the grandchild's 600 s
+    subprocess.run([*cmd, "0.5", "--", sys.executable, str(script)], check=True, timeout=120)
+    m = json.loads(result.read_text())
+    assert m["exit_code"] == 0
+    assert m["orphans_killed"] == 2
 
 
 README = """# Benchmarks

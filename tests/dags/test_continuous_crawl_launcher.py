@@ -34,7 +34,7 @@ def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engin
     run = last_run(airflow_ready, "continuous_crawl_launcher")
     assert (run.state, run.tasks) == ("success", {"launch": "success"})
     assert asset_events(airflow_ready, run) == [
-        ("launch", "harvestflow://continuous/seeds-injected")
+        ("launch", "x-harvestflow://continuous/seeds-injected")
     ]
     with db_engine.connect() as conn:
         seeds = conn.execute(sa.text("SELECT seed_url, template FROM continuous_seeds")).all()

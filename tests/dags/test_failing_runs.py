@@ -75,7 +75,7 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
     assert stages == {junk.name: "quarantined", **{name: "done" for name in good}}
     # preservation is woken for the files that went through
     assert asset_events(airflow_ready, run) == [
-        ("chain_done", "harvestflow://indexing/files-indexed")
+        ("chain_done", "x-harvestflow://indexing/files-indexed")
     ]
     # the curator overview lists the failed run, naming the file, linking to the run in Airflow
     overview = _overview(airflow_ready, db_engine)
@@ -115,5 +115,5 @@ def test_preservation_run_is_red_when_one_job_goes_to_the_manual_queue(
         )
     assert status == {kept.job_id: "preserved", broken.job_id: "manual"}
     assert asset_events(airflow_ready, run) == [
-        ("report", "harvestflow://preservation/packages-preserved")
+        ("report", "x-harvestflow://preservation/packages-preserved")
     ]

@@ -373,7 +373,7 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
     assert run.tries[f"harvest_job.crawl[{failing}]"] == 1  # the refused spec: no retry
     # the indexing chain is woken for the job that finished
     assert asset_events(airflow_ready, run) == [
-        ("advance_schedules", "harvestflow://harvest/jobs-done")
+        ("advance_schedules", "x-harvestflow://harvest/jobs-done")
     ]
 
 

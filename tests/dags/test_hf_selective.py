@@ -65,7 +65,7 @@ def test_selective_dag_shape(frequency: str) -> None:
     )
     advance = tasks["advance_schedules"]
     assert advance.is_teardown and advance.trigger_rule == "all_done_setup_success"
-    assert [a.uri for a in advance.outlets] == ["harvestflow://harvest/jobs-done"]
+    assert [a.uri for a in advance.outlets] == ["x-harvestflow://harvest/jobs-done"]
     assert tasks["transfer_selection"].downstream_task_ids == {"due_definitions"}
     assert "harvest_id" in dag.params
 

@@ -82,7 +82,7 @@ def test_the_harvest_done_asset_waits_for_every_job_record(dag_id: str) -> None:
     dag = _load(DAGS / f"{dag_id}.py")
     final = RULES[dag_id][1]
     assert "harvest_job.record" in dag.get_task(final).upstream_task_ids
-    assert [a.uri for a in dag.get_task(final).outlets] == ["harvestflow://harvest/jobs-done"]
+    assert [a.uri for a in dag.get_task(final).outlets] == ["x-harvestflow://harvest/jobs-done"]
 
 
 def test_a_failed_continuous_crawl_fails_the_run_through_its_hand_off() -> None:
