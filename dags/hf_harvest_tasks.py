@@ -54,8 +54,7 @@ def crawl_job_group(pool: str, group_id: str = "harvest_job") -> Any:
             from airflow.sdk import get_current_context
             from airflow.sdk.exceptions import AirflowFailException
 
-            from crawler.launch import CrawlRefused
-            from harvest.pipeline import crawl_prepared_job
+            from harvest.pipeline import CrawlRefused, crawl_prepared_job
 
             ti = get_current_context()["ti"]
             task = {"dag_id": ti.dag_id, "run_id": ti.run_id, "task_id": ti.task_id}

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from crawler.launch import CrawlRefused
     from harvest.bootstrap import ensure_reference_data
     from harvest.channels import split_by_channel
     from harvest.crawltask import crawl_prepared_job
@@ -45,6 +46,7 @@ _HOMES = {
     "ensure_reference_data": "harvest.bootstrap",
     "split_by_channel": "harvest.channels",
     "crawl_prepared_job": "harvest.crawltask",
+    "CrawlRefused": "crawler.launch",  # what crawl_prepared_job raises for a refused spec
     "advance_schedule": "harvest.definitions",
     "due_definitions": "harvest.definitions",
     "list_jobs": "harvest.jobs",
@@ -111,6 +113,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "PARAMS_SCHEMA",
+    "CrawlRefused",
     "advance_schedule",
     "collect_sources",
     "crawl_prepared_job",
