@@ -61,8 +61,10 @@ def test_schedule_output_async() -> None:
 
 
 # what a crawl process imports when its job renders nothing and has no job control (the
-# crawler's components for `python -m crawler --seed … --render none`), and the partitioned
-# job's parent: neither needs the renderer's HTTP client (aiohttp) nor SQLAlchemy's job actions
+# crawler's components for `python -m crawler --seed … --render none`, built the way Scrapy
+# builds them: each setting merged with its _BASE, every key imported to match it with the
+# base's entries), and the partitioned job's parent: neither needs the renderer's HTTP client
+# (aiohttp), SQLAlchemy's job actions nor Scrapy's remote control
 _PLAIN_CRAWL = """
 import json, sys
 from pathlib import Path
@@ -77,9 +79,8 @@ job = Path(sys.argv[1]) / "job.json"
 job.write_text(json.dumps(cli.adhoc_spec(args)))
 s = Settings(runner.scrapy_settings(jobspec.load(job)))
 for key in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
-    for path, order in s.getdict(key).items():
-        if order is not None:
-            load_object(path)
+    for path in s.get_component_priority_dict_with_base(key):
+        load_object(path)
 for path in s.getdict("DOWNLOAD_HANDLERS").values():
     if path is not None:
         load_object(path)
@@ -111,31 +112,10 @@ def test_a_partitioned_jobs_parent_loads_no_sqlalchemy_without_job_control() -> 
     assert "sqlalchemy" not in loaded and "scrapy" not in loaded
 
 
-# the components a plain crawl's Scrapy builds, the way Scrapy builds them: each setting merged
-# with its _BASE (Scrapy imports every key of the setting to match it with the base's entries)
-_SCRAPY_BUILT = """
-import json, sys
-from pathlib import Path
-from scrapy.settings import Settings
-from scrapy.utils.misc import load_object
-from crawler import command_line as cli, jobspec, runner
-parser = cli.argparse.ArgumentParser()
-cli.add_arguments(parser)
-args = parser.parse_args(["--out", sys.argv[1], "--render", "none", "--seed", "http://a.example/"])
-job = Path(sys.argv[1]) / "job.json"
-job.write_text(json.dumps(cli.adhoc_spec(args)))
-s = Settings(runner.scrapy_settings(jobspec.load(job)))
-for key in ("DOWNLOADER_MIDDLEWARES", "SPIDER_MIDDLEWARES", "EXTENSIONS"):
-    for path in s.get_component_priority_dict_with_base(key):
-        load_object(path)
-print(json.dumps(sorted(sys.modules)))
-"""
-
-
 def test_a_crawl_without_leases_loads_neither_sqlalchemy_nor_scrapys_remote_control(
     tmp_path,
 ) -> None:
-    loaded = _modules(_SCRAPY_BUILT, str(tmp_path))
+    loaded = _modules(_PLAIN_CRAWL, str(tmp_path))
     assert "crawler.statslog" in loaded and "crawler.ownerwatch" in loaded  # the check ran
     assert "crawler.leases" not in loaded and "sqlalchemy" not in loaded
     assert "scrapy.extensions.remote_control" not in loaded and "aiohttp" not in loaded
