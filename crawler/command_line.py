@@ -211,8 +211,10 @@ def _import_scrapy_tls() -> None:
     aliases at import, each calling ``inspect.stack()``, which reads the source of every frame
     of the importing stack. Imported at the bottom of crawler.runner's import chain (~60 frames
     deep) that cost ~0.3 CPU-s in every crawl process; from here (~20 frames), under 0.1.
+    They come with :mod:`crawler.internals` (Scrapy's HTTP/1.1 handler imports them), the one
+    module that names Scrapy's private parts.
     """
-    import scrapy.core.downloader.contextfactory  # noqa: F401
+    import crawler.internals  # noqa: F401
 
 
 def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> JobSummary:

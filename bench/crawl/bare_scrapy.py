@@ -28,6 +28,7 @@ from urllib.parse import urldefrag, urljoin
 import scrapy
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import HtmlResponse, TextResponse
+from scrapy.settings import default_settings
 
 CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)")
 # crawler.runner.GC_YOUNG_THRESHOLD (the test checks they are equal)
@@ -92,7 +93,10 @@ SETTINGS: dict[str, Any] = {
         # (the crawler's own component, generic Scrapy code: it archives nothing)
         "crawler.spider.ScheduleOutputMiddleware": 1,
     },
-    "EXTENSIONS": dict.fromkeys(DISABLED_EXTENSIONS),
+    # left out of Scrapy's own base, as the crawler does (a key set to None is still imported)
+    "EXTENSIONS_BASE": {
+        k: v for k, v in default_settings.EXTENSIONS_BASE.items() if k not in DISABLED_EXTENSIONS
+    },
     "DOWNLOAD_HANDLERS": {"ftp": None, "s3": None, "file": None, "data": None},
 }
 

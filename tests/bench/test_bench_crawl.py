@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from scrapy.settings import Settings
+from scrapy.settings import Settings, default_settings
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -86,7 +86,10 @@ REPLACED = {
 
 
 def _disabled_builtins(s: Settings, key: str) -> set[str]:
-    return {k for k, v in s.getdict(key).items() if v is None and k.startswith("scrapy.")}
+    """Scrapy's built-ins set to None, or left out of the setting's base."""
+    off = {k for k, v in s.getdict(key).items() if v is None and k.startswith("scrapy.")}
+    default_base = getattr(default_settings, f"{key}_BASE")
+    return off | (set(default_base) - set(s.getdict(f"{key}_BASE") or default_base))
 
 
 def test_bare_scrapy_peer_has_the_crawlers_tuning(tmp_path: Path) -> None:
