@@ -22,10 +22,6 @@ import sqlalchemy as sa
 
 from crawler import CrawlerError
 
-# re-exported: the switches' home is crawler.lease_switches (read without SQLAlchemy)
-from crawler.lease_switches import JOB_LEASE_ENV as JOB_LEASE_ENV
-from crawler.lease_switches import host_leases_enabled as host_leases_enabled
-
 if TYPE_CHECKING:
     from crawler.broker_leases import BrokerHostLeases
 

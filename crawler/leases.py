@@ -26,15 +26,14 @@ from twisted.internet import reactor, task, threads
 from twisted.internet.defer import Deferred, DeferredList, DeferredLock
 
 from crawler.context import context_of
+from crawler.lease_switches import JOB_LEASE_ENV, host_leases_enabled
 from crawler.lease_tables import (
-    JOB_LEASE_ENV,
     POLL_S,
     WAITER_GRACE_S,
     HostLeases,
     JobLeases,
     LeaseHeld,
     holder_name,
-    host_leases_enabled,
     job_lease_engine,
     jobs_with_live_lease,
     make_engine,

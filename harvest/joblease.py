@@ -18,7 +18,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crawler.lease_tables import JOB_LEASE_ENV, JobLeases, LeaseHeld, holder_name, job_lease_engine
+from crawler.lease_switches import JOB_LEASE_ENV
+from crawler.lease_tables import JobLeases, LeaseHeld, holder_name, job_lease_engine
 from harvestflow.services.datadir import check_data_dir
 from harvestflow.settings import get_settings
 
