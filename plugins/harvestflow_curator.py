@@ -9,6 +9,8 @@ pages (admin, crawl engineer, curator, viewer) from Airflow's auth manager, whic
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -71,6 +73,43 @@ def airflow_base_path(base_url: str) -> str:
     return urlsplit(base_url).path.rstrip("/")
 
 
+class BuiltOnFirstUse:
+    """An ASGI app that builds the real one at its first request (or when one of the real app's
+    attributes is read: ``routes``, ``router``...).
+
+    Why: Airflow imports this module in every process that loads plugins (each task's process,
+    for the macros; the scheduler, the DAG processor, `airflow dags test`), and only the
+    api-server serves these pages; building them at import (every curator page's routes, the
+    search stack and its imports) cost each of the others CPU for nothing.
+    """
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._built: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._built is not None
+
+    @property
+    def app(self) -> Any:
+        """The real app, built once."""
+        if self._built is None:
+            with self._lock:
+                if self._built is None:
+                    self._built = self._build()
+        return self._built
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # never the real app's private parts (nor a half-built self)
+            raise AttributeError(name)
+        return getattr(self.app, name)
+
+
 def _app() -> Any:
     from airflow.configuration import conf
 
@@ -93,7 +132,7 @@ class HarvestflowCuratorPlugin(AirflowPlugin):
     name = "harvestflow_curator"
     # plain lists: AirflowPlugin declares these as instance attributes (mypy refuses ClassVar)
     fastapi_apps = [  # noqa: RUF012
-        {"app": _app(), "url_prefix": "/curator", "name": "harvestflow curator"}
+        {"app": BuiltOnFirstUse(_app), "url_prefix": "/curator", "name": "harvestflow curator"}
     ]
     external_views = [  # noqa: RUF012
         {
@@ -117,7 +156,7 @@ class HarvestflowSearchPlugin(AirflowPlugin):
 
     name = "harvestflow_search"
     fastapi_apps = [  # noqa: RUF012
-        {"app": _search_app(), "url_prefix": "/search", "name": "harvestflow search"}
+        {"app": BuiltOnFirstUse(_search_app), "url_prefix": "/search", "name": "harvestflow search"}
     ]
     external_views = [  # noqa: RUF012
         {

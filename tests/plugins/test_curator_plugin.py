@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "harvestflow_curator.py"
 
@@ -71,3 +72,39 @@ def test_roles_come_from_the_simple_auth_managers_roles() -> None:
         "OP": Role.ENGINEER,
         "ADMIN": Role.ADMIN,
     }
+
+
+def test_the_pages_apps_are_built_at_their_first_use_and_once() -> None:
+    """Airflow imports the plugin in every process that loads plugins (each task's process, the
+    scheduler, `dags test`), and only the api-server serves the pages: loading it builds neither
+    app; the first request (or the first read of an attribute of the app) builds it, once."""
+    from fastapi.testclient import TestClient
+
+    module = _plugin()
+    entries = [
+        entry
+        for plugin in (module.HarvestflowCuratorPlugin, module.HarvestflowSearchPlugin)
+        for entry in plugin.fastapi_apps
+    ]
+    assert [(type(e["app"]).__name__, e["app"].built) for e in entries] == [
+        ("BuiltOnFirstUse", False),
+        ("BuiltOnFirstUse", False),
+    ]
+
+    builds: list[str] = []
+
+    def build() -> Any:
+        builds.append("built")
+
+        async def answer(scope: Any, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        answer.routes = ["/"]  # type: ignore[attr-defined]
+        return answer
+
+    lazy = module.BuiltOnFirstUse(build)
+    assert (lazy.built, builds) == (False, [])
+    client = TestClient(lazy)
+    assert [client.get(path).status_code for path in ("/", "/jobs")] == [204, 204]
+    assert (lazy.routes, builds) == (["/"], ["built"])
