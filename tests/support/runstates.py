@@ -97,10 +97,11 @@ def dags_test(
     (:func:`app.runtime.airflow_runtime.airflow_env`) from the same variables. Tests of other
     files still run `harvestflow airflow` itself.
 
-    Why ``-f`` (``--dagfile-path``): without it, ``dags test`` parses every file of the DAGs
-    folder and writes every DAG of it to the metadata DB before it runs the one asked for; a
-    DAG's file is named after it (tests/dags/test_dag_integrity.py), so only that file is
-    parsed and only that DAG written, as the run itself needs.
+    Why ``-f`` (``--dagfile-path``): without it, the CLI parses every file of the DAGs folder
+    and writes every DAG of it to the metadata DB to find the one asked for; a DAG's file is
+    named after it (tests/dags/test_dag_integrity.py), so it parses that file only. (dag.test()
+    itself then parses and writes the whole folder once more: Airflow 3.3 re-syncs the DAG's
+    bundle in every run, apache/airflow#64884.)
     """
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     base.update(extra_env)
