@@ -16,7 +16,7 @@ from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
 from tests.support.objects import corrupt_one_byte, replica_s3_client
 from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
-from tests.support.runstates import dags_test, last_run
+from tests.support.runstates import dags_tests, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -40,32 +40,36 @@ def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
     first, second = sorted(n for n in job.files if n != job.metadata_name)
 
     corrupt_one_byte(replica, fresh_bucket, prefix + first)
-    proc = dags_test("fixity_audit", **EVERY_FILE)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-4000:]
-    run = last_run(services, "fixity_audit")
-    assert (run.state, run.tasks) == ("success", {"audit": "success"})
-    assert f"REPAIRED job {job.job_id} {first}: replica copy repaired from the primary" in output
-    assert (
-        hashlib.sha256(
-            replica.get_object(Bucket=fresh_bucket, Key=prefix + first)["Body"].read()
-        ).hexdigest()
-        == hashlib.sha256(job.files[first].read_bytes()).hexdigest()
-    )
+    # both runs in one Airflow process, each after what the test did before it
+    with dags_tests(**EVERY_FILE) as airflow:
+        proc = airflow.run("fixity_audit")
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output[-4000:]
+        run = last_run(services, "fixity_audit")
+        assert (run.state, run.tasks) == ("success", {"audit": "success"})
+        assert (
+            f"REPAIRED job {job.job_id} {first}: replica copy repaired from the primary" in output
+        )
+        assert (
+            hashlib.sha256(
+                replica.get_object(Bucket=fresh_bucket, Key=prefix + first)["Body"].read()
+            ).hexdigest()
+            == hashlib.sha256(job.files[first].read_bytes()).hexdigest()
+        )
 
-    want = hashlib.sha256(job.files[second].read_bytes()).hexdigest()
-    corrupt_one_byte(s3_client, fresh_bucket, prefix + second)
-    corrupt_one_byte(replica, fresh_bucket, prefix + second)
-    proc = dags_test("fixity_audit", **EVERY_FILE)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-4000:]
-    run = last_run(services, "fixity_audit")
-    assert (run.state, run.tasks) == ("failed", {"audit": "failed"})
-    assert "1 file(s) bad in every copy, put in the manual queue" in output
-    assert f"{prefix + second} is bad in every copy, expected sha256 {want}" in output
-    with db_engine.connect() as conn:
-        status = conn.execute(
-            sa.text("SELECT status FROM preservation_packages WHERE job_id = :j"),
-            {"j": job.job_id},
-        ).scalar_one()
-    assert status == "manual"
+        want = hashlib.sha256(job.files[second].read_bytes()).hexdigest()
+        corrupt_one_byte(s3_client, fresh_bucket, prefix + second)
+        corrupt_one_byte(replica, fresh_bucket, prefix + second)
+        proc = airflow.run("fixity_audit")
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0, output[-4000:]
+        run = last_run(services, "fixity_audit")
+        assert (run.state, run.tasks) == ("failed", {"audit": "failed"})
+        assert "1 file(s) bad in every copy, put in the manual queue" in output
+        assert f"{prefix + second} is bad in every copy, expected sha256 {want}" in output
+        with db_engine.connect() as conn:
+            status = conn.execute(
+                sa.text("SELECT status FROM preservation_packages WHERE job_id = :j"),
+                {"j": job.job_id},
+            ).scalar_one()
+        assert status == "manual"

@@ -18,8 +18,8 @@ from .conftest import DAYS, seed_qa_db, tree_files
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 
-def _dags_test(*args: str) -> str:
-    proc = runstates.dags_test("daily_qa_stats", *args)
+def _dags_test(airflow: runstates.DagTests, *args: str) -> str:
+    proc = airflow.run("daily_qa_stats", *args)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     return out
@@ -46,26 +46,28 @@ def test_a_dag_run_reports_on_the_day_before_its_date_and_a_rerun_by_day_rewrite
     # the day that just ended), so the run of 23 November reports on 22 November, and on no
     # other day (the summaries of every day are checked in test_daily_db.py)
     day, report = DAYS[2], dirs[2]
-    out = _dags_test((day + timedelta(days=1)).isoformat())
-    assert (report / "index.html").is_file()
-    assert not any(d.exists() for d in dirs[:2])
-    head, problem = "QA 2026-11-22: 2 jobs, 9 URLs", "crawl log missing"
-    task = _task_lines(out)
-    # the task's own log ends with the curator's summary: headline first, report last
-    start = next(i for i, m in enumerate(task) if m.strip().startswith(head))
-    summary = "\n".join(task[start:])
-    assert problem in summary, summary
-    assert task[-1].strip() == f"report: {report}/index.html", summary
-    assert "MIME families: text" in summary and "top TLDs: ." in summary
-    # nothing after it but Airflow's own bookkeeping (the returned dict is not logged)
-    after = out[out.index(task[-1].strip()) :]
-    assert "Returned value was" not in after and "[qa." not in after
-    assert "demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in out
+    # both runs in one Airflow process, the second after the test read the first one's files
+    with runstates.dags_tests() as airflow:
+        out = _dags_test(airflow, (day + timedelta(days=1)).isoformat())
+        assert (report / "index.html").is_file()
+        assert not any(d.exists() for d in dirs[:2])
+        head, problem = "QA 2026-11-22: 2 jobs, 9 URLs", "crawl log missing"
+        task = _task_lines(out)
+        # the task's own log ends with the curator's summary: headline first, report last
+        start = next(i for i, m in enumerate(task) if m.strip().startswith(head))
+        summary = "\n".join(task[start:])
+        assert problem in summary, summary
+        assert task[-1].strip() == f"report: {report}/index.html", summary
+        assert "MIME families: text" in summary and "top TLDs: ." in summary
+        # nothing after it but Airflow's own bookkeeping (the returned dict is not logged)
+        after = out[out.index(task[-1].strip()) :]
+        assert "Returned value was" not in after and "[qa." not in after
+        assert "demo-daily run 2 vs run 1: grew 1, shrank 0, newly failed 0, hit limits 1" in out
 
-    # re-running the day through the trigger form's "day" param (the run's own date, today,
-    # would report on yesterday) rewrites the same files
-    first = tree_files(report)
-    again = _task_lines(_dags_test("-c", json.dumps({"day": day.isoformat()})))
-    assert any(m.strip().startswith(head) for m in again), again
-    assert again[-1].strip() == f"report: {report}/index.html", again
-    assert tree_files(report) == first
+        # re-running the day through the trigger form's "day" param (the run's own date, today,
+        # would report on yesterday) rewrites the same files
+        first = tree_files(report)
+        again = _task_lines(_dags_test(airflow, "-c", json.dumps({"day": day.isoformat()})))
+        assert any(m.strip().startswith(head) for m in again), again
+        assert again[-1].strip() == f"report: {report}/index.html", again
+        assert tree_files(report) == first

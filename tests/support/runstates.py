@@ -6,9 +6,14 @@ task failed and that the bookkeeping tasks ran, as an engineer sees them in the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,18 +108,124 @@ def dags_test(
     itself then parses and writes the whole folder once more: Airflow 3.3 re-syncs the DAG's
     bundle in every run, apache/airflow#64884.)
     """
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    base.update(extra_env)
-    env = airflow_env(load(environ=base), base=base)
-    dag_file = DAGS_DIR / f"{dag_id}.py"
-    conf_args = ["-c", json.dumps(conf)] if conf is not None else []
     return subprocess.run(
-        [airflow_bin(), "dags", "test", dag_id, *args, *conf_args, "-f", str(dag_file)],
-        env=env,
+        [airflow_bin(), *_dags_test_args(dag_id, args, conf)],
+        env=_airflow_env(extra_env),
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=RUN_TIMEOUT_S,
     )
+
+
+RUN_TIMEOUT_S = 900
+
+
+def _airflow_env(extra_env: dict[str, str]) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    base.update(extra_env)
+    return airflow_env(load(environ=base), base=base)
+
+
+def _dags_test_args(dag_id: str, args: tuple[str, ...], conf: dict[str, Any] | None) -> list[str]:
+    conf_args = ["-c", json.dumps(conf)] if conf is not None else []
+    return ["dags", "test", dag_id, *args, *conf_args, "-f", str(DAGS_DIR / f"{dag_id}.py")]
+
+
+# Runs Airflow's CLI (its entry point, parser and options) for each line of stdin (a JSON list
+# of arguments), then writes the end mark, with the command's exit status, on stdout and stderr.
+_ONE_PROCESS = """
+import json, sys, traceback
+from airflow.__main__ import main
+mark = sys.argv[1]
+for line in sys.stdin:
+    sys.argv = ["airflow", *json.loads(line)]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:  # as the interpreter ends on it: a message goes to stderr
+        code = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+        if not (isinstance(exc.code, int) or exc.code is None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        print(mark.format(code or 0), file=stream, flush=True)
+"""
+RUN_ENDED = "=== harvestflow: airflow command ended: {} ==="
+
+
+class DagTests:
+    """``airflow dags test`` runs of one test, one after the other in ONE Airflow process, each
+    when the test asks for it (:meth:`run`): what the test does between two runs is done by then.
+
+    Why: a test that runs a DAG, changes something, and runs it again paid Airflow's start-up
+    twice: its import, its CLI's set-up and the in-process Execution API that dag.test() builds
+    for the process's first task (its routes generated for every API version). Each run is
+    still Airflow's own ``dags test`` command with its own arguments, as
+    app.runtime.airflow_batch runs several commands in one process, and the demo several DAG
+    runs (app.runtime.dagrun); the environment is the same for every run of the process.
+    """
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines = {name: queue.Queue[str | None]() for name in ("stdout", "stderr")}
+        for name, q in self.lines.items():
+            stream = getattr(proc, name)
+            threading.Thread(target=self._read, args=(stream, q), daemon=True).start()
+
+    @staticmethod
+    def _read(stream: Any, q: queue.Queue[str | None]) -> None:
+        for line in stream:
+            q.put(line)
+        q.put(None)  # the process ended
+
+    def run(
+        self, dag_id: str, *args: str, conf: dict[str, Any] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """:func:`dags_test` in this process: its exit status, and its output only."""
+        argv = _dags_test_args(dag_id, args, conf)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(argv) + "\n")
+        self.proc.stdin.flush()
+        out = {name: self._until_end(q) for name, q in self.lines.items()}
+        code, stdout = out["stdout"]
+        _, stderr = out["stderr"]
+        return subprocess.CompletedProcess(["airflow", *argv], code, stdout, stderr)
+
+    def _until_end(self, q: queue.Queue[str | None]) -> tuple[int, str]:
+        head, _, tail = RUN_ENDED.partition("{}")
+        lines: list[str] = []
+        while (line := q.get(timeout=RUN_TIMEOUT_S)) is not None:
+            if line.startswith(head) and line.rstrip("\n").endswith(tail):
+                return int(line.rstrip("\n")[len(head) : -len(tail)]), "".join(lines)
+            lines.append(line)
+        raise AssertionError(f"the Airflow process ended during a run: {''.join(lines)[-3000:]}")
+
+
+@contextlib.contextmanager
+def dags_tests(**extra_env: str) -> Iterator[DagTests]:
+    """One Airflow process for the ``dags test`` runs of a test (:class:`DagTests`), in the
+    environment of :func:`dags_test`, with ``extra_env``; ended with the block."""
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", _ONE_PROCESS, RUN_ENDED],
+        env=_airflow_env(extra_env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
+    try:
+        yield DagTests(proc)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def dags_test_at(
