@@ -81,7 +81,12 @@ _TAKE_JOB = sa.text(
     "    OR job_leases.holder = EXCLUDED.holder"
     " RETURNING holder"
 )
-_JOB_STATE = sa.text("SELECT holder, heartbeat_at, expires_at FROM job_leases WHERE job_id = :j")
+# who holds the job, and how long its lease still runs without a heartbeat (the database's clock)
+_JOB_STATE = sa.text(
+    "SELECT holder, heartbeat_at, expires_at,"
+    " EXTRACT(EPOCH FROM expires_at - clock_timestamp()) AS expires_in"
+    " FROM job_leases WHERE job_id = :j"
+)
 _HEARTBEAT_JOB = sa.text(
     "UPDATE job_leases SET heartbeat_at = clock_timestamp(),"
     " expires_at = clock_timestamp() + make_interval(secs => :ttl)"
@@ -123,7 +128,15 @@ def _update(engine: sa.Engine, stmt: sa.TextClause, params: dict[str, Any]) -> i
 
 
 class LeaseHeld(CrawlerError, RuntimeError):
-    """The job's lease is held by another live crawler."""
+    """The job's lease is held by another live crawler.
+
+    ``expires_in_s``: how long that lease still runs unless its holder renews it (None when not
+    known), so that a caller waiting for a dead holder's lease asks again just as it expires.
+    """
+
+    def __init__(self, message: str, expires_in_s: float | None = None) -> None:
+        super().__init__(message)
+        self.expires_in_s = expires_in_s
 
 
 def holder_name() -> str:
@@ -231,7 +244,8 @@ class JobLeases:
         raise LeaseHeld(
             f"job {job_id} is being crawled by {row.holder} (last heartbeat {row.heartbeat_at}, "
             f"lease until {row.expires_at}); not starting a second crawler. Wait for it to end"
-            f" (or for the lease to expire if it died), or stop it: harvestflow jobs stop {job_id}"
+            f" (or for the lease to expire if it died), or stop it: harvestflow jobs stop {job_id}",
+            expires_in_s=max(float(row.expires_in), 0.0),
         )
 
     def heartbeat(self, job_id: int, holder: str) -> bool:

@@ -38,22 +38,38 @@ def check_worker_can_crawl() -> None:
         check_data_dir(settings.data_dir)
 
 
+# asked again this long after the held lease's expiry (the database's clock moved past it), and
+# never sooner than ASK_FLOOR_S after the last question
+EXPIRY_MARGIN_S = 0.05
+ASK_FLOOR_S = 0.1
+
+
 def _acquire(leases: JobLeases, job_id: int, holder: str, wait_s: float) -> None:
     """Take the lease, asking again for up to ``wait_s`` while another holder has it.
 
     Why wait: a retry after a lost worker may come before the dead crawler's lease expired;
     a live holder keeps renewing, so after ``wait_s`` (more than one TTL) it is refused.
+    Why ask again at the lease's expiry, not at a fixed pace: a dead holder's lease frees at
+    that moment, and asking every TTL / 6 left the job idle up to that long after it (15 s
+    with the default TTL); a live holder renews every TTL / 3, so its lease is then further
+    off, and the next question waits for that.
     """
     deadline = time.monotonic() + wait_s
     while True:
         try:
             leases.acquire(job_id, holder)
             return
-        except LeaseHeld:
-            if time.monotonic() >= deadline:
+        except LeaseHeld as held:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise
-            log.info("job %s: leased by another crawler; asking again", job_id)
-            time.sleep(min(max(leases.ttl_s / 6.0, 0.5), max(deadline - time.monotonic(), 0.1)))
+            pause = held.expires_in_s if held.expires_in_s is not None else leases.ttl_s / 6.0
+            log.info(
+                "job %s: leased by another crawler for %.1f s more; asking again then",
+                job_id,
+                pause,
+            )
+            time.sleep(min(max(pause + EXPIRY_MARGIN_S, ASK_FLOOR_S), max(left, ASK_FLOOR_S)))
 
 
 def _still_held(leases: JobLeases, job_id: int, holder: str) -> bool:

@@ -21,6 +21,7 @@ import re
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,6 +333,35 @@ class AirflowProcesses:
                 pass
             time.sleep(1)
         return False
+
+    def warm_execution_api(self, timeout_s: float = 300) -> threading.Thread:
+        """Ask the api-server's Execution API once, in a thread (the caller joins it), so that
+        its first real caller does not wait for it to be built.
+
+        Why: the Execution API (Cadwyn) builds its versioned routes and models on its first
+        request, on the api-server's event loop, blocking every request meanwhile; the first
+        task of a platform waited for it in its first call (23-57 s on a loaded 2-core VM) and,
+        past its client's five tries, failed. Asked here, once the api-server answers, the
+        build runs while the workers start.
+        """
+        af = self.settings["airflow"]
+        url = f"http://{af['host']}:{af['port']}/execution/health"
+
+        def ask() -> None:
+            import urllib.request
+
+            began = time.monotonic()
+            try:
+                with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+                    resp.read()
+            except OSError as exc:
+                log.warning("the Execution API did not answer %s: %s", url, exc)
+                return
+            log.info("the Execution API answered in %.1f s", time.monotonic() - began)
+
+        thread = threading.Thread(target=ask, name="warm-execution-api", daemon=True)
+        thread.start()
+        return thread
 
     def descendants(self) -> list[psutil.Process]:
         """Every process below the components (task runners, crawlers), whatever its group."""

@@ -33,6 +33,9 @@ COMPONENT_STOP_S = 8.0  # a worker's or component's SIGTERM, then SIGKILL (its w
 # what a stop takes beyond stop_grace_s: the components' COMPONENT_STOP_S (SeaweedFS's
 # STOP_DRAIN_S beside it), then PostgreSQL and the broker (a second or two)
 STOP_MARGIN_S = 15.0
+# how long `up` waits, before saying it is ready, for the Execution API's first answer (it
+# goes on after that: the tasks' own calls wait for it then)
+WARM_WAIT_S = 300.0
 
 
 def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 0) -> int:
@@ -68,11 +71,15 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
+        # its Execution API built now, while the workers and the replay service start, not in
+        # the first task's first call (AirflowProcesses.warm_execution_api)
+        warming = procs.warm_execution_api()
         # the workers once the api-server answers: a task they ran before would fail at once
         # (its supervisor cannot reach the Execution API), retries and run with it; due tasks
         # wait in the broker meanwhile
         local_workers.start()
         replay = _start_replay(settings)
+        warming.join(WARM_WAIT_S)  # said ready once tasks are answered without that wait
         user, password = airflow_runtime.ensure_login(settings)
         af = settings["airflow"]
         login = f"{user} / {password}"

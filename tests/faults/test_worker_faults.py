@@ -162,6 +162,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     env["HARVESTFLOW_AIRFLOW__WORKER_CONCURRENCY"] = "2"
     # one job at a time here: its politeness needs no cluster-wide host lease
     env["HARVESTFLOW_CRAWLER__HOST_LEASES"] = "false"
+    # a one-off harvest writes no preservation copy: one SeaweedFS, not the replica's second
+    # (a deployment's own choice, [s3_replica] enabled = false; `up` then starts one)
+    env["HARVESTFLOW_S3_REPLICA__ENABLED"] = "false"
     # only the one-off DAG runs (no schedule's first run holds the workers' slots)
     env.update(PAUSED_AT_CREATION)
     site = samplesite.start()
@@ -227,6 +230,11 @@ def test_a_killed_worker_is_restarted_its_crawl_dies_with_it_and_resumes_once(
         assert re.search(rf"^{component} +embedded +running ", status, re.M), status
     for name in ("worker1", "worker2"):
         assert re.search(rf"^worker +embedded +running +{name}@", status, re.M), status
+    # `up` had the Execution API built (its health asked) before any task called it: the
+    # first task's first call once waited for that build, and timed out on a loaded machine
+    api_log = cluster.data_dir / "airflow" / "logs" / "components" / "api-server.log"
+    calls = re.findall(r"method=\w+ path=(/execution/\S*)", api_log.read_text())
+    assert calls and calls[0] == "/execution/health", calls[:3]
     _captured_once(cluster, logs, seeds, "kill")
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+import types
 
+import pytest
 import sqlalchemy as sa
 
 from crawler.lease_tables import JobLeases, job_lease_engine
@@ -48,3 +50,32 @@ def test_a_held_job_lease_keeps_no_connection_open(db_engine: sa.Engine) -> None
         assert _connections_settled(db_engine, before) == before
     with db_engine.connect() as conn:  # given back at the end
         assert conn.execute(sa.text("SELECT count(*) FROM job_leases")).scalar_one() == 0
+
+
+def test_a_retry_asks_for_a_dead_holder_s_lease_again_as_it_expires(
+    db_engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crawler died holding the job (no heartbeat: its lease runs out in 1 s); the retry,
+    whose own TTL is 60 s, waits until that expiry, not for a fixed TTL / 6 (10 s), and takes
+    the job at its next question."""
+    from harvest import joblease
+
+    job = _job_row(db_engine)
+    JobLeases(job_lease_engine(), ttl_s=1.0).acquire(job, "dead-worker:1:x")
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        real_sleep(seconds)
+
+    clock = types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
+    monkeypatch.setattr(joblease, "time", clock)  # this module's sleeps only
+    with job_lease(job, ttl_s=60, wait_s=90) as holder:
+        with db_engine.connect() as conn:
+            leased = conn.execute(
+                sa.text("SELECT holder FROM job_leases WHERE job_id = :j"), {"j": job}
+            ).scalar_one()
+        assert leased == holder
+    assert len(pauses) == 1, pauses  # taken at the question after the expiry
+    assert 0 < pauses[0] <= 1.0 + joblease.EXPIRY_MARGIN_S, pauses

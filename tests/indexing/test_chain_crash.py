@@ -24,7 +24,7 @@ from indexing.dedup_index import sidecar_lines
 from indexing.files import sha1_of
 from indexing.layout import Layout
 from indexing.merge import bigmerge, daily_merge
-from tests.support.chainkit import expected_index, job_warcs, make_harvest, make_job
+from tests.support.chainkit import expected_indexes, job_warcs, make_harvest, make_job
 
 pytestmark = pytest.mark.services
 
@@ -98,7 +98,7 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     sums = {w.name: sha1_of(w) for w in warcs}
     (tmp_path / "orig").mkdir()
     originals = [Path(shutil.copy2(w, tmp_path / "orig" / w.name)) for w in warcs]
-    expected = {fmt: expected_index(oracle, originals, fmt) for fmt in ("cdx11", "cdxj")}
+    expected = expected_indexes(oracle, originals, ("cdx11", "cdxj"))
 
     assert _run(point) == EXIT_CODE, f"crash point {point} was never reached"
     _originals_safe(warcs, sums, cfg.data_dir, hid)
@@ -108,8 +108,15 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     settings_mod.reset()
 
 
-def _assert_complete(  # type: ignore[no-untyped-def]
-    cfg, db_engine, hid, warcs, sums, originals, expected, tmp_path
+def _assert_complete(
+    cfg: settings_mod.Settings,
+    db_engine: sa.Engine,
+    hid: int,
+    warcs: list[Path],
+    sums: dict[str, str],
+    originals: list[Path],
+    expected: dict[str, list[str]],
+    tmp_path: Path,
 ) -> None:
     layout = Layout.from_settings(cfg)
     for fmt in ("cdx11", "cdxj"):
@@ -154,7 +161,7 @@ def test_sigkill_at_random_moments_then_rerun_indexes_each_warc_exactly_once(
     sums = {w.name: sha1_of(w) for w in warcs}
     (tmp_path / "orig").mkdir()
     originals = [Path(shutil.copy2(w, tmp_path / "orig" / w.name)) for w in warcs]
-    expected = {fmt: expected_index(oracle, originals, fmt) for fmt in ("cdx11", "cdxj")}
+    expected = expected_indexes(oracle, originals, ("cdx11", "cdxj"))
 
     # each killed run keeps some progress; the delay grows until a run gets to its end
     rnd = random.Random(seed)
@@ -198,7 +205,8 @@ def test_crash_while_quarantining_then_rerun_finishes_the_quarantine(
     working = [p.name for d in layout.worker_dirs() if d.is_dir() for p in d.iterdir()]
     assert working == []
     with db_engine.connect() as conn:
-        stages = dict(conn.execute(sa.text("SELECT file_name, stage FROM index_manifest")).all())
+        rows = conn.execute(sa.text("SELECT file_name, stage FROM index_manifest")).all()
+    stages: dict[str, str] = {r[0]: r[1] for r in rows}
     assert stages.pop(bad.name) == "quarantined"
     assert set(stages.values()) == {"done"}
     assert bad.exists()  # a quarantined original is never cleaned

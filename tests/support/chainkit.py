@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from tests.support.cdx_oracle import reference_lines
+from tests.support.cdx_oracle import reference_lines, reference_lines_by_format
 from tests.support.warcgen import write_warc
 
 
@@ -90,5 +90,20 @@ def expected_index(oracle: Path, warcs: list[Path], fmt: str) -> list[str]:
     of start-up, and the crash tests ask for several files' lines in every case."""
     if not warcs:
         return []
-    lines = set(reference_lines(oracle, warcs, fmt))
-    return sorted(lines, key=lambda s: s.encode("utf-8"))
+    return _merged(reference_lines(oracle, warcs, fmt))
+
+
+def expected_indexes(
+    oracle: Path, warcs: list[Path], fmts: tuple[str, ...] = ("cdx11", "cdxj")
+) -> dict[str, list[str]]:
+    """:func:`expected_index` of ``warcs`` in each format of ``fmts``, from one oracle process
+    for them all (:func:`tests.support.cdx_oracle.reference_lines_by_format`)."""
+    if not warcs:
+        return {fmt: [] for fmt in fmts}
+    found = reference_lines_by_format(oracle, warcs, fmts)
+    return {fmt: _merged(lines) for fmt, lines in found.items()}
+
+
+def _merged(lines: list[str]) -> list[str]:
+    """Merged as our index is: byte order, each line once."""
+    return sorted(set(lines), key=lambda s: s.encode("utf-8"))
