@@ -242,14 +242,20 @@ def pools(settings: Settings) -> dict[str, int]:
     }
 
 
-def run_airflow_batch(settings: Settings, *commands: list[str]) -> subprocess.CompletedProcess[str]:
-    """Run ``airflow ARGS`` for each ARGS of ``commands``, in order, in ONE process
-    (:mod:`app.runtime.airflow_batch`: Airflow's start-up cost paid once); raise RuntimeError
-    naming the command that failed, with the process's stderr, when one did (the later ones do
-    not run)."""
+def batch_command(*commands: list[str]) -> list[str]:
+    """The program running ``airflow ARGS`` for each ARGS of ``commands``, in order, in ONE
+    process (:mod:`app.runtime.airflow_batch`: Airflow's start-up cost paid once, and no
+    interpreter teardown at its end)."""
     # -P: the working directory is not put first on sys.path (a folder there named like a
     # module would be imported instead of it)
-    cmd = [sys.executable, "-P", "-m", airflow_batch.__name__, json.dumps(commands)]
+    return [sys.executable, "-P", "-m", airflow_batch.__name__, json.dumps(commands)]
+
+
+def run_airflow_batch(settings: Settings, *commands: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``airflow ARGS`` for each ARGS of ``commands``, in order, in ONE process
+    (:func:`batch_command`); raise RuntimeError naming the command that failed, with the
+    process's stderr, when one did (the later ones do not run)."""
+    cmd = batch_command(*commands)
     log.info("running %s", " ; ".join(f"airflow {' '.join(args)}" for args in commands))
     proc = subprocess.run(
         cmd, env=airflow_env(settings), capture_output=True, text=True, check=False
@@ -309,8 +315,10 @@ class AirflowProcesses:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = airflow_env(self.settings)
         for name, extra in COMPONENTS.items():
+            # `airflow NAME` through batch_command: a component stopped ends at once, without
+            # the interpreter's teardown (seconds of CPU for each, the api-server's ~9 s)
             self.procs[name] = spawn_logged(
-                [airflow_bin(), name, *extra], env, self.log_dir / f"{name}.log"
+                batch_command([name, *extra]), env, self.log_dir / f"{name}.log"
             )
 
     def dead(self) -> list[str]:

@@ -148,3 +148,40 @@ def test_prepare_leaves_each_crawl_pool_with_its_slots(airflow_ready: Settings) 
     wanted = pools(airflow_ready)
     assert {name: slots for name, slots in rows if name in wanted} == wanted
     assert wanted == {"crawl_high": 2, "crawl_low": 1, "crawl_continuous": 1}
+
+
+# a program ending through exit_without_teardown (argv[1]: the code), or sys.exit ("normal")
+ENDING = """
+import atexit, sys, threading, time
+from app.runtime.airflow_batch import exit_without_teardown
+
+class Kept:
+    def __del__(self):
+        print("freed by the teardown", flush=True)
+
+kept = Kept()
+atexit.register(lambda: print("atexit callback", flush=True))
+threading.Thread(target=lambda: (time.sleep(0.3), print("thread done", flush=True))).start()
+print("written, not flushed;", end="")
+code = sys.argv[1]
+if code == "normal":
+    sys.exit(0)
+exit_without_teardown(int(code) if code.isdigit() else code)
+"""
+
+
+def test_an_airflow_program_ends_as_sys_exit_would_without_the_interpreters_teardown() -> None:
+    """``airflow_batch``'s end (its components' too): other threads joined, ``atexit``
+    callbacks run, output flushed, the status of ``sys.exit(code)``; the objects are not freed
+    one by one (a normal exit frees them: the same program ending with ``sys.exit``)."""
+    said = "written, not flushed;thread done\natexit callback\n"
+    for code, status in (("0", 0), ("3", 3), ("refused", 1)):
+        done = subprocess.run(
+            [sys.executable, "-c", ENDING, code], capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (status, said), done.stderr
+        assert done.stderr == ("refused\n" if code == "refused" else "")
+    normal = subprocess.run(
+        [sys.executable, "-c", ENDING, "normal"], capture_output=True, text=True, timeout=60
+    )
+    assert normal.stdout == said + "freed by the teardown\n", normal.stderr
