@@ -28,7 +28,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.support.browser import airflow_login, lent
 from tests.support.demo_fixture import DemoPlatform
-from tests.support.platform_cli import HARVESTFLOW, api_client, start_up, unpause
+from tests.support.platform_cli import HARVESTFLOW, _wait_run, api_client, start_up, unpause
 
 # a page that reloads under a wait makes the element just read stale: read it again
 STALE = (StaleElementReferenceException,)
@@ -155,20 +155,25 @@ def _trigger_harvest(af: Airflow) -> tuple[httpx.Client, str]:
     return api, run.json()["dag_run_id"]
 
 
-def _wait_run(api: httpx.Client, run_id: str, timeout: float = 600) -> None:
-    deadline = time.monotonic() + timeout
-    state = "?"
-    while time.monotonic() < deadline and state not in ("success", "failed"):
-        time.sleep(3)
-        state = api.get(f"/api/v2/dags/selective_harvest_daily/dagRuns/{run_id}").json()["state"]
-    assert state == "success", state
+@pytest.fixture(scope="module")
+def harvest_run(airflow_up: Airflow) -> Iterator[tuple[httpx.Client, str]]:
+    """The run of the demo definition that ``test_curator_pages_in_airflow`` opens the task
+    log of, triggered as soon as the platform is up: it runs while the browser starts and the
+    pages are checked, instead of being waited for after them."""
+    api, run_id = _trigger_harvest(airflow_up)
+    try:
+        yield api, run_id
+    finally:
+        api.close()
 
 
-def test_curator_pages_in_airflow(airflow_up: Airflow, file_chromium: Chrome) -> None:
+def test_curator_pages_in_airflow(
+    airflow_up: Airflow, harvest_run: tuple[httpx.Client, str], file_chromium: Chrome
+) -> None:
     af = airflow_up
     base, cur = af.base, af.base + "/curator"
     _refused_without_login(af)
-    api, run_id = _trigger_harvest(af)
+    api, run_id = harvest_run
 
     with lent(file_chromium, af.base) as driver:
         # a browser without a session is sent to Airflow's login page, then signs in there
@@ -261,7 +266,7 @@ def test_curator_pages_in_airflow(airflow_up: Airflow, file_chromium: Chrome) ->
 
         # inside Airflow's UI: the plugin's page embeds the curator views in an iframe; the
         # "task log" link of the job crawled just now opens that crawl's log in Airflow
-        _wait_run(api, run_id)
+        assert _wait_run(api, "selective_harvest_daily", run_id, 600) == "success"
         driver.get(base + "/plugin/harvest-curator")
         frame = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
