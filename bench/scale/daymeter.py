@@ -141,26 +141,34 @@ class Meter:
                 todo += children.get(pid, [])
         return sorted(seen)
 
+    def sample_processes(self) -> int:
+        """One look at the day's processes: each one's CPU so far and component recorded;
+        returns the largest one's RSS."""
+        procs = _all_stats()
+        rss = 0
+        for pid in self._tree(procs):
+            st = procs[pid]
+            key = (pid, st.start)
+            if self.kind.get(key, ("",))[0] != st.comm:
+                try:
+                    cmdline = _read(f"/proc/{pid}/cmdline").split(b"\0")
+                except OSError:
+                    continue
+                self.kind[key] = (
+                    st.comm,
+                    component([a.decode("utf-8", "replace") for a in cmdline]),
+                )
+            # own only: reaped children are counted by (pid, start)
+            self.cpu[key] = st.cpu_s
+            rss = max(rss, st.rss)
+        return rss
+
     def _sample(self) -> None:
         import redis
 
         broker = redis.Redis(port=int(self.env["HARVESTFLOW_BROKER__PORT"]), socket_timeout=2)
         while not self._stop.is_set():
-            procs = _all_stats()
-            rss = 0
-            for pid in self._tree(procs):
-                st = procs[pid]
-                key = (pid, st.start)
-                if self.kind.get(key, ("",))[0] != st.comm:
-                    try:
-                        cmdline = _read(f"/proc/{pid}/cmdline").split(b"\0")
-                    except OSError:
-                        continue
-                    args = [a.decode("utf-8", "replace") for a in cmdline]
-                    self.kind[key] = (st.comm, component(args))
-                # own only: reaped children are counted by (pid, start)
-                self.cpu[key] = st.cpu_s
-                rss = max(rss, st.rss)
+            rss = self.sample_processes()
             try:
                 depth = sum(int(broker.llen(q)) for q in QUEUES)
             except redis.RedisError:
