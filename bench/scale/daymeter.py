@@ -15,14 +15,13 @@ and task processes, where the preload, indexing and preservation run), which ove
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import Any, NamedTuple
 
 SAMPLE_S = 1.0
 QUEUES = ("default", "crawl_low", "crawl_high", "crawl_continuous")
@@ -55,56 +54,129 @@ def component(cmdline: list[str]) -> str:
     return next((name for needle, name in COMPONENTS if needle in text), "other")
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class _Stat(NamedTuple):
+    ppid: int
+    start: int  # clock ticks after boot: with the pid, one process (pids are reused)
+    comm: str
+    cpu_s: float  # user + system, its own (not its reaped children's)
+    rss: int  # bytes
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _all_stats() -> dict[int, _Stat]:
+    """Every process's /proc/<pid>/stat (one read each)."""
+    out: dict[int, _Stat] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = _read(f"/proc/{entry.name}/stat").decode("utf-8", "replace")
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: the fields follow the last ')'
+        comm = raw[raw.find("(") + 1 : raw.rfind(")")]
+        f = raw[raw.rfind(")") + 2 :].split()
+        out[int(entry.name)] = _Stat(
+            int(f[1]), int(f[19]), comm, (int(f[11]) + int(f[12])) / _TICK, int(f[21]) * _PAGE
+        )
+    return out
+
+
 class Meter:
     """Samples the whole platform's process tree and the broker's queues."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
-        self.cpu: dict[int, float] = {}  # pid -> last CPU seconds seen
+        data = env["HARVESTFLOW_DATA_DIR"]
+        self._env_mark = f"HARVESTFLOW_DATA_DIR={data}\0".encode()
+        self._arg_mark = data.encode()
+        self.cpu: dict[tuple[int, int], float] = {}  # (pid, start) -> last CPU seconds seen
         self.samples: list[tuple[float, float, int, int]] = []  # time, CPU total, peak RSS, depth
         self.parts: list[dict[str, float]] = []  # per sample: component -> CPU seconds so far
-        self.kind: dict[int, str] = {}  # pid -> component
+        # (pid, start) -> (command name, component): classified again after an exec or a
+        # retitle (a forked child seen before its exec is not left under its parent's name)
+        self.kind: dict[tuple[int, int], tuple[str, str]] = {}
+        # (pid, start, command name) -> whether the process names the data directory
+        self._root: dict[tuple[int, int, str], bool] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _roots(self) -> list[psutil.Process]:
-        data = self.env["HARVESTFLOW_DATA_DIR"]
-        found: dict[int, psutil.Process] = {}
-        for p in psutil.process_iter(["environ", "cmdline"]):
-            try:
-                mine = (p.info["environ"] or {}).get("HARVESTFLOW_DATA_DIR") == data or any(
-                    data in arg for arg in p.info["cmdline"] or []
+    def _names_data_dir(self, pid: int) -> bool:
+        """Whether the process has the day's data directory in its environment or arguments."""
+        try:
+            if self._env_mark in _read(f"/proc/{pid}/environ"):
+                return True
+            return self._arg_mark in _read(f"/proc/{pid}/cmdline")
+        except OSError:
+            return False
+
+    def _tree(self, procs: dict[int, _Stat]) -> list[int]:
+        """The day's processes: those naming the data directory and all their descendants.
+        One read of /proc per process and sample; environment and arguments read once per
+        process (and again after an exec): a machine's every process, every second, cost the
+        driver more CPU than some stages it measures."""
+        children: dict[int, list[int]] = {}
+        for pid, st in procs.items():
+            children.setdefault(st.ppid, []).append(pid)
+        todo = []
+        for pid, st in procs.items():
+            key = (pid, st.start, st.comm)
+            if key not in self._root:
+                self._root[key] = self._names_data_dir(pid)
+            if self._root[key]:
+                todo.append(pid)
+        seen: set[int] = set()
+        while todo:
+            pid = todo.pop()
+            if pid not in seen:
+                seen.add(pid)
+                todo += children.get(pid, [])
+        return sorted(seen)
+
+    def sample_processes(self) -> int:
+        """One look at the day's processes: each one's CPU so far and component recorded;
+        returns the largest one's RSS."""
+        procs = _all_stats()
+        rss = 0
+        for pid in self._tree(procs):
+            st = procs[pid]
+            key = (pid, st.start)
+            if self.kind.get(key, ("",))[0] != st.comm:
+                try:
+                    cmdline = _read(f"/proc/{pid}/cmdline").split(b"\0")
+                except OSError:
+                    continue
+                self.kind[key] = (
+                    st.comm,
+                    component([a.decode("utf-8", "replace") for a in cmdline]),
                 )
-                if mine and p.pid not in found:
-                    found[p.pid] = p
-                    found.update((c.pid, c) for c in p.children(recursive=True))
-            except psutil.Error:
-                continue
-        return list(found.values())
+            # own only: reaped children are counted by (pid, start)
+            self.cpu[key] = st.cpu_s
+            rss = max(rss, st.rss)
+        return rss
 
     def _sample(self) -> None:
         import redis
 
         broker = redis.Redis(port=int(self.env["HARVESTFLOW_BROKER__PORT"]), socket_timeout=2)
         while not self._stop.is_set():
-            rss = 0
-            for p in self._roots():
-                try:
-                    t = p.cpu_times()
-                    if p.pid not in self.kind:
-                        self.kind[p.pid] = component(p.cmdline())
-                    # own only: reaped children are counted by pid
-                    self.cpu[p.pid] = t.user + t.system
-                    rss = max(rss, p.memory_info().rss)
-                except psutil.Error:
-                    continue
+            rss = self.sample_processes()
             try:
                 depth = sum(int(broker.llen(q)) for q in QUEUES)
             except redis.RedisError:
                 depth = -1
             parts: dict[str, float] = {}
-            for pid, cpu in self.cpu.items():
-                parts[self.kind[pid]] = parts.get(self.kind[pid], 0.0) + cpu
+            for key, cpu in self.cpu.items():
+                name = self.kind[key][1]
+                parts[name] = parts.get(name, 0.0) + cpu
             self.samples.append((time.time(), sum(self.cpu.values()), rss, depth))
             self.parts.append(parts)
             self._stop.wait(SAMPLE_S)

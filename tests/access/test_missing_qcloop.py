@@ -36,6 +36,7 @@ from access.service import ReplayService
 from app.curator.actions import Role
 from app.curator.webapp import create_app
 from app.runtime import airflow_runtime, dagrun
+from app.runtime.dagrun import DAGS_DIR
 from harvest.bootstrap import ensure_reference_data
 from harvest.domains import ensure_config
 from harvest.results import record_job_results
@@ -317,12 +318,15 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
         assert queued["conf"] == {"harvest_id": patch["harvest_id"]}
         assert patch["dag_run_id"] == queued["run_id"]
 
-        # the scheduler's part: run that queued run (same logical date: Airflow replaces it)
+        # the scheduler's part: run that queued run (same logical date: Airflow replaces it),
+        # through `harvestflow airflow` (the suite's one run of that command); `-f`: only the
+        # DAG's own file parsed and written, as the run needs (the fixture wrote them all)
         site.excluding = False
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         proc = subprocess.run(
             [HARVESTFLOW, "airflow", "dags", "test", "oneoff_harvest",
-             queued["when"].isoformat(), "-c", json.dumps(queued["conf"])],
+             queued["when"].isoformat(), "-c", json.dumps(queued["conf"]),
+             "-f", str(DAGS_DIR / "oneoff_harvest.py")],
             env=env, capture_output=True, text=True, timeout=900,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
