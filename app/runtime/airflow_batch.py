@@ -6,14 +6,12 @@ settings, secrets masking, providers: 7-8 CPU-s on a CI VM) before it does its w
 ``pools import`` is a tenth of that. :func:`app.runtime.airflow_runtime.prepare` runs its
 commands here, in one process, so ``harvestflow up``, the demo and the tests pay that once.
 
-Each command is run by Airflow's own entry point (``airflow/__main__.py``: the same parser,
-default configuration and options as the ``airflow`` program), one after the other; the first
-that fails ends the batch as ``airflow`` itself would end (its message or traceback on stderr,
-a non-zero status), the stderr line :data:`FAILED` naming it first. Run it with the Airflow environment
-(:func:`~app.runtime.airflow_runtime.airflow_env`): this module imports Airflow.
-
-The process ends without the interpreter's teardown (:func:`exit_without_teardown`), which is
-why ``harvestflow up`` runs Airflow's long-lived components through here too, one command each.
+Each command is run by Airflow's own entry point (the same parser, defaults and options as
+the ``airflow`` program), in order; the first that fails ends the batch as ``airflow`` would
+(message or traceback on stderr, non-zero status), the stderr line :data:`FAILED` naming it.
+It ends without the interpreter's teardown (:func:`exit_without_teardown`): why `up` runs
+Airflow's components through here too, one command each. Run it with the Airflow environment
+(:func:`~app.runtime.airflow_runtime.airflow_env`).
 """
 
 from __future__ import annotations
