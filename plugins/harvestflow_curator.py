@@ -80,7 +80,9 @@ class BuiltOnFirstUse:
     Why: Airflow imports this module in every process that loads plugins (each task's process,
     for the macros; the scheduler, the DAG processor, `airflow dags test`), and only the
     api-server serves these pages; building them at import (every curator page's routes, the
-    search stack and its imports) cost each of the others CPU for nothing.
+    search stack and its imports) cost each of the others CPU for nothing. The first request
+    builds it in a worker thread, so the api-server's event loop goes on serving Airflow's own
+    pages and API meanwhile.
     """
 
     def __init__(self, build: Callable[[], Any]) -> None:
@@ -102,7 +104,12 @@ class BuiltOnFirstUse:
         return self._built
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
+        app = self._built
+        if app is None:
+            from starlette.concurrency import run_in_threadpool
+
+            app = await run_in_threadpool(lambda: self.app)
+        await app(scope, receive, send)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):  # never the real app's private parts (nor a half-built self)

@@ -108,3 +108,43 @@ def test_the_pages_apps_are_built_at_their_first_use_and_once() -> None:
     client = TestClient(lazy)
     assert [client.get(path).status_code for path in ("/", "/jobs")] == [204, 204]
     assert (lazy.routes, builds) == (["/"], ["built"])
+
+
+def test_the_first_request_builds_the_app_without_holding_the_event_loop() -> None:
+    """The build runs in a worker thread: a coroutine of the same loop runs while it is under way
+    (it is what lets the build finish here; a build on the loop would wait out its 10 s)."""
+    import asyncio
+    import threading
+
+    module = _plugin()
+    released = threading.Event()
+    released_during_build: list[bool] = []
+
+    async def answer(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def build() -> Any:
+        released_during_build.append(released.wait(timeout=10))
+        return answer
+
+    lazy = module.BuiltOnFirstUse(build)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def release() -> None:
+        await asyncio.sleep(0)
+        released.set()
+
+    async def both() -> None:
+        scope = {"type": "http", "method": "GET", "path": "/", "headers": []}
+        await asyncio.gather(lazy(scope, receive, send), release())
+
+    asyncio.run(both())
+    assert released_during_build == [True]
+    assert sent[0]["status"] == 204
