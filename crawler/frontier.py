@@ -4,11 +4,18 @@ Why one home: seeds, a page's links, robots.txt's sitemaps, other partitions' ha
 rendering page's requests are all decided the same way, inside the caller's transaction of the
 persisted frontier (:mod:`crawler.state`), so that a crash never loses or repeats a decision.
 A refusal is logged in crawl.log as it is decided.
+
+At most the template's ``max_queued_requests`` accepted URLs wait in memory as Scrapy requests
+(~1 KB each, with their meta); past it an accepted URL waits in the persisted frontier only
+("parked": it is there anyway) and is made a request, in discovery order, when the queue has
+drained to half (:meth:`Frontier.refill`, called by crawler.frontier_refill). A broad crawl's
+memory then no longer grows with the URLs it has found and not yet fetched.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import scrapy
@@ -56,6 +63,14 @@ class Frontier:
                 bstate.stop_reason = int(saved)
         for url, _ in state.seeds():
             self.scope.add_seed(url)
+        self.max_queued = spec.template.max_queued_requests
+        # requests waiting in Scrapy's scheduler (set by the spider once the engine has one)
+        self.queued_in_memory: Callable[[], int] = lambda: 0
+        self._made = 0  # requests made by the decisions under way, not yet scheduled
+        # rowid of the first parked URL (None: nothing parked); a browser's request made while
+        # URLs are parked is in memory with a larger rowid: kept out of the refill by its key
+        self.parked_from: int | None = None
+        self._urgent: set[str] = set()
 
     def commit(self) -> None:
         """End the caller's transaction: this transaction's hand-offs are sent first."""
@@ -77,11 +92,44 @@ class Frontier:
             self.commit()
         else:
             log.info("resuming job %s from %s", self.spec.job_id, self.state.path)
-        out = []
-        for p in self.state.pending():
+        self._made = 0
+        self._urgent.clear()
+        self.parked_from = 0  # the whole persisted frontier waits on disk: read its first part
+        return self._unpark(self.max_queued)
+
+    @property
+    def parked(self) -> bool:
+        """Accepted URLs wait in the persisted frontier only."""
+        return self.parked_from is not None
+
+    def refill(self) -> list[scrapy.Request]:
+        """The requests of parked URLs, in discovery order, once the scheduler's queue has
+        drained to half of ``max_queued_requests`` (or is empty): [] otherwise."""
+        if self.parked_from is None:
+            return []
+        room = self.max_queued - self.queued_in_memory()
+        if room < (self.max_queued + 1) // 2:
+            return []
+        return self._unpark(room)
+
+    def _unpark(self, room: int) -> list[scrapy.Request]:
+        assert self.parked_from is not None
+        out: list[scrapy.Request] = []
+        rows = self.state.pending_from(self.parked_from, room + len(self._urgent))
+        for rowid, p in rows:
+            self.parked_from = rowid + 1
+            if p.key in self._urgent:
+                continue
             req = self.requests.make(p.url, p.key, p.hops, p.via, p.seed, p.context)
             if req is not None:
                 out.append(req)
+                if len(out) == room:
+                    break
+        else:
+            if len(rows) < room + len(self._urgent):  # read to the end: nothing parked now
+                self.parked_from = None
+                self._urgent.clear()
+        self.state.commit()  # a request Scrapy cannot make is marked failed
         return out
 
     def _seed(self, seed: str) -> None:
@@ -119,6 +167,7 @@ class Frontier:
         """URLs handed off by other partitions: decided like discovered links, with the inbox
         offset saved in the same transaction (a crash re-reads them; the seen-set drops them)."""
         new: list[scrapy.Request] = []
+        self._made = 0
         self.state.begin()
         for url, hop, context, parent_hops, via, seed in entries:
             parent = {"hops": parent_hops, "url": via, "seed": seed}
@@ -142,8 +191,10 @@ class Frontier:
     def consider_all(
         self, links: list[tuple[str, str, str]], parent: dict[str, Any]
     ) -> list[scrapy.Request]:
-        """A page's links decided in the caller's transaction: the requests of those accepted."""
+        """A page's links decided in the caller's transaction: the requests of those accepted
+        (the others parked past ``max_queued_requests``)."""
         new: list[scrapy.Request] = []
+        self._made = 0
         for url, hop, context in links:
             req = self.consider(url, hop, context, parent)
             if req is not None:
@@ -157,7 +208,8 @@ class Frontier:
         self, url: str, hop: str, context: str, parent: dict[str, Any], tag: str | None = None
     ) -> scrapy.Request | None:
         """Decide on a discovered link (inside the caller's transaction); ``tag`` is added to
-        the annotations of a refusal's crawl.log line (``browser`` for a rendering page's)."""
+        the annotations of a refusal's crawl.log line (``browser`` for a rendering page's).
+        A tagged request is one a page waits for: it is never parked."""
         url = without_fragment(url)  # what the server is asked for, and the capture's name
         try:
             key = canonical_key(url)
@@ -199,6 +251,15 @@ class Frontier:
             # a seed that redirects makes its target a seed (Heritrix: within 5 hops)
             self.scope.add_seed(url)
             self.state.add_seed(url, parent.get("url"))
+        if tag is None:
+            if self.parked_from is None:
+                if self.queued_in_memory() + self._made < self.max_queued:
+                    self._made += 1
+                    return self.requests.make(url, key, hops, via, seed, context)
+                self.parked_from = self.state.rowid_of(key)
+            return None  # parked: in the persisted frontier, made a request by refill()
+        if self.parked_from is not None:
+            self._urgent.add(key)
         return self.requests.make(url, key, hops, via, seed, context)
 
     def save_stop(self, domain: str) -> None:

@@ -61,7 +61,8 @@ class PartitionCoordinator:
     def _engine_idle(self) -> bool:
         engine = self.crawler.engine
         try:
-            return engine is not None and engine.spider_is_idle()
+            # parked URLs (crawler/frontier_refill.py) are work still to do
+            return engine is not None and engine.spider_is_idle() and not self.ctx.frontier.parked
         except RuntimeError:  # no slot yet (opening) or any more (closing)
             return False
 

@@ -175,6 +175,7 @@ def scrapy_settings(
             "crawler.politeness.Politeness": 500,
             "crawler.statslog.ProgressStatistics": 510,
             "crawler.robots_sitemaps.RobotsSitemaps": 530,
+            "crawler.frontier_refill.FrontierRefill": 535,
             # only with a job lease (crawl tasks)
             **({"crawler.leases.JobLeaseHeartbeat": 540} if job_lease_given() else {}),
             "crawler.ownerwatch.OwnerWatch": 550,  # SIGHUP: its supervisor is gone

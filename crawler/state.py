@@ -10,7 +10,7 @@ synchronous=NORMAL survives a process crash (only a power cut may lose the last 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -156,14 +156,20 @@ class CrawlState:
         row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
-    def pending(self) -> Iterator[Pending]:
-        """URLs discovered and not yet done, in discovery order."""
+    def pending_from(self, rowid: int, limit: int) -> list[tuple[int, Pending]]:
+        """Up to ``limit`` URLs discovered and not yet done, from ``rowid`` on, in discovery
+        order, each with its rowid (where the next read starts)."""
         rows = self.db.execute(
-            "SELECT key, url, hops, via, seed, context FROM urls WHERE status=? ORDER BY rowid",
-            (FrontierState.QUEUED,),
+            "SELECT rowid, key, url, hops, via, seed, context FROM urls"
+            " WHERE status=? AND rowid>=? ORDER BY rowid LIMIT ?",
+            (FrontierState.QUEUED, rowid, limit),
         )
-        for row in rows.fetchall():
-            yield Pending(*row)
+        return [(row[0], Pending(*row[1:])) for row in rows.fetchall()]
+
+    def rowid_of(self, key: str) -> int:
+        row = self.db.execute("SELECT rowid FROM urls WHERE key=?", (key,)).fetchone()
+        assert row is not None, key
+        return int(row[0])
 
     def seeds(self) -> list[tuple[str, str | None]]:
         return list(self.db.execute("SELECT url, redirected_from FROM seeds ORDER BY rowid"))

@@ -100,6 +100,9 @@ class Template:
     max_redirects: int = 5
     max_url_length: int = 2083
     concurrent_requests: int = 16
+    # accepted URLs waiting in a crawler process's memory as requests (~1 KB each); the others
+    # wait in the job's persisted frontier until the queue drains (crawler/frontier.py)
+    max_queued_requests: int = 50_000
     warc_max_size: int = 1_000_000_000
     processes: int = 1  # host-partitioned crawler processes of one job (crawler/partitioned_run.py)
     resolve: dict[str, str] = field(default_factory=dict)
@@ -292,7 +295,7 @@ _AT_LEAST_0 = (
 _AT_LEAST_1 = (
     "connections_per_host", "concurrent_requests", "max_url_length", "max_response_bytes",
     "max_header_bytes", "max_inflate_bytes", "inflate_budget_bytes", "warc_max_size",
-    "render_pages_per_tab", "render_max_memory_mb",
+    "render_pages_per_tab", "render_max_memory_mb", "max_queued_requests",
 )  # fmt: skip
 
 

@@ -21,6 +21,9 @@ def test_kill_9_then_resume(site, tmp_path):
         "delay_factor": 1.0,
         "connections_per_host": 1,
         "warc_max_size": 6000,
+        # most accepted URLs wait in the persisted frontier only (crawler/frontier.py): a
+        # resume reads its first part, the rest as the queue drains
+        "max_queued_requests": 3,
     }
     job = make_job(site, seeds, template)
     out = tmp_path / "job"
