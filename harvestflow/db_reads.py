@@ -37,7 +37,7 @@ def stamp(conn: sa.Connection) -> str | None:
     try:
         value = conn.execute(_STAMP).scalar()
     except sa.exc.DBAPIError as exc:  # e.g. a role not allowed to read the WAL position
-        log.info("no database stamp (%s): every pass reads everything", exc.__class__.__name__)
+        log.debug("no database stamp: %s", exc)
         return None
     return str(value) if value is not None else None
 
@@ -71,6 +71,7 @@ class Reads:
         self._stamp: str | None = None
         self._cache: dict[Hashable, Any] = {}
         self.reused = 0  # passes that found the stamp unchanged (for logs and tests)
+        self._told = False
 
     @contextmanager
     def one_pass(self) -> Iterator[PassReads]:
@@ -79,6 +80,9 @@ class Reads:
         with self.engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             now = stamp(conn)
+            if now is None and not self._told:
+                log.info("no database stamp (a standby?): every pass reads everything")
+                self._told = True
             if now is None or now != self._stamp:
                 self._cache = {}
             else:
