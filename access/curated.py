@@ -30,6 +30,7 @@ from access.definitions import acl_file, collections_root
 from access.errors import AccessError
 from harvest.selection.record_search import seed_urls_of
 from harvestflow.atomic import atomic_write_text
+from harvestflow.db_reads import Bind, read
 
 log = logging.getLogger(__name__)
 
@@ -119,18 +120,23 @@ def unchoose(engine: sa.Engine, name: str, record_id: int, job_id: int) -> None:
         raise CuratedError(f"{name!r} does not show job {job_id}'s captures of record {record_id}")
 
 
-def all_curated(engine: sa.Engine) -> list[Curated]:
-    with engine.connect() as conn:
-        heads = conn.execute(
-            sa.text("SELECT name, title, description FROM access_curated ORDER BY name")
-        ).all()
-        rows = conn.execute(
-            sa.text(
-                "SELECT name, record_id, job_id FROM access_curated_captures"
-                " ORDER BY name, record_id, job_id"
-            )
-        ).all()
-        seeds = seed_urls_of(conn, sorted({int(r.record_id) for r in rows}))
+def all_curated(bind: Bind) -> list[Curated]:
+    """Every curated collection with its chosen captures, by name (``bind``: an engine, or a
+    refresh pass's reads)."""
+    return read(bind, "access_curated", _all_curated)
+
+
+def _all_curated(conn: sa.Connection) -> list[Curated]:
+    heads = conn.execute(
+        sa.text("SELECT name, title, description FROM access_curated ORDER BY name")
+    ).all()
+    rows = conn.execute(
+        sa.text(
+            "SELECT name, record_id, job_id FROM access_curated_captures"
+            " ORDER BY name, record_id, job_id"
+        )
+    ).all()
+    seeds = seed_urls_of(conn, sorted({int(r.record_id) for r in rows}))
     found = {h.name: Curated(h.name, h.title, h.description) for h in heads}
     for row in rows:
         seed = seeds[int(row.record_id)]
@@ -159,9 +165,7 @@ def _lines(inputs: list[tuple[int, Path]], prefixes: dict[int, tuple[bytes, ...]
     return sorted(set(lines))
 
 
-def sync(
-    cfg: AccessConfig, engine: sa.Engine, found: list[tuple[int, str, Path]]
-) -> dict[str, int]:
+def sync(cfg: AccessConfig, engine: Bind, found: list[tuple[int, str, Path]]) -> dict[str, int]:
     """Bring every curated collection's folder up to date (``found``:
     :func:`access.index.job_index_files`); remove the folders of the ones deleted. Returns the
     captures each serves."""

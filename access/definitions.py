@@ -24,6 +24,7 @@ from access.missing import fold_patches
 from harvest.definitions import definition_labels
 from harvest.jobs import definitions_of_jobs
 from harvestflow.atomic import atomic_write_text
+from harvestflow.db_reads import Bind, read
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +52,20 @@ def acl_file(cfg: AccessConfig) -> Path:
 
 
 def _definitions(
-    engine: sa.Engine, job_ids: set[int], more: set[int]
+    bind: Bind, job_ids: set[int], more: set[int]
 ) -> tuple[dict[int, Definition], dict[int, int]]:
     """The definitions of these jobs (and ``more``), each job's definition (one query each)."""
-    with engine.connect() as conn:
+
+    def query(conn: sa.Connection) -> tuple[dict[int, Definition], dict[int, int]]:
         # a patch harvest's captures join the collection of the job they patch
         jobs = fold_patches(conn, definitions_of_jobs(conn, job_ids))
         defs = {
             hid: Definition(hid, name, kind)
             for hid, (name, kind) in definition_labels(conn, set(jobs.values()) | more).items()
         }
-    return defs, jobs
+        return defs, jobs
+
+    return read(bind, ("definitions", frozenset(job_ids), frozenset(more)), query)
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -75,7 +79,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def sync(
     cfg: AccessConfig,
-    engine: sa.Engine,
+    engine: Bind,
     found: list[tuple[int, str, Path]],
     lister: Lister | None = None,
 ) -> dict[str, int]:

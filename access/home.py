@@ -16,12 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
 from access.config import ALL, DEFINITION_PREFIX, AccessConfig
 from access.tours import Tour
 from harvest.growth import definition_totals
 from harvestflow.atomic import atomic_write_text
+from harvestflow.db_reads import Bind, read
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ def _when(capture: str) -> str:
 
 
 def build(
-    engine: sa.Engine,
+    engine: Bind,
     tours: list[Tour],
     collections: list[str],
     curated: list[dict[str, Any]] | None = None,
@@ -51,8 +50,7 @@ def build(
     collections (``curated``: name, title, description, captures; :mod:`access.curated`)."""
     ids = [int(c.removeprefix(DEFINITION_PREFIX)) for c in collections
            if c.startswith(DEFINITION_PREFIX) and c[len(DEFINITION_PREFIX):].isdigit()]  # fmt: skip
-    with engine.connect() as conn:
-        totals = definition_totals(conn, ids)
+    totals = read(engine, ("definition_totals", tuple(ids)), lambda c: definition_totals(c, ids))
     listed = []
     for hid, t in totals.items():
         listed.append({

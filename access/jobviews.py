@@ -22,6 +22,7 @@ from access.index import sync_links
 from harvest.jobs import definitions_of_jobs
 from harvest.page_qa import jobs_qa
 from harvestflow.atomic import atomic_write_text
+from harvestflow.db_reads import Bind, engine_of, read, wrote
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,14 @@ def _job_files(found: list[tuple[int, str, Path]]) -> dict[int, dict[str, Path]]
     return by_job
 
 
-def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, dict[str, Path]]:
+def _views(bind: Bind, found: dict[int, dict[str, Path]]) -> dict[int, dict[str, Path]]:
     """Each known job's view: its own files plus those of the patch harvests sent for it."""
-    with engine.connect() as conn:
+
+    def query(conn: sa.Connection) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
         defs = definitions_of_jobs(conn, found)
-        origins = missing.patch_origins(conn, set(defs.values()))
+        return defs, missing.patch_origins(conn, set(defs.values()))
+
+    defs, origins = read(bind, ("job_views", frozenset(found)), query)
     views: dict[int, dict[str, Path]] = {}
     for job, hid in defs.items():
         views.setdefault(job, {}).update(found[job])
@@ -48,9 +52,7 @@ def _views(engine: sa.Engine, found: dict[int, dict[str, Path]]) -> dict[int, di
     return views
 
 
-def sync(
-    cfg: AccessConfig, engine: sa.Engine, found: list[tuple[int, str, Path]]
-) -> dict[str, int]:
+def sync(cfg: AccessConfig, engine: Bind, found: list[tuple[int, str, Path]]) -> dict[str, int]:
     """Make each job's view link exactly its (and its patches') per-file CDXJ files (``found``:
     :func:`access.index.job_index_files`, the live files included).
 
@@ -83,12 +85,16 @@ def sync(
     return result
 
 
-def _qa_misses(engine: sa.Engine, jobs: list[int]) -> None:
+def _qa_misses(bind: Bind, jobs: list[int]) -> None:
     """A new view's job: the URLs its QA pass left missing join its missing-URL list (where
     the curator's patch harvest takes them from), as the gateway records a curator's misses."""
-    with engine.connect() as conn:
-        found = jobs_qa(conn, jobs)
+    if not jobs:
+        return
+    found = read(bind, ("jobs_qa", tuple(jobs)), lambda conn: jobs_qa(conn, jobs))
     for job, qa in sorted(found.items()):
-        added = missing.record_found(engine, job, [u for c in qa.checks for u in c.missing])
+        added = missing.record_found(
+            engine_of(bind), job, [u for c in qa.checks for u in c.missing]
+        )
         if added:
+            wrote(bind)
             log.info("access job-%d: %d URL(s) its QA pass left missing listed", job, added)

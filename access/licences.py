@@ -18,11 +18,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-import sqlalchemy as sa
-
 from access import rules
 from access.config import AccessConfig
 from harvest.selection.annotations import licence_states
+from harvestflow.db_reads import Bind, engine_of, read, wrote
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +42,10 @@ class _Wanted:
     user: str
 
 
-def _wanted(
-    engine: sa.Engine, policies: dict[str, str]
-) -> tuple[dict[str, _Wanted], dict[str, str]]:
+def _wanted(bind: Bind, policies: dict[str, str]) -> tuple[dict[str, _Wanted], dict[str, str]]:
     """The rule each licensed seed prefix should have, and who last changed each record's
     licence (by origin: who closes a rule the licence no longer wants)."""
-    with engine.connect() as conn:
-        states = licence_states(conn)
+    states = read(bind, "licence_states", licence_states)
     wanted: dict[str, _Wanted] = {}
     changed_by = {}
     for state in states:
@@ -67,13 +63,15 @@ def _wanted(
     return wanted, changed_by
 
 
-def sync(engine: sa.Engine, cfg: AccessConfig | None = None) -> SyncResult:
+def sync(bind: Bind, cfg: AccessConfig | None = None) -> SyncResult:
     """Put in force the rules the licences want and close the licence rules they no longer
-    want; the operators' rules are left as they are."""
+    want; the operators' rules are left as they are (``bind``: an engine, or a refresh pass's
+    reads, told when this wrote)."""
     cfg = cfg or AccessConfig.from_settings()
-    wanted, changed_by = _wanted(engine, dict(cfg.licence_rules))
+    wanted, changed_by = _wanted(bind, dict(cfg.licence_rules))
     result = SyncResult()
-    in_force = {r.surt: r for r in rules.active(engine)}
+    in_force = {r.surt: r for r in rules.active(bind)}
+    engine = engine_of(bind)
     for rule in in_force.values():
         if rule.origin and rule.origin.startswith(ORIGIN):
             want = wanted.get(rule.surt)
@@ -96,6 +94,7 @@ def sync(engine: sa.Engine, cfg: AccessConfig | None = None) -> SyncResult:
             )
         )
     if result.added or result.removed:
+        wrote(bind)
         log.info("licence rules: %d put in force, %d closed", len(result.added),
                  len(result.removed))  # fmt: skip
     return result

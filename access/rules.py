@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from access import POLICIES as POLICIES  # re-exported: the rules' callers use it
 from access.errors import AccessError
 from harvestflow.atomic import atomic_write_text
+from harvestflow.db_reads import Bind, read
 from harvestflow.formats.surt import SurtError, surt
 from search.model import AccessRules
 
@@ -148,13 +149,16 @@ def _row(row: sa.Row) -> Rule:
     return Rule(*row)
 
 
-def active(engine: sa.Engine) -> list[Rule]:
-    """The rules in force, by prefix."""
-    with engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(f"SELECT {_COLUMNS} FROM access_rules WHERE removed_at IS NULL ORDER BY surt")
-        )
-        return [_row(r) for r in rows]
+def active(bind: Bind) -> list[Rule]:
+    """The rules in force, by prefix (``bind``: an engine, or a refresh pass's reads)."""
+    return read(bind, "access_rules.active", _active)
+
+
+def _active(conn: sa.Connection) -> list[Rule]:
+    rows = conn.execute(
+        sa.text(f"SELECT {_COLUMNS} FROM access_rules WHERE removed_at IS NULL ORDER BY surt")
+    )
+    return [_row(r) for r in rows]
 
 
 def history(engine: sa.Engine) -> list[Rule]:

@@ -37,6 +37,7 @@ from access.publish import publish
 from access.resolver import make_server
 from access.searchapp import SearchServer, app_from_settings
 from harvestflow.db import get_engine
+from harvestflow.db_reads import Reads
 from harvestflow.package_data import data_path
 from harvestflow.services import ServiceError
 from harvestflow.services.process import wait_until
@@ -76,6 +77,7 @@ class ReplayService:
         self._rules_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._reads: Reads | None = None
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Reindex what changed, write pywb's config, start the resolver and pywb; wait healthy."""
@@ -85,9 +87,10 @@ class ReplayService:
                 " (access/setup-replay.sh)"
             )
         reindex(self.settings)
+        self._reads = Reads(self._engine())  # kept: a pass over an idle database, one query
         try:
             definition_index.reindex(self.settings, self._engine())
-            publish(self.settings, self._engine())
+            publish(self.settings, self._engine(), reads=self._reads)
         except sa.exc.SQLAlchemyError as exc:
             raise ServiceError(
                 f"access rules and definitions: cannot read them from the harvest database"
@@ -187,7 +190,7 @@ class ReplayService:
         while not self._stop.wait(self.cfg.refresh_interval_s):
             try:
                 refresh(self.settings, lister)
-                publish(self.settings, self._engine(), lister)
+                publish(self.settings, self._engine(), lister, self._reads)
             except Exception:  # keep serving (the last rules and pages); the next pass retries
                 log.exception("access refresh failed")
 

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from access.config import ALL, COLL_NAME
 from access.errors import AccessError
+from harvestflow.db_reads import Bind, read
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _CAPTURE = re.compile(r"^[0-9]{4,14}$")
@@ -132,21 +133,25 @@ def remove(engine: sa.Engine, name: str) -> None:
         )
 
 
-def all_tours(engine: sa.Engine) -> list[Tour]:
-    """Every tour with its sites, in creation order."""
-    with engine.connect() as conn:
-        tours = conn.execute(
-            sa.text(
-                "SELECT tour_id, name, title, description, created_by FROM access_tours"
-                " ORDER BY tour_id"
-            )
-        ).all()
-        sites = conn.execute(
-            sa.text(
-                "SELECT tour_id, position, url, capture, collection, title, description"
-                " FROM access_tour_sites ORDER BY tour_id, position"
-            )
-        ).all()
+def all_tours(bind: Bind) -> list[Tour]:
+    """Every tour with its sites, in creation order (``bind``: an engine, or a refresh pass's
+    reads)."""
+    return read(bind, "access_tours", _all_tours)
+
+
+def _all_tours(conn: sa.Connection) -> list[Tour]:
+    tours = conn.execute(
+        sa.text(
+            "SELECT tour_id, name, title, description, created_by FROM access_tours"
+            " ORDER BY tour_id"
+        )
+    ).all()
+    sites = conn.execute(
+        sa.text(
+            "SELECT tour_id, position, url, capture, collection, title, description"
+            " FROM access_tour_sites ORDER BY tour_id, position"
+        )
+    ).all()
     by_tour: dict[int, list[Site]] = {}
     for s in sites:
         by_tour.setdefault(int(s[0]), []).append(Site(int(s[1]), *s[2:]))
