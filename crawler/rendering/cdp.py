@@ -39,6 +39,13 @@ log = logging.getLogger(__name__)
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium")
 
+# The browser window's own WebUI surfaces, which a headless browser never shows: Chromium 156
+# preloads its omnibox popups (chrome://omnibox-popup.top-chrome/, plain and "AI mode") at
+# start, each in a renderer process of its own, ~1.6 CPU-s apiece: half of a browser start's
+# CPU on the test VM (7.5 -> 3.3 CPU-s for a start, four pages and a close). Pages are
+# rendered exactly as before; the tests' WebDriver browsers (tests/support/browser.py) use it too.
+HEADLESS_UNUSED_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+
 
 class CdpError(CrawlerError, RuntimeError):
     """A DevTools command that failed, the browser gone, or a tab that crashed."""
@@ -102,7 +109,7 @@ class Browser:
             "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions"
             # every frame in its page's process, so the tab's one DevTools session reaches a
             # cross-site iframe's document too (consent dialogs: crawler/rendering/behaviours/run.py)
-            ",IsolateOrigins,site-per-process",
+            ",IsolateOrigins,site-per-process," + ",".join(HEADLESS_UNUSED_FEATURES),
             "--disable-site-isolation-trials",
             "--mute-audio",
             "--hide-scrollbars",

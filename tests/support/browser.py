@@ -3,7 +3,7 @@
 
 Why these flags: the test machines have no network and no display, and Chromium must not try
 to reach Google (sync, component updates, QUIC) or reuse a profile; each driver gets a new
-empty profile directory that is removed with it.
+empty profile directory that is removed with it; nor start the window's WebUI popups.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
+from crawler.rendering.cdp import HEADLESS_UNUSED_FEATURES
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 FLAGS = [
@@ -34,6 +36,9 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    # the window's omnibox popups, preloaded in two renderer processes a headless browser never
+    # shows: ~3 CPU-s of each start (crawler/rendering/cdp.py)
+    f"--disable-features={','.join(HEADLESS_UNUSED_FEATURES)}",
 ]
 
 
