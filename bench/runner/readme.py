@@ -75,8 +75,11 @@ def _targets(res: dict[str, Any]) -> str:
         return "not evaluated (output check failed)"
     cells = []
     loaded = rules.load_too_high(res)
+    incomplete = rules.cpu_count_incomplete(res)
     for t in res.get("targets", []):
-        if loaded and t["value"] is not None:
+        if incomplete and t["value"] is not None:
+            verdict = f"not judged, {incomplete}: {t['value']:.4g}"
+        elif loaded and t["value"] is not None:
             verdict = f"not judged, machine loaded ({loaded}): {t['value']:.4g}"
         elif t["met"] is None:
             verdict = "not evaluated (no wall ratio at unequal parallelism)"
@@ -115,6 +118,8 @@ def summary_table(results: dict[str, dict[str, Any]]) -> str:
                 for n in (on, pn)
             )
             cpu = f"**{_x(res['ratios']['cpu']['median'])}**"
+            if rules.cpu_count_incomplete(res):
+                cpu += " (without the sandboxed Chromium renderers' CPU: not whole)"
             wall_r = res["ratios"]["wall"]
             wall = _x(wall_r["median"]) if wall_r["shown"] else "not shown: " + wall_r["reason"]
             check_cell = f"passed: {res['output_check']['compares']}"

@@ -32,6 +32,25 @@ def load_too_high(result: dict[str, Any]) -> str | None:
     return None
 
 
+# benchmarks whose sides run Chromium with its sandbox: its renderers live in PID namespaces of
+# their own and die with them, so no parent's rusage gets their CPU; only a cgroup counts it
+# (bench/runner/measure.py). Named by the part of the benchmark's name before any "-".
+SANDBOXED_CHROMIUM = ("render", "render_qa")
+
+
+def cpu_count_incomplete(result: dict[str, Any]) -> str | None:
+    """Why a results file's CPU figures are not whole (a sandboxed Chromium's CPU counted by
+    rusage, which misses its renderers'), else None."""
+    if result.get("benchmark", "").split("-")[0] not in SANDBOXED_CHROMIUM:
+        return None
+    for entry in result.get("per_round", []):
+        for side in entry.values():
+            measured = isinstance(side, dict) and "cpu_s" in side
+            if measured and side.get("cpu_counted_by") != "cgroup":
+                return "CPU counted by rusage, which misses the sandboxed Chromium renderers'"
+    return None
+
+
 def check_rounds(rounds: int) -> None:
     if rounds < MIN_ROUNDS:
         raise RuleError(

@@ -45,6 +45,41 @@ def test_cpu_of_a_grandchild_killed_with_sigkill_is_counted(tmp_path: Path) -> N
     assert m["cpu_s"] >= 0.95  # the grandchild's second of CPU, collected by the subreaper
 
 
+# a PID namespace whose init has a busy child; the command kills the init's group, as a crawler
+# kills its Chromium's (whose sandboxed renderers live in such a namespace): the kernel ends the
+# namespace and no parent's rusage ever gets the busy process's CPU
+NAMESPACE = """
+import os, signal, subprocess, sys, time
+marker = sys.argv[1]
+busy = (
+    "import time\\nwhile time.process_time() < 1.0: pass\\n"
+    f"open({marker!r}, 'w').close()\\ntime.sleep(600)"
+)
+init = subprocess.Popen(
+    ["unshare", "--pid", "--fork", "sh", "-c", f"{sys.executable} -c \\"{busy}\\" & sleep 600"],
+    start_new_session=True,
+)
+for _ in range(6000):  # a ceiling of 60 s
+    if os.path.exists(marker):
+        break
+    time.sleep(0.01)
+os.killpg(init.pid, signal.SIGKILL)
+init.wait()
+"""
+
+
+def test_cpu_of_a_process_killed_with_its_pid_namespace_is_counted(tmp_path: Path) -> None:
+    script = tmp_path / "namespace.py"
+    script.write_text(NAMESPACE)
+    side = Side("ours", [sys.executable, str(script), str(tmp_path / "burnt")], 1, "test")
+    m = measure_side(side, tmp_path / "out")
+    assert m["exit_code"] == 0, (tmp_path / "out").glob("*")
+    assert (tmp_path / "burnt").exists()  # the busy process did its second of CPU
+    assert m["cpu_counted_by"] == "cgroup"  # as root on Linux (the project's machines, CI)
+    assert m["cpu_s"] >= 0.95  # counted by the cgroup
+    assert m["cpu_s_reaped"] < 0.95  # what rusage alone saw: the busy second was lost
+
+
 ORPHAN = """
 import os, sys, time
 pid = os.fork()

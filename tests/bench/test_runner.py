@@ -458,3 +458,31 @@ def test_a_run_on_a_loaded_machine_is_not_judged_against_its_targets(tmp_path: P
     res["per_round"][1]["load_before"] = [cores * 1.5 + 0.1, 1.0, 1.0]
     table = readme.summary_table({"toy": res})
     assert "**met**" not in table and "not judged, machine loaded" in table
+
+
+def test_a_sandboxed_chromium_benchmark_counted_without_a_cgroup_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    """A render benchmark's CPU counted by rusage misses its sandboxed renderers' (they die with
+    their PID namespace, reaped by no parent): its targets are not judged and its ratio says so;
+    counted by a cgroup (bench/runner/measure.py) it is judged."""
+    _code, res = _run(tmp_path, Toy(_sh("echo a"), _sh("echo a")))
+    res["targets"] = [
+        {"text": "ours ≥ 1 ×", "metric": "cpu", "minimum": 1.0, "maximum": None, "value": 1.5,
+         "met": True}
+    ]  # fmt: skip
+    res = _quiet(res)
+    assert all(
+        side["cpu_counted_by"] == "cgroup"
+        for entry in res["per_round"]
+        for side in entry.values()
+        if isinstance(side, dict) and "cpu_s" in side
+    )  # the runner's own measurement, as root on Linux
+    res["benchmark"] = "render-2tabs"
+    assert "ours ≥ 1 ×: **met**" in readme.summary_table({"render-2tabs": res})
+    res["per_round"][2]["ours"]["cpu_counted_by"] = "rusage"
+    table = readme.summary_table({"render-2tabs": res})
+    assert "**met**" not in table and "misses the sandboxed Chromium renderers'" in table
+    assert "renderers' CPU: not whole" in table
+    res["benchmark"] = "index"  # no sandboxed process: rusage and the subreaper count it all
+    assert "ours ≥ 1 ×: **met**" in readme.summary_table({"index": res})
