@@ -204,19 +204,6 @@ def setup_logging() -> None:
     logging.getLogger("crawler.progress").addHandler(out)
 
 
-def _import_scrapy_tls() -> None:
-    """Scrapy's TLS modules, imported here, before :mod:`crawler.runner` imports them.
-
-    Why first: ``scrapy.core.downloader.tls`` and ``.contextfactory`` make three deprecated class
-    aliases at import, each calling ``inspect.stack()``, which reads the source of every frame
-    of the importing stack. Imported at the bottom of crawler.runner's import chain (~60 frames
-    deep) that cost ~0.3 CPU-s in every crawl process; from here (~20 frames), under 0.1.
-    They come with :mod:`crawler.internals` (Scrapy's HTTP/1.1 handler imports them), the one
-    module that names Scrapy's private parts.
-    """
-    import crawler.internals  # noqa: F401
-
-
 def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> JobSummary:
     """One process, or ``processes`` host-partitioned ones (the option, else the template)."""
     from crawler import jobspec
@@ -227,7 +214,6 @@ def _run_job(job: Path, out: Path, processes: int | None, interval: float) -> Jo
         from crawler import partitioned_run as partition
 
         return partition.run_partitioned(job, out, n, progress_interval_s=interval)
-    _import_scrapy_tls()
     from crawler import runner
 
     return runner.run_job(job, out, progress_interval_s=interval)
@@ -248,7 +234,6 @@ def run_from_args(args: argparse.Namespace) -> int:
 
         index, _, count = args.partition.partition("/")
         part = Partition(int(index), int(count), Path(args.coord))
-        _import_scrapy_tls()
         from crawler import runner
 
         spec = jobspec.load(args.job)
