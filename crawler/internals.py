@@ -3,7 +3,8 @@
 Why a module of its own: the crawler needs a few things neither library offers publicly (a
 bound on the size of a response's header section, the type of a size-limited gunzip's error,
 an offline public suffix list for the cookie middleware, the robots.txt middleware's parser
-table, the requests waiting in the downloader's per-host queues). Each is used here and only here, with the reason; every other crawler module uses
+table, the requests waiting in the downloader's per-host queues, a cheap module lookup for
+the deprecated aliases Scrapy's TLS modules make at import). Each is used here and only here, with the reason; every other crawler module uses
 public APIs. A Scrapy or Twisted upgrade that moves one of these fails at import or in
 ``tests/crawler/test_internals_versions.py`` and ``tests/crawler/test_capture_middleware_bounds.py``, not in the
 middle of a crawl; the version ranges they were checked with are pinned in pyproject.toml.
@@ -11,27 +12,72 @@ middle of a crawl; the version ranges they were checked with are pinned in pypro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-# Scrapy's frame for its asyncio-based handlers (signals, StopDownload, maxsize, dataloss,
-# Response building); crawler/asyncio_fetch.py builds its handler on it
-from scrapy.core.downloader.handlers._base_streaming import BaseStreamingDownloadHandler
-
-# scrapy.core is Scrapy's engine package. HTTP11DownloadHandler is the default http(s) handler,
-# named by its path in DOWNLOAD_HANDLERS_BASE (public), but it lives in scrapy.core; the three
-# _Lenient* classes are Scrapy's lenient HTTP/1.1 parser stack, which the header bound extends:
-# Twisted's HTTP11ClientProtocol hard-codes its parser class and has no header-size limit.
-from scrapy.core.downloader.handlers.http11 import (
-    HTTP11DownloadHandler,
-    _LenientHTTP11ClientFactory,
-    _LenientHTTP11ClientProtocol,
-    _LenientHTTPClientParser,
-)
+import scrapy.utils.deprecate
 
 # gunzip(max_size=...) raises this private ValueError subclass past the limit; Scrapy exports
 # no public name for it (its own sitemap spider and HttpCompressionMiddleware import it too)
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
+
+
+@contextmanager
+def _deprecated_aliases_named_by_frame() -> Iterator[None]:
+    """While Scrapy's TLS modules are imported: the module of each deprecated class alias they
+    make is read off its caller's frame instead of out of ``inspect.stack()``.
+
+    Why: ``scrapy.core.downloader.tls`` and ``.contextfactory`` make three deprecated aliases
+    at import (``create_deprecated_class``), each calling ``inspect.stack()`` for one frame and
+    ``inspect.getmodule`` on it; the stack reads the source of every frame of the importing
+    stack, and ``getmodule`` walks every module loaded (~0.1-0.2 CPU-s in every crawl process,
+    whatever its depth). The alias gets the same ``__module__``, the importing module's
+    (checked in tests/crawler/test_internals_versions.py). Only that module's name ``inspect``
+    is replaced, for the length of the import.
+    """
+    real = scrapy.utils.deprecate.inspect
+
+    def stack(context: int = 1) -> list[tuple[Any, ...]]:
+        here = inspect.currentframe()
+        maker = here.f_back if here else None  # create_deprecated_class
+        assert maker is not None
+        return [(maker,), (maker.f_back,)]  # [1]: the module making the alias
+
+    def getmodule(obj: Any, filename: str | None = None) -> Any:
+        if inspect.isframe(obj):
+            return sys.modules.get(obj.f_globals.get("__name__", ""))
+        return real.getmodule(obj, filename)
+
+    scrapy.utils.deprecate.inspect = types.SimpleNamespace(  # type: ignore[assignment]
+        **{**vars(real), "stack": stack, "getmodule": getmodule}
+    )
+    try:
+        yield
+    finally:
+        scrapy.utils.deprecate.inspect = real
+
+
+# Scrapy's download handlers import its TLS modules (see _deprecated_aliases_named_by_frame)
+with _deprecated_aliases_named_by_frame():
+    # Scrapy's frame for its asyncio-based handlers (signals, StopDownload, maxsize, dataloss,
+    # Response building); crawler/asyncio_fetch.py builds its handler on it
+    from scrapy.core.downloader.handlers._base_streaming import BaseStreamingDownloadHandler
+
+    # scrapy.core is Scrapy's engine package. HTTP11DownloadHandler is the default http(s)
+    # handler, named by its path in DOWNLOAD_HANDLERS_BASE (public), but it lives in
+    # scrapy.core; the three _Lenient* classes are Scrapy's lenient HTTP/1.1 parser stack,
+    # which the header bound extends: Twisted's HTTP11ClientProtocol hard-codes its parser
+    # class and has no header-size limit.
+    from scrapy.core.downloader.handlers.http11 import (
+        HTTP11DownloadHandler,
+        _LenientHTTP11ClientFactory,
+        _LenientHTTP11ClientProtocol,
+        _LenientHTTPClientParser,
+    )
 
 __all__ = [
     "BaseStreamingDownloadHandler",

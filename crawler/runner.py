@@ -359,9 +359,11 @@ def run_spec(
         # collector, and young collections run every 20,000 allocations instead of 700: on the
         # bench's one-host crawl (1,353 URLs) the collector's time fell from ~0.25 s (2 full
         # collections of ~55 ms walking everything imported, ~250 young ones) to ~0.05 s;
-        # garbage is still collected (peak RSS +4 MB there)
+        # garbage is still collected (peak RSS +4 MB there). The collector is on from here
+        # (the crawl command keeps it off while the process starts: crawler.command_line)
         gc.freeze()
         gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
+        gc.enable()
         try:
             process.start()
         finally:

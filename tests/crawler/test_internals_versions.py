@@ -40,3 +40,52 @@ def test_scrapy_twisted_warcio_ranges_are_bounded_and_hold_the_installed_release
         if not req.specifier.contains(installed, prereleases=True):
             problems.append(f"{name} {installed} is installed, outside {name}{req.specifier}")
     assert problems == []
+
+
+# counts the stack walks and module scans of `import crawler.internals` in a fresh interpreter,
+# then names the module of each deprecated alias Scrapy's TLS modules make
+_TLS_ALIASES = """
+import inspect, json
+walks = []
+for name in ("stack", "getmodule"):
+    real = getattr(inspect, name)
+    setattr(inspect, name, lambda *a, _real=real, _name=name, **k: walks.append(_name) or _real(*a, **k))
+import crawler.internals
+import scrapy.utils.deprecate
+from scrapy.core.downloader import contextfactory, tls
+print(json.dumps({
+    "walks": walks,
+    "restored": scrapy.utils.deprecate.inspect is inspect,
+    "modules": [tls.ScrapyClientTLSOptions.__module__,
+                contextfactory.ScrapyClientContextFactory.__module__,
+                contextfactory.AcceptableProtocolsContextFactory.__module__],
+}))
+"""
+
+
+def test_scrapys_deprecated_tls_aliases_are_named_without_walking_the_stack() -> None:
+    """crawler.internals imports Scrapy's TLS modules with their aliases' module read off the
+    caller's frame (crawler/internals.py says why): no ``inspect.stack()`` nor module scan, the
+    same ``__module__`` Scrapy names, and Scrapy's ``inspect`` given back."""
+    import inspect
+    import json
+    import subprocess
+    import sys
+
+    import scrapy.utils.deprecate
+
+    # the cost the lookup avoids is still there in this Scrapy release (else drop the lookup)
+    source = inspect.getsource(scrapy.utils.deprecate.create_deprecated_class)
+    assert "inspect.stack()[1]" in source and "inspect.getmodule(frm[0])" in source
+    done = subprocess.run(
+        [sys.executable, "-c", _TLS_ALIASES], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["walks"] == []
+    assert seen["restored"] is True
+    assert seen["modules"] == [
+        "scrapy.core.downloader.tls",
+        "scrapy.core.downloader.contextfactory",
+        "scrapy.core.downloader.contextfactory",
+    ]
