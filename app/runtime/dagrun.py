@@ -17,7 +17,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from app.runtime.airflow_runtime import airflow_bin, airflow_env
+from app.runtime.airflow_runtime import airflow_env, batch_command
 from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings
@@ -110,7 +110,8 @@ def trigger(
     settings: Settings, dag_id: str, conf: dict[str, Any], run_id: str, logical_date: datetime
 ) -> str:
     """Queue a run of ``dag_id`` with ``conf`` for the scheduler, as the UI's trigger form does
-    (``airflow dags trigger``, in harvestflow's Airflow environment); returns its run id.
+    (``airflow dags trigger``, in harvestflow's Airflow environment, through
+    :func:`~app.runtime.airflow_runtime.batch_command`); returns its run id.
 
     Why a program and not an import: the callers (the CLI, the curator pages) must not load
     Airflow into their process for one write, and the CLI talks to the metadata DB as the
@@ -119,7 +120,7 @@ def trigger(
     args = ["dags", "trigger", dag_id, "--run-id", run_id, "--conf", json.dumps(conf)]
     args += ["--logical-date", logical_date.isoformat()]
     proc = subprocess.run(
-        [airflow_bin(), *args],
+        batch_command(args),
         env=airflow_env(settings),
         capture_output=True,
         text=True,

@@ -114,25 +114,61 @@ def ensure_bucket(settings: Settings) -> None:
 
 
 def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list[str]:
-    """Start the embedded services (idempotent), create the databases, apply migrations."""
+    """Start the embedded services (idempotent), create the databases, apply migrations.
+
+    The servers (PostgreSQL, SeaweedFS, the replica's SeaweedFS) start at once, each in a
+    thread, and the databases are created and migrated while the object stores are still
+    coming up: nothing of one server depends on another, and each SeaweedFS takes 4-6 s to
+    answer, which every ``up``, ``services start`` and test session paid one after the other.
+    A failure is the one the sequential start met first (PostgreSQL's, then the databases',
+    then SeaweedFS's, then the replica's), raised once every start has ended, and what is left
+    running is what it left: the servers before the failure; those after it that started
+    beside it are stopped again.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     from harvestflow import db
 
     settings = settings or get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    started = []
-    if settings.postgres_embedded and postgres_for(settings).start():
-        started.append("postgres")
-    db.ensure_database(settings.harvest_db_url)
-    db.ensure_database(settings.airflow_db_url)
-    if migrate:
-        applied = db.migrate(db.get_engine(settings.harvest_db_url))
-        if applied:
-            log.info("applied migrations %s", ", ".join(applied))
-    if settings.s3_embedded and seaweedfs_for(settings).start():
-        started.append("seaweedfs")
-    ensure_bucket(settings)
-    if replica.start_replica(settings):
-        started.append(replica.NAME)
+    pg, s3, replica_server = (
+        postgres_for(settings) if settings.postgres_embedded else None,
+        seaweedfs_for(settings) if settings.s3_embedded else None,
+        replica.replica_seaweedfs_for(settings),
+    )
+    servers = {"postgres": pg, "seaweedfs": s3, replica.NAME: replica_server}
+    started: list[str] = []
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="start") as pool:
+        began = {
+            name: pool.submit(server.start)
+            for name, server in servers.items()
+            if server is not None
+        }
+
+        def started_now(name: str) -> None:
+            """Wait for ``name``'s start: its error raised, or its name kept if it started."""
+            if name in began and began.pop(name).result():
+                started.append(name)
+
+        try:
+            started_now("postgres")
+            db.ensure_database(settings.harvest_db_url)
+            db.ensure_database(settings.airflow_db_url)
+            if migrate:
+                applied = db.migrate(db.get_engine(settings.harvest_db_url))
+                if applied:
+                    log.info("applied migrations %s", ", ".join(applied))
+            started_now("seaweedfs")
+            ensure_bucket(settings)
+            started_now(replica.NAME)
+            replica.ensure_replica_bucket(settings)
+        except BaseException:
+            # what the sequential start would not have started yet is stopped again
+            for name, future in began.items():
+                server = servers[name]
+                if future.exception() is None and future.result() and server is not None:
+                    server.stop()
+            raise
     if ensure_broker(settings):
         started.append("redis")
     write_data_dir_marker(settings.data_dir)

@@ -40,11 +40,9 @@ def replica_seaweedfs_for(settings: Settings) -> EmbeddedSeaweedFS | None:
     )
 
 
-def start_replica(settings: Settings) -> bool:
-    """Start the embedded replica if configured (True when this call started it), then make
-    sure its bucket exists (embedded or external)."""
-    server = replica_seaweedfs_for(settings)
-    started = server.start() if server is not None else False
+def ensure_replica_bucket(settings: Settings) -> None:
+    """Create the replica's bucket if missing (embedded or external replica; idempotent):
+    :func:`harvestflow.services.start_all` calls it once the replica's server answers."""
     target = replica_target(settings)
     if target is not None:
         from botocore.exceptions import ClientError
@@ -57,7 +55,6 @@ def start_replica(settings: Settings) -> bool:
         except ClientError:
             client.create_bucket(Bucket=target.bucket)
             log.info("created bucket %s on the replica %s", target.bucket, target.endpoint_url)
-    return started
 
 
 def stop_replica(settings: Settings) -> bool:

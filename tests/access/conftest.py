@@ -30,7 +30,7 @@ def airflow_api(
     procs = airflow_runtime.AirflowProcesses(settings)
     procs.log_dir.mkdir(parents=True, exist_ok=True)
     procs.procs["api-server"] = airflow_runtime.spawn_logged(
-        [airflow_runtime.airflow_bin(), "api-server"],
+        airflow_runtime.batch_command(["api-server"]),  # as `up` starts it
         airflow_runtime.airflow_env(settings),
         procs.log_dir / "api-server.log",
     )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
+import pytest
 import sqlalchemy as sa
 
 from harvestflow import db, services
+from harvestflow.services import EmbeddedPostgres, EmbeddedSeaweedFS, ServiceError, start_all
 
 
 def test_start_all_is_idempotent_and_both_services_answer(services) -> None:
@@ -13,6 +17,61 @@ def test_start_all_is_idempotent_and_both_services_answer(services) -> None:
     statuses = {s.name: s for s in services_status(services)}
     assert statuses["postgresql"].running
     assert statuses["s3"].running
+
+
+def test_the_servers_start_together(services, monkeypatch) -> None:
+    """start_all starts PostgreSQL and the object stores at once: PostgreSQL's start here
+    waits for SeaweedFS's to have begun, which a start one after the other never does (it
+    would wait for ever; the 60 s bound only turns that into a failure). The real starts
+    run after (the session's servers: nothing to start)."""
+    weed_began = threading.Event()
+    real_pg, real_weed = EmbeddedPostgres.start, EmbeddedSeaweedFS.start
+
+    def pg_start(self: EmbeddedPostgres) -> bool:
+        if not weed_began.wait(60):
+            raise AssertionError("SeaweedFS's start did not begin while PostgreSQL's ran")
+        return real_pg(self)
+
+    def weed_start(self: EmbeddedSeaweedFS, *args: object) -> bool:
+        weed_began.set()
+        return real_weed(self)
+
+    monkeypatch.setattr(EmbeddedPostgres, "start", pg_start)
+    monkeypatch.setattr(EmbeddedSeaweedFS, "start", weed_start)
+    assert start_all(services) == []
+
+
+def test_a_failed_start_raises_the_first_servers_error_and_stops_what_started_beside_it(
+    services, monkeypatch
+) -> None:
+    """When PostgreSQL's start fails, that error is raised (the sequential order's first)
+    once SeaweedFS's start, begun beside it, has ended, and SeaweedFS is stopped again: the
+    sequential start would not have started it. A SeaweedFS failure is raised as such."""
+    began: list[str] = []
+    stopped: list[str] = []
+
+    def pg_start(self: EmbeddedPostgres) -> bool:
+        raise ServiceError("postgres failed")
+
+    def weed_start(self: EmbeddedSeaweedFS, *args: object) -> bool:
+        began.append(self.section)
+        return True
+
+    monkeypatch.setattr(EmbeddedPostgres, "start", pg_start)
+    monkeypatch.setattr(EmbeddedSeaweedFS, "start", weed_start)
+    monkeypatch.setattr(EmbeddedSeaweedFS, "stop", lambda self, *a: stopped.append(self.section))
+    with pytest.raises(ServiceError, match="postgres failed"):
+        start_all(services)
+    assert "s3" in began
+    assert sorted(stopped) == sorted(began)
+
+    def weed_fails(self: EmbeddedSeaweedFS, *args: object) -> bool:
+        raise ServiceError("seaweedfs failed")
+
+    monkeypatch.setattr(EmbeddedPostgres, "start", lambda self: False)
+    monkeypatch.setattr(EmbeddedSeaweedFS, "start", weed_fails)
+    with pytest.raises(ServiceError, match="seaweedfs failed"):
+        start_all(services)
 
 
 def services_started_again(settings):

@@ -3,6 +3,7 @@ the celery executor); the crawl task refuses too; queue names are checked."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,7 +76,9 @@ def test_queues_and_the_worker_command(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="distinct comma-separated"):
         parse_queues("crawl_high,,default", settings)
     cmd = worker_command(["crawl_high"], "w1", 2, serve_logs=False)
-    assert cmd[1:] == [
+    (args,) = json.loads(cmd[-1])  # one Airflow command, run by app.runtime.airflow_batch
+    assert cmd[:-1] == [sys.executable, "-P", "-m", "app.runtime.airflow_batch"]
+    assert args == [
         "celery",
         "worker",
         "--queues",
@@ -135,8 +138,8 @@ def test_a_workers_name_is_one_name_for_celery_and_its_task_instances(tmp_path: 
     settings = load(
         environ={"HARVESTFLOW_DATA_DIR": str(tmp_path), "HARVESTFLOW_AIRFLOW__EXECUTOR": "celery"}
     )
-    cmd = worker_command(["default"], "wA", 1)
-    assert cmd[cmd.index("--celery-hostname") + 1] == "celery@wA"
+    (args,) = json.loads(worker_command(["default"], "wA", 1)[-1])
+    assert args[args.index("--celery-hostname") + 1] == "celery@wA"
     assert worker_env(settings, "wA")[WORKER_NAME_ENV] == "celery@wA"
     assert worker_env(settings, "worker1@vm")[WORKER_NAME_ENV] == "worker1@vm"
 
