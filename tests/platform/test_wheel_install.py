@@ -88,12 +88,14 @@ class Installed:
         return self.venv / "bin" / "harvestflow"
 
     def env(self, **extra: str) -> dict[str, str]:
-        """os.environ (the session's HARVESTFLOW_* settings) without any path to the checkout."""
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
-        }
+        """os.environ (the session's HARVESTFLOW_* settings) without any path to the checkout,
+        and with bytecode written as a user's install does: the install skips compiling
+        (``--no-compile``), so the first command compiles what it imports and the later ones
+        reuse it; under the session's PYTHONDONTWRITEBYTECODE each command compiled Airflow's,
+        Scrapy's and SQLAlchemy's modules from source again (~6 CPU-s a command)."""
+        dropped = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV"}
+        dropped.add("PYTHONDONTWRITEBYTECODE")
+        env = {k: v for k, v in os.environ.items() if k not in dropped}
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
         env["XDG_DATA_HOME"] = str(self.workdir / "xdg")
         env.update(extra)
@@ -184,7 +186,8 @@ def install_with_dependencies(wheel: Path, venv: Path, base: Path, env: dict[str
     reqs.write_text("".join(f"{r}\n" for r in declared_requirements(wheel)))
     constraints.write_text("".join(f"{c}\n" for c in versions_tested()))
     house = wheelhouse()
-    # no byte-compiling: Airflow's thousands of modules take a minute more, imports compile
+    # no byte-compiling: Airflow's thousands of modules take a minute more; the commands'
+    # imports compile, once (Installed.env)
     install = ("install", "-q", "--no-compile", "--no-index", "--find-links", str(house))
     python = ("--python", str(venv / "bin" / "python"))
     target = ("-c", str(constraints), str(wheel))
