@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
@@ -25,6 +26,9 @@ from tests.support.environment import (
     session_env,
 )
 from tests.support.last_user import STOPPED_AFTER_LAST_USER, LastUserTeardown
+
+if TYPE_CHECKING:
+    from tests.support.runstates import DagTests
 
 pytest_plugins = [
     "tests.support.broker",
@@ -216,6 +220,18 @@ def airflow_ready(services: settings_mod.Settings) -> settings_mod.Settings:
 
     airflow_runtime.prepare(services)
     return services
+
+
+@pytest.fixture(scope="session")
+def airflow_runs(airflow_ready: settings_mod.Settings) -> Iterator[DagTests]:
+    """The session's ``airflow dags test`` runs, in one Airflow process
+    (tests/support/runstates.DagTests): each run still Airflow's own ``dags test``, started
+    when its test asks, in that test's environment; Airflow's start-up paid once per pytest
+    process, not once per run (~20 CPU-s each on the CI VM)."""
+    from tests.support.runstates import dags_tests
+
+    with dags_tests() as runs:
+        yield runs
 
 
 @pytest.fixture

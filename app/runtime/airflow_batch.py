@@ -21,26 +21,41 @@ import json
 import os
 import sys
 import threading
+import traceback
 from typing import NoReturn
 
 FAILED = "harvestflow: `airflow {}` failed"  # on stderr when a command of the batch fails
 
 
 def run(commands: list[list[str]]) -> None:
-    """Run each command of ``commands`` as ``airflow ARGS`` would, in this process."""
+    """Run each command of ``commands`` as ``airflow ARGS`` would, in this process; the first
+    that fails is named (:data:`FAILED`) and ends the batch with its status."""
+    for args in commands:
+        code = run_one(args)
+        if code:
+            print(FAILED.format(" ".join(args)), file=sys.stderr)
+            raise SystemExit(code)
+
+
+def run_one(args: list[str]) -> int:
+    """Run ``airflow ARGS`` in this process by Airflow's own entry point; its exit status, as
+    the ``airflow`` program would end with it (a ``sys.exit("message")`` or an exception: the
+    message or traceback on stderr, status 1); the process goes on to its next command (of a
+    batch, :func:`run`; the test suite's ``dags test`` runs, tests/support/runstates.py)."""
     from airflow.__main__ import main
 
-    for args in commands:
-        sys.argv = ["airflow", *args]
-        try:
-            main()
-        except SystemExit as exc:  # a command that ends itself with success goes on
-            if exc.code not in (None, 0):
-                print(FAILED.format(" ".join(args)), file=sys.stderr)
-                raise
-        except BaseException:
-            print(FAILED.format(" ".join(args)), file=sys.stderr)
-            raise
+    sys.argv = ["airflow", *args]
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def exit_without_teardown(code: object = None) -> NoReturn:

@@ -11,12 +11,14 @@ import pytest
 import sqlalchemy as sa
 
 from harvest.continuous.service import launch
-from tests.support.runstates import asset_events, dags_test_at, last_run
+from tests.support.runstates import DagTests, asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 
-def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engine) -> None:
+def test_launcher_dag_injects_the_seeds_of_its_hour_once(
+    airflow_ready, airflow_runs: DagTests, db_engine
+) -> None:
     schedules = [{"frequency": "DAILY", "startDate": "2026-11-01 06:20:00", "endDate": None}]
     with db_engine.begin() as conn:
         for seed, start in (("http://six.test/", "06"), ("http://seven.test/", "07")):
@@ -29,7 +31,7 @@ def test_launcher_dag_injects_the_seeds_of_its_hour_once(airflow_ready, db_engin
                 ),
                 {"s": seed, "sch": json.dumps(sched)},
             )
-    first = dags_test_at("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
+    first = airflow_runs.run("continuous_crawl_launcher", "2026-11-22T06:00:00+00:00")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     run = last_run(airflow_ready, "continuous_crawl_launcher")
     assert (run.state, run.tasks) == ("success", {"launch": "success"})

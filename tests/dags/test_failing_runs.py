@@ -17,7 +17,7 @@ from harvestflow.settings import Settings
 from tests.support.chainkit import job_warcs, make_harvest, wipe_chain_dirs
 from tests.support.chainkit import make_job as make_indexing_job
 from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
-from tests.support.runstates import asset_events, dags_test, last_run
+from tests.support.runstates import DagTests, asset_events, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -39,7 +39,7 @@ def _overview(settings: Settings, db_engine: sa.Engine) -> str:
 
 
 def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through(
-    airflow_ready: Settings, db_engine: sa.Engine
+    airflow_ready: Settings, airflow_runs: DagTests, db_engine: sa.Engine
 ) -> None:
     wipe_chain_dirs(airflow_ready.data_dir)
     hid = make_harvest(db_engine, "chain-dag")
@@ -48,7 +48,7 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
     junk = job_dir / "warcs" / f"{job_id}-{hid}-20261122031800000-00008-crawler.warc.gz"
     junk.write_text("<html>not a warc</html>\n")
 
-    proc = dags_test("indexing_chain", HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0")
+    proc = airflow_runs.run("indexing_chain", HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0")
     output = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.returncode != 0, output
     run = last_run(airflow_ready, "indexing_chain")
@@ -86,6 +86,7 @@ def test_indexing_chain_run_is_red_when_one_file_fails_and_the_others_go_through
 
 def test_preservation_run_is_red_when_one_job_goes_to_the_manual_queue(
     airflow_ready: Settings,
+    airflow_runs: DagTests,
     db_engine: sa.Engine,
     fresh_bucket: str,
     make_job,  # noqa: F811
@@ -95,7 +96,7 @@ def test_preservation_run_is_red_when_one_job_goes_to_the_manual_queue(
     lost = next(p for n, p in broken.files.items() if n != broken.metadata_name)
     lost.unlink()  # a repository file that is gone: a serious error, for a person to act on
 
-    proc = dags_test("preservation_ingest")
+    proc = airflow_runs.run("preservation_ingest")  # fresh_bucket: the run's bucket too
     output = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.returncode != 0, output
     run = last_run(airflow_ready, "preservation_ingest")

@@ -16,16 +16,17 @@ from harvestflow.settings import Settings
 from preservation.ingest import ingest_job
 from tests.support.objects import corrupt_one_byte, replica_s3_client
 from tests.support.preservation_jobs import make_job  # noqa: F401 - the fixture, used below
-from tests.support.runstates import dags_tests, last_run
+from tests.support.runstates import DagTests, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 # the audit share of a day: every file, in every run
-EVERY_FILE = {"HARVESTFLOW_PRESERVATION__AUDIT_SHARE_PER_DAY": "1"}
+EVERY_FILE = "1"
 
 
 def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
     airflow_ready: Settings,
+    airflow_runs: DagTests,
     db_engine: sa.Engine,
     fresh_bucket: str,
     s3_client: Any,
@@ -40,36 +41,37 @@ def test_fixity_audit_repairs_one_bad_copy_and_fails_on_a_file_bad_in_both(
     first, second = sorted(n for n in job.files if n != job.metadata_name)
 
     corrupt_one_byte(replica, fresh_bucket, prefix + first)
-    # both runs in one Airflow process, each after what the test did before it
-    with dags_tests(**EVERY_FILE) as airflow:
-        proc = airflow.run("fixity_audit")
-        output = proc.stdout + proc.stderr
-        assert proc.returncode == 0, output[-4000:]
-        run = last_run(services, "fixity_audit")
-        assert (run.state, run.tasks) == ("success", {"audit": "success"})
-        assert (
-            f"REPAIRED job {job.job_id} {first}: replica copy repaired from the primary" in output
-        )
-        assert (
-            hashlib.sha256(
-                replica.get_object(Bucket=fresh_bucket, Key=prefix + first)["Body"].read()
-            ).hexdigest()
-            == hashlib.sha256(job.files[first].read_bytes()).hexdigest()
-        )
+    # each run after what the test did before it
+    proc = airflow_runs.run(
+        "fixity_audit", HARVESTFLOW_PRESERVATION__AUDIT_SHARE_PER_DAY=EVERY_FILE
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    run = last_run(services, "fixity_audit")
+    assert (run.state, run.tasks) == ("success", {"audit": "success"})
+    assert f"REPAIRED job {job.job_id} {first}: replica copy repaired from the primary" in output
+    assert (
+        hashlib.sha256(
+            replica.get_object(Bucket=fresh_bucket, Key=prefix + first)["Body"].read()
+        ).hexdigest()
+        == hashlib.sha256(job.files[first].read_bytes()).hexdigest()
+    )
 
-        want = hashlib.sha256(job.files[second].read_bytes()).hexdigest()
-        corrupt_one_byte(s3_client, fresh_bucket, prefix + second)
-        corrupt_one_byte(replica, fresh_bucket, prefix + second)
-        proc = airflow.run("fixity_audit")
-        output = proc.stdout + proc.stderr
-        assert proc.returncode != 0, output[-4000:]
-        run = last_run(services, "fixity_audit")
-        assert (run.state, run.tasks) == ("failed", {"audit": "failed"})
-        assert "1 file(s) bad in every copy, put in the manual queue" in output
-        assert f"{prefix + second} is bad in every copy, expected sha256 {want}" in output
-        with db_engine.connect() as conn:
-            status = conn.execute(
-                sa.text("SELECT status FROM preservation_packages WHERE job_id = :j"),
-                {"j": job.job_id},
-            ).scalar_one()
-        assert status == "manual"
+    want = hashlib.sha256(job.files[second].read_bytes()).hexdigest()
+    corrupt_one_byte(s3_client, fresh_bucket, prefix + second)
+    corrupt_one_byte(replica, fresh_bucket, prefix + second)
+    proc = airflow_runs.run(
+        "fixity_audit", HARVESTFLOW_PRESERVATION__AUDIT_SHARE_PER_DAY=EVERY_FILE
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-4000:]
+    run = last_run(services, "fixity_audit")
+    assert (run.state, run.tasks) == ("failed", {"audit": "failed"})
+    assert "1 file(s) bad in every copy, put in the manual queue" in output
+    assert f"{prefix + second} is bad in every copy, expected sha256 {want}" in output
+    with db_engine.connect() as conn:
+        status = conn.execute(
+            sa.text("SELECT status FROM preservation_packages WHERE job_id = :j"),
+            {"j": job.job_id},
+        ).scalar_one()
+    assert status == "manual"

@@ -44,22 +44,13 @@ def site() -> Iterator[samplesite.SampleSite]:
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def airflow(airflow_ready: Settings) -> Iterator[runstates.DagTests]:
-    """One Airflow process for the file's DAG runs (tests/support/runstates.DagTests): each
-    test's run is still its own `airflow dags test`, on the test's fresh harvest database, in
-    the same environment; Airflow's start-up is paid once, not once per test."""
-    with runstates.dags_tests() as process:
-        yield process
-
-
 def dags_test(
-    airflow: runstates.DagTests, dag_id: str, conf: dict | None = None, *args: str
+    airflow_runs: runstates.DagTests, dag_id: str, conf: dict | None = None, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in the file's Airflow process, in this
-    session's Airflow environment (tests/support/runstates.dags_test: the DAG's own file parsed
+    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in the session's Airflow process, in this
+    session's Airflow environment (tests/support/runstates.DagTests: the DAG's own file parsed
     by the CLI, not the whole folder)."""
-    return airflow.run(dag_id, *args, conf=conf)
+    return airflow_runs.run(dag_id, *args, conf=conf)
 
 
 def succeeded(proc: subprocess.CompletedProcess[str], settings: Settings, dag_id: str) -> RunStates:
@@ -74,14 +65,14 @@ def succeeded(proc: subprocess.CompletedProcess[str], settings: Settings, dag_id
 
 
 def test_oneoff_harvest_crawls_a_seed_list_from_the_form(
-    airflow_ready, airflow, db_engine, site
+    airflow_ready, airflow_runs, db_engine, site
 ) -> None:
     from harvest.pipeline import ensure_reference_data
 
     ensure_reference_data(db_engine)
     seed = site.url("www.example-a.test", "/")
     proc = dags_test(
-        airflow,
+        airflow_runs,
         "oneoff_harvest",
         {
             "seeds": [seed],
@@ -112,11 +103,11 @@ def test_oneoff_harvest_crawls_a_seed_list_from_the_form(
     assert summary["domains"]["example-a.test"]["objects"] > 10
 
 
-def test_oneoff_harvest_refuses_an_invalid_form(airflow_ready, airflow, db_engine) -> None:
+def test_oneoff_harvest_refuses_an_invalid_form(airflow_ready, airflow_runs, db_engine) -> None:
     from harvest.pipeline import ensure_reference_data
 
     ensure_reference_data(db_engine)
-    proc = dags_test(airflow, "oneoff_harvest", {"seeds": [], "template": "demo_loopback"})
+    proc = dags_test(airflow_runs, "oneoff_harvest", {"seeds": [], "template": "demo_loopback"})
     assert proc.returncode != 0
     assert "give either harvest_id or seeds" in proc.stdout + proc.stderr
     run = last_run(airflow_ready, "oneoff_harvest")
@@ -136,7 +127,7 @@ def test_oneoff_harvest_refuses_an_invalid_form(airflow_ready, airflow, db_engin
 
 
 def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
-    airflow_ready, airflow, db_engine, site
+    airflow_ready, airflow_runs, db_engine, site
 ) -> None:
     from harvest.domains import ensure_config
     from harvest.pipeline import ensure_reference_data
@@ -174,7 +165,7 @@ def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
             make_default=True,
         )
     proc = dags_test(
-        airflow,
+        airflow_runs,
         "broad_crawl",
         {"name": "broad-test", "step1_max_objects": 5, "step2_max_objects": 1000},
     )
@@ -207,7 +198,7 @@ def test_broad_crawl_second_step_reharvests_only_domains_stopped_by_the_limit(
 
 
 def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
-    airflow_ready, airflow, db_engine, site
+    airflow_ready, airflow_runs, db_engine, site
 ) -> None:
     import time
     from datetime import UTC, datetime
@@ -227,7 +218,7 @@ def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
             {"j": job_id},
         )
 
-    proc = dags_test(airflow, "harvest_maintenance", {"stale_after_s": 600})
+    proc = dags_test(airflow_runs, "harvest_maintenance", {"stale_after_s": 600})
     run = succeeded(proc, airflow_ready, "harvest_maintenance")
     assert run.tasks == {
         "done": "success",
@@ -256,7 +247,7 @@ def test_maintenance_resubmits_a_dead_job_and_crawls_its_copy(
 
 
 def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
-    airflow_ready, airflow, db_engine, site
+    airflow_ready, airflow_runs, db_engine, site
 ) -> None:
     """The scheduled path (no harvest_id): transfer, due at the logical date, crawl, record,
     advance; a definition whose schedule cannot be evaluated is deactivated, the other crawled."""
@@ -271,7 +262,7 @@ def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
             conn, "broken", timeunit=2, numtimeunits=1, startdate=when, enddate=datetime(2026, 1, 1)
         )
         bad = ensure_selective_definition(conn, "bad", frequency="daily", schedule="broken")
-    proc = dags_test(airflow, "selective_harvest_daily", None, when.isoformat())
+    proc = dags_test(airflow_runs, "selective_harvest_daily", None, when.isoformat())
     # the definition that cannot be evaluated is deactivated with its reason, not a failure
     run = succeeded(proc, airflow_ready, "selective_harvest_daily")
     assert run.tasks == {
@@ -313,7 +304,7 @@ def test_selective_daily_run_at_a_logical_date_harvests_what_is_due(
 
 
 def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
-    airflow_ready, airflow, db_engine, site
+    airflow_ready, airflow_runs, db_engine, site
 ) -> None:
     """Two due definitions, one job each: the crawler refuses one job's spec (bad template);
     the other job is crawled and recorded, the failed one is FAILED with the reason, both
@@ -345,7 +336,7 @@ def test_a_failing_job_does_not_block_the_other_jobs_of_the_run(
             conn, "broken-daily", frequency="daily", config_ids=[ref.config_id]
         )
     when = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
-    proc = dags_test(airflow, "selective_harvest_daily", None, when.isoformat())
+    proc = dags_test(airflow_runs, "selective_harvest_daily", None, when.isoformat())
     assert proc.returncode != 0, "a run with a failed crawl must not exit 0"
     assert "DagRun failed" in proc.stdout + proc.stderr
     with db_engine.connect() as conn:
@@ -408,7 +399,7 @@ class _EventPage(BaseHTTPRequestHandler):
 
 
 def test_an_hourly_event_crawl_made_by_a_curator_runs_in_the_next_hourly_run(
-    airflow_ready, airflow, db_engine
+    airflow_ready, airflow_runs, db_engine
 ) -> None:
     """The definitions' form's hourly event crawl (harvest.office, as the pages save it), made
     at 10:20, is crawled by the hourly DAG's run of 11:00 and its schedule moves to 11:20."""
@@ -427,7 +418,7 @@ def test_an_hourly_event_crawl_made_by_a_curator_runs_in_the_next_hourly_run(
         made = datetime(2026, 11, 22, 10, 20, tzinfo=UTC)
         hid = save_definition(form, "carol", engine=db_engine, now=made)
         when = datetime(2026, 11, 22, 11, 0, tzinfo=UTC)
-        proc = dags_test(airflow, "selective_harvest_hourly", None, when.isoformat())
+        proc = dags_test(airflow_runs, "selective_harvest_hourly", None, when.isoformat())
     finally:
         server.shutdown()
         server.server_close()

@@ -23,13 +23,13 @@ from indexing.pipeline import dedup_index_for_job
 from tests.support.chainkit import wipe_chain_dirs
 from tests.support.docfixtures import register_watched_site
 from tests.support.publications_site import HOST, serve
-from tests.support.runstates import dags_test, last_run
+from tests.support.runstates import DagTests, last_run
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
 
 def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
-    airflow_ready: Settings, db_engine: sa.Engine
+    airflow_ready: Settings, airflow_runs: DagTests, db_engine: sa.Engine
 ) -> None:
     wipe_chain_dirs(airflow_ready.data_dir)
     with serve() as site:
@@ -61,7 +61,7 @@ def test_a_watched_targets_harvest_through_the_dags_lists_its_documents(
             sa.text("SELECT status FROM jobs WHERE harvest_id = :h"), {"h": harvest_id}
         ).scalar_one()
     assert status == 3  # done: the chain takes the job's WARCs in
-    proc = dags_test(
+    proc = airflow_runs.run(
         "indexing_chain",
         HARVESTFLOW_INDEXING__MIN_FREE_BYTES="0",
         HARVESTFLOW_ACCESS__URL="http://127.0.0.1:9/",  # no replay service answers there

@@ -25,7 +25,7 @@ from harvestflow.monitoring.probes import disk_probe
 from tests.support.crawl import REPO, run_crawl
 from tests.support.monitoring import Webhook, matching, scrape
 from tests.support.platform_site import SlowSite, slow_job
-from tests.support.runstates import dags_test
+from tests.support.runstates import DagTests
 
 
 def service(probes: dict[str, Any] | None = None) -> MetricsService:
@@ -211,14 +211,14 @@ def test_a_file_bad_in_every_copy_raises_fixity_failure(
 
 
 def test_a_failed_dag_run_raises_its_alert_and_airflow_sends_its_own_metrics(
-    services: settings_mod.Settings, webhook: Webhook, airflow_ready: settings_mod.Settings
+    services: settings_mod.Settings, webhook: Webhook, airflow_runs: DagTests
 ) -> None:
     """``airflow dags test`` of a run that fails (a setting its first task refuses): the DAG's
     on_failure_callback posts ``failed_run`` naming the DAG, and Airflow's own StatsD metrics
     (``[metrics] statsd_on``, set by harvestflow) reach /metrics with their tags as labels."""
     svc = service()
     try:
-        proc = dags_test("indexing_merge", HARVESTFLOW_INDEXING__CDX_FORMATS='["bogus"]')
+        proc = airflow_runs.run("indexing_merge", HARVESTFLOW_INDEXING__CDX_FORMATS='["bogus"]')
         assert proc.returncode != 0, proc.stdout[-2000:]
         alert = webhook.wait_for("failed_run", timeout=30)
         assert alert["detail"]["dag_id"] == "indexing_merge"

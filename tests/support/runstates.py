@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.runtime.airflow_runtime import airflow_bin, airflow_env
+from app.runtime.airflow_runtime import airflow_env
 from app.runtime.dagrun import DAGS_DIR
 from harvestflow.settings import Settings, load
 
@@ -89,18 +89,25 @@ def asset_events(settings: Settings, run: RunStates) -> list[tuple[str, str]]:
     return [(r.source_task_id, r.uri) for r in rows]
 
 
-def dags_test(
-    dag_id: str, *args: str, conf: dict[str, Any] | None = None, **extra_env: str
-) -> subprocess.CompletedProcess[str]:
-    """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in a child, in the Airflow environment
-    `harvestflow airflow` gives it (the session's settings, no Airflow variables of this
-    process), with ``extra_env``.
+RUN_TIMEOUT_S = 900
 
-    Why not through `harvestflow airflow` itself: that command computes this environment and
-    execs ``airflow``, after importing every `harvestflow` command (1.5 CPU-s on a CI VM, for
-    each DAG run of the suite); here the environment is computed by the same function
-    (:func:`app.runtime.airflow_runtime.airflow_env`) from the same variables. Tests of other
-    files still run `harvestflow airflow` itself.
+
+def _airflow_env(extra_env: dict[str, str]) -> dict[str, str]:
+    """The environment `harvestflow airflow` gives Airflow: the session's settings (this
+    process's variables, none of its Airflow ones), with ``extra_env``, computed by the same
+    function (:func:`app.runtime.airflow_runtime.airflow_env`) from the same variables."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    base.update(extra_env)
+    return airflow_env(load(environ=base), base=base)
+
+
+def _airflow_part(env: dict[str, str]) -> dict[str, str]:
+    """Airflow's own variables of ``env``: its configuration, read once by an Airflow process."""
+    return {k: v for k, v in env.items() if k.startswith(("AIRFLOW", "_AIRFLOW"))}
+
+
+def _dags_test_args(dag_id: str, args: tuple[str, ...], conf: dict[str, Any] | None) -> list[str]:
+    """``dags test DAG_ID [ARGS] [-c CONF] -f DAG_FILE``.
 
     Why ``-f`` (``--dagfile-path``): without it, the CLI parses every file of the DAGs folder
     and writes every DAG of it to the metadata DB to find the one asked for; a DAG's file is
@@ -108,90 +115,107 @@ def dags_test(
     itself then parses and writes the whole folder once more: Airflow 3.3 re-syncs the DAG's
     bundle in every run, apache/airflow#64884.)
     """
-    return subprocess.run(
-        [airflow_bin(), *_dags_test_args(dag_id, args, conf)],
-        env=_airflow_env(extra_env),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-    )
-
-
-RUN_TIMEOUT_S = 900
-
-
-def _airflow_env(extra_env: dict[str, str]) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    base.update(extra_env)
-    return airflow_env(load(environ=base), base=base)
-
-
-def _dags_test_args(dag_id: str, args: tuple[str, ...], conf: dict[str, Any] | None) -> list[str]:
     conf_args = ["-c", json.dumps(conf)] if conf is not None else []
     return ["dags", "test", dag_id, *args, *conf_args, "-f", str(DAGS_DIR / f"{dag_id}.py")]
 
 
-# Runs Airflow's CLI (its entry point, parser and options) for each line of stdin (a JSON list
-# of arguments), then writes the end mark, with the command's exit status, on stdout and stderr.
+# For each line of stdin ({"argv": Airflow's arguments, "env": the run's environment}): the
+# process's variables become the run's, but for Airflow's own (read once, at Airflow's start:
+# DagTests starts the process with the run's), the settings are read anew, Airflow's CLI runs
+# the command (app.runtime.airflow_batch.run_one), then the end mark with its exit status is
+# written on stdout and stderr.
 _ONE_PROCESS = """
-import json, sys, traceback
-from airflow.__main__ import main
-mark = sys.argv[1]
+import json, os, sys
+from app.runtime.airflow_batch import run_one
+from harvestflow import settings
+mark, airflow_prefixes = sys.argv[1], ("AIRFLOW", "_AIRFLOW")
 for line in sys.stdin:
-    sys.argv = ["airflow", *json.loads(line)]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:  # as the interpreter ends on it: a message goes to stderr
-        code = exc.code if isinstance(exc.code, int) or exc.code is None else 1
-        if not (isinstance(exc.code, int) or exc.code is None):
-            print(exc.code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
+    run = json.loads(line)
+    for key in [k for k in os.environ if not k.startswith(airflow_prefixes)]:
+        if key not in run["env"]:
+            del os.environ[key]
+    os.environ.update({k: v for k, v in run["env"].items() if not k.startswith(airflow_prefixes)})
+    settings.reset()
+    code = run_one(run["argv"])
     for stream in (sys.stdout, sys.stderr):
-        print(mark.format(code or 0), file=stream, flush=True)
+        print(mark.format(code), file=stream, flush=True)
 """
 RUN_ENDED = "=== harvestflow: airflow command ended: {} ==="
 
 
 class DagTests:
-    """``airflow dags test`` runs of one test, one after the other in ONE Airflow process, each
-    when the test asks for it (:meth:`run`): what the test does between two runs is done by then.
+    """``airflow dags test`` runs, one after the other in ONE Airflow process, each when a test
+    asks for it (:meth:`run`), in that test's environment: what the test did before is done by
+    then, its variables (a fixture's bucket, webhook, a run's own settings) are the run's.
 
-    Why: a test that runs a DAG, changes something, and runs it again paid Airflow's start-up
-    twice: its import, its CLI's set-up and the in-process Execution API that dag.test() builds
-    for the process's first task (its routes generated for every API version). Each run is
-    still Airflow's own ``dags test`` command with its own arguments, as
-    app.runtime.airflow_batch runs several commands in one process, and the demo several DAG
-    runs (app.runtime.dagrun); the environment is the same for every run of the process.
+    Why: each run paid Airflow's start-up in its own process: its import, its CLI's set-up and
+    the in-process Execution API that dag.test() builds for the process's first task (its routes
+    generated for every API version), ~20 CPU-s on the CI VM. Each run is still Airflow's own
+    ``dags test`` command with its own arguments, as app.runtime.airflow_batch runs several
+    commands in one process, and the demo several DAG runs (app.runtime.dagrun).
+
+    Airflow reads its own variables (``AIRFLOW*``: its configuration) once, at its start: a run
+    whose Airflow variables differ from the process's (another metrics port, executor…) ends
+    the process and starts one with them; so does a run after one that did not end (timed out,
+    or the process died).
     """
 
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.lines = {name: queue.Queue[str | None]() for name in ("stdout", "stderr")}
-        for name, q in self.lines.items():
-            stream = getattr(proc, name)
-            threading.Thread(target=self._read, args=(stream, q), daemon=True).start()
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.airflow: dict[str, str] = {}
+        self.lines: dict[str, queue.Queue[str | None]] = {}
+
+    def run(
+        self,
+        dag_id: str,
+        *args: str,
+        conf: dict[str, Any] | None = None,
+        **extra_env: str,
+    ) -> subprocess.CompletedProcess[str]:
+        """``airflow dags test DAG_ID [ARGS] [-c CONF]`` in the process, in the Airflow
+        environment `harvestflow airflow` gives it (:func:`_airflow_env`) with ``extra_env``:
+        its exit status, and its output only."""
+        env = _airflow_env(extra_env)
+        argv = _dags_test_args(dag_id, args, conf)
+        proc = self._process(env)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps({"argv": argv, "env": env}) + "\n")
+            proc.stdin.flush()
+            out = {name: self._until_end(q) for name, q in self.lines.items()}
+        except BaseException:
+            self.close()  # the next run starts a process of its own
+            raise
+        code, stdout = out["stdout"]
+        _, stderr = out["stderr"]
+        return subprocess.CompletedProcess(["airflow", *argv], code, stdout, stderr)
+
+    def _process(self, env: dict[str, str]) -> subprocess.Popen[str]:
+        """The running process, or a new one when its Airflow variables are not ``env``'s."""
+        if self.proc is not None and self.airflow != _airflow_part(env):
+            self.close()
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-P", "-c", _ONE_PROCESS, RUN_ENDED],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+            self.airflow = _airflow_part(env)
+            self.lines = {name: queue.Queue() for name in ("stdout", "stderr")}
+            for name, q in self.lines.items():
+                stream = getattr(self.proc, name)
+                threading.Thread(target=self._read, args=(stream, q), daemon=True).start()
+        return self.proc
 
     @staticmethod
     def _read(stream: Any, q: queue.Queue[str | None]) -> None:
         for line in stream:
             q.put(line)
         q.put(None)  # the process ended
-
-    def run(
-        self, dag_id: str, *args: str, conf: dict[str, Any] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        """:func:`dags_test` in this process: its exit status, and its output only."""
-        argv = _dags_test_args(dag_id, args, conf)
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(argv) + "\n")
-        self.proc.stdin.flush()
-        out = {name: self._until_end(q) for name, q in self.lines.items()}
-        code, stdout = out["stdout"]
-        _, stderr = out["stderr"]
-        return subprocess.CompletedProcess(["airflow", *argv], code, stdout, stderr)
 
     def _until_end(self, q: queue.Queue[str | None]) -> tuple[int, str]:
         head, _, tail = RUN_ENDED.partition("{}")
@@ -202,25 +226,14 @@ class DagTests:
             lines.append(line)
         raise AssertionError(f"the Airflow process ended during a run: {''.join(lines)[-3000:]}")
 
-
-@contextlib.contextmanager
-def dags_tests(**extra_env: str) -> Iterator[DagTests]:
-    """One Airflow process for the ``dags test`` runs of a test (:class:`DagTests`), in the
-    environment of :func:`dags_test`, with ``extra_env``; ended with the block."""
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-c", _ONE_PROCESS, RUN_ENDED],
-        env=_airflow_env(extra_env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-    )
-    try:
-        yield DagTests(proc)
-    finally:
+    def close(self) -> None:
+        """End the process (its stdin closed: it ends after its run), if one runs."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
         assert proc.stdin is not None
-        proc.stdin.close()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -228,9 +241,11 @@ def dags_tests(**extra_env: str) -> Iterator[DagTests]:
             proc.wait()
 
 
-def dags_test_at(
-    dag_id: str, logical_date: str | None, **extra_env: str
-) -> subprocess.CompletedProcess[str]:
-    """:func:`dags_test` at ``LOGICAL_DATE``."""
-    env: dict[str, Any] = dict(extra_env)  # variables, never ``conf`` (mypy cannot tell)
-    return dags_test(dag_id, *([logical_date] if logical_date else []), **env)
+@contextlib.contextmanager
+def dags_tests() -> Iterator[DagTests]:
+    """A :class:`DagTests` whose process is ended with the block."""
+    runs = DagTests()
+    try:
+        yield runs
+    finally:
+        runs.close()
