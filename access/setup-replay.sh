@@ -23,17 +23,19 @@ venv="${REPLAY_VENV:-$here/.replay-venv}"
 py="${PYTHON:-python3}"
 hook="$here/access/replay_codecs.py"
 site() { "$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])"; }
-# true when setuptools is absent or needed (Python >= 3.12); false: it is to be removed
-lean() {
-  "$venv/bin/python" -c 'import importlib.util as u, sys
-sys.exit(sys.version_info < (3, 12) and u.find_spec("setuptools") is not None)'
+# Up to date: pywb, the codings hook current and compiled, no setuptools below Python 3.12 (one
+# interpreter start: each loads the hook, and tests run this check at every session)
+ready() {
+  [ -x "$venv/bin/wayback" ] && "$venv/bin/python" - "$hook" 2>/dev/null <<'EOF'
+import filecmp, importlib.util as u, os, sys, sysconfig
+import pywb, backports.zstd  # noqa: F401
+mine = os.path.join(sysconfig.get_paths()["purelib"], "hf_replay_codecs.py")
+current = filecmp.cmp(sys.argv[1], mine, shallow=False) and os.path.exists(u.cache_from_source(mine))
+lean = sys.version_info >= (3, 12) or u.find_spec("setuptools") is None
+sys.exit(not (current and lean))
+EOF
 }
-compiled() {
-  "$venv/bin/python" -c 'import importlib.util as u, os, sys
-sys.exit(not os.path.exists(u.cache_from_source(sys.argv[1])))' "$(site)/hf_replay_codecs.py"
-}
-if [ -x "$venv/bin/wayback" ] && "$venv/bin/python" -c "import pywb, backports.zstd" 2>/dev/null \
-  && cmp -s "$hook" "$(site)/hf_replay_codecs.py" && lean && compiled; then
+if ready; then
   exit 0
 fi
 if ! [ -x "$venv/bin/wayback" ]; then
@@ -44,5 +46,7 @@ fi
 cp "$hook" "$(site)/hf_replay_codecs.py"
 echo "import hf_replay_codecs" > "$(site)/hf_replay_codecs.pth"
 "$venv/bin/python" -m compileall -q "$(site)/hf_replay_codecs.py"
-lean || "$venv/bin/pip" uninstall -q -y setuptools
+if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
+  "$venv/bin/pip" uninstall -q -y setuptools 2>/dev/null
+fi
 echo "replay service (pywb) ready in $venv"
