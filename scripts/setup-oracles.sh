@@ -11,17 +11,19 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv="${ORACLE_VENV:-$here/.oracle-venv}"
 py="${PYTHON:-python3}"
-# true when setuptools is absent or needed (Python >= 3.12); false: it is to be removed
-lean() {
-  "$venv/bin/python" -c 'import importlib.util as u, sys
-sys.exit(sys.version_info < (3, 12) and u.find_spec("setuptools") is not None)'
-}
-if [ -x "$venv/bin/cdxj-indexer" ] && [ -x "$venv/bin/wayback" ] && "$venv/bin/python" -c "import surt, pywb" 2>/dev/null; then
-  lean || "$venv/bin/pip" uninstall -q -y setuptools
+# up to date: the tools there, no setuptools below Python 3.12 (one interpreter start)
+if [ -x "$venv/bin/cdxj-indexer" ] && [ -x "$venv/bin/wayback" ] && "$venv/bin/python" -c '
+import importlib.util as u, sys
+import surt, pywb  # noqa: F401
+sys.exit(sys.version_info < (3, 12) and u.find_spec("setuptools") is not None)' 2>/dev/null; then
   exit 0
 fi
-"$py" -m venv "$venv"
-"$venv/bin/pip" install -q --upgrade pip
+if ! [ -x "$venv/bin/cdxj-indexer" ]; then
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+fi
 "$venv/bin/pip" install -q "pywb>=2.8" "cdxj-indexer>=1.4" "surt>=0.3" "warcio>=1.7.4"
-lean || "$venv/bin/pip" uninstall -q -y setuptools
+if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
+  "$venv/bin/pip" uninstall -q -y setuptools 2>/dev/null
+fi
 echo "oracles ready in $venv"
