@@ -49,7 +49,7 @@ from crawler.rendering.proxy import (
     ProxyResponse,
 )
 from crawler.rendering.qa_compare import QaSettings
-from crawler.rendering.tab import RenderPage, TabWorker
+from crawler.rendering.tab import RenderPage, TabPool, TabWorker
 from crawler.rendering.tab_requests import TabRequests
 from crawler.rendering.tabpage import TabPage
 from crawler.rendering.tls import JobCA
@@ -80,7 +80,7 @@ class Renderer:
             crawler.settings
         )  # the QA pass (crawler/rendering/qa_pass.py)
         self.mode = self.t.render
-        self.free: asyncio.Queue[TabWorker] | None = None
+        self.free: TabPool | None = None
         self.tabs: list[TabWorker] = []
         self.rendering = 0  # pages being rendered now (the progress line shows it)
         self.waiting = 0  # pages waiting for a free tab
@@ -113,13 +113,12 @@ class Renderer:
             return hops.strip("R") == ""
         return self.ctx.scope.in_seed_scope(request.url)
 
-    def pool(self) -> asyncio.Queue[TabWorker]:
+    def pool(self) -> TabPool:
         """The free tabs (made on first use): a capture, or a QA pass, takes one."""
         if self.free is None:
-            self.free = asyncio.Queue()
-            for i in range(max(1, self.t.render_tabs)):
-                tab = TabWorker(self, i)
-                self.tabs.append(tab)
+            self.free = TabPool()
+            self.tabs = [TabWorker(self, i) for i in range(max(1, self.t.render_tabs))]
+            for tab in reversed(self.tabs):  # tab 0 taken first
                 self.free.put_nowait(tab)
         return self.free
 

@@ -11,6 +11,7 @@ browser's CPU per page in bench/render).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,3 +128,27 @@ class TabWorker:
         if page is None:
             return ProxyResponse(503, reason="No Page")
         return ranged(req, await self.renderer.fetch_for(page, req))
+
+
+class TabPool(asyncio.Queue[TabWorker]):
+    """The renderer's free tabs, handed out the most recently freed with a running browser
+    first, then the most recently freed.
+
+    Why not first in, first out: a crawl that renders one page at a time then went round every
+    tab, starting one browser per tab (~2 CPU-s each, its profile built from scratch) where
+    one already running would do; tabs are still all used when pages wait for one. A tab due
+    for its restart (``render_pages_per_tab``, memory) restarts when next taken, as before.
+    """
+
+    def _init(self, maxsize: int) -> None:
+        self._queue: list[TabWorker] = []
+
+    def _put(self, item: TabWorker) -> None:
+        self._queue.append(item)
+
+    def _get(self) -> TabWorker:
+        for i in range(len(self._queue) - 1, -1, -1):
+            browser = self._queue[i].browser
+            if browser is not None and browser.alive:
+                return self._queue.pop(i)
+        return self._queue.pop()
