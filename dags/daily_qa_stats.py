@@ -16,14 +16,14 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import dag_args, day_param, report_day, task_logger
+from hf_common import dag_args, day_param, from_next_time, report_day, task_logger
 
 with DAG(
     dag_id="daily_qa_stats",
-    schedule="@daily",
+    schedule=from_next_time("@daily"),
     doc_md=__doc__,
     params={"day": day_param()},
-    **dag_args("qa", max_active_runs=2),
+    **dag_args("qa", max_active_runs=2, start=None),  # the first run at the next midnight
 ) as dag:
 
     @task(show_return_value_in_logs=False)  # the curator summary stays the last lines

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Asset, Param
+from airflow.sdk import Asset, CronTriggerTimetable, Param
 
 # Stage hand-offs: a finished harvest wakes indexing, indexed files wake preservation.
 # Why the x- scheme: Airflow looks up a URI normalizer for any other scheme, and that lookup
@@ -113,18 +113,36 @@ def alert_failed_run(context: Any) -> None:
 START = datetime(2026, 1, 1)
 
 
+def from_next_time(cron: str) -> CronTriggerTimetable:
+    """``cron`` (UTC) for a DAG of ``dag_args(start=None)``: its first run is its next time,
+    whatever the hour it is first unpaused. Why ``run_immediately`` is given: Airflow's default
+    for a DAG without start date still runs the latest past time when that is less than a tenth
+    of the period old (up to 2.4 hours after midnight for ``@daily``); no delay means never."""
+    return CronTriggerTimetable(cron, timezone="UTC", run_immediately=timedelta(0))
+
+
 def dag_args(
-    *tags: str, max_active_runs: int | None = 1, start: datetime = START
+    *tags: str, max_active_runs: int | None = 1, start: datetime | None = START
 ) -> dict[str, Any]:
     """What every DAG of ours is declared with (beside its id, schedule and doc): no catch-up
     of missed intervals, one run at a time unless said (``None``: Airflow's default), its
-    tags, and a failed run alerted. One place, so that the DAGs cannot drift apart."""
+    tags, and a failed run alerted. One place, so that the DAGs cannot drift apart.
+
+    ``start=None`` (with a :func:`from_next_time` schedule): no start date, so the DAG's first
+    scheduled run is its next scheduled time after it is first unpaused, not at once for the
+    latest past one (with a start date and no catch-up, Airflow runs the latest past time
+    straight away: a new platform's first start ran those DAGs for the day before it existed,
+    with nothing to work on). For the DAGs whose work comes from what the platform did since
+    their last run; once a DAG has run, a time missed while the platform was stopped is still
+    run when it comes back (``catchup=False``: the latest one), and a backfill or a triggered
+    run is as before."""
     args: dict[str, Any] = {
-        "start_date": start,
         "catchup": False,
         "tags": list(tags),
         "on_failure_callback": alert_failed_run,
     }
+    if start is not None:
+        args["start_date"] = start
     if max_active_runs is not None:
         args["max_active_runs"] = max_active_runs
     return args

@@ -29,17 +29,15 @@ A file whose module fails (after its retries), or that is quarantined, makes the
 
 from typing import Any
 
-from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, task
+from airflow.sdk import DAG, AssetOrTimeSchedule, task
 
-from hf_common import FILES_INDEXED, HARVEST_DONE, dag_args, task_logger
+from hf_common import FILES_INDEXED, HARVEST_DONE, dag_args, from_next_time, task_logger
 
 with DAG(
     dag_id="indexing_chain",
-    schedule=AssetOrTimeSchedule(
-        timetable=CronTriggerTimetable("@hourly", timezone="UTC"), assets=[HARVEST_DONE]
-    ),
+    schedule=AssetOrTimeSchedule(timetable=from_next_time("@hourly"), assets=[HARVEST_DONE]),
     doc_md=__doc__,
-    **dag_args("indexing"),
+    **dag_args("indexing", start=None),  # the first hourly run at the next hour
 ) as dag:
 
     @task

@@ -21,14 +21,14 @@ from typing import Any
 
 from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import dag_args, day_param, report_day
+from hf_common import dag_args, day_param, from_next_time, report_day
 
 with DAG(
     dag_id="indexing_merge",
-    schedule="@daily",
+    schedule=from_next_time("@daily"),
     doc_md=__doc__,
     params={"day": day_param()},
-    **dag_args("indexing"),
+    **dag_args("indexing", start=None),  # the first run at the next midnight
 ) as dag:
 
     @task

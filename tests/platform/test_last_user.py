@@ -58,7 +58,11 @@ def run_probe(tmp_path: Path, *args: str) -> list[str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PROBE_EVENTS"] = str(events)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args, str(tmp_path)],
+        # `-p no:anyio` as pyproject.toml's addopts (not read in the probe's folder)
+        [
+            *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:anyio"),
+            *("-q", *args, str(tmp_path)),
+        ],
         env=env,
         cwd=tmp_path,
         capture_output=True,

@@ -126,6 +126,7 @@ def run_probe(
     return subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider"),
+            *("-p", "no:anyio"),  # as pyproject.toml's addopts, which a probe's rootdir has not
             *("-q", "-rA", "--rootdir", str(tmp_path), *args, str(tmp_path)),
         ],
         env=env,

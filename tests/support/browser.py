@@ -4,6 +4,11 @@
 Why these flags: the test machines have no network and no display, and Chromium must not try
 to reach Google (sync, component updates, QUIC) or reuse a profile; each driver gets a new
 empty profile directory that is removed with it; nor start the window's WebUI popups.
+
+Selenium is imported where a browser is made, not at the top: this module is a plugin of every
+pytest process (tests/conftest.py), and importing Selenium (with trio, which it brings) costs
+~0.7 CPU-s in each, most of which drive no browser (xdist workers, the pytest runs of
+tests/platform/test_no_hidden_skips.py).
 """
 
 from __future__ import annotations
@@ -12,17 +17,15 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from crawler.rendering.cdp import HEADLESS_UNUSED_FEATURES
+
+if TYPE_CHECKING:
+    from selenium import webdriver
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -54,6 +57,9 @@ def chromium(
     (``capabilities``: more, e.g. ``goog:loggingPrefs`` for the DevTools network log;
     ``languages``: the browser's languages, its ``Accept-Language``, e.g. ``"fr-FR,fr"``;
     ``phone``: a phone's screen (``width`` CSS pixels wide) that honours a page's viewport)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
     profile = tempfile.mkdtemp(prefix="hf-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -86,6 +92,10 @@ def file_chromium() -> Iterator[webdriver.Chrome]:
 
 def airflow_login(driver: webdriver.Chrome, base: str, user: str, password: str) -> None:
     """Sign in through Airflow's own login page (simple auth manager); sets the _token cookie."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.get(f"{base}/auth/login")
     wait = WebDriverWait(driver, 60)
     name = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[name=username]")))

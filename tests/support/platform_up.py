@@ -20,12 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 
 from harvestflow.services.postgres import port_open
 from tests.support.environment import data_root
@@ -37,6 +35,10 @@ from tests.support.platform_cli import (
     start_up,
     unpause,
 )
+
+if TYPE_CHECKING:  # Selenium where it is used: this plugin is loaded by every pytest process
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
 
 # the test files that run on ``shared_up`` (one xdist scope: tests/conftest.py)
 SHARED_UP_FILES = (
@@ -153,6 +155,8 @@ def page_gone(element: WebElement) -> bool:
     """Whether the page that held ``element`` was replaced. Chromium says so in two ways: a
     stale element, or, when asked while the new page is being built, "Node with given id does
     not belong to the document"."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
     try:
         element.is_enabled()
     except StaleElementReferenceException:
