@@ -47,7 +47,7 @@ def test_cpu_of_a_grandchild_killed_with_sigkill_is_counted(tmp_path: Path) -> N
 
 # a PID namespace whose init has a busy child; the command kills the init's group, as a crawler
 # kills its Chromium's (whose sandboxed renderers live in such a namespace): the kernel ends the
-# namespace and no parent's rusage ever gets the busy process's CPU
+# namespace, and the busy process's CPU reaches a parent's rusage only by a race
 NAMESPACE = """
 import os, signal, subprocess, sys, time
 marker = sys.argv[1]
@@ -76,8 +76,9 @@ def test_cpu_of_a_process_killed_with_its_pid_namespace_is_counted(tmp_path: Pat
     assert m["exit_code"] == 0, (tmp_path / "out").glob("*")
     assert (tmp_path / "burnt").exists()  # the busy process did its second of CPU
     assert m["cpu_counted_by"] == "cgroup"  # as root on Linux (the project's machines, CI)
-    assert m["cpu_s"] >= 0.95  # counted by the cgroup
-    assert m["cpu_s_reaped"] < 0.95  # what rusage alone saw: the busy second was lost
+    # counted by the cgroup; rusage gets it only when the dying namespace's init reaped it
+    # before being reaped itself (a race: lost on a quiet machine, seen under load)
+    assert m["cpu_s"] >= 0.95
 
 
 ORPHAN = """
