@@ -129,7 +129,6 @@ class Frontier:
             if len(rows) < room + len(self._urgent):  # read to the end: nothing parked now
                 self.parked_from = None
                 self._urgent.clear()
-        self.state.commit()  # a request Scrapy cannot make is marked failed
         return out
 
     def _seed(self, seed: str) -> None:

@@ -166,7 +166,8 @@ def start_all(settings: Settings | None = None, *, migrate: bool = True) -> list
             # what the sequential start would not have started yet is stopped again
             for name, future in began.items():
                 server = servers[name]
-                if future.exception() is None and future.result() and server is not None:
+                assert server is not None  # began holds the servers this machine runs
+                if future.exception() is None and future.result():
                     server.stop()
             raise
     if ensure_broker(settings):
