@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         for bench in load_all(name):
             try:
                 code, path = run_benchmark(
-                    bench, args.rounds, args.quick, args.results, args.work, args.against
-                )
+                    bench, args.rounds, args.quick, args.results, args.work, args.against,
+                    settle_max_s=0.0 if args.quick else rules.SETTLE_MAX_S,
+                )  # fmt: skip
             except rules.RuleError as exc:
                 print(f"bench/run: {bench.name}: {exc}", file=sys.stderr)
                 return 2

@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +35,22 @@ RESULTS = REPO / "bench" / "results"
 
 def loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def wait_for_quiet(
+    max_s: float,
+    cores: int,
+    read: Callable[[], list[float]] = loadavg,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Wait until the 1-minute load is at or under ``rules.quiet_load(cores)``, at most
+    ``max_s`` seconds; the seconds waited (recorded in the round: a run is only judged on
+    quiet starts, and the wait is how it gets them without a person watching the load)."""
+    waited, step = 0.0, 5.0
+    while read()[0] > rules.quiet_load(cores) and waited < max_s:
+        sleep(step)
+        waited += step
+    return waited
 
 
 def _git(*args: str, cwd: Path = REPO) -> str:
@@ -171,12 +189,14 @@ def run_benchmark(
     results_dir: Path = RESULTS,
     work_root: Path | None = None,
     against: str | None = None,
+    settle_max_s: float = 0.0,
 ) -> tuple[int, Path]:
     """Run ``bench`` for ``rounds`` rounds; (exit code, results file).
 
     With ``against`` (a commit), a regression check: our side as this tree runs it against the
     same side with that commit's library code, alternating, in the same run (no peer, no
-    targets); the results file is ``<name>-against-<commit>.json``.
+    targets); the results file is ``<name>-against-<commit>.json``. Each round starts once
+    the load has settled (``wait_for_quiet``, at most ``settle_max_s``).
     """
     rules.check_rounds(rounds)
     work = (work_root or Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench") / bench.name
@@ -206,8 +226,11 @@ def run_benchmark(
     failures: list[str] = []
     check_rounds: list[dict[str, Any]] = []
     units: int | None = None
+    cores = len(os.sched_getaffinity(0))
     for r, order in enumerate(orders):
+        settled_s = wait_for_quiet(settle_max_s, cores)
         row: dict[str, Any] = {"round": r + 1, "order": order, "load_before": loadavg()}
+        row["settled_s"] = settled_s
         figures: dict[str, Any] = {}
         for name in order:
             out = work / f"round-{r + 1}" / name
@@ -228,7 +251,8 @@ def run_benchmark(
             + ", ".join(
                 f"{n} {row[n]['wall_s']:.2f} s wall, {row[n]['cpu_s']:.2f} CPU-s" for n in names
             )
-            + f"; load {' '.join(f'{x:.2f}' for x in row['load_before'])}",
+            + f"; load {' '.join(f'{x:.2f}' for x in row['load_before'])}"
+            + (f" (after {settled_s:.0f} s waiting for it to settle)" if settled_s else ""),
             flush=True,
         )
         if failures:

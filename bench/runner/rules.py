@@ -14,6 +14,17 @@ MIN_ROUNDS = 3
 # every round stayed at or under this many times the machine's cores: under load the peers'
 # CPU per unit grew more than ours (index, QA, 2026-11-29), so a loaded run flatters us
 QUIET_LOAD_PER_CORE = 1.5
+# before each round the runner waits at most this long for the 1-minute load to fall to that
+# threshold: the average trails the work (a minute's time constant), so a round started right
+# after one whose own sides ran several processes (4 tabs and their browsers, two crawlers and
+# PostgreSQL) read as loaded although nothing ran any more; a machine loaded by others' work
+# stays loaded past the wait, and the run is then not judged
+SETTLE_MAX_S = 300.0
+
+
+def quiet_load(cores: int) -> float:
+    """The 1-minute load at or under which a machine of ``cores`` cores counts as quiet."""
+    return QUIET_LOAD_PER_CORE * cores
 
 
 class RuleError(ValueError):
@@ -27,7 +38,7 @@ def load_too_high(result: dict[str, Any]) -> str | None:
     loads = [machine.get("load_before", [0.0])[0]]
     loads += [r.get("load_before", [0.0])[0] for r in result.get("per_round", [])]
     worst = max(loads)
-    if worst > QUIET_LOAD_PER_CORE * cores:
+    if worst > quiet_load(cores):
         return f"1-min load {worst:.1f} on {cores} cores"
     return None
 
