@@ -201,6 +201,8 @@ def run_benchmark(
     rules.check_rounds(rounds)
     work = (work_root or Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench") / bench.name
     work.mkdir(parents=True, exist_ok=True)
+    cores = len(os.sched_getaffinity(0))
+    wait_for_quiet(settle_max_s, cores)  # the previous benchmark's trailing load, if any
     started = datetime.now(UTC)
     load_before = loadavg()
     description = bench.prepare(work, quick)
@@ -226,7 +228,6 @@ def run_benchmark(
     failures: list[str] = []
     check_rounds: list[dict[str, Any]] = []
     units: int | None = None
-    cores = len(os.sched_getaffinity(0))
     for r, order in enumerate(orders):
         settled_s = wait_for_quiet(settle_max_s, cores)
         row: dict[str, Any] = {"round": r + 1, "order": order, "load_before": loadavg()}
