@@ -196,7 +196,8 @@ def run_benchmark(
     With ``against`` (a commit), a regression check: our side as this tree runs it against the
     same side with that commit's library code, alternating, in the same run (no peer, no
     targets); the results file is ``<name>-against-<commit>.json``. Each round starts once
-    the load has settled (``wait_for_quiet``, at most ``settle_max_s``).
+    the load has settled (``wait_for_quiet``, at most ``settle_max_s``: ``bench/run`` waits
+    ``rules.SETTLE_MAX_S``, its own tests and ``--quick`` not at all).
     """
     rules.check_rounds(rounds)
     work = (work_root or Path(os.environ.get("TMPDIR", "/tmp")) / "hf-bench") / bench.name
