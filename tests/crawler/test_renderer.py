@@ -399,6 +399,7 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
                 "max_delay_ms": 3000,
                 "connections_per_host": 1,
                 "download_timeout_s": 90,  # /slow answers within 60 s
+                "obey_robots": False,  # no robots.txt first: the ping goes at once
                 "max_hops": 1,
                 "render": "seeds",
                 "render_min_wait_s": 1.5,
