@@ -29,6 +29,7 @@ from crawler.context import Capture, CrawlContext, context_of
 from crawler.dedup_lookup import EarlierCapture
 from crawler.errors import AddressRefused, FetchedByBrowser, HeaderTooLarge, QuotaExceeded
 from crawler.internals import HeaderOverflow, HTTP11DownloadHandler, bound_response_headers
+from crawler.politeness import give_back_turn
 from crawler.warc import records
 from crawler.warc.redact import redact_request
 from harvestflow.addresses import address_allowed
@@ -70,6 +71,7 @@ def start_fetch(ctx: CrawlContext, request: Request) -> None:
         hf = request.meta.get("hf")
         if hf is not None:
             if hf["key"] in ctx.browser_claimed:
+                give_back_turn(ctx.crawler, request)  # nothing is sent to the host
                 raise FetchedByBrowser()
             ctx.fetch_started.add(hf["key"])  # too late for the browser to claim
     request.meta["hf_fetch_start"] = time.time()

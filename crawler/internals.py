@@ -3,8 +3,8 @@
 Why a module of its own: the crawler needs a few things neither library offers publicly (a
 bound on the size of a response's header section, the type of a size-limited gunzip's error,
 an offline public suffix list for the cookie middleware, the robots.txt middleware's parser
-table, the requests waiting in the downloader's per-host queues, a cheap module lookup for
-the deprecated aliases Scrapy's TLS modules make at import). Each is used here and only here, with the reason; every other crawler module uses
+table, the requests waiting in the downloader's per-host queues and their scheduled turn, a
+cheap module lookup for the deprecated aliases Scrapy's TLS modules make at import). Each is used here and only here, with the reason; every other crawler module uses
 public APIs. A Scrapy or Twisted upgrade that moves one of these fails at import or in
 ``tests/crawler/test_internals_versions.py`` and ``tests/crawler/test_capture_middleware_bounds.py``, not in the
 middle of a crawl; the version ranges they were checked with are pinned in pyproject.toml.
@@ -202,3 +202,17 @@ def take_unsent_requests(downloader: Any, wanted: Callable[[Any], bool]) -> list
         queue.clear()
         queue.extend(kept)
     return taken
+
+
+def cancel_scheduled_turn(slot: Any) -> None:
+    """Cancel the call Scrapy's downloader scheduled for a host slot's next request (the
+    private ``Slot.latercall``, set while the slot waits its delay).
+
+    Why: ``crawler.politeness.give_back_turn`` gives a host its turn back when the request that
+    took it is dropped unsent; the downloader runs the slot's queue again as that request
+    leaves it, but does nothing while such a call is scheduled — the next request would still
+    wait the whole delay.
+    """
+    if slot.latercall is not None:
+        slot.latercall.cancel()
+        slot.latercall = None

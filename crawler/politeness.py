@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred
 
 from crawler.context import context_of
 from crawler.errors import RobotsExcluded
-from crawler.internals import robots_parser_of
+from crawler.internals import cancel_scheduled_turn, robots_parser_of
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -61,6 +61,24 @@ def politeness_delay(
     if crawl_delay_s is not None:
         delay = max(delay, min(crawl_delay_s, crawl_delay_cap_s))
     return delay
+
+
+def give_back_turn(crawler: Crawler | None, request: Request) -> None:
+    """The host's next request may start at once: ``request`` took the host's turn and is
+    dropped before contacting the host (crawler.capture_middleware.start_fetch).
+
+    Why: Scrapy's downloader marks the host's slot as seen when it hands a request to the
+    handler. A queued request dropped there (a rendering page's browser fetched its URL
+    meanwhile) then held the host's next request a whole delay more — often that browser's own
+    fetch, which its page waits for. The turn was due (the last real fetch ended at least a
+    delay ago), so the host still gets its delay between two fetches.
+    """
+    engine = crawler.engine if crawler is not None else None
+    key = request.meta.get("download_slot")
+    slot = engine.downloader.slots.get(key) if engine is not None and key is not None else None
+    if slot is not None:
+        slot.lastseen = min(slot.lastseen, time.monotonic() - slot.delay)
+        cancel_scheduled_turn(slot)
 
 
 class Politeness:

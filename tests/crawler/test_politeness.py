@@ -4,8 +4,17 @@ the start of the next request respects clamp(factor × duration, min, max) and C
 from __future__ import annotations
 
 import itertools
+import time
 from collections import defaultdict
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
+from scrapy import Request
+from scrapy.core.downloader import Slot
+
+from crawler.capture_middleware import start_fetch
+from crawler.errors import FetchedByBrowser
 from crawler.politeness import politeness_delay
 from tests.support.crawl import make_job, run_crawl
 
@@ -70,3 +79,48 @@ def test_delay_rule_with_heritrix_defaults_and_crawl_delay_cap():
     assert rule(0.1, 1.0) == 3.0  # a Crawl-delay below our delay changes nothing
     assert rule(0.1, 45.0) == 45.0  # above it: honoured
     assert rule(0.1, 3600.0) == 300.0  # honoured up to the cap
+
+
+def test_a_request_dropped_at_its_turn_leaves_the_turn_to_the_hosts_next_request():
+    """A queued request whose URL a rendering page's browser fetched meanwhile is dropped as
+    its fetch starts, nothing sent to the host: the host's slot, which Scrapy's downloader
+    marked as seen when it handed the request over, lets the host's next request (often the
+    browser's own fetch of that URL, which its page waits for) start at once, not a delay
+    later. A request that is fetched keeps its turn."""
+    delay = 3600.0  # a turn taken is not given back in any run of this test
+    slot = Slot(concurrency=1, delay=delay, jitter=0)
+    downloader = SimpleNamespace(slots={"queue.test": slot})
+    ctx: Any = SimpleNamespace(
+        renderer=object(),
+        browser_claimed={"claimed"},
+        fetch_started=set(),
+        crawler=SimpleNamespace(engine=SimpleNamespace(downloader=downloader)),
+    )
+
+    def penalty() -> float:  # Scrapy's wait before the slot's next request (_process_queue)
+        return slot.download_delay() - time.monotonic() + slot.lastseen
+
+    class Call:  # the call the downloader schedules for the slot's next turn
+        cancelled = False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    def handed_over(key: str) -> tuple[Request, Call]:
+        # as the downloader hands a request over: the slot seen now, its next turn scheduled
+        slot.lastseen = time.monotonic()
+        slot.latercall = call = Call()
+        meta = {"hf": {"key": key}, "download_slot": "queue.test"}
+        return Request(f"http://queue.test/{key}", meta=meta), call
+
+    claimed, call = handed_over("claimed")
+    with pytest.raises(FetchedByBrowser):
+        start_fetch(ctx, claimed)
+    assert penalty() <= 0
+    # the downloader runs the slot's queue as the dropped request leaves it, unless a call
+    # is still scheduled
+    assert call.cancelled and slot.latercall is None
+    fetched, call = handed_over("fetched")
+    start_fetch(ctx, fetched)
+    assert penalty() > delay - 60 and not call.cancelled and slot.latercall is call
+    assert ctx.fetch_started == {"fetched"}

@@ -344,40 +344,62 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
     """One capture per URL: a URL found earlier and waiting in the host's politeness queue is
     fetched for the browser through the crawl (its capture, annotated ``browser``), and the
     queued request is dropped when its turn comes — the server is asked once."""
+    import threading
+
     from tests.support.rawsite import Raw
 
-    html = b"Content-Type: text/html"
-    routes: Routes = {
-        # the first seed only links the image: the plain crawler queues it (hop L)
+    html = [b"Content-Type: text/html"]
+    text = [b"Content-Type: text/plain"]
+    pages = {
+        # the first seed links a slow page, then the image: the plain crawler queues both
+        # (hop L) on the host, the image behind the slow page
         # (no favicon request: it would wait in the same politeness queue)
-        (None, "/"): Raw(
+        "/": Raw(
             b'<html><head><link rel="icon" href="data:,"></head>'
-            b'<body><a href="/x.png">x</a></body></html>',
-            [html],
+            b'<body><a href="/slow">s</a> <a href="/x.png">x</a></body></html>',
+            html,
         ),
-        # the second seed's script loads it a second after its load event
-        (None, "/two.html"): Raw(
+        # the second seed's script pings another host, then loads the image
+        "/two.html": Raw(
             b'<html><head><link rel="icon" href="data:,"></head>'
-            b"<body><script>setTimeout(function () { var i = new Image();"
-            b" i.src = ['', 'x'].join('/') + '.png'; document.body.appendChild(i); }, 1000);"
+            b"<body><script>var p = new Image(); p.onload = p.onerror = function () {"
+            b" var i = new Image(); i.src = ['', 'x'].join('/') + '.png';"
+            b" document.body.appendChild(i); };"
+            b" p.src = ['http:', '', 'ping.test:' + location.port, 'ping'].join('/');"
             b"</script></body></html>",
-            [html],
+            html,
         ),
-        (None, "/x.png"): Raw(scriptsite.png(2, 2, (7, 7, 7)), [b"Content-Type: image/png"]),
+        "/x.png": Raw(scriptsite.png(2, 2, (7, 7, 7)), [b"Content-Type: image/png"]),
     }
-    with serve(routes) as site:
+    # The slow page holds the host's one connection until the second seed's browser has
+    # pinged: the image's turn (a politeness delay after the slow page's end) then always
+    # comes after the browser asked for it, however long the browser's restart and the page
+    # load take on a loaded machine (a fixed 12-s delay was sometimes too short).
+    pinged = threading.Event()
+
+    def route(host: str, path: str) -> Raw | None:
+        if path == "/slow":
+            pinged.wait(60)
+            return Raw(b"slow", text)
+        if path == "/ping":
+            pinged.set()
+            return Raw(b"pong", text)
+        return pages.get(path)
+
+    with serve(route) as site:
         seeds = [site.url("queue.test", "/"), site.url("queue.test", "/two.html")]
         job = {
             "job_id": 4,
             "seeds": seeds,
             "template": {
                 **FAST_TEMPLATE,
-                # robots.txt, /, /two.html, then /x.png 12 s apart: /x.png waits in the host's
-                # queue while /two.html is rendered (its browser restarted, the page loaded, its
-                # script's second): 5 s was too short for that on a loaded 2-core machine
-                "min_delay_ms": 12000,
-                "max_delay_ms": 12000,
+                # one fetch at a time per host, 3 s apart: /x.png waits in the host's queue
+                # behind /slow while /two.html is rendered
+                "min_delay_ms": 3000,
+                "max_delay_ms": 3000,
                 "connections_per_host": 1,
+                "download_timeout_s": 90,  # /slow answers within 60 s
+                "obey_robots": False,  # no robots.txt first: the ping goes at once
                 "max_hops": 1,
                 "render": "seeds",
                 "render_min_wait_s": 1.5,
@@ -386,7 +408,7 @@ def test_a_queued_url_the_browser_asks_for_is_captured_once(tmp_path: Path) -> N
                 "render_tabs": 1,
                 "render_pages_per_tab": 1,
             },
-            "resolve": {"queue.test": "127.0.0.1"},
+            "resolve": {"queue.test": "127.0.0.1", "ping.test": "127.0.0.1"},
         }
         result = run_crawl(job, tmp_path / "queued", timeout=150)
         asked = [p for _, p in site.requests if p == "/x.png"]
