@@ -13,6 +13,7 @@ import io
 import re
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -29,7 +30,8 @@ from crawler.warc.records import screenshot_record
 from harvestflow import settings as settings_mod
 from tests.support.browser import chromium, lent
 from tests.support.corpus import Page, chain_job
-from tests.support.replay import get
+from tests.support.environment import reset_harvest_db
+from tests.support.replay import get, replay_env
 
 pytestmark = pytest.mark.services
 
@@ -51,24 +53,39 @@ def _page(url: str, word: str) -> Page:
     return Page(url, body.encode(), "text/html", date="2025-05-04T03:02:01Z")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def served(
-    db_engine: sa.Engine, access_settings: settings_mod.Settings, monkeypatch: pytest.MonkeyPatch
+    services: settings_mod.Settings, tmp_path_factory: pytest.TempPathFactory, replay_venv: Path
 ) -> Iterator[tuple[AccessConfig, int]]:
     """The service serving one definition's job: three pages, two screenshot records, history
     figures, a description; a tour of three sites; a rule blocking one of them; a reading room
-    of 127.0.0.1 (the browser) that refuses 127.0.0.2."""
+    of 127.0.0.1 (the browser) that refuses 127.0.0.2. One for the file: its tests only read
+    what it serves (one indexing and one replay service start, not one per test)."""
+    from harvestflow import db
+
+    with pytest.MonkeyPatch.context() as mp:
+        replay_env(mp, tmp_path_factory.mktemp("home") / "data")
+        mp.setenv("HARVESTFLOW_ACCESS__READING_ROOM", "true")
+        mp.setenv("HARVESTFLOW_ACCESS__READING_ROOM_RANGES", '["127.0.0.1/32"]')
+        settings_mod.reset()
+        reset_harvest_db(services)
+        settings = settings_mod.get_settings()
+        try:
+            yield from _serve(db.get_engine(settings.harvest_db_url), settings)
+        finally:
+            settings_mod.reset()
+            db.dispose_engines()
+
+
+def _serve(
+    db_engine: sa.Engine, access_settings: settings_mod.Settings
+) -> Iterator[tuple[AccessConfig, int]]:
+    """What :func:`served` serves, made on ``db_engine`` with ``access_settings``."""
     from access import rules, tours
     from harvest.bootstrap import ensure_reference_data
     from harvest.domains import ensure_config
 
     ensure_reference_data(db_engine)
-
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM", "true")
-    monkeypatch.setenv("HARVESTFLOW_ACCESS__READING_ROOM_RANGES", '["127.0.0.1/32"]')
-    settings_mod.reset()
-    access_settings = settings_mod.get_settings()
-
     data = access_settings.data_dir
     pages = [_page(SHOWN, "shown"), _page(PLAIN, "plain"), _page(BLOCKED, "secret")]
     chain_job(db_engine, data, "Tours 2025", [pages], run=False)

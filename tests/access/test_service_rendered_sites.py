@@ -2,11 +2,12 @@
 (tests/support/rendered_sites.py: every text type served compressed), indexed by the chain and
 replayed through our access service (pywb started by our code) in headless Chromium, the live
 site stopped: what a reader sees of each, after the same clicks a reader makes — the stories a
-compressed app script built from its compressed JSON API, the story behind a consent wall
-worded as a plain button and behind one in a cross-site iframe (the reader meets the wall again:
-the crawl's "accept" is not replayed, the reader clicks it and the story comes from the
-archive), every item of a "Load more" list, and the ``<picture>`` source a media query chooses
-at the desktop and at the phone viewport the crawl rendered."""
+compressed app script built from its compressed JSON API, the story behind a OneTrust-style
+wall (autoconsent's rule accepted it in the crawl), behind a consent wall worded as a plain
+button and behind one in a cross-site iframe (the reader meets the wall again: the crawl's
+"accept" is not replayed, the reader clicks it and the story comes from the archive), every
+item of a "Load more" list, and the ``<picture>`` source a media query chooses at the desktop
+and at the phone viewport the crawl rendered."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
+from warcio.archiveiterator import ArchiveIterator
 
 from access import missing
 from access.config import AccessConfig
@@ -40,6 +42,11 @@ STORY_JS = """
 const main = document.getElementById('story');
 const img = main && main.querySelector('img');
 return [main ? main.firstChild.textContent : '', img && img.complete ? img.naturalWidth : 0];
+"""
+# the OneTrust wall's story image once loaded (its natural width), or 0
+STORY_IMAGE_JS = """
+const img = document.querySelector('#story img');
+return img && img.complete ? img.naturalWidth : 0;
 """
 # the "Load more" list: the items' texts, how many images loaded, whether the button is left
 LIST_JS = """
@@ -98,6 +105,17 @@ def replayed(
         result, seeds = rendered_sites.crawl(job_dir, job_id, hid)
         for name in ("mot", "cadre"):  # the crawl accepted both walls by their wording
             assert "consent:accept:wording" in result.line_for(seeds[name])[11].split(",")
+        # and the OneTrust wall by autoconsent's rule: its story image (loaded only after
+        # "accept") is in the WARC
+        assert "consent:accept:Onetrust" in result.line_for(seeds["onetrust"])[11].split(",")
+        captured = set()
+        for warc in result.data_warcs():
+            with warc.open("rb") as fh:
+                for rec in ArchiveIterator(fh):
+                    if rec.rec_type == "response":
+                        captured.add(rec.rec_headers.get_header("WARC-Target-URI"))
+        prefix = seeds["onetrust"].removesuffix("/onetrust.html")
+        assert prefix + bs.story_image("onetrust") in captured
         run = chain.run_chain(settings)
         assert run["done"] == run["processed"] >= 1 and not run["quarantined"], run
         service = ReplayService(settings)
@@ -124,6 +142,24 @@ def test_the_compressed_apps_stories_replay_from_its_compressed_script_and_api(
         titles, thumbs = driver.execute_script(STORIES_JS)
     assert titles == sorted(["Story 1", "Story 2", "Story 3", "Story 4", "Late story"])
     assert thumbs == len(scriptsite.STORIES)
+
+
+def test_a_consent_walled_page_replays_its_story_after_the_readers_accept(
+    replayed: Replayed, file_chromium: Chrome
+) -> None:
+    """The reader meets the same OneTrust dialog, makes the same click ("accept"), and the
+    story with its image appears from the archive."""
+    with lent(file_chromium, replayed.cfg.url) as driver:
+        replayed.open(driver, "onetrust")
+        accept = WebDriverWait(driver, 120).until(
+            lambda d: d.find_element(By.ID, "onetrust-accept-btn-handler")
+        )
+        assert driver.execute_script(STORY_IMAGE_JS) == 0  # held back until accepted
+        accept.click()
+        width = WebDriverWait(driver, 60).until(lambda d: d.execute_script(STORY_IMAGE_JS))
+        story = driver.find_element(By.ID, "story").text
+    assert width == 8  # the archived image, decoded
+    assert story == "Story onetrust"
 
 
 def _wall_story(driver: WebDriver) -> list[str | int]:

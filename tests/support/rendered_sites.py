@@ -1,8 +1,9 @@
 """The rendered-capture fixture sites crawled in one job (for the replay tests): the
-script-built news page whose app script and JSON API are compressed (``scriptsite``), the two
-consent walls answered by their wording (a plain French banner, a German dialog in a
-cross-site iframe) and the "Load more" list (``behavioursite``), and the page whose images a
-media query chooses (``phonesite``, its phone pass on). One loopback server serves every host,
+script-built news page whose app script and JSON API are compressed (``scriptsite``), the
+OneTrust wall autoconsent's rule accepts, the two consent walls answered by their wording (a
+plain French banner, a German dialog in a cross-site iframe) and the "Load more" list
+(``behavioursite``), and the page whose images a media query chooses (``phonesite``, its phone
+pass on). One loopback server serves every host,
 every text type compressed by Accept-Encoding; it is stopped when the crawl ends."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.support.scriptsite import compressed
 # each site's seed, by the host it is on
 SEEDS = {
     "news": (scriptsite.HOST, "/"),
+    "onetrust": (bs.HOST, "/onetrust.html"),
     "mot": (bs.MOT_HOST, "/mot.html"),
     "cadre": (bs.CADRE_HOST, "/cadre.html"),
     "more": (bs.HOST, "/more.html"),
