@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -267,7 +268,7 @@ from crawler.scope import global_traps_file
 from harvest.templates import TEMPLATES_DIR
 s = settings.get_settings()
 env = airflow_env(s)
-print(json.dumps({
+found = {
     "modules": [m.__file__ for m in (harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan,
                                      indexing._gzmember, websockets, brotli, scrapy, airflow.sdk)],
     "data": [str(p) for p in (db.SQL_DIR, settings.DEFAULT_CONFIG, global_traps_file(),
@@ -277,19 +278,35 @@ print(json.dumps({
     "data_dir": str(s.data_dir),
     "replay_venv": str(AccessConfig.from_settings(s).venv),
     "editable_finder": [m for m in sys.modules if m.startswith("__editable__")],
-    "sys_path": sys.path,
-}))
+    "sys_path": list(sys.path),  # before the DagBag adds its folders
+}
+# then Airflow's DagBag over the dags folder the installed package points Airflow at
+from airflow.dag_processing.dagbag import BundleDagBag
+folder = env["AIRFLOW__CORE__DAGS_FOLDER"]
+bag = BundleDagBag(dag_folder=folder, bundle_path=folder, safe_mode=True)
+found["dagbag"] = {"folder": folder, "errors": {str(k): v for k, v in bag.import_errors.items()},
+                   "dags": sorted(bag.dag_ids)}
+print(json.dumps(found))
 """
 
 
-def test_the_installed_package_runs_from_site_packages_not_the_checkout(
-    installed: Installed,
-) -> None:
-    env = installed.env()
+@pytest.fixture(scope="module")
+def probed(installed: Installed) -> dict[str, Any]:
+    """What the installed package's interpreter finds: PROBE's modules, data and paths, then
+    the DagBag it parses. One interpreter for both tests (Airflow's import and the compiling of
+    what the probe imports paid once, ~5 CPU-s), without the session's data directory (its
+    default must be the user's) and with an Airflow home of its own (not the user's)."""
+    env = installed.env(AIRFLOW_HOME=str(installed.workdir / "airflow-home"))
     env.pop("HARVESTFLOW_DATA_DIR", None)
     proc = installed.run(str(installed.python), "-c", PROBE, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    found = json.loads(proc.stdout)
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_the_installed_package_runs_from_site_packages_not_the_checkout(
+    installed: Installed, probed: dict[str, Any]
+) -> None:
+    found = probed
     site = str(installed.site_packages)
     for path in found["modules"] + found["data"]:
         assert path.startswith(site + os.sep), f"{path} is not the installed package's"
@@ -315,22 +332,11 @@ def test_the_installed_package_runs_from_site_packages_not_the_checkout(
         assert command in helped.stdout
 
 
-def test_the_installed_dags_folder_parses_in_airflow(installed: Installed) -> None:
+def test_the_installed_dags_folder_parses_in_airflow(
+    installed: Installed, probed: dict[str, Any]
+) -> None:
     """Airflow's DagBag over the dags folder the installed package points Airflow at."""
-    probe = """
-import json, os
-from app.runtime.airflow_runtime import airflow_env
-from harvestflow.settings import get_settings
-folder = airflow_env(get_settings())["AIRFLOW__CORE__DAGS_FOLDER"]
-from airflow.dag_processing.dagbag import BundleDagBag
-bag = BundleDagBag(dag_folder=folder, bundle_path=folder, safe_mode=True)
-print(json.dumps({"folder": folder, "errors": {str(k): v for k, v in bag.import_errors.items()},
-                  "dags": sorted(bag.dag_ids)}))
-"""
-    env = installed.env(AIRFLOW_HOME=str(installed.workdir / "airflow-home"))
-    proc = installed.run(str(installed.python), "-c", probe, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    found = probed["dagbag"]
     assert found["folder"].startswith(str(installed.site_packages))
     assert found["errors"] == {}
     expected = {p.stem for p in (SRC / "dags").glob("*.py")}
