@@ -290,8 +290,14 @@ def test_a_curator_browses_a_job_finds_a_missing_image_and_a_patch_harvest_fills
             listed = {r.find_element(By.CSS_SELECTOR, "td.url").text: r.text for r in rows}
             assert "embed" in listed[late] and not {seed, ok} & listed.keys()
             form = driver.find_element(By.ID, "patch-form")
+            # the POST is answered once `airflow dags trigger` has queued the run (a process
+            # starting Airflow: seconds on a quiet machine, over a minute under load, when the
+            # click's page load outlived the browser's 60-s page-load timeout): the click's
+            # page load may take the 300 s the patch list is waited for
+            driver.set_page_load_timeout(300)
             form.find_element(By.CSS_SELECTOR, "button[name=all]").click()
             WebDriverWait(driver, 300).until(lambda d: d.find_elements(By.ID, "patches"))
+            driver.set_page_load_timeout(60)
             assert "patch 1" in driver.find_element(By.ID, "missing-urls").text
 
             # a QC comment on the job, saved in the harvest database, shown on the domain
