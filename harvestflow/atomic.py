@@ -15,6 +15,7 @@ status files rewritten several times a second that are worthless after a crash.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -30,13 +31,34 @@ __all__ = [
     "fsync_dir",
     "fsync_file",
     "place",
+    "stale_tmp_paths",
     "tmp_path",
 ]
+
+
+_TMP_TAIL = re.compile(r"\d+\.[0-9a-f]{8}\.tmp")  # after ".<name>.": tmp_path's pid, id, suffix
 
 
 def tmp_path(dest: Path) -> Path:
     """A fresh hidden temporary name beside ``dest`` (unique across processes and threads)."""
     return dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def stale_tmp_paths(dest: Path) -> list[Path]:
+    """The temporary names of ``dest`` that writers left in its directory (:func:`tmp_path`'s).
+
+    Why: a writer killed between writing its temporary name and the rename leaves it behind,
+    and the next writer takes a fresh name. Only the owner of ``dest``'s life cycle knows when
+    no writer of it can still be running, and removes these then.
+    """
+    if not dest.parent.is_dir():
+        return []
+    prefix = f".{dest.name}."
+    return [
+        p
+        for p in dest.parent.iterdir()
+        if p.name.startswith(prefix) and _TMP_TAIL.fullmatch(p.name[len(prefix) :])
+    ]
 
 
 def fsync_dir(path: Path) -> None:

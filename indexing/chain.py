@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from harvestflow.atomic import place
+from harvestflow.atomic import place, stale_tmp_paths
 from harvestflow.contracts.jobdir import JobDir
 from harvestflow.db import get_engine
 from harvestflow.progress import Progress
@@ -215,6 +215,20 @@ def _local_copy(ctx: _Ctx, entry: manifest.Entry) -> Path:
     return want / entry.file_name
 
 
+def _remove_stale_copies(ctx: _Ctx, file_name: str) -> None:
+    """Remove the temporary names of ``file_name`` that killed runs left in the working
+    directories (a kill between a placement's link and its rename; the rerun placed the file
+    under a name of its own). Called once the file is done or quarantined: no run still places
+    or copies it then."""
+    for d in [
+        *ctx.layout.worker_dirs(),
+        *(ctx.layout.module_dir(m) for m in ("transfer", "backup", "delete")),
+    ]:
+        for stale in stale_tmp_paths(d / file_name):
+            log.info("%s: removing %s, left by a run killed while writing it", file_name, stale)
+            stale.unlink(missing_ok=True)
+
+
 def _cdx_base(ctx: _Ctx, entry: manifest.Entry) -> Path:
     """Per-file index path without suffix, fixed in the manifest before the first write."""
     if entry.cdx_path:
@@ -363,6 +377,7 @@ def delete_module(ctx: _Ctx, entry: manifest.Entry) -> None:
         ]:
             if (d / entry.file_name).exists():
                 local = d / entry.file_name
+    _remove_stale_copies(ctx, entry.file_name)
     local.unlink(missing_ok=True)
     crashpoint("delete.unlinked")
     manifest.update(ctx.engine, entry.file_name, stage="done", deleted_at=True)
@@ -406,6 +421,8 @@ def process_file(file_name: str, settings: Settings | None = None) -> dict[str, 
         entry = manifest.get(ctx.engine, file_name) or entry
         if entry.stage == before:  # pragma: no cover - a module must move the stage on
             raise RuntimeError(f"{file_name}: stage {before} did not advance")
+    if entry.stage == "quarantined":
+        _remove_stale_copies(ctx, file_name)  # "done" removed them before its last step
     return {
         "file": file_name,
         "stage": entry.stage,

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from harvestflow import db
 from harvestflow import settings as settings_mod
+from harvestflow.atomic import tmp_path as tmp_path_beside
 from indexing.cdx import index_warc
 from indexing.chain import run_chain
 from indexing.cleanup import clean_arc_repository
@@ -210,4 +211,37 @@ def test_crash_while_quarantining_then_rerun_finishes_the_quarantine(
     assert stages.pop(bad.name) == "quarantined"
     assert set(stages.values()) == {"done"}
     assert bad.exists()  # a quarantined original is never cleaned
+    settings_mod.reset()
+
+
+def test_a_placement_killed_before_its_rename_leaves_no_temporary_copy_once_the_file_is_done(
+    db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A kill between a placement's link and its rename (seen once among the random SIGKILLs
+    above) leaves the WARC under a hidden temporary name in the worker's directory; the rerun
+    places it under a name of its own, so the old one is the chain's to remove."""
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    settings_mod.reset()
+    cfg = settings_mod.get_settings()
+    hid = make_harvest(db_engine, "killed-placement")
+    _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=29, records=10)
+    warc = next(w for w in job_warcs(job_dir) if "metadata" not in w.name)
+    layout = Layout.from_settings(cfg)
+    worker = layout.worker_dirs()[0]
+    worker.mkdir(parents=True, exist_ok=True)
+    left = tmp_path_beside(worker / warc.name)  # what place() had made when it was killed
+    os.link(warc, left)
+    other = worker / f".{warc.name}x.1.abcdef01.tmp"  # another file's temporary name: kept
+    other.write_bytes(b"x")
+
+    assert _run(None) == 0
+    assert not left.exists()
+    assert other.exists()
+    other.unlink()
+    leftovers = [p for p in (cfg.data_dir / "indexing").rglob("*") if p.is_file()]
+    assert leftovers == []
+    with db_engine.connect() as conn:
+        stages = set(conn.execute(sa.text("SELECT stage FROM index_manifest")).scalars())
+    assert stages == {"done"}
     settings_mod.reset()
