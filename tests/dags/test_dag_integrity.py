@@ -42,7 +42,7 @@ EXPECTED = {
 }
 
 
-def _load(path: Path):  # type: ignore[no-untyped-def]
+def _load(path: Path) -> Any:
     if str(DAGS) not in sys.path:
         sys.path.insert(0, str(DAGS))
     spec = importlib.util.spec_from_file_location(f"dagtest_{path.stem}", path)

@@ -64,7 +64,7 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(shared_up: SharedUp
 
         # the harvest's Asset event wakes the indexing chain through the scheduler
         deadline = time.monotonic() + 240
-        woken = []
+        woken: list[dict[str, object]] = []
         while time.monotonic() < deadline and not woken:
             runs = client.get("/api/v2/dags/indexing_chain/dagRuns").json()["dag_runs"]
             woken = [
