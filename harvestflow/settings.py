@@ -180,6 +180,17 @@ class Settings:
             )
         return value
 
+    @property
+    def triggerer(self) -> bool:
+        """Whether ``up`` runs Airflow's triggerer ([airflow] triggerer, a TOML bool): only a
+        deferred task needs it (app.runtime.airflow_runtime.components says why it is off)."""
+        value = self.data["airflow"].get("triggerer", False)
+        if not isinstance(value, bool):
+            raise SettingsError(
+                f"{self.source}: [airflow] triggerer = {value!r}: expected true or false"
+            )
+        return value
+
     # --- Celery broker ------------------------------------------------------------------------
     @property
     def broker_embedded(self) -> bool:

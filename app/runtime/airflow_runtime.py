@@ -1,10 +1,12 @@
 """Run Airflow 3 on the platform's PostgreSQL: environment, metadata DB, pools, components.
 
 Why not ``airflow standalone``: it forces its own choices, prints a generated password once and
-mixes four components' output on one terminal. ``harvestflow up`` starts the same four components
-(api-server, scheduler, dag-processor, triggerer) with LocalExecutor or, with ``[airflow] executor = "celery"``, the CeleryExecutor (workers are
-``harvestflow worker`` processes, see :mod:`app.runtime.workers`), each logging to its own file
-under AIRFLOW_HOME/logs/components, with a login we create and print every time.
+mixes four components' output on one terminal. ``harvestflow up`` starts the api-server, the
+scheduler and the dag-processor (the triggerer too with ``[airflow] triggerer = true``:
+:func:`components`) with LocalExecutor or, with ``[airflow] executor = "celery"``, the
+CeleryExecutor (workers are ``harvestflow worker`` processes, see :mod:`app.runtime.workers`),
+each logging to its own file under AIRFLOW_HOME/logs/components, with a login we create and
+print every time.
 
 This module never imports Airflow: it prepares environment variables and runs Airflow's
 commands, one or several in one process, with the running Python (:mod:`app.runtime.airflow_batch`,
@@ -45,6 +47,20 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "dag-processor": (),
     "triggerer": ("--skip-serve-logs",),
 }
+
+
+def components(settings: Settings) -> dict[str, tuple[str, ...]]:
+    """The components ``up`` starts: :data:`COMPONENTS`, the triggerer only with
+    ``[airflow] triggerer = true``.
+
+    Why: the triggerer runs deferred tasks and nothing else, and harvestflow's DAGs defer none
+    (tests/dags/test_dag_integrity.py checks it); idle, it still cost each start a process
+    importing Airflow and its trigger runner (~8 CPU-s on the 2-core CI VM) and, every second,
+    queries for triggers to take and clean (~1.8 CPU-s a minute, and PostgreSQL's answers:
+    an idle platform's second largest user after the scheduler)."""
+    return {n: a for n, a in COMPONENTS.items() if n != "triggerer" or settings.triggerer}
+
+
 ADMIN_USER = "admin"
 AIRFLOW_ROLES = ("VIEWER", "USER", "OP", "ADMIN")  # the simple auth manager's roles
 
@@ -308,7 +324,8 @@ def spawn_logged(cmd: list[str], env: dict[str, str], logfile: Path) -> subproce
 
 @dataclass
 class AirflowProcesses:
-    """The four components, each in its own process group, logging to its own file."""
+    """The components (:func:`components`), each in its own process group, logging to its
+    own file."""
 
     settings: Settings
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -320,7 +337,7 @@ class AirflowProcesses:
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         env = airflow_env(self.settings)
-        for name, extra in COMPONENTS.items():
+        for name, extra in components(self.settings).items():
             # `airflow NAME` through batch_command: a component stopped ends at once, without
             # the interpreter's teardown (seconds of CPU for each, the api-server's ~9 s)
             self.procs[name] = spawn_logged(

@@ -1,4 +1,4 @@
-"""``harvestflow up``: services, Airflow's four components, the replay service (pywb, when its
+"""``harvestflow up``: services, Airflow's components, the replay service (pywb, when its
 virtualenv is set up) and the sample site, until Ctrl-C.
 
 A second ``up`` reuses everything under the data directory (databases, object store, Airflow's

@@ -91,10 +91,11 @@ class ServiceStatus:
     embedded: bool
     running: bool
     address: str
+    off: bool = False  # not run by this deployment's settings (then not running either)
 
     def line(self) -> str:
         kind = "embedded" if self.embedded else "external"
-        state = "running" if self.running else "stopped"
+        state = "off" if self.off else "running" if self.running else "stopped"
         return f"{self.name:<13} {kind:<9} {state:<8} {self.address}"
 
 
@@ -271,6 +272,10 @@ def airflow_status(settings: Settings) -> list[ServiceStatus]:
     health = airflow_health(settings)
     found = [ServiceStatus("api-server", True, health is not None, api_base(settings))]
     for name in HEALTH_COMPONENTS:
+        if name == "triggerer" and not settings.triggerer:
+            why = "not run: [airflow] triggerer = false (no DAG defers a task)"
+            found.append(ServiceStatus(name, True, False, why, off=True))
+            continue
         entry = (health or {}).get(name) or {}
         beat = next((str(v) for k, v in entry.items() if k.endswith("heartbeat")), "")
         healthy = entry.get("status") == "healthy"

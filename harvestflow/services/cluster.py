@@ -1,8 +1,8 @@
 """The Airflow side of ``harvestflow services status``: components and Celery workers.
 
 Why here: an operator asking "is the platform up?" needs the scheduler, the dag-processor and
-the triggerer (whose heartbeats the api-server's health endpoint reports, whatever machine they
-run on) and, with the celery executor, which workers answer on the broker — a queue without a
+the triggerer when one is run (whose heartbeats the api-server's health endpoint reports,
+whatever machine they run on; ``[airflow] triggerer``) and, with the celery executor, which workers answer on the broker — a queue without a
 worker keeps its tasks waiting for ever. Read over HTTP and the broker only: no Airflow import.
 """
 

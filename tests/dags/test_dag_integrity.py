@@ -6,7 +6,9 @@ import ast
 import importlib.util
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ EXPECTED = {
 }
 
 
-def _load(path: Path):  # type: ignore[no-untyped-def]
+def _load(path: Path) -> Any:
     if str(DAGS) not in sys.path:
         sys.path.insert(0, str(DAGS))
     spec = importlib.util.spec_from_file_location(f"dagtest_{path.stem}", path)
@@ -84,14 +86,43 @@ def test_dag_files_import_only_airflow_sdk_at_top_level(path: Path) -> None:
                 assert alias.name.split(".")[0] not in (*LIBRARIES, "airflow"), alias.name
 
 
-def test_airflow_dagbag_loads_every_dag_without_import_errors(tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def bag(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """What the dag-processor sees: Airflow's own DagBag over dags/ (safe-mode heuristics on)."""
-    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
-    from airflow.dag_processing.dagbag import BundleDagBag
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow")))
+        from airflow.dag_processing.dagbag import BundleDagBag
 
-    bag = BundleDagBag(dag_folder=DAGS, bundle_path=DAGS, safe_mode=True)
+        yield BundleDagBag(dag_folder=DAGS, bundle_path=DAGS, safe_mode=True)
+
+
+def test_airflow_dagbag_loads_every_dag_without_import_errors(bag: Any) -> None:
     assert bag.import_errors == {}
     assert set(bag.dag_ids) >= EXPECTED
+
+
+def test_no_task_of_our_dags_defers_so_up_runs_no_triggerer(bag: Any) -> None:
+    """Why ``[airflow] triggerer = false`` (app.runtime.airflow_runtime.components): every task
+    of every DAG runs a Python callable (@task, @task.short_circuit; mapped or not), none starts
+    from a trigger, and no code of ours defers a task (TaskDeferred, ``.defer(``). A task that
+    did would wait, deferred, for ever on a platform without a triggerer."""
+    from airflow.providers.standard.operators.python import PythonOperator
+
+    tasks = [(dag.dag_id, task) for dag in bag.dags.values() for task in dag.tasks]
+    assert len({dag_id for dag_id, _ in tasks}) >= len(EXPECTED)
+    for dag_id, task in tasks:
+        operator = getattr(task, "operator_class", type(task))  # a mapped task's operator
+        assert issubclass(operator, PythonOperator), (dag_id, task.task_id, operator)
+        assert not task.start_from_trigger, (dag_id, task.task_id)
+    packages = ("dags", "plugins", "app", "access", "search", *LIBRARIES)
+    deferring = [
+        f"{path.relative_to(PROJECT_ROOT)}: {needle}"
+        for package in packages
+        for path in (PROJECT_ROOT / package).rglob("*.py")
+        for needle in ("TaskDeferred", ".defer(")
+        if needle in path.read_text()
+    ]
+    assert deferring == []
 
 
 def test_library_packages_never_import_airflow() -> None:

@@ -107,6 +107,37 @@ def test_an_unchanged_dag_file_is_parsed_again_every_ten_minutes_unless_the_oper
     assert airflow_env(settings, base={key: "30"})[key] == "30"
 
 
+def test_up_starts_the_triggerer_only_when_the_settings_ask_for_it(tmp_path: Path) -> None:
+    """Airflow's triggerer runs deferred tasks only, and no DAG of ours defers one
+    (tests/dags/test_dag_integrity.py): ``up`` starts the other three components unless
+    ``[airflow] triggerer = true``, and ``services status`` says why it is not running."""
+    import re
+
+    import pytest
+
+    from app.runtime.airflow_runtime import components
+    from harvestflow.services import airflow_status
+    from harvestflow.settings import SettingsError, load
+    from tests.support.environment import free_port
+
+    env = {"HARVESTFLOW_DATA_DIR": str(tmp_path), "HARVESTFLOW_AIRFLOW__PORT": str(free_port())}
+    default = load(environ=env)
+    assert list(components(default)) == ["api-server", "scheduler", "dag-processor"]
+    asked = load(environ={**env, "HARVESTFLOW_AIRFLOW__TRIGGERER": "true"})
+    assert components(asked)["triggerer"] == ("--skip-serve-logs",)
+    with pytest.raises(SettingsError, match=r"\[airflow\] triggerer = 'yes': expected true"):
+        components(load(environ={**env, "HARVESTFLOW_AIRFLOW__TRIGGERER": "yes"}))
+    # no api-server answers on the port: the components it would report are stopped, the
+    # triggerer is off by the settings (not "stopped": nothing is wrong)
+    lines = {s.name: s.line() for s in airflow_status(default)}
+    assert re.match(
+        r"triggerer +embedded +off +not run: \[airflow\] triggerer = false", lines["triggerer"]
+    )
+    assert re.match(r"scheduler +embedded +stopped ", lines["scheduler"])
+    asked_lines = {s.name: s.line() for s in airflow_status(asked)}
+    assert re.match(r"triggerer +embedded +stopped +last heartbeat -", asked_lines["triggerer"])
+
+
 def test_a_batch_runs_its_airflow_commands_in_order_and_names_the_one_that_failed(
     tmp_path: Path,
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -63,7 +64,7 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(shared_up: SharedUp
 
         # the harvest's Asset event wakes the indexing chain through the scheduler
         deadline = time.monotonic() + 240
-        woken = []
+        woken: list[dict[str, object]] = []
         while time.monotonic() < deadline and not woken:
             runs = client.get("/api/v2/dags/indexing_chain/dagRuns").json()["dag_runs"]
             woken = [
@@ -73,6 +74,15 @@ def test_up_serves_the_dags_and_a_triggered_harvest_succeeds(shared_up: SharedUp
             ]
             time.sleep(1)
         assert woken, "indexing_chain was not woken by the harvest Asset"
+
+    # the harvest needed no triggerer, and `up` started none: no DAG of ours defers a
+    # task ([airflow] triggerer = false; tests/dags/test_dag_integrity.py)
+    logs = Path(env["HARVESTFLOW_DATA_DIR"]) / "airflow" / "logs" / "components"
+    assert sorted(p.stem for p in logs.glob("*.log")) == [
+        "api-server",
+        "dag-processor",
+        "scheduler",
+    ]
 
     # the crawl's gauges (pushed by the crawler) and Airflow's own metrics (StatsD)
     scraped = httpx.get(metrics, timeout=30).text

@@ -1,7 +1,7 @@
 """Session fixtures torn down after the last test of this pytest process that uses them, not at
 the end of the session.
 
-Why: ``shared_up`` (a whole `harvestflow up`: scheduler, dag-processor, triggerer, api-server,
+Why: ``shared_up`` (a whole `harvestflow up`: scheduler, dag-processor, api-server,
 their databases and services) and ``demo_platform`` (the services the demo leaves running) are
 session-scoped so that their users share one; but their users are one xdist unit of work
 (tests/conftest.py), and the worker went on with other files after it (for two thirds of the
