@@ -22,6 +22,7 @@ from harvestflow import settings as settings_mod
 from tests.support.environment import (
     _make_template,
     data_root,
+    interrupt_as_from_a_terminal,
     reset_harvest_db,
     session_env,
 )
@@ -138,6 +139,7 @@ class TimesLog:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    interrupt_as_from_a_terminal()  # before any worker or platform is started
     if not config.pluginmanager.has_plugin("harvestflow-skip-guard"):
         config.pluginmanager.register(SkipGuard(), "harvestflow-skip-guard")
     if not config.pluginmanager.has_plugin("harvestflow-last-user"):

@@ -146,3 +146,29 @@ def test_every_file_on_a_session_platform_is_in_its_worker_group() -> None:
 
 if __name__ == "__main__":
     print("\n".join(unnamed_test_files()))
+
+
+def test_a_suite_started_in_the_background_starts_its_children_with_sigint_at_the_default() -> None:
+    """Started with SIGINT ignored (a shell's ``&``, a CI runner), the suite must not pass that on
+    to the `harvestflow up` it stops with SIGINT (each stop waited out its timeout)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import signal, subprocess, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "if sys.argv[1] == 'fixed':\n"
+        "    from tests.support.environment import interrupt_as_from_a_terminal\n"
+        "    interrupt_as_from_a_terminal()\n"
+        "child = 'import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)'\n"
+        "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,"
+        " check=True).stdout.strip())\n"
+    )
+    run = [sys.executable, "-c", probe]
+    ignored = {
+        arg: subprocess.run(
+            [*run, arg], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT
+        ).stdout.strip()
+        for arg in ("as-inherited", "fixed")
+    }
+    assert ignored == {"as-inherited": "True", "fixed": "False"}

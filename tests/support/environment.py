@@ -180,3 +180,18 @@ def reset_harvest_db(settings: settings_mod.Settings) -> None:
         conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE_DB}"'))
     admin.dispose()
+
+
+def interrupt_as_from_a_terminal() -> None:
+    """Let the processes the tests start take SIGINT as a foreground command does.
+
+    Why: a suite started in the background (a shell's ``&``, ``nohup``, a CI runner's
+    non-interactive shell) inherits SIGINT ignored, and an ignored signal stays ignored across
+    exec, so every ``harvestflow up`` the tests start would too: the tests stop ``up`` with
+    SIGINT, as Ctrl-C does, and each such stop then waited out its timeout (180 s) before the
+    kill. A Python handler is reset to the default at exec, so the children start with it.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
