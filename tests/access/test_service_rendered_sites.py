@@ -20,7 +20,6 @@ from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
-from warcio.archiveiterator import ArchiveIterator
 
 from access import missing
 from access.config import AccessConfig
@@ -108,12 +107,7 @@ def replayed(
         # and the OneTrust wall by autoconsent's rule: its story image (loaded only after
         # "accept") is in the WARC
         assert "consent:accept:Onetrust" in result.line_for(seeds["onetrust"])[11].split(",")
-        captured = set()
-        for warc in result.data_warcs():
-            with warc.open("rb") as fh:
-                for rec in ArchiveIterator(fh):
-                    if rec.rec_type == "response":
-                        captured.add(rec.rec_headers.get_header("WARC-Target-URI"))
+        captured = result.response_uris()
         prefix = seeds["onetrust"].removesuffix("/onetrust.html")
         assert prefix + bs.story_image("onetrust") in captured
         run = chain.run_chain(settings)

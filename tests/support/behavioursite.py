@@ -28,8 +28,6 @@ import json
 import wave
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
-
 from tests.support.crawl import FAST_TEMPLATE, CrawlResult, run_crawl
 from tests.support.rawsite import Raw, serve
 from tests.support.scriptsite import compressed, png
@@ -361,10 +359,4 @@ def crawl(
             "resolve": {h: "127.0.0.1" for h in (HOST, MOT_HOST, CADRE_HOST, CMP_HOST)},
         }
         result = run_crawl(job, out, timeout=240)
-    captured = set()
-    for warc in result.data_warcs():
-        with warc.open("rb") as fh:
-            for rec in ArchiveIterator(fh):
-                if rec.rec_type == "response":
-                    captured.add(rec.rec_headers.get_header("WARC-Target-URI"))
-    return result, prefix, captured
+    return result, prefix, result.response_uris()

@@ -54,6 +54,16 @@ class CrawlResult:
     def data_warcs(self) -> list[Path]:
         return sorted(p for p in (self.out / "warcs").glob("*.warc.gz") if "metadata" not in p.name)
 
+    def response_uris(self) -> set[str]:
+        """The target URIs of the response records in the data WARCs (what was captured)."""
+        captured = set()
+        for warc in self.data_warcs():
+            with warc.open("rb") as fh:
+                for rec in ArchiveIterator(fh):
+                    if rec.rec_type == "response":
+                        captured.add(rec.rec_headers.get_header("WARC-Target-URI"))
+        return captured
+
     def line_for(self, url: str) -> list[str]:
         found = [f for f in self.log_fields() if f[3] == url]
         assert found, f"{url} not in crawl.log"
