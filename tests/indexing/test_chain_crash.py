@@ -48,6 +48,19 @@ CRASH_POINTS = [
 ]
 
 
+def _chain_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backup: bool = False
+) -> settings_mod.Settings:
+    """The chain's settings on the test's own data directory, free-space check off (and the
+    backup module on with ``backup``)."""
+    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
+    if backup:
+        monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
+    settings_mod.reset()
+    return settings_mod.get_settings()
+
+
 def _run_all(crash: str | None) -> None:
     """The whole chain as the DAGs run it, in a forked child (kill -9 = ``os._exit`` there)."""
     os.environ.pop(ENV, None)
@@ -88,11 +101,7 @@ def test_crash_anywhere_then_rerun_indexes_each_warc_exactly_once(
     monkeypatch: pytest.MonkeyPatch,
     oracle: Path,
 ):
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
-    settings_mod.reset()
-    cfg = settings_mod.get_settings()
+    cfg = _chain_settings(tmp_path, monkeypatch, backup=True)
     hid = make_harvest(db_engine, f"crash-{point}")
     _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=2, seed=9, records=15)
     warcs = job_warcs(job_dir)
@@ -151,11 +160,7 @@ def test_sigkill_at_random_moments_then_rerun_indexes_each_warc_exactly_once(
     oracle: Path,
 ):
     """Real SIGKILLs at random times (mid-copy, mid-merge, mid-transaction), not named points."""
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__BACKUP", "backup")
-    settings_mod.reset()
-    cfg = settings_mod.get_settings()
+    cfg = _chain_settings(tmp_path, monkeypatch, backup=True)
     hid = make_harvest(db_engine, f"sigkill-{seed}")
     _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=3, seed=20 + seed, records=40)
     warcs = job_warcs(job_dir)
@@ -189,10 +194,7 @@ def test_sigkill_at_random_moments_then_rerun_indexes_each_warc_exactly_once(
 def test_crash_while_quarantining_then_rerun_finishes_the_quarantine(
     db_engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
-    settings_mod.reset()
-    cfg = settings_mod.get_settings()
+    cfg = _chain_settings(tmp_path, monkeypatch)
     hid = make_harvest(db_engine, "crash-quarantine")
     job_id, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=23, records=10)
     good = job_warcs(job_dir)[0]
@@ -220,10 +222,7 @@ def test_a_placement_killed_before_its_rename_leaves_no_temporary_copy_once_the_
     """A kill between a placement's link and its rename (seen once among the random SIGKILLs
     above) leaves the WARC under a hidden temporary name in the worker's directory; the rerun
     places it under a name of its own, so the old one is the chain's to remove."""
-    monkeypatch.setenv("HARVESTFLOW_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HARVESTFLOW_INDEXING__MIN_FREE_BYTES", "0")
-    settings_mod.reset()
-    cfg = settings_mod.get_settings()
+    cfg = _chain_settings(tmp_path, monkeypatch)
     hid = make_harvest(db_engine, "killed-placement")
     _, job_dir = make_job(db_engine, cfg.data_dir, hid, files=1, seed=29, records=10)
     warc = next(w for w in job_warcs(job_dir) if "metadata" not in w.name)
