@@ -16,12 +16,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import scrapy
 
 from crawler import state as st
-from crawler.crawllog_writer import CrawlLog, LogEntry
+from crawler.crawllog_writer import CrawlLog, LogEntry, format_line
 from crawler.dedup_lookup import EarlierCapture, by_digest, load_index
 from crawler.frontier import Frontier
 from crawler.jobspec import JobSpec
@@ -49,6 +50,10 @@ FAILURES = "harvestflow/failures"
 # them without importing the renderer (and aiohttp) into a crawl that renders nothing
 RENDERED = "harvestflow/render/rendered"
 RENDER_FAILED = "harvestflow/render/failed"
+
+# the state's meta key holding [offset, line]: the crawl.log line of the URL finished last and
+# the byte offset it goes to, committed with the URL's done mark (see commit_logged)
+LAST_LINE = "crawllog:last"
 
 
 @dataclass
@@ -87,6 +92,7 @@ class CrawlContext:
         self.repaired = [repair_open_file(p)[0].name for p in jd.warcs.glob("*" + OPEN_SUFFIX)]
         self.state = st.CrawlState(jd.crawl_state)
         self.crawl_log = CrawlLog(jd.crawl_log)
+        self._restore_lost_line()
         self.requests = RequestBuilder(spec, self.state, self.crawl_log)
         self.frontier = Frontier(spec, self.state, self.crawl_log, self.requests, partition)
         self.scope = self.frontier.scope
@@ -143,33 +149,61 @@ class CrawlContext:
         self.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
         if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
             self.state.set_meta(f"redirect:{request.url}", cap.location)
-        self.frontier.commit()
-        self.log_capture(request, cap)
+        self.commit_logged(self.capture_entry(request, cap), self.frontier.commit)
+        self.count_capture(cap)
         return new
 
-    def log_capture(self, request: scrapy.Request, cap: Capture) -> None:
+    def commit_logged(self, entry: LogEntry, commit: Callable[[], None]) -> None:
+        """Commit the open transaction (a URL's done mark) with ``entry``'s line, then write it.
+
+        Why: a done URL is never fetched again on resume, so a kill between the commit and the
+        line's write would lose the line for good. The line and the offset it goes to are
+        committed with the mark; on resume :meth:`_restore_lost_line` writes it if the file
+        does not hold it there. (Writing the line first would log a URL twice instead.)
+        """
+        line = format_line(entry)
+        self.state.set_meta(LAST_LINE, json.dumps([self.crawl_log.size, line]))
+        commit()
+        self.crawl_log.write_line(line)
+
+    def _restore_lost_line(self) -> None:
+        saved = self.state.get_meta(LAST_LINE)
+        if saved is None:
+            return
+        offset, line = json.loads(saved)
+        if not self.crawl_log.holds(offset, line):
+            self.crawl_log.write_line(line)
+            log.warning("crawl.log line lost by a kill after its URL was done, restored: %s", line)
+
+    def capture_entry(self, request: scrapy.Request, cap: Capture) -> LogEntry:
+        """The crawl.log entry of a fetched URL."""
         hf = request.meta.get("hf", {})
         tries = request.meta.get("retry_times", 0)
         annotations = list(cap.annotations)
         if tries:
             annotations.insert(0, f"{tries + 1}t")
-        self.crawl_log.write(
-            LogEntry(
-                cap.status,
-                request.url,
-                hf.get("hops", "P"),
-                hf.get("via"),
-                mime=cap.mime,
-                size=cap.size,
-                fetch_start=cap.fetch_start,
-                duration_ms=cap.duration_ms,
-                digest=cap.digest,
-                seed=hf.get("seed"),
-                annotations=annotations,
-            )
+        return LogEntry(
+            cap.status,
+            request.url,
+            hf.get("hops", "P"),
+            hf.get("via"),
+            mime=cap.mime,
+            size=cap.size,
+            fetch_start=cap.fetch_start,
+            duration_ms=cap.duration_ms,
+            digest=cap.digest,
+            seed=hf.get("seed"),
+            annotations=annotations,
         )
+
+    def count_capture(self, cap: Capture) -> None:
         self.count(URLS_DONE)
         self.count(BYTES_DONE, cap.size)
+
+    def log_capture(self, request: scrapy.Request, cap: Capture) -> None:
+        """The crawl.log line of a fetch that marks nothing done (a prerequisite: robots.txt)."""
+        self.crawl_log.write(self.capture_entry(request, cap))
+        self.count_capture(cap)
 
     def finish_failure(
         self, request: scrapy.Request, status: int, annotations: list[str], final_state: int
@@ -185,19 +219,13 @@ class CrawlContext:
             self.frontier.save_stop(self.frontier.domain_of(request.url))
         self.state.begin()
         self.state.finish(hf["key"], final_state, status, 0, False)
-        self.state.commit()
+        entry = LogEntry(
+            status, request.url, hf["hops"], hf.get("via"), seed=hf.get("seed"),
+            annotations=annotations,
+        )  # fmt: skip
+        self.commit_logged(entry, self.state.commit)
         if final_state == st.FrontierState.FAILED:
             self.count(FAILURES)
-        self.crawl_log.write(
-            LogEntry(
-                status,
-                request.url,
-                hf["hops"],
-                hf.get("via"),
-                seed=hf.get("seed"),
-                annotations=annotations,
-            )
-        )
 
     def close_files(self) -> None:
         """Close the WARC, crawl.log and CDX files (the state stays open for the reports)."""

@@ -2,8 +2,9 @@
 
 Why Heritrix's format: NetarchiveSuite's post-processing, curators' scripts and every tool of the
 field read it (stop reasons from ``-5003``/``Q:`` lines, duplicate counts from
-``duplicate:digest``). One line per URI, written when the URI is finished, flushed at once so a
-crash loses at most the line being written (a torn last line is cut on restart).
+``duplicate:digest``). One line per URI, written when the URI is finished, one write each so a
+crash loses at most the line being written (a torn last line is cut on restart, and the line of
+a URL whose done mark was committed is written again: :mod:`crawler.context`).
 """
 
 from __future__ import annotations
@@ -75,16 +76,33 @@ def cut_torn_line(path: Path) -> None:
 
 
 class CrawlLog:
-    """Appends lines to logs/crawl.log."""
+    """Appends lines to logs/crawl.log, one write per line, and knows the file's size.
+
+    The size is what :meth:`holds` needs: a URL's done mark is committed with its line and the
+    offset the line goes to, so that a resume can tell whether a kill fell between the two.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         cut_torn_line(self.path)
-        self._fh = self.path.open("a", encoding="utf-8", buffering=1)
+        self._fh = self.path.open("ab", buffering=0)
+        self.size = os.fstat(self._fh.fileno()).st_size
 
     def write(self, entry: LogEntry) -> None:
-        self._fh.write(format_line(entry) + "\n")
+        self.write_line(format_line(entry))
+
+    def write_line(self, line: str) -> None:
+        data = line.encode("utf-8") + b"\n"
+        self._fh.write(data)
+        self.size += len(data)
+
+    def holds(self, offset: int, line: str) -> bool:
+        """Whether ``line`` is the file's line starting at byte ``offset``."""
+        data = line.encode("utf-8") + b"\n"
+        with self.path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read(len(data)) == data
 
     def close(self) -> None:
         self._fh.close()

@@ -79,8 +79,8 @@ def end_render(
     ctx.state.begin()
     new = ctx.frontier.consider_all(rendered, hf)
     ctx.state.db.execute("DELETE FROM meta WHERE key=?", (PREFIX + hf["key"],))
-    ctx.frontier.commit()
-    ctx.log_capture(request, cap)
+    ctx.commit_logged(ctx.capture_entry(request, cap), ctx.frontier.commit)
+    ctx.count_capture(cap)
     return new
 
 

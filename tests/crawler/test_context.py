@@ -10,6 +10,7 @@ the crawler (``crawler.context.attach``).
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -78,3 +79,72 @@ def test_components_take_the_context_off_the_crawler(tmp_path: Path) -> None:
     finally:
         ctx.close_files()
         ctx.state.close()
+
+
+class _Killed(BaseException):
+    """Stands for a kill -9 at the point it is raised (nothing after it runs)."""
+
+
+def _finish_one(ctx: CrawlContext, url: str, write_line: object = None) -> str:
+    """Mark ``url`` done and log it as the context does; ``write_line`` replaces the log's."""
+    from crawler.crawllog_writer import LogEntry, format_line
+    from crawler.state import FrontierState
+
+    ctx.state.begin()
+    ctx.state.add(url, url, "", None, url, "seed", "example.test")
+    ctx.state.finish(url, FrontierState.DONE, 200, 10, True)
+    when = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)  # the line's time, fixed
+    entry = LogEntry(200, url, "", None, mime="text/html", size=10, seed=url, when=when)
+    if write_line is not None:
+        ctx.crawl_log.write_line = write_line  # type: ignore[method-assign]
+    ctx.commit_logged(entry, ctx.state.commit)
+    return format_line(entry)
+
+
+def _reopen(ctx: CrawlContext, spec: jobspec.JobSpec, out: Path) -> list[str]:
+    """The crawl.log lines after the job's context is closed and opened again (a resume)."""
+    ctx.close_files()
+    ctx.state.close()
+    again = CrawlContext(spec, out)
+    again.close_files()
+    again.state.close()
+    return (out / "logs" / "crawl.log").read_text(encoding="utf-8").splitlines()
+
+
+def test_a_line_a_kill_cut_off_after_the_done_mark_is_written_on_resume(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    ctx = CrawlContext(spec, out)
+    first = _finish_one(ctx, "http://a.example.test/1")
+
+    def killed(line: str) -> None:
+        raise _Killed
+
+    with pytest.raises(_Killed):
+        _finish_one(ctx, "http://a.example.test/2", killed)
+    assert "a.example.test/2" not in (out / "logs" / "crawl.log").read_text()
+    lines = _reopen(ctx, spec, out)
+    assert [first] == lines[:1] and len(lines) == 2 and " http://a.example.test/2 " in lines[1]
+
+
+def test_a_line_torn_by_a_kill_is_written_whole_on_resume(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    ctx = CrawlContext(spec, out)
+    log_file = ctx.crawl_log
+
+    def torn(line: str) -> None:
+        log_file._fh.write(line.encode()[:20])
+        raise _Killed
+
+    with pytest.raises(_Killed):
+        _finish_one(ctx, "http://a.example.test/2", torn)
+    lines = _reopen(ctx, spec, out)
+    assert len(lines) == 1 and " http://a.example.test/2 " in lines[0]
+
+
+def test_a_line_written_before_a_kill_is_not_written_again(tmp_path: Path) -> None:
+    spec, out = _spec(tmp_path), tmp_path / "out"
+    ctx = CrawlContext(spec, out)
+    lines_written = [_finish_one(ctx, f"http://a.example.test/{i}") for i in range(3)]
+    ctx.crawl_log.write_line("an unrelated line after the last done mark")
+    lines = _reopen(ctx, spec, out)
+    assert lines == [*lines_written, "an unrelated line after the last done mark"]
