@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
@@ -85,7 +86,9 @@ class _Killed(BaseException):
     """Stands for a kill -9 at the point it is raised (nothing after it runs)."""
 
 
-def _finish_one(ctx: CrawlContext, url: str, write_line: object = None) -> str:
+def _finish_one(
+    ctx: CrawlContext, url: str, write_line: Callable[[str], None] | None = None
+) -> str:
     """Mark ``url`` done and log it as the context does; ``write_line`` replaces the log's."""
     from crawler.crawllog_writer import LogEntry, format_line
     from crawler.state import FrontierState
@@ -96,7 +99,7 @@ def _finish_one(ctx: CrawlContext, url: str, write_line: object = None) -> str:
     when = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)  # the line's time, fixed
     entry = LogEntry(200, url, "", None, mime="text/html", size=10, seed=url, when=when)
     if write_line is not None:
-        ctx.crawl_log.write_line = write_line  # type: ignore[method-assign]
+        setattr(ctx.crawl_log, "write_line", write_line)  # noqa: B010 (an instance attribute)
     ctx.commit_logged(entry, ctx.state.commit)
     return format_line(entry)
 
