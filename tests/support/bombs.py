@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-ADDRESS_SPACE = 3 << 30  # far below a 10 GB bomb, far above what a bounded reader needs
+ADDRESS_SPACE = 3 << 30  # below the tests' bombs (4 GiB), far above what a bounded reader needs
 
 # warcio's digest check of every record, over the bytes as stored; run by the oracle venv's
 # Python. Why not ``warcio check``: it reads each record's content_stream(), which inflates a
