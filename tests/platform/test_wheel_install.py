@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 import zipfile
@@ -37,6 +38,7 @@ from packaging.requirements import Requirement
 
 from app.demo.samplesite import start
 from harvestflow.settings import Settings
+from tests.support.environment import data_root
 
 logger = logging.getLogger(__name__)
 
@@ -218,10 +220,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     (wheel,) = dist.glob("harvestflow-*.whl")
 
-    venv = base / "venv"
+    # the virtualenv (about 1 GB, 30,000 files, written once and removed with the session) in
+    # RAM when there is room, as the session's services (tests.support.environment.data_root):
+    # on a disk, its unpacking and its removal cost system CPU (the file system's journal and
+    # block I/O) and wait behind other jobs' writes
+    ram = Path(tempfile.mkdtemp(prefix="hf-wheel-venv-", dir=data_root()))
+    try:
+        yield _install(wheel, ram / "venv", base, clean)
+    finally:
+        shutil.rmtree(ram, ignore_errors=True)  # not under pytest's tmp dirs: never kept
+
+
+def _install(wheel: Path, venv: Path, base: Path, env: dict[str, str]) -> Installed:
+    """``wheel`` installed with its dependencies into a new virtualenv ``venv``."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     started = time.monotonic()
-    install_with_dependencies(wheel, venv, base, clean)
+    install_with_dependencies(wheel, venv, base, env)
     logger.info("wheel and its dependencies installed in %.0f s", time.monotonic() - started)
     site = Path(
         subprocess.check_output(
@@ -235,10 +249,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     )
     workdir = base / "elsewhere"
     workdir.mkdir()
-    try:
-        yield Installed(wheel=wheel, venv=venv, site_packages=site, workdir=workdir)
-    finally:
-        shutil.rmtree(venv, ignore_errors=True)  # about 1 GB; pytest keeps its last three tmp dirs
+    return Installed(wheel=wheel, venv=venv, site_packages=site, workdir=workdir)
 
 
 def test_the_wheel_ships_every_data_file_and_the_built_c_extension(installed: Installed) -> None:
