@@ -186,6 +186,13 @@ def main(spec: dict[str, Any]) -> int:
     component forked; reports on stdout; its status the preparation's when that failed."""
     import airflow.__main__  # noqa: F401 - the import every forked child shares
     import setproctitle
+    from airflow.configuration import write_default_airflow_configuration_if_needed
+
+    # as `airflow` does before a command: a new Airflow home's airflow.cfg written now, with
+    # its generated secrets (the JWT secret the api-server and the task runners must share,
+    # the Fernet key) in this process's configuration, which every child inherits; written by
+    # the first child instead, the others would each make secrets of their own
+    write_default_airflow_configuration_if_needed()
 
     from app.runtime.airflow_batch import run, run_one
 

@@ -4,6 +4,7 @@ and starts nothing."""
 
 from __future__ import annotations
 
+import configparser
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,9 @@ def test_components_run_forked_after_the_preparation_each_with_its_log_and_exit_
     logs = tmp_path / "logs"
     asked = {
         "checks": (["config", "get-value", "database", "check_migrations"], logs / "checks.log"),
+        # a new Airflow home: the secrets airflow.cfg is written with are every component's
+        "secret1": (["config", "get-value", "api_auth", "jwt_secret"], logs / "secret1.log"),
+        "secret2": (["config", "get-value", "api_auth", "jwt_secret"], logs / "secret2.log"),
         # Airflow's parser refuses it: a component that fails at once
         "refused": (["pools", "import"], logs / "refused.log"),
     }
@@ -33,7 +37,7 @@ def test_components_run_forked_after_the_preparation_each_with_its_log_and_exit_
         [sys.executable, "-P"], prepare, asked, COMPONENT_ENV, env, logs / "prepare.log"
     )
     components = launched.components
-    assert set(components) == {"checks", "refused"}
+    assert set(components) == {"checks", "secret1", "secret2", "refused"}
     assert components["checks"].wait(120) == 0
     assert components["refused"].wait(120) == 2  # argparse's status, as `airflow` ends
     launched.wait_launcher(60)
@@ -41,6 +45,13 @@ def test_components_run_forked_after_the_preparation_each_with_its_log_and_exit_
     assert (logs / "prepare.log").read_text().split()[-1] == "8"  # airflow_env's parallelism
     assert (logs / "checks.log").read_text().split() == ["False"]
     assert "the following arguments are required" in (logs / "refused.log").read_text()
+    written = configparser.ConfigParser(interpolation=None)
+    written.read(Path(env["AIRFLOW_HOME"]) / "airflow.cfg")
+    secret = written["api_auth"]["jwt_secret"]
+    assert secret
+    for name in ("secret1", "secret2"):
+        assert components[name].wait(60) == 0
+        assert (logs / f"{name}.log").read_text().split() == [secret]
     assert os.getpid() not in {c.pid for c in components.values()}
 
 
