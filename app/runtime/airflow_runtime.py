@@ -31,7 +31,7 @@ from typing import Any
 
 import psutil
 
-from app.runtime import airflow_batch, airflow_launch
+from app.runtime import airflow_batch, airflow_launch, airflow_schema
 from app.runtime.ldap_auth import ldap_env
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
@@ -297,9 +297,10 @@ def run_airflow_batch(settings: Settings, *commands: list[str]) -> subprocess.Co
 
 
 def prepare_commands(settings: Settings) -> list[list[str]]:
-    """The Airflow commands that migrate the metadata DB and create the crawl pools
-    (idempotent): one ``pools import`` for every pool (its slots and description set anew
-    when it exists). Writes the pool file they read and the logins' password file."""
+    """The Airflow commands that migrate the metadata DB (unless it is as the last migration
+    left it: :mod:`app.runtime.airflow_schema`) and create the crawl pools (idempotent): one
+    ``pools import`` for every pool (its slots and description set anew when it exists).
+    Writes the pool file they read and the logins' password file."""
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
     wanted = {
         name: {"slots": slots, "description": f"harvestflow crawl channel {name}"}
@@ -308,14 +309,19 @@ def prepare_commands(settings: Settings) -> list[list[str]]:
     pool_file = settings.airflow_home / "pools.json"
     pool_file.write_text(json.dumps(wanted, indent=1))
     ensure_login(settings)
-    return [["db", "migrate"], ["pools", "import", str(pool_file)]]
+    commands = [["pools", "import", str(pool_file)]]
+    if airflow_schema.needs_migration(settings):  # else as the last migration left it
+        commands.insert(0, airflow_schema.MIGRATE)
+    return commands
 
 
 def prepare(settings: Settings) -> None:
     """Migrate Airflow's metadata DB and create the crawl pools (:func:`prepare_commands`), in
     one Airflow process: each one costs seconds of CPU to start. (``up`` runs them in its
     launcher instead: :meth:`AirflowProcesses.start`.)"""
-    run_airflow_batch(settings, *prepare_commands(settings))
+    commands = prepare_commands(settings)
+    run_airflow_batch(settings, *commands)
+    airflow_schema.record_migrated(settings, commands)
 
 
 def spawn_logged(cmd: list[str], env: dict[str, str], logfile: Path) -> subprocess.Popen[bytes]:
@@ -368,6 +374,7 @@ class AirflowProcesses:
             self.log_dir / "prepare.log",
         )
         self.procs.update(self.launched.components)
+        airflow_schema.record_migrated(self.settings, prepare or [])
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]
