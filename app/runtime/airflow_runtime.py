@@ -371,7 +371,7 @@ class AirflowProcesses:
             },
             COMPONENT_ENV,
             airflow_env(self.settings),
-            self.log_dir / "prepare.log",
+            self.log_dir.parent / "prepare.log",  # not a component: its own place
         )
         self.procs.update(self.launched.components)
         airflow_schema.record_migrated(self.settings, prepare or [])
