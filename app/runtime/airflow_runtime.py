@@ -27,10 +27,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
-from app.runtime import airflow_batch
+from app.runtime import airflow_batch, airflow_launch, airflow_schema
 from app.runtime.ldap_auth import ldap_env
 from harvestflow.atomic import atomic_write_text
 from harvestflow.package_data import data_path
@@ -47,6 +48,12 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "dag-processor": (),
     "triggerer": ("--skip-serve-logs",),
 }
+
+
+# The components start right after their launcher's `db migrate` (AirflowProcesses.start): the
+# check each Airflow command makes first (Alembic's migration scripts loaded and compared with
+# the database, ~1.2 CPU-s each) would only repeat it.
+COMPONENT_ENV = {"AIRFLOW__DATABASE__CHECK_MIGRATIONS": "False"}
 
 
 def components(settings: Settings) -> dict[str, tuple[str, ...]]:
@@ -289,19 +296,32 @@ def run_airflow_batch(settings: Settings, *commands: list[str]) -> subprocess.Co
     return proc
 
 
-def prepare(settings: Settings) -> None:
-    """Migrate Airflow's metadata DB and create the crawl pools (idempotent), in one Airflow
-    process: each one costs seconds of CPU to start."""
+def prepare_commands(settings: Settings) -> list[list[str]]:
+    """The Airflow commands that migrate the metadata DB (unless it is as the last migration
+    left it: :mod:`app.runtime.airflow_schema`) and create the crawl pools (idempotent): one
+    ``pools import`` for every pool (its slots and description set anew when it exists).
+    Writes the pool file they read and the logins' password file."""
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    # one `pools import` for every pool (its slots and description set anew when it exists)
     wanted = {
         name: {"slots": slots, "description": f"harvestflow crawl channel {name}"}
         for name, slots in pools(settings).items()
     }
     pool_file = settings.airflow_home / "pools.json"
     pool_file.write_text(json.dumps(wanted, indent=1))
-    run_airflow_batch(settings, ["db", "migrate"], ["pools", "import", str(pool_file)])
     ensure_login(settings)
+    commands = [["pools", "import", str(pool_file)]]
+    if airflow_schema.needs_migration(settings):  # else as the last migration left it
+        commands.insert(0, airflow_schema.MIGRATE)
+    return commands
+
+
+def prepare(settings: Settings) -> None:
+    """Migrate Airflow's metadata DB and create the crawl pools (:func:`prepare_commands`), in
+    one Airflow process: each one costs seconds of CPU to start. (``up`` runs them in its
+    launcher instead: :meth:`AirflowProcesses.start`.)"""
+    commands = prepare_commands(settings)
+    run_airflow_batch(settings, *commands)
+    airflow_schema.record_migrated(settings, commands)
 
 
 def spawn_logged(cmd: list[str], env: dict[str, str], logfile: Path) -> subprocess.Popen[bytes]:
@@ -328,21 +348,33 @@ class AirflowProcesses:
     own file."""
 
     settings: Settings
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # Popen-like: the launcher's components (airflow_launch.Component), or a test's own
+    procs: dict[str, Any] = field(default_factory=dict)
+    launched: airflow_launch.Launched | None = None
 
     @property
     def log_dir(self) -> Path:
         return self.settings.airflow_home / "logs" / "components"
 
-    def start(self) -> None:
+    def start(self, prepare: list[list[str]] | None = None) -> None:
+        """Run ``prepare`` (Airflow commands, :func:`prepare_commands`), then start the
+        components, all forked from one process that imported Airflow once
+        (:mod:`app.runtime.airflow_launch`); RuntimeError naming the command that failed when
+        the preparation did (nothing is started then)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = airflow_env(self.settings)
-        for name, extra in components(self.settings).items():
-            # `airflow NAME` through batch_command: a component stopped ends at once, without
-            # the interpreter's teardown (seconds of CPU for each, the api-server's ~9 s)
-            self.procs[name] = spawn_logged(
-                batch_command([name, *extra]), env, self.log_dir / f"{name}.log"
-            )
+        self.launched = airflow_launch.launch(
+            [sys.executable, "-P"],
+            prepare or [],
+            {
+                name: ([name, *extra], self.log_dir / f"{name}.log")
+                for name, extra in components(self.settings).items()
+            },
+            COMPONENT_ENV,
+            airflow_env(self.settings),
+            self.log_dir.parent / "prepare.log",  # not a component: its own place
+        )
+        self.procs.update(self.launched.components)
+        airflow_schema.record_migrated(self.settings, prepare or [])
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]
@@ -401,6 +433,8 @@ class AirflowProcesses:
     def stop(self, timeout_s: float = 30) -> None:
         tree = self.descendants()  # before the components exit and their children are reparented
         stop_groups(list(self.procs.values()), timeout_s)
+        if self.launched is not None:
+            self.launched.wait_launcher(timeout_s)  # it ends once it has reaped them
         left = [p for p in tree if p.is_running()]
         if left:
             log.info("stopping %d process(es) left by Airflow's tasks", len(left))

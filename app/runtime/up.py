@@ -62,12 +62,12 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
 
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        print("preparing Airflow's metadata database and pools …", flush=True)
-        airflow_runtime.prepare(settings)
         if sample_site is not None:
             site = sample_site(settings)
         metrics = _start_metrics(settings)
-        procs.start()
+        print("preparing Airflow's metadata database and pools …", flush=True)
+        # the preparation, then the components, forked from one process importing Airflow
+        procs.start(airflow_runtime.prepare_commands(settings))
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
