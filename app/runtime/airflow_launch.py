@@ -1,24 +1,17 @@
 """Airflow's components forked from one process that imported Airflow once:
 ``python -m app.runtime.airflow_launch SPEC`` (:func:`launch` starts it for ``harvestflow up``).
 
-Why: every Airflow process pays for importing and initialising Airflow (configuration,
-settings, secrets masking, the CLI's parser: 4-4.5 CPU-s on the 2-core CI VM) before its own
-work; ``up`` started four of them one after the other (the metadata DB's preparation, then the
-api-server, the scheduler and the dag-processor). Here that import is paid once: the launcher
-imports Airflow, forks the preparation (``db migrate``, ``pools import``: SPEC's ``prepare``)
-and waits for it, then forks each component from the same imported state. Airflow is made for
-being forked (its scheduler forks its LocalExecutor's workers, its dag-processor the parsers;
-``airflow.settings`` drops the inherited database connections in a forked child), and the
-launcher itself opens none: only the forked preparation talks to the database before the
-components.
+Why: every Airflow process pays 4-4.5 CPU-s (2-core CI VM) importing and initialising Airflow
+before its own work, and ``up`` started four (the metadata DB's preparation, the api-server, the
+scheduler, the dag-processor). Here the launcher imports Airflow once, forks the preparation
+(``db migrate``, ``pools import``) and waits for it, then forks each component from the same
+state. Airflow is made for being forked (``airflow.settings`` drops inherited database
+connections in a child), and the launcher opens none itself.
 
-Each component is as ``up`` started it before: Airflow's own CLI entry point
-(:func:`app.runtime.airflow_batch.run_one`), a session (process group) of its own, stdin from
-``/dev/null``, stdout and stderr appended to its own log file, the process title
-``airflow NAME``, ended without the interpreter's teardown. The launcher stays their parent:
-it reaps them and says on its stdout, one JSON line each, that they started (their process
-ids) and how each one ended; it ends when the last one has. The preparation's output and the
-launcher's own errors go to SPEC's ``prepare_log``.
+Each component is as ``up`` started it before: Airflow's own CLI entry point, a session of its
+own, stdin ``/dev/null``, output appended to its log file, titled ``airflow NAME``. The
+launcher reaps them and reports on stdout, one JSON line each, their process ids and how each
+ended; the preparation's output and the launcher's errors go to SPEC's ``prepare_log``.
 """
 
 from __future__ import annotations
