@@ -125,7 +125,7 @@ class TabWorker:
         more" never clicked: bench/render_qa, issue #32), a load event before its document's."""
         if self.browser is None or not self.session:
             return
-        browser = self.browser
+        browser, session = self.browser, self.session
         blank = asyncio.Event()
         navigated: list[str] = []
         crashed: list[str] = []
@@ -140,11 +140,9 @@ class TabWorker:
                 crashed.append(str(params.get("reason") or method))
                 blank.set()
 
-        browser.listen(self.session, on_event)
+        browser.listen(session, on_event)
         try:
-            await browser.send(
-                "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
-            )
+            await browser.send("Page.navigate", {"url": "about:blank"}, session=session, timeout=5)
             await asyncio.wait_for(blank.wait(), LEAVE_TIMEOUT_S)
         except (CdpError, TimeoutError) as exc:
             log.warning(
@@ -153,7 +151,7 @@ class TabWorker:
             await self.kill()
             return
         finally:
-            browser.forget(self.session)
+            browser.forget(session)
         if crashed:
             log.warning("render tab %d: crashed leaving its page (%s)", self.index, crashed[0])
             await self.kill()
