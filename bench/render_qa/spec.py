@@ -111,7 +111,7 @@ class RenderQaBenchmark(Benchmark):
             "urls": len(self.site.routes),
             "tabs": TABS,
             "source": "bench/render/jssite.py: script-built pages (JSON API, thumbnails, a"
-            " scroll-loaded list, a lazy image), every page a seed, rendered",
+            " scroll-loaded list, a lazy image, a 'Load more' button), every page a seed, rendered",
         }
 
     def _side(self, name: str, qa: bool) -> Side:
