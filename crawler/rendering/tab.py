@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # the browser-wide proxy: the discard port of loopback, so that only pages' contexts reach the
 # net (through their tab's recording proxy) and the browser's own update checks go nowhere
 BLACK_HOLE_PROXY = "http://127.0.0.1:9"
+LEAVE_TIMEOUT_S = 5.0  # for the blank page a tab leaves each page for to load
 
 
 @dataclass
@@ -113,14 +114,46 @@ class TabWorker:
 
     async def leave_page(self) -> None:
         """The page left for a blank one, so that none of its timers' requests reaches the
-        proxy as the next page's (any error: the browser is restarted before the next page)."""
+        proxy as the next page's; done when the blank page has loaded (any error, or no load
+        in time: the browser is restarted before the next page).
+
+        Why wait for its load event, not only the command's answer: Chromium answers
+        ``Page.navigate`` before it sends the blank document's ``frameNavigated`` and load
+        events, most of the time, and the next page's listeners, added as soon as the tab is
+        free, took them for their own page's: a second navigation of the main frame read as a
+        behaviour's click leaving the page (``left-page``, the page loaded again and its "load
+        more" never clicked: bench/render_qa, issue #32), a load event before its document's."""
         if self.browser is None or not self.session:
             return
+        browser, session = self.browser, self.session
+        blank = asyncio.Event()
+        navigated: list[str] = []
+        crashed: list[str] = []
+
+        def on_event(method: str, params: dict[str, Any]) -> None:
+            frame = params.get("frame") or {}
+            if method == "Page.frameNavigated" and not frame.get("parentId"):
+                navigated.append(str(frame.get("url")))
+            elif method == "Page.loadEventFired" and "about:blank" in navigated:
+                blank.set()
+            elif method in ("Inspector.targetCrashed", "Inspector.detached"):
+                crashed.append(str(params.get("reason") or method))
+                blank.set()
+
+        browser.listen(session, on_event)
         try:
-            await self.browser.send(
-                "Page.navigate", {"url": "about:blank"}, session=self.session, timeout=5
+            await browser.send("Page.navigate", {"url": "about:blank"}, session=session, timeout=5)
+            await asyncio.wait_for(blank.wait(), LEAVE_TIMEOUT_S)
+        except (CdpError, TimeoutError) as exc:
+            log.warning(
+                "render tab %d: the page was not left (%s): browser restarted", self.index, exc
             )
-        except CdpError:
+            await self.kill()
+            return
+        finally:
+            browser.forget(session)
+        if crashed:
+            log.warning("render tab %d: crashed leaving its page (%s)", self.index, crashed[0])
             await self.kill()
 
     async def handle(self, req: ProxyRequest) -> ProxyResponse:
