@@ -12,7 +12,6 @@ import gzip
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from urllib.parse import parse_qs
 from urllib.request import parse_http_list, parse_keqv_list
@@ -21,7 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 from harvestflow.credentials import CredentialRef, refs_for_job
-from tests.support.crawl import REPO, make_job, run_crawl
+from tests.support.command import harvestflow
+from tests.support.crawl import make_job, run_crawl
 from tests.support.minisite import MiniSite, Reply, Served
 
 USER = "curator-anne"
@@ -134,14 +134,8 @@ def members() -> Iterator[_Members]:
 
 
 def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "credentials", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+    """``harvestflow credentials ARGS`` in this process: exit status, output, log lines."""
+    return harvestflow("credentials", *args, stdin=stdin)
 
 
 def _set_form_login(db_engine: sa.Engine, m: _Members) -> list[CredentialRef]:

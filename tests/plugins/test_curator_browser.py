@@ -29,6 +29,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from tests.support.browser import airflow_login, lent
 from tests.support.demo_fixture import DemoPlatform
 from tests.support.platform_cli import HARVESTFLOW, _wait_run, api_client, start_up, unpause
+from tests.support.platform_up import Platform, sign_in
 
 # a page that reloads under a wait makes the element just read stale: read it again
 STALE = (StaleElementReferenceException,)
@@ -70,6 +71,14 @@ def airflow_up(demo_platform: DemoPlatform) -> Iterator[Airflow]:
                 "`harvestflow up` not stopped 180 s after Ctrl-C; its output:\n"
                 + "".join(out.lines)[-4000:]
             ) from None
+
+
+def _signed_in(driver: WebDriver, af: Airflow) -> None:
+    """The demo's admin signed in by the token Airflow's auth manager issues, as the login page
+    would set it (that page itself: ``test_curator_pages_in_airflow``): the tests after it are
+    about what a signed-in curator sees, and the page, with Airflow's UI it then loads, cost
+    the browser and the api-server seconds of CPU each time."""
+    sign_in(driver, Platform(af.base, {}, {af.user: af.password}, site=0), af.user)
 
 
 def _main(driver: WebDriver) -> str:
@@ -399,7 +408,7 @@ def test_search_page_in_airflow(
 
     replay = AccessConfig.from_settings(load(environ=demo_platform.env)).url
     with lent(file_chromium, af.base) as driver:
-        airflow_login(driver, af.base, af.user, af.password)
+        _signed_in(driver, af)
         driver.get(af.base + "/plugin/archive-search")
         frame = WebDriverWait(driver, 60, ignored_exceptions=STALE).until(
             expected_conditions.presence_of_element_located((By.TAG_NAME, "iframe"))
@@ -457,7 +466,7 @@ def test_qa_comment_in_airflow_reaches_the_domain_and_the_next_transfer(
 
     cli("selection", "import", str(feed), "--no-url-check")
     with lent(file_chromium, af.base) as driver:
-        airflow_login(driver, af.base, af.user, af.password)
+        _signed_in(driver, af)
         driver.get(cur + "/jobs")
         links = [
             str(a.get_attribute("href"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -120,10 +121,13 @@ def _seed(engine: sa.Engine, tmp_path: Path, status: int = JobStatus.DONE) -> di
 
 
 @pytest.fixture
-def seeded(db_engine: sa.Engine, tmp_path: Path) -> tuple[TestClient, dict[str, str]]:
+def seeded(db_engine: sa.Engine, tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str]]]:
     valid = _seed(db_engine, tmp_path)
     app = create_app(lambda: db_engine, data_dir=tmp_path)
-    return TestClient(app, raise_server_exceptions=False), valid
+    # entered: one event loop thread serves every request (without it, each of the walks'
+    # ~2,800 requests started a thread and an event loop of its own)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client, valid
 
 
 def _routes(client: TestClient) -> list[APIRoute]:
@@ -274,7 +278,7 @@ def engineer(
     tmp_path: Path,
     site: int,
     loopback_seeds: None,
-) -> tuple[TestClient, dict[str, str]]:
+) -> Iterator[tuple[TestClient, dict[str, str]]]:
     """A crawl engineer (every form is theirs) on the seeded database, with a running job
     (its crawl-control forms); seed URLs typed into the forms are on the loopback site."""
     valid = _seed(db_engine, tmp_path, JobStatus.STARTED)
@@ -292,13 +296,13 @@ def engineer(
         auth=auth_for({"erin": Role.ENGINEER}),
         trigger=lambda dag, conf, run_id, when: run_id,  # a patch harvest is not queued
     )
-    client = TestClient(
+    with TestClient(
         app,
         headers={"Authorization": "Bearer erin"},
         raise_server_exceptions=False,
         follow_redirects=False,
-    )
-    return client, {**valid, "site": str(site)}
+    ) as client:  # one event loop for every request, as in ``seeded``
+        yield client, {**valid, "site": str(site)}
 
 
 def test_every_form_answers_hostile_values_without_a_5xx(

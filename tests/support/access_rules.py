@@ -1,11 +1,11 @@
-"""Access rules in tests: the rules CLI run as a subprocess, and a page with a word to find."""
+"""Access rules in tests: the ``harvestflow`` command, and a page with a word to find."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from datetime import datetime
 
+from tests.support.command import harvestflow
 from tests.support.corpus import Page
 
 
@@ -15,9 +15,8 @@ def page(url: str, word: str, when: datetime) -> Page:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli.main", *args], capture_output=True, text=True
-    )
+    """``harvestflow ARGS``, in this process (tests/support/command.py)."""
+    return harvestflow(*args)
 
 
 PROSE = (
