@@ -17,7 +17,7 @@ venv_install() {
     "$uv" pip install -q --python "$venv/bin/python" --compile-bytecode "$@"
   else
     if ! [ -x "$venv/bin/pip" ]; then
-      "$venv/bin/python" -m ensurepip -q
+      "$venv/bin/python" -m ensurepip >/dev/null
       "$venv/bin/python" -m pip install -q --upgrade pip
     fi
     "$venv/bin/python" -m pip install -q "$@"
