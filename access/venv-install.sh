@@ -4,8 +4,8 @@
 # venv_install VENV PYTHON PACKAGE...: VENV made if it has no interpreter, the packages installed
 # into it and compiled to bytecode, and below Python 3.12 no setuptools left in it (why: the
 # scripts' headers). The installer is uv (MIT/Apache-2.0) where there is one (UV, else `uv` on
-# PATH; ./run puts it in .venv): it resolves and downloads in parallel, many times faster than
-# pip, and where ./run sets both venvs up side by side its cache fetches their common packages
+# PATH; ./run puts it in .venv): it resolves and downloads in parallel, several times faster
+# than pip for these venvs, and where ./run sets both venvs up side by side its cache fetches their common packages
 # (pywb's tree) once. A venv uv fills has neither pip nor setuptools: nothing to upgrade first.
 # Without uv, pip does the same, as the scripts always did.
 venv_install() {
