@@ -38,15 +38,10 @@ EOF
 if ready; then
   exit 0
 fi
-if ! [ -x "$venv/bin/wayback" ]; then
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-fi
-"$venv/bin/pip" install -q "pywb>=2.8,<3" "backports.zstd>=1.0"
+# shellcheck source=access/venv-install.sh
+. "$here/access/venv-install.sh"
+venv_install "$venv" "$py" "pywb>=2.8,<3" "backports.zstd>=1.0"
 cp "$hook" "$(site)/hf_replay_codecs.py"
 echo "import hf_replay_codecs" > "$(site)/hf_replay_codecs.pth"
 "$venv/bin/python" -m compileall -q "$(site)/hf_replay_codecs.py"
-if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
-  "$venv/bin/pip" uninstall -q -y setuptools 2>/dev/null
-fi
 echo "replay service (pywb) ready in $venv"

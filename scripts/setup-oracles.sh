@@ -18,12 +18,7 @@ import surt, pywb  # noqa: F401
 sys.exit(sys.version_info < (3, 12) and u.find_spec("setuptools") is not None)' 2>/dev/null; then
   exit 0
 fi
-if ! [ -x "$venv/bin/cdxj-indexer" ]; then
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-fi
-"$venv/bin/pip" install -q "pywb>=2.8" "cdxj-indexer>=1.4" "surt>=0.3" "warcio>=1.7.4"
-if "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
-  "$venv/bin/pip" uninstall -q -y setuptools 2>/dev/null
-fi
+# shellcheck source=access/venv-install.sh
+. "$here/access/venv-install.sh"
+venv_install "$venv" "$py" "pywb>=2.8" "cdxj-indexer>=1.4" "surt>=0.3" "warcio>=1.7.4"
 echo "oracles ready in $venv"
