@@ -122,7 +122,7 @@ class TabWorker:
         events, most of the time, and the next page's listeners, added as soon as the tab is
         free, took them for their own page's: a second navigation of the main frame read as a
         behaviour's click leaving the page (``left-page``, the page loaded again and its "load
-        more" never clicked: bench/render_qa, issue #32), a load event before its document's."""
+        more" never clicked: bench/render_qa), a load event before its document's."""
         if self.browser is None or not self.session:
             return
         browser, session = self.browser, self.session

@@ -3,7 +3,7 @@ each side is held to the site's routes, so a render that misses what a behaviour
 the run naming the URLs, whichever side it is.
 
 Why: the check compared the two crawls with each other only, by a hash; when the plain render
-missed page 10's "Load more" URLs (issue #32) the run said 179 lines against 176 and nothing
+missed page 10's "Load more" URLs the run said 179 lines against 176 and nothing
 more, and two sides missing the same URLs would have passed.
 """
 

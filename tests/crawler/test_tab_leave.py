@@ -6,7 +6,7 @@ Why: Chromium answers ``Page.navigate`` to ``about:blank`` before it sends that 
 ``frameNavigated`` and load events, most of the time. The next page's behaviours then counted
 two navigations of the main frame, read the second (their own page's) as a click that left
 the page, loaded it again and ran nothing after it: no "load more" clicked, and its URLs not
-captured (bench/render_qa, issue #32: the plain render's crawl.log 3 lines short, ``left-page``
+captured (bench/render_qa: the plain render's crawl.log 3 lines short, ``left-page``
 on a page with no click at all).
 """
 
