@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from access.config import AccessConfig
 from access.service import ReplayService
 from harvestflow import settings as settings_mod
-from tests.support.access_rules import cli, page
+from tests.support.access_rules import page
+from tests.support.command import harvestflow as cli
 from tests.support.corpus import chain_job
 from tests.support.replay import cdx
 

@@ -25,7 +25,8 @@ from access.service import ReplayService
 from crawler.warc.metadata import write_metadata_warc
 from harvestflow import settings as settings_mod
 from indexing.chain import run_chain
-from tests.support.access_rules import cli, page
+from tests.support.access_rules import page
+from tests.support.command import harvestflow as cli
 from tests.support.corpus import chain_job
 from tests.support.environment import reset_harvest_db
 from tests.support.replay import replay_env

@@ -24,7 +24,8 @@ from access.service import ReplayService
 from app.curator.actions import Role
 from harvest.selection import editing
 from harvestflow import settings as settings_mod
-from tests.support.access_rules import cli, page
+from tests.support.access_rules import page
+from tests.support.command import harvestflow as cli
 from tests.support.corpus import chain_job
 from tests.support.signed_in import page_token, signed_in_client
 

@@ -1,22 +1,15 @@
-"""Access rules in tests: the ``harvestflow`` command, and a page with a word to find."""
+"""Access rules in tests: a page with a word to find (the ``harvestflow`` command: tests/support/command.py)."""
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime
 
-from tests.support.command import harvestflow
 from tests.support.corpus import Page
 
 
 def page(url: str, word: str, when: datetime) -> Page:
     body = f"<html><head><title>{word}</title></head><body><h1>{word}</h1>{PROSE}</body></html>"
     return Page(url, body.encode(), "text/html", date=when.strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``harvestflow ARGS``, in this process (tests/support/command.py)."""
-    return harvestflow(*args)
 
 
 PROSE = (
