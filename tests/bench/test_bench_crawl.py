@@ -180,3 +180,24 @@ def test_the_client_benchmark_differs_from_its_peer_only_by_the_http_client() ->
     assert ours.command[ours.command.index("--fetch-client") + 1] == "asyncio"
     assert peer.command[peer.command.index("--fetch-client") + 1] == "twisted"
     assert without_client(ours.command) == without_client(peer.command)
+
+
+def test_the_fixed_cost_benchmark_is_crawl_scrapy_on_one_url() -> None:
+    """crawl-1url's CPU is subtracted from crawl-scrapy's (the site's crawl) to give each side's
+    own cost per URL: its commands must be crawl-scrapy's but for the seeds, one URL."""
+    from bench.crawl import spec
+
+    benches = {b.name: b for b in spec.BENCHMARKS}
+    one, site = benches["crawl-1url"], benches["crawl-scrapy"]
+    spec.SITE.seeds = ["http://127.0.0.1:1/", "http://127.0.0.1:2/"]
+    url = "http://127.0.0.1:1/" + spec.ONE_URL_PATH
+    for a, b in zip(one.sides(), site.sides(), strict=True):
+        assert a.name == b.name
+        seeds_a = [x for x in a.command if x.startswith("http://")]
+        assert seeds_a == [url]
+        assert [x for x in a.command if x not in [*seeds_a, "--seed"]] == [
+            x for x in b.command if x not in [*spec.SITE.seeds, "--seed"]
+        ]
+    assert one.targets == () and site.targets == (spec.TARGET,)
+    assert one.problems({"urls": 1}) == []
+    assert one.problems({"urls": 2}) == ["2 URLs archived, the crawl was of 1"]
