@@ -262,7 +262,7 @@ class WarcCaptureMiddleware:
         req_id = records.new_record_id()
         if main is None:
             main = records.response_record(
-                request.url, http, body, date, resp_id, ip, truncated, concurrent_to=req_id
+                request.url, http, body, date, resp_id, ip, truncated, req_id, digest
             )
         req_headers, req_body = redact_request(
             [("Host", urlparse_netloc(request.url)), *header_list(request.headers)],

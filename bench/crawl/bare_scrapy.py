@@ -18,6 +18,15 @@ reason, error count, URLs fetched.
 from __future__ import annotations
 
 import gc
+
+# the crawler's start-up and exit tuning of the cyclic collector (crawler.command_line: off
+# while the process imports and sets up; crawler.__main__: what the process built frozen before
+# it exits, so the interpreter's collections at exit do not walk it): the same here, so that
+# each side's fixed cost (crawl-1url) is its crawl's, not a collector setting's. As a script
+# only: the tests import this module for its settings
+if __name__ == "__main__":
+    gc.disable()
+
 import json
 import re
 import sys
@@ -153,6 +162,7 @@ def main(out: str, seeds: list[str]) -> int:
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *thresholds[1:])
+    gc.enable()
     try:
         process.start()
     finally:
@@ -163,4 +173,6 @@ def main(out: str, seeds: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2:]))
+    status = main(sys.argv[1], sys.argv[2:])
+    gc.freeze()  # as crawler.__main__ before its exit
+    sys.exit(status)

@@ -34,6 +34,9 @@ from bench.runner.spec import Benchmark, Side, Target
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 TARGET = Target("≤ 1.0 ms CPU per archived URL (median, ms)", "cpu_ms_per_unit", 0.0, maximum=1.0)
+# the one URL of the fixed-cost benchmark (crawl-1url): the first host's background image, an
+# 8 × 8 PNG no crawler extracts a link from
+ONE_URL_PATH = "img/bg.png"
 
 
 class _Site:
@@ -81,13 +84,28 @@ class CrawlBenchmark(Benchmark):
         " fetched), count and SHA-256, equal between the sides and to the site's files"
     )
     unit = "URLs"
-    targets = (TARGET,)
+    targets: tuple[Target, ...] = (TARGET,)
 
-    def __init__(self, name: str, processes: int, peer: str, client: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        processes: int,
+        peer: str,
+        client: str | None = None,
+        one_url: bool = False,
+    ) -> None:
         self.name = name
         self.processes = processes
         self.peer = peer
         self.client = client  # ours with --fetch-client CLIENT (None: the template's)
+        # each side crawls the one URL ONE_URL_PATH of the first host: its fixed cost
+        # (start-up, imports, the engine's start and stop, ours' reports and metadata WARC),
+        # to be taken from the same side's CPU in the whole site's crawl. No target: the
+        # target is per URL of the site's crawl
+        self.one_url = one_url
+        if one_url:
+            assert peer == "scrapy" and processes == 1, "crawl-1url: one process, bare Scrapy"
+            self.targets = ()
         against = {
             "wget": "wget -r --warc-file",
             "scrapy": "bare Scrapy",
@@ -96,6 +114,7 @@ class CrawlBenchmark(Benchmark):
         self.title = (
             f"harvestflow crawl ({processes} process{'es' if processes > 1 else ''})"
             + (f" with the {client} HTTP client" if client else "")
+            + (" of one URL (the fixed cost)" if one_url else "")
             + f" on the loopback crawl site vs {against}"
         )
         self.hosts = self.pages = 0
@@ -103,6 +122,12 @@ class CrawlBenchmark(Benchmark):
     def prepare(self, work: Path, quick: bool) -> dict[str, Any]:
         self.hosts, self.pages = (2, 200) if quick else (4, 1300)
         SITE.up(work, self.hosts, self.pages)
+        if self.one_url:
+            return {
+                "url": self.seeds()[0],
+                "source": "bench/crawl/make_site.py's first host's background image (8 × 8"
+                " PNG, no links), nginx on loopback: one URL crawled, the fixed cost of a crawl",
+            }
         return {
             "hosts": self.hosts,
             "pages_per_host": self.pages,
@@ -112,13 +137,20 @@ class CrawlBenchmark(Benchmark):
             " neighbours and one to the next host; nginx, one loopback port per host",
         }
 
+    def seeds(self) -> list[str]:
+        """The seeds both sides crawl (after :meth:`prepare`)."""
+        return [SITE.seeds[0] + ONE_URL_PATH] if self.one_url else SITE.seeds
+
+    def _shown_seeds(self) -> str:
+        return "<1 URL>" if self.one_url else "<4 hosts>"
+
     def _crawler_side(self, name: str, client: str | None) -> Side:
         cmd = [sys.executable, "-m", "crawler", "--out", "{out}/job", *HF_COMMON]
         option = ["--fetch-client", client] if client else []
         cmd += option
         if self.processes > 1:
             cmd += ["--processes", str(self.processes)]
-        for seed in SITE.seeds:
+        for seed in self.seeds():
             cmd += ["--seed", seed]
         return Side(
             name,
@@ -131,7 +163,7 @@ class CrawlBenchmark(Benchmark):
             + (f"; {self.processes} host-partitioned processes" if self.processes > 1 else "")
             + (f"; HTTP client: {client} (crawler/asyncio_fetch.py)" if client == "asyncio" else "")
             + (f"; HTTP client: {client} (Scrapy's)" if client == "twisted" else ""),
-            shown="python -m crawler --seed <4 hosts> --no-politeness --ignore-robots"
+            shown=f"python -m crawler --seed {self._shown_seeds()} --no-politeness --ignore-robots"
             + (f" --fetch-client {client}" if client else "")
             + (f" --processes {self.processes}" if self.processes > 1 else "")
             + " --out <out>",
@@ -154,12 +186,12 @@ class CrawlBenchmark(Benchmark):
         else:
             peer = Side(
                 "bare_scrapy",
-                [sys.executable, str(HERE / "bare_scrapy.py"), "{out}/bare.json", *SITE.seeds],
+                [sys.executable, str(HERE / "bare_scrapy.py"), "{out}/bare.json", *self.seeds()],
                 1,
                 "Scrapy with the crawler's own tuning (bare_scrapy.py, checked setting by"
                 " setting by tests/bench/test_bench_crawl.py), the same links followed,"
                 " nothing archived",
-                shown="python bench/crawl/bare_scrapy.py <out> <4 hosts>",
+                shown=f"python bench/crawl/bare_scrapy.py <out> {self._shown_seeds()}",
             )
         return ours, peer
 
@@ -177,6 +209,10 @@ class CrawlBenchmark(Benchmark):
         return {"urls": len(urls), "sha256": hashlib.sha256(text).hexdigest()}
 
     def problems(self, figures: Any) -> list[str]:
+        if self.one_url:
+            if figures.get("urls") != 1:
+                return [f"{figures.get('urls')} URLs archived, the crawl was of 1"]
+            return []
         if figures.get("urls") != SITE.expected:
             return [f"{figures.get('urls')} URLs archived, the site has {SITE.expected}"]
         return []
@@ -191,4 +227,7 @@ BENCHMARKS = [
     CrawlBenchmark("crawl-scrapy", 1, "scrapy"),
     # the HTTP client alone: ours with the asyncio client against ours with Twisted's
     CrawlBenchmark("crawl-asyncio", 1, "twisted", client="asyncio"),
+    # the fixed cost of a crawl, ours and bare Scrapy's: (crawl-scrapy's CPU − this one's) over
+    # the site's URLs is each side's own cost per URL, start-up and end left out
+    CrawlBenchmark("crawl-1url", 1, "scrapy", one_url=True),
 ]

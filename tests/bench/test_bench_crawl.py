@@ -180,3 +180,50 @@ def test_the_client_benchmark_differs_from_its_peer_only_by_the_http_client() ->
     assert ours.command[ours.command.index("--fetch-client") + 1] == "asyncio"
     assert peer.command[peer.command.index("--fetch-client") + 1] == "twisted"
     assert without_client(ours.command) == without_client(peer.command)
+
+
+def test_the_fixed_cost_benchmark_is_crawl_scrapy_on_one_url() -> None:
+    """crawl-1url's CPU is subtracted from crawl-scrapy's (the site's crawl) to give each side's
+    own cost per URL: its commands must be crawl-scrapy's but for the seeds, one URL."""
+    from bench.crawl import spec
+
+    benches = {b.name: b for b in spec.BENCHMARKS}
+    one, site = benches["crawl-1url"], benches["crawl-scrapy"]
+    spec.SITE.seeds = ["http://127.0.0.1:1/", "http://127.0.0.1:2/"]
+    url = "http://127.0.0.1:1/" + spec.ONE_URL_PATH
+    for a, b in zip(one.sides(), site.sides(), strict=True):
+        assert a.name == b.name
+        seeds_a = [x for x in a.command if x.startswith("http://")]
+        assert seeds_a == [url]
+        assert [x for x in a.command if x not in [*seeds_a, "--seed"]] == [
+            x for x in b.command if x not in [*spec.SITE.seeds, "--seed"]
+        ]
+    assert one.targets == () and site.targets == (spec.TARGET,)
+    assert one.problems({"urls": 1}) == []
+    assert one.problems({"urls": 2}) == ["2 URLs archived, the crawl was of 1"]
+
+
+def test_the_cpu_split_counts_each_sample_to_the_code_that_asked_for_it() -> None:
+    split = _load("cpu_split")
+    reactor = "run_spec (crawler/runner.py:368);CrawlerProcess.start (scrapy/crawler.py:897)"
+    lines = [
+        # WARC building below the capture middleware: the records' component, not the mw's
+        f"{reactor};process_response (crawler/capture_middleware.py:200);"
+        "_record (crawler/warc/records.py:40);ensure_digest (warcio/recordbuilder.py:158) 7",
+        # Twisted's client under our handler, which only passes it on
+        f"{reactor};ArchivalHTTPDownloadHandler.download_request (crawler/capture_middleware.py:62);"
+        "lineReceived (twisted/protocols/basic.py:521) 5",
+        f"{reactor};_runCallbacks (twisted/internet/defer.py:997) 3",
+        "main (crawler/__main__.py:15);_find_and_load (<frozen importlib._bootstrap>:1) 2",
+        "run_job (crawler/runner.py:386);finish (crawler/runner.py:270);write (x.py:1) 1",
+        f"{reactor};_run_once (asyncio/base_events.py:1);EpollSelector.select (selectors.py:1) 9",
+    ]
+    counts, idle = split.split(lines)
+    assert idle == 9
+    assert counts == {
+        "WARC records built (warcio builder, digests, ids)": 7,
+        "HTTP client": 5,
+        "Twisted Deferreds": 3,
+        "fixed: start-up and imports": 2,
+        "fixed: end (reports, metadata WARC)": 1,
+    }
