@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.runtime import airflow_runtime
+from app.runtime import airflow_commands, airflow_config, airflow_logins, airflow_runtime
 from harvestflow import settings as settings_mod
 from tests.support.replay import access_settings, replay_venv
 
@@ -26,12 +26,12 @@ def airflow_api(
     the Airflow home and the logins are this test's."""
     settings = access_settings
     settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    password = airflow_runtime.ensure_login(settings)[1]  # before the start: the file it reads
+    password = airflow_logins.ensure_login(settings)[1]  # before the start: the file it reads
     procs = airflow_runtime.AirflowProcesses(settings)
     procs.log_dir.mkdir(parents=True, exist_ok=True)
     procs.procs["api-server"] = airflow_runtime.spawn_logged(
-        airflow_runtime.batch_command(["api-server"]),  # as `up` starts it
-        airflow_runtime.airflow_env(settings),
+        airflow_commands.batch_command(["api-server"]),  # as `up` starts it
+        airflow_config.airflow_env(settings),
         procs.log_dir / "api-server.log",
     )
     try:
