@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,26 +108,27 @@ class AirflowProcesses:
     def log_dir(self) -> Path:
         return self.settings.airflow_home / "logs" / "components"
 
-    def start(self, prepare: list[list[str]] | None = None) -> None:
+    def start(self, prepare: list[list[str]], started: Mapping[str, Sequence[str]]) -> None:
         """Run ``prepare`` (Airflow commands,
-        :func:`~app.runtime.airflow_commands.prepare_commands`), then start the
-        components, all forked from one process that imported Airflow once
-        (:mod:`app.runtime.airflow_launch`); RuntimeError naming the command that failed when
-        the preparation did (nothing is started then)."""
+        :func:`~app.runtime.airflow_commands.prepare_commands`), then start the components
+        ``started`` (name: its extra arguments; ``up`` starts :func:`components`), all forked
+        from one process that imported Airflow once (:mod:`app.runtime.airflow_launch`);
+        RuntimeError naming the command that failed when the preparation did (nothing is
+        started then)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.launched = airflow_launch.launch(
             [sys.executable, "-P"],
-            prepare or [],
+            prepare,
             {
                 name: ([name, *extra], self.log_dir / f"{name}.log")
-                for name, extra in components(self.settings).items()
+                for name, extra in started.items()
             },
             COMPONENT_ENV,
             airflow_env(self.settings),
             self.log_dir.parent / "prepare.log",  # not a component: its own place
         )
         self.procs.update(self.launched.components)
-        airflow_schema.record_migrated(self.settings, prepare or [])
+        airflow_schema.record_migrated(self.settings, prepare)
 
     def dead(self) -> list[str]:
         return [name for name, p in self.procs.items() if p.poll() is not None]

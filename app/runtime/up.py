@@ -67,7 +67,9 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         metrics = _start_metrics(settings)
         print("preparing Airflow's metadata database and pools …", flush=True)
         # the preparation, then the components, forked from one process importing Airflow
-        procs.start(airflow_commands.prepare_commands(settings))
+        procs.start(
+            airflow_commands.prepare_commands(settings), airflow_runtime.components(settings)
+        )
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
