@@ -1,2 +1,2 @@
 """Airflow's DAG folder. A package only so that an installed harvestflow ships it and can point
-Airflow at it (:mod:`app.runtime.airflow_runtime`); listed in .airflowignore, holds no code."""
+Airflow at it (:mod:`app.runtime.airflow_config`); listed in .airflowignore, holds no code."""

@@ -1,6 +1,6 @@
 """Celery's configuration for Airflow's CeleryExecutor: Airflow's own, with publishing that
 waits for the broker (``[celery] celery_config_options``, set by ``harvestflow up`` and
-``harvestflow worker``; app.runtime.airflow_runtime.publish_env says why).
+``harvestflow worker``; app.runtime.airflow_config.publish_env says why).
 
 Not a plugin (no AirflowPlugin here): it sits in the plugins folder because that folder is on
 the path of every Airflow process, scheduler and Celery workers alike, and a library of ours may

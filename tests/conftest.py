@@ -218,9 +218,9 @@ def airflow_ready(services: settings_mod.Settings) -> settings_mod.Settings:
     """The session's services with Airflow's metadata database prepared (for ``dags test``):
     once per session (migrating, the pools and the logins are idempotent and take seconds of
     Airflow's CLI each)."""
-    from app.runtime import airflow_runtime
+    from app.runtime import airflow_commands
 
-    airflow_runtime.prepare(services)
+    airflow_commands.prepare(services)
     return services
 
 

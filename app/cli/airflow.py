@@ -20,7 +20,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
-    from app.runtime.airflow_runtime import airflow_env, batch_command
+    from app.runtime.airflow_commands import batch_command
+    from app.runtime.airflow_config import airflow_env
     from harvestflow.settings import get_settings
 
     rest = [a for a in args.airflow_args if a != "--"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from access.config import AccessConfig
 from app.demo.samplesite_service import start_sample_site
-from app.runtime import airflow_runtime, dagrun
+from app.runtime import airflow_commands, dagrun
 from harvest import jobs as harvest_jobs
 from harvestflow import db, services
 from harvestflow import settings as settings_mod
@@ -84,7 +84,7 @@ def run_demo(keep_services: bool = False) -> int:
     site = None
     try:
         print("[demo] preparing Airflow's metadata database (first run: about a minute)")
-        airflow_runtime.prepare(settings)
+        airflow_commands.prepare(settings)
         dagrun.activate(settings)
         site = start_sample_site(settings)
         print(f"[demo] sample site on {site.url()} (hosts resolved to 127.0.0.1 by the crawler)")

@@ -3,7 +3,7 @@ JSON being a list of argument lists (``[["db", "migrate"], ["pools", "import", "
 
 Why: every ``airflow`` command pays for importing and initialising Airflow (configuration,
 settings, secrets masking, providers: 7-8 CPU-s on a CI VM) before it does its work, which for
-``pools import`` is a tenth of that. :func:`app.runtime.airflow_runtime.prepare` runs its
+``pools import`` is a tenth of that. :func:`app.runtime.airflow_commands.prepare` runs its
 commands here, in one process, so ``harvestflow up``, the demo and the tests pay that once.
 
 Each command is run by Airflow's own entry point (the same parser, defaults and options as
@@ -11,7 +11,7 @@ the ``airflow`` program), in order; the first that fails ends the batch as ``air
 (message or traceback on stderr, non-zero status), the stderr line :data:`FAILED` naming it.
 It ends without the interpreter's teardown (:func:`exit_without_teardown`): why `up` runs
 Airflow's components through here too, one command each. Run it with the Airflow environment
-(:func:`~app.runtime.airflow_runtime.airflow_env`).
+(:func:`~app.runtime.airflow_config.airflow_env`).
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ class Component:
     pid: int
     launcher: subprocess.Popen[str]
     returncode: int | None = None
+    unreported: bool = False  # ended after its launcher: its exit status is not known
 
     def poll(self) -> int | None:
         if self.returncode is None and self.launcher.poll() is not None:
@@ -51,6 +52,7 @@ class Component:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, 0)
                 return None
+            self.unreported = True
             self.returncode = -1
         return self.returncode
 

@@ -17,7 +17,8 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from app.runtime.airflow_runtime import airflow_env, batch_command
+from app.runtime.airflow_commands import batch_command
+from app.runtime.airflow_config import airflow_env
 from harvestflow.errors import HarvestflowError
 from harvestflow.package_data import data_path
 from harvestflow.settings import Settings
@@ -111,7 +112,7 @@ def trigger(
 ) -> str:
     """Queue a run of ``dag_id`` with ``conf`` for the scheduler, as the UI's trigger form does
     (``airflow dags trigger``, in harvestflow's Airflow environment, through
-    :func:`~app.runtime.airflow_runtime.batch_command`); returns its run id.
+    :func:`~app.runtime.airflow_commands.batch_command`); returns its run id.
 
     Why a program and not an import: the callers (the CLI, the curator pages) must not load
     Airflow into their process for one write, and the CLI talks to the metadata DB as the

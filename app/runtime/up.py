@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.runtime import airflow_runtime, ldap_auth
+from app.runtime import airflow_commands, airflow_logins, airflow_runtime, ldap_auth
 from app.runtime.workers import LocalWorkers, stop_crawlers
 from harvestflow import services
 from harvestflow.services import OBJECT_STORES
@@ -67,7 +67,9 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         metrics = _start_metrics(settings)
         print("preparing Airflow's metadata database and pools …", flush=True)
         # the preparation, then the components, forked from one process importing Airflow
-        procs.start(airflow_runtime.prepare_commands(settings))
+        procs.start(
+            airflow_commands.prepare_commands(settings), airflow_runtime.components(settings)
+        )
         if not procs.wait_api():
             print(f"Airflow's api-server did not come up; see {procs.log_dir}", flush=True)
             return 1
@@ -80,7 +82,7 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         local_workers.start()
         replay = _start_replay(settings)
         warming.join(WARM_WAIT_S)  # said ready once tasks are answered without that wait
-        user, password = airflow_runtime.ensure_login(settings)
+        user, password = airflow_logins.ensure_login(settings)
         af = settings["airflow"]
         login = f"{user} / {password}"
         if ldap_auth.auth_of(settings) == "ldap":
@@ -101,9 +103,10 @@ def run_up(sample_site: Callable[[Settings], Any] | None = None, workers: int = 
         while True:
             for said in local_workers.restart_dead():
                 print(said, flush=True)
-            dead = procs.dead()
-            if dead:
-                print(f"Airflow component(s) stopped: {dead}; see {procs.log_dir}", flush=True)
+            ended = procs.ended()
+            if ended:
+                said = ", ".join(f"{name} ({how})" for name, how in ended.items())
+                print(f"Airflow component(s) stopped: {said}; see {procs.log_dir}", flush=True)
                 return 1
             if replay is not None and not replay.running():
                 print(f"replay service stopped; see {replay.cfg.access_log}", flush=True)

@@ -81,9 +81,9 @@ def worker_command(
     serve_logs: bool = True,
 ) -> list[str]:
     """The program running ``airflow celery worker`` for one worker
-    (:func:`~app.runtime.airflow_runtime.batch_command`: a stopped worker ends without the
+    (:func:`~app.runtime.airflow_commands.batch_command`: a stopped worker ends without the
     interpreter's teardown, seconds of CPU less at each stop)."""
-    from app.runtime.airflow_runtime import batch_command
+    from app.runtime.airflow_commands import batch_command
 
     args = [
         "celery",
@@ -101,7 +101,7 @@ def worker_command(
 
 
 def worker_env(settings: Settings, name: str) -> dict[str, str]:
-    from app.runtime.airflow_runtime import airflow_env
+    from app.runtime.airflow_config import airflow_env
 
     if settings.executor != "celery":
         raise ValueError(

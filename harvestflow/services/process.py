@@ -15,9 +15,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -179,7 +179,24 @@ def _wait_gone(pid: int, timeout_s: float, poll_s: float) -> bool:
     return False
 
 
-def stop_groups(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
+class GroupLeader(Protocol):
+    """A started process leading a process group of its own, as :func:`stop_groups` and
+    :func:`descendants` use it: what ``subprocess.Popen`` offers for stopping and watching
+    it, and what a process forked by another one offers when that one reports its exit
+    (``app.runtime.airflow_launch.Component``)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_groups(procs: Sequence[GroupLeader], timeout_s: float) -> None:
     """SIGTERM each process's group, then SIGKILL the groups still there after ``timeout_s``
     (one deadline for all: a stop is bounded however many processes there are)."""
     for proc in procs:
@@ -263,7 +280,7 @@ class DetachedService:
         )
 
 
-def descendants(procs: list[subprocess.Popen[bytes]]) -> list[psutil.Process]:
+def descendants(procs: Sequence[GroupLeader]) -> list[psutil.Process]:
     """Every live process below ``procs``, whatever its process group.
 
     Why: Airflow's task supervisor gives each task runner a process group of its own, so a

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.runtime import airflow_runtime
+from app.runtime import airflow_logins
 from harvestflow import settings as settings_mod
+from tests.support.platform_up import NO_TASKS, api_server
 from tests.support.replay import access_settings, replay_venv
 
 # the fixtures shared with the indexing tests (tests/support/replay.py)
@@ -20,23 +21,12 @@ __all__ = ["access_settings", "replay_venv"]
 def airflow_api(
     airflow_ready: settings_mod.Settings, access_settings: settings_mod.Settings
 ) -> Iterator[tuple[str, str]]:
-    """Airflow's real api-server (our curator pages mounted in it) on a free port: its base URL
-    and the admin's password. Its metadata DB is the session's, migrated and given its pools
-    once per session (``airflow_ready``: two Airflow commands not run again for each test);
-    the Airflow home and the logins are this test's."""
+    """Airflow's real api-server (our curator pages mounted in it) on a free port, started as
+    ``up`` starts it: its base URL and the admin's password. Its metadata DB is the session's,
+    migrated and given its pools once per session (``airflow_ready``: no preparation again for
+    each test); the Airflow home and the logins are this test's."""
     settings = access_settings
-    settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    password = airflow_runtime.ensure_login(settings)[1]  # before the start: the file it reads
-    procs = airflow_runtime.AirflowProcesses(settings)
-    procs.log_dir.mkdir(parents=True, exist_ok=True)
-    procs.procs["api-server"] = airflow_runtime.spawn_logged(
-        airflow_runtime.batch_command(["api-server"]),  # as `up` starts it
-        airflow_runtime.airflow_env(settings),
-        procs.log_dir / "api-server.log",
-    )
-    try:
-        assert procs.wait_api(), (procs.log_dir / "api-server.log").read_text()[-3000:]
+    password = airflow_logins.ensure_login(settings)[1]  # before the start: the file it reads
+    with api_server(settings, [], *NO_TASKS):  # the tests run no DAG's task
         af = settings["airflow"]
         yield f"http://{af['host']}:{af['port']}", password
-    finally:
-        procs.stop()

@@ -35,7 +35,7 @@ from access.config import AccessConfig
 from access.service import ReplayService
 from app.curator.actions import Role
 from app.curator.webapp import create_app
-from app.runtime import airflow_runtime, dagrun
+from app.runtime import airflow_commands, airflow_logins, dagrun
 from app.runtime.dagrun import DAGS_DIR
 from harvest.bootstrap import ensure_reference_data
 from harvest.domains import ensure_config
@@ -174,8 +174,8 @@ def airflow_ready(
     same database, prepared once per session) and the DAGs in it (what its dag-processor
     does), for this test's settings (its own Airflow home and logins)."""
     access_settings.airflow_home.mkdir(parents=True, exist_ok=True)
-    airflow_runtime.ensure_login(access_settings)
-    airflow_runtime.run_airflow(access_settings, "dags", "reserialize")
+    airflow_logins.ensure_login(access_settings)
+    airflow_commands.run_airflow(access_settings, "dags", "reserialize")
     return access_settings
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from app.runtime.airflow_runtime import pools
+from app.runtime.airflow_commands import pools
 from app.runtime.workers import all_queues
 from harvestflow.settings import PROJECT_ROOT, load
 

@@ -60,7 +60,7 @@ from tests.support.platform_cli import (
 pytestmark = [pytest.mark.airflow, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 TTL_S = 30  # [crawler] job_lease_ttl_s (the scheduler fails a silent task after half of it,
-# 15 s: the floor of app/runtime/airflow_runtime.recovery_env; a shorter wait for the resume)
+# 15 s: the floor of app/runtime/airflow_config.recovery_env; a shorter wait for the resume)
 GRACE_S = 10  # [crawler] stop_grace_s
 OUTAGE_S = 15  # how long a service of ours is stopped (the crawl must end inside it)
 HOST = "www.example-a.test"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from app.runtime.airflow_config import airflow_env
 from app.runtime.airflow_launch import launch
-from app.runtime.airflow_runtime import COMPONENT_ENV, airflow_env
+from app.runtime.airflow_runtime import COMPONENT_ENV
 from harvestflow.settings import load
 
 

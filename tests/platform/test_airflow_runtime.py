@@ -61,7 +61,8 @@ def test_more_simple_auth_manager_users_get_a_role_and_a_password(tmp_path: Path
 
     import pytest
 
-    from app.runtime.airflow_runtime import airflow_env, ensure_login, password_file
+    from app.runtime.airflow_config import airflow_env
+    from app.runtime.airflow_logins import ensure_login, password_file
     from harvestflow.settings import load
 
     env = {
@@ -84,7 +85,7 @@ def test_more_simple_auth_manager_users_get_a_role_and_a_password(tmp_path: Path
 def test_dags_run_once_parsed_unless_the_operator_starts_them_paused(tmp_path: Path) -> None:
     """Our DAGs are not paused at creation, unless the environment says so itself (the tests'
     platforms: only the DAGs a test uses run, not every schedule's first run)."""
-    from app.runtime.airflow_runtime import airflow_env
+    from app.runtime.airflow_config import airflow_env
     from harvestflow.settings import load
 
     settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
@@ -96,7 +97,7 @@ def test_dags_run_once_parsed_unless_the_operator_starts_them_paused(tmp_path: P
 def test_an_unchanged_dag_file_is_parsed_again_every_ten_minutes_unless_the_operator_says(
     tmp_path: Path,
 ) -> None:
-    from app.runtime.airflow_runtime import airflow_env
+    from app.runtime.airflow_config import airflow_env
     from harvestflow.settings import load
 
     settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
@@ -146,7 +147,7 @@ def test_a_batch_runs_its_airflow_commands_in_order_and_names_the_one_that_faile
     with Airflow's message."""
     import pytest
 
-    from app.runtime.airflow_runtime import run_airflow_batch
+    from app.runtime.airflow_commands import run_airflow_batch
     from harvestflow.settings import load
 
     settings = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
@@ -168,7 +169,7 @@ def test_prepare_leaves_each_crawl_pool_with_its_slots(airflow_ready: Settings) 
     ``prepare`` runs after ``db migrate``, in the same process), with their slots."""
     import sqlalchemy as sa
 
-    from app.runtime.airflow_runtime import pools
+    from app.runtime.airflow_commands import pools
 
     engine = sa.create_engine(airflow_ready.airflow_db_url)
     try:
@@ -216,3 +217,40 @@ def test_an_airflow_program_ends_as_sys_exit_would_without_the_interpreters_tear
         [sys.executable, "-c", ENDING, "normal"], capture_output=True, text=True, timeout=60
     )
     assert normal.stdout == said + "freed by the teardown\n", normal.stderr
+
+
+def test_up_is_told_how_each_ended_component_ended(tmp_path: Path) -> None:
+    """``AirflowProcesses.ended`` (what ``up`` prints when a component stops): the exit status,
+    the signal that killed it, or that it is unknown when its launcher ended before reporting
+    it; a running component is not listed."""
+    import signal
+
+    from app.runtime.airflow_launch import Component
+
+    failed = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    launcher = subprocess.Popen([sys.executable, "-c", "pass"], text=True)
+    orphan = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        killed.send_signal(signal.SIGKILL)
+        for proc in (failed, killed, launcher, orphan):
+            proc.wait(60)
+        procs = AirflowProcesses(
+            get_settings(),
+            procs={
+                "scheduler": failed,
+                "dag-processor": killed,
+                "api-server": running,
+                # forked by a launcher that is gone, and gone itself: no one reported its end
+                "triggerer": Component("triggerer", orphan.pid, launcher),
+            },
+        )
+        assert procs.ended() == {
+            "scheduler": "exit status 3",
+            "dag-processor": "killed by SIGKILL",
+            "triggerer": "exit status unknown: its launcher ended before it",
+        }
+    finally:
+        running.kill()
+        running.wait()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.runtime import airflow_schema
-from app.runtime.airflow_runtime import prepare_commands
+from app.runtime.airflow_commands import prepare_commands
 from harvestflow.settings import Settings, load
 
 

@@ -41,7 +41,7 @@ def test_redis_refuses_a_port_taken_by_another_program(tmp_path: Path) -> None:
 
 
 def test_executor_setting_chooses_airflow_executor_and_celery_keys(tmp_path: Path) -> None:
-    from app.runtime.airflow_runtime import airflow_env
+    from app.runtime.airflow_config import airflow_env
 
     local = load(environ={"HARVESTFLOW_DATA_DIR": str(tmp_path)})
     env = airflow_env(local, base={})
@@ -101,7 +101,7 @@ def test_a_task_published_while_the_broker_is_away_goes_out_once_it_returns(
     import sys
     import time
 
-    from app.runtime.airflow_runtime import airflow_env
+    from app.runtime.airflow_config import airflow_env
 
     port = free_port()
     environ = {

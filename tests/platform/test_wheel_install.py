@@ -271,7 +271,7 @@ import json, sys
 import harvestflow, sql, config, dags, plugins, crawler, qa._crawlscan, indexing._gzmember
 import crawler.rendering.cdp, crawler.inflate, websockets, brotli, scrapy, airflow.sdk
 from harvestflow import db, settings
-from app.runtime.airflow_runtime import airflow_env
+from app.runtime.airflow_config import airflow_env
 from app.curator import webapp
 from access.config import AccessConfig
 from access.service import SETUP_SCRIPT

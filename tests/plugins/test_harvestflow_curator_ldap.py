@@ -4,6 +4,11 @@ loopback, tests/support/ldap_directory.py). A user in the curators group signs i
 directory password and is a curator on the curator pages; one in the engineers group a crawl
 engineer, one in the administrators group an administrator, one in no mapped group a viewer; a
 wrong password is refused. The groups are mapped to Airflow's roles by ``ldap_roles``.
+
+Signing in needs Airflow's api-server and its metadata DB only: the test starts the api-server
+as ``up`` starts its components, after ``up``'s preparation (its own metadata DB, in the
+session's PostgreSQL, migrated with the FAB auth manager's tables), and no scheduler,
+dag-processor, object store or replay service (these tests run no DAG).
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.runtime.airflow_commands import prepare_commands
+from harvestflow import db
+from harvestflow import settings as settings_mod
+from harvestflow.settings import Settings
+from tests.support.environment import free_port
 from tests.support.ldap_directory import Directory, ldap_directory
-from tests.support.platform_cli import PAUSED_AT_CREATION, isolated_env
-from tests.support.platform_up import harvestflow_up
+from tests.support.platform_up import NO_TASKS, api_server
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -28,20 +37,32 @@ GROUPS = {"curators": ["carol"], "engineers": ["olga"], "administrators": ["ada"
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Directory]]:
+def platform(
+    services: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Directory]]:
     root = tmp_path_factory.mktemp("ldap")
-    with ldap_directory(root / "slapd", PEOPLE, GROUPS) as directory:
+    with (
+        ldap_directory(root / "slapd", PEOPLE, GROUPS) as directory,
+        pytest.MonkeyPatch.context() as mp,
+    ):
         roles = {directory.group_dn("curators"): "User", directory.group_dn("engineers"): "Op",
                  directory.group_dn("administrators"): "Admin"}  # fmt: skip
-        env = isolated_env(root / "var")
-        env["HARVESTFLOW_AIRFLOW__AUTH"] = '"ldap"'
-        env["HARVESTFLOW_AIRFLOW__LDAP_SERVER"] = json.dumps(directory.url)
-        env["HARVESTFLOW_AIRFLOW__LDAP_SEARCH"] = json.dumps(directory.people)
-        env["HARVESTFLOW_AIRFLOW__LDAP_ROLES"] = json.dumps([f"{v}={k}" for k, v in roles.items()])
-        # these tests run no DAG: none is started, so no schedule's first run takes the CPU
-        env.update(PAUSED_AT_CREATION)
-        with harvestflow_up(env) as (base, _):
-            yield base, directory
+        mp.setenv("HARVESTFLOW_DATA_DIR", str(root / "var"))  # its Airflow home and logins
+        mp.setenv("HARVESTFLOW_POSTGRES__AIRFLOW_DB", '"airflow_ldap"')  # FAB's tables in it
+        mp.setenv("HARVESTFLOW_AIRFLOW__PORT", str(free_port()))
+        mp.setenv("HARVESTFLOW_AIRFLOW__AUTH", '"ldap"')
+        mp.setenv("HARVESTFLOW_AIRFLOW__LDAP_SERVER", json.dumps(directory.url))
+        mp.setenv("HARVESTFLOW_AIRFLOW__LDAP_SEARCH", json.dumps(directory.people))
+        mp.setenv("HARVESTFLOW_AIRFLOW__LDAP_ROLES", json.dumps([f"{v}={k}" for k, v in roles.items()]))  # fmt: skip
+        settings_mod.reset()
+        try:
+            settings = settings_mod.get_settings()
+            db.ensure_database(settings.airflow_db_url)  # as `up`'s services start does
+            with api_server(settings, prepare_commands(settings), *NO_TASKS):
+                af = settings["airflow"]
+                yield f"http://{af['host']}:{af['port']}", directory
+        finally:
+            settings_mod.reset()
 
 
 def _role_on_the_curator_pages(base: str, user: str, password: str) -> str:

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from app.runtime.airflow_runtime import COMPONENTS, AirflowProcesses
 from harvestflow.services.postgres import port_open
+from harvestflow.settings import Settings
 from tests.support.environment import data_root
 from tests.support.platform_cli import (
     PAUSED_AT_CREATION,
@@ -102,6 +104,29 @@ def harvestflow_up(env: dict[str, str]) -> Iterator[tuple[str, dict[str, str]]]:
     auth manager's generated passwords; stopped (SIGINT, then kill) on leaving."""
     with _running(env) as up:
         yield up.base, up.passwords
+
+
+# Airflow's api-server without its Execution API (``airflow api-server --apps core``): for
+# tests that run no task (nothing calls that API), whose start then skips building its
+# versioned routes (~2-3 CPU-s on the CI VM)
+NO_TASKS = ("--apps", "core")
+
+
+@contextmanager
+def api_server(
+    settings: Settings, prepare: list[list[str]], *extra: str
+) -> Iterator[AirflowProcesses]:
+    """Airflow's api-server alone, with ``settings``' Airflow environment, started as ``up``
+    starts its components (:meth:`AirflowProcesses.start`: forked, after the Airflow commands
+    ``prepare``, by a process that imported Airflow once), with ``up``'s arguments and
+    ``extra``; once it answers. Stopped on leaving as ``up`` stops it."""
+    procs = AirflowProcesses(settings)
+    procs.start(prepare, {"api-server": (*COMPONENTS["api-server"], *extra)})
+    try:
+        assert procs.wait_api(), (procs.log_dir / "api-server.log").read_text()[-3000:]
+        yield procs
+    finally:
+        procs.stop()
 
 
 def _ports(env: dict[str, str]) -> dict[str, int]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.runtime.airflow_runtime import airflow_env
+from app.runtime.airflow_config import airflow_env
 from app.runtime.dagrun import DAGS_DIR
 from harvestflow.settings import Settings, load
 
@@ -95,7 +95,7 @@ RUN_TIMEOUT_S = 900
 def _airflow_env(extra_env: dict[str, str]) -> dict[str, str]:
     """The environment `harvestflow airflow` gives Airflow: the session's settings (this
     process's variables, none of its Airflow ones), with ``extra_env``, computed by the same
-    function (:func:`app.runtime.airflow_runtime.airflow_env`) from the same variables."""
+    function (:func:`app.runtime.airflow_config.airflow_env`) from the same variables."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     base.update(extra_env)
     return airflow_env(load(environ=base), base=base)
