@@ -101,7 +101,7 @@ class AccessLookupBenchmark(Benchmark):
         settings = settings_mod.get_settings()
         cfg = AccessConfig.from_settings(settings)
         flat = Layout.from_settings(settings).big_cdx("cdxj")
-        built = data / "zipnum-built-v1"
+        built = data / "zipnum-built-v2"  # v2: blocks apart (access.zipnum.BLOCK_GAP)
         if not built.exists():
             flat.parent.mkdir(parents=True, exist_ok=True)
             bench_access.generate(flat, captures, hosts)

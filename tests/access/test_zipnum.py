@@ -14,7 +14,11 @@ every host and domain answer longer than a block crosses a block boundary (check
 
 from __future__ import annotations
 
+import gzip
+import itertools
+import json
 import random
+import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -157,3 +161,68 @@ def test_zipnum_build_is_atomic_idempotent_and_keeps_the_previous_generation(
         layout.big_cdx("cdxj").read_bytes().splitlines(keepends=True)
     )
     assert not [p for p in cfg.zipnum_dir("all").iterdir() if p.name.endswith(".tmp")]
+
+
+def captures(host: str, n: int) -> list[bytes]:
+    """``n`` sorted CDXJ lines of one host (SURT of ``<host>.example``)."""
+    return [
+        b'example,%s)/p%04d 20250101000000 {"url": "http://%s.example/p%04d"}\n'
+        % (host.encode(), i, host.encode(), i)
+        for i in range(n)
+    ]
+
+
+def test_each_block_is_apart_in_its_shard_which_inflates_to_the_lines(tmp_path: Path):
+    lines = captures("aaa", 7) + captures("big", 123) + captures("zzz", 9)
+    built = zipnum.build(iter(lines), tmp_path, "all", block_lines=10, shard_blocks=6)
+    assert built.blocks == 14 and len(built.shards) == 3
+    # any gzip reader reads a shard (the empty member between blocks inflates to nothing)
+    assert b"".join(gzip.decompress(s.read_bytes()) for s in built.shards) == b"".join(lines)
+    rows = [r.split(b"\t") for r in built.summary.read_bytes().splitlines()]
+    for row, after in itertools.pairwise(rows):
+        if row[1] == after[1]:  # same shard: never contiguous, so pywb reads each on its own
+            assert int(row[2]) + int(row[3]) < int(after[2])
+    assert list(zipnum.iter_lines(built.summary)) == lines
+
+
+# pywb's zipnum reader (replay venv) on a prefix lookup with a limit: how many summary lines it
+# parsed, how many block reads it made, and the captures it answered
+PYWB_LOOKUP = """
+import json, sys
+from itertools import islice
+from pywb.warcserver.index import zipnum
+from pywb.warcserver.index.query import CDXQuery
+parsed = []
+class Counted(zipnum.IDXObject):
+    def __init__(self, line):
+        parsed.append(line)
+        super().__init__(line)
+zipnum.IDXObject = Counted
+source = zipnum.ZipNumIndexSource(sys.argv[1], {"max_blocks": 300})
+reads = []
+load = source.blk_loader.load
+source.blk_loader.load = lambda *a: reads.append(a) or load(*a)
+params = {"url": sys.argv[2], "matchType": "prefix"}
+CDXQuery(params)
+got = [c.to_cdxj() for c in islice(source.load_index(params), 25)]
+print(json.dumps({"parsed": len(parsed), "reads": len(reads), "captures": got}))
+"""
+
+
+def test_pywb_reads_a_limited_prefix_lookup_from_the_blocks_it_needs_only(
+    tmp_path: Path, replay_venv: Path
+):
+    """A site of 50 blocks, 25 captures asked: pywb parses a few summary lines and reads two or
+    three blocks, not the run of contiguous blocks up to ``max_blocks`` it merges into one."""
+    lines = captures("aaa", 15) + captures("big", 500) + captures("zzz", 15)
+    built = zipnum.build(iter(lines), tmp_path, "all", block_lines=10)
+    assert built.blocks == 53 and len(built.shards) == 1
+    out = subprocess.run(
+        [str(replay_venv / "bin" / "python"), "-c", PYWB_LOOKUP, str(built.summary),
+         "http://big.example/"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    found = json.loads(out.stdout)
+    assert [c.encode() for c in found["captures"]] == lines[15:40]
+    assert found["reads"] <= 4, found["reads"]
+    assert found["parsed"] <= 6, found["parsed"]
