@@ -3,8 +3,10 @@
 Usage (from the repository root, with the demo's data in the running platform):
     .venv/bin/python scripts/curator_screenshots.py http://127.0.0.1:PORT admin PASSWORD
 
-Uses the same headless Chromium as the browser test (tests/plugins/browser.py). The PNGs are
-quantised to a small palette so that each stays well under 300 KB.
+Uses the same headless Chromium as the browser tests (tests/support/browser.py). Its window is a
+kiosk's that cannot be resized, so the browser opens on the tallest screen a shot may need and
+each shot is cropped to its page's height. The PNGs are quantised to a small palette so that
+each stays well under 300 KB.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from selenium.webdriver.common.by import By
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.plugins.browser import airflow_login, chromium  # noqa: E402
+from tests.support.browser import airflow_login, chromium  # noqa: E402
+
+WIDTH, NAV_HEIGHT, MAX_HEIGHT = 1280, 1000, 2200
 
 
-def _save(png: bytes, path: Path) -> None:
+def _save(png: bytes, path: Path, height: int) -> None:
     image = Image.open(io.BytesIO(png)).convert("RGB")
+    image = image.crop((0, 0, image.width, min(height, image.height)))
     image.quantize(colors=128, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
     print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
 
@@ -34,7 +39,7 @@ def main(base: str, user: str, password: str) -> None:
     cur = base + "/curator"
     docs = ROOT / "docs"
     docs.mkdir(exist_ok=True)
-    with chromium(width=1280, height=1000) as driver:
+    with chromium(width=WIDTH, height=MAX_HEIGHT) as driver:
         airflow_login(driver, base, user, password)
         driver.get(cur + "/jobs")
         job = min(  # the demo's job: the oldest
@@ -64,10 +69,11 @@ def main(base: str, user: str, password: str) -> None:
                 driver.find_element(By.TAG_NAME, "iframe")
                 driver.execute_script("return new Promise(r => setTimeout(r, 3000))")
             driver.implicitly_wait(0)
+            height = NAV_HEIGHT
             if name != "airflow-nav":  # the whole page, up to a readable height
-                height = driver.execute_script("return document.body.scrollHeight")
-                driver.set_window_size(1280, min(max(int(height) + 140, 700), 2200))
-            _save(driver.get_screenshot_as_png(), docs / f"curator-{name}.png")
+                page = driver.execute_script("return document.body.scrollHeight")
+                height = min(max(int(page) + 140, 700), MAX_HEIGHT)
+            _save(driver.get_screenshot_as_png(), docs / f"curator-{name}.png", height)
 
 
 if __name__ == "__main__":
