@@ -221,20 +221,21 @@ class ObjectStore:
         on_bytes: Callable[[int], None] | None,
         trusted: bool,
     ) -> str:
-        data = path.read_bytes()
+        data: bytes | None = None
         if trusted:  # the store checks the staged SHA-256 against what it receives
             digest = bytes.fromhex(sha256_hex)
         else:
+            data = path.read_bytes()
             digest = hashlib.sha256(data).digest()
             if digest.hex() != sha256_hex or len(data) != size:
                 raise self._mismatch(path, digest.hex(), sha256_hex)
 
-        def run() -> str:
+        def put(body: Any) -> str:
             try:
                 resp = self.client.put_object(
                     Bucket=self.bucket,
                     Key=key,
-                    Body=data,
+                    Body=body,
                     ChecksumSHA256=b64(digest),
                     Metadata=meta,
                 )
@@ -248,7 +249,25 @@ class ObjectStore:
                 raise
             return str(resp.get("ChecksumSHA256") or b64(digest))
 
-        checksum: str = self._retry(run, f"PUT {key}")
+        if data is not None:
+            checksum: str = self._retry(lambda: put(data), f"PUT {key}")
+        else:
+            # streamed from the file in botocore's send blocks, no copy of the whole file in
+            # memory (a 64 MiB read_bytes cost about as much CPU as sending it); the store
+            # hashes what arrives and refuses it unless it is the staged SHA-256
+            try:
+                fh = path.open("rb")
+            except FileNotFoundError as exc:
+                raise MissingFile(
+                    f"{path}: file to preserve is missing", file_name=path.name
+                ) from exc
+            with fh:
+
+                def run() -> str:
+                    fh.seek(0)  # each attempt sends the file from its start
+                    return put(fh)
+
+                checksum = self._retry(run, f"PUT {key}")
         if on_bytes:
             on_bytes(size)
         return checksum
