@@ -18,8 +18,8 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from io import RawIOBase
 from pathlib import Path
-from typing import BinaryIO
 
 from harvestflow.atomic import atomic_write_text, place
 from preservation.errors import PreservationError
@@ -66,7 +66,7 @@ def hash_file(path: Path, part_size: int, multipart_threshold: int = 0) -> Diges
     return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
 
 
-def _fill(fh: BinaryIO, view: memoryview) -> int:
+def _fill(fh: RawIOBase, view: memoryview) -> int:
     """Read into ``view`` until it is full or the file ends (parts must be whole)."""
     got = 0
     while got < len(view):
