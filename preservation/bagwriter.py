@@ -4,8 +4,9 @@ Why not ``bagit.make_bag``: it hashes the payload one file at a time (or in a pr
 forks — unsafe inside threaded workers) and changes the process's working directory while it
 works. Staging is CPU-bound (sha256 + sha512 of every byte), so here each file is read once and
 its digests are computed in threads (hashlib releases the GIL), several files at a time. The same
-pass records the SHA-256 of each upload part, so the upload can send the staged part checksums
-and let the store reject any part that changed since staging, without hashing again.
+pass records the SHA-256 of each upload part of a file the upload sends in parts, so the upload
+can send the staged part checksums and let the store reject any part that changed since staging,
+without hashing again (a file sent in one PUT is checked by the store against its whole SHA-256).
 The ``bagit`` library still validates what we write (see ``staging.open_bag`` and the tests).
 """
 
@@ -14,8 +15,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from io import RawIOBase
 from pathlib import Path
 
 from harvestflow.atomic import atomic_write_text, place
@@ -33,21 +36,45 @@ class Digests:
     parts: list[str] = field(default_factory=list)  # base64 SHA-256 of each upload part
 
 
-def hash_file(path: Path, part_size: int) -> Digests:
-    """One read of ``path``: whole sha256 and sha512, and the SHA-256 of every ``part_size`` part."""
+def hash_file(path: Path, part_size: int, multipart_threshold: int = 0) -> Digests:
+    """One read of ``path``: whole sha256 and sha512, and the SHA-256 of every ``part_size`` part.
+
+    The part checksums are computed only for a file larger than ``multipart_threshold`` (the
+    upload sends a file up to that size in one PUT, checked against the whole-file SHA-256):
+    for the others they would be a second SHA-256 pass over every byte that nothing reads.
+    The file is read into one reused buffer (no new 8 MiB object per read).
+    """
     h256, h512 = hashlib.sha256(), hashlib.sha512()
     parts: list[str] = []
     size = 0
+    buf = bytearray(part_size)
+    view = memoryview(buf)
     with path.open("rb", buffering=0) as fh:
+        with_parts = os.fstat(fh.fileno()).st_size > multipart_threshold
         while True:
-            part = fh.read(part_size)
-            if not part:
+            n = _fill(fh, view)
+            if not n:
                 break
-            size += len(part)
+            part = view[:n]
+            size += n
             h256.update(part)
             h512.update(part)
-            parts.append(base64.b64encode(hashlib.sha256(part).digest()).decode("ascii"))
+            if with_parts:
+                parts.append(base64.b64encode(hashlib.sha256(part).digest()).decode("ascii"))
+            if n < part_size:
+                break
     return Digests(size, h256.hexdigest(), h512.hexdigest(), part_size, parts)
+
+
+def _fill(fh: RawIOBase, view: memoryview) -> int:
+    """Read into ``view`` until it is full or the file ends (parts must be whole)."""
+    got = 0
+    while got < len(view):
+        n = fh.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
 
 
 class UnportableName(PreservationError, ValueError):
@@ -74,17 +101,23 @@ def write_bag(
     *,
     part_size: int,
     threads: int = 2,
+    multipart_threshold: int = 0,
 ) -> dict[str, Digests]:
     """Make ``bag_dir`` a bag whose payload ``data/<name>`` are the given (already placed) files.
 
     ``payload`` maps names to the files already inside ``bag_dir/data``. Returns the digests of
     each payload file. Tag files: bagit.txt, bag-info.txt (with Payload-Oxum), manifest-sha256,
-    manifest-sha512, tagmanifest-sha256, tagmanifest-sha512.
+    manifest-sha512, tagmanifest-sha256, tagmanifest-sha512. Part checksums are kept for the
+    files larger than ``multipart_threshold`` (:func:`hash_file`).
     """
     names = sorted(payload, key=lambda n: n.encode())
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="baghash") as pool:
         digests = dict(
-            zip(names, pool.map(lambda n: hash_file(payload[n], part_size), names), strict=True)
+            zip(
+                names,
+                pool.map(lambda n: hash_file(payload[n], part_size, multipart_threshold), names),
+                strict=True,
+            )
         )
     for algo in ("sha256", "sha512"):
         lines = [f"{getattr(digests[n], algo)}  {_encode_path('data/' + n)}\n" for n in names]

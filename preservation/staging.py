@@ -110,7 +110,12 @@ def _build_bag(
             payload[f.name] = tmp / "data" / f.name
         try:
             digests = write_bag(
-                tmp, payload, info, part_size=cfg.part_size, threads=cfg.staging_threads
+                tmp,
+                payload,
+                info,
+                part_size=cfg.part_size,
+                threads=cfg.staging_threads,
+                multipart_threshold=cfg.multipart_threshold,
             )
         except UnportableName as exc:
             raise InvalidBag(f"job {job.job_id}: {exc}") from exc

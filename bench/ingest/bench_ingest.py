@@ -3,8 +3,9 @@ preservation ingest of a finished job whose WARCs are the generated files.
 
 Everything it does to call a file preserved is in the timing: a DONE job recorded (its WARCs
 hard links of the generated files under the job's names), the BagIt bag staged (sha256 +
-sha512 of every file), the upload with per-part SHA-256 checksums checked by the store and the
-whole-file SHA-256 compared before committing, HEAD verification, the full re-read of the
+sha512 of every file), the upload with the staged SHA-256 checked by the store (the whole
+file's for a file up to the multipart threshold, as the 64 MiB WARCs here; each part's above
+it), HEAD verification, the full re-read of the
 sampled share (the settings' ``verify_sample_rate``, 1.0 = every file) and the DB bookkeeping.
 
     python bench/ingest/bench_ingest.py OUT FILE...   (the first FILE is the metadata WARC)

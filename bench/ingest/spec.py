@@ -109,7 +109,8 @@ class IngestBenchmark(Benchmark):
             "preservation.staging.stage_package + preservation.ingest.ingest_job with the"
             " settings' defaults ([preservation] part size and upload threads, every file"
             " re-read: verify_sample_rate 1.0): a DONE job recorded, the BagIt bag staged"
-            " (sha256 + sha512, 2 threads), per-part SHA-256 checked by the store, HEAD"
+            " (sha256 + sha512, 2 threads), the staged SHA-256 checked by the store (whole file:"
+            " 64 MiB is not above the multipart threshold), HEAD"
             " verification, DB bookkeeping, tag files; its own SeaweedFS and PostgreSQL started"
             " and stopped in the side",
             env=self.env,

@@ -58,3 +58,25 @@ def test_hash_file_of_empty_file(tmp_path: Path) -> None:
     path.write_bytes(b"")
     d = hash_file(path, 5 * MiB)
     assert d.size == 0 and d.parts == [] and d.sha256 == hashlib.sha256(b"").hexdigest()
+
+
+def test_part_checksums_are_kept_only_for_files_the_upload_sends_in_parts(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    small, big = tmp_path / "data" / "small.warc.gz", tmp_path / "data" / "big.warc.gz"
+    small.write_bytes(os.urandom(6 * MiB))  # at the threshold: one PUT
+    big.write_bytes(os.urandom(12 * MiB + 3))  # above it: 3 parts of 5 MiB
+    digests = write_bag(
+        tmp_path,
+        {p.name: p for p in (small, big)},
+        {},
+        part_size=5 * MiB,
+        multipart_threshold=6 * MiB,
+    )
+    bagit.Bag(str(tmp_path)).validate()  # the whole-file digests are still every byte's
+    assert digests["small.warc.gz"].parts == []
+    assert digests["small.warc.gz"].sha256 == hashlib.sha256(small.read_bytes()).hexdigest()
+    data = big.read_bytes()
+    assert digests["big.warc.gz"].parts == [
+        base64.b64encode(hashlib.sha256(data[i : i + 5 * MiB]).digest()).decode()
+        for i in range(0, len(data), 5 * MiB)
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import threading
 import time
 from pathlib import Path
@@ -294,6 +295,35 @@ def test_an_upload_is_signed_without_hashing_its_body_again_its_checksum_header_
     signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
     assert "x-amz-checksum-sha256" in signed
     assert _sha256_of_object(s3_client, pres_settings.s3.bucket, "unsigned/small.warc.gz") == sha
+
+
+def test_a_streamed_put_retried_after_a_broken_attempt_stores_the_whole_file(
+    pres_settings: Settings, s3_client: Any, tmp_path: Path
+) -> None:
+    from botocore.exceptions import ConnectionClosedError
+
+    from preservation import s3store
+    from preservation.config import PreservationConfig
+
+    cfg = PreservationConfig.from_settings(pres_settings)
+    cfg = PreservationConfig(**{**cfg.__dict__, "retry_base_delay_s": 0.01})
+    client = s3store.make_client(pres_settings, cfg)
+    broken: list[int] = []
+
+    def break_once(request: Any, **_: Any) -> None:
+        if not broken and "streamed/" in request.url:  # not the checksum probe
+            broken.append(len(request.body.read(1000)))  # the file is partly read, then lost
+            raise ConnectionClosedError(endpoint_url=request.url)
+
+    client.meta.events.register("before-send.s3.PutObject", break_once)
+    store = s3store.ObjectStore(client, pres_settings.s3.bucket, cfg)
+    body = os.urandom(3 * MiB)  # below the 6 MiB threshold: one PUT, streamed from the file
+    path = tmp_path / "streamed.warc.gz"
+    path.write_bytes(body)
+    sha = hashlib.sha256(body).hexdigest()
+    store.upload(path, "streamed/one.warc.gz", size=len(body), sha256_hex=sha, metadata={})
+    assert broken == [1000]
+    assert _sha256_of_object(s3_client, pres_settings.s3.bucket, "streamed/one.warc.gz") == sha
 
 
 @pytest.mark.parametrize("server_checks", [True, False], ids=["store-checks", "local-hash"])
