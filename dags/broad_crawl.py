@@ -20,9 +20,9 @@ step 2 still runs for the domains step 1 stopped on their limit, and `done` (the
 
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, dag_args, task_logger
+from hf_common import HARVEST_DONE, LOW_PRIORITY_POOL, dag_args, form_param, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
@@ -30,11 +30,15 @@ with DAG(
     schedule=None,
     doc_md=__doc__,
     params={
-        "name": Param("broad", type="string", pattern="^[A-Za-z0-9._-]+$", description="Name"),
-        "step1_max_objects": Param(10_000, type="integer", minimum=1, description="URLs/domain"),
-        "step2_max_objects": Param(100_000, type="integer", minimum=1, description="URLs/domain"),
-        "max_bytes": Param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
-        "run_step2": Param(True, type="boolean", description="Run the second step"),
+        "name": form_param("broad", type="string", pattern="^[A-Za-z0-9._-]+$", description="Name"),
+        "step1_max_objects": form_param(
+            10_000, type="integer", minimum=1, description="URLs/domain"
+        ),
+        "step2_max_objects": form_param(
+            100_000, type="integer", minimum=1, description="URLs/domain"
+        ),
+        "max_bytes": form_param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
+        "run_step2": form_param(True, type="boolean", description="Run the second step"),
     },
     **dag_args("harvest", "broad-crawl", "snapshot"),
 ) as dag:

@@ -18,22 +18,22 @@ Re-running resumes: DNS results already stored for the run are not asked again.
 
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import NETWORK_RETRIES, dag_args, task_logger
+from hf_common import NETWORK_RETRIES, dag_args, form_param, task_logger
 
 with DAG(
     dag_id="broad_crawl_preload",
     schedule=None,
     doc_md=__doc__,
     params={
-        "run_id": Param(
+        "run_id": form_param(
             None,
             type=["null", "string"],
             pattern="^[A-Za-z0-9._-]+$",
             description="Preload run name (default: the Airflow run's date); re-use it to resume.",
         ),
-        "sources": Param(
+        "sources": form_param(
             [],
             type="array",
             description=(
@@ -43,13 +43,13 @@ with DAG(
                 " The demo lists are in app/demo/data/."
             ),
         ),
-        "nameservers": Param(
+        "nameservers": form_param(
             [], type="array", items={"type": "string"}, description="host[:port] DNS servers"
         ),
-        "hosts_file": Param(
+        "hosts_file": form_param(
             None, type=["null", "string"], description="hosts file answered without DNS (demo)"
         ),
-        "connect_to": Param(
+        "connect_to": form_param(
             None,
             type=["null", "string"],
             description="host:port every redirect probe goes to (demo)",

@@ -18,16 +18,16 @@ in the URL state (its history is kept) and its quota of fetches since the last l
 
 from typing import Any
 
-from airflow.sdk import DAG, CronTriggerTimetable, Param, get_current_context, task
+from airflow.sdk import DAG, CronTriggerTimetable, get_current_context, task
 
-from hf_common import SEEDS_INJECTED, dag_args, run_date, task_logger
+from hf_common import SEEDS_INJECTED, dag_args, form_param, run_date, task_logger
 
 with DAG(
     dag_id="continuous_crawl_launcher",
     schedule=CronTriggerTimetable("@hourly", timezone="UTC"),
     doc_md=__doc__,
     params={
-        "reset_quotas": Param(
+        "reset_quotas": form_param(
             True, type="boolean", title="Reset quotas", description="Reset launched seeds' quotas"
         )
     },

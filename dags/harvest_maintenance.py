@@ -16,13 +16,14 @@ still runs and wakes the indexing chain for the copies that finished.
 
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
 from hf_common import (
     HARVEST_DONE,
     HIGH_PRIORITY_POOL,
     LOW_PRIORITY_POOL,
     dag_args,
+    form_param,
     task_logger,
 )
 from hf_harvest_tasks import crawl_job_group
@@ -32,7 +33,7 @@ with DAG(
     schedule="@hourly",
     doc_md=__doc__,
     params={
-        "stale_after_s": Param(
+        "stale_after_s": form_param(
             3600, type="integer", minimum=60, description="Silence that marks a job as dead"
         )
     },

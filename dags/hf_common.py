@@ -60,9 +60,26 @@ NETWORK_RETRIES: dict[str, Any] = {
 }
 
 
+# The JSON Schema dialect of every DAG's params (:func:`form_param`).
+PARAM_DIALECT = "http://json-schema.org/draft-07/schema#"
+
+
+def form_param(default: Any, **schema: Any) -> Param:
+    """A DAG param (its trigger form's field) whose schema is checked as JSON Schema draft 7.
+
+    Why: Airflow validates every param against its schema each time it serializes a DAG
+    (every task holds the DAG's params: broad_crawl's 5 on 21 tasks), in the dag-processor's
+    parses and in each ``dags test`` run's re-sync of the DAGs folder; jsonschema first checks
+    the schema itself against its dialect's metaschema: 1.6 ms for the default (2020-12), 0.37
+    ms for draft 7 on the CI VM. Our schemas use only draft-7 keywords (type, minimum, pattern,
+    format, items, minLength, additionalProperties), which mean the same in both.
+    """
+    return Param(default, **{"$schema": PARAM_DIALECT, **schema})
+
+
 def day_param() -> Param:
     """The optional ``day`` param of daily, backfillable DAGs."""
-    return Param(
+    return form_param(
         None,
         type=["null", "string"],
         format="date",

@@ -22,9 +22,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import HARVEST_DONE, dag_args, run_date
+from hf_common import HARVEST_DONE, dag_args, form_param, run_date
 from hf_harvest_tasks import crawl_on_channels, generate_due_jobs_for
 
 DOC_CHECK = """
@@ -47,7 +47,7 @@ def build_selective_harvest(
         doc_md=doc + DOC_CHECK,
         **dag_args("harvest", "selective", frequency, start=start),
         params={
-            "harvest_id": Param(
+            "harvest_id": form_param(
                 None,
                 type=["null", "integer"],
                 minimum=1,

@@ -19,9 +19,9 @@ and wakes the indexing chain for the jobs that finished: it is the teardown of `
 
 from typing import Any
 
-from airflow.sdk import DAG, Param, get_current_context, task
+from airflow.sdk import DAG, get_current_context, task
 
-from hf_common import HARVEST_DONE, dag_args, run_date, task_logger
+from hf_common import HARVEST_DONE, dag_args, form_param, run_date, task_logger
 from hf_harvest_tasks import crawl_on_channels, generate_jobs_for
 
 with DAG(
@@ -29,21 +29,23 @@ with DAG(
     schedule=None,
     doc_md=__doc__,
     params={
-        "harvest_id": Param(
+        "harvest_id": form_param(
             None, type=["null", "integer"], minimum=1, description="An existing definition"
         ),
-        "seeds": Param(
+        "seeds": form_param(
             [],
             type="array",
             items={"type": "string", "format": "uri"},
             description="Seed URLs (instead of harvest_id), one per line",
         ),
-        "template": Param(
+        "template": form_param(
             "default_selective", type="string", minLength=1, description="Crawl template name"
         ),
-        "max_objects": Param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
-        "max_bytes": Param(1_000_000_000, type="integer", minimum=-1, description="-1 = unlimited"),
-        "resolve": Param(
+        "max_objects": form_param(-1, type="integer", minimum=-1, description="-1 = unlimited"),
+        "max_bytes": form_param(
+            1_000_000_000, type="integer", minimum=-1, description="-1 = unlimited"
+        ),
+        "resolve": form_param(
             {},
             type="object",
             additionalProperties={"type": "string", "format": "ipv4"},

@@ -125,6 +125,28 @@ def test_no_task_of_our_dags_defers_so_up_runs_no_triggerer(bag: Any) -> None:
     assert deferring == []
 
 
+def test_every_dag_param_is_checked_as_json_schema_draft_7(bag: Any) -> None:
+    """Why (dags/hf_common.form_param): Airflow validates each task's params at every DAG
+    serialization, and jsonschema's default dialect (2020-12) costs ~4 x draft 7 to check the
+    schema itself. Draft 7 still checks the values: a value outside its schema is refused."""
+    from airflow.sdk.definitions.param import ParamValidationError
+    from jsonschema import Draft7Validator
+    from jsonschema.validators import validator_for
+
+    params = [
+        (d.dag_id, name, d.params.get_param(name)) for d in bag.dags.values() for name in d.params
+    ]
+    assert len({dag_id for dag_id, _, _ in params}) >= 10
+    for dag_id, name, param in params:
+        assert validator_for(param.schema) is Draft7Validator, (dag_id, name, param.schema)
+        assert param.resolve() == param.value  # each default fits its schema
+    form = bag.dags["oneoff_harvest"].params
+    for name, bad in [("max_objects", -2), ("template", ""), ("resolve", {"a.test": "x"})]:
+        with pytest.raises(ParamValidationError):
+            form.get_param(name).resolve(bad)
+    assert form.get_param("resolve").resolve({"a.test": "127.0.0.1"}) == {"a.test": "127.0.0.1"}
+
+
 def test_library_packages_never_import_airflow() -> None:
     offenders = []
     for package in (*STAGE_ENTRIES, "harvestflow"):
