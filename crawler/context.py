@@ -145,6 +145,7 @@ class CrawlContext:
         fields = page_fields(hf, cap.duration_ms, links)
         self.records.write(metadata_record(request.url, cap.date, cap.record_id, fields))
         self.state.begin()
+        self.crawl_log.hold()  # the links' refusal lines go with the done mark
         new = self.frontier.consider_all(links, hf)
         self.state.finish(hf["key"], st.FrontierState.DONE, cap.status, cap.size, cap.counted)
         if cap.status >= 300 and cap.status < 400 and hf["hops"] == "" and cap.location:
@@ -154,26 +155,30 @@ class CrawlContext:
         return new
 
     def commit_logged(self, entry: LogEntry, commit: Callable[[], None]) -> None:
-        """Commit the open transaction (a URL's done mark) with ``entry``'s line, then write it.
+        """Commit the open transaction (a URL's done mark) with ``entry``'s line, then write it
+        (after the lines held back since the transaction began: its links' refusals).
 
         Why: a done URL is never fetched again on resume, so a kill between the commit and the
         line's write would lose the line for good. The line and the offset it goes to are
         committed with the mark; on resume :meth:`_restore_lost_line` writes it if the file
         does not hold it there. (Writing the line first would log a URL twice instead.)
         """
-        line = format_line(entry)
-        self.state.set_meta(LAST_LINE, json.dumps([self.crawl_log.size, line]))
+        lines = "\n".join([*self.crawl_log.release(), format_line(entry)])
+        self.state.set_meta(LAST_LINE, json.dumps([self.crawl_log.size, lines]))
         commit()
-        self.crawl_log.write_line(line)
+        self.crawl_log.write_line(lines)
 
     def _restore_lost_line(self) -> None:
         saved = self.state.get_meta(LAST_LINE)
         if saved is None:
             return
-        offset, line = json.loads(saved)
-        if not self.crawl_log.holds(offset, line):
-            self.crawl_log.write_line(line)
-            log.warning("crawl.log line lost by a kill after its URL was done, restored: %s", line)
+        offset, lines = json.loads(saved)
+        lost = self.crawl_log.missing(offset, lines)
+        if lost is not None:
+            self.crawl_log.write_line(lost)
+            log.warning(
+                "crawl.log lines lost by a kill after their URL was done, restored: %s", lost
+            )
 
     def capture_entry(self, request: scrapy.Request, cap: Capture) -> LogEntry:
         """The crawl.log entry of a fetched URL."""

@@ -88,23 +88,60 @@ class CrawlLog:
         cut_torn_line(self.path)
         self._fh = self.path.open("ab", buffering=0)
         self.size = os.fstat(self._fh.fileno()).st_size
+        self._held: list[str] | None = None  # lines kept back by hold()
 
     def write(self, entry: LogEntry) -> None:
         self.write_line(format_line(entry))
 
     def write_line(self, line: str) -> None:
+        """Append ``line`` (or several, joined by newlines) in one write; kept back while held."""
+        if self._held is not None:
+            self._held.append(line)
+            return
         data = line.encode("utf-8") + b"\n"
         self._fh.write(data)
         self.size += len(data)
 
+    def hold(self) -> None:
+        """Keep the lines written from now on until :meth:`release`.
+
+        Why: the lines a page's links add (refusals: ``-5003``, out of scope…) belong to the
+        transaction that marks the page done; written at once, a kill before its commit left
+        them in the file and the resumed crawl, parsing the page again, wrote them twice.
+        """
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> list[str]:
+        """The lines kept back since :meth:`hold` (written from now on as they come)."""
+        held, self._held = self._held or [], None
+        return held
+
     def holds(self, offset: int, line: str) -> bool:
         """Whether ``line`` is the file's line starting at byte ``offset``."""
-        data = line.encode("utf-8") + b"\n"
+        return self.missing(offset, line) is None
+
+    def missing(self, offset: int, text: str) -> str | None:
+        """The lines of ``text`` (newline-separated) the file lacks at byte ``offset``, or None.
+
+        The file holds a first part of them when a kill tore the one write they went in (the
+        torn line is cut when the file is opened); anything else there means none of them."""
+        lines = text.split("\n")
         with self.path.open("rb") as fh:
             fh.seek(offset)
-            return fh.read(len(data)) == data
+            there = fh.read(len(text.encode("utf-8")) + 1)
+        done = 0
+        for line in lines:
+            data = line.encode("utf-8") + b"\n"
+            if not there.startswith(data):
+                break
+            there = there[len(data) :]
+            done += 1
+        return None if done == len(lines) else "\n".join(lines[done:])
 
     def close(self) -> None:
+        for line in self.release():  # a page's lines whose commit never came: as before
+            self.write_line(line)
         self._fh.close()
 
 
