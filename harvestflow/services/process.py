@@ -145,8 +145,12 @@ def stop_process_group(
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
     if not _wait_gone(pid, timeout_s, poll_s):
-        level = logging.INFO if quiet_kill else logging.WARNING
-        logger.log(level, "%s did not stop in %ss, killing it", name, timeout_s)
+        if quiet_kill:  # said as what it is, so that an operator does not read a fault in it
+            logger.info(
+                "%s: %ss after SIGTERM, its expected idle wait is cut: SIGKILL", name, timeout_s
+            )
+        else:
+            logger.warning("%s did not stop in %ss, killing it", name, timeout_s)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
         # gone (its ports free) before the caller goes on: a start right after must not find
