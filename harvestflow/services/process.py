@@ -202,11 +202,14 @@ class GroupLeader(Protocol):
 
 def stop_groups(procs: Sequence[GroupLeader], timeout_s: float) -> None:
     """SIGTERM each process's group, then SIGKILL the groups still there after ``timeout_s``
-    (one deadline for all: a stop is bounded however many processes there are)."""
+    (one deadline for all: a stop is bounded however many processes there are).
+
+    A group whose leader has ended is signalled too: its children may not have (a scheduler
+    killed by SIGKILL left its LocalExecutor workers idling in its group after `up` stopped).
+    """
     for proc in procs:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     for proc in procs:
         try:
@@ -215,6 +218,23 @@ def stop_groups(procs: Sequence[GroupLeader], timeout_s: float) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    for proc in procs:  # the members left in a group whose leader has ended
+        while group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if group_members(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` that have not ended (zombies left out: only
+    their parent can reap them)."""
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        with contextlib.suppress(OSError, psutil.Error):
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == pgid:
+                members.append(proc.pid)
+    return members
 
 
 def started_or_stopped(

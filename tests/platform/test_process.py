@@ -128,3 +128,20 @@ def test_a_server_whose_parent_is_another_process_is_stopped_without_waiting_out
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_stop_groups_stops_what_is_left_of_a_group_whose_leader_has_ended() -> None:
+    from harvestflow.services.process import group_members, stop_groups
+
+    # the leader starts a child in its group and ends at once (a scheduler killed, its
+    # executor's workers left behind)
+    leader = subprocess.Popen(
+        ["sh", "-c", "sleep 300 & echo $!"], stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert leader.stdout is not None
+    child = int(leader.stdout.readline().strip())
+    leader.wait()
+    assert child in group_members(leader.pid)
+    stop_groups([leader], timeout_s=5)
+    leader.stdout.close()
+    assert group_members(leader.pid) == []
