@@ -154,10 +154,12 @@ def test_a_line_written_before_a_kill_is_not_written_again(tmp_path: Path) -> No
 
 
 def _refuse_link(ctx: CrawlContext, url: str) -> str:
-    """A page's link refused as the frontier refuses one (its crawl.log line), in the open
-    transaction of the page."""
+    """A page's link refused as the frontier refuses one (its crawl.log line), in the page's
+    transaction, opened with the log held as finish_capture does before considering links."""
     from crawler.crawllog_writer import LogEntry, format_line
 
+    ctx.state.begin()
+    ctx.crawl_log.hold()
     when = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
     entry = LogEntry(-5003, url, "L", "http://a.example.test/p", seed="x", when=when)
     ctx.crawl_log.write(entry)
@@ -169,15 +171,11 @@ def test_a_pages_refusal_lines_are_not_written_twice_after_a_kill_before_its_don
 ) -> None:
     spec, out = _spec(tmp_path), tmp_path / "out"
     ctx = CrawlContext(spec, out)
-    ctx.state.begin()
-    ctx.crawl_log.hold()  # as finish_capture does before considering the page's links
     _refuse_link(ctx, "http://b.example.test/over-quota")
     ctx.crawl_log._fh.close()  # killed before the page's commit: nothing else runs
     ctx.state.close()
     assert "over-quota" not in (out / "logs" / "crawl.log").read_text()
     again = CrawlContext(spec, out)  # the resumed crawl parses the page again
-    again.state.begin()
-    again.crawl_log.hold()
     refusal = _refuse_link(again, "http://b.example.test/over-quota")
     page = _finish_one(again, "http://a.example.test/p")
     lines = _reopen(again, spec, out)
@@ -189,8 +187,6 @@ def test_a_pages_lines_cut_off_after_its_done_mark_are_all_written_on_resume(
 ) -> None:
     spec, out = _spec(tmp_path), tmp_path / "out"
     ctx = CrawlContext(spec, out)
-    ctx.state.begin()
-    ctx.crawl_log.hold()
     refusal = _refuse_link(ctx, "http://b.example.test/over-quota")
 
     def killed(line: str) -> None:
@@ -209,8 +205,6 @@ def test_a_first_part_of_a_pages_lines_written_before_a_kill_is_completed_on_res
     spec, out = _spec(tmp_path), tmp_path / "out"
     ctx = CrawlContext(spec, out)
     log_file = ctx.crawl_log
-    ctx.state.begin()
-    ctx.crawl_log.hold()
     refusal = _refuse_link(ctx, "http://b.example.test/over-quota")
 
     def torn(lines: str) -> None:  # the refusal and a piece of the page's line, then the kill
