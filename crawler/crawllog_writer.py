@@ -78,7 +78,7 @@ def cut_torn_line(path: Path) -> None:
 class CrawlLog:
     """Appends lines to logs/crawl.log, one write per line, and knows the file's size.
 
-    The size is what :meth:`holds` needs: a URL's done mark is committed with its line and the
+    The size is what :meth:`missing` needs: a URL's done mark is committed with its line and the
     offset the line goes to, so that a resume can tell whether a kill fell between the two.
     """
 
@@ -116,10 +116,6 @@ class CrawlLog:
         """The lines kept back since :meth:`hold` (written from now on as they come)."""
         held, self._held = self._held or [], None
         return held
-
-    def holds(self, offset: int, line: str) -> bool:
-        """Whether ``line`` is the file's line starting at byte ``offset``."""
-        return self.missing(offset, line) is None
 
     def missing(self, offset: int, text: str) -> str | None:
         """The lines of ``text`` (newline-separated) the file lacks at byte ``offset``, or None.
